@@ -1,0 +1,170 @@
+"""MIME bundles for `display()` and cell results: IPython's display protocol,
+reimplemented without IPython.
+
+An object is offered to every formatter it supports; one formatter failing
+does not lose the others, and `text/plain` is always present.
+"""
+import base64
+import sys
+
+STATUS_MIME = "application/x-evalkit-status"
+
+# Checked in this order after `_repr_mimebundle_`; a key already produced by
+# the mimebundle is not asked for again.
+_REPR_METHODS = (
+    ("text/markdown", "_repr_markdown_"),
+    ("text/html", "_repr_html_"),
+    ("image/svg+xml", "_repr_svg_"),
+    ("image/png", "_repr_png_"),
+    ("image/jpeg", "_repr_jpeg_"),
+    ("application/json", "_repr_json_"),
+    ("text/latex", "_repr_latex_"),
+)
+_BINARY_MIMES = ("image/png", "image/jpeg", "image/gif", "application/pdf")
+
+_sink = None
+
+
+def set_sink(sink):
+    """Install the function that sends a frame: sink(kind, bundle, metadata)."""
+    global _sink
+    _sink = sink
+
+
+def safe_repr(obj):
+    """repr() that never raises; a failing repr names the type instead."""
+    try:
+        return repr(obj)
+    except Exception as error:
+        return "<%s object; repr() failed: %s>" % (type(obj).__name__, _describe(error))
+
+
+def _describe(error):
+    try:
+        return "%s: %s" % (type(error).__name__, error)
+    except Exception:
+        return type(error).__name__
+
+
+def _warn(obj, method, error):
+    sys.stderr.write("[evalkit] %s.%s failed: %s\n" % (type(obj).__name__, method, _describe(error)))
+
+
+def _real_method(obj, name):
+    """getattr for formatter methods that ignores classes and objects whose
+    __getattr__ claims every name (IPython checks the same canary)."""
+    if isinstance(obj, type):
+        return None
+    try:
+        if getattr(obj, "_ipython_canary_method_should_not_exist_", None) is not None:
+            return None
+        method = getattr(obj, name, None)
+    except Exception:
+        return None
+    return method if callable(method) else None
+
+
+def _encode(mime, value):
+    if isinstance(value, (bytes, bytearray)) and (mime in _BINARY_MIMES or mime.startswith("image/")):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", "replace")
+    return value
+
+
+def _split(result):
+    """A formatter may return data or (data, metadata)."""
+    if isinstance(result, tuple) and len(result) == 2:
+        return result[0], result[1] if isinstance(result[1], dict) else {}
+    return result, {}
+
+
+def _is_matplotlib_figure(obj):
+    module = getattr(type(obj), "__module__", "") or ""
+    return module.startswith("matplotlib.figure") and hasattr(obj, "savefig")
+
+
+def figure_png(figure):
+    """Render a matplotlib figure to base64 PNG."""
+    import io
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", bbox_inches="tight")
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def mime_bundle(obj, include=None, exclude=None, as_json=False):
+    """Build (data, metadata) for `obj`.
+
+    `as_json` adds `application/json` for plain dicts and lists, which is
+    what `display()` does for them.
+    """
+    data, metadata = {}, {}
+    if _is_matplotlib_figure(obj):
+        try:
+            data["image/png"] = figure_png(obj)
+        except Exception as error:
+            _warn(obj, "savefig", error)
+    method = _real_method(obj, "_repr_mimebundle_")
+    if method is not None:
+        try:
+            produced, produced_meta = _split(method(include=include, exclude=exclude))
+            if isinstance(produced, dict):
+                for mime, value in produced.items():
+                    data.setdefault(mime, _encode(mime, value))
+                metadata.update(produced_meta or {})
+        except Exception as error:
+            _warn(obj, "_repr_mimebundle_", error)
+    for mime, name in _REPR_METHODS:
+        if mime in data:
+            continue
+        method = _real_method(obj, name)
+        if method is None:
+            continue
+        try:
+            value, meta = _split(method())
+        except Exception as error:
+            _warn(obj, name, error)
+            continue
+        if value is None:
+            continue
+        data[mime] = _encode(mime, value)
+        if meta:
+            metadata[mime] = meta
+    if as_json and "application/json" not in data and type(obj) in (dict, list):
+        data["application/json"] = obj
+    if "text/plain" not in data:
+        data["text/plain"] = safe_repr(obj)
+    if include is not None:
+        data = {k: v for k, v in data.items() if k in include or k == "text/plain"}
+    if exclude is not None:
+        data = {k: v for k, v in data.items() if k not in exclude or k == "text/plain"}
+    return data, metadata
+
+
+def publish(kind, data, metadata=None):
+    """Send a display or result bundle for the current request."""
+    if _sink is not None:
+        _sink(kind, data, metadata or {})
+
+
+def display(*objs, raw=False, include=None, exclude=None, metadata=None):
+    """Show objects as rich output (images, tables, HTML, JSON) in the cell's result.
+
+    With raw=True each object is already a MIME bundle dict.
+    """
+    for obj in objs:
+        if raw:
+            data, meta = dict(obj), {}
+        else:
+            data, meta = mime_bundle(obj, include=include, exclude=exclude, as_json=True)
+        if metadata:
+            meta.update(metadata)
+        publish("display", data, meta)
+
+
+def emit_status(op, **fields):
+    """Send a structured status event (`application/x-evalkit-status`)."""
+    event = {"op": op}
+    event.update(fields)
+    publish("display", {STATUS_MIME: event, "text/plain": "[%s]" % op})

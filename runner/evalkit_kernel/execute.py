@@ -1,0 +1,180 @@
+"""Running one cell: compile, execute, show the last expression, report errors.
+
+Cells are parsed with `ast`. If the last statement is an expression, it is
+evaluated separately and its value becomes the cell's `result` (unless it is
+None or the line ends with `;`). Top-level `await` works. Tracebacks point at
+the cell's own source lines and leave out the runner's frames.
+"""
+import ast
+import os
+import sys
+
+from . import display
+
+_TOP_LEVEL_AWAIT = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
+_CO_COROUTINE = 0x0080
+_RUNNER_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class CellOutcome:
+    __slots__ = ("status", "cancelled")
+
+    def __init__(self, status, cancelled=False):
+        self.status = status
+        self.cancelled = cancelled
+
+
+class Executor:
+    """Holds the user namespace and runs cells in it."""
+
+    def __init__(self, gate, emit_error, sync_output):
+        self.namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+        self.execution_count = 0
+        self._gate = gate
+        self._emit_error = emit_error
+        self._sync_output = sync_output
+        self._sources = {}  # cell filename -> source, for tracebacks and warnings
+        self._internal_count = 0
+        self._loop = None
+
+    def run(self, code, silent, store_history):
+        if store_history and not silent:
+            self.execution_count += 1
+            filename = "<cell-%d>" % self.execution_count
+        else:
+            self._internal_count += 1
+            filename = "<evalkit-internal-%d>" % self._internal_count
+        self._remember_source(filename, code)
+        try:
+            exec_code, eval_code = self._compile(code, filename, show_last=not silent)
+        except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as error:
+            self._report(error)
+            return CellOutcome("error")
+        try:
+            self._gate.arm()
+            try:
+                self._run_code(exec_code)
+                value = self._run_code(eval_code) if eval_code is not None else None
+            finally:
+                self._gate.disarm()
+        except KeyboardInterrupt as error:
+            self._report(error)
+            return CellOutcome("error", cancelled=self._gate.received)
+        except BaseException as error:  # SystemExit, MemoryError, ... keep the kernel alive
+            self._report(error)
+            return CellOutcome("error")
+        if value is not None:
+            if store_history:
+                self.namespace["_"] = value
+            self._publish_result(value)
+        return CellOutcome("ok")
+
+    def _publish_result(self, value):
+        try:
+            data, metadata = display.mime_bundle(value)
+        except BaseException as error:
+            self._report(error)
+            return
+        display.publish("result", data, metadata)
+
+    def _compile(self, code, filename, show_last):
+        flags = _TOP_LEVEL_AWAIT
+        tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST | flags, dont_inherit=True)
+        eval_code = None
+        if show_last and tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = tree.body.pop()
+            if not _ends_with_semicolon(code, last):
+                expression = ast.Expression(last.value)
+                eval_code = compile(expression, filename, "eval", flags, dont_inherit=True)
+            else:
+                tree.body.append(last)
+        exec_code = compile(tree, filename, "exec", flags, dont_inherit=True)
+        return exec_code, eval_code
+
+    def _run_code(self, code):
+        result = eval(code, self.namespace)
+        if code.co_flags & _CO_COROUTINE:
+            result = self._run_coroutine(result)
+        return result
+
+    def _run_coroutine(self, coroutine):
+        import asyncio
+
+        if self._loop is None or self._loop.is_closed():
+            self._loop = asyncio.new_event_loop()
+        task = self._loop.create_task(coroutine)
+        try:
+            return self._loop.run_until_complete(task)
+        except BaseException:
+            if not task.done():
+                task.cancel()
+            raise
+
+    def _remember_source(self, filename, code):
+        self._sources[filename] = code
+        linecache = sys.modules.get("linecache")
+        if linecache is not None:
+            self._register_sources(linecache)
+
+    def _register_sources(self, linecache):
+        # linecache is imported lazily by the first traceback or warning;
+        # until then the sources wait here, costing no start-up time.
+        for filename, code in self._sources.items():
+            if filename not in linecache.cache:
+                linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+
+    def _report(self, error):
+        import linecache
+        import traceback
+
+        self._register_sources(linecache)
+        tb = self._user_traceback(error.__traceback__)
+        try:
+            lines = traceback.format_exception(type(error), error, tb)
+        except BaseException:
+            lines = ["%s: <traceback could not be formatted>\n" % type(error).__name__]
+        try:
+            evalue = str(error)
+        except BaseException:
+            evalue = "<unprintable %s>" % type(error).__name__
+        self._sync_output()
+        self._emit_error(type(error).__name__, evalue, lines)
+
+
+    def _user_traceback(self, tb):
+        """Drop the runner's (and asyncio's) frames in front of the first cell frame."""
+        first = tb
+        while first is not None and first.tb_frame.f_code.co_filename not in self._sources:
+            first = first.tb_next
+        if first is not None:
+            _cut_runner_tail(first)
+            return first
+        while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_RUNNER_DIR):
+            tb = tb.tb_next
+        return tb
+
+
+def _cut_runner_tail(tb):
+    """Hide the runner's own frames at the end (e.g. inside the input() stub)."""
+    last_user = None
+    node = tb
+    while node is not None:
+        if not node.tb_frame.f_code.co_filename.startswith(_RUNNER_DIR):
+            last_user = node
+        node = node.tb_next
+    if last_user is not None and last_user.tb_next is not None:
+        last_user.tb_next = None
+
+
+def _ends_with_semicolon(code, node):
+    """True when the source after the last expression starts with `;`
+    (IPython's rule for suppressing the displayed value)."""
+    lines = code.splitlines()
+    end_line = getattr(node, "end_lineno", None)
+    end_col = getattr(node, "end_col_offset", None)
+    if end_line is None or end_col is None or end_line > len(lines):
+        return False
+    # col offsets are in UTF-8 bytes
+    rest = lines[end_line - 1].encode("utf-8")[end_col:].decode("utf-8", "replace")
+    rest = rest + "\n" + "\n".join(lines[end_line:])
+    return rest.lstrip().startswith(";")

@@ -1,0 +1,57 @@
+"""SIGINT handling: ignored between requests, KeyboardInterrupt inside a cell.
+
+The host interrupts a cell by sending SIGINT to the kernel's process group.
+While a cell runs, the gate raises KeyboardInterrupt in user code; outside a
+cell the signal is ignored, so a late or stray interrupt never kills the kernel.
+A frame being written when the signal lands is finished first.
+"""
+import signal
+import threading
+
+
+class InterruptGate:
+    def __init__(self):
+        self._armed = False
+        self._critical = 0
+        self._deferred = False
+        self.received = False  # a SIGINT arrived during the current cell
+        self._main = threading.get_ident()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def arm(self):
+        """Let SIGINT raise KeyboardInterrupt (call right before user code)."""
+        self.received = False
+        self._deferred = False
+        self._armed = True
+        signal.signal(signal.SIGINT, self._on_sigint)
+
+    def disarm(self):
+        """Ignore SIGINT again (call right after user code)."""
+        self._armed = False
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def enter_critical(self):
+        """Mark the start of a frame write; only the main thread counts."""
+        if threading.get_ident() == self._main:
+            self._critical += 1
+
+    def leave_critical(self):
+        if threading.get_ident() != self._main:
+            return
+        self._critical -= 1
+        if self._critical == 0 and self._deferred:
+            self._deferred = False
+            if self._armed:
+                raise KeyboardInterrupt
+
+    def _on_sigint(self, signum, frame):
+        # Python runs signal handlers in the main thread only, and only the
+        # main thread counts critical sections, so a frame written by the
+        # output thread never defers or receives the interrupt.
+        if not self._armed:
+            return
+        self.received = True
+        if self._critical:
+            self._deferred = True
+            return
+        raise KeyboardInterrupt

@@ -1,0 +1,214 @@
+"""The runner's main loop: set up the process, answer requests until told to exit.
+
+Set-up, in order: keep private duplicates of the original stdin/stdout as the
+protocol channel, point fd 0 at /dev/null so user code and its children can
+never read the protocol, capture fd 1/2, ignore SIGINT between requests, watch
+for the host's death, then send the `ready` handshake.
+"""
+import builtins
+import io
+import os
+import signal
+import sys
+import threading
+import time
+
+from . import display, protocol
+from .capture import OutputCapture
+from .execute import Executor
+from .interrupts import InterruptGate
+
+# How often an orphaned runner checks whether its host is still alive.
+_PARENT_POLL_SECONDS = 1.0
+
+
+class StdinNotSupportedError(EOFError):
+    """Raised by input(): cells have no interactive stdin.
+
+    It is an EOFError, so code written to cope with a closed stdin still works.
+    """
+
+
+StdinNotSupportedError.__module__ = "builtins"  # print the bare name in tracebacks
+
+
+def _input_not_supported(prompt=""):
+    raise StdinNotSupportedError(
+        "input() is not supported: evalkit cells have no interactive stdin. "
+        "Pass the data in the code instead (a variable, a file, or an argument)."
+    )
+
+
+def _isolate_stdin():
+    """Return a private fd for the protocol and make fd 0 an empty source."""
+    protocol_in = os.dup(0)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    sys.stdin = open(0, "r", encoding="utf-8", closefd=False)
+    builtins.input = _input_not_supported
+    return protocol_in
+
+
+def _text_stream(fd):
+    """A line-buffered UTF-8 writer on `fd`: one write per line, like a terminal,
+    and characters UTF-8 cannot carry are escaped instead of raising."""
+    raw = io.FileIO(fd, "w", closefd=False)
+    return io.TextIOWrapper(
+        io.BufferedWriter(raw, 1 << 16), encoding="utf-8", errors="backslashreplace", line_buffering=True
+    )
+
+
+def _watch_parent(parent_pid):
+    """Exit, taking our process group along, once the host has died."""
+    while True:
+        time.sleep(_PARENT_POLL_SECONDS)
+        if os.getppid() != parent_pid:
+            if os.getpgrp() == os.getpid():
+                os.killpg(os.getpid(), signal.SIGKILL)
+            os._exit(1)
+
+
+class Kernel:
+    def __init__(self, writer, capture, gate):
+        self._writer = writer
+        self._capture = capture
+        self._request_id = None
+        self.executor = Executor(gate, self._emit_error, capture.sync)
+        display.set_sink(self._publish)
+
+    def _publish(self, kind, data, metadata):
+        self._capture.sync()
+        frame = {"type": kind, "id": self._request_id, "bundle": data}
+        if metadata:
+            frame["metadata"] = metadata
+        self._writer.send(frame)
+
+    def _emit_error(self, ename, evalue, traceback_lines):
+        self._writer.send(
+            {"type": "error", "id": self._request_id, "ename": ename, "evalue": evalue, "traceback": traceback_lines}
+        )
+
+    def handle(self, request):
+        self._request_id = request.id
+        self._writer.send({"type": "started", "id": request.id})
+        self._capture.begin(request.id)
+        outcome = None
+        try:
+            if self._apply_context(request):
+                outcome = self.executor.run(request.code, request.silent, request.store_history)
+        finally:
+            self._capture.end()
+            status = outcome.status if outcome is not None else "error"
+            cancelled = outcome.cancelled if outcome is not None else False
+            self._writer.send(
+                {
+                    "type": "done",
+                    "id": request.id,
+                    "status": status,
+                    "executionCount": self.executor.execution_count,
+                    "cancelled": cancelled,
+                }
+            )
+            self._request_id = None
+
+    def _apply_context(self, request):
+        """Apply the request's cwd and env; report a failure as the cell's error."""
+        try:
+            if request.env:
+                for key, value in request.env.items():
+                    if value is None:
+                        os.environ.pop(key, None)
+                    else:
+                        os.environ[key] = value
+            if request.cwd is not None:
+                os.chdir(request.cwd)
+                if request.cwd not in sys.path:
+                    sys.path.insert(0, request.cwd)
+        except (OSError, ValueError) as error:
+            self._emit_error(type(error).__name__, str(error), ["%s: %s\n" % (type(error).__name__, error)])
+            return False
+        return True
+
+    def protocol_error(self, error):
+        self._writer.send(
+            {
+                "type": "error",
+                "id": error.request_id,
+                "ename": "ProtocolError",
+                "evalue": str(error),
+                "traceback": [],
+            }
+        )
+        if error.request_id is not None:
+            self._writer.send(
+                {
+                    "type": "done",
+                    "id": error.request_id,
+                    "status": "error",
+                    "executionCount": self.executor.execution_count,
+                    "cancelled": False,
+                }
+            )
+
+
+def main():
+    """Run the kernel; a failure of the runner itself is reported on the
+    original stderr (the host keeps its tail) and exits with status 70."""
+    diagnostics = os.dup(2)
+    try:
+        _serve(diagnostics)
+    except SystemExit:
+        raise
+    except BaseException:
+        import traceback
+
+        os.write(diagnostics, ("evalkit runner failed:\n" + traceback.format_exc()).encode("utf-8", "replace"))
+        os._exit(70)
+
+
+def _serve(diagnostics):
+    parent_pid = os.getppid()
+    protocol_out = os.dup(1)
+    protocol_in = _isolate_stdin()
+    try:
+        import faulthandler
+
+        # A crash in C code leaves a Python traceback on the host's stderr tail.
+        faulthandler.enable(file=os.fdopen(diagnostics, "w", closefd=False), all_threads=True)
+    except Exception:
+        pass
+
+    writer = protocol.FrameWriter(protocol_out)
+    capture = OutputCapture(writer)
+    sys.stdout = _text_stream(1)
+    sys.stderr = _text_stream(2)
+    gate = InterruptGate()
+    writer.gate = gate
+    threading.Thread(target=_watch_parent, args=(parent_pid,), name="evalkit-parent-watch", daemon=True).start()
+
+    kernel = Kernel(writer, capture, gate)
+    reader = protocol.RequestReader(protocol_in)
+    writer.send(
+        {
+            "type": "ready",
+            "protocol": protocol.PROTOCOL_VERSION,
+            "python": "%d.%d.%d" % sys.version_info[:3],
+            "pid": os.getpid(),
+            "executable": sys.executable,
+        }
+    )
+    while True:
+        line = reader.read_line()
+        if not line:
+            break
+        try:
+            request = protocol.parse_request(line)
+        except protocol.ProtocolError as error:
+            kernel.protocol_error(error)
+            continue
+        if isinstance(request, protocol.ExitRequest):
+            break
+        kernel.handle(request)
+    capture.sync()
+    sys.exit(0)

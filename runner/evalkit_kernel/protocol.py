@@ -1,0 +1,172 @@
+"""NDJSON framing: one JSON object per `\\n`-terminated UTF-8 line, both ways.
+
+Frames are written to a private duplicate of the original stdout, so nothing
+user code writes to fd 1 can corrupt the channel.
+"""
+import codecs
+import json
+import math
+import os
+import threading
+
+PROTOCOL_VERSION = 1
+
+
+def _replace_with_fffd(error):
+    return ("\ufffd", error.end)
+
+
+# Lone surrogates (from filenames, `surrogateescape` data, ...) cannot be
+# encoded as UTF-8; they become U+FFFD instead of breaking a frame.
+codecs.register_error("evalkit.fffd", _replace_with_fffd)
+
+
+def jsonable(value, depth=0):
+    """Return a copy of `value` that strict JSON can carry.
+
+    NaN and infinities become strings, bytes are decoded with replacement,
+    anything else unknown becomes its repr. Used when the fast path fails.
+    """
+    if depth > 100:
+        return "<nested too deeply>"
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return repr(value)
+        return value
+    if isinstance(value, dict):
+        return {str(k): jsonable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v, depth + 1) for v in value]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "replace")
+    try:
+        return repr(value)
+    except Exception:
+        return "<unrepresentable %s>" % type(value).__name__
+
+
+def encode_frame(frame):
+    """Serialize one frame to bytes, never raising for odd values."""
+    try:
+        text = json.dumps(frame, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        text = json.dumps(jsonable(frame), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return (text + "\n").encode("utf-8", "evalkit.fffd")
+
+
+class FrameWriter:
+    """Writes whole frames to the protocol fd, one writer at a time.
+
+    A frame is never cut by KeyboardInterrupt: while the main thread is in the
+    middle of a write, the interrupt gate defers the interrupt until the frame
+    is complete (see `interrupts.InterruptGate`).
+    """
+
+    def __init__(self, fd):
+        self._fd = fd
+        self._lock = threading.Lock()
+        self.gate = None  # set by main once the interrupt gate exists
+
+    def send(self, frame):
+        data = encode_frame(frame)
+        gate = self.gate
+        if gate is not None:
+            gate.enter_critical()
+        try:
+            with self._lock:
+                view = memoryview(data)
+                while view:
+                    written = os.write(self._fd, view)
+                    view = view[written:]
+        finally:
+            if gate is not None:
+                gate.leave_critical()
+
+
+class Request:
+    """One execute request from the host."""
+
+    __slots__ = ("id", "code", "silent", "store_history", "cwd", "env")
+
+    def __init__(self, id, code, silent, store_history, cwd, env):
+        self.id = id
+        self.code = code
+        self.silent = silent
+        self.store_history = store_history
+        self.cwd = cwd
+        self.env = env
+
+
+class ExitRequest:
+    """The host asks the runner to exit."""
+
+
+class ProtocolError(Exception):
+    """A line from the host that is not a valid request.
+
+    `request_id` is set when the line named an id, so the host can still
+    resolve the request it was waiting for.
+    """
+
+    def __init__(self, message, request_id=None):
+        Exception.__init__(self, message)
+        self.request_id = request_id
+
+
+def _field(message, name, kinds, default, request_id):
+    value = message.get(name, default)
+    if value is None and default is None:
+        return None
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raise ProtocolError("field %r has the wrong type (%s)" % (name, type(value).__name__), request_id)
+    return value
+
+
+def parse_request(line):
+    """Parse one line into a Request or ExitRequest, or raise ProtocolError."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ProtocolError("line is not valid UTF-8: %s" % error)
+    if not text.strip():
+        raise ProtocolError("empty line")
+    try:
+        message = json.loads(text)
+    except ValueError as error:
+        raise ProtocolError("line is not valid JSON: %s" % error)
+    if not isinstance(message, dict):
+        raise ProtocolError("expected a JSON object, got %s" % type(message).__name__)
+    kind = message.get("type", "execute")
+    raw_id = message.get("id")
+    request_id = str(raw_id) if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else None
+    if kind == "exit":
+        return ExitRequest()
+    if kind != "execute":
+        raise ProtocolError("unknown request type %r" % (kind,), request_id)
+    if request_id is None:
+        raise ProtocolError("execute request needs an 'id' (string or integer)")
+    code = message.get("code")
+    if not isinstance(code, str):
+        raise ProtocolError("execute request needs 'code' as a string", request_id)
+    silent = _field(message, "silent", (bool,), False, request_id)
+    store_history = _field(message, "storeHistory", (bool,), True, request_id)
+    cwd = _field(message, "cwd", (str,), None, request_id)
+    env = _field(message, "env", (dict,), None, request_id)
+    if env is not None:
+        for key, value in env.items():
+            if not isinstance(value, str) and value is not None:
+                raise ProtocolError("env value for %r must be a string or null" % key, request_id)
+    return Request(request_id, code, silent, store_history, cwd, env)
+
+
+class RequestReader:
+    """Reads request lines from the private duplicate of the original stdin."""
+
+    def __init__(self, fd):
+        self._file = os.fdopen(fd, "rb", buffering=1 << 16)
+
+    def read_line(self):
+        """The next raw line, or b'' at end of input (the host went away)."""
+        return self._file.readline()

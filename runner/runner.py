@@ -1,0 +1,14 @@
+"""evalkit kernel: a long-lived Python process driven over NDJSON pipes.
+
+The host starts this file as `python -u runner.py`. Everything lives in the
+`evalkit_kernel` package beside it, so that Python caches the compiled modules
+(a main script is recompiled on every start; imported modules are not).
+"""
+import sys
+
+from evalkit_kernel.main import main
+
+# Our folder must not shadow the user's own modules (`import main`, ...).
+del sys.path[0]
+
+main()

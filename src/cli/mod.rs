@@ -1,0 +1,78 @@
+//! Command-line interface: argument parsing and one module per subcommand.
+
+mod run;
+mod setup;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Run Python code cells in long-lived kernels.
+#[derive(Debug, Parser)]
+#[command(name = "evalkit", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run Python code in a fresh kernel, streaming its output.
+    Run(run::RunArgs),
+    /// Check or prepare what evalkit needs.
+    Setup {
+        #[command(subcommand)]
+        what: setup::SetupCommand,
+    },
+}
+
+/// Options shared by every command that starts a kernel.
+#[derive(Debug, Clone, clap::Args)]
+pub struct KernelArgs {
+    /// Working directory of the kernel [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// Python interpreter to use (skips discovery) [env: EVALKIT_PYTHON].
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<String>,
+}
+
+impl KernelArgs {
+    /// The working directory, made absolute.
+    pub fn cwd(&self) -> Result<PathBuf, String> {
+        let here = std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?;
+        let cwd = match &self.cwd {
+            Some(dir) => here.join(dir),
+            None => here,
+        };
+        evalkit::kernel::validate_cwd(&cwd).map_err(|e| e.to_string())?;
+        Ok(cwd)
+    }
+
+    /// `--python`, else `$EVALKIT_PYTHON`.
+    pub fn explicit_python(&self) -> Option<String> {
+        self.python.clone().or_else(|| std::env::var("EVALKIT_PYTHON").ok().filter(|v| !v.trim().is_empty()))
+    }
+}
+
+/// Log to stderr. `EVALKIT_LOG` (or `RUST_LOG`) sets the filter;
+/// `EVALKIT_PYTHON_IPC_TRACE=1` adds every protocol frame.
+pub fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let mut filter = std::env::var("EVALKIT_LOG").or_else(|_| std::env::var("RUST_LOG")).unwrap_or_else(|_| "warn".into());
+    if std::env::var(evalkit::kernel::IPC_TRACE_VAR).is_ok_and(|v| v == "1") {
+        filter.push_str(",evalkit::ipc=info");
+    }
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new("warn")))
+        .try_init();
+}
+
+pub async fn dispatch(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Run(args) => run::run(args).await,
+        Command::Setup { what } => setup::setup(what).await,
+    }
+}

@@ -1,0 +1,84 @@
+//! `evalkit setup python [--check]`: show which interpreter evalkit would use,
+//! or create the managed environment.
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use evalkit::runtime::{self, DiscoveryInput, discovery};
+
+use super::KernelArgs;
+
+#[derive(Debug, Subcommand)]
+pub enum SetupCommand {
+    /// Resolve the Python interpreter; without --check, first create the
+    /// managed environment ~/.evalkit/python-env if no interpreter is found.
+    Python {
+        /// Only report: the interpreter, where it came from, its version, or why none was found.
+        #[arg(long)]
+        check: bool,
+        #[command(flatten)]
+        kernel: KernelArgs,
+    },
+}
+
+pub async fn setup(command: SetupCommand) -> ExitCode {
+    let SetupCommand::Python { check, kernel } = command;
+    let cwd = match kernel.cwd() {
+        Ok(cwd) => cwd,
+        Err(message) => {
+            eprintln!("evalkit: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let input = DiscoveryInput::from_env(cwd, kernel.explicit_python());
+    let skip = runtime::skip_check_from_env();
+    let resolve = {
+        let input = input.clone();
+        move || runtime::resolve(&input, skip)
+    };
+    let mut result = tokio::task::spawn_blocking(resolve.clone()).await.expect("discovery does not panic");
+    if result.is_err() && !check {
+        if let Err(message) = create_managed_env(&input).await {
+            eprintln!("evalkit: {message}");
+        }
+        result = tokio::task::spawn_blocking(resolve).await.expect("discovery does not panic");
+    }
+    match result {
+        Ok(python) => {
+            println!("Python interpreter: {}", python.interpreter.display());
+            println!("Found through:      {}", python.source);
+            println!("Runs as:            {}", python.executable.display());
+            match &python.version {
+                Some(version) => println!("Version:            {version}"),
+                None => println!("Version:            not checked ({}=1)", runtime::SKIP_CHECK_VAR),
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("evalkit: {error}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `python3 -m venv ~/.evalkit/python-env` with any python3 on PATH.
+async fn create_managed_env(input: &DiscoveryInput) -> Result<(), String> {
+    let home = input.home.as_ref().ok_or("no home folder to create ~/.evalkit/python-env in")?;
+    let root = discovery::managed_env_root(home);
+    let base = ["python3", "python"]
+        .into_iter()
+        .find_map(|name| discovery::search_path(input.path.as_ref(), name))
+        .ok_or("no python3 on PATH to create the managed environment with; install Python 3.8 or newer")?;
+    eprintln!("evalkit: creating {} with {}", root.display(), base.display());
+    let status = tokio::process::Command::new(&base)
+        .args(["-m", "venv"])
+        .arg(&root)
+        .stdin(std::process::Stdio::null())
+        .status()
+        .await
+        .map_err(|e| format!("could not run {}: {e}", base.display()))?;
+    if !status.success() {
+        return Err(format!("`{} -m venv {}` failed ({status})", base.display(), root.display()));
+    }
+    Ok(())
+}

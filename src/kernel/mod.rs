@@ -1,0 +1,641 @@
+//! One Python kernel: the runner subprocess and the host's side of the protocol.
+//!
+//! [`Kernel::start`] spawns `<python> -u runner.py` in its own session,
+//! waits for the `ready` handshake, then runs the init request (cwd on
+//! `sys.path`) and the prelude. [`Kernel::execute`] sends a request and
+//! returns an [`Execution`] that yields the request's events as they arrive.
+//! A reader task routes frames by request id; when the runner dies, every
+//! pending execution receives [`KernelError::Died`] with the exit status.
+
+pub mod process;
+pub mod runner_files;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use serde_json::{Map, Value};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::protocol::{self, DoneStatus, ExecuteRequest, MimeBundle, RunnerFrame};
+pub use process::ExitInfo;
+
+/// Default bound on spawn → ready → init → prelude.
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Set to `1` to log every frame both ways (target `evalkit::ipc`).
+pub const IPC_TRACE_VAR: &str = "EVALKIT_PYTHON_IPC_TRACE";
+/// How much of the runner's own stderr is kept for error messages.
+const STDERR_TAIL_BYTES: usize = 16 * 1024;
+/// Events buffered per execution before the reader waits for the consumer
+/// (which in turn makes the runner wait: memory stays bounded).
+const EXECUTION_BUFFER: usize = 256;
+
+/// Everything needed to start a kernel.
+#[derive(Debug, Clone)]
+pub struct KernelOptions {
+    /// The interpreter to run (a resolved real executable, ideally).
+    pub python: PathBuf,
+    /// Working directory; must exist and be a directory.
+    pub cwd: PathBuf,
+    /// The kernel's complete environment (see [`crate::runtime::env::kernel_env`]).
+    pub env: BTreeMap<String, String>,
+    pub startup_timeout: Duration,
+    /// Log every frame (env values redacted).
+    pub trace: bool,
+}
+
+impl KernelOptions {
+    pub fn new(python: impl Into<PathBuf>, cwd: impl Into<PathBuf>, env: BTreeMap<String, String>) -> Self {
+        KernelOptions {
+            python: python.into(),
+            cwd: cwd.into(),
+            env,
+            startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            trace: std::env::var(IPC_TRACE_VAR).is_ok_and(|v| v == "1"),
+        }
+    }
+}
+
+/// What can go wrong with a kernel. Every message says what to do next.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum KernelError {
+    #[error("working directory {path} {reason}; pass an existing directory")]
+    InvalidCwd { path: PathBuf, reason: String },
+    #[error("could not write the runner to the cache folder {path}: {message} (set EVALKIT_CACHE_DIR to a writable folder)")]
+    RunnerInstall { path: PathBuf, message: String },
+    #[error("could not start {python}: {message}. Check it with `evalkit setup python --check`")]
+    Spawn { python: PathBuf, message: String },
+    #[error("the Python kernel did not become ready within {seconds}s{}", tail_note(.stderr_tail))]
+    StartupTimeout { seconds: u64, stderr_tail: String },
+    #[error("the Python kernel failed to start: {reason}{}", tail_note(.stderr_tail))]
+    StartupFailed { reason: String, stderr_tail: String },
+    #[error("the Python kernel died ({exit}); its state is lost{}", tail_note(.stderr_tail))]
+    Died { exit: String, stderr_tail: String },
+    #[error("the Python kernel has been shut down; start a new one")]
+    Closed,
+}
+
+fn tail_note(tail: &str) -> String {
+    let tail = tail.trim();
+    if tail.is_empty() { String::new() } else { format!(". Its stderr ended with:\n{tail}") }
+}
+
+/// What the runner told us in its handshake.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadyInfo {
+    pub pid: u32,
+    pub python_version: String,
+    pub executable: String,
+}
+
+/// A traceback-carrying error raised by a cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellError {
+    pub ename: String,
+    pub evalue: String,
+    pub traceback: Vec<String>,
+}
+
+/// How a request finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CellDone {
+    pub status: DoneStatus,
+    pub execution_count: u64,
+    /// True when a SIGINT interrupted the cell.
+    pub cancelled: bool,
+}
+
+/// One thing a running request produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExecEvent {
+    Started,
+    Stdout(String),
+    Stderr(String),
+    Display { bundle: MimeBundle, metadata: Map<String, Value> },
+    Result { bundle: MimeBundle, metadata: Map<String, Value> },
+    Error(CellError),
+    Done(CellDone),
+}
+
+type EventSender = mpsc::Sender<Result<ExecEvent, KernelError>>;
+
+/// Request options beyond the code.
+#[derive(Debug, Clone, Default)]
+pub struct ExecuteOptions {
+    pub silent: bool,
+    /// `false` keeps the request out of `executionCount` (host-internal work).
+    pub internal: bool,
+    pub cwd: Option<String>,
+    pub env: Option<BTreeMap<String, Option<String>>>,
+}
+
+/// A request in flight: its events, in order, ending with `Done` or an error.
+pub struct Execution {
+    id: String,
+    events: mpsc::Receiver<Result<ExecEvent, KernelError>>,
+    finished: bool,
+}
+
+impl Execution {
+    /// The request id on the wire.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The next event; `None` once `Done` or an error has been returned.
+    pub async fn next(&mut self) -> Option<Result<ExecEvent, KernelError>> {
+        if self.finished {
+            return None;
+        }
+        let item = self.events.recv().await.unwrap_or(Err(KernelError::Closed));
+        if matches!(item, Ok(ExecEvent::Done(_)) | Err(_)) {
+            self.finished = true;
+        }
+        Some(item)
+    }
+
+    /// Wait for the end and return everything it produced.
+    pub async fn collect(mut self) -> Result<CellOutput, KernelError> {
+        let mut events = Vec::new();
+        while let Some(item) = self.next().await {
+            match item? {
+                ExecEvent::Started => {}
+                ExecEvent::Done(done) => return Ok(CellOutput { events, done }),
+                event => events.push(event),
+            }
+        }
+        Err(KernelError::Closed)
+    }
+}
+
+/// Everything one request produced, for callers that do not stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellOutput {
+    pub events: Vec<ExecEvent>,
+    pub done: CellDone,
+}
+
+impl CellOutput {
+    pub fn stdout(&self) -> String {
+        self.events.iter().filter_map(|e| if let ExecEvent::Stdout(t) = e { Some(t.as_str()) } else { None }).collect()
+    }
+    pub fn stderr(&self) -> String {
+        self.events.iter().filter_map(|e| if let ExecEvent::Stderr(t) = e { Some(t.as_str()) } else { None }).collect()
+    }
+    /// `text/plain` of each `result` frame.
+    pub fn results(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                ExecEvent::Result { bundle, .. } => bundle.get("text/plain").and_then(Value::as_str).map(String::from),
+                _ => None,
+            })
+            .collect()
+    }
+    pub fn errors(&self) -> Vec<&CellError> {
+        self.events.iter().filter_map(|e| if let ExecEvent::Error(err) = e { Some(err) } else { None }).collect()
+    }
+    pub fn displays(&self) -> Vec<&MimeBundle> {
+        self.events.iter().filter_map(|e| if let ExecEvent::Display { bundle, .. } = e { Some(bundle) } else { None }).collect()
+    }
+    pub fn is_ok(&self) -> bool {
+        self.done.status == DoneStatus::Ok
+    }
+}
+
+/// State shared by the handle and the background tasks.
+struct Shared {
+    pid: u32,
+    routes: Mutex<Routes>,
+    exit: watch::Receiver<Option<ExitInfo>>,
+    stderr_tail: Mutex<String>,
+    trace: bool,
+}
+
+#[derive(Default)]
+struct Routes {
+    pending: HashMap<String, EventSender>,
+    /// Set once the runner's stdout has closed: the error every new request gets.
+    dead: Option<KernelError>,
+    ready: Option<oneshot::Sender<Result<ReadyInfo, String>>>,
+}
+
+/// A running Python kernel. Dropping it kills the process group.
+pub struct Kernel {
+    shared: Arc<Shared>,
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    next_id: AtomicU64,
+    ready: ReadyInfo,
+    cwd: PathBuf,
+}
+
+impl Kernel {
+    /// Spawn the runner, wait for it to be ready, run init and prelude.
+    pub async fn start(options: KernelOptions) -> Result<Kernel, KernelError> {
+        validate_cwd(&options.cwd)?;
+        let cache = runner_files::cache_root();
+        let runner = runner_files::ensure_runner_in(&cache)
+            .map_err(|e| KernelError::RunnerInstall { path: cache.clone(), message: e.to_string() })?;
+
+        let mut command = Command::new(&options.python);
+        command
+            .arg("-u")
+            .arg(&runner)
+            .current_dir(&options.cwd)
+            .env_clear()
+            .envs(&options.env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            command.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from));
+        }
+        let mut child = command
+            .spawn()
+            .map_err(|e| KernelError::Spawn { python: options.python.clone(), message: e.to_string() })?;
+        let pid = child.id().expect("a just-spawned child has a pid");
+        let stdin = child.stdin.take().expect("stdin is piped");
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stderr = child.stderr.take().expect("stderr is piped");
+
+        let (exit_tx, exit_rx) = watch::channel(None);
+        tokio::spawn(async move {
+            let info = child.wait().await.map(ExitInfo::from).unwrap_or(ExitInfo { code: None, signal: None });
+            let _ = exit_tx.send(Some(info));
+        });
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let shared = Arc::new(Shared {
+            pid,
+            routes: Mutex::new(Routes { ready: Some(ready_tx), ..Default::default() }),
+            exit: exit_rx,
+            stderr_tail: Mutex::new(String::new()),
+            trace: options.trace,
+        });
+        let stderr_task = tokio::spawn(read_stderr(shared.clone(), stderr));
+        tokio::spawn(read_frames(shared.clone(), stdout));
+
+        let guard = KillGuard(pid);
+        let ready = match tokio::time::timeout(options.startup_timeout, ready_rx).await {
+            Ok(Ok(Ok(ready))) => ready,
+            Ok(Ok(Err(reason))) => {
+                return Err(KernelError::StartupFailed { reason, stderr_tail: shared.tail_after(stderr_task).await });
+            }
+            Ok(Err(_)) => {
+                let reason = match shared.wait_exit(Duration::from_secs(2)).await {
+                    Some(exit) => format!("it exited before the handshake ({exit})"),
+                    None => "it closed its output before the handshake".to_string(),
+                };
+                return Err(KernelError::StartupFailed { reason, stderr_tail: shared.tail_after(stderr_task).await });
+            }
+            Err(_) => {
+                drop(guard);
+                return Err(KernelError::StartupTimeout {
+                    seconds: options.startup_timeout.as_secs(),
+                    stderr_tail: shared.tail_after(stderr_task).await,
+                });
+            }
+        };
+        std::mem::forget(guard);
+        let kernel = Kernel {
+            shared,
+            stdin: tokio::sync::Mutex::new(Some(stdin)),
+            next_id: AtomicU64::new(1),
+            ready,
+            cwd: options.cwd.clone(),
+        };
+        let setup = async {
+            kernel.run_internal(None, Some(kernel.cwd.display().to_string())).await?;
+            kernel.run_internal(Some(runner_files::PRELUDE_CODE), None).await
+        };
+        match tokio::time::timeout(options.startup_timeout, setup).await {
+            Ok(Ok(())) => Ok(kernel),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(KernelError::StartupTimeout {
+                seconds: options.startup_timeout.as_secs(),
+                stderr_tail: kernel.stderr_tail(),
+            }),
+        }
+    }
+
+    /// Run host-internal code (init, prelude); a Python error fails startup.
+    async fn run_internal(&self, code: Option<&str>, cwd: Option<String>) -> Result<(), KernelError> {
+        let options = ExecuteOptions { silent: true, internal: true, cwd, env: None };
+        let output = self.execute_with(code.unwrap_or(""), options).await?.collect().await?;
+        match output.errors().first() {
+            None => Ok(()),
+            Some(error) => Err(KernelError::StartupFailed {
+                reason: format!("{}: {}", error.ename, error.evalue),
+                stderr_tail: self.stderr_tail(),
+            }),
+        }
+    }
+
+    /// Run a user cell.
+    pub async fn execute(&self, code: &str) -> Result<Execution, KernelError> {
+        self.execute_with(code, ExecuteOptions::default()).await
+    }
+
+    /// Send a request; its events arrive on the returned [`Execution`].
+    pub async fn execute_with(&self, code: &str, options: ExecuteOptions) -> Result<Execution, KernelError> {
+        let id = format!("r{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let request = ExecuteRequest {
+            id: id.clone(),
+            code: code.to_string(),
+            silent: options.silent,
+            store_history: !options.internal,
+            cwd: options.cwd,
+            env: options.env,
+        };
+        let (sender, events) = mpsc::channel(EXECUTION_BUFFER);
+        {
+            let mut routes = self.shared.routes.lock().unwrap();
+            if let Some(error) = &routes.dead {
+                return Err(error.clone());
+            }
+            routes.pending.insert(id.clone(), sender);
+        }
+        if self.shared.trace {
+            tracing::info!(target: "evalkit::ipc", "host → runner {}", protocol::redacted(&request));
+        }
+        let line = protocol::encode_request(&request);
+        let written = {
+            let mut stdin = self.stdin.lock().await;
+            match stdin.as_mut() {
+                Some(pipe) => pipe.write_all(line.as_bytes()).await.is_ok(),
+                None => false,
+            }
+        };
+        if !written {
+            self.shared.routes.lock().unwrap().pending.remove(&id);
+            return Err(self.death_error().await);
+        }
+        Ok(Execution { id, events, finished: false })
+    }
+
+    /// The error to report once the runner is gone.
+    async fn death_error(&self) -> KernelError {
+        let exit = self.shared.wait_exit(Duration::from_secs(2)).await;
+        if let Some(error) = self.shared.routes.lock().unwrap().dead.clone() {
+            return error;
+        }
+        match exit {
+            Some(exit) => KernelError::Died { exit: exit.to_string(), stderr_tail: self.stderr_tail() },
+            None => KernelError::Closed,
+        }
+    }
+
+    /// Interrupt the running cell: SIGINT to the process group. Between cells
+    /// the runner ignores it.
+    pub fn interrupt(&self) -> Result<(), KernelError> {
+        if !self.is_alive() {
+            return Err(KernelError::Closed);
+        }
+        let _ = process::signal_group(self.shared.pid, Signal::SIGINT);
+        Ok(())
+    }
+
+    /// Whether the runner process is still running and talking.
+    pub fn is_alive(&self) -> bool {
+        self.shared.exit.borrow().is_none() && self.shared.routes.lock().unwrap().dead.is_none()
+    }
+
+    /// Stop the kernel: `exit` frame → [`process::EXIT_GRACE`] → SIGTERM to the
+    /// group → [`process::TERM_GRACE`] → SIGKILL, then sweep what is left of the
+    /// group (children started by cells). Idempotent; returns how it ended.
+    pub async fn shutdown(&self) -> Option<ExitInfo> {
+        let pid = self.shared.pid;
+        if self.shared.exit.borrow().is_none() {
+            if let Some(mut pipe) = self.stdin.lock().await.take() {
+                let _ = pipe.write_all(protocol::EXIT_FRAME.as_bytes()).await;
+                let _ = pipe.write_all(b"\n").await;
+                drop(pipe);
+            }
+            if self.shared.wait_exit(process::EXIT_GRACE).await.is_none() {
+                let _ = process::signal_group(pid, Signal::SIGTERM);
+                if self.shared.wait_exit(process::TERM_GRACE).await.is_none() {
+                    let _ = process::signal_group(pid, Signal::SIGKILL);
+                    self.shared.wait_exit(Duration::from_secs(5)).await;
+                }
+            }
+        } else {
+            self.stdin.lock().await.take();
+        }
+        sweep_group(pid).await;
+        self.shared.routes.lock().unwrap().dead.get_or_insert(KernelError::Closed);
+        *self.shared.exit.borrow()
+    }
+
+    /// Kill the whole group at once (no grace), e.g. after a failed interrupt.
+    pub async fn kill(&self) -> Option<ExitInfo> {
+        let _ = process::signal_group(self.shared.pid, Signal::SIGKILL);
+        self.shared.wait_exit(Duration::from_secs(5)).await;
+        self.stdin.lock().await.take();
+        self.shared.routes.lock().unwrap().dead.get_or_insert(KernelError::Closed);
+        *self.shared.exit.borrow()
+    }
+
+    /// The runner's pid, which is also its process group id.
+    pub fn pid(&self) -> u32 {
+        self.shared.pid
+    }
+
+    pub fn ready_info(&self) -> &ReadyInfo {
+        &self.ready
+    }
+
+    /// The working directory the kernel started in.
+    pub fn cwd(&self) -> &std::path::Path {
+        &self.cwd
+    }
+
+    /// The last lines the runner process wrote to its own stderr.
+    pub fn stderr_tail(&self) -> String {
+        self.shared.stderr_tail.lock().unwrap().clone()
+    }
+
+    /// How the process ended, once it has.
+    pub fn exit_info(&self) -> Option<ExitInfo> {
+        *self.shared.exit.borrow()
+    }
+}
+
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        if self.shared.exit.borrow().is_none() || process::group_exists(self.shared.pid) {
+            let _ = process::signal_group(self.shared.pid, Signal::SIGKILL);
+        }
+    }
+}
+
+/// Kills the group if startup is abandoned half-way.
+struct KillGuard(u32);
+
+impl Drop for KillGuard {
+    fn drop(&mut self) {
+        let _ = process::signal_group(self.0, Signal::SIGKILL);
+    }
+}
+
+impl Shared {
+    async fn wait_exit(&self, limit: Duration) -> Option<ExitInfo> {
+        let mut exit = self.exit.clone();
+        let waited = tokio::time::timeout(limit, exit.wait_for(Option::is_some)).await;
+        match waited {
+            Ok(Ok(info)) => *info,
+            _ => *self.exit.borrow(),
+        }
+    }
+
+    async fn tail_after(&self, stderr_task: tokio::task::JoinHandle<()>) -> String {
+        let _ = process::signal_group(self.pid, Signal::SIGKILL);
+        let _ = tokio::time::timeout(Duration::from_secs(2), stderr_task).await;
+        self.stderr_tail.lock().unwrap().clone()
+    }
+}
+
+/// Err unless `cwd` exists and is a directory; checked before any kernel work.
+pub fn validate_cwd(cwd: &std::path::Path) -> Result<(), KernelError> {
+    match std::fs::metadata(cwd) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(KernelError::InvalidCwd { path: cwd.to_path_buf(), reason: "is not a directory".into() }),
+        Err(e) => Err(KernelError::InvalidCwd { path: cwd.to_path_buf(), reason: format!("cannot be used ({e})") }),
+    }
+}
+
+async fn sweep_group(pid: u32) {
+    if !process::group_exists(pid) {
+        return;
+    }
+    let _ = process::signal_group(pid, Signal::SIGTERM);
+    let deadline = tokio::time::Instant::now() + process::SWEEP_GRACE;
+    while process::group_exists(pid) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let _ = process::signal_group(pid, Signal::SIGKILL);
+}
+
+async fn read_stderr(shared: Arc<Shared>, stderr: ChildStderr) {
+    let mut stderr = stderr;
+    let mut buffer = vec![0u8; 8192];
+    loop {
+        let n = match stderr.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        let text = String::from_utf8_lossy(&buffer[..n]);
+        if shared.trace {
+            tracing::info!(target: "evalkit::ipc", "runner stderr: {}", text.trim_end());
+        }
+        let mut tail = shared.stderr_tail.lock().unwrap();
+        tail.push_str(&text);
+        if tail.len() > STDERR_TAIL_BYTES {
+            let mut cut = tail.len() - STDERR_TAIL_BYTES;
+            while !tail.is_char_boundary(cut) {
+                cut += 1;
+            }
+            tail.drain(..cut);
+        }
+    }
+}
+
+/// Read frames from the runner until its stdout closes, routing each to its request.
+async fn read_frames(shared: Arc<Shared>, stdout: ChildStdout) {
+    let mut reader = BufReader::with_capacity(1 << 16, stdout);
+    let mut line = Vec::with_capacity(1 << 16);
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if shared.trace {
+            tracing::info!(target: "evalkit::ipc", "runner → host {}", String::from_utf8_lossy(&line).trim_end());
+        }
+        let frame = match protocol::parse_frame(&line) {
+            Ok(frame) => frame,
+            Err(error) => {
+                tracing::warn!(target: "evalkit::ipc", "skipping a line the runner sent that is not a frame ({error})");
+                continue;
+            }
+        };
+        route(&shared, frame).await;
+    }
+    let exit = shared.wait_exit(Duration::from_secs(2)).await;
+    if exit.is_none() {
+        // Output closed but the process lingers: it can no longer be driven.
+        let _ = process::signal_group(shared.pid, Signal::SIGKILL);
+    }
+    let exit = match shared.wait_exit(Duration::from_secs(2)).await {
+        Some(exit) => exit.to_string(),
+        None => "output closed".to_string(),
+    };
+    let tail = shared.stderr_tail.lock().unwrap().clone();
+    let error = KernelError::Died { exit, stderr_tail: tail };
+    let (pending, ready) = {
+        let mut routes = shared.routes.lock().unwrap();
+        routes.dead.get_or_insert(error.clone());
+        (std::mem::take(&mut routes.pending), routes.ready.take())
+    };
+    drop(ready); // startup sees a closed channel and reports the exit itself
+    for sender in pending.into_values() {
+        let _ = sender.send(Err(error.clone())).await;
+    }
+}
+
+async fn route(shared: &Shared, frame: RunnerFrame) {
+    let (id, event) = match frame {
+        RunnerFrame::Ready { protocol: version, python, pid, executable } => {
+            let ready = shared.routes.lock().unwrap().ready.take();
+            if let Some(ready) = ready {
+                let answer = if version == protocol::PROTOCOL_VERSION {
+                    Ok(ReadyInfo { pid, python_version: python, executable })
+                } else {
+                    Err(format!(
+                        "the runner speaks protocol {version}, this host {}",
+                        protocol::PROTOCOL_VERSION
+                    ))
+                };
+                let _ = ready.send(answer);
+            }
+            return;
+        }
+        RunnerFrame::Started { id } => (Some(id), ExecEvent::Started),
+        RunnerFrame::Stdout { id, data } => (id, ExecEvent::Stdout(data)),
+        RunnerFrame::Stderr { id, data } => (id, ExecEvent::Stderr(data)),
+        RunnerFrame::Display { id, bundle, metadata } => (id, ExecEvent::Display { bundle, metadata }),
+        RunnerFrame::Result { id, bundle, metadata } => (id, ExecEvent::Result { bundle, metadata }),
+        RunnerFrame::Error { id, ename, evalue, traceback } => {
+            (id, ExecEvent::Error(CellError { ename, evalue, traceback }))
+        }
+        RunnerFrame::Done { id, status, execution_count, cancelled } => {
+            (Some(id), ExecEvent::Done(CellDone { status, execution_count, cancelled }))
+        }
+    };
+    let done = matches!(event, ExecEvent::Done(_));
+    let sender = {
+        let mut routes = shared.routes.lock().unwrap();
+        match id.as_deref() {
+            Some(id) if done => routes.pending.remove(id),
+            Some(id) => routes.pending.get(id).cloned(),
+            None => None,
+        }
+    };
+    match sender {
+        Some(sender) => {
+            if sender.send(Ok(event)).await.is_err() {
+                // The caller stopped listening; later frames of this request are dropped.
+                if let Some(id) = id {
+                    shared.routes.lock().unwrap().pending.remove(&id);
+                }
+            }
+        }
+        None => tracing::debug!(target: "evalkit::ipc", "frame for no pending request: {event:?}"),
+    }
+}

@@ -1,0 +1,159 @@
+//! The Python runner, embedded in the binary and written to a private cache
+//! folder on demand.
+//!
+//! Files go to `<cache>/evalkit/runner-<hash>/`, where `<hash>` covers every
+//! file, so two evalkit versions never share a runner. The folder is created
+//! with mode 0700 and each file is written atomically (temp file + rename).
+//! [`ensure_runner`] re-checks the files before every spawn: a temp cleaner
+//! that deletes them mid-session costs one rewrite, not a broken kernel.
+
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use sha2::{Digest, Sha256};
+
+/// Overrides the cache root (mainly for tests and read-only homes).
+pub const CACHE_DIR_VAR: &str = "EVALKIT_CACHE_DIR";
+
+macro_rules! runner_file {
+    ($path:literal) => {
+        ($path, include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/", $path)))
+    };
+}
+
+/// Every runner file: (path inside the runner folder, content).
+pub const RUNNER_FILES: &[(&str, &str)] = &[
+    runner_file!("runner.py"),
+    runner_file!("evalkit_kernel/__init__.py"),
+    runner_file!("evalkit_kernel/capture.py"),
+    runner_file!("evalkit_kernel/display.py"),
+    runner_file!("evalkit_kernel/execute.py"),
+    runner_file!("evalkit_kernel/interrupts.py"),
+    runner_file!("evalkit_kernel/main.py"),
+    runner_file!("evalkit_kernel/prelude.py"),
+    runner_file!("evalkit_kernel/protocol.py"),
+];
+
+/// The code the host runs once in every new kernel (and after a reset).
+pub const PRELUDE_CODE: &str = "import evalkit_kernel.prelude as _evalkit_prelude\n\
+_evalkit_prelude.install(globals())\n\
+del _evalkit_prelude\n";
+
+/// First 16 hex digits of the SHA-256 over all runner files.
+pub fn runner_hash() -> &'static str {
+    static HASH: OnceLock<String> = OnceLock::new();
+    HASH.get_or_init(|| {
+        let mut hasher = Sha256::new();
+        for (path, content) in RUNNER_FILES {
+            hasher.update(path.as_bytes());
+            hasher.update([0]);
+            hasher.update(content.as_bytes());
+            hasher.update([0]);
+        }
+        hasher.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
+    })
+}
+
+/// `$EVALKIT_CACHE_DIR`, else `$XDG_CACHE_HOME/evalkit` (or the platform
+/// cache folder), else a per-user folder under the temp dir.
+pub fn cache_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os(CACHE_DIR_VAR).filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    match dirs::cache_dir() {
+        Some(dir) => dir.join("evalkit"),
+        None => std::env::temp_dir().join(format!("evalkit-{}", nix::unistd::getuid())),
+    }
+}
+
+/// Make sure the runner is on disk under `root`; return the path of `runner.py`.
+pub fn ensure_runner_in(root: &Path) -> std::io::Result<PathBuf> {
+    let folder = root.join(format!("runner-{}", runner_hash()));
+    create_private_dir(root)?;
+    create_private_dir(&folder)?;
+    for (path, content) in RUNNER_FILES {
+        let target = folder.join(path);
+        let current = std::fs::metadata(&target).map(|m| m.len()).ok();
+        if current != Some(content.len() as u64) {
+            write_atomically(&target, content.as_bytes())?;
+        }
+    }
+    Ok(folder.join("runner.py"))
+}
+
+/// [`ensure_runner_in`] the default [`cache_root`].
+pub fn ensure_runner() -> std::io::Result<PathBuf> {
+    ensure_runner_in(&cache_root())
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    match std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    // An existing folder we own is tightened too; one we don't own is left alone.
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    Ok(())
+}
+
+fn write_atomically(target: &Path, content: &[u8]) -> std::io::Result<()> {
+    let parent = target.parent().expect("runner files live in a folder");
+    create_private_dir(parent)?;
+    let mut temp = tempfile::NamedTempFile::new_in(parent)?;
+    temp.write_all(content)?;
+    temp.as_file().sync_all()?;
+    temp.persist(target).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_runner_source_is_embedded() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("runner");
+        let mut on_disk = Vec::new();
+        for entry in walk(&root) {
+            if entry.extension().is_some_and(|e| e == "py") {
+                on_disk.push(entry.strip_prefix(&root).unwrap().to_string_lossy().into_owned());
+            }
+        }
+        on_disk.sort();
+        let mut embedded: Vec<String> = RUNNER_FILES.iter().map(|(p, _)| p.to_string()).collect();
+        embedded.sort();
+        assert_eq!(on_disk, embedded, "add new runner files to RUNNER_FILES");
+    }
+
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n != "__pycache__") {
+                    out.extend(walk(&path));
+                }
+            } else {
+                out.push(path);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn writes_private_files_and_rewrites_deleted_ones() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().join("cache");
+        let runner = ensure_runner_in(&root).unwrap();
+        assert!(runner.is_file());
+        let mode = std::fs::metadata(&root).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        std::fs::remove_dir_all(runner.parent().unwrap()).unwrap();
+        let again = ensure_runner_in(&root).unwrap();
+        assert_eq!(again, runner);
+        assert!(again.parent().unwrap().join("evalkit_kernel/main.py").is_file());
+    }
+}

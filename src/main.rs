@@ -1,0 +1,20 @@
+//! The `evalkit` command line.
+
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    cli::init_logging();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("evalkit: could not start the async runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    runtime.block_on(cli::dispatch(args))
+}

@@ -1,0 +1,187 @@
+//! The NDJSON wire protocol between the host and the Python runner.
+//!
+//! One JSON object per `\n`-terminated UTF-8 line, both ways. This module owns
+//! every frame type, so the runner's `protocol.py` and this file are the two
+//! places to read when the protocol changes.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Protocol version the runner announces in its `ready` frame; the host
+/// refuses a runner that speaks another one.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// A MIME bundle: MIME type → data (text, base64 for binary, JSON for
+/// `application/json` and status events).
+pub type MimeBundle = Map<String, Value>;
+
+/// Host → runner: run `code`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExecuteRequest {
+    pub id: String,
+    pub code: String,
+    /// Silent requests show no last-expression value and do not count as cells.
+    pub silent: bool,
+    /// Whether the request counts in `executionCount` and sets `_`.
+    #[serde(rename = "storeHistory")]
+    pub store_history: bool,
+    /// Directory to `chdir` into (and put on `sys.path`) before running.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Environment changes; `None` removes a variable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub env: Option<BTreeMap<String, Option<String>>>,
+}
+
+/// Host → runner: exit cleanly.
+pub const EXIT_FRAME: &str = "{\"type\":\"exit\"}";
+
+/// Runner → host frames.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum RunnerFrame {
+    /// Handshake: the runner is set up and reading requests.
+    Ready {
+        protocol: u32,
+        python: String,
+        pid: u32,
+        executable: String,
+    },
+    Started {
+        id: String,
+    },
+    Stdout {
+        id: Option<String>,
+        data: String,
+    },
+    Stderr {
+        id: Option<String>,
+        data: String,
+    },
+    Display {
+        id: Option<String>,
+        bundle: MimeBundle,
+        #[serde(default)]
+        metadata: Map<String, Value>,
+    },
+    Result {
+        id: Option<String>,
+        bundle: MimeBundle,
+        #[serde(default)]
+        metadata: Map<String, Value>,
+    },
+    Error {
+        id: Option<String>,
+        ename: String,
+        evalue: String,
+        #[serde(default)]
+        traceback: Vec<String>,
+    },
+    Done {
+        id: String,
+        status: DoneStatus,
+        #[serde(rename = "executionCount")]
+        execution_count: u64,
+        #[serde(default)]
+        cancelled: bool,
+    },
+}
+
+impl RunnerFrame {
+    /// The request this frame belongs to, if any.
+    pub fn request_id(&self) -> Option<&str> {
+        match self {
+            RunnerFrame::Ready { .. } => None,
+            RunnerFrame::Started { id } | RunnerFrame::Done { id, .. } => Some(id),
+            RunnerFrame::Stdout { id, .. }
+            | RunnerFrame::Stderr { id, .. }
+            | RunnerFrame::Display { id, .. }
+            | RunnerFrame::Result { id, .. }
+            | RunnerFrame::Error { id, .. } => id.as_deref(),
+        }
+    }
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum DoneStatus {
+    Ok,
+    Error,
+}
+
+/// Parse one line from the runner.
+pub fn parse_frame(line: &[u8]) -> Result<RunnerFrame, serde_json::Error> {
+    serde_json::from_slice(line)
+}
+
+/// Serialize a request as one line (with its `\n`).
+pub fn encode_request(request: &ExecuteRequest) -> String {
+    let mut line = serde_json::to_string(request).expect("requests always serialize");
+    line.push('\n');
+    line
+}
+
+/// The request as it may appear in logs: environment values are replaced,
+/// since they may be secrets the caller chose to pass.
+pub fn redacted(request: &ExecuteRequest) -> String {
+    let mut copy = request.clone();
+    if let Some(env) = copy.env.as_mut() {
+        for value in env.values_mut() {
+            if value.is_some() {
+                *value = Some("<redacted>".into());
+            }
+        }
+    }
+    encode_request(&copy).trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_frame_type() {
+        let lines = [
+            r#"{"type":"ready","protocol":1,"python":"3.11.7","pid":7,"executable":"/p"}"#,
+            r#"{"type":"started","id":"a"}"#,
+            r#"{"type":"stdout","id":"a","data":"x"}"#,
+            r#"{"type":"stderr","id":null,"data":"y"}"#,
+            r#"{"type":"display","id":"a","bundle":{"text/plain":"1"}}"#,
+            r#"{"type":"result","id":"a","bundle":{"text/plain":"2"},"metadata":{"k":1}}"#,
+            r#"{"type":"error","id":"a","ename":"E","evalue":"v","traceback":["t"]}"#,
+            r#"{"type":"done","id":"a","status":"ok","executionCount":3,"cancelled":false}"#,
+        ];
+        for line in lines {
+            parse_frame(line.as_bytes()).unwrap_or_else(|e| panic!("{line}: {e}"));
+        }
+        assert_eq!(
+            parse_frame(lines[7].as_bytes()).unwrap(),
+            RunnerFrame::Done { id: "a".into(), status: DoneStatus::Ok, execution_count: 3, cancelled: false }
+        );
+    }
+
+    #[test]
+    fn rejects_unknown_frames() {
+        assert!(parse_frame(br#"{"type":"bogus"}"#).is_err());
+        assert!(parse_frame(b"not json").is_err());
+    }
+
+    #[test]
+    fn redaction_hides_env_values_only() {
+        let request = ExecuteRequest {
+            id: "i".into(),
+            code: "c".into(),
+            silent: true,
+            store_history: false,
+            cwd: None,
+            env: Some(BTreeMap::from([("TOKEN".into(), Some("s3cret".into())), ("GONE".into(), None)])),
+        };
+        let text = redacted(&request);
+        assert!(!text.contains("s3cret"));
+        assert!(text.contains("TOKEN"));
+        assert!(text.contains("\"GONE\":null"));
+    }
+}

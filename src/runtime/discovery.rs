@@ -1,0 +1,179 @@
+//! Finding the Python interpreter for a kernel: an ordered list of sources,
+//! each a small function that proposes a candidate.
+//!
+//! Order: an explicit interpreter setting (which skips all others) →
+//! `VIRTUAL_ENV` → `CONDA_PREFIX` → `<cwd>/.venv` → `<cwd>/venv` → the managed
+//! environment `~/.evalkit/python-env` → `python`, then `python3`, on `PATH`.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use super::env::EnvActivation;
+
+/// Where a candidate interpreter came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PythonSource {
+    /// The caller named the interpreter (`--python`, `EVALKIT_PYTHON`).
+    Explicit,
+    /// `$VIRTUAL_ENV`, an activated virtual environment.
+    VirtualEnv,
+    /// `$CONDA_PREFIX`, an activated conda environment.
+    CondaPrefix,
+    /// `<cwd>/.venv`.
+    ProjectDotVenv,
+    /// `<cwd>/venv`.
+    ProjectVenv,
+    /// `~/.evalkit/python-env`, the environment evalkit manages.
+    Managed,
+    /// A `python`/`python3` found on `PATH`.
+    Path,
+}
+
+impl fmt::Display for PythonSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PythonSource::Explicit => "explicit interpreter setting",
+            PythonSource::VirtualEnv => "VIRTUAL_ENV",
+            PythonSource::CondaPrefix => "CONDA_PREFIX",
+            PythonSource::ProjectDotVenv => "project .venv",
+            PythonSource::ProjectVenv => "project venv",
+            PythonSource::Managed => "managed environment ~/.evalkit/python-env",
+            PythonSource::Path => "PATH",
+        })
+    }
+}
+
+/// One interpreter a source proposes. `interpreter` may not exist: checking
+/// is the resolver's job, so that it can say what was tried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub source: PythonSource,
+    pub interpreter: PathBuf,
+    pub activation: EnvActivation,
+}
+
+/// What discovery looks at; built from the process environment by
+/// [`DiscoveryInput::from_env`], or by hand in tests.
+#[derive(Debug, Clone, Default)]
+pub struct DiscoveryInput {
+    pub cwd: PathBuf,
+    pub explicit: Option<String>,
+    pub virtual_env: Option<OsString>,
+    pub conda_prefix: Option<OsString>,
+    pub home: Option<PathBuf>,
+    pub path: Option<OsString>,
+}
+
+impl DiscoveryInput {
+    /// Read `VIRTUAL_ENV`, `CONDA_PREFIX`, `HOME` and `PATH` from this process.
+    pub fn from_env(cwd: impl Into<PathBuf>, explicit: Option<String>) -> Self {
+        DiscoveryInput {
+            cwd: cwd.into(),
+            explicit,
+            virtual_env: std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()),
+            conda_prefix: std::env::var_os("CONDA_PREFIX").filter(|v| !v.is_empty()),
+            home: dirs::home_dir(),
+            path: std::env::var_os("PATH"),
+        }
+    }
+}
+
+/// The interpreter inside an environment root (`bin/python`, else `bin/python3`).
+pub fn env_interpreter(root: &Path) -> PathBuf {
+    let bin = root.join("bin");
+    let python3 = bin.join("python3");
+    if !bin.join("python").exists() && python3.exists() { python3 } else { bin.join("python") }
+}
+
+fn venv_candidate(source: PythonSource, root: PathBuf) -> Candidate {
+    Candidate { source, interpreter: env_interpreter(&root), activation: EnvActivation::Venv(root) }
+}
+
+/// The explicit setting: `~` expanded, relative paths against cwd, bare
+/// names looked up on `PATH`. An interpreter inside a venv activates it.
+pub fn explicit_source(input: &DiscoveryInput) -> Option<Candidate> {
+    let raw = input.explicit.as_deref()?.trim();
+    let interpreter = if let Some(rest) = raw.strip_prefix("~/") {
+        input.home.clone().unwrap_or_default().join(rest)
+    } else if raw.contains('/') {
+        input.cwd.join(raw)
+    } else {
+        search_path(input.path.as_ref(), raw).unwrap_or_else(|| PathBuf::from(raw))
+    };
+    let activation = interpreter
+        .parent()
+        .and_then(Path::parent)
+        .filter(|root| root.join("pyvenv.cfg").is_file())
+        .map(|root| EnvActivation::Venv(root.to_path_buf()))
+        .unwrap_or(EnvActivation::None);
+    Some(Candidate { source: PythonSource::Explicit, interpreter, activation })
+}
+
+pub fn virtual_env_source(input: &DiscoveryInput) -> Option<Candidate> {
+    let root = PathBuf::from(input.virtual_env.as_ref()?);
+    Some(venv_candidate(PythonSource::VirtualEnv, root))
+}
+
+pub fn conda_source(input: &DiscoveryInput) -> Option<Candidate> {
+    let root = PathBuf::from(input.conda_prefix.as_ref()?);
+    Some(Candidate {
+        source: PythonSource::CondaPrefix,
+        interpreter: env_interpreter(&root),
+        activation: EnvActivation::Conda(root),
+    })
+}
+
+pub fn project_dot_venv_source(input: &DiscoveryInput) -> Option<Candidate> {
+    Some(venv_candidate(PythonSource::ProjectDotVenv, input.cwd.join(".venv")))
+}
+
+pub fn project_venv_source(input: &DiscoveryInput) -> Option<Candidate> {
+    Some(venv_candidate(PythonSource::ProjectVenv, input.cwd.join("venv")))
+}
+
+/// `~/.evalkit/python-env`.
+pub fn managed_env_root(home: &Path) -> PathBuf {
+    home.join(".evalkit").join("python-env")
+}
+
+pub fn managed_source(input: &DiscoveryInput) -> Option<Candidate> {
+    let home = input.home.as_ref()?;
+    Some(venv_candidate(PythonSource::Managed, managed_env_root(home)))
+}
+
+/// `python` then `python3` from `PATH`; a name not found is still proposed
+/// (as a bare name) so the report says it was looked for.
+pub fn path_sources(input: &DiscoveryInput) -> Vec<Candidate> {
+    ["python", "python3"]
+        .into_iter()
+        .map(|name| Candidate {
+            source: PythonSource::Path,
+            interpreter: search_path(input.path.as_ref(), name).unwrap_or_else(|| PathBuf::from(name)),
+            activation: EnvActivation::None,
+        })
+        .collect()
+}
+
+/// Every candidate in resolution order. With an explicit setting, only it.
+pub fn candidates(input: &DiscoveryInput) -> Vec<Candidate> {
+    if let Some(explicit) = explicit_source(input) {
+        return vec![explicit];
+    }
+    let sources: [fn(&DiscoveryInput) -> Option<Candidate>; 5] =
+        [virtual_env_source, conda_source, project_dot_venv_source, project_venv_source, managed_source];
+    let mut list: Vec<Candidate> = sources.iter().filter_map(|source| source(input)).collect();
+    list.extend(path_sources(input));
+    list
+}
+
+/// The first executable file called `name` in `path`.
+pub fn search_path(path: Option<&OsString>, name: &str) -> Option<PathBuf> {
+    std::env::split_paths(path?).map(|dir| dir.join(name)).find(|file| is_executable(file))
+}
+
+/// A regular file (after symlinks) with an execute bit.
+pub fn is_executable(file: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(file).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+}

@@ -1,0 +1,104 @@
+//! Runtime discovery: which Python runs the kernel, and with which environment.
+
+pub mod discovery;
+pub mod env;
+pub mod probe;
+
+use std::fmt;
+use std::path::PathBuf;
+
+pub use discovery::{Candidate, DiscoveryInput, PythonSource};
+pub use env::EnvActivation;
+
+/// Set to `1` to skip the probe: the first existing executable candidate is used as is.
+pub const SKIP_CHECK_VAR: &str = "EVALKIT_PYTHON_SKIP_CHECK";
+
+/// An interpreter that was found (and, unless the check is skipped, run once).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedPython {
+    pub source: PythonSource,
+    /// The path discovery found (perhaps a shim or a venv symlink).
+    pub interpreter: PathBuf,
+    /// What to spawn: the probe's `sys.executable`, or `interpreter` unprobed.
+    pub executable: PathBuf,
+    /// `major.minor.patch`, when probed.
+    pub version: Option<String>,
+    pub activation: EnvActivation,
+}
+
+/// One candidate that was tried and why it was not used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    pub source: PythonSource,
+    pub interpreter: PathBuf,
+    pub problem: String,
+}
+
+/// No usable interpreter: lists every attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiscoveryError {
+    pub attempts: Vec<Attempt>,
+}
+
+impl fmt::Display for DiscoveryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "no usable Python interpreter was found. Tried, in order:")?;
+        for attempt in &self.attempts {
+            writeln!(f, "  - {}: {} ({})", attempt.source, attempt.interpreter.display(), attempt.problem)?;
+        }
+        write!(
+            f,
+            "Install Python 3.8 or newer on PATH, create a venv with `python3 -m venv ~/.evalkit/python-env`, \
+             or name one with --python / EVALKIT_PYTHON."
+        )
+    }
+}
+
+impl std::error::Error for DiscoveryError {}
+
+/// Whether probing is skipped (`EVALKIT_PYTHON_SKIP_CHECK=1`).
+pub fn skip_check_from_env() -> bool {
+    std::env::var(SKIP_CHECK_VAR).map(|v| matches!(v.trim(), "1" | "true" | "yes")).unwrap_or(false)
+}
+
+/// Try each candidate in order; the first that exists and (unless
+/// `skip_check`) runs as Python 3.8+ wins.
+pub fn resolve(input: &DiscoveryInput, skip_check: bool) -> Result<ResolvedPython, DiscoveryError> {
+    let mut attempts = Vec::new();
+    for candidate in discovery::candidates(input) {
+        let Candidate { source, interpreter, activation } = candidate;
+        if !discovery::is_executable(&interpreter) {
+            let problem = if interpreter.components().count() == 1 {
+                "not found on PATH".to_string()
+            } else if interpreter.exists() {
+                "not an executable file".to_string()
+            } else {
+                "does not exist".to_string()
+            };
+            attempts.push(Attempt { source, interpreter, problem });
+            continue;
+        }
+        if skip_check {
+            return Ok(ResolvedPython {
+                source,
+                executable: interpreter.clone(),
+                interpreter,
+                version: None,
+                activation,
+            });
+        }
+        match probe::probe(&interpreter, &input.cwd) {
+            Ok(info) => {
+                return Ok(ResolvedPython {
+                    source,
+                    interpreter,
+                    executable: info.executable,
+                    version: Some(info.version),
+                    activation,
+                });
+            }
+            Err(problem) => attempts.push(Attempt { source, interpreter, problem }),
+        }
+    }
+    Err(DiscoveryError { attempts })
+}
