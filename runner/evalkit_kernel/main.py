@@ -59,11 +59,33 @@ def _text_stream(fd):
     )
 
 
-def _watch_parent(parent_pid):
-    """Exit, taking our process group along, once the host has died."""
+def _host_pid(argv):
+    """The host's pid from `--host-pid N`, if given."""
+    for index, arg in enumerate(argv[:-1]):
+        if arg == "--host-pid" and argv[index + 1].isdigit():
+            return int(argv[index + 1])
+    return None
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
+
+
+def _watch_parent(parent_pid, host_pid):
+    """Exit, taking our process group along, once the host has died.
+
+    A changed parent pid means we were re-parented; the host's own pid covers
+    a host that died before we even started.
+    """
     while True:
         time.sleep(_PARENT_POLL_SECONDS)
-        if os.getppid() != parent_pid:
+        if os.getppid() != parent_pid or (host_pid is not None and not _alive(host_pid)):
             if os.getpgrp() == os.getpid():
                 os.killpg(os.getpid(), signal.SIGKILL)
             os._exit(1)
@@ -185,7 +207,7 @@ def _serve(diagnostics):
     sys.stderr = _text_stream(2)
     gate = InterruptGate()
     writer.gate = gate
-    threading.Thread(target=_watch_parent, args=(parent_pid,), name="evalkit-parent-watch", daemon=True).start()
+    threading.Thread(target=_watch_parent, args=(parent_pid, _host_pid(sys.argv)), name="evalkit-parent-watch", daemon=True).start()
 
     kernel = Kernel(writer, capture, gate)
     reader = protocol.RequestReader(protocol_in)

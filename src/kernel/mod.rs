@@ -48,6 +48,8 @@ pub struct KernelOptions {
     pub startup_timeout: Duration,
     /// Log every frame (env values redacted).
     pub trace: bool,
+    /// Where the runner files are written [default: [`runner_files::cache_root`]].
+    pub cache_dir: Option<PathBuf>,
 }
 
 impl KernelOptions {
@@ -58,6 +60,7 @@ impl KernelOptions {
             env,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             trace: std::env::var(IPC_TRACE_VAR).is_ok_and(|v| v == "1"),
+            cache_dir: None,
         }
     }
 }
@@ -239,7 +242,7 @@ impl Kernel {
     /// Spawn the runner, wait for it to be ready, run init and prelude.
     pub async fn start(options: KernelOptions) -> Result<Kernel, KernelError> {
         validate_cwd(&options.cwd)?;
-        let cache = runner_files::cache_root();
+        let cache = options.cache_dir.clone().unwrap_or_else(runner_files::cache_root);
         let runner = runner_files::ensure_runner_in(&cache)
             .map_err(|e| KernelError::RunnerInstall { path: cache.clone(), message: e.to_string() })?;
 
@@ -247,6 +250,8 @@ impl Kernel {
         command
             .arg("-u")
             .arg(&runner)
+            .arg("--host-pid")
+            .arg(std::process::id().to_string())
             .current_dir(&options.cwd)
             .env_clear()
             .envs(&options.env)
@@ -411,6 +416,7 @@ impl Kernel {
     /// group (children started by cells). Idempotent; returns how it ended.
     pub async fn shutdown(&self) -> Option<ExitInfo> {
         let pid = self.shared.pid;
+        self.shared.routes.lock().unwrap().dead = Some(KernelError::Closed);
         if self.shared.exit.borrow().is_none() {
             if let Some(mut pipe) = self.stdin.lock().await.take() {
                 let _ = pipe.write_all(protocol::EXIT_FRAME.as_bytes()).await;
@@ -428,16 +434,15 @@ impl Kernel {
             self.stdin.lock().await.take();
         }
         sweep_group(pid).await;
-        self.shared.routes.lock().unwrap().dead.get_or_insert(KernelError::Closed);
         *self.shared.exit.borrow()
     }
 
     /// Kill the whole group at once (no grace), e.g. after a failed interrupt.
     pub async fn kill(&self) -> Option<ExitInfo> {
+        self.shared.routes.lock().unwrap().dead = Some(KernelError::Closed);
         let _ = process::signal_group(self.shared.pid, Signal::SIGKILL);
         self.shared.wait_exit(Duration::from_secs(5)).await;
         self.stdin.lock().await.take();
-        self.shared.routes.lock().unwrap().dead.get_or_insert(KernelError::Closed);
         *self.shared.exit.borrow()
     }
 
@@ -578,10 +583,11 @@ async fn read_frames(shared: Arc<Shared>, stdout: ChildStdout) {
     };
     let tail = shared.stderr_tail.lock().unwrap().clone();
     let error = KernelError::Died { exit, stderr_tail: tail };
-    let (pending, ready) = {
+    let (error, pending, ready) = {
         let mut routes = shared.routes.lock().unwrap();
-        routes.dead.get_or_insert(error.clone());
-        (std::mem::take(&mut routes.pending), routes.ready.take())
+        // A deliberate shutdown already recorded `Closed`; keep that.
+        let error = routes.dead.get_or_insert(error).clone();
+        (error, std::mem::take(&mut routes.pending), routes.ready.take())
     };
     drop(ready); // startup sees a closed channel and reports the exit itself
     for sender in pending.into_values() {

@@ -1,0 +1,71 @@
+//! Helpers shared by the integration tests: a real interpreter, real kernels,
+//! and a look at /proc to prove no process is left behind.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use evalkit::kernel::{CellOutput, Kernel, KernelOptions};
+use evalkit::runtime::{self, DiscoveryInput, EnvActivation, env};
+
+/// The interpreter under test: `$EVALKIT_TEST_PYTHON`, else what discovery finds on PATH.
+pub fn python() -> &'static PathBuf {
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        if let Some(explicit) = std::env::var_os("EVALKIT_TEST_PYTHON") {
+            return PathBuf::from(explicit);
+        }
+        let mut input = DiscoveryInput::from_env(std::env::temp_dir(), None);
+        input.virtual_env = None;
+        input.conda_prefix = None;
+        input.home = None;
+        runtime::resolve(&input, false).expect("tests need Python 3.8+ on PATH").executable
+    })
+}
+
+pub fn test_env(extra: &[(&str, &str)]) -> BTreeMap<String, String> {
+    let extra = extra.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    env::kernel_env(std::env::vars_os(), &EnvActivation::None, &extra)
+}
+
+pub fn options(cwd: &Path) -> KernelOptions {
+    KernelOptions::new(python(), cwd, test_env(&[]))
+}
+
+pub async fn start() -> Kernel {
+    Kernel::start(options(&std::env::temp_dir())).await.expect("kernel starts")
+}
+
+pub async fn run(kernel: &Kernel, code: &str) -> CellOutput {
+    kernel.execute(code).await.expect("request sent").collect().await.expect("cell completes")
+}
+
+/// Live (non-zombie) processes whose process group is `pgid`.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    let mut members = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        // Fields after the parenthesised command name: state ppid pgrp ...
+        let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else { continue };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string() {
+            members.push(pid);
+        }
+    }
+    members
+}
+
+/// Wait until `check` holds, up to `limit`.
+pub async fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    check()
+}
