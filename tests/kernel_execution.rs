@@ -48,7 +48,8 @@ async fn last_expression_is_the_result_unless_none_or_semicolon() {
 #[tokio::test]
 async fn top_level_await_works() {
     let kernel = start().await;
-    let output = run(&kernel, "import asyncio\nawait asyncio.sleep(0.01)\nasync def f():\n    return 7\nawait f()").await;
+    let output =
+        run(&kernel, "import asyncio\nawait asyncio.sleep(0.01)\nasync def f():\n    return 7\nawait f()").await;
     assert_eq!(output.results(), ["7"]);
 }
 
@@ -112,7 +113,9 @@ print("last-out", end="")
     let output = run(&kernel, code).await;
     let out = output.stdout();
     let err = output.stderr();
-    for expected in ["print-out", "write-out", "oswrite-out", "c-out", "printf-out", "system-out", "sub-out", "last-out"] {
+    for expected in
+        ["print-out", "write-out", "oswrite-out", "c-out", "printf-out", "system-out", "sub-out", "last-out"]
+    {
         assert!(out.contains(expected), "{expected} missing from stdout: {out:?}");
     }
     for expected in ["oswrite-err", "c-err", "system-err", "sub-err"] {
@@ -133,7 +136,9 @@ async fn prints_and_displays_keep_their_order() {
         .iter()
         .map(|e| match e {
             ExecEvent::Stdout(t) => format!("out:{}", t.trim()),
-            ExecEvent::Display { bundle, .. } => format!("display:{}", bundle["text/plain"].as_str().unwrap()),
+            ExecEvent::Display { bundle, .. } => {
+                format!("display:{}", bundle["text/plain"].as_str().unwrap())
+            }
             other => format!("{other:?}"),
         })
         .collect();
@@ -153,7 +158,8 @@ async fn invalid_utf8_and_lone_surrogates_never_break_frames() {
 #[tokio::test]
 async fn values_json_cannot_carry_still_arrive() {
     let kernel = start().await;
-    let output = run(&kernel, "display({'nan': float('nan'), 'inf': float('-inf'), 'b': b'\\x00\\xff', 'o': object()})").await;
+    let output =
+        run(&kernel, "display({'nan': float('nan'), 'inf': float('-inf'), 'b': b'\\x00\\xff', 'o': object()})").await;
     let bundle = output.displays()[0].clone();
     let data = &bundle["application/json"];
     assert_eq!(data["nan"], json!("nan"));

@@ -53,14 +53,19 @@ async fn a_cell_stuck_in_c_is_killed_by_the_ladder_with_its_children() {
     let pgid = kernel.pid();
     let code = "import ctypes, signal, subprocess\n\
                 child = subprocess.Popen(['sleep', '100'])\n\
-                signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])\n\
+                signal.signal(signal.SIGINT, signal.SIG_IGN)\n\
+                print('blocked', flush=True)\n\
                 ctypes.CDLL(None).sleep(100)";
     let mut execution = kernel.execute(code).await.unwrap();
     wait_started(&mut execution).await;
-    assert!(eventually(Duration::from_secs(5), || group_members(pgid).len() >= 2).await, "sleep child started");
+    match execution.next().await {
+        Some(Ok(ExecEvent::Stdout(text))) => assert_eq!(text, "blocked\n"),
+        other => panic!("expected the marker, got {other:?}"),
+    }
+    assert_eq!(group_members(pgid).len(), 2, "runner and its sleep child");
     kernel.interrupt().unwrap();
     let answered = tokio::time::timeout(Duration::from_millis(500), execution.next()).await;
-    assert!(answered.is_err(), "SIGINT is blocked, so no answer is expected: {answered:?}");
+    assert!(answered.is_err(), "SIGINT is ignored, so no answer is expected: {answered:?}");
     let exit = kernel.shutdown().await;
     assert!(exit.is_some(), "the runner was stopped");
     assert!(!kernel.is_alive());
@@ -109,7 +114,8 @@ async fn a_crash_mid_cell_resolves_the_request_with_the_exit_code() {
 #[tokio::test]
 async fn a_kill_by_signal_names_the_signal() {
     let kernel = start().await;
-    let result = kernel.execute("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)").await.unwrap().collect().await;
+    let result =
+        kernel.execute("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)").await.unwrap().collect().await;
     let error = result.unwrap_err();
     assert!(error.to_string().contains("signal 9 (SIGKILL)"), "{error}");
 }
@@ -198,11 +204,8 @@ async fn an_orphaned_runner_exits_by_itself() {
     // A shell starts the runner as its own session and exits at once, as a
     // crashed host would. The runner's stdin stays open (the test holds the
     // pipe), so only the host watch can make it leave.
-    let script = format!(
-        "setsid {} -u {} --host-pid $$ >/dev/null 2>&1 & echo $!",
-        python().display(),
-        runner.display()
-    );
+    let script =
+        format!("setsid {} -u {} --host-pid $$ >/dev/null 2>&1 & echo $!", python().display(), runner.display());
     let mut shell = std::process::Command::new("sh")
         .arg("-c")
         .arg(script)
@@ -251,4 +254,17 @@ async fn environment_filtering_keeps_secrets_out_of_user_code() {
         output.stdout(),
         "False False\n['CHOSEN', 'EVALKIT_MODE', 'HOME', 'LC_TIME', 'MPLBACKEND', 'PYTHONUNBUFFERED']\n"
     );
+}
+
+#[tokio::test]
+async fn sigint_interrupts_a_blocking_sleep() {
+    let kernel = start().await;
+    let mut execution = kernel.execute("import time\nprint('sleeping', flush=True)\ntime.sleep(60)").await.unwrap();
+    wait_started(&mut execution).await;
+    assert!(matches!(execution.next().await, Some(Ok(ExecEvent::Stdout(_)))));
+    let sent = Instant::now();
+    kernel.interrupt().unwrap();
+    let output = execution.collect().await.unwrap();
+    assert!(output.done.cancelled);
+    assert!(sent.elapsed() < Duration::from_secs(2), "took {:?}", sent.elapsed());
 }

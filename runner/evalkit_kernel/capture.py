@@ -13,6 +13,8 @@ import select
 import sys
 import threading
 
+from .interrupts import block_interrupts_in_this_thread
+
 _CHUNK = 1 << 16
 _WANTED_PIPE_SIZE = 1 << 20
 _F_SETPIPE_SZ = 1031  # Linux only; elsewhere the default size stays
@@ -103,6 +105,7 @@ class OutputCapture:
                 pass  # user code may have replaced or closed them
 
     def _pump(self):
+        block_interrupts_in_this_thread()
         fds = [stream.fd for stream in self._streams]
         while True:
             try:

@@ -55,3 +55,12 @@ class InterruptGate:
             self._deferred = True
             return
         raise KeyboardInterrupt
+
+
+def block_interrupts_in_this_thread():
+    """Keep SIGINT away from a helper thread, so the kernel always delivers it
+    to the main thread, where it interrupts a blocking call in user code."""
+    try:
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGINT])
+    except (AttributeError, OSError, ValueError):
+        pass

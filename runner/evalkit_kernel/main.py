@@ -16,7 +16,7 @@ import time
 from . import display, protocol
 from .capture import OutputCapture
 from .execute import Executor
-from .interrupts import InterruptGate
+from .interrupts import InterruptGate, block_interrupts_in_this_thread
 
 # How often an orphaned runner checks whether its host is still alive.
 _PARENT_POLL_SECONDS = 1.0
@@ -83,6 +83,7 @@ def _watch_parent(parent_pid, host_pid):
     A changed parent pid means we were re-parented; the host's own pid covers
     a host that died before we even started.
     """
+    block_interrupts_in_this_thread()
     while True:
         time.sleep(_PARENT_POLL_SECONDS)
         if os.getppid() != parent_pid or (host_pid is not None and not _alive(host_pid)):

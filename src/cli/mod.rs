@@ -60,7 +60,8 @@ impl KernelArgs {
 /// `EVALKIT_PYTHON_IPC_TRACE=1` adds every protocol frame.
 pub fn init_logging() {
     use tracing_subscriber::EnvFilter;
-    let mut filter = std::env::var("EVALKIT_LOG").or_else(|_| std::env::var("RUST_LOG")).unwrap_or_else(|_| "warn".into());
+    let mut filter =
+        std::env::var("EVALKIT_LOG").or_else(|_| std::env::var("RUST_LOG")).unwrap_or_else(|_| "warn".into());
     if std::env::var(evalkit::kernel::IPC_TRACE_VAR).is_ok_and(|v| v == "1") {
         filter.push_str(",evalkit::ipc=info");
     }

@@ -95,7 +95,9 @@ async fn stream_cell(kernel: &Kernel, code: &str) -> Result<ExitCode, String> {
                 continue;
             }
         };
-        let Some(item) = item else { return Err("the kernel stopped answering".into()) };
+        let Some(item) = item else {
+            return Err("the kernel stopped answering".into());
+        };
         match item {
             Ok(ExecEvent::Started) => {}
             Ok(ExecEvent::Stdout(text)) => write_out(&mut std::io::stdout(), &text),

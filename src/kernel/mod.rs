@@ -70,7 +70,9 @@ impl KernelOptions {
 pub enum KernelError {
     #[error("working directory {path} {reason}; pass an existing directory")]
     InvalidCwd { path: PathBuf, reason: String },
-    #[error("could not write the runner to the cache folder {path}: {message} (set EVALKIT_CACHE_DIR to a writable folder)")]
+    #[error(
+        "could not write the runner to the cache folder {path}: {message} (set EVALKIT_CACHE_DIR to a writable folder)"
+    )]
     RunnerInstall { path: PathBuf, message: String },
     #[error("could not start {python}: {message}. Check it with `evalkit setup python --check`")]
     Spawn { python: PathBuf, message: String },
@@ -205,7 +207,10 @@ impl CellOutput {
         self.events.iter().filter_map(|e| if let ExecEvent::Error(err) = e { Some(err) } else { None }).collect()
     }
     pub fn displays(&self) -> Vec<&MimeBundle> {
-        self.events.iter().filter_map(|e| if let ExecEvent::Display { bundle, .. } = e { Some(bundle) } else { None }).collect()
+        self.events
+            .iter()
+            .filter_map(|e| if let ExecEvent::Display { bundle, .. } = e { Some(bundle) } else { None })
+            .collect()
     }
     pub fn is_ok(&self) -> bool {
         self.done.status == DoneStatus::Ok
@@ -603,10 +608,7 @@ async fn route(shared: &Shared, frame: RunnerFrame) {
                 let answer = if version == protocol::PROTOCOL_VERSION {
                     Ok(ReadyInfo { pid, python_version: python, executable })
                 } else {
-                    Err(format!(
-                        "the runner speaks protocol {version}, this host {}",
-                        protocol::PROTOCOL_VERSION
-                    ))
+                    Err(format!("the runner speaks protocol {version}, this host {}", protocol::PROTOCOL_VERSION))
                 };
                 let _ = ready.send(answer);
             }

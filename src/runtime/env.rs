@@ -13,24 +13,60 @@ use std::path::Path;
 /// Variables passed through as they are.
 pub const ALLOWED_VARS: &[&str] = &[
     // identity, shell and terminal
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "COLORTERM", "NO_COLOR", "TZ",
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "COLORTERM",
+    "NO_COLOR",
+    "TZ",
     // locale
-    "LANG", "LANGUAGE", "LC_ALL",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
     // temporary files
-    "TMPDIR", "TMP", "TEMP",
+    "TMPDIR",
+    "TMP",
+    "TEMP",
     // Python and native libraries
-    "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "CONDA_EXE", "PYTHONPATH", "PYTHONHOME",
-    "PYENV_ROOT", "PYENV_VERSION", "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "MPLBACKEND", "MPLCONFIGDIR",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "CONDA_DEFAULT_ENV",
+    "CONDA_EXE",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYENV_ROOT",
+    "PYENV_VERSION",
+    "LD_LIBRARY_PATH",
+    "DYLD_LIBRARY_PATH",
+    "MPLBACKEND",
+    "MPLCONFIGDIR",
     // numeric libraries' threading and CPU settings
-    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
     "CUDA_VISIBLE_DEVICES",
     // certificates and proxies, so `%pip` works behind corporate networks
-    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT",
-    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "PIP_CERT",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
     // agent forwarding (a socket path, not a key)
     "SSH_AUTH_SOCK",
     // display, for users who run GUI toolkits on purpose
-    "DISPLAY", "WAYLAND_DISPLAY",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
 ];
 
 /// Name prefixes passed through (locale categories, XDG folders, evalkit's own settings).
@@ -38,11 +74,27 @@ pub const ALLOWED_PREFIXES: &[&str] = &["LC_", "XDG_", "EVALKIT_"];
 
 /// Credentials stripped even when an allow rule matches them.
 pub const DENIED_VARS: &[&str] = &[
-    "OPENAI_API_KEY", "OPENAI_ORG_ID", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "GEMINI_API_KEY",
-    "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS", "OPENROUTER_API_KEY", "MISTRAL_API_KEY",
-    "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_KEY", "GROQ_API_KEY", "XAI_API_KEY", "DEEPSEEK_API_KEY",
-    "COHERE_API_KEY", "TOGETHER_API_KEY", "FIREWORKS_API_KEY", "PERPLEXITY_API_KEY", "HF_TOKEN",
-    "HUGGING_FACE_HUB_TOKEN", "REPLICATE_API_TOKEN",
+    "OPENAI_API_KEY",
+    "OPENAI_ORG_ID",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "OPENROUTER_API_KEY",
+    "MISTRAL_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "AZURE_OPENAI_KEY",
+    "GROQ_API_KEY",
+    "XAI_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "COHERE_API_KEY",
+    "TOGETHER_API_KEY",
+    "FIREWORKS_API_KEY",
+    "PERPLEXITY_API_KEY",
+    "HF_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN",
+    "REPLICATE_API_TOKEN",
 ];
 
 /// Name endings that mark a credential, whatever the prefix (`EVALKIT_FOO_API_KEY`).
@@ -149,11 +201,8 @@ mod tests {
     #[test]
     fn venv_activation_and_protocol_settings() {
         let extra = BTreeMap::from([("OPENAI_API_KEY".to_string(), "chosen".to_string())]);
-        let env = kernel_env(
-            vars(&[("PATH", "/usr/bin"), ("MPLBACKEND", "pdf")]),
-            &EnvActivation::Venv("/v".into()),
-            &extra,
-        );
+        let env =
+            kernel_env(vars(&[("PATH", "/usr/bin"), ("MPLBACKEND", "pdf")]), &EnvActivation::Venv("/v".into()), &extra);
         assert_eq!(env["PATH"], "/v/bin:/usr/bin");
         assert_eq!(env["VIRTUAL_ENV"], "/v");
         assert_eq!(env["OPENAI_API_KEY"], "chosen", "explicit extras are the caller's choice");

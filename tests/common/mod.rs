@@ -46,10 +46,16 @@ pub async fn run(kernel: &Kernel, code: &str) -> CellOutput {
 pub fn group_members(pgid: u32) -> Vec<u32> {
     let mut members = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
         // Fields after the parenthesised command name: state ppid pgrp ...
-        let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else { continue };
+        let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
+            continue;
+        };
         let fields: Vec<&str> = rest.split_whitespace().collect();
         if fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string() {
             members.push(pid);
