@@ -1,0 +1,95 @@
+//! The `evalkit` binary as a person uses it.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn evalkit(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_evalkit"))
+        .args(args)
+        .env("EVALKIT_PYTHON", common::python())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut pipe = child.stdin.take().unwrap();
+    pipe.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+    drop(pipe);
+    child.wait_with_output().unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn run_prints_output_and_results_and_exits_zero() {
+    let out = evalkit(&["run", "-c", "import sys\nprint('hi')\nprint('warn', file=sys.stderr)\n6 * 7"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "hi\n42\n");
+    assert_eq!(text(&out.stderr), "warn\n");
+}
+
+#[test]
+fn run_reads_a_file_or_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cell.py");
+    std::fs::write(&file, "print('from file')").unwrap();
+    let out = evalkit(&["run", file.to_str().unwrap()], None);
+    assert_eq!(text(&out.stdout), "from file\n");
+    let out = evalkit(&["run"], Some("print('from stdin')"));
+    assert_eq!(text(&out.stdout), "from stdin\n");
+    let out = evalkit(&["run", "-"], Some("print('dash')"));
+    assert_eq!(text(&out.stdout), "dash\n");
+}
+
+#[test]
+fn run_reports_failures_with_exit_codes() {
+    let out = evalkit(&["run", "-c", "1/0"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("ZeroDivisionError: division by zero"));
+    assert!(text(&out.stderr).contains("<cell-1>"));
+
+    let out = evalkit(&["run", "--cwd", "/no/such/dir", "-c", "1"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("/no/such/dir"), "{}", text(&out.stderr));
+
+    let out = evalkit(&["run", "/no/such/file.py"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("cannot read /no/such/file.py"));
+
+    let out = evalkit(&["run", "-c", "import os; os._exit(9)"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("exit code 9"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn setup_check_names_the_interpreter_or_explains() {
+    let out = evalkit(&["setup", "python", "--check"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("explicit interpreter setting"), "{stdout}");
+    assert!(stdout.contains("Version:"), "{stdout}");
+
+    let out = evalkit(&["setup", "python", "--check", "--python", "/no/such/python"], None);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("/no/such/python (does not exist)"), "{stderr}");
+}
+
+#[test]
+fn ipc_trace_logs_frames_both_ways() {
+    let out = Command::new(env!("CARGO_BIN_EXE_evalkit"))
+        .args(["run", "-c", "print('traced')"])
+        .env("EVALKIT_PYTHON", common::python())
+        .env("EVALKIT_PYTHON_IPC_TRACE", "1")
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("host → runner"), "{stderr}");
+    assert!(stderr.contains("runner → host"), "{stderr}");
+    assert!(stderr.contains(r#""type":"ready""#), "{stderr}");
+    assert_eq!(text(&out.stdout), "traced\n");
+}
