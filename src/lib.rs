@@ -4,7 +4,13 @@
 //! - [`runtime`] finds the interpreter and builds the kernel's environment.
 //! - [`kernel`] starts, drives, interrupts and stops one runner process.
 //! - [`protocol`] defines the frames both sides exchange.
+//! - [`session`] keeps kernels across calls, per session and owner.
+//! - [`tool`] is the eval tool: [`tool::EvalEngine`] runs calls of cells.
+//! - [`output`] bounds text, stores artifacts and splits displays.
 
 pub mod kernel;
+pub mod output;
 pub mod protocol;
 pub mod runtime;
+pub mod session;
+pub mod tool;

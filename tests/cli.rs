@@ -93,3 +93,53 @@ fn ipc_trace_logs_frames_both_ways() {
     assert!(stderr.contains(r#""type":"ready""#), "{stderr}");
     assert_eq!(text(&out.stdout), "traced\n");
 }
+
+#[test]
+fn sigterm_to_the_host_leaves_no_kernel_behind() {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_evalkit"))
+        .args(["run", "--timeout", "120", "-c"])
+        .arg("import os, subprocess\np = subprocess.Popen(['sleep', '100'])\nprint(os.getpid(), flush=True)\nimport time\ntime.sleep(100)")
+        .env("EVALKIT_PYTHON", common::python())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let kernel: u32 = line.trim().parse().unwrap();
+    assert_eq!(common::group_members(kernel).len(), 2, "kernel and its child are running");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143));
+    assert!(common::group_members(kernel).is_empty(), "kernel group {kernel} survived the host");
+}
+
+#[test]
+fn params_json_and_artifacts_round_trip() {
+    let params = r#"{"cells": [{"code": "for i in range(5000): print(i)", "title": "count"}]}"#;
+    let out = evalkit(&["run", "--json", "--params", "-"], Some(params));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["cells"][0]["status"], "ok");
+    assert_eq!(result["cells"][0]["title"], "count");
+    let uri = result["artifact"].as_str().unwrap();
+    let artifact = evalkit(&["artifact", uri], None);
+    assert_eq!(artifact.status.code(), Some(0), "{}", text(&artifact.stderr));
+    let full = text(&artifact.stdout);
+    assert_eq!(full.lines().count(), 5000);
+    assert!(full.ends_with("4999\n"));
+    let bad = evalkit(&["artifact", "../../etc/passwd"], None);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(text(&bad.stderr).contains("is not an artifact id"));
+    let broken = evalkit(&["run", "--params", "-"], Some("{\"cells\": [{\"cod\": 1}]}"));
+    assert_eq!(broken.status.code(), Some(2));
+    assert!(text(&broken.stderr).contains("cod"), "{}", text(&broken.stderr));
+}
+
+#[test]
+fn a_timeout_exits_124_with_the_annotation() {
+    let out = evalkit(&["run", "--timeout", "1", "-c", "while True: pass"], None);
+    assert_eq!(out.status.code(), Some(124));
+    assert!(text(&out.stderr).contains("timed out after 1s; kernel interrupted"), "{}", text(&out.stderr));
+}

@@ -147,11 +147,11 @@ async fn the_runner_is_rewritten_when_deleted_between_spawns() {
 #[tokio::test]
 async fn a_bad_cwd_is_refused_before_spawning() {
     let missing = Kernel::start(options(std::path::Path::new("/no/such/dir"))).await;
-    let error = missing.err().expect("refused");
+    let error = missing.expect_err("refused");
     assert!(matches!(error, KernelError::InvalidCwd { .. }));
     assert!(error.to_string().contains("/no/such/dir"));
     let file = tempfile::NamedTempFile::new().unwrap();
-    let error = Kernel::start(options(file.path())).await.err().expect("refused");
+    let error = Kernel::start(options(file.path())).await.expect_err("refused");
     assert!(error.to_string().contains("is not a directory"), "{error}");
 }
 

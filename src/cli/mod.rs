@@ -1,5 +1,6 @@
 //! Command-line interface: argument parsing and one module per subcommand.
 
+mod artifact;
 mod run;
 mod setup;
 
@@ -20,6 +21,8 @@ pub struct Cli {
 enum Command {
     /// Run Python code in a fresh kernel, streaming its output.
     Run(run::RunArgs),
+    /// Print the full output an earlier call saved (`artifact://<id>`).
+    Artifact(artifact::ArtifactArgs),
     /// Check or prepare what evalkit needs.
     Setup {
         #[command(subcommand)]
@@ -75,5 +78,6 @@ pub async fn dispatch(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Run(args) => run::run(args).await,
         Command::Setup { what } => setup::setup(what).await,
+        Command::Artifact(args) => artifact::artifact(args),
     }
 }

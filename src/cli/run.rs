@@ -1,24 +1,34 @@
-//! `evalkit run`: run code in one fresh kernel and stream what it prints.
+//! `evalkit run`: run code (or the eval tool's JSON parameters) in a fresh
+//! kernel, streaming what it prints.
 
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use evalkit::kernel::{ExecEvent, Kernel, KernelOptions};
-use evalkit::protocol::DoneStatus;
-use evalkit::runtime::{self, DiscoveryInput, env};
+use evalkit::output::display::DisplayPart;
+use evalkit::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult, KernelMode};
+use tokio_util::sync::CancellationToken;
 
 use super::KernelArgs;
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// Code to run.
-    #[arg(short = 'c', value_name = "CODE", conflicts_with = "file")]
+    #[arg(short = 'c', value_name = "CODE", conflicts_with_all = ["file", "params"])]
     code: Option<String>,
     /// File to run; `-` (or no file and no -c) reads standard input.
-    #[arg(value_name = "FILE")]
+    #[arg(value_name = "FILE", conflicts_with = "params")]
     file: Option<PathBuf>,
+    /// The eval tool's JSON parameters ({"cells": [...], ...}) from a file, or `-` for stdin.
+    #[arg(long, value_name = "FILE|-")]
+    params: Option<PathBuf>,
+    /// Timeout of each cell in seconds (1..3600) [default: 30].
+    #[arg(long, value_name = "SECONDS")]
+    timeout: Option<f64>,
+    /// Print the whole result as JSON at the end instead of streaming.
+    #[arg(long)]
+    json: bool,
     /// Extra environment variable for the kernel (repeatable); passes the filter.
     #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     env: Vec<(String, String)>,
@@ -33,7 +43,8 @@ fn parse_key_value(text: &str) -> Result<(String, String), String> {
     }
 }
 
-/// Exit codes: 0 ok, 1 the code failed, 2 evalkit could not run it, 130 interrupted.
+/// Exit codes: 0 ok, 1 a cell failed, 2 evalkit could not run the code,
+/// 124 a cell timed out, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 pub async fn run(args: RunArgs) -> ExitCode {
     match run_inner(args).await {
         Ok(code) => code,
@@ -44,92 +55,138 @@ pub async fn run(args: RunArgs) -> ExitCode {
     }
 }
 
-fn read_code(args: &RunArgs) -> Result<String, String> {
-    if let Some(code) = &args.code {
-        return Ok(code.clone());
-    }
-    match &args.file {
+fn read_source(path: Option<&PathBuf>) -> Result<String, String> {
+    match path {
         Some(path) if path.as_os_str() != "-" => {
             std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
         }
         _ => {
-            let mut code = String::new();
-            std::io::stdin().read_to_string(&mut code).map_err(|e| format!("cannot read standard input: {e}"))?;
-            Ok(code)
+            let mut text = String::new();
+            std::io::stdin().read_to_string(&mut text).map_err(|e| format!("cannot read standard input: {e}"))?;
+            Ok(text)
         }
     }
+}
+
+fn read_params(args: &RunArgs) -> Result<EvalParams, String> {
+    let mut params = if let Some(path) = &args.params {
+        let text = read_source(Some(path))?;
+        let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("--params is not JSON: {e}"))?;
+        EvalParams::from_json(value).map_err(|e| e.to_string())?
+    } else if let Some(code) = &args.code {
+        EvalParams::code(code.clone())
+    } else {
+        EvalParams::code(read_source(args.file.as_ref())?)
+    };
+    if args.timeout.is_some() {
+        params.timeout = args.timeout;
+    }
+    Ok(params)
 }
 
 async fn run_inner(args: RunArgs) -> Result<ExitCode, String> {
-    let code = read_code(&args)?;
-    let cwd = args.kernel.cwd()?;
-    let input = DiscoveryInput::from_env(cwd.clone(), args.kernel.explicit_python());
-    let skip = runtime::skip_check_from_env();
-    let python = tokio::task::spawn_blocking(move || runtime::resolve(&input, skip))
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
-    let extra: BTreeMap<String, String> = args.env.into_iter().collect();
-    let env = env::kernel_env(std::env::vars_os(), &python.activation, &extra);
-    let kernel = Kernel::start(KernelOptions::new(&python.executable, &cwd, env)).await.map_err(|e| e.to_string())?;
-    let outcome = stream_cell(&kernel, &code).await;
-    kernel.shutdown().await;
-    outcome
+    let params = read_params(&args)?;
+    let mut config = EngineConfig::new(args.kernel.cwd()?);
+    config.mode = KernelMode::PerCall;
+    config.python = args.kernel.explicit_python();
+    config.extra_env = args.env.iter().cloned().collect();
+    let engine = Arc::new(EvalEngine::new(config));
+    let cancel = CancellationToken::new();
+    let terminated = CancellationToken::new();
+    let signals = tokio::spawn(watch_signals(engine.clone(), cancel.clone(), terminated.clone()));
+
+    let json = args.json;
+    let printer = move |event: EvalEvent| {
+        if !json {
+            print_event(event);
+        }
+    };
+    let context = CallContext::new(format!("run-{}", std::process::id()));
+    let outcome = engine.eval(&params, &context, &cancel, &printer).await;
+    signals.abort();
+    engine.dispose_all().await;
+    let result = outcome.map_err(|e| e.to_string())?;
+    if json {
+        let text = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
+        println!("{text}");
+    } else {
+        print_notes(&result);
+    }
+    if terminated.is_cancelled() {
+        return Ok(ExitCode::from(143));
+    }
+    Ok(exit_code(&result))
 }
 
-async fn stream_cell(kernel: &Kernel, code: &str) -> Result<ExitCode, String> {
-    let mut execution = kernel.execute(code).await.map_err(|e| e.to_string())?;
+/// Ctrl-C cancels the running cell; a second Ctrl-C, or SIGTERM, stops the kernels and exits.
+async fn watch_signals(engine: Arc<EvalEngine>, cancel: CancellationToken, terminated: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut interrupt), Ok(mut terminate)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
+    else {
+        return;
+    };
     let mut interrupts = 0;
     loop {
-        let item = tokio::select! {
-            item = execution.next() => item,
-            _ = tokio::signal::ctrl_c() => {
+        tokio::select! {
+            _ = interrupt.recv() => {
                 interrupts += 1;
                 if interrupts == 1 {
-                    eprintln!("\nevalkit: interrupting (press Ctrl-C again to kill the kernel)");
-                    let _ = kernel.interrupt();
-                } else {
-                    eprintln!("\nevalkit: killing the kernel");
-                    kernel.kill().await;
+                    eprintln!("\nevalkit: interrupting (press Ctrl-C again to stop the kernel)");
+                    cancel.cancel();
+                    continue;
                 }
-                continue;
+                engine.dispose_all().await;
+                std::process::exit(130);
             }
-        };
-        let Some(item) = item else {
-            return Err("the kernel stopped answering".into());
-        };
-        match item {
-            Ok(ExecEvent::Started) => {}
-            Ok(ExecEvent::Stdout(text)) => write_out(&mut std::io::stdout(), &text),
-            Ok(ExecEvent::Stderr(text)) => write_out(&mut std::io::stderr(), &text),
-            Ok(ExecEvent::Result { bundle, .. }) | Ok(ExecEvent::Display { bundle, .. }) => {
-                write_out(&mut std::io::stdout(), &format!("{}\n", plain_text(&bundle)));
-            }
-            Ok(ExecEvent::Error(error)) => {
-                let text: String = error.traceback.concat();
-                let text = if text.is_empty() { format!("{}: {}\n", error.ename, error.evalue) } else { text };
-                write_out(&mut std::io::stderr(), &text);
-            }
-            Ok(ExecEvent::Done(done)) => {
-                return Ok(match (done.status, done.cancelled) {
-                    (_, true) => ExitCode::from(130),
-                    (DoneStatus::Ok, _) => ExitCode::SUCCESS,
-                    (DoneStatus::Error, _) => ExitCode::from(1),
-                });
-            }
-            Err(error) => {
-                eprintln!("evalkit: {error}");
-                return Ok(ExitCode::from(if interrupts > 0 { 130 } else { 1 }));
+            _ = terminate.recv() => {
+                terminated.cancel();
+                engine.dispose_all().await;
+                std::process::exit(143);
             }
         }
     }
 }
 
-/// The text to show for a bundle: `text/plain`, or a note naming what is there.
-fn plain_text(bundle: &evalkit::protocol::MimeBundle) -> String {
-    match bundle.get("text/plain").and_then(|v| v.as_str()) {
-        Some(text) => text.to_string(),
-        None => format!("[{}]", bundle.keys().cloned().collect::<Vec<_>>().join(", ")),
+fn exit_code(result: &EvalResult) -> ExitCode {
+    let statuses: Vec<CellStatus> = result.cells.iter().map(|c| c.status).collect();
+    if statuses.contains(&CellStatus::Cancelled) {
+        ExitCode::from(130)
+    } else if statuses.contains(&CellStatus::Timeout) {
+        ExitCode::from(124)
+    } else if result.is_error {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn print_event(event: EvalEvent) {
+    match event {
+        EvalEvent::Stdout { text, .. } => write_out(&mut std::io::stdout(), &text),
+        EvalEvent::Stderr { text, .. } => write_out(&mut std::io::stderr(), &text),
+        EvalEvent::Display { parts, .. } => {
+            for part in parts {
+                match part {
+                    DisplayPart::Text(text) => write_out(&mut std::io::stdout(), &format!("{text}\n")),
+                    DisplayPart::Image { mime, .. } => write_out(&mut std::io::stdout(), &format!("[{mime}]\n")),
+                    DisplayPart::Json(_) | DisplayPart::Status(_) => {}
+                }
+            }
+        }
+        EvalEvent::Error { error, .. } => {
+            let traceback = error.traceback.concat();
+            let text =
+                if traceback.trim().is_empty() { format!("{}: {}\n", error.ename, error.evalue) } else { traceback };
+            write_out(&mut std::io::stderr(), &text);
+        }
+        EvalEvent::CellStarted { .. } | EvalEvent::CellFinished { .. } | EvalEvent::Status { .. } => {}
+        EvalEvent::Note { .. } => {}
+    }
+}
+
+fn print_notes(result: &EvalResult) {
+    for note in &result.notes {
+        write_out(&mut std::io::stderr(), &format!("evalkit: {note}\n"));
     }
 }
 

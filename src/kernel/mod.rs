@@ -476,6 +476,12 @@ impl Kernel {
     }
 }
 
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel").field("pid", &self.shared.pid).field("alive", &self.is_alive()).finish()
+    }
+}
+
 impl Drop for Kernel {
     fn drop(&mut self) {
         if self.shared.exit.borrow().is_none() || process::group_exists(self.shared.pid) {

@@ -1,0 +1,270 @@
+//! Full call output on disk, addressed as `artifact://<id>`.
+//!
+//! Each call's output is appended to a file as it streams, so the host keeps
+//! only bounded text in memory while nothing is lost. Files live in a folder
+//! per session: `<root>/<session-hash>/<millis>-<seq>.log`, and the id is
+//! `<session-hash>-<millis>-<seq>`: an id names its file without ever being
+//! used as a path, so no id can reach outside the store.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sha2::{Digest, Sha256};
+
+/// Overrides where artifacts are kept.
+pub const ARTIFACTS_DIR_VAR: &str = "EVALKIT_ARTIFACTS_DIR";
+
+/// URI scheme of artifact links.
+pub const SCHEME: &str = "artifact://";
+
+/// Default on-disk cap for one artifact (512 MiB); past it a notice is written and the rest dropped.
+pub const DEFAULT_MAX_ARTIFACT_BYTES: u64 = 512 * 1024 * 1024;
+
+/// Why an artifact could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ArtifactError {
+    #[error("{0:?} is not an artifact id (expected something like artifact://0123abcd-1700000000000-1)")]
+    InvalidId(String),
+    #[error("artifact {0} does not exist (artifacts are kept on this machine only, under {1})")]
+    NotFound(String, PathBuf),
+    #[error("artifact {id} could not be read: {message}")]
+    Io { id: String, message: String },
+}
+
+/// Where artifacts live.
+#[derive(Debug)]
+pub struct ArtifactStore {
+    root: PathBuf,
+    max_bytes: u64,
+    sequence: AtomicU64,
+}
+
+impl ArtifactStore {
+    pub fn new(root: impl Into<PathBuf>, max_bytes: u64) -> Self {
+        ArtifactStore { root: root.into(), max_bytes, sequence: AtomicU64::new(1) }
+    }
+
+    /// `$EVALKIT_ARTIFACTS_DIR`, else `<cache>/evalkit/artifacts`.
+    pub fn default_root() -> PathBuf {
+        match std::env::var_os(ARTIFACTS_DIR_VAR).filter(|d| !d.is_empty()) {
+            Some(dir) => PathBuf::from(dir),
+            None => crate::kernel::runner_files::cache_root().join("artifacts"),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Start a new artifact for `session`. The file is created on first write.
+    pub fn create(&self, session: &str) -> ArtifactWriter {
+        let session_hash = session_hash(session);
+        let millis = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let seq = self.sequence.fetch_add(1, Ordering::Relaxed);
+        let id = format!("{session_hash}-{millis}-{seq}");
+        ArtifactWriter {
+            path: self.root.join(&session_hash).join(format!("{millis}-{seq}.log")),
+            id,
+            file: None,
+            written: 0,
+            max_bytes: self.max_bytes,
+            capped: false,
+            failed: None,
+        }
+    }
+
+    /// The file behind an id (or `artifact://id`), after validating it.
+    pub fn path_of(&self, id: &str) -> Result<PathBuf, ArtifactError> {
+        let bare = id.strip_prefix(SCHEME).unwrap_or(id);
+        let invalid = || ArtifactError::InvalidId(id.to_string());
+        let mut parts = bare.splitn(3, '-');
+        let (Some(session), Some(millis), Some(seq)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(invalid());
+        };
+        let hex = session.len() == 8 && session.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
+        let digits = |s: &str| !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit());
+        if !hex || !digits(millis) || !digits(seq) {
+            return Err(invalid());
+        }
+        let path = self.root.join(session).join(format!("{millis}-{seq}.log"));
+        if !path.is_file() {
+            return Err(ArtifactError::NotFound(bare.to_string(), self.root.clone()));
+        }
+        Ok(path)
+    }
+
+    /// Read up to `limit` bytes from `offset`; returns the text (invalid
+    /// UTF-8 replaced) and the artifact's total size.
+    pub fn read(&self, id: &str, offset: u64, limit: usize) -> Result<(String, u64), ArtifactError> {
+        let path = self.path_of(id)?;
+        let io = |e: std::io::Error| ArtifactError::Io { id: id.to_string(), message: e.to_string() };
+        let mut file = File::open(&path).map_err(io)?;
+        let size = file.metadata().map_err(io)?.len();
+        file.seek(SeekFrom::Start(offset.min(size))).map_err(io)?;
+        let mut buffer = Vec::with_capacity(limit.min(size as usize));
+        file.take(limit as u64).read_to_end(&mut buffer).map_err(io)?;
+        Ok((String::from_utf8_lossy(&buffer).into_owned(), size))
+    }
+}
+
+/// First 8 hex digits of the session id's SHA-256: a folder name that leaks nothing.
+pub fn session_hash(session: &str) -> String {
+    Sha256::digest(session.as_bytes()).iter().take(4).map(|b| format!("{b:02x}")).collect()
+}
+
+/// Appends one call's output to its artifact file.
+#[derive(Debug)]
+pub struct ArtifactWriter {
+    id: String,
+    path: PathBuf,
+    file: Option<BufWriter<File>>,
+    written: u64,
+    max_bytes: u64,
+    capped: bool,
+    failed: Option<String>,
+}
+
+impl ArtifactWriter {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn uri(&self) -> String {
+        format!("{SCHEME}{}", self.id)
+    }
+
+    /// Whether anything was written (an empty call leaves no file).
+    pub fn exists(&self) -> bool {
+        self.file.is_some()
+    }
+
+    pub fn bytes_written(&self) -> u64 {
+        self.written
+    }
+
+    /// True once the cap cut the output.
+    pub fn was_capped(&self) -> bool {
+        self.capped
+    }
+
+    /// Why writing failed, if it did (the call goes on without its artifact).
+    pub fn failure(&self) -> Option<&str> {
+        self.failed.as_deref()
+    }
+
+    pub fn write(&mut self, text: &str) {
+        if self.capped || self.failed.is_some() || text.is_empty() {
+            return;
+        }
+        if self.file.is_none() {
+            match open_private(&self.path) {
+                Ok(file) => self.file = Some(BufWriter::with_capacity(1 << 16, file)),
+                Err(e) => {
+                    self.failed = Some(format!("cannot create {}: {e}", self.path.display()));
+                    return;
+                }
+            }
+        }
+        let file = self.file.as_mut().expect("opened above");
+        let room = self.max_bytes.saturating_sub(self.written);
+        let mut chunk = text;
+        if chunk.len() as u64 > room {
+            let mut cut = room as usize;
+            while !chunk.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            chunk = &chunk[..cut];
+            self.capped = true;
+        }
+        let result = file.write_all(chunk.as_bytes()).and_then(|_| {
+            if self.capped {
+                let notice = format!(
+                    "\n[evalkit: artifact capped at {} bytes; the rest of the output was not kept]\n",
+                    self.max_bytes
+                );
+                file.write_all(notice.as_bytes())
+            } else {
+                Ok(())
+            }
+        });
+        self.written += chunk.len() as u64;
+        if let Err(e) = result {
+            self.failed = Some(format!("cannot write {}: {e}", self.path.display()));
+        }
+    }
+
+    /// Flush to disk; call at the end of the call.
+    pub fn finish(&mut self) {
+        if let Some(file) = self.file.as_mut()
+            && let Err(e) = file.flush()
+        {
+            self.failed = Some(format!("cannot write {}: {e}", self.path.display()));
+        }
+    }
+}
+
+fn open_private(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let parent = path.parent().expect("artifact files live in a folder");
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
+    std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_and_reads_back_by_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ArtifactStore::new(dir.path(), DEFAULT_MAX_ARTIFACT_BYTES);
+        let mut writer = store.create("session-a");
+        assert!(!writer.exists());
+        writer.write("hello ");
+        writer.write("world\n");
+        writer.finish();
+        let (text, size) = store.read(&writer.uri(), 0, 1 << 20).unwrap();
+        assert_eq!(text, "hello world\n");
+        assert_eq!(size, 12);
+        let (page, _) = store.read(writer.id(), 6, 5).unwrap();
+        assert_eq!(page, "world");
+    }
+
+    #[test]
+    fn ids_cannot_escape_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ArtifactStore::new(dir.path(), 100);
+        for bad in [
+            "../../etc/passwd",
+            "artifact://../x",
+            "0123abcd-1-../../x",
+            "0123abcd-1-1/../../x",
+            "0123ABCD-1-1",
+            "0123abc-1-1",
+            "",
+            "0123abcd--1",
+            "0123abcd-1-1\0",
+        ] {
+            assert!(matches!(store.path_of(bad), Err(ArtifactError::InvalidId(_))), "{bad:?} accepted");
+        }
+        assert!(matches!(store.path_of("0123abcd-1-1"), Err(ArtifactError::NotFound(..))));
+    }
+
+    #[test]
+    fn the_cap_keeps_the_start_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ArtifactStore::new(dir.path(), 10);
+        let mut writer = store.create("s");
+        writer.write("0123456789abcdef");
+        writer.write("more");
+        writer.finish();
+        assert!(writer.was_capped());
+        let (text, _) = store.read(writer.id(), 0, 1000).unwrap();
+        assert!(text.starts_with("0123456789\n[evalkit: artifact capped at 10 bytes"), "{text}");
+    }
+}

@@ -1,0 +1,315 @@
+//! Retained kernels: one slot per (session id, cwd, interpreter), shared by
+//! its owners, used by one call at a time.
+//!
+//! A slot's kernel sits behind a fair async mutex: calls on the same kernel
+//! run in arrival order, calls on different kernels run in parallel, and the
+//! first caller starts the kernel while the others queue behind it (so
+//! concurrent first calls share one startup). The pool also stops idle
+//! kernels, keeps the number of live kernels bounded, and recycles kernels
+//! that grew past a memory limit.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::kernel::Kernel;
+
+/// Limits of the pool. Every limit can be turned off with `None`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolLimits {
+    /// Live kernels at most; the least recently used idle one is stopped first. Default 8.
+    pub max_kernels: usize,
+    /// Stop a kernel unused this long. Default 30 minutes.
+    pub idle_timeout: Option<Duration>,
+    /// Restart a kernel whose resident memory passed this, once its call is over. Default 4 GiB.
+    pub rss_limit_bytes: Option<u64>,
+}
+
+impl Default for PoolLimits {
+    fn default() -> Self {
+        PoolLimits {
+            max_kernels: 8,
+            idle_timeout: Some(Duration::from_secs(30 * 60)),
+            rss_limit_bytes: Some(4 * 1024 * 1024 * 1024),
+        }
+    }
+}
+
+/// What identifies a retained kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct KernelKey {
+    pub session: String,
+    /// Canonical working directory.
+    pub cwd: PathBuf,
+    /// The interpreter discovery resolved.
+    pub interpreter: PathBuf,
+}
+
+/// One retained kernel and the state around it.
+#[derive(Debug)]
+pub struct Slot {
+    pub key: KernelKey,
+    state: tokio::sync::Mutex<SlotState>,
+    /// The kernel, also reachable while a call holds the slot, so disposal
+    /// can stop a busy kernel.
+    current: Mutex<Option<Arc<Kernel>>>,
+    owners: Mutex<HashSet<String>>,
+    last_used: Mutex<Instant>,
+    disposed: std::sync::atomic::AtomicBool,
+}
+
+#[derive(Debug, Default)]
+struct SlotState {
+    /// Told to the next call: why its kernel is new (evicted, recycled, died).
+    notes: Vec<String>,
+}
+
+/// A slot held by one call: the only way to change its kernel.
+pub struct SlotGuard<'a> {
+    slot: &'a Slot,
+    state: tokio::sync::MutexGuard<'a, SlotState>,
+}
+
+impl SlotGuard<'_> {
+    /// The current kernel, if one was started and not stopped.
+    pub fn kernel(&self) -> Option<Arc<Kernel>> {
+        self.slot.current.lock().unwrap().clone()
+    }
+
+    /// Put in a new kernel (or none); returns the old one, still running.
+    pub fn replace_kernel(&mut self, kernel: Option<Arc<Kernel>>) -> Option<Arc<Kernel>> {
+        std::mem::replace(&mut *self.slot.current.lock().unwrap(), kernel)
+    }
+
+    /// Notes for the caller about what happened to the kernel since the last call.
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.state.notes)
+    }
+
+    pub fn add_note(&mut self, note: String) {
+        self.state.notes.push(note);
+    }
+
+    pub fn key(&self) -> &KernelKey {
+        &self.slot.key
+    }
+}
+
+/// The session was disposed while the call waited for it.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("this session was closed while the call waited for its kernel")]
+pub struct SlotDisposed;
+
+impl Slot {
+    fn new(key: KernelKey) -> Self {
+        Slot {
+            key,
+            state: tokio::sync::Mutex::new(SlotState::default()),
+            current: Mutex::new(None),
+            owners: Mutex::new(HashSet::new()),
+            last_used: Mutex::new(Instant::now()),
+            disposed: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Wait for this slot (FIFO). Hold the guard for the whole call.
+    pub async fn lock(&self) -> Result<SlotGuard<'_>, SlotDisposed> {
+        let state = self.state.lock().await;
+        if self.disposed.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(SlotDisposed);
+        }
+        self.touch();
+        Ok(SlotGuard { slot: self, state })
+    }
+
+    fn try_lock(&self) -> Option<SlotGuard<'_>> {
+        let state = self.state.try_lock().ok()?;
+        Some(SlotGuard { slot: self, state })
+    }
+
+    fn has_kernel(&self) -> bool {
+        self.current.lock().unwrap().is_some()
+    }
+
+    /// Stop the kernel now, whether or not a call is using it.
+    async fn dispose(&self) {
+        self.disposed.store(true, std::sync::atomic::Ordering::SeqCst);
+        let kernel = self.current.lock().unwrap().take();
+        if let Some(kernel) = kernel {
+            kernel.shutdown().await;
+        }
+    }
+
+    pub fn touch(&self) {
+        *self.last_used.lock().unwrap() = Instant::now();
+    }
+
+    fn idle_for(&self) -> Duration {
+        self.last_used.lock().unwrap().elapsed()
+    }
+}
+
+/// All retained kernels of one engine.
+#[derive(Debug, Default)]
+pub struct KernelPool {
+    limits: PoolLimits,
+    slots: Mutex<HashMap<KernelKey, Arc<Slot>>>,
+}
+
+impl KernelPool {
+    /// A pool; when a tokio runtime is running, a reaper stops idle kernels.
+    pub fn new(limits: PoolLimits) -> Arc<Self> {
+        let pool = Arc::new(KernelPool { limits, slots: Mutex::new(HashMap::new()) });
+        if let (Some(idle), Ok(handle)) = (limits.idle_timeout, tokio::runtime::Handle::try_current()) {
+            handle.spawn(reap_idle(Arc::downgrade(&pool), idle));
+        }
+        pool
+    }
+
+    pub fn limits(&self) -> PoolLimits {
+        self.limits
+    }
+
+    /// The slot for `key`, created if needed, with `owner` added to its owners.
+    pub fn slot(&self, key: KernelKey, owner: &str) -> Arc<Slot> {
+        let slot = self.slots.lock().unwrap().entry(key.clone()).or_insert_with(|| Arc::new(Slot::new(key))).clone();
+        slot.owners.lock().unwrap().insert(owner.to_string());
+        slot
+    }
+
+    /// Forget a slot and stop its kernel (the end of a per-call call).
+    pub async fn release(&self, key: &KernelKey) {
+        let slot = self.slots.lock().unwrap().remove(key);
+        if let Some(slot) = slot {
+            slot.dispose().await;
+        }
+    }
+
+    /// Number of slots (with or without a live kernel).
+    pub fn slot_count(&self) -> usize {
+        self.slots.lock().unwrap().len()
+    }
+
+    /// Pids of the live kernels (for diagnostics and tests).
+    pub fn kernel_pids(&self) -> Vec<u32> {
+        let slots: Vec<Arc<Slot>> = self.slots.lock().unwrap().values().cloned().collect();
+        slots.iter().filter_map(|slot| slot.current.lock().unwrap().as_ref().map(|k| k.pid())).collect()
+    }
+
+    /// Before starting a kernel in `starting`: stop least recently used idle
+    /// kernels until there is room for one more.
+    pub async fn make_room(&self, starting: &KernelKey) {
+        let mut slots: Vec<Arc<Slot>> =
+            self.slots.lock().unwrap().values().filter(|s| &s.key != starting).cloned().collect();
+        slots.sort_by_key(|slot| std::cmp::Reverse(slot.idle_for()));
+        let mut live = 0;
+        let mut idle = Vec::new();
+        for slot in slots {
+            if slot.has_kernel() {
+                live += 1;
+                idle.push(slot);
+            }
+        }
+        for slot in idle {
+            if live < self.limits.max_kernels {
+                break;
+            }
+            if let Some(mut guard) = slot.try_lock()
+                && let Some(kernel) = guard.replace_kernel(None)
+            {
+                kernel.shutdown().await;
+                guard.add_note(format!(
+                    "The previous kernel was stopped to stay within {} live kernels; its state was lost.",
+                    self.limits.max_kernels
+                ));
+                live -= 1;
+            }
+        }
+    }
+
+    /// After a call: restart the kernel if it grew past the memory limit.
+    pub async fn recycle_if_bloated(&self, guard: &mut SlotGuard<'_>) {
+        let (Some(limit), Some(kernel)) = (self.limits.rss_limit_bytes, guard.kernel()) else { return };
+        let Some(rss) = resident_bytes(kernel.pid()) else { return };
+        if rss <= limit {
+            return;
+        }
+        guard.replace_kernel(None);
+        kernel.shutdown().await;
+        guard.add_note(format!(
+            "The previous kernel used {} of memory (limit {}) and was restarted; its state was lost.",
+            crate::output::limiter::human_bytes(rss),
+            crate::output::limiter::human_bytes(limit)
+        ));
+    }
+
+    /// Remove `owner` from every slot; slots left without owners are shut
+    /// down and forgotten. Idempotent.
+    pub async fn dispose_owner(&self, owner: &str) {
+        let orphaned: Vec<Arc<Slot>> = {
+            let mut slots = self.slots.lock().unwrap();
+            let keys: Vec<KernelKey> = slots
+                .values()
+                .filter(|slot| {
+                    let mut owners = slot.owners.lock().unwrap();
+                    owners.remove(owner) && owners.is_empty()
+                })
+                .map(|slot| slot.key.clone())
+                .collect();
+            keys.iter().filter_map(|key| slots.remove(key)).collect()
+        };
+        shutdown_slots(orphaned).await;
+    }
+
+    /// Shut every kernel down (host exit). Waits for running calls' kernels
+    /// only as long as the shutdown ladder takes.
+    pub async fn dispose_all(&self) {
+        let all: Vec<Arc<Slot>> = self.slots.lock().unwrap().drain().map(|(_, slot)| slot).collect();
+        shutdown_slots(all).await;
+    }
+
+    async fn reap_idle_once(&self, idle: Duration) {
+        let slots: Vec<Arc<Slot>> = self.slots.lock().unwrap().values().cloned().collect();
+        for slot in slots {
+            if slot.idle_for() < idle {
+                continue;
+            }
+            if let Some(mut guard) = slot.try_lock()
+                && let Some(kernel) = guard.replace_kernel(None)
+            {
+                kernel.shutdown().await;
+                guard.add_note(format!(
+                    "The previous kernel was stopped after {} minutes unused; its state was lost.",
+                    idle.as_secs() / 60
+                ));
+            }
+        }
+    }
+}
+
+async fn shutdown_slots(slots: Vec<Arc<Slot>>) {
+    let handles: Vec<_> = slots.into_iter().map(|slot| tokio::spawn(async move { slot.dispose().await })).collect();
+    for handle in handles {
+        let _ = handle.await;
+    }
+}
+
+async fn reap_idle(pool: Weak<KernelPool>, idle: Duration) {
+    let period = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
+    loop {
+        tokio::time::sleep(period).await;
+        let Some(pool) = pool.upgrade() else { return };
+        pool.reap_idle_once(idle).await;
+    }
+}
+
+/// Resident memory of a process, from /proc (Linux); None elsewhere.
+pub fn resident_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}

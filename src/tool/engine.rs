@@ -1,0 +1,541 @@
+//! [`EvalEngine`]: the eval tool for agent hosts. One call runs its cells in
+//! order in a retained (or fresh) kernel, under per-cell timeouts and the
+//! caller's cancellation, streaming events and returning an [`EvalResult`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::params::{EvalParams, Language, ParamsError, PlannedCell};
+use super::result::{CellReport, CellStatus, Collector, ErrorSummary, EvalEvent, EvalResult};
+use super::watchdog::Watchdog;
+use crate::kernel::{ExecEvent, Kernel, KernelError, KernelOptions};
+use crate::output::artifacts::{ArtifactError, ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES};
+use crate::output::limiter::TextLimits;
+use crate::protocol::DoneStatus;
+use crate::runtime::{self, DiscoveryInput, ResolvedPython, env};
+use crate::session::{KernelKey, KernelPool, PoolLimits, SlotGuard};
+
+/// After an interrupt, how long the kernel gets to finish the cell before it is killed.
+pub const INTERRUPT_ESCALATION: Duration = Duration::from_secs(5);
+
+/// Whether kernels outlive a call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KernelMode {
+    /// Keep kernels per (session, cwd, interpreter) across calls.
+    #[default]
+    Session,
+    /// A fresh kernel for each call, shut down after it.
+    PerCall,
+}
+
+/// Which languages the tool accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exposure {
+    pub py: bool,
+    pub js: bool,
+}
+
+impl Default for Exposure {
+    fn default() -> Self {
+        Exposure { py: true, js: true }
+    }
+}
+
+impl Exposure {
+    /// Apply `EVALKIT_PY` / `EVALKIT_JS` (1/true/yes/on or 0/false/no/off); an unset
+    /// or unreadable flag keeps the setting.
+    pub fn with_env_overrides(self) -> Self {
+        Exposure { py: flag("EVALKIT_PY").unwrap_or(self.py), js: flag("EVALKIT_JS").unwrap_or(self.js) }
+    }
+}
+
+fn flag(name: &str) -> Option<bool> {
+    match std::env::var(name).ok()?.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// How the engine runs calls.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub mode: KernelMode,
+    /// The cwd of calls that give none; relative `cwd` parameters are taken from here.
+    pub default_cwd: PathBuf,
+    /// An explicit interpreter (skips discovery).
+    pub python: Option<String>,
+    /// Variables added to every kernel's environment on purpose.
+    pub extra_env: BTreeMap<String, String>,
+    pub text_limits: TextLimits,
+    pub pool: PoolLimits,
+    pub artifacts_dir: PathBuf,
+    pub max_artifact_bytes: u64,
+    pub exposure: Exposure,
+    pub startup_timeout: Duration,
+}
+
+impl EngineConfig {
+    /// Defaults: session mode, 50 KiB / 3000-line text, artifacts in the cache
+    /// folder, languages as `EVALKIT_PY` / `EVALKIT_JS` say (both on by default).
+    pub fn new(default_cwd: impl Into<PathBuf>) -> Self {
+        EngineConfig {
+            mode: KernelMode::Session,
+            default_cwd: default_cwd.into(),
+            python: None,
+            extra_env: BTreeMap::new(),
+            text_limits: TextLimits::default(),
+            pool: PoolLimits::default(),
+            artifacts_dir: ArtifactStore::default_root(),
+            max_artifact_bytes: DEFAULT_MAX_ARTIFACT_BYTES,
+            exposure: Exposure::default().with_env_overrides(),
+            startup_timeout: crate::kernel::DEFAULT_STARTUP_TIMEOUT,
+        }
+    }
+}
+
+/// Who is calling: the session whose kernels to use, and the owner that
+/// keeps them alive (disposed with [`EvalEngine::dispose_owner`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallContext {
+    pub session: String,
+    pub owner: String,
+}
+
+impl CallContext {
+    /// A session that is its own owner.
+    pub fn new(session: impl Into<String>) -> Self {
+        let session = session.into();
+        CallContext { owner: session.clone(), session }
+    }
+}
+
+/// A call that could not start. Everything else is reported in [`EvalResult`].
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum EvalError {
+    #[error(transparent)]
+    Params(#[from] ParamsError),
+    #[error("working directory {0}")]
+    InvalidCwd(String),
+    #[error("{0}")]
+    LanguageDisabled(String),
+    #[error("the Python backend is not available: {0}")]
+    PythonUnavailable(String),
+}
+
+/// The eval tool. Cheap to share behind an `Arc`; every method takes `&self`.
+pub struct EvalEngine {
+    config: EngineConfig,
+    pool: Arc<KernelPool>,
+    artifacts: ArtifactStore,
+    calls: AtomicU64,
+}
+
+/// Events are streamed through this while a call runs.
+pub type EventSink<'a> = &'a (dyn Fn(EvalEvent) + Send + Sync);
+
+/// A sink that drops every event.
+pub fn ignore_events(_: EvalEvent) {}
+
+enum Fate {
+    Alive,
+    Killed,
+    Died(String),
+}
+
+impl EvalEngine {
+    /// Create an engine. Call from within a tokio runtime so idle kernels are reaped.
+    pub fn new(config: EngineConfig) -> Self {
+        let artifacts = ArtifactStore::new(config.artifacts_dir.clone(), config.max_artifact_bytes);
+        EvalEngine { pool: KernelPool::new(config.pool), artifacts, config, calls: AtomicU64::new(0) }
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    pub fn artifacts(&self) -> &ArtifactStore {
+        &self.artifacts
+    }
+
+    /// Read part of an artifact (`id` or `artifact://id`): text and total size.
+    pub fn read_artifact(&self, id: &str, offset: u64, limit: usize) -> Result<(String, u64), ArtifactError> {
+        self.artifacts.read(id, offset, limit)
+    }
+
+    /// Pids of the retained kernels.
+    pub fn kernel_pids(&self) -> Vec<u32> {
+        self.pool.kernel_pids()
+    }
+
+    /// `owner` is gone: kernels no other owner holds are shut down. Idempotent.
+    pub async fn dispose_owner(&self, owner: &str) {
+        self.pool.dispose_owner(owner).await;
+    }
+
+    /// Shut every kernel down (host exit, SIGINT/SIGTERM).
+    pub async fn dispose_all(&self) {
+        self.pool.dispose_all().await;
+    }
+
+    /// Run one call.
+    pub async fn eval(
+        &self,
+        params: &EvalParams,
+        context: &CallContext,
+        cancel: &CancellationToken,
+        on_event: EventSink<'_>,
+    ) -> Result<EvalResult, EvalError> {
+        let plan = params.plan()?;
+        self.check_exposure(&plan)?;
+        let cwd = self.resolve_cwd(params.cwd.as_deref())?;
+        let python = if plan.iter().any(|cell| cell.language == Language::Py) {
+            Some(self.resolve_python(&cwd).await?)
+        } else {
+            None
+        };
+        let interpreter = python.as_ref().map(|p| p.executable.clone()).unwrap_or_default();
+        let key = KernelKey { session: context.session.clone(), cwd: cwd.clone(), interpreter };
+        let mut collector =
+            Collector::new(self.config.text_limits, self.artifacts.create(&context.session), plan.len() > 1);
+
+        let key = match self.config.mode {
+            KernelMode::Session => key,
+            // A key of its own, so the kernel is fresh yet still in the pool,
+            // where dispose_all (host exit) finds it.
+            KernelMode::PerCall => KernelKey {
+                session: format!("{}#call-{}", key.session, self.calls.fetch_add(1, Ordering::Relaxed)),
+                ..key
+            },
+        };
+        let slot = self.pool.slot(key.clone(), &context.owner);
+        let queue_budget = plan[0].timeout;
+        let guard = tokio::select! {
+            guard = slot.lock() => guard,
+            _ = tokio::time::sleep(queue_budget) => {
+                return Ok(self.unstarted(&plan, collector, CellStatus::Timeout, format!(
+                    "Command timed out after {} seconds while waiting for the kernel (busy with another call).",
+                    queue_budget.as_secs()
+                ), on_event));
+            }
+            _ = cancel.cancelled() => {
+                return Ok(self.unstarted(&plan, collector, CellStatus::Cancelled,
+                    "Cancelled while waiting for the kernel (busy with another call).".to_string(), on_event));
+            }
+        };
+        let mut guard = match guard {
+            Ok(guard) => guard,
+            Err(closed) => {
+                return Ok(self.unstarted(&plan, collector, CellStatus::Cancelled, closed.to_string(), on_event));
+            }
+        };
+        for note in guard.take_notes() {
+            collector.note(note);
+        }
+        self.run_cells(&plan, python.as_ref(), &cwd, &mut guard, &mut collector, cancel, on_event).await;
+        match self.config.mode {
+            KernelMode::Session => {
+                self.pool.recycle_if_bloated(&mut guard).await;
+                drop(guard);
+            }
+            KernelMode::PerCall => {
+                drop(guard);
+                self.pool.release(&key).await;
+            }
+        }
+        Ok(collector.finish())
+    }
+
+    /// A call that never reached its kernel: every cell gets `status`.
+    fn unstarted(
+        &self,
+        plan: &[PlannedCell],
+        mut collector: Collector,
+        status: CellStatus,
+        note: String,
+        on_event: EventSink<'_>,
+    ) -> EvalResult {
+        for (position, cell) in plan.iter().enumerate() {
+            let status = if position == 0 { status } else { CellStatus::Skipped };
+            collector.finish_cell(report(cell, status, 0, None, None));
+        }
+        on_event(EvalEvent::Note { text: note.clone() });
+        collector.note(note);
+        collector.finish()
+    }
+
+    fn check_exposure(&self, plan: &[PlannedCell]) -> Result<(), EvalError> {
+        let exposure = self.config.exposure;
+        if !exposure.py && plan.iter().any(|c| c.language == Language::Py) {
+            return Err(EvalError::LanguageDisabled(
+                "Python cells are disabled here (EVALKIT_PY=0 or the `py` setting). Set EVALKIT_PY=1 to enable them."
+                    .into(),
+            ));
+        }
+        if !exposure.js && plan.iter().any(|c| c.language == Language::Js) {
+            return Err(EvalError::LanguageDisabled(
+                "JavaScript cells are disabled here (EVALKIT_JS=0 or the `js` setting). Set EVALKIT_JS=1 to enable \
+                 them, or use a Python cell (language \"py\")."
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn resolve_cwd(&self, requested: Option<&str>) -> Result<PathBuf, EvalError> {
+        let cwd = match requested {
+            Some(dir) if dir.starts_with("~/") => dirs::home_dir().unwrap_or_default().join(&dir[2..]),
+            Some(dir) => self.config.default_cwd.join(dir),
+            None => self.config.default_cwd.clone(),
+        };
+        crate::kernel::validate_cwd(&cwd)
+            .map_err(|e| EvalError::InvalidCwd(e.to_string().trim_start_matches("working directory ").to_string()))?;
+        Ok(std::fs::canonicalize(&cwd).unwrap_or(cwd))
+    }
+
+    async fn resolve_python(&self, cwd: &Path) -> Result<ResolvedPython, EvalError> {
+        let input = DiscoveryInput::from_env(cwd, self.config.python.clone());
+        let skip = runtime::skip_check_from_env();
+        tokio::task::spawn_blocking(move || runtime::resolve(&input, skip))
+            .await
+            .map_err(|e| EvalError::PythonUnavailable(e.to_string()))?
+            .map_err(|e| EvalError::PythonUnavailable(e.to_string()))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn run_cells(
+        &self,
+        plan: &[PlannedCell],
+        python: Option<&ResolvedPython>,
+        cwd: &Path,
+        guard: &mut SlotGuard<'_>,
+        collector: &mut Collector,
+        cancel: &CancellationToken,
+        on_event: EventSink<'_>,
+    ) {
+        let mut failed: Option<usize> = None;
+        for cell in plan {
+            if failed.is_some() {
+                collector.finish_cell(report(cell, CellStatus::Skipped, 0, None, None));
+                continue;
+            }
+            on_event(EvalEvent::CellStarted { index: cell.index, title: cell.title.clone() });
+            collector.begin_cell(cell.index, cell.title.as_deref());
+            let started = Instant::now();
+            let (status, count, error) = match (cell.language, python) {
+                (Language::Py, Some(python)) => {
+                    self.run_py_cell(cell, python, cwd, guard, collector, cancel, on_event).await
+                }
+                (Language::Py, None) => unreachable!("python is resolved when a py cell is planned"),
+                (Language::Js, _) => {
+                    let message = "JavaScript backend is not available in this evalkit build; use a Python cell \
+                                   (language \"py\").";
+                    collector.note(message);
+                    let summary = ErrorSummary { ename: "BackendUnavailable".into(), evalue: message.into() };
+                    (CellStatus::Error, None, Some(summary))
+                }
+            };
+            let duration_ms = started.elapsed().as_millis() as u64;
+            on_event(EvalEvent::CellFinished { index: cell.index, status, duration_ms });
+            collector.finish_cell(report(cell, status, duration_ms, count, error));
+            if status != CellStatus::Ok {
+                failed = Some(cell.index);
+            }
+        }
+        if let Some(index) = failed {
+            let cell = &plan[index];
+            let report = &collector.cells()[index];
+            let what = match (report.status, &report.error) {
+                (CellStatus::Timeout, _) => "timed out".to_string(),
+                (CellStatus::Cancelled, _) => "was cancelled".to_string(),
+                (CellStatus::Killed, _) => "was killed".to_string(),
+                (_, Some(error)) if error.evalue.is_empty() => format!("failed: {}", error.ename),
+                (_, Some(error)) => format!("failed: {}: {}", error.ename, error.evalue),
+                (status, None) => format!("failed ({})", status.as_str()),
+            };
+            let name = match &cell.title {
+                Some(title) => format!("Cell {} ({title})", index + 1),
+                None => format!("Cell {}", index + 1),
+            };
+            let skipped = plan.len() - index - 1;
+            let mut note = format!("{name} {what}.");
+            if skipped == 1 {
+                note.push_str(&format!(" Cell {} was not run.", index + 2));
+            } else if skipped > 1 {
+                note.push_str(&format!(" Cells {}–{} were not run.", index + 2, plan.len()));
+            }
+            if plan.len() > 1 {
+                collector.note(note);
+            }
+        }
+    }
+
+    /// A live kernel for this cell: the slot's, or a new one (replacing a dead one).
+    async fn kernel_for(
+        &self,
+        python: &ResolvedPython,
+        cwd: &Path,
+        guard: &mut SlotGuard<'_>,
+        collector: &mut Collector,
+    ) -> Result<Arc<Kernel>, KernelError> {
+        if let Some(kernel) = guard.kernel() {
+            if kernel.is_alive() {
+                return Ok(kernel);
+            }
+            guard.replace_kernel(None);
+            let exit = kernel.exit_info().map(|e| e.to_string()).unwrap_or_else(|| "it stopped".into());
+            collector.note(format!(
+                "The previous kernel had died ({exit}); a new one was started and earlier state is lost."
+            ));
+            kernel.shutdown().await;
+        }
+        if self.config.mode == KernelMode::Session {
+            self.pool.make_room(guard.key()).await;
+        }
+        let env = env::kernel_env(std::env::vars_os(), &python.activation, &self.config.extra_env);
+        let mut options = KernelOptions::new(&python.executable, cwd, env);
+        options.startup_timeout = self.config.startup_timeout;
+        let kernel = Arc::new(Kernel::start(options).await?);
+        guard.replace_kernel(Some(kernel.clone()));
+        Ok(kernel)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn run_py_cell(
+        &self,
+        cell: &PlannedCell,
+        python: &ResolvedPython,
+        cwd: &Path,
+        guard: &mut SlotGuard<'_>,
+        collector: &mut Collector,
+        cancel: &CancellationToken,
+        on_event: EventSink<'_>,
+    ) -> (CellStatus, Option<u64>, Option<ErrorSummary>) {
+        if cell.reset
+            && let Some(old) = guard.replace_kernel(None)
+        {
+            old.shutdown().await;
+        }
+        let failure = |collector: &mut Collector, error: KernelError| {
+            let message = error.to_string();
+            collector.note(message.clone());
+            (CellStatus::Error, None, Some(ErrorSummary { ename: "KernelError".into(), evalue: message }))
+        };
+        // A kernel that is dead before the cell starts is replaced, once.
+        let mut attempt = 0;
+        let (kernel, mut execution) = loop {
+            let kernel = match self.kernel_for(python, cwd, guard, collector).await {
+                Ok(kernel) => kernel,
+                Err(error) => return failure(collector, error),
+            };
+            match kernel.execute(&cell.code).await {
+                Ok(execution) => break (kernel, execution),
+                Err(_) if attempt == 0 => attempt += 1,
+                Err(error) => return failure(collector, error),
+            }
+        };
+
+        let watchdog = Watchdog::new(cell.timeout);
+        let mut interrupted: Option<(CellStatus, Instant)> = None;
+        let mut error_summary = None;
+        let (status, count, fate) = loop {
+            let escalation = async {
+                match interrupted {
+                    Some((_, at)) => tokio::time::sleep_until(at + INTERRUPT_ESCALATION).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                item = execution.next() => match item {
+                    Some(Ok(ExecEvent::Done(done))) => {
+                        let status = match (done.status, done.cancelled, interrupted) {
+                            (_, true, Some((reason, _))) => reason,
+                            (_, true, None) => CellStatus::Cancelled,
+                            (DoneStatus::Ok, _, _) => CellStatus::Ok,
+                            (DoneStatus::Error, _, _) => CellStatus::Error,
+                        };
+                        break (status, Some(done.execution_count), Fate::Alive);
+                    }
+                    Some(Ok(event)) => {
+                        if let ExecEvent::Error(error) = &event {
+                            error_summary = Some(ErrorSummary { ename: error.ename.clone(), evalue: error.evalue.clone() });
+                        }
+                        if let Some(streamed) = collector.event(cell.index, event) {
+                            on_event(streamed);
+                        }
+                    }
+                    Some(Err(KernelError::Died { exit, .. })) => break (CellStatus::Error, None, Fate::Died(exit)),
+                    Some(Err(_)) | None => break (interrupted.map_or(CellStatus::Error, |(r, _)| r), None, Fate::Died("it was shut down".into())),
+                },
+                _ = watchdog.expired(), if interrupted.is_none() => {
+                    let _ = kernel.interrupt();
+                    interrupted = Some((CellStatus::Timeout, Instant::now()));
+                }
+                _ = cancel.cancelled(), if interrupted.is_none() => {
+                    let _ = kernel.interrupt();
+                    interrupted = Some((CellStatus::Cancelled, Instant::now()));
+                }
+                _ = escalation => {
+                    kernel.shutdown().await;
+                    break (CellStatus::Killed, None, Fate::Killed);
+                }
+            }
+        };
+        let seconds = cell.timeout.as_secs();
+        let reason = match interrupted.map(|(reason, _)| reason) {
+            Some(CellStatus::Timeout) => format!("eval cell timed out after {seconds}s"),
+            _ => "eval cell was cancelled".to_string(),
+        };
+        match fate {
+            Fate::Alive if matches!(status, CellStatus::Timeout | CellStatus::Cancelled) => collector.note(format!(
+                "{reason}; kernel interrupted but remains running. Reset the kernel via {{ reset: true }} if state \
+                 appears corrupted."
+            )),
+            Fate::Alive => {}
+            Fate::Killed => {
+                guard.replace_kernel(None);
+                collector.note(format!(
+                    "{reason}; the kernel did not respond to the interrupt within {}s, so the kernel has been killed \
+                     and will be recreated on the next call.",
+                    INTERRUPT_ESCALATION.as_secs()
+                ));
+            }
+            Fate::Died(exit) => {
+                guard.replace_kernel(None);
+                kernel.shutdown().await;
+                collector.note(format!(
+                    "The Python kernel died during this cell ({exit}). The cell was not retried: it may have partly \
+                     run, so check for side effects. The next call starts a fresh kernel; earlier state is lost."
+                ));
+                error_summary.get_or_insert(ErrorSummary { ename: "KernelDied".into(), evalue: exit });
+            }
+        }
+        (status, count, error_summary.filter(|_| status != CellStatus::Ok))
+    }
+}
+
+fn report(
+    cell: &PlannedCell,
+    status: CellStatus,
+    duration_ms: u64,
+    execution_count: Option<u64>,
+    error: Option<ErrorSummary>,
+) -> CellReport {
+    CellReport {
+        index: cell.index,
+        title: cell.title.clone(),
+        language: cell.language,
+        status,
+        duration_ms,
+        execution_count,
+        error,
+    }
+}

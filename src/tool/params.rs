@@ -1,0 +1,191 @@
+//! The eval tool's parameters, in every form the design documents use, and
+//! their JSON Schema (shared with the MCP server).
+
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Per-cell timeout when none is given, in seconds.
+pub const DEFAULT_TIMEOUT_SECS: f64 = 30.0;
+/// Timeouts are clamped to this range, in seconds.
+pub const TIMEOUT_RANGE: (f64, f64) = (1.0, 3600.0);
+
+/// Run one or more code cells in a persistent kernel.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EvalParams {
+    /// Cells to run, in order, in the same kernel. If a cell fails, the later ones are skipped.
+    pub cells: Vec<CellParams>,
+    /// Default timeout in seconds for cells that give none (1..3600, default 30).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<f64>,
+    /// Restart the kernel (clearing all state) before the first cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset: Option<bool>,
+    /// Working directory of the kernel; must exist. Default: the session's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+/// One cell.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CellParams {
+    /// The source code. Python cells accept IPython-style magics (%pip, !cmd, %%bash, ...).
+    pub code: String,
+    /// Language of the cell: "py" (default) or "js".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<Language>,
+    /// A short label shown with the cell's output and status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Timeout for this cell in seconds (1..3600, default 30). On timeout the cell is interrupted;
+    /// the kernel and its state survive unless it does not respond.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<f64>,
+    /// Restart this language's kernel (clearing its state) right before this cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset: Option<bool>,
+}
+
+/// A cell's language.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+pub enum Language {
+    #[default]
+    #[serde(rename = "py", alias = "python")]
+    Py,
+    #[serde(rename = "js", alias = "javascript")]
+    Js,
+}
+
+impl Language {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Language::Py => "py",
+            Language::Js => "js",
+        }
+    }
+}
+
+/// Parameters that cannot run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ParamsError {
+    #[error("invalid eval parameters: {0}")]
+    Malformed(String),
+    #[error("eval needs at least one cell: pass {{\"cells\": [{{\"code\": \"...\"}}]}}")]
+    NoCells,
+    #[error("cell {index}: timeout must be a number of seconds, got {value}")]
+    BadTimeout { index: usize, value: f64 },
+}
+
+impl EvalParams {
+    /// Parse JSON parameters with a message that says what is wrong.
+    pub fn from_json(value: serde_json::Value) -> Result<Self, ParamsError> {
+        serde_json::from_value(value).map_err(|e| ParamsError::Malformed(e.to_string()))
+    }
+
+    /// One Python cell.
+    pub fn code(code: impl Into<String>) -> Self {
+        EvalParams { cells: vec![CellParams { code: code.into(), ..Default::default() }], ..Default::default() }
+    }
+
+    /// The JSON Schema of the parameters.
+    pub fn json_schema() -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(EvalParams)).expect("schemas serialize")
+    }
+
+    /// Validate and resolve defaults: one [`PlannedCell`] per cell.
+    pub fn plan(&self) -> Result<Vec<PlannedCell>, ParamsError> {
+        if self.cells.is_empty() {
+            return Err(ParamsError::NoCells);
+        }
+        let default_timeout = self.timeout;
+        self.cells
+            .iter()
+            .enumerate()
+            .map(|(index, cell)| {
+                let seconds = cell.timeout.or(default_timeout).unwrap_or(DEFAULT_TIMEOUT_SECS);
+                if !seconds.is_finite() {
+                    return Err(ParamsError::BadTimeout { index: index + 1, value: seconds });
+                }
+                let clamped = seconds.clamp(TIMEOUT_RANGE.0, TIMEOUT_RANGE.1);
+                Ok(PlannedCell {
+                    index,
+                    code: cell.code.clone(),
+                    title: cell.title.clone().filter(|t| !t.trim().is_empty()),
+                    language: cell.language.unwrap_or_default(),
+                    timeout: Duration::from_secs_f64(clamped),
+                    reset: cell.reset.unwrap_or(false) || (index == 0 && self.reset.unwrap_or(false)),
+                })
+            })
+            .collect()
+    }
+}
+
+/// A cell with its defaults resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedCell {
+    /// 0-based position in the call.
+    pub index: usize,
+    pub code: String,
+    pub title: Option<String>,
+    pub language: Language,
+    pub timeout: Duration,
+    /// Reset this cell's kernel before it runs (a top-level `reset` sets it on the first cell).
+    pub reset: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn accepts_every_seed_form() {
+        let newest = json!({"cells": [{"language": "py", "code": "1", "title": "t", "timeout": 5, "reset": true}]});
+        let older = json!({"cells": [{"code": "1", "title": "t"}], "timeout": 12, "reset": true, "cwd": "/tmp"});
+        let newest = EvalParams::from_json(newest).unwrap().plan().unwrap();
+        assert_eq!(newest[0].timeout, Duration::from_secs(5));
+        assert!(newest[0].reset);
+        let older = EvalParams::from_json(older).unwrap().plan().unwrap();
+        assert_eq!(older[0].timeout, Duration::from_secs(12));
+        assert!(older[0].reset, "top-level reset applies to the first cell");
+    }
+
+    #[test]
+    fn timeouts_default_and_clamp() {
+        let params = EvalParams::from_json(json!({"timeout": 9000, "cells": [
+            {"code": "a"}, {"code": "b", "timeout": 0.01}, {"code": "c", "timeout": 7}
+        ]}))
+        .unwrap();
+        let plan = params.plan().unwrap();
+        assert_eq!(plan[0].timeout, Duration::from_secs(3600));
+        assert_eq!(plan[1].timeout, Duration::from_secs(1));
+        assert_eq!(plan[2].timeout, Duration::from_secs(7));
+        assert!(!plan[1].reset);
+        assert_eq!(EvalParams::code("x").plan().unwrap()[0].timeout, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn bad_input_is_explained() {
+        assert!(matches!(EvalParams::from_json(json!({"cells": []})).unwrap().plan(), Err(ParamsError::NoCells)));
+        let typo = EvalParams::from_json(json!({"cells": [{"code": "1", "timout": 3}]})).unwrap_err();
+        assert!(typo.to_string().contains("timout"), "{typo}");
+        let language = EvalParams::from_json(json!({"cells": [{"code": "1", "language": "ruby"}]})).unwrap_err();
+        assert!(language.to_string().contains("ruby"), "{language}");
+        assert_eq!(
+            EvalParams::from_json(json!({"cells": [{"code": "1", "language": "python"}]})).unwrap().cells[0].language,
+            Some(Language::Py)
+        );
+    }
+
+    #[test]
+    fn schema_describes_cells() {
+        let schema = EvalParams::json_schema();
+        let text = schema.to_string();
+        assert!(text.contains("\"cells\""));
+        assert!(text.contains("1..3600"));
+        assert!(text.contains("\"js\""));
+    }
+}

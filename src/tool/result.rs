@@ -1,0 +1,322 @@
+//! What one eval call returns, and the collector that builds it while the
+//! cells stream.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::params::Language;
+use crate::kernel::{CellError, ExecEvent};
+use crate::output::artifacts::ArtifactWriter;
+use crate::output::display::{DisplayPart, split_bundle};
+use crate::output::images::{PreparedImage, prepare};
+use crate::output::limiter::{TextLimiter, TextLimits};
+
+/// Images kept per call; more are counted in a note.
+pub const MAX_IMAGES_PER_CALL: usize = 16;
+
+/// How a cell ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CellStatus {
+    Ok,
+    Error,
+    /// Interrupted because the caller cancelled.
+    Cancelled,
+    /// Interrupted because its timeout passed.
+    Timeout,
+    /// The kernel did not answer the interrupt and was killed.
+    Killed,
+    /// Not run because an earlier cell failed.
+    Skipped,
+}
+
+impl CellStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CellStatus::Ok => "ok",
+            CellStatus::Error => "error",
+            CellStatus::Cancelled => "cancelled",
+            CellStatus::Timeout => "timeout",
+            CellStatus::Killed => "killed",
+            CellStatus::Skipped => "skipped",
+        }
+    }
+}
+
+/// Per-cell details.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CellReport {
+    /// 0-based position in the call.
+    pub index: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub language: Language,
+    pub status: CellStatus,
+    pub duration_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub execution_count: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorSummary>,
+}
+
+/// The exception a cell raised.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ErrorSummary {
+    pub ename: String,
+    pub evalue: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ImageOutput {
+    pub cell: usize,
+    #[serde(flatten)]
+    pub image: PreparedImage,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JsonOutput {
+    pub cell: usize,
+    pub value: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StatusEvent {
+    pub cell: usize,
+    pub event: Value,
+}
+
+/// The result of one call, as a model and a program read it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EvalResult {
+    /// Bounded text: outputs, results and errors in order, then notes.
+    pub text: String,
+    pub is_error: bool,
+    pub cells: Vec<CellReport>,
+    pub images: Vec<ImageOutput>,
+    pub json: Vec<JsonOutput>,
+    pub status_events: Vec<StatusEvent>,
+    /// `artifact://<id>` holding the full output, when there was any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<String>,
+    /// True when `text` leaves part of the output out.
+    pub truncated: bool,
+    /// Notes also appended to `text` (timeouts, restarts, skipped cells).
+    pub notes: Vec<String>,
+}
+
+/// Something a caller can stream while a call runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EvalEvent {
+    CellStarted {
+        index: usize,
+        title: Option<String>,
+    },
+    Stdout {
+        cell: usize,
+        text: String,
+    },
+    Stderr {
+        cell: usize,
+        text: String,
+    },
+    /// A display or the cell's result, split into text/image/JSON parts.
+    Display {
+        cell: usize,
+        parts: Vec<DisplayPart>,
+        is_result: bool,
+    },
+    Status {
+        cell: usize,
+        event: Value,
+    },
+    Error {
+        cell: usize,
+        error: CellError,
+    },
+    CellFinished {
+        index: usize,
+        status: CellStatus,
+        duration_ms: u64,
+    },
+    /// A note about the call (restart, timeout, ...).
+    Note {
+        text: String,
+    },
+}
+
+/// Builds an [`EvalResult`] from events.
+pub struct Collector {
+    limiter: TextLimiter,
+    artifact: ArtifactWriter,
+    cells: Vec<CellReport>,
+    images: Vec<ImageOutput>,
+    dropped_images: usize,
+    json: Vec<JsonOutput>,
+    status_events: Vec<StatusEvent>,
+    notes: Vec<String>,
+    multi_cell: bool,
+    at_line_start: bool,
+}
+
+impl Collector {
+    pub fn new(limits: TextLimits, artifact: ArtifactWriter, multi_cell: bool) -> Self {
+        Collector {
+            limiter: TextLimiter::new(limits),
+            artifact,
+            cells: Vec::new(),
+            images: Vec::new(),
+            dropped_images: 0,
+            json: Vec::new(),
+            status_events: Vec::new(),
+            notes: Vec::new(),
+            multi_cell,
+            at_line_start: true,
+        }
+    }
+
+    fn text(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        self.limiter.push(text);
+        self.artifact.write(text);
+        self.at_line_start = text.ends_with('\n');
+    }
+
+    fn line(&mut self, text: &str) {
+        if !self.at_line_start {
+            self.text("\n");
+        }
+        self.text(text);
+        if !text.ends_with('\n') {
+            self.text("\n");
+        }
+    }
+
+    /// A header before each cell's output when the call has several cells.
+    pub fn begin_cell(&mut self, index: usize, title: Option<&str>) {
+        if self.multi_cell {
+            let label = match title {
+                Some(title) => format!("── cell {} · {title} ──", index + 1),
+                None => format!("── cell {} ──", index + 1),
+            };
+            self.line(&label);
+        }
+    }
+
+    /// Take one kernel event; returns what to stream to the caller.
+    pub fn event(&mut self, cell: usize, event: ExecEvent) -> Option<EvalEvent> {
+        match event {
+            ExecEvent::Started | ExecEvent::Done(_) => None,
+            ExecEvent::Stdout(text) => {
+                self.text(&text);
+                Some(EvalEvent::Stdout { cell, text })
+            }
+            ExecEvent::Stderr(text) => {
+                self.text(&text);
+                Some(EvalEvent::Stderr { cell, text })
+            }
+            ExecEvent::Display { bundle, .. } => self.display(cell, split_bundle(&bundle), false),
+            ExecEvent::Result { bundle, .. } => self.display(cell, split_bundle(&bundle), true),
+            ExecEvent::Error(error) => {
+                let traceback = error.traceback.concat();
+                if traceback.trim().is_empty() {
+                    self.line(&format!("{}: {}", error.ename, error.evalue));
+                } else {
+                    self.line(&traceback);
+                }
+                Some(EvalEvent::Error { cell, error })
+            }
+        }
+    }
+
+    fn display(&mut self, cell: usize, parts: Vec<DisplayPart>, is_result: bool) -> Option<EvalEvent> {
+        let mut streamed = Vec::new();
+        for part in parts {
+            match part {
+                DisplayPart::Status(event) => {
+                    self.status_events.push(StatusEvent { cell, event: event.clone() });
+                    return Some(EvalEvent::Status { cell, event });
+                }
+                DisplayPart::Text(text) => {
+                    self.line(&text);
+                    streamed.push(DisplayPart::Text(text));
+                }
+                DisplayPart::Image { mime, data } => {
+                    if self.images.len() >= MAX_IMAGES_PER_CALL {
+                        self.dropped_images += 1;
+                        continue;
+                    }
+                    let image = prepare(&mime, &data);
+                    let size = match (image.width, image.height) {
+                        (Some(w), Some(h)) => format!(" {w}×{h}"),
+                        _ => String::new(),
+                    };
+                    self.line(&format!("[image {}: {mime}{size}]", self.images.len() + 1));
+                    streamed.push(DisplayPart::Image { mime: image.mime.clone(), data: image.data.clone() });
+                    self.images.push(ImageOutput { cell, image });
+                }
+                DisplayPart::Json(value) => {
+                    self.json.push(JsonOutput { cell, value: value.clone() });
+                    streamed.push(DisplayPart::Json(value));
+                }
+            }
+        }
+        Some(EvalEvent::Display { cell, parts: streamed, is_result })
+    }
+
+    pub fn finish_cell(&mut self, report: CellReport) {
+        self.cells.push(report);
+    }
+
+    pub fn note(&mut self, note: impl Into<String>) {
+        self.notes.push(note.into());
+    }
+
+    pub fn cells(&self) -> &[CellReport] {
+        &self.cells
+    }
+
+    /// Close the artifact and assemble the result.
+    pub fn finish(mut self) -> EvalResult {
+        if self.dropped_images > 0 {
+            self.notes.push(format!(
+                "{} more image(s) were not included (at most {MAX_IMAGES_PER_CALL} per call).",
+                self.dropped_images
+            ));
+        }
+        self.artifact.finish();
+        let artifact = self.artifact.exists().then(|| self.artifact.uri());
+        if let Some(problem) = self.artifact.failure() {
+            self.notes.push(format!("The full output could not be saved: {problem}."));
+        }
+        if self.artifact.was_capped() {
+            self.notes.push("The saved full output reached its size cap; its end was not kept.".to_string());
+        }
+        let limited = std::mem::replace(&mut self.limiter, TextLimiter::new(TextLimits::default())).finish();
+        let truncated = limited.is_truncated();
+        let mut text = limited.render(artifact.as_deref());
+        for note in &self.notes {
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(note);
+            text.push('\n');
+        }
+        let is_error = self.cells.iter().any(|c| c.status != CellStatus::Ok);
+        if text.is_empty() && !is_error {
+            text = "(no output)\n".to_string();
+        }
+        EvalResult {
+            text,
+            is_error,
+            cells: self.cells,
+            images: self.images,
+            json: self.json,
+            status_events: self.status_events,
+            artifact,
+            truncated,
+            notes: self.notes,
+        }
+    }
+}

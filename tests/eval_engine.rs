@@ -1,0 +1,457 @@
+//! The eval tool through the library API, on real kernels.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{eventually, group_members};
+use evalkit::tool::{
+    CallContext, CellStatus, EngineConfig, EvalEngine, EvalError, EvalEvent, EvalParams, EvalResult, KernelMode,
+    ignore_events,
+};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+struct Fixture {
+    engine: Arc<EvalEngine>,
+    _dir: tempfile::TempDir,
+}
+
+fn fixture(tweak: impl FnOnce(&mut EngineConfig)) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = EngineConfig::new(dir.path());
+    config.python = Some(common::python().display().to_string());
+    config.artifacts_dir = dir.path().join("artifacts");
+    tweak(&mut config);
+    Fixture { engine: Arc::new(EvalEngine::new(config)), _dir: dir }
+}
+
+fn params(value: serde_json::Value) -> EvalParams {
+    EvalParams::from_json(value).unwrap()
+}
+
+async fn eval_in(engine: &EvalEngine, session: &str, p: EvalParams) -> EvalResult {
+    engine.eval(&p, &CallContext::new(session), &CancellationToken::new(), &ignore_events).await.unwrap()
+}
+
+async fn eval(engine: &EvalEngine, code: &str) -> EvalResult {
+    eval_in(engine, "s", EvalParams::code(code)).await
+}
+
+#[tokio::test]
+async fn state_persists_across_calls_in_session_mode() {
+    let f = fixture(|_| {});
+    eval(&f.engine, "x = 41").await;
+    let result = eval(&f.engine, "x + 1").await;
+    assert_eq!(result.text, "42\n");
+    assert!(!result.is_error);
+    assert_eq!(result.cells[0].execution_count, Some(2));
+    let other = eval_in(&f.engine, "other-session", EvalParams::code("'x' in dir()")).await;
+    assert_eq!(other.text, "False\n", "sessions do not share kernels");
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn per_call_mode_starts_fresh_and_leaves_nothing() {
+    let f = fixture(|c| c.mode = KernelMode::PerCall);
+    let first = eval(&f.engine, "import os\nx = 1\nos.getpid()").await;
+    let pid: u32 = first.text.trim().parse().unwrap();
+    assert!(eventually(Duration::from_secs(3), || group_members(pid).is_empty()).await);
+    assert_eq!(eval(&f.engine, "'x' in dir()").await.text, "False\n");
+    assert!(f.engine.kernel_pids().is_empty());
+}
+
+#[tokio::test]
+async fn owners_share_a_kernel_and_dispose_is_idempotent() {
+    let f = fixture(|_| {});
+    let a = CallContext { session: "shared".into(), owner: "a".into() };
+    let b = CallContext { session: "shared".into(), owner: "b".into() };
+    let cancel = CancellationToken::new();
+    f.engine.eval(&EvalParams::code("v = 'set by a'"), &a, &cancel, &ignore_events).await.unwrap();
+    let seen = f.engine.eval(&EvalParams::code("v"), &b, &cancel, &ignore_events).await.unwrap();
+    assert_eq!(seen.text, "'set by a'\n");
+    let pid = f.engine.kernel_pids()[0];
+    f.engine.dispose_owner("a").await;
+    f.engine.dispose_owner("a").await;
+    assert!(!group_members(pid).is_empty(), "b still owns the kernel");
+    f.engine.dispose_owner("b").await;
+    assert!(group_members(pid).is_empty());
+    f.engine.dispose_owner("b").await;
+    assert!(f.engine.kernel_pids().is_empty());
+}
+
+#[tokio::test]
+async fn dispose_all_leaves_no_process() {
+    let f = fixture(|_| {});
+    let mut pids = Vec::new();
+    for session in ["one", "two", "three"] {
+        let r = eval_in(
+            &f.engine,
+            session,
+            EvalParams::code("import subprocess, os\np = subprocess.Popen(['sleep', '60'])\nos.getpid()"),
+        )
+        .await;
+        pids.push(r.text.trim().parse::<u32>().unwrap());
+    }
+    for pid in &pids {
+        assert_eq!(group_members(*pid).len(), 2);
+    }
+    f.engine.dispose_all().await;
+    for pid in pids {
+        assert!(group_members(pid).is_empty(), "group {pid} left behind");
+    }
+}
+
+#[tokio::test]
+async fn calls_on_one_kernel_run_one_at_a_time_in_arrival_order() {
+    let f = fixture(|_| {});
+    eval(&f.engine, "import time\nlog = []").await;
+    let spans = Arc::new(Mutex::new(Vec::new()));
+    let mut handles = Vec::new();
+    for i in 0..5 {
+        let engine = f.engine.clone();
+        let spans = spans.clone();
+        handles.push(tokio::spawn(async move {
+            let start = Instant::now();
+            let code = format!("log.append({i})\ntime.sleep(0.1)");
+            let r = eval(&engine, &code).await;
+            spans.lock().unwrap().push((start, Instant::now()));
+            assert!(!r.is_error, "{}", r.text);
+        }));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for handle in handles {
+        handle.await.unwrap();
+    }
+    assert_eq!(eval(&f.engine, "log").await.text, "[0, 1, 2, 3, 4]\n");
+    let mut ends: Vec<Instant> = spans.lock().unwrap().iter().map(|(_, end)| *end).collect();
+    ends.sort();
+    for pair in ends.windows(2) {
+        assert!(pair[1] - pair[0] >= Duration::from_millis(90), "calls overlapped");
+    }
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn concurrent_first_calls_share_one_startup() {
+    let f = fixture(|_| {});
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let engine = f.engine.clone();
+            tokio::spawn(async move { eval(&engine, "import os; os.getpid()").await.text })
+        })
+        .collect();
+    let mut pids = Vec::new();
+    for handle in handles {
+        pids.push(handle.await.unwrap());
+    }
+    pids.dedup();
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    assert_eq!(f.engine.kernel_pids().len(), 1);
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn a_kernel_dead_before_the_cell_is_replaced() {
+    let f = fixture(|_| {});
+    let pid: i32 = eval(&f.engine, "import os; os.getpid()").await.text.trim().parse().unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let result = eval(&f.engine, "import os; os.getpid()").await;
+    assert!(!result.is_error, "{}", result.text);
+    assert!(result.text.contains("previous kernel had died (killed by signal 9"), "{}", result.text);
+    assert_ne!(result.text.lines().next().unwrap().parse::<i32>().unwrap(), pid);
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn a_kernel_that_dies_mid_cell_is_not_replayed() {
+    let f = fixture(|_| {});
+    let marker = f._dir.path().join("runs.txt");
+    let code = format!("open({:?}, 'a').write('ran\\n')\nimport os\nos._exit(7)", marker.display().to_string());
+    let result = eval(&f.engine, &code).await;
+    assert!(result.is_error);
+    assert_eq!(result.cells[0].status, CellStatus::Error);
+    assert!(result.text.contains("died during this cell (exit code 7)"), "{}", result.text);
+    assert!(result.text.contains("side effects"), "{}", result.text);
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n", "the cell ran once");
+    let next = eval(&f.engine, "1 + 1").await;
+    assert_eq!(next.text, "2\n", "the next call gets a fresh kernel");
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn timeouts_are_clamped_to_at_least_one_second() {
+    let f = fixture(|_| {});
+    let result = eval_in(
+        &f.engine,
+        "s",
+        params(json!({"cells": [{"code": "import time; time.sleep(0.5); 'done'", "timeout": 0.1}]})),
+    )
+    .await;
+    assert_eq!(result.cells[0].status, CellStatus::Ok, "{}", result.text);
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn reset_per_cell_gives_later_cells_the_fresh_kernel() {
+    let f = fixture(|_| {});
+    let result = eval_in(
+        &f.engine,
+        "s",
+        params(json!({"cells": [
+            {"code": "x = 1"},
+            {"code": "y = 2\n'x' in dir()", "reset": true},
+            {"code": "('x' in dir(), y)"}
+        ]})),
+    )
+    .await;
+    assert!(result.text.contains("False\n── cell 3 ──\n(False, 2)\n"), "{}", result.text);
+    let top = eval_in(&f.engine, "s", params(json!({"reset": true, "cells": [{"code": "'y' in dir()"}]}))).await;
+    assert_eq!(top.text, "False\n");
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn a_failing_cell_stops_the_call_and_is_named() {
+    let f = fixture(|_| {});
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = {
+        let events = events.clone();
+        move |event: EvalEvent| events.lock().unwrap().push(event)
+    };
+    let p = params(json!({"cells": [
+        {"code": "kept = 'yes'", "title": "setup"},
+        {"code": "print('about to fail')\n{}['missing']", "title": "lookup"},
+        {"code": "print('never')"},
+        {"code": "print('never either')"}
+    ]}));
+    let result = f.engine.eval(&p, &CallContext::new("s"), &CancellationToken::new(), &sink).await.unwrap();
+    let statuses: Vec<_> = result.cells.iter().map(|c| c.status).collect();
+    assert_eq!(statuses, [CellStatus::Ok, CellStatus::Error, CellStatus::Skipped, CellStatus::Skipped]);
+    assert_eq!(result.cells[1].error.as_ref().unwrap().ename, "KeyError");
+    assert!(
+        result.text.contains("Cell 2 (lookup) failed: KeyError: 'missing'. Cells 3–4 were not run."),
+        "{}",
+        result.text
+    );
+    assert!(!result.text.contains("never"));
+    let finished = events.lock().unwrap().iter().filter(|e| matches!(e, EvalEvent::CellFinished { .. })).count();
+    assert_eq!(finished, 2, "skipped cells are not started");
+    assert_eq!(eval(&f.engine, "kept").await.text, "'yes'\n", "earlier state stays");
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn a_timeout_interrupts_and_keeps_state() {
+    let f = fixture(|_| {});
+    eval(&f.engine, "data = list(range(5))").await;
+    let started = Instant::now();
+    let result = eval_in(&f.engine, "s", params(json!({"timeout": 1, "cells": [{"code": "while True: pass"}]}))).await;
+    assert!(started.elapsed() < Duration::from_secs(4));
+    assert_eq!(result.cells[0].status, CellStatus::Timeout);
+    assert!(result.text.contains("eval cell timed out after 1s; kernel interrupted but remains running. Reset the kernel via { reset: true } if state appears corrupted."), "{}", result.text);
+    assert_eq!(eval(&f.engine, "data").await.text, "[0, 1, 2, 3, 4]\n");
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn caller_cancellation_interrupts_and_says_cancelled() {
+    let f = fixture(|_| {});
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        trigger.cancel();
+    });
+    let result = f
+        .engine
+        .eval(&EvalParams::code("import time\ntime.sleep(30)"), &CallContext::new("s"), &cancel, &ignore_events)
+        .await
+        .unwrap();
+    assert_eq!(result.cells[0].status, CellStatus::Cancelled);
+    assert!(result.text.contains("eval cell was cancelled; kernel interrupted but remains running"), "{}", result.text);
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn a_cell_stuck_in_c_is_killed_and_the_next_call_gets_a_fresh_kernel() {
+    let f = fixture(|_| {});
+    let first = eval(&f.engine, "import os; os.getpid()").await;
+    let pid: u32 = first.text.trim().parse().unwrap();
+    let code = "import ctypes, signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nctypes.CDLL(None).sleep(100)";
+    let result = eval_in(&f.engine, "s", params(json!({"cells": [{"code": code, "timeout": 1}]}))).await;
+    assert_eq!(result.cells[0].status, CellStatus::Killed, "{}", result.text);
+    assert!(
+        result.text.contains("the kernel has been killed and will be recreated on the next call"),
+        "{}",
+        result.text
+    );
+    assert!(group_members(pid).is_empty());
+    let next = eval(&f.engine, "import os; os.getpid()").await;
+    assert_ne!(next.text.trim().parse::<u32>().unwrap(), pid);
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn a_deadline_that_expires_in_the_queue_says_so() {
+    let f = fixture(|_| {});
+    eval(&f.engine, "import time").await;
+    let busy = {
+        let engine = f.engine.clone();
+        tokio::spawn(async move { eval(&engine, "time.sleep(2.5)").await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let queued = eval_in(&f.engine, "s", params(json!({"cells": [{"code": "1", "timeout": 1}]}))).await;
+    assert_eq!(queued.cells[0].status, CellStatus::Timeout);
+    assert!(queued.text.contains("Command timed out after 1 seconds"), "{}", queued.text);
+    assert!(!busy.await.unwrap().is_error);
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn huge_output_is_bounded_in_memory_and_complete_on_disk() {
+    let f = fixture(|_| {});
+    let before = peak_rss_kib();
+    // 200 MB: 2,000,000 lines of 99 characters plus a newline.
+    let code = "line = 'x' * 91\nfor i in range(2_000_000):\n    print(f'{i:07d}', line)";
+    let result = eval_in(&f.engine, "s", params(json!({"cells": [{"code": code, "timeout": 600}]}))).await;
+    assert!(!result.is_error, "{}", &result.text[..result.text.len().min(2000)]);
+    assert!(result.truncated);
+    assert!(result.text.len() <= 52 * 1024, "model text is {} bytes", result.text.len());
+    let uri = result.artifact.clone().unwrap();
+    assert!(result.text.contains(&format!("elided; full output: {uri}]")), "marker names the artifact");
+    assert!(result.text.starts_with("0000000 xxx"));
+    assert!(result.text.trim_end().ends_with(&format!("1999999 {}", "x".repeat(91))));
+    let (_, size) = f.engine.read_artifact(&uri, 0, 1).unwrap();
+    assert_eq!(size, 200_000_000, "the artifact holds every byte");
+    let (tail, _) = f.engine.read_artifact(&uri, size - 100, 100).unwrap();
+    assert_eq!(tail, format!("1999999 {}\n", "x".repeat(91)));
+    let grown_mib = (peak_rss_kib() - before) / 1024;
+    assert!(grown_mib < 100, "host peak memory grew by {grown_mib} MiB");
+    f.engine.dispose_all().await;
+}
+
+fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn head_and_tail_with_the_marker() {
+    let f = fixture(|c| c.text_limits.max_lines = 20);
+    let result = eval(&f.engine, "for i in range(1000): print(i)").await;
+    assert!(result.truncated);
+    let lines: Vec<&str> = result.text.lines().collect();
+    assert_eq!(&lines[..3], ["0", "1", "2"]);
+    assert!(lines[10].starts_with("[… 980 lines (") && lines[10].contains("artifact://"), "{}", result.text);
+    assert_eq!(lines.last().unwrap(), &"999");
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn artifact_ids_cannot_traverse() {
+    let f = fixture(|_| {});
+    for bad in ["../../../etc/passwd", "artifact://../../x", "abcdef01-1-1/../../../etc/passwd"] {
+        assert!(f.engine.read_artifact(bad, 0, 10).is_err(), "{bad}");
+    }
+}
+
+#[tokio::test]
+async fn bad_input_is_refused_before_any_kernel_work() {
+    let f = fixture(|_| {});
+    let cancel = CancellationToken::new();
+    let ctx = CallContext::new("s");
+    let missing = f
+        .engine
+        .eval(&params(json!({"cwd": "/no/such/dir", "cells": [{"code": "1"}]})), &ctx, &cancel, &ignore_events)
+        .await;
+    let error = missing.unwrap_err();
+    assert!(matches!(error, EvalError::InvalidCwd(_)));
+    assert!(error.to_string().contains("/no/such/dir"), "{error}");
+    assert!(matches!(
+        f.engine.eval(&params(json!({"cells": []})), &ctx, &cancel, &ignore_events).await,
+        Err(EvalError::Params(_))
+    ));
+    assert!(f.engine.kernel_pids().is_empty());
+}
+
+#[tokio::test]
+async fn javascript_cells_fail_clearly_and_can_be_disabled() {
+    let f = fixture(|_| {});
+    let result = eval_in(&f.engine, "s", params(json!({"cells": [{"language": "js", "code": "1"}]}))).await;
+    assert_eq!(result.cells[0].status, CellStatus::Error);
+    assert!(result.text.contains("JavaScript backend is not available"), "{}", result.text);
+    let off = fixture(|c| c.exposure.js = false);
+    let error = off
+        .engine
+        .eval(
+            &params(json!({"cells": [{"language": "js", "code": "1"}]})),
+            &CallContext::new("s"),
+            &CancellationToken::new(),
+            &ignore_events,
+        )
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("EVALKIT_JS=1"), "{error}");
+    let no_py = fixture(|c| c.exposure.py = false);
+    let error = no_py
+        .engine
+        .eval(&EvalParams::code("1"), &CallContext::new("s"), &CancellationToken::new(), &ignore_events)
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("EVALKIT_PY=1"), "{error}");
+}
+
+#[tokio::test]
+async fn bloated_kernels_are_recycled_with_a_note() {
+    let f = fixture(|c| c.pool.rss_limit_bytes = Some(1));
+    eval(&f.engine, "x = 1").await;
+    assert!(f.engine.kernel_pids().is_empty(), "recycled once idle");
+    let next = eval(&f.engine, "'x' in dir()").await;
+    assert!(next.text.starts_with("False\n"), "{}", next.text);
+    assert!(next.text.contains("was restarted; its state was lost"), "{}", next.text);
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn idle_kernels_are_stopped() {
+    let f = fixture(|c| c.pool.idle_timeout = Some(Duration::from_millis(300)));
+    let pid: u32 = eval(&f.engine, "import os; os.getpid()").await.text.trim().parse().unwrap();
+    assert!(eventually(Duration::from_secs(5), || group_members(pid).is_empty()).await);
+    let next = eval(&f.engine, "1").await;
+    assert!(next.text.contains("unused; its state was lost"), "{}", next.text);
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn the_least_recently_used_idle_kernel_makes_room() {
+    let f = fixture(|c| c.pool.max_kernels = 1);
+    let first: u32 =
+        eval_in(&f.engine, "a", EvalParams::code("import os; os.getpid()")).await.text.trim().parse().unwrap();
+    eval_in(&f.engine, "b", EvalParams::code("1")).await;
+    assert!(group_members(first).is_empty());
+    assert_eq!(f.engine.kernel_pids().len(), 1);
+    let back = eval_in(&f.engine, "a", EvalParams::code("1")).await;
+    assert!(back.text.contains("to stay within 1 live kernels"), "{}", back.text);
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn displays_become_text_images_json_and_status() {
+    let f = fixture(|_| {});
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+    let code = format!(
+        "display({{'a': 1}})\nclass Pic:\n    def _repr_png_(self): import base64; return base64.b64decode('{png}')\ndisplay(Pic())\nclass H:\n    def _repr_html_(self): return '<p>Hi <b>there</b></p>'\ndisplay(H())\nlog('step one')"
+    );
+    let result = eval(&f.engine, &code).await;
+    assert_eq!(result.json[0].value, json!({"a": 1}));
+    assert_eq!(result.images.len(), 1);
+    assert_eq!((result.images[0].image.width, result.images[0].image.height), (Some(1), Some(1)));
+    assert_eq!(result.status_events[0].event, json!({"op": "log", "message": "step one"}));
+    assert!(result.text.contains("[image 1: image/png 1×1]"), "{}", result.text);
+    assert!(result.text.contains("Hi **there**"), "{}", result.text);
+    f.engine.dispose_all().await;
+}
