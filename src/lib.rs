@@ -9,6 +9,7 @@
 //! - [`output`] bounds text, stores artifacts and splits displays.
 
 pub mod kernel;
+pub mod mcp;
 pub mod output;
 pub mod protocol;
 pub mod runtime;

@@ -16,5 +16,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    runtime.block_on(cli::dispatch(args))
+    let code = runtime.block_on(cli::dispatch(args));
+    // A blocking read of stdin (the MCP transport) would otherwise hold the
+    // runtime open after the work is done.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    code
 }

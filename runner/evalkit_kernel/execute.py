@@ -9,7 +9,7 @@ import ast
 import os
 import sys
 
-from . import display
+from . import display, mpl
 
 _TOP_LEVEL_AWAIT = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
 _CO_COROUTINE = 0x0080
@@ -50,6 +50,7 @@ class Executor:
         except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as error:
             self._report(error)
             return CellOutcome("error")
+        mpl.before_cell()
         try:
             self._gate.arm()
             try:
@@ -59,14 +60,17 @@ class Executor:
                 self._gate.disarm()
         except KeyboardInterrupt as error:
             self._report(error)
+            mpl.after_cell()
             return CellOutcome("error", cancelled=self._gate.received)
         except BaseException as error:  # SystemExit, MemoryError, ... keep the kernel alive
             self._report(error)
+            mpl.after_cell()
             return CellOutcome("error")
         if value is not None:
             if store_history:
                 self.namespace["_"] = value
             self._publish_result(value)
+        mpl.after_cell()
         return CellOutcome("ok")
 
     def _publish_result(self, value):

@@ -1,6 +1,7 @@
 //! Command-line interface: argument parsing and one module per subcommand.
 
 mod artifact;
+mod mcp;
 mod run;
 mod setup;
 
@@ -21,6 +22,8 @@ pub struct Cli {
 enum Command {
     /// Run Python code in a fresh kernel, streaming its output.
     Run(run::RunArgs),
+    /// Serve the eval tool to MCP clients over stdin/stdout.
+    Mcp(mcp::McpArgs),
     /// Print the full output an earlier call saved (`artifact://<id>`).
     Artifact(artifact::ArtifactArgs),
     /// Check or prepare what evalkit needs.
@@ -79,5 +82,6 @@ pub async fn dispatch(cli: Cli) -> ExitCode {
         Command::Run(args) => run::run(args).await,
         Command::Setup { what } => setup::setup(what).await,
         Command::Artifact(args) => artifact::artifact(args),
+        Command::Mcp(args) => mcp::mcp(args).await,
     }
 }

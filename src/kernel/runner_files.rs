@@ -32,6 +32,7 @@ pub const RUNNER_FILES: &[(&str, &str)] = &[
     runner_file!("evalkit_kernel/execute.py"),
     runner_file!("evalkit_kernel/interrupts.py"),
     runner_file!("evalkit_kernel/main.py"),
+    runner_file!("evalkit_kernel/mpl.py"),
     runner_file!("evalkit_kernel/prelude.py"),
     runner_file!("evalkit_kernel/protocol.py"),
 ];

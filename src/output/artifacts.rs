@@ -98,6 +98,23 @@ impl ArtifactStore {
         Ok(path)
     }
 
+    /// The artifacts of `session`, newest first: (id, size in bytes).
+    pub fn list(&self, session: &str) -> Vec<(String, u64)> {
+        let hash = session_hash(session);
+        let Ok(entries) = std::fs::read_dir(self.root.join(&hash)) else { return Vec::new() };
+        let mut found: Vec<(u64, u64, String, u64)> = entries
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name().into_string().ok()?;
+                let (millis, seq) = name.strip_suffix(".log")?.split_once('-')?;
+                let size = entry.metadata().ok()?.len();
+                Some((millis.parse().ok()?, seq.parse().ok()?, format!("{hash}-{millis}-{seq}"), size))
+            })
+            .collect();
+        found.sort_by_key(|entry| std::cmp::Reverse((entry.0, entry.1)));
+        found.into_iter().map(|(_, _, id, size)| (id, size)).collect()
+    }
+
     /// Read up to `limit` bytes from `offset`; returns the text (invalid
     /// UTF-8 replaced) and the artifact's total size.
     pub fn read(&self, id: &str, offset: u64, limit: usize) -> Result<(String, u64), ArtifactError> {

@@ -180,6 +180,22 @@ impl KernelPool {
         slot
     }
 
+    /// Stop every kernel of `session` (all cwds); the next call starts fresh.
+    /// Returns how many kernels were stopped.
+    pub async fn reset_session(&self, session: &str) -> usize {
+        let slots: Vec<Arc<Slot>> =
+            self.slots.lock().unwrap().values().filter(|slot| slot.key.session == session).cloned().collect();
+        let mut stopped = 0;
+        for slot in slots {
+            let kernel = slot.current.lock().unwrap().take();
+            if let Some(kernel) = kernel {
+                kernel.shutdown().await;
+                stopped += 1;
+            }
+        }
+        stopped
+    }
+
     /// Forget a slot and stop its kernel (the end of a per-call call).
     pub async fn release(&self, key: &KernelKey) {
         let slot = self.slots.lock().unwrap().remove(key);

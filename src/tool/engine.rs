@@ -180,6 +180,12 @@ impl EvalEngine {
         self.pool.dispose_owner(owner).await;
     }
 
+    /// Restart `session`'s kernels: all state is cleared, the next call starts
+    /// a fresh kernel. Returns how many kernels were stopped.
+    pub async fn reset_session(&self, session: &str) -> usize {
+        self.pool.reset_session(session).await
+    }
+
     /// Shut every kernel down (host exit, SIGINT/SIGTERM).
     pub async fn dispose_all(&self) {
         self.pool.dispose_all().await;

@@ -1,0 +1,65 @@
+"""Matplotlib capture: figures become `image/png` displays.
+
+`plt.show()` inside a cell emits the open figures at that point (in order
+with prints); after each cell, every figure still open is emitted and closed.
+Nothing is imported here until the user imports matplotlib themselves.
+"""
+import sys
+import warnings
+
+from . import display
+
+_patched = False
+
+
+def _pyplot():
+    return sys.modules.get("matplotlib.pyplot")
+
+
+def _emit_open_figures(plt):
+    for number in list(plt.get_fignums()):
+        figure = plt.figure(number)
+        try:
+            data = display.figure_png(figure)
+        except Exception as error:
+            sys.stderr.write("[evalkit] could not render figure %s: %s\n" % (number, error))
+            data = None
+        finally:
+            plt.close(figure)
+        if data is not None:
+            display.publish("display", {"image/png": data, "text/plain": "<Figure %d>" % number})
+
+
+def _show(*args, **kwargs):
+    plt = _pyplot()
+    if plt is not None:
+        _emit_open_figures(plt)
+
+
+def _patch(plt):
+    """Replace plt.show and silence the non-GUI-backend warning, once."""
+    global _patched
+    if _patched:
+        return
+    _patched = True
+    plt.show = _show
+    warnings.filterwarnings("ignore", message=".*non-GUI backend.*")
+    warnings.filterwarnings("ignore", message=".*FigureCanvasAgg is non-interactive.*")
+
+
+def before_cell():
+    plt = _pyplot()
+    if plt is not None:
+        _patch(plt)
+
+
+def after_cell():
+    """Emit and close every figure the cell left open."""
+    plt = _pyplot()
+    if plt is None:
+        return
+    _patch(plt)
+    try:
+        _emit_open_figures(plt)
+    except Exception as error:
+        sys.stderr.write("[evalkit] matplotlib capture failed: %s\n" % error)

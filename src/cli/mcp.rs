@@ -1,0 +1,72 @@
+//! `evalkit mcp`: serve the eval tool over MCP on stdin/stdout.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use evalkit::tool::{EngineConfig, EvalEngine, KernelMode};
+
+use super::KernelArgs;
+
+#[derive(Debug, clap::Args)]
+pub struct McpArgs {
+    #[command(flatten)]
+    kernel: KernelArgs,
+    /// Keep kernels across calls (`session`) or start one per call (`per-call`).
+    #[arg(long, value_enum, default_value = "session")]
+    mode: Mode,
+    /// Bytes of text a result shows before eliding the middle.
+    #[arg(long, value_name = "BYTES", default_value_t = 50 * 1024)]
+    max_output_bytes: usize,
+    /// Lines of text a result shows before eliding the middle.
+    #[arg(long, value_name = "LINES", default_value_t = 3000)]
+    max_output_lines: usize,
+    /// Live kernels at most (least recently used idle ones are stopped first).
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    max_kernels: usize,
+    /// Stop kernels unused for this many minutes (0: never).
+    #[arg(long, value_name = "MINUTES", default_value_t = 30)]
+    idle_minutes: u64,
+    /// Refuse Python cells [env: EVALKIT_PY=0].
+    #[arg(long)]
+    no_py: bool,
+    /// Refuse JavaScript cells [env: EVALKIT_JS=0].
+    #[arg(long)]
+    no_js: bool,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Mode {
+    Session,
+    PerCall,
+}
+
+pub async fn mcp(args: McpArgs) -> ExitCode {
+    let cwd = match args.kernel.cwd() {
+        Ok(cwd) => cwd,
+        Err(message) => {
+            eprintln!("evalkit: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut config = EngineConfig::new(cwd);
+    config.python = args.kernel.explicit_python();
+    config.mode = match args.mode {
+        Mode::Session => KernelMode::Session,
+        Mode::PerCall => KernelMode::PerCall,
+    };
+    config.text_limits.max_bytes = args.max_output_bytes.max(1024);
+    config.text_limits.max_lines = args.max_output_lines.max(10);
+    config.pool.max_kernels = args.max_kernels.max(1);
+    config.pool.idle_timeout = (args.idle_minutes > 0).then(|| Duration::from_secs(args.idle_minutes * 60));
+    config.exposure.py &= !args.no_py;
+    config.exposure.js &= !args.no_js;
+    let engine = Arc::new(EvalEngine::new(config));
+    match evalkit::mcp::serve_stdio(engine).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("evalkit mcp: {error}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! `evalkit mcp`: the eval tool as a Model Context Protocol server over stdio.
+//!
+//! stdout carries the protocol and nothing else; logs go to stderr. One
+//! connection is one session and one owner: state lasts across the
+//! connection's calls, and its kernels are disposed when the client goes
+//! away (stdin closes) or the server receives SIGINT/SIGTERM.
+//!
+//! Tools: `eval` (the eval tool's parameters) and `eval_reset` (clear all
+//! state). Artifacts are resources: `artifact://<id>`, read in pages of
+//! [`RESOURCE_PAGE_BYTES`] with `?offset=N`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ServerCapabilities,
+    ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::output::artifacts::SCHEME;
+use crate::tool::{CallContext, EvalEngine, EvalEvent, EvalParams, EvalResult};
+
+/// Largest piece of an artifact one `resources/read` returns; larger artifacts
+/// end with a line naming the URI of the next page.
+pub const RESOURCE_PAGE_BYTES: usize = 1024 * 1024;
+/// Progress notifications are sent at most this often while a cell runs.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
+
+/// What a model is told about using the server.
+pub const INSTRUCTIONS: &str = "\
+evalkit runs Python code for you in a persistent kernel (like a Jupyter notebook without Jupyter).
+- Use the `eval` tool with one or more cells. Variables, imports and functions persist across calls.
+- The last expression of a cell is shown; print() output and errors (with tracebacks) come back too.
+- display(obj) and matplotlib figures come back as images, tables or JSON.
+- Output is bounded (50 KB / 3000 lines): the middle of long output is elided and the full output is
+  kept as an artifact://<id> resource you can read.
+- Each cell has a timeout (default 30 s, up to 3600). A timed-out cell is interrupted and the state is
+  kept. If the state looks broken, call `eval_reset` or pass reset: true.
+- There is no interactive input(): pass data in the code.";
+
+/// The `eval` tool's description, written for models.
+pub const EVAL_DESCRIPTION: &str = "\
+Run Python code cells in a persistent kernel and return their output.
+
+State (variables, imports, functions, open files) persists across calls until reset. Cells run in order
+in the same kernel; if one fails, the following cells are skipped and the error says which one failed.
+The value of a cell's last expression is shown (end the line with `;` to hide it). Top-level `await` works.
+IPython-style magics work in cells: `%pip install pkg`, `!shell command`, `files = !ls`, `%%bash`, `%cd`,
+`%time`, `%timeit`, `%env`, `%%writefile`.
+Rich output: display(obj), matplotlib plots (returned as images), pandas DataFrames, JSON.
+Limits: text output is capped at 50 KB / 3000 lines; longer output keeps its head and tail and the full
+output is saved as artifact://<id> (readable as a resource). Per-cell `timeout` in seconds (default 30,
+max 3600): on timeout the cell is interrupted (KeyboardInterrupt) and the kernel keeps its state; a kernel
+that does not respond is restarted. `reset: true` (top-level or per cell) restarts the kernel first.
+input() is not supported.";
+
+/// The MCP server: one per connection.
+pub struct EvalServer {
+    engine: Arc<EvalEngine>,
+    context: CallContext,
+}
+
+impl EvalServer {
+    pub fn new(engine: Arc<EvalEngine>, session: impl Into<String>) -> Self {
+        EvalServer { engine, context: CallContext::new(session) }
+    }
+
+    fn eval_tool() -> Tool {
+        let schema = EvalParams::json_schema();
+        let schema = schema.as_object().cloned().unwrap_or_default();
+        Tool::new("eval", EVAL_DESCRIPTION, Arc::new(schema)).with_title("Run Python code")
+    }
+
+    fn reset_tool() -> Tool {
+        let schema = json!({"type": "object", "properties": {}, "additionalProperties": false});
+        Tool::new(
+            "eval_reset",
+            "Restart the Python kernel of this session: every variable, import and function is cleared.",
+            Arc::new(schema.as_object().cloned().unwrap_or_default()),
+        )
+        .with_title("Reset the Python kernel")
+    }
+
+    async fn call_eval(&self, arguments: Value, context: RequestContext<RoleServer>) -> CallToolResult {
+        let params = match EvalParams::from_json(arguments) {
+            Ok(params) => params,
+            Err(error) => return CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
+        };
+        let (progress_tx, progress_rx) = watch::channel(None::<String>);
+        let reporter = context.meta.get_progress_token().map(|token| {
+            let peer = context.peer.clone();
+            tokio::spawn(report_progress(peer, token, progress_rx))
+        });
+        let on_event = move |event: EvalEvent| {
+            if let Some(message) = progress_message(&event) {
+                let _ = progress_tx.send(Some(message));
+            }
+        };
+        let outcome = self.engine.eval(&params, &self.context, &context.ct, &on_event).await;
+        drop(on_event);
+        if let Some(reporter) = reporter {
+            let _ = reporter.await;
+        }
+        match outcome {
+            Ok(result) => to_tool_result(result),
+            Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
+        }
+    }
+
+    fn read_artifact(&self, uri: &str) -> Result<ReadResourceResult, McpError> {
+        let (id, offset) = parse_artifact_uri(uri)
+            .ok_or_else(|| McpError::invalid_params(format!("{uri} is not an artifact:// URI"), None))?;
+        let (mut text, size) = self
+            .engine
+            .read_artifact(id, offset, RESOURCE_PAGE_BYTES)
+            .map_err(|e| McpError::resource_not_found(e.to_string(), None))?;
+        let next = offset + text.len() as u64;
+        if next < size {
+            text.push_str(&format!(
+                "\n[evalkit: {} more bytes; read {SCHEME}{id}?offset={next} for the next page]\n",
+                size - next
+            ));
+        }
+        Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type("text/plain")]))
+    }
+}
+
+/// `artifact://<id>` or `artifact://<id>?offset=N`.
+fn parse_artifact_uri(uri: &str) -> Option<(&str, u64)> {
+    let rest = uri.strip_prefix(SCHEME)?;
+    match rest.split_once('?') {
+        None => Some((rest, 0)),
+        Some((id, query)) => {
+            let offset = query.split('&').find_map(|pair| pair.strip_prefix("offset="))?.parse().ok()?;
+            Some((id, offset))
+        }
+    }
+}
+
+/// The latest output line or status event, as a progress message.
+fn progress_message(event: &EvalEvent) -> Option<String> {
+    match event {
+        EvalEvent::Stdout { text, .. } | EvalEvent::Stderr { text, .. } => {
+            text.lines().rev().find(|line| !line.trim().is_empty()).map(|line| clip(line, 200))
+        }
+        EvalEvent::Status { event, .. } => Some(clip(&event.to_string(), 200)),
+        EvalEvent::CellStarted { index, title } => Some(match title {
+            Some(title) => format!("cell {} started: {title}", index + 1),
+            None => format!("cell {} started", index + 1),
+        }),
+        EvalEvent::CellFinished { index, status, .. } => Some(format!("cell {}: {}", index + 1, status.as_str())),
+        _ => None,
+    }
+}
+
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max { text.to_string() } else { text.chars().take(max).collect::<String>() + "…" }
+}
+
+/// Send the newest progress message at most every [`PROGRESS_INTERVAL`] until the call ends.
+async fn report_progress(
+    peer: rmcp::Peer<RoleServer>,
+    token: rmcp::model::ProgressToken,
+    mut messages: watch::Receiver<Option<String>>,
+) {
+    let mut step = 0.0;
+    loop {
+        if messages.changed().await.is_err() {
+            return; // the call is over
+        }
+        let message = messages.borrow_and_update().clone();
+        if let Some(message) = message {
+            step += 1.0;
+            let notification = ProgressNotificationParam::new(token.clone(), step).with_message(message);
+            if peer.notify_progress(notification).await.is_err() {
+                return;
+            }
+        }
+        tokio::time::sleep(PROGRESS_INTERVAL).await;
+    }
+}
+
+/// Text first, then images; details as structured content.
+fn to_tool_result(result: EvalResult) -> CallToolResult {
+    let mut content = vec![ContentBlock::text(result.text.clone())];
+    for image in &result.images {
+        content.push(ContentBlock::image(image.image.data.clone(), image.image.mime.clone()));
+    }
+    let structured = json!({
+        "cells": result.cells,
+        "json": result.json,
+        "status_events": result.status_events,
+        "artifact": result.artifact,
+        "truncated": result.truncated,
+        "notes": result.notes,
+    });
+    let mut tool_result =
+        if result.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
+    tool_result.structured_content = Some(structured);
+    tool_result
+}
+
+impl ServerHandler for EvalServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder().enable_tools().enable_resources().build();
+        let mut info = ServerConfig::new(capabilities).with_instructions(INSTRUCTIONS);
+        info.server_info.name = "evalkit".into();
+        info.server_info.version = env!("CARGO_PKG_VERSION").into();
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(vec![Self::eval_tool(), Self::reset_tool()]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        match request.name.as_ref() {
+            "eval" => Ok(self.call_eval(arguments, context).await.into()),
+            "eval_reset" => {
+                let stopped = self.engine.reset_session(&self.context.session).await;
+                let text = if stopped == 0 {
+                    "No kernel was running; the next eval call starts a fresh one."
+                } else {
+                    "The kernel was restarted: all variables, imports and functions are cleared."
+                };
+                Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+            }
+            other => {
+                Err(McpError::invalid_params(format!("unknown tool {other:?}; use \"eval\" or \"eval_reset\""), None))
+            }
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let resources = self
+            .engine
+            .artifacts()
+            .list(&self.context.session)
+            .into_iter()
+            .map(|(id, size)| {
+                Resource::new(format!("{SCHEME}{id}"), format!("output {id}"))
+                    .with_description("Full output of an eval call")
+                    .with_mime_type("text/plain")
+                    .with_size(size)
+            })
+            .collect();
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let template = ResourceTemplate::new("artifact://{id}{?offset}", "eval output")
+            .with_description("Full output of an eval call; large outputs are read in 1 MiB pages with ?offset=N")
+            .with_mime_type("text/plain");
+        Ok(ListResourceTemplatesResult::with_all_items(vec![template]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        Ok(self.read_artifact(&request.uri)?.into())
+    }
+}
+
+/// Serve one connection on stdin/stdout until the client leaves or a signal
+/// arrives; every kernel is disposed before returning.
+pub async fn serve_stdio(engine: Arc<EvalEngine>) -> anyhow::Result<()> {
+    static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
+    let session = format!("mcp-{}-{}", std::process::id(), CONNECTIONS.fetch_add(1, Ordering::Relaxed));
+    let server = EvalServer::new(engine.clone(), session.clone());
+    let running = server.serve(rmcp::transport::stdio()).await?;
+    let cancel = running.cancellation_token();
+    let signals = tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut interrupt), Ok(mut terminate)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
+        else {
+            return;
+        };
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+        cancel.cancel();
+    });
+    let quit = running.waiting().await;
+    signals.abort();
+    engine.dispose_owner(&session).await;
+    engine.dispose_all().await;
+    tracing::info!("mcp connection closed: {quit:?}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn artifact_uris_with_and_without_offset() {
+        assert_eq!(parse_artifact_uri("artifact://abc"), Some(("abc", 0)));
+        assert_eq!(parse_artifact_uri("artifact://abc?offset=42"), Some(("abc", 42)));
+        assert_eq!(parse_artifact_uri("artifact://abc?offset=x"), None);
+        assert_eq!(parse_artifact_uri("file:///etc/passwd"), None);
+    }
+
+    #[test]
+    fn progress_messages_are_the_last_line() {
+        let event = EvalEvent::Stdout { cell: 0, text: "one\ntwo\n\n".into() };
+        assert_eq!(progress_message(&event).as_deref(), Some("two"));
+        assert_eq!(progress_message(&EvalEvent::Note { text: "x".into() }), None);
+    }
+
+    #[test]
+    fn the_tool_schema_is_the_eval_schema() {
+        let tool = EvalServer::eval_tool();
+        assert!(tool.input_schema.contains_key("properties"));
+        assert!(serde_json::to_string(&*tool.input_schema).unwrap().contains("cells"));
+    }
+}

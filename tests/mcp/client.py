@@ -1,0 +1,145 @@
+"""Drive `evalkit mcp` with the official Python MCP client, one scenario per run.
+
+Usage: client.py EVALKIT_BINARY CWD SCENARIO
+Prints what it checked; any failed check raises, so the exit status says it all.
+"""
+import os
+import sys
+import time
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+BINARY, CWD, SCENARIO = sys.argv[1], sys.argv[2], sys.argv[3]
+
+
+def text_of(result):
+    return "".join(block.text for block in result.content if block.type == "text")
+
+
+async def call(session, cells, **extra):
+    arguments = {"cells": cells}
+    arguments.update(extra)
+    return await session.call_tool("eval", arguments)
+
+
+async def scenario_tools(session, init):
+    assert "persistent kernel" in (init.instructions or ""), init.instructions
+    tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    assert set(tools) == {"eval", "eval_reset"}, tools
+    schema = tools["eval"].input_schema
+    assert "cells" in schema["properties"], schema
+    assert "magics" in tools["eval"].description
+    print("tools ok:", sorted(tools))
+
+
+async def scenario_state(session, init):
+    first = await call(session, [{"code": "counter = 41"}])
+    assert not first.is_error, text_of(first)
+    second = await call(session, [{"code": "counter + 1"}])
+    assert text_of(second) == "42\n", text_of(second)
+    cells = second.structured_content["cells"]
+    assert cells[0]["status"] == "ok" and cells[0]["execution_count"] == 2, cells
+    reset = await session.call_tool("eval_reset", {})
+    assert "restarted" in text_of(reset), text_of(reset)
+    after = await call(session, [{"code": "'counter' in dir()"}])
+    assert text_of(after) == "False\n", text_of(after)
+    print("state ok")
+
+
+async def scenario_error(session, init):
+    result = await call(session, [{"code": "x = 1", "title": "ok"}, {"code": "1/0", "title": "boom"}, {"code": "2"}])
+    assert result.is_error
+    text = text_of(result)
+    assert "ZeroDivisionError" in text and "Cell 2 (boom) failed" in text, text
+    statuses = [cell["status"] for cell in result.structured_content["cells"]]
+    assert statuses == ["ok", "error", "skipped"], statuses
+    bad = await session.call_tool("eval", {"cells": [{"cod": "1"}]})
+    assert bad.is_error and "cod" in text_of(bad), text_of(bad)
+    print("error ok")
+
+
+async def scenario_plot(session, init):
+    code = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('evalkit')"
+    result = await call(session, [{"code": code}])
+    assert not result.is_error, text_of(result)
+    images = [block for block in result.content if block.type == "image"]
+    assert len(images) == 1, result.content
+    assert images[0].mime_type == "image/png"
+    import base64
+
+    assert base64.b64decode(images[0].data)[:8] == b"\x89PNG\r\n\x1a\n"
+    print("plot ok:", len(images[0].data), "base64 bytes")
+
+
+async def scenario_artifact(session, init):
+    result = await call(session, [{"code": "for i in range(100000): print('line', i)"}])
+    text = text_of(result)
+    assert "elided; full output: artifact://" in text, text[:500]
+    assert len(text) < 60 * 1024
+    uri = result.structured_content["artifact"]
+    listed = [str(r.uri) for r in (await session.list_resources()).resources]
+    assert uri in listed, listed
+    page = await session.read_resource(uri)
+    body = page.contents[0].text
+    assert body.startswith("line 0\nline 1\n"), body[:100]
+    assert "more bytes; read " + uri + "?offset=" in body[-200:], body[-200:]
+    offset = body.rsplit("?offset=", 1)[1].split()[0]
+    rest = await session.read_resource(uri + "?offset=" + offset)
+    assert rest.contents[0].text.endswith("line 99999\n"), rest.contents[0].text[-100:]
+    print("artifact ok:", uri)
+
+
+async def scenario_progress(session, init):
+    messages = []
+
+    async def on_progress(progress, total, message):
+        messages.append(message)
+
+    code = "import time\nfor step in range(6):\n    print('step', step, flush=True)\n    time.sleep(0.3)"
+    result = await session.call_tool("eval", {"cells": [{"code": code}]}, progress_callback=on_progress)
+    assert not result.is_error, text_of(result)
+    steps = [m for m in messages if m and m.startswith("step ")]
+    assert len(steps) >= 3, messages
+    print("progress ok:", messages)
+
+
+async def scenario_cancel(session, init):
+    await call(session, [{"code": "kept = 'still here'"}])
+    started = time.monotonic()
+    with anyio.move_on_after(1.0):
+        await call(session, [{"code": "import time\ntime.sleep(60)"}])
+    assert time.monotonic() - started < 5
+    # The server interrupts the cell; the kernel and its state survive.
+    deadline = time.monotonic() + 10
+    while True:
+        result = await call(session, [{"code": "kept"}], timeout=5)
+        if not result.is_error:
+            break
+        assert time.monotonic() < deadline, text_of(result)
+        await anyio.sleep(0.2)
+    assert text_of(result) == "'still here'\n", text_of(result)
+    print("cancel ok")
+
+
+async def scenario_close(session, init):
+    result = await call(session, [{"code": "import os, subprocess\np = subprocess.Popen(['sleep', '60'])\nos.getpid()"}])
+    pid = int(text_of(result).strip())
+    with open(os.path.join(CWD, "kernel.pid"), "w") as handle:
+        handle.write(str(pid))
+    print("close: kernel pid", pid)
+
+
+SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}
+
+
+async def main():
+    params = StdioServerParameters(command=BINARY, args=["mcp", "--cwd", CWD], env=dict(os.environ))
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            await SCENARIOS[SCENARIO](session, init)
+
+
+anyio.run(main)

@@ -1,0 +1,121 @@
+//! `evalkit mcp` driven by the official Python MCP client (tests/mcp/client.py).
+//! The client needs the `mcp` package: `scripts/test` installs it into the
+//! interpreter it passes as EVALKIT_TEST_PYTHON.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+fn scenario(name: &str) -> tempfile::TempDir {
+    let cwd = tempfile::tempdir().unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/client.py");
+    let output = Command::new(common::python())
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_evalkit"))
+        .arg(cwd.path())
+        .arg(name)
+        .env("EVALKIT_PYTHON", common::python())
+        .env("EVALKIT_ARTIFACTS_DIR", cwd.path().join("artifacts"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("No module named 'mcp'"),
+        "the MCP client is missing: run scripts/test, which installs it (python: {})",
+        common::python().display()
+    );
+    assert!(output.status.success(), "scenario {name} failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    cwd
+}
+
+#[test]
+fn initialize_and_list_tools() {
+    scenario("tools");
+}
+
+#[test]
+fn state_persists_across_calls_and_reset_clears_it() {
+    scenario("state");
+}
+
+#[test]
+fn a_failing_cell_is_an_error_result() {
+    scenario("error");
+}
+
+#[test]
+fn a_matplotlib_plot_is_image_content() {
+    scenario("plot");
+}
+
+#[test]
+fn large_output_is_truncated_and_readable_as_a_resource() {
+    scenario("artifact");
+}
+
+#[test]
+fn long_cells_send_progress_notifications() {
+    scenario("progress");
+}
+
+#[test]
+fn cancelling_a_call_interrupts_the_cell_and_keeps_state() {
+    scenario("cancel");
+}
+
+#[test]
+fn closing_the_connection_leaves_no_python_process() {
+    let cwd = scenario("close");
+    let pid: u32 = std::fs::read_to_string(cwd.path().join("kernel.pid")).unwrap().trim().parse().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !common::group_members(pid).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(common::group_members(pid).is_empty(), "kernel group {pid} outlived the connection");
+}
+
+#[test]
+fn sigterm_to_the_server_disposes_its_kernels() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let cwd = tempfile::tempdir().unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_evalkit"))
+        .args(["mcp", "--cwd"])
+        .arg(cwd.path())
+        .env("EVALKIT_PYTHON", common::python())
+        .env("EVALKIT_ARTIFACTS_DIR", cwd.path().join("artifacts"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let mut stdout = BufReader::new(server.stdout.take().unwrap());
+    let mut send = |line: &str| writeln!(stdin, "{line}").unwrap();
+    send(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
+    );
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    send(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"eval","arguments":{"cells":[{"code":"import os; os.getpid()"}]}}}"#,
+    );
+    let mut pid = None;
+    for _ in 0..10 {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == 2 {
+            let text = message["result"]["content"][0]["text"].as_str().unwrap().trim().to_string();
+            pid = Some(text.parse::<u32>().unwrap());
+            break;
+        }
+    }
+    let pid = pid.expect("the eval call answered");
+    assert_eq!(common::group_members(pid).len(), 1);
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(server.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = server.wait().unwrap();
+    assert!(status.success() || status.code().is_some(), "{status:?}");
+    assert!(common::group_members(pid).is_empty(), "kernel {pid} outlived the server");
+}
