@@ -56,6 +56,7 @@ class OutputCapture:
         self._pending_size = 0
         self._pending_dropped = 0
         self._streams = []
+        self._divert = None
         for target, name in ((1, "stdout"), (2, "stderr")):
             read_fd, write_fd = os.pipe()
             capacity = _grow_pipe(write_fd)
@@ -141,7 +142,15 @@ class OutputCapture:
             if text:
                 self._deliver(stream.name, text)
 
+    def set_divert(self, divert):
+        """Offer output to divert(stream, text) first (`%%capture`); None stops it."""
+        self.sync()
+        with self._lock:
+            self._divert = divert
+
     def _deliver(self, name, text):
+        if self._divert is not None and self._divert(name, text):
+            return
         if self._request_id is not None:
             self._writer.send({"type": name, "id": self._request_id, "data": text})
             return

@@ -23,12 +23,23 @@ _REPR_METHODS = (
 _BINARY_MIMES = ("image/png", "image/jpeg", "image/gif", "application/pdf")
 
 _sink = None
+# Functions that may take a display instead of sending it (`%%capture`); the
+# innermost one that returns True keeps it.
+_diversions = []
 
 
 def set_sink(sink):
     """Install the function that sends a frame: sink(kind, bundle, metadata)."""
     global _sink
     _sink = sink
+
+
+def push_diversion(divert):
+    _diversions.append(divert)
+
+
+def pop_diversion():
+    _diversions.pop()
 
 
 def safe_repr(obj):
@@ -144,6 +155,8 @@ def mime_bundle(obj, include=None, exclude=None, as_json=False):
 
 def publish(kind, data, metadata=None):
     """Send a display or result bundle for the current request."""
+    if _diversions and _diversions[-1](kind, data, metadata or {}):
+        return
     if _sink is not None:
         _sink(kind, data, metadata or {})
 

@@ -9,7 +9,8 @@ import ast
 import os
 import sys
 
-from . import display, mpl
+from . import display, mpl, prelude
+from .transform import transform_cell
 
 _TOP_LEVEL_AWAIT = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
 _CO_COROUTINE = 0x0080
@@ -27,15 +28,44 @@ class CellOutcome:
 class Executor:
     """Holds the user namespace and runs cells in it."""
 
-    def __init__(self, gate, emit_error, sync_output):
+    def __init__(self, gate, emit_error, capture):
         self.namespace = {"__name__": "__main__", "__builtins__": __builtins__}
         self.execution_count = 0
         self._gate = gate
         self._emit_error = emit_error
-        self._sync_output = sync_output
+        self._capture = capture
+        self._sync_output = capture.sync
         self._sources = {}  # cell filename -> source, for tracebacks and warnings
         self._internal_count = 0
+        self._fragment_count = 0
         self._loop = None
+
+    # services for magics -------------------------------------------------
+
+    def hidden_names(self):
+        """Names %who does not list: the prelude's helpers."""
+        return set(prelude.__all__)
+
+    def reset_namespace(self):
+        """Forget every user name, then put the prelude back (`%reset`)."""
+        for name in list(self.namespace):
+            if name not in ("__name__", "__builtins__"):
+                del self.namespace[name]
+        prelude.install(self.namespace)
+
+    def run_fragment(self, code, global_ns, local_ns, label):
+        """Run code on behalf of a magic (a cell magic's body, %time, %load) in
+        the caller's namespace; return the value of its last expression."""
+        self._fragment_count += 1
+        filename = "<%s-%d>" % (label.strip("<>"), self._fragment_count)
+        self._remember_source(filename, code)
+        exec_code, eval_code = self._compile(code, filename, show_last=True)
+        self._run_code(exec_code, global_ns, local_ns)
+        return self._run_code(eval_code, global_ns, local_ns) if eval_code is not None else None
+
+    def diverted(self, on_text, on_display):
+        """A context in which output goes to on_text / on_display first."""
+        return _Diversion(self._capture, on_text, on_display)
 
     def run(self, code, silent, store_history):
         if store_history and not silent:
@@ -50,7 +80,6 @@ class Executor:
         except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as error:
             self._report(error)
             return CellOutcome("error")
-        mpl.before_cell()
         try:
             self._gate.arm()
             try:
@@ -83,6 +112,7 @@ class Executor:
 
     def _compile(self, code, filename, show_last):
         flags = _TOP_LEVEL_AWAIT
+        code = transform_cell(code)
         tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST | flags, dont_inherit=True)
         eval_code = None
         if show_last and tree.body and isinstance(tree.body[-1], ast.Expr):
@@ -95,8 +125,10 @@ class Executor:
         exec_code = compile(tree, filename, "exec", flags, dont_inherit=True)
         return exec_code, eval_code
 
-    def _run_code(self, code):
-        result = eval(code, self.namespace)
+    def _run_code(self, code, global_ns=None, local_ns=None):
+        if global_ns is None:
+            global_ns = self.namespace
+        result = eval(code, global_ns, local_ns if local_ns is not None else global_ns)
         if code.co_flags & _CO_COROUTINE:
             result = self._run_coroutine(result)
         return result
@@ -146,28 +178,42 @@ class Executor:
 
 
     def _user_traceback(self, tb):
-        """Drop the runner's (and asyncio's) frames in front of the first cell frame."""
+        """The traceback without the runner's own frames (and without
+        asyncio's in front of the first cell frame)."""
         first = tb
         while first is not None and first.tb_frame.f_code.co_filename not in self._sources:
             first = first.tb_next
-        if first is not None:
-            _cut_runner_tail(first)
-            return first
-        while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_RUNNER_DIR):
-            tb = tb.tb_next
-        return tb
+        if first is None:
+            first = tb
+        kept = []
+        node = first
+        while node is not None:
+            if not node.tb_frame.f_code.co_filename.startswith(_RUNNER_DIR):
+                kept.append(node)
+            node = node.tb_next
+        if not kept:
+            return tb
+        for current, following in zip(kept, kept[1:]):
+            current.tb_next = following
+        kept[-1].tb_next = None
+        return kept[0]
 
 
-def _cut_runner_tail(tb):
-    """Hide the runner's own frames at the end (e.g. inside the input() stub)."""
-    last_user = None
-    node = tb
-    while node is not None:
-        if not node.tb_frame.f_code.co_filename.startswith(_RUNNER_DIR):
-            last_user = node
-        node = node.tb_next
-    if last_user is not None and last_user.tb_next is not None:
-        last_user.tb_next = None
+class _Diversion:
+    def __init__(self, capture, on_text, on_display):
+        self._capture = capture
+        self._on_text = on_text
+        self._on_display = on_display
+
+    def __enter__(self):
+        self._capture.set_divert(self._on_text)
+        display.push_diversion(self._on_display)
+        return self
+
+    def __exit__(self, *exc_info):
+        self._capture.set_divert(None)
+        display.pop_diversion()
+        return False
 
 
 def _ends_with_semicolon(code, node):

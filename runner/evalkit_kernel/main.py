@@ -13,10 +13,11 @@ import sys
 import threading
 import time
 
-from . import display, protocol
+from . import display, ipython_compat, mpl, protocol
 from .capture import OutputCapture
 from .execute import Executor
 from .interrupts import InterruptGate, block_interrupts_in_this_thread
+from .magics import Magics
 
 # How often an orphaned runner checks whether its host is still alive.
 _PARENT_POLL_SECONDS = 1.0
@@ -97,8 +98,11 @@ class Kernel:
         self._writer = writer
         self._capture = capture
         self._request_id = None
-        self.executor = Executor(gate, self._emit_error, capture.sync)
+        self.executor = Executor(gate, self._emit_error, capture)
         display.set_sink(self._publish)
+        builtins.__evalkit_magic__ = Magics(self.executor)
+        ipython_compat.install()
+        mpl.install()
 
     def _publish(self, kind, data, metadata):
         self._capture.sync()
@@ -208,7 +212,10 @@ def _serve(diagnostics):
     sys.stderr = _text_stream(2)
     gate = InterruptGate()
     writer.gate = gate
-    threading.Thread(target=_watch_parent, args=(parent_pid, _host_pid(sys.argv)), name="evalkit-parent-watch", daemon=True).start()
+    host_pid = _host_pid(sys.argv)
+    # User code sees what the interactive interpreter shows, not our arguments.
+    sys.argv = [""]
+    threading.Thread(target=_watch_parent, args=(parent_pid, host_pid), name="evalkit-parent-watch", daemon=True).start()
 
     kernel = Kernel(writer, capture, gate)
     reader = protocol.RequestReader(protocol_in)

@@ -7,9 +7,7 @@ Nothing is imported here until the user imports matplotlib themselves.
 import sys
 import warnings
 
-from . import display
-
-_patched = False
+from . import display, import_hooks
 
 
 def _pyplot():
@@ -37,20 +35,15 @@ def _show(*args, **kwargs):
 
 
 def _patch(plt):
-    """Replace plt.show and silence the non-GUI-backend warning, once."""
-    global _patched
-    if _patched:
-        return
-    _patched = True
+    """Replace plt.show and silence the non-GUI-backend warning."""
     plt.show = _show
     warnings.filterwarnings("ignore", message=".*non-GUI backend.*")
     warnings.filterwarnings("ignore", message=".*FigureCanvasAgg is non-interactive.*")
 
 
-def before_cell():
-    plt = _pyplot()
-    if plt is not None:
-        _patch(plt)
+def install():
+    """Adapt pyplot as soon as user code imports it."""
+    import_hooks.on_import("matplotlib.pyplot", _patch)
 
 
 def after_cell():
@@ -58,7 +51,6 @@ def after_cell():
     plt = _pyplot()
     if plt is None:
         return
-    _patch(plt)
     try:
         _emit_open_figures(plt)
     except Exception as error:

@@ -30,11 +30,16 @@ pub const RUNNER_FILES: &[(&str, &str)] = &[
     runner_file!("evalkit_kernel/capture.py"),
     runner_file!("evalkit_kernel/display.py"),
     runner_file!("evalkit_kernel/execute.py"),
+    runner_file!("evalkit_kernel/import_hooks.py"),
     runner_file!("evalkit_kernel/interrupts.py"),
+    runner_file!("evalkit_kernel/ipython_compat.py"),
+    runner_file!("evalkit_kernel/magics.py"),
     runner_file!("evalkit_kernel/main.py"),
     runner_file!("evalkit_kernel/mpl.py"),
     runner_file!("evalkit_kernel/prelude.py"),
     runner_file!("evalkit_kernel/protocol.py"),
+    runner_file!("evalkit_kernel/slist.py"),
+    runner_file!("evalkit_kernel/transform.py"),
 ];
 
 /// The code the host runs once in every new kernel (and after a reset).

@@ -60,10 +60,16 @@ pub fn bundle_text(bundle: &MimeBundle) -> Option<String> {
     }
 }
 
-/// `<module.Class object at 0x7f…>`: says nothing about the object.
+/// `<module.Class object at 0x7f…>` or `<module.Class object>`: says nothing about the object.
 fn is_default_repr(text: &str) -> bool {
-    let text = text.trim();
-    text.starts_with('<') && text.ends_with('>') && text.contains(" object at 0x") && !text.contains('\n')
+    let Some(inner) = text.trim().strip_prefix('<').and_then(|t| t.strip_suffix('>')) else { return false };
+    let words: Vec<&str> = inner.split(' ').collect();
+    let dotted_name = |w: &str| !w.is_empty() && w.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.');
+    match words.as_slice() {
+        [name, "object"] => dotted_name(name),
+        [name, "object", "at", address] => dotted_name(name) && address.starts_with("0x"),
+        _ => false,
+    }
 }
 
 fn string_of(value: Option<&Value>) -> Option<String> {
@@ -98,6 +104,10 @@ mod tests {
         assert_eq!(bundle_text(&html).unwrap(), "Hello **world**");
         let default_repr = bundle(json!({"text/plain": "<m.H object at 0x7f01>", "text/html": "<i>h</i>"}));
         assert_eq!(bundle_text(&default_repr).unwrap(), "*h*");
+        let ipython = bundle(json!({"text/plain": "<IPython.core.display.HTML object>", "text/html": "<i>h</i>"}));
+        assert_eq!(bundle_text(&ipython).unwrap(), "*h*");
+        let real = bundle(json!({"text/plain": "<Response [200]>", "text/html": "<i>h</i>"}));
+        assert_eq!(bundle_text(&real).unwrap(), "<Response [200]>");
     }
 
     #[test]

@@ -1,0 +1,143 @@
+"""IPython-style magics turned into plain Python before a cell is parsed.
+
+Forms: `%name args`, `%%name args` + body (on the cell's first line),
+`!cmd`, `!!cmd`, `target = !cmd` and `target = %name args`, where target
+is any assignment target (names, attributes, subscripts, `a, *rest`).
+
+Like IPython's inputtransformer2 this works on tokens: a line is only a
+magic when the `tokenize` module, run over everything above it, ends at a
+statement boundary, so text inside strings (triple-quoted, f-strings),
+brackets and continuations is never rewritten. The magic line itself is not
+Python, so it is never fed to the tokenizer (whose handling of `!` and stray
+quotes differs between Python versions). Every transformed line keeps its
+physical line count, so traceback line numbers stay right.
+"""
+import io
+import re
+import tokenize
+
+# Set in builtins by the kernel; the generated code calls its methods.
+MAGIC_OBJECT = "__evalkit_magic__"
+
+_CELL_MAGIC = re.compile(r"^%%(?P<name>[A-Za-z_][\w.]*)(?P<rest>.*)$")
+_LINE_MAGIC = re.compile(r"^(?P<indent>[ \t]*)%(?P<name>[A-Za-z_][\w.]*)(?P<rest>.*)$")
+_SHELL = re.compile(r"^(?P<indent>[ \t]*)!(?P<double>!?)(?P<cmd>.*)$")
+_ASSIGN = re.compile(r"^(?P<indent>[ \t]*)(?P<target>[^=]+?)\s*=\s*(?P<kind>[!%])(?P<rest>.*)$")
+_MAGIC_NAME = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)(?P<rest>.*)$")
+
+
+def transform_cell(source):
+    """Return `source` with every magic replaced by a call on MAGIC_OBJECT."""
+    if "%" not in source and "!" not in source:
+        return source
+    source = source.replace("\r\n", "\n").replace("\r", "\n")
+    lines = source.splitlines(True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    cell = _cell_magic(lines)
+    if cell is not None:
+        return cell
+    out = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if _is_candidate(line) and _at_statement_start(out):
+            end = _continuation_end(lines, index)
+            logical = _join_continued(lines[index:end])
+            replacement = _transform_line(logical)
+            if replacement is not None:
+                out.append(replacement + "\n" + "\n" * (end - index - 1))
+                index = end
+                continue
+        out.append(line)
+        index += 1
+    return "".join(out)
+
+
+def _cell_magic(lines):
+    """`%%name args` on the first non-blank line makes the whole cell a cell magic."""
+    for position, line in enumerate(lines):
+        if not line.strip():
+            continue
+        match = _CELL_MAGIC.match(line.rstrip("\n"))
+        if match is None:
+            return None
+        body = "".join(lines[position + 1 :])
+        call = "%s.cell(%r, %r, %r)" % (MAGIC_OBJECT, match.group("name"), _args(match.group("rest")), body)
+        # Keep the call on the magic's line and pad so the cell keeps its length.
+        return "\n" * position + call + "\n" + "\n" * (len(lines) - position - 1)
+    return None
+
+
+def _is_candidate(line):
+    stripped = line.lstrip(" \t")
+    return stripped.startswith(("%", "!")) or ("=" in line and ("!" in line or "%" in line))
+
+
+def _at_statement_start(previous):
+    """True when the (already transformed) code above ends between statements."""
+    if not previous:
+        return True
+    text = "".join(previous)
+    try:
+        for _ in tokenize.generate_tokens(io.StringIO(text).readline):
+            pass
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return False
+    return True
+
+
+def _continuation_end(lines, start):
+    """The index after the last physical line of a backslash-continued line."""
+    end = start
+    while end < len(lines) - 1 and lines[end].rstrip("\n").endswith("\\"):
+        end += 1
+    return end + 1
+
+
+def _join_continued(parts):
+    if len(parts) == 1:
+        return parts[0].rstrip("\n")
+    pieces = [part.rstrip("\n").rstrip()[:-1].rstrip() for part in parts[:-1]]
+    pieces.append(parts[-1].rstrip("\n").strip())
+    first = pieces[0]
+    return " ".join([first] + [piece.strip() for piece in pieces[1:]])
+
+
+def _args(rest):
+    return rest.strip()
+
+
+def _transform_line(line):
+    match = _SHELL.match(line)
+    if match is not None:
+        method = "getoutput" if match.group("double") else "system"
+        return "%s%s.%s(%r)" % (match.group("indent"), MAGIC_OBJECT, method, match.group("cmd").strip())
+    match = _LINE_MAGIC.match(line)
+    if match is not None:
+        return "%s%s.line(%r, %r)" % (
+            match.group("indent"),
+            MAGIC_OBJECT,
+            match.group("name"),
+            _args(match.group("rest")),
+        )
+    match = _ASSIGN.match(line)
+    if match is None or not _is_assignment_target(match.group("target")):
+        return None
+    indent, target, rest = match.group("indent"), match.group("target").strip(), match.group("rest")
+    if match.group("kind") == "!":
+        value = "%s.getoutput(%r)" % (MAGIC_OBJECT, rest.strip())
+    else:
+        magic = _MAGIC_NAME.match(rest)
+        if magic is None:
+            return None
+        value = "%s.line(%r, %r)" % (MAGIC_OBJECT, magic.group("name"), _args(magic.group("rest")))
+    return "%s%s = %s" % (indent, target, value)
+
+
+def _is_assignment_target(target):
+    try:
+        compile("%s = None" % target.strip(), "<target>", "exec")
+    except (SyntaxError, ValueError):
+        return False
+    return True

@@ -1,0 +1,66 @@
+//! `%pip` for real: install, upgrade and uninstall wheels built on the spot
+//! (no network), in the test interpreter. The distribution's name differs
+//! from its import name, so eviction must go through the package metadata.
+
+mod common;
+
+use common::{run, start};
+
+const BUILD_WHEEL: &str = r#"
+import os, zipfile
+def build_wheel(folder, version):
+    info = "evalkit_probe_dist-%s.dist-info" % version
+    path = os.path.join(folder, "evalkit_probe_dist-%s-py3-none-any.whl" % version)
+    files = {
+        "evalkit_probe_mod/__init__.py": "VERSION = %s\n" % version.split(".")[0],
+        info + "/METADATA": "Metadata-Version: 2.1\nName: evalkit-probe-dist\nVersion: %s\n" % version,
+        info + "/WHEEL": "Wheel-Version: 1.0\nGenerator: evalkit-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        info + "/top_level.txt": "evalkit_probe_mod\n",
+    }
+    with zipfile.ZipFile(path, "w") as wheel:
+        for name, text in files.items():
+            wheel.writestr(name, text)
+        wheel.writestr(info + "/RECORD", "".join("%s,,\n" % name for name in files) + info + "/RECORD,,\n")
+    return path
+"#;
+
+#[tokio::test]
+async fn pip_installs_upgrades_and_evicts_by_distribution() {
+    let kernel = start().await;
+    let dir = tempfile::tempdir().unwrap();
+    run(&kernel, BUILD_WHEEL).await;
+    let setup =
+        format!("w1 = build_wheel({0:?}, '1.0')\nw2 = build_wheel({0:?}, '2.0')", dir.path().display().to_string());
+    assert!(run(&kernel, &setup).await.is_ok());
+
+    let install = run(&kernel, "%pip install --no-index --no-deps --disable-pip-version-check $w1\nimport evalkit_probe_mod\nevalkit_probe_mod.VERSION").await;
+    assert!(install.is_ok(), "{:?}\n{}{}", install.errors(), install.stdout(), install.stderr());
+    assert!(
+        install.stdout().contains("Successfully installed evalkit-probe-dist-1.0"),
+        "pip streams its output: {}",
+        install.stdout()
+    );
+    assert_eq!(install.results(), ["1"]);
+
+    let upgrade = run(&kernel, "%pip install --no-index --no-deps --disable-pip-version-check $w2\nimport evalkit_probe_mod\nevalkit_probe_mod.VERSION").await;
+    assert_eq!(upgrade.results(), ["2"], "the old module was evicted, so the new code is imported without a restart");
+    let event = upgrade
+        .displays()
+        .iter()
+        .find_map(|b| b.get("application/x-evalkit-status").cloned())
+        .expect("a pip status event");
+    assert_eq!(event["op"], "pip");
+    assert_eq!(event["exit_code"], 0);
+    assert_eq!(event["installed"], serde_json::json!(["evalkit-probe-dist"]));
+    assert_eq!(event["evicted"], serde_json::json!(["evalkit_probe_mod"]));
+
+    let failing = run(&kernel, "%pip install --no-index /no/such/package.whl").await;
+    assert!(!failing.is_ok());
+    let error = &failing.errors()[0];
+    assert_eq!(error.ename, "PipError");
+    assert!(error.evalue.contains("pip exited with status"), "{}", error.evalue);
+    assert!(!failing.stderr().is_empty() || !failing.stdout().is_empty(), "pip's own output stays visible");
+
+    let removed = run(&kernel, "%pip uninstall -y evalkit-probe-dist").await;
+    assert!(removed.is_ok(), "{:?}", removed.errors());
+}
