@@ -15,10 +15,16 @@ import threading
 
 from .interrupts import block_interrupts_in_this_thread
 
+# Bound before the kernel wraps os.write to keep fd 1/2 in order.
+_raw_write = os.write
+
 _CHUNK = 1 << 16
 _WANTED_PIPE_SIZE = 1 << 20
 _F_SETPIPE_SZ = 1031  # Linux only; elsewhere the default size stays
 _F_GETPIPE_SZ = 1032
+# While a cell runs, Python's buffered stdout/stderr are flushed this often,
+# so output streams live without a syscall per line.
+_FLUSH_INTERVAL = 0.02
 # Output written while no request is running (a background child, a thread)
 # is held and delivered at the start of the next request, up to this much.
 _MAX_PENDING = 1 << 20
@@ -64,6 +70,16 @@ class OutputCapture:
             os.close(write_fd)
             os.set_blocking(read_fd, False)
             self._streams.append(_Stream(name, read_fd, capacity))
+        self._fds = [stream.fd for stream in self._streams]
+        # Written to when a request begins, so the thread leaves its untimed
+        # wait and starts flushing periodically.
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_read, False)
+        self._by_fd = {stream.fd: stream for stream in self._streams}
+        # poll(0) is the cheapest "is anything unread?" for the sync points.
+        self._poller = select.poll()
+        for fd in self._fds:
+            self._poller.register(fd, select.POLLIN)
         thread = threading.Thread(target=self._pump, name="evalkit-output", daemon=True)
         thread.start()
 
@@ -72,6 +88,7 @@ class OutputCapture:
         with self._lock:
             self._drain_all()
             self._request_id = request_id
+            _raw_write(self._wake_write, b"!")
             pending, self._pending = self._pending, []
             dropped, self._pending_dropped = self._pending_dropped, 0
             self._pending_size = 0
@@ -107,11 +124,22 @@ class OutputCapture:
 
     def _pump(self):
         block_interrupts_in_this_thread()
-        fds = [stream.fd for stream in self._streams]
+        fds = [stream.fd for stream in self._streams] + [self._wake_read]
         while True:
+            running = self._request_id is not None
             try:
-                ready, _, _ = select.select(fds, [], [])
+                ready, _, _ = select.select(fds, [], [], _FLUSH_INTERVAL if running else None)
             except InterruptedError:
+                continue
+            if self._wake_read in ready:
+                try:
+                    os.read(self._wake_read, 4096)
+                except BlockingIOError:
+                    pass
+                continue
+            if running and not ready:
+                self._flush_python_streams()
+                self._writer.flush()
                 continue
             with self._lock:
                 for stream in self._streams:
@@ -119,8 +147,8 @@ class OutputCapture:
                         self._drain(stream)
 
     def _drain_all(self):
-        for stream in self._streams:
-            self._drain(stream)
+        for fd, _ in self._poller.poll(0):
+            self._drain(self._by_fd[fd])
 
     def _drain(self, stream):
         # Whatever was written before now is at most one pipe's worth of data

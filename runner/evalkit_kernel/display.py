@@ -104,12 +104,18 @@ def figure_png(figure):
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+# Types whose only representation is their repr (the common results).
+_PLAIN_TYPES = (int, float, complex, str, bytes, bool, tuple, set, frozenset, range, type(None))
+
+
 def mime_bundle(obj, include=None, exclude=None, as_json=False):
     """Build (data, metadata) for `obj`.
 
     `as_json` adds `application/json` for plain dicts and lists, which is
     what `display()` does for them.
     """
+    if type(obj) in _PLAIN_TYPES:
+        return {"text/plain": safe_repr(obj)}, {}
     data, metadata = {}, {}
     if _is_matplotlib_figure(obj):
         try:

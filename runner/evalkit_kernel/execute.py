@@ -15,6 +15,7 @@ from .transform import transform_cell
 _TOP_LEVEL_AWAIT = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
 _CO_COROUTINE = 0x0080
 _RUNNER_DIR = os.path.dirname(os.path.abspath(__file__))
+_NOTHING = compile("", "<nothing>", "exec")
 
 
 class CellOutcome:
@@ -36,6 +37,7 @@ class Executor:
         self._capture = capture
         self._sync_output = capture.sync
         self._sources = {}  # cell filename -> source, for tracebacks and warnings
+        self._unregistered = []  # filenames not yet in linecache
         self._internal_count = 0
         self._fragment_count = 0
         self._loop = None
@@ -112,6 +114,12 @@ class Executor:
 
     def _compile(self, code, filename, show_last):
         flags = _TOP_LEVEL_AWAIT
+        if show_last and "\n" not in code.strip() and "%" not in code and "!" not in code:
+            # One line: try it as an expression first, skipping the AST round.
+            try:
+                return _NOTHING, compile(code.strip(), filename, "eval", flags, dont_inherit=True)
+            except SyntaxError:
+                pass
         code = transform_cell(code)
         tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST | flags, dont_inherit=True)
         eval_code = None
@@ -148,16 +156,18 @@ class Executor:
 
     def _remember_source(self, filename, code):
         self._sources[filename] = code
+        self._unregistered.append(filename)
         linecache = sys.modules.get("linecache")
         if linecache is not None:
             self._register_sources(linecache)
 
     def _register_sources(self, linecache):
-        # linecache is imported lazily by the first traceback or warning;
-        # until then the sources wait here, costing no start-up time.
-        for filename, code in self._sources.items():
-            if filename not in linecache.cache:
-                linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        # Until linecache is imported (by the first traceback or warning) the
+        # sources wait here, costing no start-up time.
+        for filename in self._unregistered:
+            code = self._sources[filename]
+            linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        self._unregistered = []
 
     def _report(self, error):
         import linecache

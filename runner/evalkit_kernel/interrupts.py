@@ -8,6 +8,13 @@ A frame being written when the signal lands is finished first.
 import signal
 import threading
 
+try:  # the C module: no enum conversion on every cell
+    from _signal import SIG_IGN, SIGINT
+    from _signal import signal as _set_handler
+except ImportError:  # pragma: no cover - other interpreters
+    from signal import SIG_IGN, SIGINT
+    from signal import signal as _set_handler
+
 
 class InterruptGate:
     def __init__(self):
@@ -16,19 +23,19 @@ class InterruptGate:
         self._deferred = False
         self.received = False  # a SIGINT arrived during the current cell
         self._main = threading.get_ident()
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _set_handler(SIGINT, SIG_IGN)
 
     def arm(self):
         """Let SIGINT raise KeyboardInterrupt (call right before user code)."""
         self.received = False
         self._deferred = False
         self._armed = True
-        signal.signal(signal.SIGINT, self._on_sigint)
+        _set_handler(SIGINT, self._on_sigint)
 
     def disarm(self):
         """Ignore SIGINT again (call right after user code)."""
         self._armed = False
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _set_handler(SIGINT, SIG_IGN)
 
     def enter_critical(self):
         """Mark the start of a frame write; only the main thread counts."""

@@ -1,0 +1,564 @@
+//! evalkit against Jupyter and against the physical floor, in one run.
+//!
+//! `bench/run` provisions the Jupyter baseline and calls this with
+//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,warm,output,interrupt,concurrency]`. Each scenario
+//! interleaves evalkit and its baselines (A B A B …) so machine drift
+//! cancels out, then prints median / p90 and the ratio evalkit ÷ baseline,
+//! and writes the table as JSON and Markdown.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use evalkit::kernel::{ExecEvent, Kernel, KernelOptions};
+use evalkit::runtime::{self, DiscoveryInput, EnvActivation, env};
+use evalkit::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio_util::sync::CancellationToken;
+
+/// How much work each scenario does.
+struct Plan {
+    quick: bool,
+    cold_runs: usize,
+    warm_iterations: usize,
+    output_mb: usize,
+    output_runs: usize,
+    interrupt_runs: usize,
+    concurrent_cells: usize,
+}
+
+impl Plan {
+    fn new(quick: bool) -> Self {
+        if quick {
+            Plan {
+                quick,
+                cold_runs: 3,
+                warm_iterations: 200,
+                output_mb: 10,
+                output_runs: 1,
+                interrupt_runs: 3,
+                concurrent_cells: 25,
+            }
+        } else {
+            Plan {
+                quick,
+                cold_runs: 15,
+                warm_iterations: 2000,
+                output_mb: 100,
+                output_runs: 3,
+                interrupt_runs: 10,
+                concurrent_cells: 200,
+            }
+        }
+    }
+}
+
+/// One measured series.
+#[derive(Clone)]
+struct Series {
+    name: String,
+    values: Vec<f64>,
+}
+
+impl Series {
+    fn new(name: &str) -> Self {
+        Series { name: name.to_string(), values: Vec::new() }
+    }
+    fn quantile(&self, q: f64) -> f64 {
+        let mut sorted = self.values.clone();
+        sorted.sort_by(|a, b| a.total_cmp(b));
+        if sorted.is_empty() {
+            return f64::NAN;
+        }
+        let index = ((sorted.len() - 1) as f64 * q).round() as usize;
+        sorted[index]
+    }
+}
+
+/// A table row: evalkit against one baseline.
+struct Row {
+    scenario: String,
+    unit: String,
+    higher_is_better: bool,
+    evalkit: Series,
+    baseline: Option<Series>,
+    note: String,
+}
+
+struct Report {
+    rows: Vec<Row>,
+    facts: BTreeMap<String, Value>,
+}
+
+impl Report {
+    fn add(
+        &mut self,
+        scenario: &str,
+        unit: &str,
+        higher: bool,
+        evalkit: &Series,
+        baseline: Option<&Series>,
+        note: &str,
+    ) {
+        let row = Row {
+            scenario: scenario.into(),
+            unit: unit.into(),
+            higher_is_better: higher,
+            evalkit: evalkit.clone(),
+            baseline: baseline.cloned(),
+            note: note.into(),
+        };
+        print_row(&row);
+        self.rows.push(row);
+    }
+}
+
+fn fmt(value: f64) -> String {
+    if !value.is_finite() {
+        "–".into()
+    } else if value >= 100.0 {
+        format!("{value:.0}")
+    } else if value >= 10.0 {
+        format!("{value:.1}")
+    } else if value >= 0.1 {
+        format!("{value:.2}")
+    } else {
+        format!("{value:.3}")
+    }
+}
+
+fn ratio(row: &Row) -> Option<f64> {
+    let baseline = row.baseline.as_ref()?;
+    Some(row.evalkit.quantile(0.5) / baseline.quantile(0.5))
+}
+
+fn print_row(row: &Row) {
+    let (name, median, p90) = match &row.baseline {
+        Some(b) => (b.name.clone(), fmt(b.quantile(0.5)), fmt(b.quantile(0.9))),
+        None => ("–".into(), "–".into(), "–".into()),
+    };
+    println!(
+        "{:<34} {:>9} {:>9} {:<6} | {:<22} {:>9} {:>9} | {:>8} {}",
+        row.scenario,
+        fmt(row.evalkit.quantile(0.5)),
+        fmt(row.evalkit.quantile(0.9)),
+        row.unit,
+        name,
+        median,
+        p90,
+        ratio(row).map(|r| format!("{r:.3}×")).unwrap_or_else(|| "–".into()),
+        row.note
+    );
+}
+
+fn markdown(report: &Report) -> String {
+    let mut out = String::from(
+        "| scenario | unit | evalkit median | evalkit p90 | baseline | baseline median | baseline p90 | evalkit ÷ baseline |\n\
+         | --- | --- | ---: | ---: | --- | ---: | ---: | ---: |\n",
+    );
+    for row in &report.rows {
+        let (name, median, p90) = match &row.baseline {
+            Some(b) => (b.name.clone(), fmt(b.quantile(0.5)), fmt(b.quantile(0.9))),
+            None => ("–".into(), "–".into(), "–".into()),
+        };
+        let ratio = ratio(row).map(|r| format!("{r:.3}×")).unwrap_or_else(|| "–".into());
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            row.scenario,
+            row.unit,
+            fmt(row.evalkit.quantile(0.5)),
+            fmt(row.evalkit.quantile(0.9)),
+            name,
+            median,
+            p90,
+            ratio
+        ));
+    }
+    out
+}
+
+fn to_json(report: &Report) -> Value {
+    let rows: Vec<Value> = report
+        .rows
+        .iter()
+        .map(|row| {
+            let stats = |s: &Series| {
+                json!({"name": s.name, "median": s.quantile(0.5), "p90": s.quantile(0.9), "p99": s.quantile(0.99), "n": s.values.len()})
+            };
+            json!({
+                "scenario": row.scenario,
+                "unit": row.unit,
+                "higher_is_better": row.higher_is_better,
+                "evalkit": stats(&row.evalkit),
+                "baseline": row.baseline.as_ref().map(stats),
+                "ratio": ratio(row),
+                "note": row.note,
+            })
+        })
+        .collect();
+    json!({"facts": report.facts, "rows": rows})
+}
+
+/// The Jupyter helper process (bench/jupyter_helper.py).
+struct Jupyter {
+    _child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Jupyter {
+    async fn spawn(python: &Path, script: &Path) -> Self {
+        let mut child = Command::new(python)
+            .arg(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the Jupyter helper");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Jupyter { _child: child, stdin, stdout }
+    }
+
+    async fn call(&mut self, command: Value) -> Value {
+        self.stdin.write_all(format!("{command}\n").as_bytes()).await.unwrap();
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).await.unwrap();
+        let answer: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("helper said {line:?}"));
+        if let Some(error) = answer.get("error") {
+            panic!("Jupyter helper failed on {command}: {error}");
+        }
+        answer
+    }
+}
+
+fn ms_list(value: &Value) -> Vec<f64> {
+    value["ms"].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default()
+}
+
+struct Setup {
+    python: PathBuf,
+    env: BTreeMap<String, String>,
+    cwd: PathBuf,
+}
+
+impl Setup {
+    fn options(&self) -> KernelOptions {
+        KernelOptions::new(&self.python, &self.cwd, self.env.clone())
+    }
+}
+
+async fn first_result(setup: &Setup) -> (Kernel, f64) {
+    let started = Instant::now();
+    let kernel = Kernel::start(setup.options()).await.expect("kernel starts");
+    let output = kernel.execute("1+1").await.unwrap().collect().await.unwrap();
+    assert_eq!(output.results(), ["2"]);
+    (kernel, started.elapsed().as_secs_f64() * 1000.0)
+}
+
+/// Standard-library modules the runner imports at start, beyond a bare interpreter's.
+async fn runner_imports(setup: &Setup) -> Vec<String> {
+    let (kernel, _) = first_result(setup).await;
+    let code = "import sys\nsorted(m for m in sys.modules if '.' not in m and not m.startswith('evalkit_kernel'))";
+    let output = kernel.execute(code).await.unwrap().collect().await.unwrap();
+    kernel.shutdown().await;
+    let loaded: Vec<String> = parse_py_list(&output.results()[0]);
+    let bare = std::process::Command::new(&setup.python)
+        .args(["-c", "import sys; print(repr(sorted(m for m in sys.modules if '.' not in m)))"])
+        .output()
+        .unwrap();
+    let bare = parse_py_list(String::from_utf8_lossy(&bare.stdout).trim());
+    loaded.into_iter().filter(|m| !bare.contains(m) && !m.starts_with('_') && m != "__main__").collect()
+}
+
+fn parse_py_list(text: &str) -> Vec<String> {
+    text.trim_matches(|c| c == '[' || c == ']')
+        .split(", ")
+        .map(|s| s.trim_matches('\'').to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+async fn cold_start(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, report: &mut Report) {
+    let modules = runner_imports(setup).await;
+    report.facts.insert("floor_imports".into(), json!(modules));
+    let import_line = format!("import {}", modules.join(", "));
+    let mut evalkit = Series::new("evalkit");
+    let mut floor = Series::new("python -c 'import …'");
+    let mut bare = Series::new("python -c pass");
+    let mut jupyter_series = Series::new("jupyter_client");
+    for _ in 0..plan.cold_runs {
+        let (kernel, ms) = first_result(setup).await;
+        evalkit.values.push(ms);
+        kernel.shutdown().await;
+        for (series, code) in [(&mut floor, import_line.as_str()), (&mut bare, "pass")] {
+            let started = Instant::now();
+            let status = Command::new(&setup.python)
+                .args(["-c", code])
+                .envs(&setup.env)
+                .env_clear()
+                .envs(&setup.env)
+                .status()
+                .await
+                .unwrap();
+            assert!(status.success());
+            series.values.push(started.elapsed().as_secs_f64() * 1000.0);
+        }
+        jupyter_series.values.push(jupyter.call(json!({"op": "cold"})).await["ms"].as_f64().unwrap());
+    }
+    report.add("cold start → first 1+1", "ms", false, &evalkit, Some(&floor), "floor: the runner's own stdlib imports");
+    report.add("cold start → first 1+1", "ms", false, &evalkit, Some(&bare), "");
+    report.add("cold start → first 1+1", "ms", false, &evalkit, Some(&jupyter_series), "");
+}
+
+async fn warm_round_trip(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, report: &mut Report) {
+    let (kernel, _) = first_result(setup).await;
+    let floor_script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/echo_floor.py");
+    let mut floor_child = Command::new(&setup.python)
+        .arg("-u")
+        .arg(&floor_script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut floor_in = floor_child.stdin.take().unwrap();
+    let mut floor_out = BufReader::new(floor_child.stdout.take().unwrap());
+    let mut evalkit = Series::new("evalkit");
+    let mut floor = Series::new("NDJSON echo floor");
+    let mut jupyter_series = Series::new("jupyter_client");
+    jupyter.call(json!({"op": "start"})).await;
+    // warm-up
+    for _ in 0..50 {
+        kernel.execute("1+1").await.unwrap().collect().await.unwrap();
+    }
+    let batch = 100;
+    let mut line = String::new();
+    for round in 0..plan.warm_iterations.div_ceil(batch) {
+        for i in 0..batch {
+            let started = Instant::now();
+            kernel.execute("1+1").await.unwrap().collect().await.unwrap();
+            evalkit.values.push(started.elapsed().as_secs_f64() * 1000.0);
+            let started = Instant::now();
+            floor_in.write_all(format!("{{\"id\":\"{round}-{i}\",\"code\":\"1+1\"}}\n").as_bytes()).await.unwrap();
+            line.clear();
+            floor_out.read_line(&mut line).await.unwrap();
+            floor.values.push(started.elapsed().as_secs_f64() * 1000.0);
+        }
+        let jupyter_batch = if plan.quick { 20 } else { batch / 2 };
+        jupyter_series.values.extend(ms_list(&jupyter.call(json!({"op": "roundtrip", "n": jupyter_batch})).await));
+    }
+    kernel.shutdown().await;
+    report.add("warm round trip of 1+1", "ms", false, &evalkit, Some(&floor), "");
+    report.add("warm round trip of 1+1", "ms", false, &evalkit, Some(&jupyter_series), "");
+}
+
+/// Peak resident memory of this process, sampled while `work` runs.
+async fn with_peak_rss<F: std::future::Future>(work: F) -> (F::Output, f64) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let peak = Arc::new(AtomicU64::new(0));
+    let sampler = {
+        let (stop, peak) = (stop.clone(), peak.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                if let Some(rss) = evalkit::session::resident_bytes(std::process::id()) {
+                    peak.fetch_max(rss, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    let output = work.await;
+    stop.store(true, Ordering::Relaxed);
+    sampler.join().unwrap();
+    (output, peak.load(Ordering::Relaxed) as f64 / 1_048_576.0)
+}
+
+async fn output_throughput(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, report: &mut Report) {
+    let lines = plan.output_mb * 10_000; // 100-byte lines
+    let code = format!("line = 'x' * 99\nfor _ in range({lines}):\n    print(line)");
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = EngineConfig::new(&setup.cwd);
+    config.python = Some(setup.python.display().to_string());
+    config.artifacts_dir = dir.path().join("artifacts");
+    let engine = EvalEngine::new(config);
+    let context = CallContext::new("bench");
+    let params = EvalParams::from_json(json!({"cells": [{"code": code.clone(), "timeout": 3600}]})).unwrap();
+    engine.eval(&EvalParams::code("1"), &context, &CancellationToken::new(), &ignore_events).await.unwrap();
+    let mut evalkit = Series::new("evalkit");
+    let mut rss = Series::new("evalkit");
+    let mut jupyter_series = Series::new("jupyter_client");
+    let mut jupyter_bytes = 0.0;
+    let megabytes = (lines * 100) as f64 / 1_000_000.0;
+    for _ in 0..plan.output_runs {
+        let cancel = CancellationToken::new();
+        let started = Instant::now();
+        let (result, peak) = with_peak_rss(engine.eval(&params, &context, &cancel, &ignore_events)).await;
+        let result = result.unwrap();
+        assert!(!result.is_error && result.truncated);
+        evalkit.values.push(megabytes / started.elapsed().as_secs_f64());
+        rss.values.push(peak);
+        let answer = jupyter.call(json!({"op": "output", "code": code})).await;
+        jupyter_bytes = answer["bytes"].as_f64().unwrap();
+        jupyter_series.values.push(megabytes / answer["seconds"].as_f64().unwrap());
+    }
+    let note = format!("Jupyter delivered {:.1} of {megabytes:.0} MB", jupyter_bytes / 1_000_000.0);
+    report.add(&format!("{megabytes:.0} MB of printed lines"), "MB/s", true, &evalkit, Some(&jupyter_series), &note);
+    report.add(&format!("host peak RSS during {megabytes:.0} MB"), "MiB", false, &rss, None, "whole benchmark process");
+
+    let small = "for i in range(10000):\n    print(i)";
+    let small_params = EvalParams::code(small);
+    let mut evalkit_small = Series::new("evalkit");
+    let mut jupyter_small = Series::new("jupyter_client");
+    for _ in 0..(if plan.quick { 2 } else { 5 }) {
+        let started = Instant::now();
+        engine.eval(&small_params, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
+        evalkit_small.values.push(started.elapsed().as_secs_f64() * 1000.0);
+        let answer = jupyter.call(json!({"op": "output", "code": small})).await;
+        jupyter_small.values.push(answer["seconds"].as_f64().unwrap() * 1000.0);
+    }
+    report.add("10 000 small print() calls", "ms", false, &evalkit_small, Some(&jupyter_small), "");
+    engine.dispose_all().await;
+}
+
+async fn interrupt_latency(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, report: &mut Report) {
+    let (kernel, _) = first_result(setup).await;
+    let mut evalkit = Series::new("evalkit");
+    let mut jupyter_series = Series::new("jupyter_client");
+    for _ in 0..plan.interrupt_runs {
+        let mut execution = kernel.execute("while True: pass").await.unwrap();
+        assert!(matches!(execution.next().await, Some(Ok(ExecEvent::Started))));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let started = Instant::now();
+        kernel.interrupt().unwrap();
+        let output = execution.collect().await.unwrap();
+        evalkit.values.push(started.elapsed().as_secs_f64() * 1000.0);
+        assert!(output.done.cancelled);
+        jupyter_series.values.push(jupyter.call(json!({"op": "interrupt"})).await["ms"].as_f64().unwrap());
+    }
+    kernel.shutdown().await;
+    report.add("interrupt → cancelled result", "ms", false, &evalkit, Some(&jupyter_series), "");
+}
+
+async fn concurrency(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, report: &mut Report) {
+    let kernels = 8;
+    let mut handles = Vec::new();
+    let mut started_kernels = Vec::new();
+    for _ in 0..kernels {
+        started_kernels.push(Arc::new(first_result(setup).await.0));
+    }
+    let started = Instant::now();
+    for kernel in &started_kernels {
+        let kernel = kernel.clone();
+        let cells = plan.concurrent_cells;
+        handles.push(tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(cells);
+            for _ in 0..cells {
+                let begun = Instant::now();
+                kernel.execute("1+1").await.unwrap().collect().await.unwrap();
+                latencies.push(begun.elapsed().as_secs_f64() * 1000.0);
+            }
+            latencies
+        }));
+    }
+    let mut latencies = Series::new("evalkit");
+    for handle in handles {
+        latencies.values.extend(handle.await.unwrap());
+    }
+    let total = started.elapsed().as_secs_f64();
+    for kernel in started_kernels {
+        kernel.shutdown().await;
+    }
+    let answer = jupyter.call(json!({"op": "concurrent", "kernels": kernels, "cells": plan.concurrent_cells})).await;
+    let mut jupyter_latencies = Series::new("jupyter_client");
+    jupyter_latencies.values = ms_list(&answer);
+    let cells = (kernels * plan.concurrent_cells) as f64;
+    let evalkit_rate = Series { name: "evalkit".into(), values: vec![cells / total] };
+    let jupyter_rate =
+        Series { name: "jupyter_client".into(), values: vec![cells / answer["seconds"].as_f64().unwrap()] };
+    let label = format!("{kernels} kernels × {} cells", plan.concurrent_cells);
+    report.add(&format!("{label}: throughput"), "cells/s", true, &evalkit_rate, Some(&jupyter_rate), "");
+    let p99 = |s: &Series| Series { name: s.name.clone(), values: vec![s.quantile(0.99)] };
+    report.add(&format!("{label}: p99 latency"), "ms", false, &p99(&latencies), Some(&p99(&jupyter_latencies)), "");
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let out = args.iter().position(|a| a == "--out").and_then(|i| args.get(i + 1)).map(PathBuf::from);
+    let jupyter_python = std::env::var_os("EVALKIT_BENCH_JUPYTER_PYTHON").map(PathBuf::from).unwrap_or_else(|| {
+        eprintln!("set EVALKIT_BENCH_JUPYTER_PYTHON (bench/run does) to a Python with ipykernel and jupyter_client");
+        std::process::exit(2);
+    });
+    let plan = Plan::new(quick);
+    let cwd = std::env::temp_dir();
+    let explicit = std::env::var("EVALKIT_PYTHON").ok();
+    let resolved = runtime::resolve(&DiscoveryInput::from_env(&cwd, explicit), false).unwrap_or_else(|e| panic!("{e}"));
+    let setup = Setup {
+        python: resolved.executable.clone(),
+        env: env::kernel_env(std::env::vars_os(), &EnvActivation::None, &Default::default()),
+        cwd,
+    };
+    let mut report = Report { rows: Vec::new(), facts: BTreeMap::new() };
+    report.facts.insert("mode".into(), json!(if quick { "quick" } else { "full" }));
+    report.facts.insert("python".into(), json!(setup.python.display().to_string()));
+    report.facts.insert("python_version".into(), json!(resolved.version));
+    report
+        .facts
+        .insert("found_through".into(), json!(format!("{} ({})", resolved.source, resolved.interpreter.display())));
+    report.facts.insert("cores".into(), json!(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/jupyter_helper.py");
+    let mut jupyter = Jupyter::spawn(&jupyter_python, &script).await;
+    let jupyter_kernel = jupyter.call(json!({"op": "start"})).await;
+    jupyter.call(json!({"op": "stop"})).await;
+    report.facts.insert("jupyter_kernel_python".into(), jupyter_kernel["python"].clone());
+
+    println!("evalkit benchmark ({} mode)", if quick { "quick" } else { "full" });
+    println!(
+        "interpreter: {} (Python {}; found through {})",
+        setup.python.display(),
+        resolved.version.as_deref().unwrap_or("?"),
+        report.facts["found_through"].as_str().unwrap_or("")
+    );
+    println!("jupyter kernel: {}", jupyter_kernel["python"].as_str().unwrap_or("?"));
+    println!();
+    println!(
+        "{:<34} {:>9} {:>9} {:<6} | {:<22} {:>9} {:>9} | {:>8}",
+        "scenario", "median", "p90", "unit", "baseline", "median", "p90", "ratio"
+    );
+    let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)).cloned();
+    let wanted = |name: &str| only.as_deref().is_none_or(|list| list.split(',').any(|w| w == name));
+    if wanted("cold") {
+        cold_start(&plan, &setup, &mut jupyter, &mut report).await;
+    }
+    if wanted("warm") {
+        warm_round_trip(&plan, &setup, &mut jupyter, &mut report).await;
+    }
+    if wanted("output") {
+        output_throughput(&plan, &setup, &mut jupyter, &mut report).await;
+    }
+    if wanted("interrupt") {
+        interrupt_latency(&plan, &setup, &mut jupyter, &mut report).await;
+    }
+    if wanted("concurrency") {
+        concurrency(&plan, &setup, &mut jupyter, &mut report).await;
+    }
+    jupyter.call(json!({"op": "stop"})).await;
+
+    if let Some(out) = out {
+        std::fs::create_dir_all(&out).unwrap();
+        let stem = if quick { "quick" } else { "latest" };
+        std::fs::write(out.join(format!("{stem}.json")), serde_json::to_string_pretty(&to_json(&report)).unwrap())
+            .unwrap();
+        let mut file = std::fs::File::create(out.join(format!("{stem}.md"))).unwrap();
+        writeln!(file, "{}", markdown(&report)).unwrap();
+        println!("\nwrote {}/{stem}.json and {stem}.md", out.display());
+    }
+}
