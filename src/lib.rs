@@ -12,6 +12,7 @@ pub mod kernel;
 pub mod mcp;
 pub mod output;
 pub mod protocol;
+pub mod render;
 pub mod runtime;
 pub mod session;
 pub mod tool;

@@ -1,12 +1,12 @@
 //! `evalkit run`: run code (or the eval tool's JSON parameters) in a fresh
 //! kernel, streaming what it prints.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use evalkit::output::display::DisplayPart;
+use evalkit::render::{CardRenderer, RenderOptions};
 use evalkit::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult, KernelMode};
 use tokio_util::sync::CancellationToken;
 
@@ -29,6 +29,9 @@ pub struct RunArgs {
     /// Print the whole result as JSON at the end instead of streaming.
     #[arg(long)]
     json: bool,
+    /// Show every line of output, not the last 10 per cell (on a terminal).
+    #[arg(long)]
+    expand: bool,
     /// Extra environment variable for the kernel (repeatable); passes the filter.
     #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     env: Vec<(String, String)>,
@@ -96,9 +99,12 @@ async fn run_inner(args: RunArgs) -> Result<ExitCode, String> {
     let signals = tokio::spawn(watch_signals(engine.clone(), cancel.clone(), terminated.clone()));
 
     let json = args.json;
-    let printer = move |event: EvalEvent| {
+    let codes = params.cells.iter().map(|cell| cell.code.clone()).collect();
+    let renderer =
+        Mutex::new(CardRenderer::new(std::io::stdout(), std::io::stderr(), RenderOptions::detect(args.expand), codes));
+    let printer = |event: EvalEvent| {
         if !json {
-            print_event(event);
+            renderer.lock().unwrap().event(&event);
         }
     };
     let context = CallContext::new(format!("run-{}", std::process::id()));
@@ -110,7 +116,7 @@ async fn run_inner(args: RunArgs) -> Result<ExitCode, String> {
         let text = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
         println!("{text}");
     } else {
-        print_notes(&result);
+        renderer.lock().unwrap().finish(&result);
     }
     if terminated.is_cancelled() {
         return Ok(ExitCode::from(143));
@@ -158,39 +164,4 @@ fn exit_code(result: &EvalResult) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
-}
-
-fn print_event(event: EvalEvent) {
-    match event {
-        EvalEvent::Stdout { text, .. } => write_out(&mut std::io::stdout(), &text),
-        EvalEvent::Stderr { text, .. } => write_out(&mut std::io::stderr(), &text),
-        EvalEvent::Display { parts, .. } => {
-            for part in parts {
-                match part {
-                    DisplayPart::Text(text) => write_out(&mut std::io::stdout(), &format!("{text}\n")),
-                    DisplayPart::Image { mime, .. } => write_out(&mut std::io::stdout(), &format!("[{mime}]\n")),
-                    DisplayPart::Json(_) | DisplayPart::Status(_) => {}
-                }
-            }
-        }
-        EvalEvent::Error { error, .. } => {
-            let traceback = error.traceback.concat();
-            let text =
-                if traceback.trim().is_empty() { format!("{}: {}\n", error.ename, error.evalue) } else { traceback };
-            write_out(&mut std::io::stderr(), &text);
-        }
-        EvalEvent::CellStarted { .. } | EvalEvent::CellFinished { .. } | EvalEvent::Status { .. } => {}
-        EvalEvent::Note { .. } => {}
-    }
-}
-
-fn print_notes(result: &EvalResult) {
-    for note in &result.notes {
-        write_out(&mut std::io::stderr(), &format!("evalkit: {note}\n"));
-    }
-}
-
-fn write_out(stream: &mut dyn Write, text: &str) {
-    let _ = stream.write_all(text.as_bytes());
-    let _ = stream.flush();
 }

@@ -1,0 +1,12 @@
+//! Rendering calls for people at a terminal: cell cards for `evalkit run`,
+//! the interactive view of `evalkit repl`, status one-liners, JSON trees and
+//! images.
+
+pub mod card;
+pub mod images;
+pub mod json_tree;
+pub mod status;
+pub mod style;
+
+pub use card::{CardRenderer, RenderOptions};
+pub use style::Style;
