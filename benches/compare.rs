@@ -394,9 +394,18 @@ async fn output_throughput(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, re
     let mut evalkit = Series::new("evalkit");
     let mut rss = Series::new("evalkit");
     let mut jupyter_series = Series::new("jupyter_client");
+    let mut print_floor = Series::new("python print() → /dev/null");
     let mut jupyter_bytes = 0.0;
     let megabytes = (lines * 100) as f64 / 1_000_000.0;
+    // The floor: the same loop in a plain interpreter writing to /dev/null,
+    // timed inside Python (no process start).
+    let floor_code = format!(
+        "import sys, time\nstart = time.perf_counter()\n{code}\nsys.stdout.flush()\nsys.stderr.write(str(time.perf_counter() - start))"
+    );
     for _ in 0..plan.output_runs {
+        let floor = Command::new(&setup.python).args(["-c", &floor_code]).stdout(Stdio::null()).output().await.unwrap();
+        let seconds: f64 = String::from_utf8_lossy(&floor.stderr).trim().parse().unwrap_or(f64::NAN);
+        print_floor.values.push(megabytes / seconds);
         let cancel = CancellationToken::new();
         let started = Instant::now();
         let (result, peak) = with_peak_rss(engine.eval(&params, &context, &cancel, &ignore_events)).await;
@@ -409,6 +418,7 @@ async fn output_throughput(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, re
         jupyter_series.values.push(megabytes / answer["seconds"].as_f64().unwrap());
     }
     let note = format!("Jupyter delivered {:.1} of {megabytes:.0} MB", jupyter_bytes / 1_000_000.0);
+    report.add(&format!("{megabytes:.0} MB of printed lines"), "MB/s", true, &evalkit, Some(&print_floor), "");
     report.add(&format!("{megabytes:.0} MB of printed lines"), "MB/s", true, &evalkit, Some(&jupyter_series), &note);
     report.add(&format!("host peak RSS during {megabytes:.0} MB"), "MiB", false, &rss, None, "whole benchmark process");
 

@@ -35,6 +35,15 @@ pub struct ExecuteRequest {
     pub env: Option<BTreeMap<String, Option<String>>>,
 }
 
+/// Host → runner: is this code a whole cell? Answered by a `completeness` frame.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompleteRequest {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub id: String,
+    pub code: String,
+}
+
 /// Host → runner: exit cleanly.
 pub const EXIT_FRAME: &str = "{\"type\":\"exit\"}";
 
@@ -87,6 +96,13 @@ pub enum RunnerFrame {
         #[serde(default)]
         cancelled: bool,
     },
+    /// The answer to a `complete` request: is the code a whole cell yet?
+    Completeness {
+        id: String,
+        status: String,
+        #[serde(default)]
+        indent: String,
+    },
 }
 
 impl RunnerFrame {
@@ -94,7 +110,9 @@ impl RunnerFrame {
     pub fn request_id(&self) -> Option<&str> {
         match self {
             RunnerFrame::Ready { .. } => None,
-            RunnerFrame::Started { id } | RunnerFrame::Done { id, .. } => Some(id),
+            RunnerFrame::Started { id } | RunnerFrame::Done { id, .. } | RunnerFrame::Completeness { id, .. } => {
+                Some(id)
+            }
             RunnerFrame::Stdout { id, .. }
             | RunnerFrame::Stderr { id, .. }
             | RunnerFrame::Display { id, .. }

@@ -25,6 +25,7 @@ async fn every_frame_type_arrives_in_order() {
             ExecEvent::Result { .. } => "result",
             ExecEvent::Error(_) => "error",
             ExecEvent::Done(_) => "done",
+            ExecEvent::Completeness(_) => "completeness",
         });
     }
     assert_eq!(kinds, ["started", "stdout", "stderr", "display", "error", "done"]);

@@ -18,6 +18,7 @@ from .capture import OutputCapture
 from .execute import Executor
 from .interrupts import InterruptGate, block_interrupts_in_this_thread
 from .magics import Magics
+from .transform import check_complete
 
 # How often an orphaned runner checks whether its host is still alive.
 _PARENT_POLL_SECONDS = 1.0
@@ -290,6 +291,10 @@ def _serve(diagnostics):
             continue
         if isinstance(request, protocol.ExitRequest):
             break
+        if isinstance(request, protocol.CompleteRequest):
+            status, indent = check_complete(request.code)
+            writer.send({"type": "completeness", "id": request.id, "status": status, "indent": indent})
+            continue
         kernel.handle(request)
     capture.sync()
     sys.exit(0)

@@ -140,6 +140,16 @@ class ExitRequest:
     """The host asks the runner to exit."""
 
 
+class CompleteRequest:
+    """The host asks whether `code` is a whole cell yet (for a REPL)."""
+
+    __slots__ = ("id", "code")
+
+    def __init__(self, id, code):
+        self.id = id
+        self.code = code
+
+
 class ProtocolError(Exception):
     """A line from the host that is not a valid request.
 
@@ -180,6 +190,10 @@ def parse_request(line):
     request_id = str(raw_id) if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else None
     if kind == "exit":
         return ExitRequest()
+    if kind == "complete":
+        if request_id is None or not isinstance(message.get("code"), str):
+            raise ProtocolError("complete request needs an 'id' and 'code' as a string", request_id)
+        return CompleteRequest(request_id, message["code"])
     if kind != "execute":
         raise ProtocolError("unknown request type %r" % (kind,), request_id)
     if request_id is None:

@@ -141,3 +141,44 @@ def _is_assignment_target(target):
     except (SyntaxError, ValueError):
         return False
     return True
+
+
+def check_complete(code):
+    """Is `code` a whole cell, as a REPL asks after each line?
+
+    Returns (status, indent): "complete", "incomplete" (with the indent for
+    the next line) or "invalid", like IPython's check_complete. A cell magic
+    ends at a blank line; other magics at the end of their line.
+    """
+    lines = code.split("\n")
+    if code.lstrip().startswith("%%"):
+        finished = len(lines) > 2 and lines[-1].strip() == "" and lines[-2].strip() == ""
+        return ("complete" if finished else "incomplete"), ""
+    if code.rstrip("\n").endswith("\\"):
+        return "incomplete", _indent_of(lines)
+    import codeop
+
+    try:
+        compiled = codeop.compile_command(transform_cell(code), "<input>", "exec")
+    except SyntaxError as error:
+        if "await" in str(error):
+            return "complete", ""  # top-level await: fine for the kernel
+        return "invalid", ""
+    except (OverflowError, ValueError):
+        return "invalid", ""
+    if compiled is None:
+        return "incomplete", _indent_of(lines)
+    # Like the interactive interpreter: a block goes on until a blank line.
+    last = [line for line in lines if line.strip()][-1:]
+    ends_blank = len(lines) > 1 and lines[-1].strip() == "" and lines[-2].strip() == ""
+    if last and last[0][:1] in (" ", "\t") and not ends_blank:
+        return "incomplete", _indent_of(lines)
+    return "complete", ""
+
+
+def _indent_of(lines):
+    for line in reversed(lines):
+        if line.strip():
+            indent = line[: len(line) - len(line.lstrip())]
+            return indent + "    " if line.rstrip().endswith(":") else indent
+    return ""

@@ -2,6 +2,7 @@
 
 mod artifact;
 mod mcp;
+mod repl;
 mod run;
 mod setup;
 
@@ -22,6 +23,8 @@ pub struct Cli {
 enum Command {
     /// Run Python code in a fresh kernel, streaming its output.
     Run(run::RunArgs),
+    /// An interactive Python session on one kernel.
+    Repl(repl::ReplArgs),
     /// Serve the eval tool to MCP clients over stdin/stdout.
     Mcp(mcp::McpArgs),
     /// Print the full output an earlier call saved (`artifact://<id>`).
@@ -83,5 +86,6 @@ pub async fn dispatch(cli: Cli) -> ExitCode {
         Command::Setup { what } => setup::setup(what).await,
         Command::Artifact(args) => artifact::artifact(args),
         Command::Mcp(args) => mcp::mcp(args).await,
+        Command::Repl(args) => repl::repl(args).await,
     }
 }

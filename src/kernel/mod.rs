@@ -122,10 +122,27 @@ pub enum ExecEvent {
     Started,
     Stdout(String),
     Stderr(String),
-    Display { bundle: MimeBundle, metadata: Map<String, Value> },
-    Result { bundle: MimeBundle, metadata: Map<String, Value> },
+    Display {
+        bundle: MimeBundle,
+        metadata: Map<String, Value>,
+    },
+    Result {
+        bundle: MimeBundle,
+        metadata: Map<String, Value>,
+    },
     Error(CellError),
     Done(CellDone),
+    /// The answer to [`Kernel::check_complete`].
+    Completeness(Completeness),
+}
+
+/// Whether some code is a whole cell yet, as a REPL asks after each line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completeness {
+    /// "complete", "incomplete" or "invalid".
+    pub status: String,
+    /// The indent to offer on the next line when incomplete.
+    pub indent: String,
 }
 
 type EventSender = mpsc::Sender<Result<ExecEvent, KernelError>>;
@@ -159,7 +176,7 @@ impl Execution {
             return None;
         }
         let item = self.events.recv().await.unwrap_or(Err(KernelError::Closed));
-        if matches!(item, Ok(ExecEvent::Done(_)) | Err(_)) {
+        if matches!(item, Ok(ExecEvent::Done(_)) | Ok(ExecEvent::Completeness(_)) | Err(_)) {
             self.finished = true;
         }
         Some(item)
@@ -387,6 +404,37 @@ impl Kernel {
             return Err(self.death_error().await);
         }
         Ok(Execution { id, events, finished: false })
+    }
+
+    /// Ask whether `code` is a whole cell yet (codeop rules, magics understood).
+    pub async fn check_complete(&self, code: &str) -> Result<Completeness, KernelError> {
+        let id = format!("c{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let request = protocol::CompleteRequest { kind: "complete", id: id.clone(), code: code.to_string() };
+        let (sender, events) = mpsc::channel(4);
+        {
+            let mut routes = self.shared.routes.lock().unwrap();
+            if let Some(error) = &routes.dead {
+                return Err(error.clone());
+            }
+            routes.pending.insert(id.clone(), sender);
+        }
+        let mut line = serde_json::to_string(&request).expect("requests serialize");
+        line.push('\n');
+        let written = match self.stdin.lock().await.as_mut() {
+            Some(pipe) => pipe.write_all(line.as_bytes()).await.is_ok(),
+            None => false,
+        };
+        if !written {
+            self.shared.routes.lock().unwrap().pending.remove(&id);
+            return Err(self.death_error().await);
+        }
+        let mut execution = Execution { id, events, finished: false };
+        while let Some(item) = execution.next().await {
+            if let ExecEvent::Completeness(answer) = item? {
+                return Ok(answer);
+            }
+        }
+        Err(KernelError::Closed)
     }
 
     /// The error to report once the runner is gone.
@@ -631,8 +679,11 @@ async fn route(shared: &Shared, frame: RunnerFrame) {
         RunnerFrame::Done { id, status, execution_count, cancelled } => {
             (Some(id), ExecEvent::Done(CellDone { status, execution_count, cancelled }))
         }
+        RunnerFrame::Completeness { id, status, indent } => {
+            (Some(id), ExecEvent::Completeness(Completeness { status, indent }))
+        }
     };
-    let done = matches!(event, ExecEvent::Done(_));
+    let done = matches!(event, ExecEvent::Done(_) | ExecEvent::Completeness(_));
     let sender = {
         let mut routes = shared.routes.lock().unwrap();
         match id.as_deref() {

@@ -51,7 +51,7 @@ impl RenderOptions {
             expand,
             preview_lines: 10,
             max_line_chars: 4000,
-            inline_images: tty && super::images::terminal_supports_images(),
+            inline_images: tty && super::images::terminal_protocol().is_some(),
             image_dir: std::env::temp_dir().join("evalkit-images"),
             headers: true,
             redraw_interval: REDRAW_INTERVAL,

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::params::{EvalParams, Language, ParamsError, PlannedCell};
 use super::result::{CellReport, CellStatus, Collector, ErrorSummary, EvalEvent, EvalResult};
 use super::watchdog::Watchdog;
-use crate::kernel::{ExecEvent, Kernel, KernelError, KernelOptions};
+use crate::kernel::{Completeness, ExecEvent, Kernel, KernelError, KernelOptions};
 use crate::output::artifacts::{ArtifactError, ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES};
 use crate::output::limiter::TextLimits;
 use crate::protocol::DoneStatus;
@@ -128,6 +128,8 @@ pub enum EvalError {
     LanguageDisabled(String),
     #[error("the Python backend is not available: {0}")]
     PythonUnavailable(String),
+    #[error("{0}")]
+    Kernel(String),
 }
 
 /// The eval tool. Cheap to share behind an `Arc`; every method takes `&self`.
@@ -178,6 +180,19 @@ impl EvalEngine {
     /// `owner` is gone: kernels no other owner holds are shut down. Idempotent.
     pub async fn dispose_owner(&self, owner: &str) {
         self.pool.dispose_owner(owner).await;
+    }
+
+    /// Is `code` a whole cell yet? Asked of the session's kernel (started if
+    /// needed), so magics and the interpreter's own grammar decide.
+    pub async fn check_complete(&self, context: &CallContext, code: &str) -> Result<Completeness, EvalError> {
+        let cwd = self.resolve_cwd(None)?;
+        let python = self.resolve_python(&cwd).await?;
+        let key =
+            KernelKey { session: context.session.clone(), cwd: cwd.clone(), interpreter: python.executable.clone() };
+        let slot = self.pool.slot(key, &context.owner);
+        let mut guard = slot.lock().await.map_err(|e| EvalError::Kernel(e.to_string()))?;
+        let kernel = self.kernel_for(&python, &cwd, &mut guard).await.map_err(|e| EvalError::Kernel(e.to_string()))?;
+        kernel.check_complete(code).await.map_err(|e| EvalError::Kernel(e.to_string()))
     }
 
     /// Restart `session`'s kernels: all state is cleared, the next call starts
@@ -389,7 +404,6 @@ impl EvalEngine {
         python: &ResolvedPython,
         cwd: &Path,
         guard: &mut SlotGuard<'_>,
-        collector: &mut Collector,
     ) -> Result<Arc<Kernel>, KernelError> {
         if let Some(kernel) = guard.kernel() {
             if kernel.is_alive() {
@@ -397,7 +411,7 @@ impl EvalEngine {
             }
             guard.replace_kernel(None);
             let exit = kernel.exit_info().map(|e| e.to_string()).unwrap_or_else(|| "it stopped".into());
-            collector.note(format!(
+            guard.add_note(format!(
                 "The previous kernel had died ({exit}); a new one was started and earlier state is lost."
             ));
             kernel.shutdown().await;
@@ -437,7 +451,11 @@ impl EvalEngine {
         // A kernel that is dead before the cell starts is replaced, once.
         let mut attempt = 0;
         let (kernel, mut execution) = loop {
-            let kernel = match self.kernel_for(python, cwd, guard, collector).await {
+            let started = self.kernel_for(python, cwd, guard).await;
+            for note in guard.take_notes() {
+                collector.note(note);
+            }
+            let kernel = match started {
                 Ok(kernel) => kernel,
                 Err(error) => return failure(collector, error),
             };

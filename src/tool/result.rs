@@ -207,7 +207,7 @@ impl Collector {
     /// Take one kernel event; returns what to stream to the caller.
     pub fn event(&mut self, cell: usize, event: ExecEvent) -> Option<EvalEvent> {
         match event {
-            ExecEvent::Started | ExecEvent::Done(_) => None,
+            ExecEvent::Started | ExecEvent::Done(_) | ExecEvent::Completeness(_) => None,
             ExecEvent::Stdout(text) => {
                 self.text(&text);
                 Some(EvalEvent::Stdout { cell, text })

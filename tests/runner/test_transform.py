@@ -106,6 +106,23 @@ class IPythonOracleTests(unittest.TestCase):
                 self.assertEqual(ours, sorted(theirs))
 
 
+class CheckCompleteTests(unittest.TestCase):
+    def test_interactive_rules(self):
+        from evalkit_kernel.transform import check_complete
+
+        self.assertEqual(check_complete("x = 1\n"), ("complete", ""))
+        self.assertEqual(check_complete("for i in range(3):\n"), ("incomplete", "    "))
+        self.assertEqual(check_complete("for i in range(3):\n    print(i)\n"), ("incomplete", "    "))
+        self.assertEqual(check_complete("for i in range(3):\n    print(i)\n\n"), ("complete", ""))
+        self.assertEqual(check_complete("x = (1,\n"), ("incomplete", ""))
+        self.assertEqual(check_complete("%%bash\necho hi\n"), ("incomplete", ""))
+        self.assertEqual(check_complete("%%bash\necho hi\n\n"), ("complete", ""))
+        self.assertEqual(check_complete("!ls \\\n"), ("incomplete", ""))
+        self.assertEqual(check_complete("%time x = 1\n"), ("complete", ""))
+        self.assertEqual(check_complete("x = )\n"), ("invalid", ""))
+        self.assertEqual(check_complete("await thing()\n"), ("complete", ""))
+
+
 class _Frame:
     def __init__(self, global_ns, local_ns=None):
         self.f_globals = global_ns

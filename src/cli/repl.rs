@@ -1,0 +1,205 @@
+//! `evalkit repl`: an interactive session on one retained kernel.
+//!
+//! Line editing and history (rustyline); a line is sent when the kernel says
+//! the cell is complete (`for x in y:` continues, `%%bash` ends on a blank
+//! line). Ctrl-C at the prompt clears the line; during a cell it interrupts
+//! the cell and keeps the kernel. Ctrl-D (or `:quit`) exits and stops the kernel.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use evalkit::render::{CardRenderer, RenderOptions};
+use evalkit::tool::{CallContext, EngineConfig, EvalEngine, EvalEvent, EvalParams};
+use rustyline::DefaultEditor;
+use rustyline::error::ReadlineError;
+use tokio_util::sync::CancellationToken;
+
+use super::KernelArgs;
+
+#[derive(Debug, clap::Args)]
+pub struct ReplArgs {
+    #[command(flatten)]
+    kernel: KernelArgs,
+    /// Timeout of each cell in seconds (1..3600).
+    #[arg(long, value_name = "SECONDS", default_value_t = 3600.0)]
+    timeout: f64,
+    /// Show every line of output, not the last 20.
+    #[arg(long)]
+    expand: bool,
+}
+
+const HELP: &str = "\
+:help   this help
+:reset  restart the kernel (all state cleared); %reset clears names but keeps the kernel
+:last   print the full output of the last cell (its artifact)
+:quit   leave (also Ctrl-D)
+Magics work as in cells: %pip, !cmd, %%bash, %time, ... Ctrl-C interrupts a running cell.";
+
+fn history_path() -> Option<PathBuf> {
+    let dir = dirs::state_dir().or_else(dirs::data_local_dir)?.join("evalkit");
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir.join("repl_history"))
+}
+
+enum Input {
+    Cell(String),
+    Command(String),
+    Quit,
+}
+
+pub async fn repl(args: ReplArgs) -> ExitCode {
+    let cwd = match args.kernel.cwd() {
+        Ok(cwd) => cwd,
+        Err(message) => {
+            eprintln!("evalkit: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut config = EngineConfig::new(cwd);
+    config.python = args.kernel.explicit_python();
+    config.pool.idle_timeout = None;
+    let engine = Arc::new(EvalEngine::new(config));
+    let context = CallContext::new(format!("repl-{}", std::process::id()));
+    // The kernel starts now, so the first prompt answers at once.
+    if let Err(error) = engine.check_complete(&context, "").await {
+        eprintln!("evalkit: {error}");
+        return ExitCode::from(2);
+    }
+    let mut editor = match DefaultEditor::new() {
+        Ok(editor) => editor,
+        Err(error) => {
+            eprintln!("evalkit: cannot start line editing: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let history = history_path();
+    if let Some(path) = &history {
+        let _ = editor.load_history(path);
+    }
+    println!(
+        "evalkit repl · Python kernel in {} · :help for commands, Ctrl-D to leave",
+        engine.config().default_cwd.display()
+    );
+    let mut last_artifact: Option<String> = None;
+    loop {
+        let (returned, input) = read_cell(editor, engine.clone(), context.clone()).await;
+        editor = returned;
+        match input {
+            Input::Quit => break,
+            Input::Command(command) => match command.as_str() {
+                ":help" => println!("{HELP}"),
+                ":reset" => {
+                    engine.reset_session(&context.session).await;
+                    println!("kernel restarted");
+                }
+                ":last" => match &last_artifact {
+                    Some(uri) => match engine.read_artifact(uri, 0, 64 * 1024 * 1024) {
+                        Ok((text, _)) => print!("{text}"),
+                        Err(error) => eprintln!("evalkit: {error}"),
+                    },
+                    None => println!("no output yet"),
+                },
+                ":quit" | ":q" | ":exit" => break,
+                other => println!("unknown command {other}; :help lists them"),
+            },
+            Input::Cell(code) => {
+                let _ = editor.add_history_entry(code.trim_end());
+                if let Some(path) = &history {
+                    let _ = editor.save_history(path);
+                }
+                if let Some(uri) = run_cell(&engine, &context, &code, args.timeout, args.expand).await {
+                    last_artifact = Some(uri);
+                }
+            }
+        }
+    }
+    engine.dispose_all().await;
+    ExitCode::SUCCESS
+}
+
+/// Read lines until the kernel says the cell is complete.
+async fn read_cell(editor: DefaultEditor, engine: Arc<EvalEngine>, context: CallContext) -> (DefaultEditor, Input) {
+    let mut editor = editor;
+    let mut buffer = String::new();
+    let mut indent = String::new();
+    loop {
+        let prompt = if buffer.is_empty() { ">>> " } else { "... " };
+        let initial = std::mem::take(&mut indent);
+        let (returned, line) = tokio::task::spawn_blocking(move || {
+            let line = editor.readline_with_initial(prompt, (&initial, ""));
+            (editor, line)
+        })
+        .await
+        .expect("line editing does not panic");
+        editor = returned;
+        match line {
+            Ok(line) => {
+                if buffer.is_empty() && line.trim_start().starts_with(':') && !line.trim().is_empty() {
+                    return (editor, Input::Command(line.trim().to_string()));
+                }
+                if buffer.is_empty() && line.trim().is_empty() {
+                    continue;
+                }
+                buffer.push_str(&line);
+                buffer.push('\n');
+                match engine.check_complete(&context, &buffer).await {
+                    Ok(answer) if answer.status == "incomplete" => indent = answer.indent,
+                    // complete, invalid (the kernel shows the error), or no answer
+                    _ => return (editor, Input::Cell(buffer)),
+                }
+            }
+            Err(ReadlineError::Interrupted) => {
+                buffer.clear();
+            }
+            Err(ReadlineError::Eof) => {
+                if buffer.is_empty() {
+                    return (editor, Input::Quit);
+                }
+                buffer.clear();
+            }
+            Err(error) => {
+                eprintln!("evalkit: {error}");
+                return (editor, Input::Quit);
+            }
+        }
+    }
+}
+
+/// Run one cell with the interactive renderer; Ctrl-C interrupts it.
+async fn run_cell(
+    engine: &EvalEngine,
+    context: &CallContext,
+    code: &str,
+    timeout: f64,
+    expand: bool,
+) -> Option<String> {
+    let mut params = EvalParams::code(code);
+    params.timeout = Some(timeout);
+    let mut options = RenderOptions::detect(expand);
+    options.preview_lines = 20;
+    options.headers = false;
+    let renderer = Mutex::new(CardRenderer::new(std::io::stdout(), std::io::stderr(), options, vec![code.to_string()]));
+    let on_event = |event: EvalEvent| renderer.lock().unwrap().event(&event);
+    let cancel = CancellationToken::new();
+    let interrupter = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        })
+    };
+    let outcome = engine.eval(&params, context, &cancel, &on_event).await;
+    interrupter.abort();
+    match outcome {
+        Ok(result) => {
+            renderer.lock().unwrap().finish(&result);
+            result.artifact
+        }
+        Err(error) => {
+            eprintln!("evalkit: {error}");
+            None
+        }
+    }
+}

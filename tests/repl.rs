@@ -1,0 +1,121 @@
+//! `evalkit repl` in a real pseudo-terminal (rexpect): multi-line input,
+//! Ctrl-C on a busy cell, history, and leaving no process behind.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use rexpect::session::{PtySession, spawn_command};
+
+fn repl() -> (PtySession, tempfile::TempDir) {
+    let home = tempfile::tempdir().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_evalkit"));
+    command
+        .arg("repl")
+        .arg("--cwd")
+        .arg(home.path())
+        .env("EVALKIT_PYTHON", common::python())
+        .env("HOME", home.path())
+        .env("XDG_STATE_HOME", home.path().join("state"))
+        .env("EVALKIT_ARTIFACTS_DIR", home.path().join("artifacts"))
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm");
+    let mut session = spawn_command(command, Some(20_000)).expect("the repl starts");
+    session.exp_string(">>> ").expect("first prompt");
+    (session, home)
+}
+
+fn run(session: &mut PtySession, line: &str) {
+    session.send_line(line).unwrap();
+}
+
+#[test]
+fn multi_line_cells_run_when_complete() {
+    let (mut s, _home) = repl();
+    run(&mut s, "total = 0");
+    s.exp_string(">>> ").unwrap();
+    run(&mut s, "for i in range(3):");
+    s.exp_string("... ").unwrap();
+    run(&mut s, "total += i * 10");
+    s.exp_string("... ").unwrap();
+    run(&mut s, "");
+    s.exp_string(">>> ").unwrap();
+    run(&mut s, "print('total is', total)");
+    s.exp_string("total is 30").unwrap();
+    run(&mut s, "%%bash");
+    s.exp_string("... ").unwrap();
+    run(&mut s, "echo from-bash-$((2 + 3))");
+    s.exp_string("... ").unwrap();
+    run(&mut s, "");
+    s.exp_string("from-bash-5").unwrap();
+    s.exp_string(">>> ").unwrap();
+    s.send_control('d').unwrap();
+    s.exp_eof().unwrap();
+}
+
+#[test]
+fn ctrl_c_interrupts_a_cell_and_keeps_state() {
+    let (mut s, _home) = repl();
+    run(&mut s, "kept = 'still here'");
+    s.exp_string(">>> ").unwrap();
+    run(&mut s, "while True: pass");
+    std::thread::sleep(Duration::from_millis(700));
+    s.send_control('c').unwrap();
+    s.exp_string("KeyboardInterrupt").unwrap();
+    s.exp_string("cancelled").unwrap();
+    s.exp_string(">>> ").unwrap();
+    run(&mut s, "kept");
+    s.exp_string("'still here'").unwrap();
+    s.exp_string(">>> ").unwrap();
+    // Ctrl-C at the prompt clears the line and keeps the session.
+    s.send("half typed").unwrap();
+    s.flush().unwrap();
+    s.exp_string("half typed").unwrap();
+    s.send_control('c').unwrap();
+    s.exp_string(">>> ").unwrap();
+    run(&mut s, "1 + 1");
+    s.exp_string("  2\r\n").unwrap();
+    s.exp_string(">>> ").unwrap();
+    s.send_control('d').unwrap();
+    s.exp_eof().unwrap();
+}
+
+#[test]
+fn history_recalls_earlier_cells() {
+    let (mut s, home) = repl();
+    run(&mut s, "counter = [0]");
+    s.exp_string(">>> ").unwrap();
+    run(&mut s, "counter[0] += 1; print('count', counter[0])");
+    s.exp_string("count 1").unwrap();
+    s.exp_string(">>> ").unwrap();
+    s.send("\x1b[A").unwrap(); // up arrow
+    s.flush().unwrap();
+    s.send_line("").unwrap();
+    s.exp_string("count 2").unwrap();
+    s.send_control('d').unwrap();
+    s.exp_eof().unwrap();
+    let saved = std::fs::read_to_string(home.path().join("state/evalkit/repl_history")).unwrap();
+    assert!(saved.contains("print('count', counter[0])"), "{saved}");
+}
+
+#[test]
+fn leaving_stops_the_kernel() {
+    let (mut s, _home) = repl();
+    run(&mut s, "import os, subprocess; p = subprocess.Popen(['sleep', '60']); print('pid', os.getpid())");
+    let (_, pid) = s.exp_regex(r"pid (\d+)").unwrap();
+    let pid: u32 = pid.trim_start_matches("pid ").parse().unwrap();
+    assert_eq!(common::group_members(pid).len(), 2);
+    s.exp_string(">>> ").unwrap();
+    run(&mut s, ":reset");
+    s.exp_string("kernel restarted").unwrap();
+    assert!(common::group_members(pid).is_empty(), ":reset stops the old kernel");
+    run(&mut s, "print('pid', __import__('os').getpid())");
+    let (_, pid) = s.exp_regex(r"pid (\d+)").unwrap();
+    let pid: u32 = pid.trim_start_matches("pid ").parse().unwrap();
+    s.exp_string(">>> ").unwrap();
+    s.send_control('d').unwrap();
+    s.exp_eof().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(common::group_members(pid).is_empty(), "kernel {pid} outlived the repl");
+}
