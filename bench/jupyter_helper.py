@@ -67,6 +67,8 @@ def cold(_):
 
 def start(_):
     global _warm
+    if _warm is not None:
+        return {"ok": True, "python": _warm[0].kernel_spec.argv[0]}
     _warm = _start()
     _execute(_warm[1], "1+1")
     return {"ok": True, "python": _warm[0].kernel_spec.argv[0]}

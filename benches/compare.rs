@@ -389,6 +389,7 @@ async fn output_throughput(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, re
     config.artifacts_dir = dir.path().join("artifacts");
     let engine = EvalEngine::new(config);
     let context = CallContext::new("bench");
+    jupyter.call(json!({"op": "start"})).await;
     let params = EvalParams::from_json(json!({"cells": [{"code": code.clone(), "timeout": 3600}]})).unwrap();
     engine.eval(&EvalParams::code("1"), &context, &CancellationToken::new(), &ignore_events).await.unwrap();
     let mut evalkit = Series::new("evalkit");
@@ -403,7 +404,15 @@ async fn output_throughput(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, re
         "import sys, time\nstart = time.perf_counter()\n{code}\nsys.stdout.flush()\nsys.stderr.write(str(time.perf_counter() - start))"
     );
     for _ in 0..plan.output_runs {
-        let floor = Command::new(&setup.python).args(["-c", &floor_code]).stdout(Stdio::null()).output().await.unwrap();
+        let floor = Command::new(&setup.python)
+            .args(["-c", &floor_code])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+            .wait_with_output()
+            .await
+            .unwrap();
         let seconds: f64 = String::from_utf8_lossy(&floor.stderr).trim().parse().unwrap_or(f64::NAN);
         print_floor.values.push(megabytes / seconds);
         let cancel = CancellationToken::new();
@@ -438,6 +447,7 @@ async fn output_throughput(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, re
 }
 
 async fn interrupt_latency(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, report: &mut Report) {
+    jupyter.call(json!({"op": "start"})).await;
     let (kernel, _) = first_result(setup).await;
     let mut evalkit = Series::new("evalkit");
     let mut jupyter_series = Series::new("jupyter_client");

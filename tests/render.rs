@@ -72,6 +72,8 @@ fn render(
     let out = String::from_utf8(out).unwrap();
     if tty {
         assert!(!out.contains("\x1b[") || out.contains("F\x1b[J"), "only tail redraws use escapes");
+        assert!(out.contains("⋯ running"), "a running cell says so");
+        assert!(!screen(&out).contains("⋯ running"), "and stops saying so when it ends");
     } else {
         assert!(!out.contains('\x1b'), "no escape codes off a terminal");
     }

@@ -193,7 +193,10 @@ async fn run_cell(
     let outcome = engine.eval(&params, context, &cancel, &on_event).await;
     interrupter.abort();
     match outcome {
-        Ok(result) => {
+        Ok(mut result) => {
+            for note in &mut result.notes {
+                *note = note.replace("via { reset: true }", "with :reset");
+            }
             renderer.lock().unwrap().finish(&result);
             result.artifact
         }

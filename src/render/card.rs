@@ -67,6 +67,8 @@ enum Channel {
 }
 
 struct LiveCell {
+    /// Still running: the tail ends with a "running" line.
+    running: bool,
     tail: VecDeque<(Channel, String)>,
     partial: [String; 2],
     total_lines: usize,
@@ -197,12 +199,14 @@ impl<O: Write, E: Write> CardRenderer<O, E> {
             }
         }
         self.live = Some(LiveCell {
+            running: true,
             tail: VecDeque::new(),
             partial: [String::new(), String::new()],
             total_lines: 0,
             drawn: 0,
             last_draw: Instant::now() - REDRAW_INTERVAL,
         });
+        self.redraw_tail(true);
     }
 
     fn part(&mut self, part: &DisplayPart) {
@@ -286,12 +290,18 @@ impl<O: Write, E: Write> CardRenderer<O, E> {
             frame.push_str(&format!("  {line}\n"));
             drawn += 1;
         }
+        if live.running && self.options.headers {
+            frame.push_str(&self.options.style.dim("  ⋯ running"));
+            frame.push('\n');
+            drawn += 1;
+        }
         live.drawn = drawn;
         let _ = self.out.write_all(frame.as_bytes());
     }
 
     fn finish_cell(&mut self, status: CellStatus, duration_ms: u64) {
         if let Some(live) = self.live.as_mut() {
+            live.running = false;
             for slot in 0..2 {
                 if !live.partial[slot].is_empty() {
                     let rest = std::mem::take(&mut live.partial[slot]);
