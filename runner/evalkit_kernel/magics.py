@@ -163,22 +163,23 @@ class Magics:
     # entry points used by the generated code -------------------------------
 
     def line(self, name, args):
-        method = self._line_magics.get(name)
-        if method is None:
-            raise _usage("Line magic function `%%%s` not found." % name)
-        frame = sys._getframe(1)
-        if name not in _NO_EXPANSION:
-            args = expand(args, frame)
+        method, args, frame = self._resolve(self._line_magics, "Line magic function `%%%s` not found.", name, args)
         return method(args, frame)
 
     def cell(self, name, args, body):
-        method = self._cell_magics.get(name)
+        method, args, frame = self._resolve(self._cell_magics, "Cell magic `%%%%%s` not found.", name, args)
+        return method(args, body, frame)
+
+    def _resolve(self, table, missing, name, args):
+        """The magic's method, its expanded arguments, and the user's frame
+        (two levels up: the cell called line() or cell(), which called us)."""
+        method = table.get(name)
         if method is None:
-            raise _usage("Cell magic `%%%%%s` not found." % name)
-        frame = sys._getframe(1)
+            raise _usage(missing % name)
+        frame = sys._getframe(2)
         if name not in _NO_EXPANSION:
             args = expand(args, frame)
-        return method(args, body, frame)
+        return method, args, frame
 
     def system(self, command):
         """`!cmd`: run in a shell, output streaming into the cell; sets `_exit_code`."""

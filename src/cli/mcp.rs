@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use evalkit::tool::{EngineConfig, EvalEngine, KernelMode};
+use evalkit::tool::{EvalEngine, KernelMode};
 
 use super::KernelArgs;
 
@@ -42,15 +42,13 @@ enum Mode {
 }
 
 pub async fn mcp(args: McpArgs) -> ExitCode {
-    let cwd = match args.kernel.cwd() {
-        Ok(cwd) => cwd,
+    let mut config = match args.kernel.engine_config() {
+        Ok(config) => config,
         Err(message) => {
             eprintln!("evalkit: {message}");
             return ExitCode::from(2);
         }
     };
-    let mut config = EngineConfig::new(cwd);
-    config.python = args.kernel.explicit_python();
     config.mode = match args.mode {
         Mode::Session => KernelMode::Session,
         Mode::PerCall => KernelMode::PerCall,

@@ -59,6 +59,13 @@ impl KernelArgs {
         Ok(cwd)
     }
 
+    /// An engine configuration for these options (cwd checked first).
+    pub fn engine_config(&self) -> Result<evalkit::tool::EngineConfig, String> {
+        let mut config = evalkit::tool::EngineConfig::new(self.cwd()?);
+        config.python = self.explicit_python();
+        Ok(config)
+    }
+
     /// `--python`, else `$EVALKIT_PYTHON`.
     pub fn explicit_python(&self) -> Option<String> {
         self.python.clone().or_else(|| std::env::var("EVALKIT_PYTHON").ok().filter(|v| !v.trim().is_empty()))

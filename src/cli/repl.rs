@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use evalkit::render::{CardRenderer, RenderOptions};
-use evalkit::tool::{CallContext, EngineConfig, EvalEngine, EvalEvent, EvalParams};
+use evalkit::tool::{CallContext, EvalEngine, EvalEvent, EvalParams};
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 use tokio_util::sync::CancellationToken;
@@ -49,15 +49,13 @@ enum Input {
 }
 
 pub async fn repl(args: ReplArgs) -> ExitCode {
-    let cwd = match args.kernel.cwd() {
-        Ok(cwd) => cwd,
+    let mut config = match args.kernel.engine_config() {
+        Ok(config) => config,
         Err(message) => {
             eprintln!("evalkit: {message}");
             return ExitCode::from(2);
         }
     };
-    let mut config = EngineConfig::new(cwd);
-    config.python = args.kernel.explicit_python();
     config.pool.idle_timeout = None;
     let engine = Arc::new(EvalEngine::new(config));
     let context = CallContext::new(format!("repl-{}", std::process::id()));

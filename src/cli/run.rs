@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use evalkit::render::{CardRenderer, RenderOptions};
-use evalkit::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult, KernelMode};
+use evalkit::tool::{CallContext, CellStatus, EvalEngine, EvalEvent, EvalParams, EvalResult, KernelMode};
 use tokio_util::sync::CancellationToken;
 
 use super::KernelArgs;
@@ -89,9 +89,8 @@ fn read_params(args: &RunArgs) -> Result<EvalParams, String> {
 
 async fn run_inner(args: RunArgs) -> Result<ExitCode, String> {
     let params = read_params(&args)?;
-    let mut config = EngineConfig::new(args.kernel.cwd()?);
+    let mut config = args.kernel.engine_config()?;
     config.mode = KernelMode::PerCall;
-    config.python = args.kernel.explicit_python();
     config.extra_env = args.env.iter().cloned().collect();
     let engine = Arc::new(EvalEngine::new(config));
     let cancel = CancellationToken::new();

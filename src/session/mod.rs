@@ -130,6 +130,15 @@ impl Slot {
         Some(SlotGuard { slot: self, state })
     }
 
+    /// Stop the kernel unless a call is using it; `note` tells the next call why. True if stopped.
+    async fn stop_if_idle(&self, note: String) -> bool {
+        let Some(mut guard) = self.try_lock() else { return false };
+        let Some(kernel) = guard.replace_kernel(None) else { return false };
+        kernel.shutdown().await;
+        guard.add_note(note);
+        true
+    }
+
     fn has_kernel(&self) -> bool {
         self.current.lock().unwrap().is_some()
     }
@@ -233,14 +242,11 @@ impl KernelPool {
             if live < self.limits.max_kernels {
                 break;
             }
-            if let Some(mut guard) = slot.try_lock()
-                && let Some(kernel) = guard.replace_kernel(None)
-            {
-                kernel.shutdown().await;
-                guard.add_note(format!(
-                    "The previous kernel was stopped to stay within {} live kernels; its state was lost.",
-                    self.limits.max_kernels
-                ));
+            let note = format!(
+                "The previous kernel was stopped to stay within {} live kernels; its state was lost.",
+                self.limits.max_kernels
+            );
+            if slot.stop_if_idle(note).await {
                 live -= 1;
             }
         }
@@ -293,15 +299,11 @@ impl KernelPool {
             if slot.idle_for() < idle {
                 continue;
             }
-            if let Some(mut guard) = slot.try_lock()
-                && let Some(kernel) = guard.replace_kernel(None)
-            {
-                kernel.shutdown().await;
-                guard.add_note(format!(
-                    "The previous kernel was stopped after {} minutes unused; its state was lost.",
-                    idle.as_secs() / 60
-                ));
-            }
+            let minutes = idle.as_secs() / 60;
+            slot.stop_if_idle(format!(
+                "The previous kernel was stopped after {minutes} minutes unused; its state was lost."
+            ))
+            .await;
         }
     }
 }
