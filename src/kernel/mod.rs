@@ -380,7 +380,15 @@ impl Kernel {
             cwd: options.cwd,
             env: options.env,
         };
-        let (sender, events) = mpsc::channel(EXECUTION_BUFFER);
+        if self.shared.trace {
+            tracing::info!(target: "evalkit::ipc", "host → runner {}", protocol::redacted(&request));
+        }
+        self.send(id, protocol::encode_request(&request), EXECUTION_BUFFER).await
+    }
+
+    /// Register a route for `id`, then write `line`; its frames arrive on the result.
+    async fn send(&self, id: String, line: String, buffer: usize) -> Result<Execution, KernelError> {
+        let (sender, events) = mpsc::channel(buffer);
         {
             let mut routes = self.shared.routes.lock().unwrap();
             if let Some(error) = &routes.dead {
@@ -388,16 +396,9 @@ impl Kernel {
             }
             routes.pending.insert(id.clone(), sender);
         }
-        if self.shared.trace {
-            tracing::info!(target: "evalkit::ipc", "host → runner {}", protocol::redacted(&request));
-        }
-        let line = protocol::encode_request(&request);
-        let written = {
-            let mut stdin = self.stdin.lock().await;
-            match stdin.as_mut() {
-                Some(pipe) => pipe.write_all(line.as_bytes()).await.is_ok(),
-                None => false,
-            }
+        let written = match self.stdin.lock().await.as_mut() {
+            Some(pipe) => pipe.write_all(line.as_bytes()).await.is_ok(),
+            None => false,
         };
         if !written {
             self.shared.routes.lock().unwrap().pending.remove(&id);
@@ -410,25 +411,9 @@ impl Kernel {
     pub async fn check_complete(&self, code: &str) -> Result<Completeness, KernelError> {
         let id = format!("c{}", self.next_id.fetch_add(1, Ordering::Relaxed));
         let request = protocol::CompleteRequest { kind: "complete", id: id.clone(), code: code.to_string() };
-        let (sender, events) = mpsc::channel(4);
-        {
-            let mut routes = self.shared.routes.lock().unwrap();
-            if let Some(error) = &routes.dead {
-                return Err(error.clone());
-            }
-            routes.pending.insert(id.clone(), sender);
-        }
         let mut line = serde_json::to_string(&request).expect("requests serialize");
         line.push('\n');
-        let written = match self.stdin.lock().await.as_mut() {
-            Some(pipe) => pipe.write_all(line.as_bytes()).await.is_ok(),
-            None => false,
-        };
-        if !written {
-            self.shared.routes.lock().unwrap().pending.remove(&id);
-            return Err(self.death_error().await);
-        }
-        let mut execution = Execution { id, events, finished: false };
+        let mut execution = self.send(id, line, 4).await?;
         while let Some(item) = execution.next().await {
             if let ExecEvent::Completeness(answer) = item? {
                 return Ok(answer);
