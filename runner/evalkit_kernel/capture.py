@@ -15,16 +15,17 @@ import threading
 
 from .interrupts import block_interrupts_in_this_thread
 
-# Bound before the kernel wraps os.write to keep fd 1/2 in order.
-_raw_write = os.write
-
 _CHUNK = 1 << 16
 _WANTED_PIPE_SIZE = 1 << 20
 _F_SETPIPE_SZ = 1031  # Linux only; elsewhere the default size stays
 _F_GETPIPE_SZ = 1032
-# While a cell runs, Python's buffered stdout/stderr are flushed this often,
-# so output streams live without a syscall per line.
+# While a cell runs, Python's buffered stdout/stderr (and held frames) are
+# flushed this often, so output streams live without a syscall per line.
 _FLUSH_INTERVAL = 0.02
+# Between cells the thread ticks more slowly. A new cell is noticed on the
+# next tick rather than by waking the thread: a wake-up per cell costs more
+# than the cell itself for quick ones.
+_IDLE_INTERVAL = 0.1
 # Output written while no request is running (a background child, a thread)
 # is held and delivered at the start of the next request, up to this much.
 _MAX_PENDING = 1 << 20
@@ -71,10 +72,6 @@ class OutputCapture:
             os.set_blocking(read_fd, False)
             self._streams.append(_Stream(name, read_fd, capacity))
         self._fds = [stream.fd for stream in self._streams]
-        # Written to when a request begins, so the thread leaves its untimed
-        # wait and starts flushing periodically.
-        self._wake_read, self._wake_write = os.pipe()
-        os.set_blocking(self._wake_read, False)
         self._by_fd = {stream.fd: stream for stream in self._streams}
         # poll(0) is the cheapest "is anything unread?" for the sync points.
         self._poller = select.poll()
@@ -88,7 +85,6 @@ class OutputCapture:
         with self._lock:
             self._drain_all()
             self._request_id = request_id
-            _raw_write(self._wake_write, b"!")
             pending, self._pending = self._pending, []
             dropped, self._pending_dropped = self._pending_dropped, 0
             self._pending_size = 0
@@ -124,22 +120,17 @@ class OutputCapture:
 
     def _pump(self):
         block_interrupts_in_this_thread()
-        fds = [stream.fd for stream in self._streams] + [self._wake_read]
+        fds = [stream.fd for stream in self._streams]
         while True:
             running = self._request_id is not None
             try:
-                ready, _, _ = select.select(fds, [], [], _FLUSH_INTERVAL if running else None)
+                ready, _, _ = select.select(fds, [], [], _FLUSH_INTERVAL if running else _IDLE_INTERVAL)
             except InterruptedError:
                 continue
-            if self._wake_read in ready:
-                try:
-                    os.read(self._wake_read, 4096)
-                except BlockingIOError:
-                    pass
-                continue
-            if running and not ready:
-                self._flush_python_streams()
-                self._writer.flush()
+            if not ready:
+                if running:
+                    self._flush_python_streams()
+                    self._writer.flush()
                 continue
             with self._lock:
                 for stream in self._streams:
