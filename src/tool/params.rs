@@ -1,4 +1,4 @@
-//! The eval tool's parameters, in every form the design documents use, and
+//! The eval tool's parameters, in both their per-cell and older top-level forms, and
 //! their JSON Schema (shared with the MCP server).
 
 use std::time::Duration;
@@ -142,7 +142,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn accepts_every_seed_form() {
+    fn accepts_the_older_and_newer_forms() {
         let newest = json!({"cells": [{"language": "py", "code": "1", "title": "t", "timeout": 5, "reset": true}]});
         let older = json!({"cells": [{"code": "1", "title": "t"}], "timeout": 12, "reset": true, "cwd": "/tmp"});
         let newest = EvalParams::from_json(newest).unwrap().plan().unwrap();
