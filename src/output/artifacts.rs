@@ -19,6 +19,9 @@ pub const ARTIFACTS_DIR_VAR: &str = "EVALKIT_ARTIFACTS_DIR";
 /// URI scheme of artifact links.
 pub const SCHEME: &str = "artifact://";
 
+/// Artifacts older than this are deleted when an engine starts (7 days).
+pub const DEFAULT_RETENTION: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+
 /// Default on-disk cap for one artifact (512 MiB); past it a notice is written and the rest dropped.
 pub const DEFAULT_MAX_ARTIFACT_BYTES: u64 = 512 * 1024 * 1024;
 
@@ -96,6 +99,33 @@ impl ArtifactStore {
             return Err(ArtifactError::NotFound(bare.to_string(), self.root.clone()));
         }
         Ok(path)
+    }
+
+    /// Delete artifacts last written more than `max_age` ago, and session
+    /// folders left empty. Returns how many files were removed.
+    pub fn prune(&self, max_age: std::time::Duration) -> usize {
+        let Some(cutoff) = std::time::SystemTime::now().checked_sub(max_age) else { return 0 };
+        let Ok(sessions) = std::fs::read_dir(&self.root) else { return 0 };
+        let mut removed = 0;
+        for session in sessions.flatten() {
+            let folder = session.path();
+            let is_store_folder =
+                session.file_name().to_str().is_some_and(|n| n.len() == 8 && n.bytes().all(|b| b.is_ascii_hexdigit()));
+            if !is_store_folder || !folder.is_dir() {
+                continue;
+            }
+            for file in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+                let old = file.metadata().and_then(|m| m.modified()).is_ok_and(|t| t < cutoff);
+                if old
+                    && file.file_name().to_string_lossy().ends_with(".log")
+                    && std::fs::remove_file(file.path()).is_ok()
+                {
+                    removed += 1;
+                }
+            }
+            let _ = std::fs::remove_dir(&folder); // only succeeds when empty
+        }
+        removed
     }
 
     /// The artifacts of `session`, newest first: (id, size in bytes).
@@ -270,6 +300,27 @@ mod tests {
             assert!(matches!(store.path_of(bad), Err(ArtifactError::InvalidId(_))), "{bad:?} accepted");
         }
         assert!(matches!(store.path_of("0123abcd-1-1"), Err(ArtifactError::NotFound(..))));
+    }
+
+    #[test]
+    fn prune_removes_only_old_artifacts() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ArtifactStore::new(dir.path(), 100);
+        let mut old = store.create("s");
+        old.write("old");
+        old.finish();
+        let mut new = store.create("s");
+        new.write("new");
+        new.finish();
+        let stray = dir.path().join("not-ours.txt");
+        std::fs::write(&stray, "x").unwrap();
+        let week_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(8 * 24 * 3600);
+        let file = std::fs::File::options().append(true).open(store.path_of(old.id()).unwrap()).unwrap();
+        file.set_modified(week_ago).unwrap();
+        assert_eq!(store.prune(DEFAULT_RETENTION), 1);
+        assert!(store.path_of(old.id()).is_err());
+        assert!(store.path_of(new.id()).is_ok());
+        assert!(stray.exists(), "files that are not artifacts are left alone");
     }
 
     #[test]

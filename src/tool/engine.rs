@@ -15,7 +15,7 @@ use super::params::{EvalParams, Language, ParamsError, PlannedCell};
 use super::result::{CellReport, CellStatus, Collector, ErrorSummary, EvalEvent, EvalResult};
 use super::watchdog::Watchdog;
 use crate::kernel::{Completeness, ExecEvent, Kernel, KernelError, KernelOptions};
-use crate::output::artifacts::{ArtifactError, ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES};
+use crate::output::artifacts::{ArtifactError, ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES, DEFAULT_RETENTION};
 use crate::output::limiter::TextLimits;
 use crate::protocol::DoneStatus;
 use crate::runtime::{self, DiscoveryInput, ResolvedPython, env};
@@ -78,6 +78,8 @@ pub struct EngineConfig {
     pub pool: PoolLimits,
     pub artifacts_dir: PathBuf,
     pub max_artifact_bytes: u64,
+    /// Artifacts older than this are deleted when the engine starts (`None`: kept).
+    pub artifact_retention: Option<Duration>,
     pub exposure: Exposure,
     pub startup_timeout: Duration,
 }
@@ -95,6 +97,7 @@ impl EngineConfig {
             pool: PoolLimits::default(),
             artifacts_dir: ArtifactStore::default_root(),
             max_artifact_bytes: DEFAULT_MAX_ARTIFACT_BYTES,
+            artifact_retention: Some(DEFAULT_RETENTION),
             exposure: Exposure::default().with_env_overrides(),
             startup_timeout: crate::kernel::DEFAULT_STARTUP_TIMEOUT,
         }
@@ -153,9 +156,14 @@ enum Fate {
 }
 
 impl EvalEngine {
-    /// Create an engine. Call from within a tokio runtime so idle kernels are reaped.
+    /// Create an engine. Call from within a tokio runtime so idle kernels are
+    /// reaped and old artifacts pruned in the background.
     pub fn new(config: EngineConfig) -> Self {
         let artifacts = ArtifactStore::new(config.artifacts_dir.clone(), config.max_artifact_bytes);
+        if let (Some(age), Ok(handle)) = (config.artifact_retention, tokio::runtime::Handle::try_current()) {
+            let store = ArtifactStore::new(config.artifacts_dir.clone(), config.max_artifact_bytes);
+            handle.spawn_blocking(move || store.prune(age));
+        }
         EvalEngine { pool: KernelPool::new(config.pool), artifacts, config, calls: AtomicU64::new(0) }
     }
 
