@@ -455,3 +455,24 @@ async fn displays_become_text_images_json_and_status() {
     assert!(result.text.contains("Hi **there**"), "{}", result.text);
     f.engine.dispose_all().await;
 }
+
+#[tokio::test]
+async fn a_paused_budget_lets_the_cell_run_past_its_timeout() {
+    let f = fixture(|_| {});
+    let engine = f.engine.clone();
+    let pauser = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let outer = engine.pause_budget("s").expect("a cell is running");
+        let inner = engine.pause_budget("s").unwrap();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        drop(outer);
+        drop(inner);
+    });
+    let p = params(json!({"cells": [{"code": "import time\ntime.sleep(2.2)\n'finished'", "timeout": 1}]}));
+    let result = eval_in(&f.engine, "s", p).await;
+    pauser.await.unwrap();
+    assert_eq!(result.cells[0].status, CellStatus::Ok, "{}", result.text);
+    assert_eq!(result.text, "'finished'\n");
+    assert!(f.engine.pause_budget("s").is_none(), "no cell is running any more");
+    f.engine.dispose_all().await;
+}

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::params::{EvalParams, Language, ParamsError, PlannedCell};
 use super::result::{CellReport, CellStatus, Collector, ErrorSummary, EvalEvent, EvalResult};
-use super::watchdog::Watchdog;
+use super::watchdog::{PauseGuard, Watchdog};
 use crate::kernel::{Completeness, ExecEvent, Kernel, KernelError, KernelOptions};
 use crate::output::artifacts::{ArtifactError, ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES, DEFAULT_RETENTION};
 use crate::output::limiter::TextLimits;
@@ -141,6 +141,8 @@ pub struct EvalEngine {
     pool: Arc<KernelPool>,
     artifacts: ArtifactStore,
     calls: AtomicU64,
+    /// The watchdog of the cell each session is running, for [`EvalEngine::pause_budget`].
+    budgets: std::sync::Mutex<std::collections::HashMap<String, Arc<Watchdog>>>,
 }
 
 /// Events are streamed through this while a call runs.
@@ -164,7 +166,13 @@ impl EvalEngine {
             let store = ArtifactStore::new(config.artifacts_dir.clone(), config.max_artifact_bytes);
             handle.spawn_blocking(move || store.prune(age));
         }
-        EvalEngine { pool: KernelPool::new(config.pool), artifacts, config, calls: AtomicU64::new(0) }
+        EvalEngine {
+            pool: KernelPool::new(config.pool),
+            artifacts,
+            config,
+            calls: AtomicU64::new(0),
+            budgets: Default::default(),
+        }
     }
 
     pub fn config(&self) -> &EngineConfig {
@@ -201,6 +209,14 @@ impl EvalEngine {
         let mut guard = slot.lock().await.map_err(|e| EvalError::Kernel(e.to_string()))?;
         let kernel = self.kernel_for(&python, &cwd, &mut guard).await.map_err(|e| EvalError::Kernel(e.to_string()))?;
         kernel.check_complete(code).await.map_err(|e| EvalError::Kernel(e.to_string()))
+    }
+
+    /// Suspend the time budget of the cell `session` is running, until the
+    /// guard is dropped; each release starts a fresh window. For host work done
+    /// on the cell's behalf (a bridge call); nothing else pauses the budget.
+    /// Pauses nest. `None` when the session runs no cell.
+    pub fn pause_budget(&self, session: &str) -> Option<PauseGuard> {
+        self.budgets.lock().unwrap().get(session).map(|watchdog| watchdog.pause())
     }
 
     /// Restart `session`'s kernels: all state is cleared, the next call starts
@@ -475,6 +491,9 @@ impl EvalEngine {
         };
 
         let watchdog = Watchdog::new(cell.timeout);
+        let session = guard.key().session.clone();
+        self.budgets.lock().unwrap().insert(session.clone(), watchdog.clone());
+        let _budget = BudgetEntry { budgets: &self.budgets, session };
         let mut interrupted: Option<(CellStatus, Instant)> = None;
         let mut error_summary = None;
         let (status, count, fate) = loop {
@@ -551,6 +570,18 @@ impl EvalEngine {
             }
         }
         (status, count, error_summary.filter(|_| status != CellStatus::Ok))
+    }
+}
+
+/// Forgets a running cell's watchdog when the cell ends, however it ends.
+struct BudgetEntry<'a> {
+    budgets: &'a std::sync::Mutex<std::collections::HashMap<String, Arc<Watchdog>>>,
+    session: String,
+}
+
+impl Drop for BudgetEntry<'_> {
+    fn drop(&mut self) {
+        self.budgets.lock().unwrap().remove(&self.session);
     }
 }
 
