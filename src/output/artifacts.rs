@@ -89,7 +89,7 @@ impl ArtifactStore {
         let (Some(session), Some(millis), Some(seq)) = (parts.next(), parts.next(), parts.next()) else {
             return Err(invalid());
         };
-        let hex = session.len() == 8 && session.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase());
+        let hex = is_session_folder_name(session);
         let digits = |s: &str| !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit());
         if !hex || !digits(millis) || !digits(seq) {
             return Err(invalid());
@@ -109,8 +109,7 @@ impl ArtifactStore {
         let mut removed = 0;
         for session in sessions.flatten() {
             let folder = session.path();
-            let is_store_folder =
-                session.file_name().to_str().is_some_and(|n| n.len() == 8 && n.bytes().all(|b| b.is_ascii_hexdigit()));
+            let is_store_folder = session.file_name().to_str().is_some_and(is_session_folder_name);
             if !is_store_folder || !folder.is_dir() {
                 continue;
             }
@@ -157,6 +156,11 @@ impl ArtifactStore {
         file.take(limit as u64).read_to_end(&mut buffer).map_err(io)?;
         Ok((String::from_utf8_lossy(&buffer).into_owned(), size))
     }
+}
+
+/// Whether `name` is what [`session_hash`] produces: 8 lowercase hex digits.
+fn is_session_folder_name(name: &str) -> bool {
+    name.len() == 8 && name.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
 /// First 8 hex digits of the session id's SHA-256: a folder name that leaks nothing.

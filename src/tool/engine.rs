@@ -125,8 +125,9 @@ impl CallContext {
 pub enum EvalError {
     #[error(transparent)]
     Params(#[from] ParamsError),
-    #[error("working directory {0}")]
-    InvalidCwd(String),
+    /// The cwd is missing or not a directory (the kernel layer's own error).
+    #[error(transparent)]
+    InvalidCwd(KernelError),
     #[error("{0}")]
     LanguageDisabled(String),
     #[error("the Python backend is not available: {0}")]
@@ -340,8 +341,7 @@ impl EvalEngine {
             Some(dir) => self.config.default_cwd.join(dir),
             None => self.config.default_cwd.clone(),
         };
-        crate::kernel::validate_cwd(&cwd)
-            .map_err(|e| EvalError::InvalidCwd(e.to_string().trim_start_matches("working directory ").to_string()))?;
+        crate::kernel::validate_cwd(&cwd).map_err(EvalError::InvalidCwd)?;
         Ok(std::fs::canonicalize(&cwd).unwrap_or(cwd))
     }
 
