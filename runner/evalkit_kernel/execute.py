@@ -9,7 +9,7 @@ import ast
 import os
 import sys
 
-from . import display, mpl, prelude
+from . import display, mpl, prelude, usermain
 from .transform import transform_cell
 
 _TOP_LEVEL_AWAIT = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)
@@ -30,7 +30,8 @@ class Executor:
     """Holds the user namespace and runs cells in it."""
 
     def __init__(self, gate, emit_error, capture):
-        self.namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+        self.main_module = usermain.install()
+        self.namespace = self.main_module.__dict__
         self.execution_count = 0
         self._gate = gate
         self._emit_error = emit_error
@@ -50,9 +51,7 @@ class Executor:
 
     def reset_namespace(self):
         """Forget every user name, then put the prelude back (`%reset`)."""
-        for name in list(self.namespace):
-            if name not in ("__name__", "__builtins__"):
-                del self.namespace[name]
+        usermain.clear(self.main_module)
         prelude.install(self.namespace)
 
     def run_fragment(self, code, global_ns, local_ns, label):
@@ -174,7 +173,15 @@ class Executor:
         import traceback
 
         self._register_sources(linecache)
-        tb = self._user_traceback(error.__traceback__)
+        if usermain.is_usage_error(error, _RUNNER_DIR):
+            self._sync_output()
+            message = usermain.usage_message(error)
+            self._emit_error("UsageError", message, ["UsageError: %s\n" % message])
+            return
+        compile_error = isinstance(error, SyntaxError) and usermain.raised_in(error.__traceback__, _RUNNER_DIR)
+        # A compile error (in a cell, %time, %run, a cell magic's body): the
+        # code's own lines say everything.
+        tb = None if compile_error else self._user_traceback(error.__traceback__)
         try:
             lines = traceback.format_exception(type(error), error, tb)
         except BaseException:
@@ -185,7 +192,6 @@ class Executor:
             evalue = "<unprintable %s>" % type(error).__name__
         self._sync_output()
         self._emit_error(type(error).__name__, evalue, lines)
-
 
     def _user_traceback(self, tb):
         """The traceback without the runner's own frames (and without
@@ -202,7 +208,7 @@ class Executor:
                 kept.append(node)
             node = node.tb_next
         if not kept:
-            return tb
+            return None
         for current, following in zip(kept, kept[1:]):
             current.tb_next = following
         kept[-1].tb_next = None

@@ -11,7 +11,8 @@ import subprocess
 import sys
 import time
 
-from . import display
+from . import display, magics_packages, magics_scripts, magics_shell, usermain
+from .expansion import expand
 from .slist import SList
 
 
@@ -159,6 +160,8 @@ class Magics:
             "time": self.time_cell,
             "timeit": self.timeit_cell,
         }
+        for extension in (magics_scripts, magics_packages, magics_shell):
+            extension.register(self)
 
     # entry points used by the generated code -------------------------------
 
@@ -205,7 +208,7 @@ class Magics:
         """`%pip ...`: run this interpreter's pip; then forget the modules of every
         distribution it installed or upgraded, so the next import loads the new code."""
         before = _distributions()
-        command = [sys.executable, "-m", "pip"] + shlex.split(args)
+        command = magics_packages.pip_command(shlex.split(args))
         code = subprocess.call(command, stdin=subprocess.DEVNULL)
         after = _distributions()
         changed = sorted(name for name, version in after.items() if before.get(name) != version)
@@ -401,23 +404,11 @@ class Magics:
     def run(self, args, frame):
         """`%run script.py [args]`: run a script as __main__ with sys.argv set; its
         global names are then added to yours."""
-        import runpy
-
         argv = shlex.split(args)
         if not argv:
             raise _usage("%run needs a file path")
         path = os.path.expanduser(argv[0])
-        saved_argv = sys.argv
-        sys.argv = [path] + argv[1:]
-        try:
-            try:
-                names = runpy.run_path(path, run_name="__main__")
-            except SystemExit as error:
-                if error.code not in (None, 0):
-                    raise
-                names = {}
-        finally:
-            sys.argv = saved_argv
+        names = usermain.run_script(path, argv[1:])
         for name, value in names.items():
             if not (name.startswith("__") and name.endswith("__")):
                 frame.f_globals[name] = value
@@ -499,61 +490,6 @@ def _unquote(text):
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         return text[1:-1]
     return text
-
-
-def expand(command, frame):
-    """IPython's shell-line expansion: `{expr}` is evaluated, `$name` (or
-    `$name.attr`) is looked up, `$$` is a literal `$`, `{{`/`}}` literal braces.
-    Anything that does not evaluate is left as written (so `$HOME` reaches the shell)."""
-    global_ns, local_ns = frame.f_globals, frame.f_locals
-    out = []
-    index = 0
-    length = len(command)
-    while index < length:
-        char = command[index]
-        if char == "$":
-            if command.startswith("$$", index):
-                out.append("$")
-                index += 2
-                continue
-            end = index + 1
-            while end < length and (command[end].isalnum() or command[end] in "_."):
-                end += 1
-            name = command[index + 1 : end].rstrip(".")
-            end = index + 1 + len(name)
-            if name and (name[0].isalpha() or name[0] == "_"):
-                try:
-                    out.append(str(eval(name, global_ns, local_ns)))
-                    index = end
-                    continue
-                except Exception:
-                    pass
-            out.append("$")
-            index += 1
-            continue
-        if char == "{":
-            if command.startswith("{{", index):
-                out.append("{")
-                index += 2
-                continue
-            close = command.find("}", index + 1)
-            if close != -1:
-                try:
-                    out.append(str(eval(command[index + 1 : close], global_ns, local_ns)))
-                    index = close + 1
-                    continue
-                except Exception:
-                    pass
-            out.append("{")
-            index += 1
-            continue
-        if char == "}" and command.startswith("}}", index):
-            out.append("}")
-            index += 2
-            continue
-        out.append(char)
-        index += 1
-    return "".join(out)
 
 
 def _normalize(name):

@@ -17,6 +17,7 @@ def _pyplot():
 def _emit_open_figures(plt):
     for number in list(plt.get_fignums()):
         figure = plt.figure(number)
+        text = display.safe_repr(figure)  # matplotlib's own: <Figure size 640x480 with 1 Axes>
         try:
             data = display.figure_png(figure)
         except Exception as error:
@@ -25,7 +26,7 @@ def _emit_open_figures(plt):
         finally:
             plt.close(figure)
         if data is not None:
-            display.publish("display", {"image/png": data, "text/plain": "<Figure %d>" % number})
+            display.publish("display", {"image/png": data, "text/plain": text})
 
 
 def _show(*args, **kwargs):

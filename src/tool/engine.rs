@@ -410,7 +410,9 @@ impl EvalEngine {
                 None => format!("Cell {}", index + 1),
             };
             let skipped = plan.len() - index - 1;
-            let mut note = format!("{name} {what}.");
+            // An error message that ends its own sentence gets no second full stop.
+            let stop = if what.ends_with(['.', '!', '?']) { "" } else { "." };
+            let mut note = format!("{name} {what}{stop}");
             if skipped == 1 {
                 note.push_str(&format!(" Cell {} was not run.", index + 2));
             } else if skipped > 1 {

@@ -140,6 +140,36 @@ class ExpandTests(unittest.TestCase):
         self.assertEqual(expand("echo {{literal}}", frame), "echo {literal}")
         self.assertEqual(expand("echo {undefined_name}", frame), "echo {undefined_name}")
 
+    def test_same_expansion_as_ipython(self):
+        """Where every piece evaluates, IPython's own formatter is the oracle,
+        including its rule for `$name` inside single quotes."""
+        try:
+            from IPython.utils.text import DollarFormatter
+        except ImportError:
+            self.skipTest("IPython is not installed")
+        namespace = {"n": 3, "name": "world", "items": [1, 2, 3], "obj": type("O", (), {"attr": "A"})()}
+        cases = [
+            "echo '$n'",
+            'echo "$n"',
+            "echo '$n' $n",
+            "echo $n '$name' $name",
+            "echo {n} '$n'",
+            "echo '{n}' $n",
+            "echo '$n' {n} '$n'",
+            "echo '$n' {n} $n'",
+            "echo \'$n",
+            "echo $$name $name",
+            "echo $obj.attr",
+            "echo {items[1:]}",
+            "echo {name!r}",
+            "echo {{n}} $n",
+            "echo '$n'\"$n\"'$n'",
+        ]
+        for case in cases:
+            with self.subTest(case=case):
+                theirs = DollarFormatter().vformat(case, args=[], kwargs=dict(namespace))
+                self.assertEqual(expand(case, _Frame(dict(namespace))), theirs)
+
     def test_locals_win(self):
         frame = _Frame({"v": "global"}, {"v": "local"})
         self.assertEqual(expand("$v", frame), "local")

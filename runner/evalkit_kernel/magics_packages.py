@@ -1,0 +1,165 @@
+"""Package managers aimed at this kernel's own interpreter: `%pip` (with a
+fallback to uv), `%uv`, `%conda`, `%mamba` and `%micromamba`.
+
+Each one runs for `sys.executable` / `sys.prefix` (never whatever tool happens
+to be first on PATH for another environment), streams its output, and then
+evicts the modules of every distribution that changed, as `%pip` does, so
+the next import loads the new code.
+"""
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+
+from . import display
+
+# `uv pip` subcommands: `%uv install x` means `uv pip install x`.
+_UV_PIP_COMMANDS = frozenset(("install", "uninstall", "list", "freeze", "show", "sync", "compile", "check", "tree"))
+# As IPython: conda commands that act on an environment get `--prefix`,
+# and those that would ask for confirmation get `--yes` (cells have no stdin).
+_CONDA_PREFIX_COMMANDS = frozenset(("install", "list", "remove", "uninstall", "update", "upgrade"))
+_CONDA_YES_COMMANDS = frozenset(("install", "remove", "uninstall", "update", "upgrade"))
+_CONDA_ENV_FLAGS = frozenset(("-p", "--prefix", "-n", "--name"))
+_CONDA_YES_FLAGS = frozenset(("-y", "--yes"))
+
+
+class PackageManagerError(RuntimeError):
+    """The package manager is missing or exited with an error."""
+
+
+PackageManagerError.__module__ = "builtins"
+
+
+def register(magics):
+    """Add the package-manager line magics to a `Magics` object's table."""
+    table = magics._line_magics
+    table["uv"] = uv
+    for tool in ("conda", "mamba", "micromamba"):
+        table[tool] = _conda_magic(tool)
+
+
+def has_pip():
+    """Can this interpreter run `-m pip`? (A `uv venv` has no pip.)"""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("pip") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def find_uv():
+    """uv on PATH, else next to this interpreter (a venv's bin, uv's own env)."""
+    found = shutil.which("uv")
+    if found:
+        return found
+    for folder in (os.path.dirname(sys.executable), os.path.join(sys.prefix, "bin")):
+        candidate = os.path.join(folder, "uv")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def pip_command(words):
+    """The command `%pip words` runs: this interpreter's pip, else `uv pip`
+    for this interpreter when it has no pip."""
+    if has_pip():
+        return [sys.executable, "-m", "pip"] + words
+    uv_path = find_uv()
+    if uv_path is None:
+        raise PackageManagerError(
+            "%%pip: %s has no pip and uv was not found (on PATH or next to the interpreter). "
+            "Install pip into it (`%s -m ensurepip`), or install uv (https://docs.astral.sh/uv/) "
+            "and use `%%pip` or `%%uv pip` again." % (sys.executable, sys.executable)
+        )
+    return _uv_pip(uv_path, words)
+
+
+def _uv_pip(uv_path, words):
+    return [uv_path, "pip"] + words + ["--python", sys.executable]
+
+
+def uv(args, frame):
+    """`%uv pip ARGS` (or `%uv install ...`, `%uv list`, ... as `uv pip ...`):
+    uv's pip interface for this interpreter. Any other `%uv ARGS` runs `uv
+    ARGS` as is (e.g. `%uv --version`)."""
+    words = shlex.split(args)
+    uv_path = find_uv()
+    if uv_path is None:
+        raise PackageManagerError(
+            "%uv: uv was not found on PATH or next to this interpreter. Install uv "
+            "(https://docs.astral.sh/uv/), or use %pip."
+        )
+    if words and words[0] == "pip":
+        command = _uv_pip(uv_path, words[1:])
+    elif words and words[0] in _UV_PIP_COMMANDS:
+        command = _uv_pip(uv_path, words)
+    else:
+        command = [uv_path] + words
+    return run_and_evict(command, "uv", args)
+
+
+def _conda_magic(tool):
+    def conda_like(args, frame):
+        return _conda(tool, args)
+
+    conda_like.__doc__ = "`%%%s ARGS`: run %s for this kernel's environment (`--prefix sys.prefix`)." % (tool, tool)
+    return conda_like
+
+
+def _conda(tool, args):
+    if not os.path.exists(os.path.join(sys.prefix, "conda-meta", "history")):
+        raise PackageManagerError(
+            "%%%s: this kernel's Python (%s) is not in a conda environment; use %%pip instead, "
+            "or start evalkit with a conda environment's python." % (tool, sys.executable)
+        )
+    executable = _conda_executable(tool)
+    if executable is None:
+        raise PackageManagerError(
+            "%%%s: %s was not found (CONDA_EXE/MAMBA_EXE, next to the interpreter, or on PATH). "
+            "Install it, or use %%pip." % (tool, tool)
+        )
+    words = shlex.split(args)
+    command, rest = (words[0], words[1:]) if words else ("", [])
+    extra = []
+    if command in _CONDA_YES_COMMANDS and not _CONDA_YES_FLAGS.intersection(rest):
+        extra.append("--yes")
+    if command in _CONDA_PREFIX_COMMANDS and not _CONDA_ENV_FLAGS.intersection(rest):
+        extra += ["--prefix", sys.prefix]
+    return run_and_evict([executable] + ([command] if command else []) + extra + rest, tool, args)
+
+
+def _conda_executable(tool):
+    """As IPython finds it: $CONDA_EXE (or $MAMBA_EXE), next to the
+    interpreter, then PATH."""
+    variable = "MAMBA_EXE" if "mamba" in tool else "CONDA_EXE"
+    configured = os.environ.get(variable)
+    if configured and os.path.isfile(configured):
+        return os.path.realpath(configured)
+    beside = os.path.join(os.path.dirname(sys.executable), tool)
+    if os.path.isfile(beside):
+        return beside
+    return shutil.which(tool)
+
+
+def run_and_evict(command, op, args):
+    """Run a package manager (output streaming), then evict the modules of
+    every distribution it installed, upgraded or removed; raise on failure."""
+    from .magics import _distributions, _evict_modules
+
+    before = _distributions()
+    try:
+        code = subprocess.call(command, stdin=subprocess.DEVNULL)
+    except OSError as error:
+        raise PackageManagerError("%%%s: cannot run %s: %s" % (op, command[0], error)) from None
+    after = _distributions()
+    changed = sorted(name for name in set(before) | set(after) if before.get(name) != after.get(name))
+    evicted = _evict_modules(changed)
+    import importlib
+
+    importlib.invalidate_caches()
+    display.emit_status(op, args=args, installed=changed, evicted=evicted, exit_code=code)
+    if code != 0:
+        raise PackageManagerError("%s exited with status %d; its output is above" % (os.path.basename(command[0]), code))
+    return None

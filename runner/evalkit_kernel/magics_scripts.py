@@ -1,0 +1,155 @@
+"""Cell magics that hand the cell to something else: a display (`%%html`,
+`%%markdown`, `%%latex`, `%%svg`, `%%javascript`/`%%js`) or another program
+(`%%script CMD`, `%%python`, `%%python3`, `%%perl`, `%%ruby`, `%%pypy`), plus
+`%%file` as IPython's other name for `%%writefile`.
+
+Display bundles carry IPython's MIME types and its `text/plain`
+(`<IPython.core.display.HTML object>`, ...), so a front end sees what Jupyter
+would send. Scripts get the cell on their stdin, as IPython's `%%script`
+does, and their output streams into the cell.
+"""
+import argparse
+import os
+import shlex
+import subprocess
+
+from . import display
+
+# IPython's display classes: (magic names, MIME type, class name for text/plain).
+_DISPLAYS = (
+    (("html",), "text/html", "HTML"),
+    (("markdown",), "text/markdown", "Markdown"),
+    (("latex",), "text/latex", "Latex"),
+    (("svg",), "image/svg+xml", "SVG"),
+    (("javascript", "js"), "application/javascript", "Javascript"),
+)
+
+# `%%name` runs `name` with the cell on stdin (IPython's default script magics;
+# `%%bash` and `%%sh` keep their own older implementation).
+_INTERPRETERS = ("perl", "ruby", "python", "python2", "python3", "pypy")
+
+
+class UsageError(Exception):
+    """A script magic was called with arguments it cannot use."""
+
+
+UsageError.__module__ = "builtins"
+
+
+def register(magics):
+    """Add these cell magics to a `Magics` object's table."""
+    table = magics._cell_magics
+    for names, mime, class_name in _DISPLAYS:
+        for name in names:
+            table[name] = _display_magic(name, mime, class_name)
+    table["script"] = script
+    for name in _INTERPRETERS:
+        table[name] = _interpreter_magic(name)
+    if "writefile" in table:
+        table["file"] = table["writefile"]
+
+
+def _display_magic(name, mime, class_name):
+    def show(args, body, frame):
+        words = shlex.split(args)
+        metadata = None
+        if name == "html" and "--isolated" in words:
+            metadata = {"text/html": {"isolated": True}}
+            words.remove("--isolated")
+        if words:
+            raise UsageError("%%%%%s: unrecognized arguments: %s" % (name, " ".join(words)))
+        bundle = {"text/plain": "<IPython.core.display.%s object>" % class_name, mime: _svg(body) if name == "svg" else body}
+        display.publish("display", bundle, metadata)
+        return None
+
+    show.__doc__ = "`%%%%%s`: display the cell as %s." % (name, mime)
+    return show
+
+
+def _svg(text):
+    """IPython's SVG keeps only the <svg> element of a document (no XML
+    prolog or doctype); text that does not parse is shown as written."""
+    start = text.find("<svg")
+    if start <= 0:
+        return text
+    try:
+        from xml.dom import minidom
+
+        nodes = minidom.parseString(text.encode("utf-8")).getElementsByTagName("svg")
+        return nodes[0].toxml() if nodes else text
+    except Exception:
+        return text
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def _script_parser():
+    parser = _ArgumentParser(prog="%%script", add_help=False)
+    parser.add_argument("--out")
+    parser.add_argument("--err")
+    parser.add_argument("--bg", action="store_true")
+    parser.add_argument("--proc")
+    parser.add_argument("--no-raise-error", action="store_false", dest="raise_error")
+    return parser
+
+
+def script(args, body, frame):
+    """`%%script [--out VAR] [--err VAR] [--no-raise-error] CMD [args]`: run CMD
+    with the cell on its stdin. A failing program raises CalledProcessError
+    (unless `--no-raise-error`), as in IPython 9."""
+    options, command = _script_parser().parse_known_args(shlex.split(args))
+    if options.bg or options.proc:
+        raise UsageError(
+            "%%script --bg (and --proc) is not supported: evalkit cells run one at a time and a "
+            "background script would outlive its cell. Run it in the foreground, or start it "
+            "yourself with subprocess.Popen."
+        )
+    if not command:
+        raise UsageError("%%script needs a program to run, e.g. %%script python3")
+    return _run(command, body, frame, options)
+
+
+def _interpreter_magic(name):
+    def run_with(args, body, frame):
+        options, extra = _script_parser().parse_known_args(shlex.split(args))
+        if options.bg or options.proc:
+            return script(args, body, frame)  # the same clear error
+        return _run([name] + extra, body, frame, options)
+
+    run_with.__doc__ = "`%%%%%s`: run the cell with %s (a shortcut for `%%%%script %s`)." % (name, name, name)
+    return run_with
+
+
+def _run(command, body, frame, options):
+    """Run the program with the cell on stdin. Its output goes straight to the
+    cell's fds (captured like any child's), except a stream kept in a variable."""
+    if not body.endswith("\n"):
+        body += "\n"
+    try:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE if options.out else None,
+            stderr=subprocess.PIPE if options.err else None,
+        )
+    except OSError as error:
+        raise UsageError(
+            "%%%%script: cannot run %r: %s. Install it, or give its full path: %%%%script /path/to/%s"
+            % (command[0], error.strerror or error, os.path.basename(command[0]))
+        ) from None
+    try:
+        out, err = process.communicate(body.encode("utf-8", "replace"))
+    except KeyboardInterrupt:
+        process.terminate()
+        process.wait()
+        raise
+    for name, data in ((options.out, out), (options.err, err)):
+        if name:
+            frame.f_globals[name] = data.decode("utf-8", "replace")
+    display.emit_status("script", command=command, exit_code=process.returncode)
+    if options.raise_error and process.returncode != 0:
+        raise subprocess.CalledProcessError(process.returncode, body)
+    return None
