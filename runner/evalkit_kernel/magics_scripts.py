@@ -67,11 +67,9 @@ def _display_magic(name, mime, class_name):
 
 
 def _svg(text):
-    """IPython's SVG keeps only the <svg> element of a document (no XML
-    prolog or doctype); text that does not parse is shown as written."""
-    start = text.find("<svg")
-    if start <= 0:
-        return text
+    """IPython's SVG keeps only the <svg> element of the document (no XML
+    prolog, doctype or trailing text); text that does not parse is shown as
+    written."""
     try:
         from xml.dom import minidom
 

@@ -75,3 +75,24 @@ pub async fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> boo
     }
     check()
 }
+
+/// Python that defines `build_wheel(folder, version)`: a pure-Python wheel of
+/// the distribution `evalkit-probe-dist` (import name `evalkit_probe_mod`,
+/// `VERSION` = the major version), built on the spot so installs need no network.
+pub const BUILD_WHEEL: &str = r#"
+import os, zipfile
+def build_wheel(folder, version):
+    info = "evalkit_probe_dist-%s.dist-info" % version
+    path = os.path.join(folder, "evalkit_probe_dist-%s-py3-none-any.whl" % version)
+    files = {
+        "evalkit_probe_mod/__init__.py": "VERSION = %s\n" % version.split(".")[0],
+        info + "/METADATA": "Metadata-Version: 2.1\nName: evalkit-probe-dist\nVersion: %s\n" % version,
+        info + "/WHEEL": "Wheel-Version: 1.0\nGenerator: evalkit-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        info + "/top_level.txt": "evalkit_probe_mod\n",
+    }
+    with zipfile.ZipFile(path, "w") as wheel:
+        for name, text in files.items():
+            wheel.writestr(name, text)
+        wheel.writestr(info + "/RECORD", "".join("%s,,\n" % name for name in files) + info + "/RECORD,,\n")
+    return path
+"#;
