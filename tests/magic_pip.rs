@@ -6,7 +6,6 @@ mod common;
 
 use common::{BUILD_WHEEL, run, start};
 
-
 #[tokio::test]
 async fn pip_installs_upgrades_and_evicts_by_distribution() {
     let kernel = start().await;

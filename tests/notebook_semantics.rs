@@ -199,7 +199,8 @@ async fn script_cell_magics() {
     let python3 = run(&kernel, "%%python3\nimport sys\nprint(6 * 7)\nprint('to err', file=sys.stderr)").await;
     assert_eq!((python3.stdout(), python3.stderr()), ("42\n".into(), "to err\n".into()), "{}", error_of(&python3));
 
-    let kept = run(&kernel, "%%script --out out --err err python3\nimport sys; print('o'); print('e', file=sys.stderr)").await;
+    let kept =
+        run(&kernel, "%%script --out out --err err python3\nimport sys; print('o'); print('e', file=sys.stderr)").await;
     assert_eq!(kept.stdout(), "", "kept output is not shown");
     assert_eq!(run(&kernel, "out, err").await.results(), ["('o\\n', 'e\\n')"]);
 
@@ -224,7 +225,9 @@ async fn script_cell_magics() {
 #[tokio::test]
 async fn sx_alias_and_quoting() {
     let kernel = start().await;
-    let sx = run(&kernel, "lines = %sx printf 'a\\nb\\n'\nsame = %system printf 'a\\nb\\n'\n(lines, same.s, _exit_code)").await;
+    let sx =
+        run(&kernel, "lines = %sx printf 'a\\nb\\n'\nsame = %system printf 'a\\nb\\n'\n(lines, same.s, _exit_code)")
+            .await;
     assert_eq!(sx.results(), ["(['a', 'b'], 'a b', 0)"], "{}", error_of(&sx));
 
     let listed = run(&kernel, "%alias").await;
@@ -253,7 +256,11 @@ async fn store_keeps_variables_per_project_across_kernels() {
     let stored = run(&first, "numbers = [1, 2, 3]\nword = 'hi'\n%store numbers word").await;
     assert_eq!(stored.stdout(), "Stored 'numbers' (list)\nStored 'word' (str)\n", "{}", error_of(&stored));
     let interactive = run(&first, "class Local: pass\nthing = Local()\n%store thing").await;
-    assert!(interactive.stdout().contains("Proper storage of interactively declared classes"), "{}", interactive.stdout());
+    assert!(
+        interactive.stdout().contains("Proper storage of interactively declared classes"),
+        "{}",
+        interactive.stdout()
+    );
     drop(first);
 
     let second = kernel_in(project.path(), python(), &extra).await;
@@ -293,7 +300,11 @@ async fn pip_falls_back_to_uv_in_a_uv_venv() {
     let venv_python = venv.join("bin/python");
     let wheels = start().await;
     run(&wheels, BUILD_WHEEL).await;
-    let built = run(&wheels, &format!("print(build_wheel({0:?}, '1.0'), build_wheel({0:?}, '2.0'))", dir.path().display().to_string())).await;
+    let built = run(
+        &wheels,
+        &format!("print(build_wheel({0:?}, '1.0'), build_wheel({0:?}, '2.0'))", dir.path().display().to_string()),
+    )
+    .await;
     let paths: Vec<String> = built.stdout().split_whitespace().map(String::from).collect();
     assert_eq!(paths.len(), 2, "{}", error_of(&built));
 
@@ -307,9 +318,17 @@ async fn pip_falls_back_to_uv_in_a_uv_venv() {
     let uv_dir = uv.parent().unwrap().display().to_string();
     let path = format!("{uv_dir}:/usr/bin:/bin");
     let kernel = kernel_in(dir.path(), &venv_python, &[("PATH", path.as_str())]).await;
-    let install = run(&kernel, &format!("%pip install --no-index {}\nimport evalkit_probe_mod\nevalkit_probe_mod.VERSION", paths[0])).await;
+    let install = run(
+        &kernel,
+        &format!("%pip install --no-index {}\nimport evalkit_probe_mod\nevalkit_probe_mod.VERSION", paths[0]),
+    )
+    .await;
     assert_eq!(install.results(), ["1"], "{}\n{}", error_of(&install), install.stderr());
-    let upgrade = run(&kernel, &format!("%uv install --no-index {}\nimport evalkit_probe_mod\nevalkit_probe_mod.VERSION", paths[1])).await;
+    let upgrade = run(
+        &kernel,
+        &format!("%uv install --no-index {}\nimport evalkit_probe_mod\nevalkit_probe_mod.VERSION", paths[1]),
+    )
+    .await;
     assert_eq!(upgrade.results(), ["2"], "%uv evicts the old module: {}", error_of(&upgrade));
     let listed = run(&kernel, "%uv pip list").await;
     assert!(listed.stdout().contains("evalkit-probe-dist 2.0"), "{}", listed.stdout());
@@ -340,8 +359,7 @@ async fn an_error_that_ends_its_sentence_gets_one_full_stop() {
     config.artifacts_dir = dir.path().join("artifacts");
     let engine = EvalEngine::new(config);
     let params = EvalParams::from_json(json!({"cells": [{"code": "input()"}, {"code": "1"}]})).unwrap();
-    let result =
-        engine.eval(&params, &CallContext::new("s"), &CancellationToken::new(), &ignore_events).await.unwrap();
+    let result = engine.eval(&params, &CallContext::new("s"), &CancellationToken::new(), &ignore_events).await.unwrap();
     assert!(result.text.contains("an argument). Cell 2 was not run."), "{}", result.text);
     assert!(!result.text.contains(".."), "{}", result.text);
     engine.dispose_all().await;
