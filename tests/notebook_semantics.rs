@@ -334,6 +334,26 @@ async fn pip_falls_back_to_uv_in_a_uv_venv() {
     assert!(listed.stdout().contains("evalkit-probe-dist 2.0"), "{}", listed.stdout());
     let conda = run(&kernel, "%conda list").await;
     assert!(error_of(&conda).contains("is not in a conda environment"), "{}", error_of(&conda));
+
+    // Made into a conda-like environment: the tool beside the interpreter runs
+    // for this prefix, with IPython's --yes and --prefix; a missing tool is named.
+    std::fs::create_dir_all(venv.join("conda-meta")).unwrap();
+    std::fs::write(venv.join("conda-meta/history"), "").unwrap();
+    let mamba = venv.join("bin/mamba");
+    std::fs::write(&mamba, "#!/bin/sh\necho \"mamba $*\"\n").unwrap();
+    std::fs::set_permissions(&mamba, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let prefix = run(&kernel, "import sys; print(sys.prefix)").await.stdout();
+    let installed = run(&kernel, "%mamba install somepkg").await;
+    assert_eq!(
+        installed.stdout(),
+        format!("mamba install --yes --prefix {} somepkg\n", prefix.trim()),
+        "{}",
+        error_of(&installed)
+    );
+    let named = run(&kernel, "%mamba list -n other").await;
+    assert_eq!(named.stdout(), "mamba list -n other\n", "an explicit environment is kept");
+    let missing = run(&kernel, "%micromamba list").await;
+    assert!(error_of(&missing).contains("micromamba was not found"), "{}", error_of(&missing));
 }
 
 #[tokio::test]
