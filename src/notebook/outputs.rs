@@ -64,7 +64,8 @@ impl OutputBuilder {
                 self.outputs.push(Output::Error {
                     ename: error.ename.clone(),
                     evalue: error.evalue.clone(),
-                    traceback: error.traceback.clone(),
+                    // Jupyter joins traceback entries with newlines, so each is stored without its own.
+                    traceback: error.traceback.iter().map(|line| line.strip_suffix('\n').unwrap_or(line).to_string()).collect(),
                 });
             }
             ExecEvent::Started | ExecEvent::Done(_) | ExecEvent::Completeness(_) => {}
@@ -166,7 +167,7 @@ mod tests {
         builder.event(&ExecEvent::Error(CellError {
             ename: "ValueError".into(),
             evalue: "bad".into(),
-            traceback: vec!["Traceback\n".into(), "ValueError: bad".into()],
+            traceback: vec!["Traceback\n".into(), "ValueError: bad\n".into()],
         }));
         let outputs = builder.finish(Some(7), None);
         let value = serde_json::to_value(&outputs).unwrap();
@@ -178,7 +179,7 @@ mod tests {
                 {"output_type": "stream", "name": "stdout", "text": ["c\n"]},
                 {"output_type": "execute_result", "execution_count": 7, "data": {"text/plain": ["42"]}, "metadata": {}},
                 {"output_type": "error", "ename": "ValueError", "evalue": "bad",
-                 "traceback": ["Traceback\n", "ValueError: bad"]}
+                 "traceback": ["Traceback", "ValueError: bad"]}
             ])
         );
     }
