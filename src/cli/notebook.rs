@@ -178,7 +178,9 @@ fn exit_code(statuses: &[(CellStatus, bool)]) -> ExitCode {
         ExitCode::from(130)
     } else if has(CellStatus::Timeout) {
         ExitCode::from(124)
-    } else if statuses.iter().any(|(status, allowed)| *status != CellStatus::Ok && !(*allowed && *status == CellStatus::Error))
+    } else if statuses
+        .iter()
+        .any(|(status, allowed)| *status != CellStatus::Ok && !(*allowed && *status == CellStatus::Error))
     {
         ExitCode::from(1)
     } else {

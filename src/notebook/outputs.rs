@@ -65,7 +65,11 @@ impl OutputBuilder {
                     ename: error.ename.clone(),
                     evalue: error.evalue.clone(),
                     // Jupyter joins traceback entries with newlines, so each is stored without its own.
-                    traceback: error.traceback.iter().map(|line| line.strip_suffix('\n').unwrap_or(line).to_string()).collect(),
+                    traceback: error
+                        .traceback
+                        .iter()
+                        .map(|line| line.strip_suffix('\n').unwrap_or(line).to_string())
+                        .collect(),
                 });
             }
             ExecEvent::Started | ExecEvent::Done(_) | ExecEvent::Completeness(_) => {}
