@@ -40,15 +40,22 @@ pub struct RecordedCell {
 pub struct CellRecorder {
     code: String,
     builder: OutputBuilder,
+    started: bool,
 }
 
 impl CellRecorder {
     pub fn new(code: impl Into<String>, limits: &HistoryLimits) -> Self {
-        CellRecorder { code: code.into(), builder: OutputBuilder::new(limits.cell_output_bytes) }
+        CellRecorder { code: code.into(), builder: OutputBuilder::new(limits.cell_output_bytes), started: false }
     }
 
     pub fn event(&mut self, event: &ExecEvent) {
+        self.started = true;
         self.builder.event(event);
+    }
+
+    /// Whether the kernel took the cell (any event arrived); a cell that never reached one is not history.
+    pub fn started(&self) -> bool {
+        self.started
     }
 
     /// The finished cell; `artifact` (the call's full output) is named when output was cut.

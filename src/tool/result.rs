@@ -298,7 +298,8 @@ impl Collector {
         if let Some(recording) = &mut self.recording
             && let Some((index, recorder)) = recording.current.take()
         {
-            if index == report.index && report.language == Language::Py {
+            let ran = recorder.started() || report.execution_count.is_some();
+            if index == report.index && report.language == Language::Py && ran {
                 let uri = self.artifact.uri();
                 recording.done.push(recorder.finish(report.execution_count, Some(&uri)));
             }
