@@ -104,6 +104,7 @@ fn a_notebook_runs_and_its_outputs_are_recorded_as_jupyter_does() {
             code("import matplotlib.pyplot as plt\nplt.plot([1, 3, 2]);"),
             code(""),
             code("%cd .\nraise ValueError('bad value')"),
+            code("%%bash\necho from-bash-$((40 + 2))"),
             json!({"cell_type": "raw", "metadata": {}, "source": "raw text"}),
             code("print('after the error')"),
         ],
@@ -119,8 +120,8 @@ fn a_notebook_runs_and_its_outputs_are_recorded_as_jupyter_does() {
     assert_eq!(nb["metadata"]["authors"][0]["name"], "kept");
     assert_eq!(nb["metadata"]["kernelspec"]["name"], "python3");
     assert_eq!(nb["cells"][0]["source"], json!(["# Analysis\n", "Some *text*."]));
-    assert_eq!(nb["cells"][6]["source"], json!(["raw text"]));
-    assert!(nb["cells"][6].get("outputs").is_none());
+    assert_eq!(nb["cells"][7]["source"], json!(["raw text"]));
+    assert!(nb["cells"][7].get("outputs").is_none());
 
     assert_eq!(nb["cells"][1]["execution_count"], 1);
     // Consecutive writes to one stream are one output; how stdout and stderr interleave is the kernel's
@@ -163,8 +164,9 @@ fn a_notebook_runs_and_its_outputs_are_recorded_as_jupyter_does() {
     let traceback: Vec<&str> = error["traceback"].as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect();
     assert_eq!(traceback.last(), Some(&"ValueError: bad value"));
     assert!(traceback.iter().all(|line| !line.ends_with('\n')), "{traceback:?}");
-    assert_eq!(nb["cells"][7]["execution_count"], 5);
-    assert_eq!(outputs(&nb, 7)[0]["text"], json!(["after the error\n"]));
+    assert_eq!(outputs(&nb, 6)[0]["text"], json!(["from-bash-42\n"]), "cell magics work in notebooks");
+    assert_eq!(nb["cells"][8]["execution_count"], 6);
+    assert_eq!(outputs(&nb, 8)[0]["text"], json!(["after the error\n"]));
     // The input is untouched.
     assert_eq!(read_json(&input)["cells"][1]["outputs"], json!([]));
 }

@@ -17,7 +17,8 @@ pub struct RunArgs {
     /// Code to run.
     #[arg(short = 'c', value_name = "CODE", conflicts_with_all = ["file", "params"])]
     pub(super) code: Option<String>,
-    /// File to run; `-` (or no file and no -c) reads standard input.
+    /// File to run; `-` (or no file and no -c) reads standard input. A `.ipynb` notebook runs
+    /// cell by cell in its own folder (unless --cwd), see -o, --inplace, --allow-errors, -p, -r.
     #[arg(value_name = "FILE", conflicts_with = "params")]
     pub(super) file: Option<PathBuf>,
     /// The eval tool's JSON parameters ({"cells": [...], ...}) from a file, or `-` for stdin.

@@ -35,9 +35,12 @@ pub enum NotebookError {
 /// One notebook document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Notebook {
+    /// Kept as read (kernelspec, language_info, authors, tool settings, ...).
     #[serde(default)]
     pub metadata: Map<String, Value>,
+    /// Always 4 here: other major versions are refused on reading.
     pub nbformat: u32,
+    /// Read as given; written as at least [`WRITTEN_MINOR`].
     pub nbformat_minor: u32,
     pub cells: Vec<Cell>,
 }
@@ -54,6 +57,7 @@ pub enum Cell {
 /// A code cell: its source, and what it printed when last run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CodeCell {
+    /// nbformat 4.5's cell id; filled in when the notebook is written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     #[serde(default)]
@@ -199,6 +203,7 @@ impl Cell {
         }
     }
 
+    /// The cell's metadata (tags live here).
     pub fn metadata(&self) -> &Map<String, Value> {
         match self {
             Cell::Code(cell) => &cell.metadata,

@@ -28,8 +28,11 @@ impl Default for HistoryLimits {
 /// One executed cell: its code, execution count and outputs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedCell {
+    /// The cell's source, as sent.
     pub code: String,
+    /// The kernel's count; `None` when the kernel died or was killed during the cell.
     pub execution_count: Option<u64>,
+    /// Jupyter-shaped outputs, bounded by [`HistoryLimits::cell_output_bytes`].
     pub outputs: Vec<Output>,
     /// Bytes of output data held, for the session bound.
     pub output_bytes: usize,
@@ -44,10 +47,12 @@ pub struct CellRecorder {
 }
 
 impl CellRecorder {
+    /// Start recording a cell whose source is `code`.
     pub fn new(code: impl Into<String>, limits: &HistoryLimits) -> Self {
         CellRecorder { code: code.into(), builder: OutputBuilder::new(limits.cell_output_bytes), started: false }
     }
 
+    /// Take one of the cell's kernel events.
     pub fn event(&mut self, event: &ExecEvent) {
         self.started = true;
         self.builder.event(event);
@@ -105,14 +110,17 @@ impl History {
         }
     }
 
+    /// Cells recorded.
     pub fn len(&self) -> usize {
         self.cells.len()
     }
 
+    /// No cell has run yet.
     pub fn is_empty(&self) -> bool {
         self.cells.is_empty()
     }
 
+    /// The recorded cells, oldest first.
     pub fn cells(&self) -> &[RecordedCell] {
         &self.cells
     }

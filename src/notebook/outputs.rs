@@ -25,6 +25,7 @@ pub struct OutputBuilder {
 }
 
 impl OutputBuilder {
+    /// A builder keeping at most `limit` bytes of output data.
     pub fn new(limit: usize) -> Self {
         OutputBuilder { outputs: Vec::new(), bytes: 0, limit, cut: false }
     }
