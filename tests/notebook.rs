@@ -402,3 +402,16 @@ async fn a_session_exports_as_a_notebook_and_its_history_survives_reset() {
     assert!(engine.export_notebook("another-session").is_err());
     engine.dispose_all().await;
 }
+
+#[test]
+fn a_timed_out_cell_stops_even_with_allow_errors_and_exits_124() {
+    let dir = tempfile::tempdir().unwrap();
+    write_notebook(dir.path(), "slow.ipynb", vec![code("while True: pass"), code("print('never')")]);
+    let out = evalkit(&["run", "slow.ipynb", "--timeout", "1", "--allow-errors", "-o", "out.ipynb"], dir.path());
+    assert_eq!(out.status.code(), Some(124), "{}", text(&out.stderr));
+    let written = dir.path().join("out.ipynb");
+    assert_valid(&written);
+    let nb = read_json(&written);
+    assert_eq!(outputs(&nb, 0).last().unwrap()["ename"], "KeyboardInterrupt");
+    assert_eq!(nb["cells"][1]["execution_count"], Value::Null);
+}
