@@ -7,9 +7,11 @@
 //! - [`session`] keeps kernels across calls, per session and owner.
 //! - [`tool`] is the eval tool: [`tool::EvalEngine`] runs calls of cells.
 //! - [`output`] bounds text, stores artifacts and splits displays.
+//! - [`notebook`] reads and writes `.ipynb` files and records sessions as notebooks.
 
 pub mod kernel;
 pub mod mcp;
+pub mod notebook;
 pub mod output;
 pub mod protocol;
 pub mod render;

@@ -56,6 +56,11 @@ fn large_output_is_truncated_and_readable_as_a_resource() {
 }
 
 #[test]
+fn the_session_exports_as_a_notebook() {
+    scenario("notebook");
+}
+
+#[test]
 fn long_cells_send_progress_notifications() {
     scenario("progress");
 }

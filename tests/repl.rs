@@ -119,3 +119,27 @@ fn leaving_stops_the_kernel() {
     std::thread::sleep(Duration::from_millis(300));
     assert!(common::group_members(pid).is_empty(), "kernel {pid} outlived the repl");
 }
+
+#[test]
+fn save_writes_the_session_as_a_notebook() {
+    let (mut s, home) = repl();
+    run(&mut s, ":save early.ipynb");
+    s.exp_string("has not run any Python cell").unwrap();
+    s.exp_string(">>> ").unwrap();
+    run(&mut s, "greeting = 'hel' + 'lo'");
+    s.exp_string(">>> ").unwrap();
+    run(&mut s, "print(greeting)");
+    s.exp_string("hello").unwrap();
+    s.exp_string(">>> ").unwrap();
+    run(&mut s, ":save session.ipynb");
+    s.exp_string("saved 2 cell(s)").unwrap();
+    s.exp_string(">>> ").unwrap();
+    s.send_control('d').unwrap();
+    s.exp_eof().unwrap();
+    let notebook: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path().join("session.ipynb")).unwrap()).unwrap();
+    assert_eq!(notebook["cells"][0]["source"], serde_json::json!(["greeting = 'hel' + 'lo'\n"]));
+    assert_eq!(notebook["cells"][1]["outputs"][0]["text"], serde_json::json!(["hello\n"]));
+    assert_eq!(notebook["cells"][1]["execution_count"], 2);
+    assert!(!home.path().join("early.ipynb").exists());
+}

@@ -2,6 +2,7 @@
 
 mod artifact;
 mod mcp;
+mod notebook;
 mod repl;
 mod run;
 mod setup;

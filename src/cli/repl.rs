@@ -33,6 +33,7 @@ const HELP: &str = "\
 :help   this help
 :reset  restart the kernel (all state cleared); %reset clears names but keeps the kernel
 :last   print the full output of the last cell (its artifact)
+:save FILE.ipynb  save the cells run so far, with their outputs, as a Jupyter notebook
 :quit   leave (also Ctrl-D)
 Magics work as in cells: %pip, !cmd, %%bash, %time, ... Ctrl-C interrupts a running cell.";
 
@@ -99,6 +100,9 @@ pub async fn repl(args: ReplArgs) -> ExitCode {
                     None => println!("no output yet"),
                 },
                 ":quit" | ":q" | ":exit" => break,
+                save if save == ":save" || save.starts_with(":save ") => {
+                    save_notebook(&engine, &context, save[":save".len()..].trim())
+                }
                 other => println!("unknown command {other}; :help lists them"),
             },
             Input::Cell(code) => {
@@ -114,6 +118,23 @@ pub async fn repl(args: ReplArgs) -> ExitCode {
     }
     engine.dispose_all().await;
     ExitCode::SUCCESS
+}
+
+/// `:save FILE.ipynb`: the session's cells so far (kept across :reset), relative to the session's
+/// directory (`--cwd`, else where the REPL started).
+fn save_notebook(engine: &EvalEngine, context: &CallContext, file: &str) {
+    if file.is_empty() {
+        println!("usage: :save FILE.ipynb");
+        return;
+    }
+    let path = engine.config().default_cwd.join(file);
+    match engine.export_notebook(&context.session) {
+        Ok(notebook) => match notebook.write(&path) {
+            Ok(()) => println!("saved {} cell(s) to {}", notebook.cells.len(), path.display()),
+            Err(error) => eprintln!("evalkit: {error}"),
+        },
+        Err(error) => eprintln!("evalkit: {error}"),
+    }
 }
 
 /// Read lines until the kernel says the cell is complete.

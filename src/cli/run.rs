@@ -16,27 +16,46 @@ use super::KernelArgs;
 pub struct RunArgs {
     /// Code to run.
     #[arg(short = 'c', value_name = "CODE", conflicts_with_all = ["file", "params"])]
-    code: Option<String>,
-    /// File to run; `-` (or no file and no -c) reads standard input.
+    pub(super) code: Option<String>,
+    /// File to run; `-` (or no file and no -c) reads standard input. A `.ipynb` notebook runs
+    /// cell by cell in its own folder (unless --cwd), see -o, --inplace, --allow-errors, -p, -r.
     #[arg(value_name = "FILE", conflicts_with = "params")]
-    file: Option<PathBuf>,
+    pub(super) file: Option<PathBuf>,
     /// The eval tool's JSON parameters ({"cells": [...], ...}) from a file, or `-` for stdin.
     #[arg(long, value_name = "FILE|-")]
-    params: Option<PathBuf>,
+    pub(super) params: Option<PathBuf>,
     /// Timeout of each cell in seconds (1..3600) [default: 30].
     #[arg(long, value_name = "SECONDS")]
-    timeout: Option<f64>,
+    pub(super) timeout: Option<f64>,
     /// Print the whole result as JSON at the end instead of streaming.
     #[arg(long)]
-    json: bool,
+    pub(super) json: bool,
     /// Show every line of output, not the last 10 per cell (on a terminal).
     #[arg(long)]
-    expand: bool,
+    pub(super) expand: bool,
     /// Extra environment variable for the kernel (repeatable); passes the filter.
     #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_key_value)]
-    env: Vec<(String, String)>,
+    pub(super) env: Vec<(String, String)>,
+    /// Notebook runs: write the executed notebook to this file.
+    #[arg(short = 'o', long = "output", value_name = "FILE", conflicts_with = "inplace")]
+    pub(super) output: Option<PathBuf>,
+    /// Notebook runs: write the executed notebook back over the input.
+    #[arg(long)]
+    pub(super) inplace: bool,
+    /// Notebook runs: keep going after a cell raises (the error is recorded in its outputs).
+    #[arg(long)]
+    pub(super) allow_errors: bool,
+    /// Notebook runs: a parameter, typed as papermill does (int, float, True/False, None, else a string); repeatable.
+    #[arg(short = 'p', long = "parameter", num_args = 2, value_names = ["NAME", "VALUE"], action = clap::ArgAction::Append)]
+    pub(super) parameters: Vec<String>,
+    /// Notebook runs: a parameter kept as a string; repeatable.
+    #[arg(short = 'r', long = "parameter-raw", num_args = 2, value_names = ["NAME", "VALUE"], action = clap::ArgAction::Append)]
+    pub(super) raw_parameters: Vec<String>,
+    /// Also save the cells that ran, with their outputs, as a notebook (.ipynb).
+    #[arg(long, value_name = "FILE")]
+    pub(super) save_notebook: Option<PathBuf>,
     #[command(flatten)]
-    kernel: KernelArgs,
+    pub(super) kernel: KernelArgs,
 }
 
 fn parse_key_value(text: &str) -> Result<(String, String), String> {
@@ -88,6 +107,23 @@ fn read_params(args: &RunArgs) -> Result<EvalParams, String> {
 }
 
 async fn run_inner(args: RunArgs) -> Result<ExitCode, String> {
+    if let Some(path) = args.file.as_ref().filter(|path| super::notebook::is_notebook(path)) {
+        let path = path.clone();
+        return super::notebook::run_notebook(args, &path).await;
+    }
+    let notebook_only = [
+        (args.output.is_some(), "-o/--output"),
+        (args.inplace, "--inplace"),
+        (args.allow_errors, "--allow-errors"),
+        (!args.parameters.is_empty(), "-p/--parameter"),
+        (!args.raw_parameters.is_empty(), "-r/--parameter-raw"),
+    ];
+    if let Some((_, flag)) = notebook_only.iter().find(|(given, _)| *given) {
+        return Err(format!(
+            "{flag} applies to notebooks only: pass a FILE ending in .ipynb (to save other runs as a notebook, use \
+             --save-notebook FILE)"
+        ));
+    }
     let params = read_params(&args)?;
     let mut config = args.kernel.engine_config()?;
     config.mode = KernelMode::PerCall;
@@ -111,6 +147,12 @@ async fn run_inner(args: RunArgs) -> Result<ExitCode, String> {
     signals.abort();
     engine.dispose_all().await;
     let result = outcome.map_err(|e| e.to_string())?;
+    if let Some(path) = &args.save_notebook {
+        match engine.export_notebook(&context.session) {
+            Ok(notebook) => notebook.write(path).map_err(|e| e.to_string())?,
+            Err(error) => eprintln!("evalkit: {error}"),
+        }
+    }
     if json {
         let text = serde_json::to_string_pretty(&result).map_err(|e| e.to_string())?;
         println!("{text}");
@@ -124,7 +166,7 @@ async fn run_inner(args: RunArgs) -> Result<ExitCode, String> {
 }
 
 /// Ctrl-C cancels the running cell; a second Ctrl-C, or SIGTERM, stops the kernels and exits.
-async fn watch_signals(engine: Arc<EvalEngine>, cancel: CancellationToken, terminated: CancellationToken) {
+pub(super) async fn watch_signals(engine: Arc<EvalEngine>, cancel: CancellationToken, terminated: CancellationToken) {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut interrupt), Ok(mut terminate)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
     else {
@@ -152,7 +194,7 @@ async fn watch_signals(engine: Arc<EvalEngine>, cancel: CancellationToken, termi
     }
 }
 
-fn exit_code(result: &EvalResult) -> ExitCode {
+pub(super) fn exit_code(result: &EvalResult) -> ExitCode {
     let statuses: Vec<CellStatus> = result.cells.iter().map(|c| c.status).collect();
     if statuses.contains(&CellStatus::Cancelled) {
         ExitCode::from(130)

@@ -5,8 +5,9 @@
 //! connection's calls, and its kernels are disposed when the client goes
 //! away (stdin closes) or the server receives SIGINT/SIGTERM.
 //!
-//! Tools: `eval` (the eval tool's parameters) and `eval_reset` (clear all
-//! state). Artifacts are resources: `artifact://<id>`, read in pages of
+//! Tools: `eval` (the eval tool's parameters), `eval_reset` (clear all
+//! state) and `eval_export_notebook` (the session's cells as a Jupyter
+//! notebook, returned or written to a file). Artifacts are resources: `artifact://<id>`, read in pages of
 //! [`RESOURCE_PAGE_BYTES`] with `?offset=N`.
 
 use std::sync::Arc;
@@ -86,6 +87,57 @@ impl EvalServer {
             Arc::new(schema.as_object().cloned().unwrap_or_default()),
         )
         .with_title("Reset the Python kernel")
+    }
+
+    fn export_tool() -> Tool {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "Write the notebook to this file (.ipynb), relative to the server's working \
+                                    directory. Without it, the notebook's JSON is returned as text."
+                }
+            },
+            "additionalProperties": false
+        });
+        Tool::new(
+            "eval_export_notebook",
+            "Save the cells this session has run, with their outputs and execution counts, as a Jupyter notebook \
+             (nbformat 4.5). The history survives eval_reset.",
+            Arc::new(schema.as_object().cloned().unwrap_or_default()),
+        )
+        .with_title("Export the session as a notebook")
+    }
+
+    fn call_export(&self, arguments: &Value) -> CallToolResult {
+        let path = match arguments.get("path") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(path)) if !path.trim().is_empty() => Some(path.clone()),
+            Some(other) => {
+                return CallToolResult::error(vec![ContentBlock::text(format!(
+                    "path must be a file name such as \"analysis.ipynb\", got {other}"
+                ))]);
+            }
+        };
+        let notebook = match self.engine.export_notebook(&self.context.session) {
+            Ok(notebook) => notebook,
+            Err(error) => return CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
+        };
+        match path {
+            None => CallToolResult::success(vec![ContentBlock::text(notebook.to_json_string())]),
+            Some(path) => {
+                let target = self.engine.config().default_cwd.join(path);
+                match notebook.write(&target) {
+                    Ok(()) => CallToolResult::success(vec![ContentBlock::text(format!(
+                        "Saved {} cell(s) to {}",
+                        notebook.cells.len(),
+                        target.display()
+                    ))]),
+                    Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
+                }
+            }
+        }
     }
 
     async fn call_eval(&self, arguments: Value, context: RequestContext<RoleServer>) -> CallToolResult {
@@ -221,7 +273,7 @@ impl ServerHandler for EvalServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(vec![Self::eval_tool(), Self::reset_tool()]))
+        Ok(ListToolsResult::with_all_items(vec![Self::eval_tool(), Self::reset_tool(), Self::export_tool()]))
     }
 
     async fn call_tool(
@@ -241,9 +293,11 @@ impl ServerHandler for EvalServer {
                 };
                 Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
             }
-            other => {
-                Err(McpError::invalid_params(format!("unknown tool {other:?}; use \"eval\" or \"eval_reset\""), None))
-            }
+            "eval_export_notebook" => Ok(self.call_export(&arguments).into()),
+            other => Err(McpError::invalid_params(
+                format!("unknown tool {other:?}; use \"eval\", \"eval_reset\" or \"eval_export_notebook\""),
+                None,
+            )),
         }
     }
 

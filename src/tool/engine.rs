@@ -15,6 +15,7 @@ use super::params::{EvalParams, Language, ParamsError, PlannedCell};
 use super::result::{CellReport, CellStatus, Collector, ErrorSummary, EvalEvent, EvalResult};
 use super::watchdog::{PauseGuard, Watchdog};
 use crate::kernel::{Completeness, ExecEvent, Kernel, KernelError, KernelOptions};
+use crate::notebook::{History, HistoryLimits, Notebook, RecordedCell};
 use crate::output::artifacts::{ArtifactError, ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES, DEFAULT_RETENTION};
 use crate::output::limiter::TextLimits;
 use crate::protocol::DoneStatus;
@@ -82,6 +83,8 @@ pub struct EngineConfig {
     pub artifact_retention: Option<Duration>,
     pub exposure: Exposure,
     pub startup_timeout: Duration,
+    /// How much output each session's notebook history keeps ([`EvalEngine::export_notebook`]).
+    pub history: HistoryLimits,
 }
 
 impl EngineConfig {
@@ -100,6 +103,7 @@ impl EngineConfig {
             artifact_retention: Some(DEFAULT_RETENTION),
             exposure: Exposure::default().with_env_overrides(),
             startup_timeout: crate::kernel::DEFAULT_STARTUP_TIMEOUT,
+            history: HistoryLimits::default(),
         }
     }
 }
@@ -136,6 +140,13 @@ pub enum EvalError {
     Kernel(String),
 }
 
+/// Why a session cannot be exported as a notebook.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExportError {
+    #[error("session {0:?} has not run any Python cell yet, so there is no notebook to save; run a cell first")]
+    NoHistory(String),
+}
+
 /// The eval tool. Cheap to share behind an `Arc`; every method takes `&self`.
 pub struct EvalEngine {
     config: EngineConfig,
@@ -144,6 +155,8 @@ pub struct EvalEngine {
     calls: AtomicU64,
     /// The watchdog of the cell each session is running, for [`EvalEngine::pause_budget`].
     budgets: std::sync::Mutex<std::collections::HashMap<String, Arc<Watchdog>>>,
+    /// Each session's executed cells, for [`EvalEngine::export_notebook`].
+    histories: std::sync::Mutex<std::collections::HashMap<String, History>>,
 }
 
 /// Events are streamed through this while a call runs.
@@ -173,6 +186,7 @@ impl EvalEngine {
             config,
             calls: AtomicU64::new(0),
             budgets: Default::default(),
+            histories: Default::default(),
         }
     }
 
@@ -226,6 +240,39 @@ impl EvalEngine {
         self.pool.reset_session(session).await
     }
 
+    /// The cells `session` has run, as an nbformat 4.5 notebook: one code cell
+    /// per executed Python cell, in order, with its outputs and execution
+    /// count. The history outlives [`EvalEngine::reset_session`] (as a Jupyter
+    /// restart keeps the notebook; execution counts start again at 1).
+    pub fn export_notebook(&self, session: &str) -> Result<Notebook, ExportError> {
+        let histories = self.histories.lock().unwrap();
+        match histories.get(session) {
+            Some(history) if !history.is_empty() => Ok(history.to_notebook()),
+            _ => Err(ExportError::NoHistory(session.to_string())),
+        }
+    }
+
+    /// How many cells `session`'s history holds.
+    pub fn history_len(&self, session: &str) -> usize {
+        self.histories.lock().unwrap().get(session).map_or(0, History::len)
+    }
+
+    /// Forget `session`'s history (its kernels are untouched).
+    pub fn forget_history(&self, session: &str) {
+        self.histories.lock().unwrap().remove(session);
+    }
+
+    fn remember(&self, session: &str, cells: Vec<RecordedCell>) {
+        if cells.is_empty() {
+            return;
+        }
+        let mut histories = self.histories.lock().unwrap();
+        let history = histories.entry(session.to_string()).or_default();
+        for cell in cells {
+            history.push(cell, &self.config.history);
+        }
+    }
+
     /// Shut every kernel down (host exit, SIGINT/SIGTERM).
     pub async fn dispose_all(&self) {
         self.pool.dispose_all().await;
@@ -251,6 +298,7 @@ impl EvalEngine {
         let key = KernelKey { session: context.session.clone(), cwd: cwd.clone(), interpreter };
         let mut collector =
             Collector::new(self.config.text_limits, self.artifacts.create(&context.session), plan.len() > 1);
+        collector.record_cells(plan.iter().map(|cell| cell.code.clone()).collect(), self.config.history);
 
         let key = match self.config.mode {
             KernelMode::Session => key,
@@ -286,6 +334,7 @@ impl EvalEngine {
             collector.note(note);
         }
         self.run_cells(&plan, python.as_ref(), &cwd, &mut guard, &mut collector, cancel, on_event).await;
+        self.remember(&context.session, collector.take_recorded());
         match self.config.mode {
             KernelMode::Session => {
                 self.pool.recycle_if_bloated(&mut guard).await;

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::params::Language;
 use crate::kernel::{CellError, ExecEvent};
+use crate::notebook::{CellRecorder, HistoryLimits, RecordedCell};
 use crate::output::artifacts::ArtifactWriter;
 use crate::output::display::{DisplayPart, split_bundle};
 use crate::output::images::{PreparedImage, prepare};
@@ -156,6 +157,15 @@ pub struct Collector {
     notes: Vec<String>,
     multi_cell: bool,
     at_line_start: bool,
+    recording: Option<Recording>,
+}
+
+/// The call's Python cells as notebook cells, for the session's history.
+struct Recording {
+    codes: Vec<String>,
+    limits: HistoryLimits,
+    current: Option<(usize, CellRecorder)>,
+    done: Vec<RecordedCell>,
 }
 
 impl Collector {
@@ -171,7 +181,19 @@ impl Collector {
             notes: Vec::new(),
             multi_cell,
             at_line_start: true,
+            recording: None,
         }
+    }
+
+    /// Also record each cell that runs (its code, outputs and execution
+    /// count) for [`Collector::take_recorded`]; `codes` are the call's cells.
+    pub fn record_cells(&mut self, codes: Vec<String>, limits: HistoryLimits) {
+        self.recording = Some(Recording { codes, limits, current: None, done: Vec::new() });
+    }
+
+    /// The cells recorded so far, oldest first.
+    pub fn take_recorded(&mut self) -> Vec<RecordedCell> {
+        self.recording.as_mut().map(|r| std::mem::take(&mut r.done)).unwrap_or_default()
     }
 
     fn text(&mut self, text: &str) {
@@ -195,6 +217,10 @@ impl Collector {
 
     /// A header before each cell's output when the call has several cells.
     pub fn begin_cell(&mut self, index: usize, title: Option<&str>) {
+        if let Some(recording) = &mut self.recording {
+            let code = recording.codes.get(index).cloned().unwrap_or_default();
+            recording.current = Some((index, CellRecorder::new(code, &recording.limits)));
+        }
         if self.multi_cell {
             let label = match title {
                 Some(title) => format!("── cell {} · {title} ──", index + 1),
@@ -206,6 +232,9 @@ impl Collector {
 
     /// Take one kernel event; returns what to stream to the caller.
     pub fn event(&mut self, cell: usize, event: ExecEvent) -> Option<EvalEvent> {
+        if let Some((_, recorder)) = self.recording.as_mut().and_then(|r| r.current.as_mut()) {
+            recorder.event(&event);
+        }
         match event {
             ExecEvent::Started | ExecEvent::Done(_) | ExecEvent::Completeness(_) => None,
             ExecEvent::Stdout(text) => {
@@ -266,6 +295,15 @@ impl Collector {
     }
 
     pub fn finish_cell(&mut self, report: CellReport) {
+        if let Some(recording) = &mut self.recording
+            && let Some((index, recorder)) = recording.current.take()
+        {
+            let ran = recorder.started() || report.execution_count.is_some();
+            if index == report.index && report.language == Language::Py && ran {
+                let uri = self.artifact.uri();
+                recording.done.push(recorder.finish(report.execution_count, Some(&uri)));
+            }
+        }
         self.cells.push(report);
     }
 

@@ -27,7 +27,8 @@ async def call(session, cells, **extra):
 async def scenario_tools(session, init):
     assert "persistent kernel" in (init.instructions or ""), init.instructions
     tools = {tool.name: tool for tool in (await session.list_tools()).tools}
-    assert set(tools) == {"eval", "eval_reset"}, tools
+    assert set(tools) == {"eval", "eval_reset", "eval_export_notebook"}, tools
+    assert "path" in tools["eval_export_notebook"].input_schema["properties"]
     schema = tools["eval"].input_schema
     assert "cells" in schema["properties"], schema
     assert "magics" in tools["eval"].description
@@ -129,6 +130,38 @@ async def scenario_close(session, init):
     with open(os.path.join(CWD, "kernel.pid"), "w") as handle:
         handle.write(str(pid))
     print("close: kernel pid", pid)
+
+
+async def scenario_notebook(session, init):
+    import json
+
+    import nbformat
+
+    empty = await session.call_tool("eval_export_notebook", {})
+    assert empty.is_error and "has not run any Python cell" in text_of(empty), text_of(empty)
+    await call(session, [{"code": "x = 40"}, {"code": "print('x is', x)\nx + 2"}])
+    await session.call_tool("eval_reset", {})
+    await call(session, [{"code": "import matplotlib.pyplot as plt\nplt.plot([1, 2]);"}])
+    returned = await session.call_tool("eval_export_notebook", {})
+    assert not returned.is_error, text_of(returned)
+    notebook = nbformat.reads(text_of(returned), as_version=4)
+    nbformat.validate(notebook)
+    sources = [cell.source for cell in notebook.cells]
+    assert sources == ["x = 40", "print('x is', x)\nx + 2", "import matplotlib.pyplot as plt\nplt.plot([1, 2]);"], sources
+    assert [cell.execution_count for cell in notebook.cells] == [1, 2, 1]
+    outputs = notebook.cells[1].outputs
+    assert outputs[0].output_type == "stream" and outputs[0].text == "x is 40\n", outputs
+    assert outputs[1].output_type == "execute_result" and outputs[1].data["text/plain"] == "42", outputs
+    assert "image/png" in notebook.cells[2].outputs[-1].data
+    saved = await session.call_tool("eval_export_notebook", {"path": "session.ipynb"})
+    assert not saved.is_error and "Saved 3 cell(s)" in text_of(saved), text_of(saved)
+    path = os.path.join(CWD, "session.ipynb")
+    nbformat.validate(nbformat.read(path, as_version=4))
+    with open(path) as handle:
+        assert json.load(handle)["nbformat_minor"] == 5
+    bad = await session.call_tool("eval_export_notebook", {"path": 3})
+    assert bad.is_error and "path must be" in text_of(bad), text_of(bad)
+    print("notebook ok")
 
 
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}
