@@ -2,7 +2,8 @@
 
 Forms: `%name args`, `%%name args` + body (on the cell's first line),
 `!cmd`, `!!cmd`, `target = !cmd` and `target = %name args`, where target
-is any assignment target (names, attributes, subscripts, `a, *rest`).
+is any assignment target (names, attributes, subscripts, `a, *rest`), and
+help: `obj?`, `obj??`, `?obj`, `??obj` (`%magic?` too; `a*?` searches).
 
 Like IPython's inputtransformer2 this works on tokens: a line is only a
 magic when the `tokenize` module, run over everything above it, ends at a
@@ -24,11 +25,15 @@ _LINE_MAGIC = re.compile(r"^(?P<indent>[ \t]*)%(?P<name>[A-Za-z_][\w.]*)(?P<rest
 _SHELL = re.compile(r"^(?P<indent>[ \t]*)!(?P<double>!?)(?P<cmd>.*)$")
 _ASSIGN = re.compile(r"^(?P<indent>[ \t]*)(?P<target>[^=]+?)\s*=\s*(?P<kind>[!%])(?P<rest>.*)$")
 _MAGIC_NAME = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)(?P<rest>.*)$")
+# A dotted name (wildcards allowed, `%`/`%%` for magics) with `?`/`??` before or after it.
+_HELP_TARGET = r"%{0,2}(?!\d)[\w*]+(?:\.(?!\d)[\w*]+)*"
+_HELP_END = re.compile(r"^(?P<indent>[ \t]*)(?P<name>" + _HELP_TARGET + r")(?P<marks>\?\??)[ \t]*$")
+_HELP_START = re.compile(r"^(?P<indent>[ \t]*)(?P<marks>\?\??)[ \t]*(?P<name>" + _HELP_TARGET + r")[ \t]*$")
 
 
 def transform_cell(source):
     """Return `source` with every magic replaced by a call on MAGIC_OBJECT."""
-    if "%" not in source and "!" not in source:
+    if "%" not in source and "!" not in source and "?" not in source:
         return source
     source = source.replace("\r\n", "\n").replace("\r", "\n")
     lines = source.splitlines(True)
@@ -71,7 +76,11 @@ def _cell_magic(lines):
 
 def _is_candidate(line):
     stripped = line.lstrip(" \t")
-    return stripped.startswith(("%", "!")) or ("=" in line and ("!" in line or "%" in line))
+    return (
+        stripped.startswith(("%", "!", "?"))
+        or line.rstrip().endswith("?")
+        or ("=" in line and ("!" in line or "%" in line))
+    )
 
 
 def _at_statement_start(previous):
@@ -108,7 +117,20 @@ def _args(rest):
     return rest.strip()
 
 
+def _help(line):
+    """`obj?` / `?obj` -> %pinfo, `??` -> %pinfo2, a wildcard name -> %psearch."""
+    match = _HELP_END.match(line) or _HELP_START.match(line)
+    if match is None:
+        return None
+    name = match.group("name")
+    magic = "psearch" if "*" in name else ("pinfo2" if match.group("marks") == "??" else "pinfo")
+    return "%s%s.line(%r, %r)" % (match.group("indent"), MAGIC_OBJECT, magic, name)
+
+
 def _transform_line(line):
+    helped = _help(line)
+    if helped is not None:
+        return helped
     match = _SHELL.match(line)
     if match is not None:
         method = "getoutput" if match.group("double") else "system"
