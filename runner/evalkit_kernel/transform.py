@@ -65,7 +65,7 @@ def _cell_magic(lines):
         if not line.strip():
             continue
         match = _CELL_MAGIC.match(line.rstrip("\n"))
-        if match is None:
+        if match is None or _HELP_END.match(line.rstrip("\n")):
             return None
         body = "".join(lines[position + 1 :])
         call = "%s.cell(%r, %r, %r)" % (MAGIC_OBJECT, match.group("name"), _args(match.group("rest")), body)
