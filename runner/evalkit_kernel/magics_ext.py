@@ -281,14 +281,19 @@ class Shell:
     # hooks the executor calls --------------------------------------------
 
     def before_cell(self, code, silent, number):
-        """Events first (autoreload runs here), then the input history
-        (`number`: the cell's execution count, None when it stores no history)."""
-        info = ExecutionInfo(code, number is not None, silent)
+        """Events first (autoreload runs here), then the input history.
+
+        `number` is the cell's execution count; None marks the host's own
+        requests (set-up, silent ones), which no hook sees."""
+        if number is None:
+            self._current = None
+            return
+        info = ExecutionInfo(code, True, silent)
         self._current = ExecutionResult(info)
         self.events.trigger("pre_execute")
         if not silent:
             self.events.trigger("pre_run_cell", info)
-        if self.history is not None and number is not None:
+        if self.history is not None:
             self.history.store_input(number, code)
 
     def cell_value(self, value, store_history):
@@ -299,7 +304,9 @@ class Shell:
             self.history.store_output(self._kernel.execution_count, value)
 
     def after_cell(self, error, before_exec, silent, store_history):
-        result = self._current or ExecutionResult(ExecutionInfo("", store_history, silent))
+        result = self._current
+        if result is None:
+            return
         self._current = None
         result.execution_count = self._kernel.execution_count
         if self.history is not None:
