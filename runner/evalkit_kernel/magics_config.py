@@ -57,6 +57,15 @@ class Settings:
         self.float_format = "%r"
         self.pretty = True
 
+    def format_float(self, value):
+        """The text/plain of a float result under %precision (None: the usual repr)."""
+        if not self.pretty or self.float_format == "%r":
+            return None
+        try:
+            return self.float_format % value
+        except Exception:
+            return None
+
 
 def backends():
     """The backend names `%matplotlib --list` shows, as IPython builds them."""
@@ -191,16 +200,6 @@ def pprint(shell, args, frame):
     settings.pretty = not settings.pretty
     print("Pretty printing has been turned %s" % ("ON" if settings.pretty else "OFF"))
     return None
-
-
-def format_float(settings, value):
-    """The text/plain of a float result under %precision (None: the usual repr)."""
-    if not settings.pretty or settings.float_format == "%r":
-        return None
-    try:
-        return settings.float_format % value
-    except Exception:
-        return None
 
 
 LINE_MAGICS = {"matplotlib": matplotlib, "pylab": pylab, "config": config, "precision": precision, "pprint": pprint}

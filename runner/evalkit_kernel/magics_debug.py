@@ -25,20 +25,20 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 class DebugState:
-    """The chosen style, the last error (for %tb and %debug), and %pdb."""
+    """The chosen style and %pdb; the shell keeps the last error (for %tb and %debug)."""
 
-    def __init__(self):
+    def __init__(self, shell):
+        self._shell = shell
         self.mode = "Plain"
-        self.last = None  # (error, user traceback)
         self.automatic_pdb = False
+
+    @property
+    def last(self):
+        return self._shell.last_error
 
     def format_error(self, error, tb):
         """The traceback lines of a cell's error in the chosen style (None:
         Python's own format), plus the post-mortem when %pdb is on."""
-        if type(error) is UsageError:
-            return ["UsageError: %s\n" % error]  # a magic's misuse: no frames to show
-        if not isinstance(error, KeyboardInterrupt):
-            self.last = (error, tb)
         lines = None if self.mode == "Plain" else format_exception(error, tb, self.mode)
         if self.automatic_pdb and not isinstance(error, (KeyboardInterrupt, SyntaxError)):
             if lines is None:

@@ -10,13 +10,11 @@ with no IPython installed.
 import builtins
 import importlib
 import sys
-import traceback
 
-from . import autoreload
 from .magics import UsageError
 
-# Extensions evalkit provides itself (IPython's live inside IPython).
-_BUILTIN_EXTENSIONS = {"autoreload": autoreload, "IPython.extensions.autoreload": autoreload}
+# Extensions evalkit provides itself (IPython's live inside IPython): name -> runner module.
+_BUILTIN_EXTENSIONS = {"autoreload": "autoreload", "IPython.extensions.autoreload": "autoreload"}
 
 EVENTS = ("pre_execute", "pre_run_cell", "post_execute", "post_run_cell", "shell_initialized")
 
@@ -49,6 +47,8 @@ class EventManager:
             try:
                 function(*args, **kwargs)
             except (Exception, KeyboardInterrupt):
+                import traceback
+
                 sys.stderr.write(
                     "Error in callback %r (for %s), with arguments args %r,kwargs %r:\n" % (function, event, args, kwargs)
                 )
@@ -111,7 +111,8 @@ class Shell:
     """`get_ipython()`: the user namespace, magics, events and extensions.
 
     Attributes other runner modules keep here: `history` (magics_history),
-    `settings` (magics_config), `debug` (magics_debug).
+    `settings` (magics_config) and `debug` (magics_debug); the last two are
+    created when first used, so a kernel that never needs them never imports them.
     """
 
     def __init__(self, kernel, magics):
@@ -121,12 +122,29 @@ class Shell:
         self.extensions = {}  # name -> module, for the ones loaded
         self._current = None
         self.history = None
-        self.settings = None
-        self.debug = None
+        self._settings = None
+        self._debug = None
+        self.last_error = None  # (error, traceback) of the last failed cell
         self.hidden = ("In", "Out", "get_ipython")
         self.directory_stack = []
         kernel.hooks = self
         builtins.get_ipython = self.get_ipython
+
+    @property
+    def settings(self):
+        if self._settings is None:
+            from .magics_config import Settings
+
+            self._settings = Settings()
+        return self._settings
+
+    @property
+    def debug(self):
+        if self._debug is None:
+            from .magics_debug import DebugState
+
+            self._debug = DebugState(self)
+        return self._debug
 
     def get_ipython(self):
         """The evalkit shell (IPython's `get_ipython()`): `user_ns`, `push`,
@@ -245,8 +263,10 @@ class Shell:
         "already loaded" when it is loaded, None otherwise."""
         if name in self.extensions:
             return "already loaded"
-        module = _BUILTIN_EXTENSIONS.get(name)
-        if module is None:
+        builtin = _BUILTIN_EXTENSIONS.get(name)
+        if builtin is not None:
+            module = importlib.import_module("." + builtin, __package__)
+        else:
             module = importlib.import_module(name)
         loader = getattr(module, "load_ipython_extension", None)
         if loader is None:
@@ -320,10 +340,14 @@ class Shell:
             self.events.trigger("post_run_cell", result)
 
     def format_error(self, error, tb):
-        """Traceback lines in the chosen %xmode (None: the default style)."""
-        if self.debug is None:
+        """Traceback lines in the chosen %xmode (None: Python's own format)."""
+        if type(error) is UsageError:
+            return ["UsageError: %s\n" % error]  # a magic's misuse: no frames to show
+        if not isinstance(error, KeyboardInterrupt):
+            self.last_error = (error, tb)
+        if self._debug is None:
             return None
-        return self.debug.format_error(error, tb)
+        return self._debug.format_error(error, tb)
 
 
 def _user_line_magic(func, kind):
@@ -380,38 +404,69 @@ def reload_ext(shell, args, frame):
 LINE_MAGICS = {"load_ext": load_ext, "unload_ext": unload_ext, "reload_ext": reload_ext}
 
 
-def _bind(function, shell):
-    """A table entry (args, frame) or (args, body, frame) for a module-level magic."""
+# Magics of the other runner modules, by name: each module is imported when
+# one of its magics is first used (or listed), not when the kernel starts.
+LAZY_MAGICS = {
+    "magics_ext": (("load_ext", "unload_ext", "reload_ext"), ()),
+    "magics_history": (("history", "hist", "recall", "rep", "rerun", "save", "dhist"), ()),
+    "magics_config": (("matplotlib", "pylab", "config", "precision", "pprint"), ()),
+    "magics_debug": (("xmode", "tb", "debug", "pdb", "prun"), ("prun", "debug")),
+    "magics_inspect": (("pinfo", "pinfo2", "pdoc", "pdef", "psource", "pfile", "psearch"), ()),
+    "magics_namespace": (("who_ls", "reset", "reset_selective", "xdel"), ()),
+    "magics_catalog": (
+        (
+            "lsmagic", "magic", "quickref", "alias_magic", "pushd", "popd", "dirs", "page", "pycat", "loadpy",
+            "less", "more", "autoawait", "automagic", "autocall", "colors", "notebook",
+            "cat", "cp", "mkdir", "mv", "rm", "rmdir", "ll", "lf", "lk", "ldir", "lx",
+            "edit", "ed", "gui", "qtconsole", "connect_info", "clear", "autosave", "man", "doctest_mode",
+            "pastebin", "logstart", "logon", "logoff", "logstate", "logstop", "macro", "rehashx", "sc",
+            "bookmark", "code_wrap", "killbgscripts",
+        ),
+        ("code_wrap", "python2", "HTML", "SVG"),
+    ),
+}  # fmt: skip
 
-    def bound(*args):
-        return function(shell, *args)
 
-    bound.__doc__ = function.__doc__
-    bound.__name__ = function.__name__
-    if hasattr(function, "unavailable"):
-        bound.unavailable = function.unavailable
-    return bound
+class LazyMagic:
+    """A table entry that imports its module on first use; `__doc__` and
+    `unavailable` (set on magics that cannot work here) come from the real function."""
+
+    def __init__(self, shell, module, kind, name):
+        self._shell = shell
+        self._where = (module, kind, name)
+        self._function = None
+
+    def _resolve(self):
+        if self._function is None:
+            module, kind, name = self._where
+            loaded = importlib.import_module("." + module, __package__)
+            self._function = (loaded.LINE_MAGICS if kind == "line" else loaded.CELL_MAGICS)[name]
+        return self._function
+
+    def __call__(self, *args):
+        return self._resolve()(self._shell, *args)
+
+    @property
+    def __doc__(self):
+        return self._resolve().__doc__
+
+    def __getattr__(self, attribute):
+        if attribute == "unavailable":
+            return getattr(self._resolve(), "unavailable")
+        raise AttributeError(attribute)
 
 
 def install(kernel, magics):
-    """Create the shell (`get_ipython()`) and register the magics of the
-    help, history, settings, debugging, namespace and catalog modules."""
-    from . import display, magics_catalog, magics_config, magics_debug, magics_history, magics_inspect, magics_namespace
+    """Create the shell (`get_ipython()`) and its history, and register the
+    magics of the help, history, settings, debugging, namespace and catalog modules."""
+    from . import display, magics_history
 
     shell = Shell(kernel, magics)
     shell.history = magics_history.History(kernel.namespace)
-    shell.settings = magics_config.Settings()
-    shell.debug = magics_debug.DebugState()
-    shell.directory_stack = []
-    display.float_text = lambda value: magics_config.format_float(shell.settings, value)
-    modules = (magics_ext_self(), magics_history, magics_config, magics_debug, magics_inspect, magics_namespace, magics_catalog)
-    for module in modules:
-        for name, function in getattr(module, "LINE_MAGICS", {}).items():
-            magics.line_table()[name] = _bind(function, shell)
-        for name, function in getattr(module, "CELL_MAGICS", {}).items():
-            magics.cell_table()[name] = _bind(function, shell)
+    display.float_text = lambda value: shell._settings.format_float(value) if shell._settings is not None else None
+    for module, (lines, cells) in LAZY_MAGICS.items():
+        for name in lines:
+            magics.line_table()[name] = LazyMagic(shell, module, "line", name)
+        for name in cells:
+            magics.cell_table()[name] = LazyMagic(shell, module, "cell", name)
     return shell
-
-
-def magics_ext_self():
-    return sys.modules[__name__]

@@ -5,7 +5,6 @@ Only cells that store history count (the ones with an execution count), and
 `%history`/`%hist`, `%recall`/`%rep`, `%rerun`, `%save`, and the directory
 history `_dh`/`%dhist`. History lives for the kernel's life (no database).
 """
-import fnmatch
 import os
 import re
 
@@ -130,6 +129,8 @@ def _current(shell):
 def history(shell, args, frame):
     """`%history [-n] [-o] [-p] [-t] [-r] [-f FILE] [-g [PATTERN]] [-l [N]] [range ...]`:
     print this kernel's input history (ranges `1-3 5 7:9`)."""
+    import fnmatch
+
     hist = shell.history
     aliases = {"--filename": "-f", "--grep": "-g", "--limit": "-l"}
     args = " ".join(aliases.get(word, word) for word in args.split())
@@ -198,6 +199,8 @@ def recall(shell, args, frame):
 def rerun(shell, args, frame):
     """`%rerun [-l N] [-g PATTERN] [range]`: run earlier cells again (no
     argument: the last one), printing what runs first."""
+    import fnmatch
+
     options, words = _options(args, {"-l": "number", "-g": False}, ())
     current = _current(shell)
     entries = shell.history.entries("", current)

@@ -529,6 +529,28 @@ class CoverageTests(unittest.TestCase):
         self.assertEqual(missing, [], "IPython magics evalkit neither has nor explains")
         self.assertEqual(unexplained, [])
 
+    def test_lazy_table_names_every_magic_of_its_module(self):
+        from evalkit_kernel import magics_ext
+
+        for module, (lines, cells) in magics_ext.LAZY_MAGICS.items():
+            loaded = importlib.import_module("evalkit_kernel." + module)
+            with self.subTest(module=module):
+                self.assertEqual(sorted(lines), sorted(getattr(loaded, "LINE_MAGICS", {})))
+                self.assertEqual(sorted(cells), sorted(getattr(loaded, "CELL_MAGICS", {})))
+
+    def test_start_up_imports_no_magic_module(self):
+        import subprocess
+
+        code = (
+            "import sys\nfrom evalkit_kernel.execute import Executor\nfrom evalkit_kernel.magics import Magics\n"
+            "class C:\n    def sync(self): pass\n"
+            "Magics(Executor(None, None, C()))\n"
+            "print(sorted(m for m in sys.modules if m.startswith('evalkit_kernel.magics_') or m in ('inspect', 'evalkit_kernel.autoreload')))"
+        )
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(display.__file__)))
+        out = subprocess.run([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, check=True).stdout
+        self.assertEqual(out.decode().strip(), "['evalkit_kernel.magics_ext', 'evalkit_kernel.magics_history']")
+
     def test_lsmagic_layout(self):
         kernel = Kernel()
         out = kernel.stdout("%lsmagic")
