@@ -26,9 +26,17 @@ _SHELL = re.compile(r"^(?P<indent>[ \t]*)!(?P<double>!?)(?P<cmd>.*)$")
 _ASSIGN = re.compile(r"^(?P<indent>[ \t]*)(?P<target>[^=]+?)\s*=\s*(?P<kind>[!%])(?P<rest>.*)$")
 _MAGIC_NAME = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)(?P<rest>.*)$")
 # A dotted name (wildcards allowed, `%`/`%%` for magics) with `?`/`??` before or after it.
+# Compiled on first use: Unicode `\w` classes cost milliseconds at kernel start.
 _HELP_TARGET = r"%{0,2}(?!\d)[\w*]+(?:\.(?!\d)[\w*]+)*"
-_HELP_END = re.compile(r"^(?P<indent>[ \t]*)(?P<name>" + _HELP_TARGET + r")(?P<marks>\?\??)[ \t]*$")
-_HELP_START = re.compile(r"^(?P<indent>[ \t]*)(?P<marks>\?\??)[ \t]*(?P<name>" + _HELP_TARGET + r")[ \t]*$")
+_HELP_END = r"^(?P<indent>[ \t]*)(?P<name>" + _HELP_TARGET + r")(?P<marks>\?\??)[ \t]*$"
+_HELP_START = r"^(?P<indent>[ \t]*)(?P<marks>\?\??)[ \t]*(?P<name>" + _HELP_TARGET + r")[ \t]*$"
+
+
+def _help_match(line, start_too=True):
+    """The match of a help form (`obj?`, and `?obj` when start_too), or None."""
+    if "?" not in line:
+        return None
+    return re.match(_HELP_END, line) or (re.match(_HELP_START, line) if start_too else None)
 
 
 def transform_cell(source):
@@ -65,7 +73,7 @@ def _cell_magic(lines):
         if not line.strip():
             continue
         match = _CELL_MAGIC.match(line.rstrip("\n"))
-        if match is None or _HELP_END.match(line.rstrip("\n")):
+        if match is None or _help_match(line.rstrip("\n"), start_too=False):
             return None
         body = "".join(lines[position + 1 :])
         call = "%s.cell(%r, %r, %r)" % (MAGIC_OBJECT, match.group("name"), _args(match.group("rest")), body)
@@ -119,7 +127,7 @@ def _args(rest):
 
 def _help(line):
     """`obj?` / `?obj` -> %pinfo, `??` -> %pinfo2, a wildcard name -> %psearch."""
-    match = _HELP_END.match(line) or _HELP_START.match(line)
+    match = _help_match(line)
     if match is None:
         return None
     name = match.group("name")
