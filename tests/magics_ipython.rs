@@ -22,9 +22,7 @@ fn images(output: &CellOutput) -> Vec<(Value, Value)> {
         .events
         .iter()
         .filter_map(|event| match event {
-            ExecEvent::Display { bundle, metadata }
-                if bundle.keys().any(|k| k.starts_with("image/")) =>
-            {
+            ExecEvent::Display { bundle, metadata } if bundle.keys().any(|k| k.starts_with("image/")) => {
                 Some((serde_json::to_value(bundle).unwrap(), Value::Object(metadata.clone())))
             }
             _ => None,

@@ -186,7 +186,7 @@ def pushd(shell, args, frame):
     """`%pushd [dir]`: remember the current folder, then %cd to dir."""
     stack = shell.directory_stack
     here = os.getcwd()
-    shell.run_line_magic("cd", args or "~", _stack_depth=2)
+    shell._magics.call_line("cd", args or "~", frame)
     stack.insert(0, here)
     return stack
 
@@ -197,7 +197,7 @@ def popd(shell, args, frame):
     if not stack:
         raise UsageError("%popd on empty stack")
     top = stack.pop(0)
-    shell.run_line_magic("cd", top, _stack_depth=2)
+    shell._magics.call_line("cd", top, frame)
     print("popd ->", top)
     return None
 
