@@ -104,6 +104,9 @@ def figure_png(figure):
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+# Set by %precision: float -> text (or None for the usual repr).
+float_text = None
+
 # Types whose only representation is their repr (the common results).
 _PLAIN_TYPES = (int, float, complex, str, bytes, bool, tuple, set, frozenset, range, type(None))
 
@@ -115,11 +118,15 @@ def mime_bundle(obj, include=None, exclude=None, as_json=False):
     what `display()` does for them.
     """
     if type(obj) in _PLAIN_TYPES:
+        if float_text is not None and type(obj) is float:
+            return {"text/plain": float_text(obj) or safe_repr(obj)}, {}
         return {"text/plain": safe_repr(obj)}, {}
     data, metadata = {}, {}
     if _is_matplotlib_figure(obj):
         try:
-            data["image/png"] = figure_png(obj)
+            from .mpl import figure_bundle
+
+            data, metadata = figure_bundle(obj)
         except Exception as error:
             _warn(obj, "savefig", error)
     method = _real_method(obj, "_repr_mimebundle_")

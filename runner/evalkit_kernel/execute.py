@@ -42,12 +42,14 @@ class Executor:
         self._internal_count = 0
         self._fragment_count = 0
         self._loop = None
+        # The shell (magics_ext) sets this: history, events, traceback style.
+        self.hooks = None
 
     # services for magics -------------------------------------------------
 
     def hidden_names(self):
         """Names %who does not list: the prelude's helpers."""
-        return set(prelude.__all__)
+        return set(prelude.__all__) | set(getattr(self.hooks, "hidden", ()))
 
     def reset_namespace(self):
         """Forget every user name, then put the prelude back (`%reset`)."""
@@ -68,7 +70,25 @@ class Executor:
         """A context in which output goes to on_text / on_display first."""
         return _Diversion(self._capture, on_text, on_display)
 
+    def print_error(self, error):
+        """Print an error's traceback (without runner frames) to stderr."""
+        import traceback
+
+        tb = self._user_traceback(error.__traceback__)
+        sys.stderr.write("".join(traceback.format_exception(type(error), error, tb)))
+
     def run(self, code, silent, store_history):
+        """Run one request's code; the shell's hooks see it before and after."""
+        counted = store_history and not silent
+        hooks = self.hooks
+        if hooks is None:
+            return self._run_cell(code, silent, store_history)[0]
+        hooks.before_cell(code, silent, self.execution_count + 1 if counted else None)
+        outcome, error, before_exec = self._run_cell(code, silent, store_history)
+        hooks.after_cell(error, before_exec, silent, counted)
+        return outcome
+
+    def _run_cell(self, code, silent, store_history):
         if store_history and not silent:
             self.execution_count += 1
             filename = "<cell-%d>" % self.execution_count
@@ -80,7 +100,7 @@ class Executor:
             exec_code, eval_code = self._compile(code, filename, show_last=not silent)
         except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as error:
             self._report(error)
-            return CellOutcome("error")
+            return CellOutcome("error"), error, True
         try:
             self._gate.arm()
             try:
@@ -91,17 +111,19 @@ class Executor:
         except KeyboardInterrupt as error:
             self._report(error)
             mpl.after_cell()
-            return CellOutcome("error", cancelled=self._gate.received)
+            return CellOutcome("error", cancelled=self._gate.received), error, False
         except BaseException as error:  # SystemExit, MemoryError, ... keep the kernel alive
             self._report(error)
             mpl.after_cell()
-            return CellOutcome("error")
+            return CellOutcome("error"), error, False
         if value is not None:
-            if store_history:
+            if self.hooks is not None:
+                self.hooks.cell_value(value, store_history)
+            elif store_history:
                 self.namespace["_"] = value
             self._publish_result(value)
         mpl.after_cell()
-        return CellOutcome("ok")
+        return CellOutcome("ok"), None, False
 
     def _publish_result(self, value):
         try:
@@ -183,7 +205,9 @@ class Executor:
         # code's own lines say everything.
         tb = None if compile_error else self._user_traceback(error.__traceback__)
         try:
-            lines = traceback.format_exception(type(error), error, tb)
+            lines = self.hooks.format_error(error, tb) if self.hooks is not None else None
+            if lines is None:
+                lines = traceback.format_exception(type(error), error, tb)
         except BaseException:
             lines = ["%s: <traceback could not be formatted>\n" % type(error).__name__]
         try:

@@ -29,7 +29,7 @@ UsageError.__module__ = "builtins"
 PipError.__module__ = "builtins"
 
 # Magics whose arguments are code, where `$x` and `{x}` must stay as written.
-_NO_EXPANSION = frozenset(("time", "timeit"))
+_NO_EXPANSION = frozenset(("time", "timeit", "prun"))
 
 
 def _usage(message):
@@ -162,27 +162,44 @@ class Magics:
         }
         for extension in (magics_scripts, magics_packages, magics_shell):
             extension.register(self)
+        from . import magics_ext
+
+        # get_ipython(), history, settings, help, debugging and the rest of IPython's magics.
+        self.shell = magics_ext.install(kernel, self)
 
     # entry points used by the generated code -------------------------------
 
     def line(self, name, args):
-        method, args, frame = self._resolve(self._line_magics, "Line magic function `%%%s` not found.", name, args)
-        return method(args, frame)
+        return self.call_line(name, args, sys._getframe(1))
 
     def cell(self, name, args, body):
-        method, args, frame = self._resolve(self._cell_magics, "Cell magic `%%%%%s` not found.", name, args)
+        return self.call_cell(name, args, body, sys._getframe(1))
+
+    def call_line(self, name, args, frame):
+        """Run line magic `name` for the code running in `frame`."""
+        method, args = self._resolve(self._line_magics, "Line magic function `%%%s` not found.", name, args, frame)
+        return method(args, frame)
+
+    def call_cell(self, name, args, body, frame):
+        method, args = self._resolve(self._cell_magics, "Cell magic `%%%%%s` not found.", name, args, frame)
         return method(args, body, frame)
 
-    def _resolve(self, table, missing, name, args):
-        """The magic's method, its expanded arguments, and the user's frame
-        (two levels up: the cell called line() or cell(), which called us)."""
+    def line_table(self):
+        """{name: function(args, frame)}: the line magics, open to extensions."""
+        return self._line_magics
+
+    def cell_table(self):
+        """{name: function(args, body, frame)}: the cell magics."""
+        return self._cell_magics
+
+    def _resolve(self, table, missing, name, args, frame):
+        """The magic's method and its arguments, expanded in the user's frame."""
         method = table.get(name)
         if method is None:
             raise _usage(missing % name)
-        frame = sys._getframe(2)
         if name not in _NO_EXPANSION:
             args = expand(args, frame)
-        return method, args, frame
+        return method, args
 
     def system(self, command):
         """`!cmd`: run in a shell, output streaming into the cell; sets `_exit_code`."""

@@ -26,6 +26,11 @@ _DEFAULT_ALIASES = (
     ("mv", "mv"),
     ("rm", "rm"),
     ("rmdir", "rmdir"),
+    ("ll", "ls -F -o %l"),
+    ("lf", "ls -F -o %l | grep ^-"),
+    ("lk", "ls -F -o %l | grep ^l"),
+    ("ldir", "ls -F -o %l | grep /$"),
+    ("lx", "ls -F -o %l | grep ^-..x"),
 )
 # Names IPython refuses to alias.
 _NOT_ALIASABLE = frozenset(("cd", "popd", "pushd", "dhist", "alias", "unalias"))
@@ -44,6 +49,8 @@ def register(magics):
     table = magics._line_magics
     table["sx"] = shell.sx
     table["system"] = shell.sx
+    magics._cell_magics["sx"] = shell.sx_cell
+    magics._cell_magics["system"] = shell.sx_cell
     table["alias"] = shell.alias
     table["unalias"] = shell.unalias
     table["store"] = shell.store
@@ -94,6 +101,21 @@ class _Shell:
         )
         frame.f_globals["_exit_code"] = process.returncode
         return SList(process.stdout.decode("utf-8", "replace").splitlines())
+
+    def sx_cell(self, args, body, frame):
+        """`%%sx [--out VAR]` / `%%system`: the cell run as a shell script; its
+        output lines as an SList, returned or stored in VAR."""
+        words = shlex.split(args)
+        target = None
+        if words[:1] in (["--out"], ["-o"]) and len(words) == 2:
+            target = words[1]
+        elif words:
+            raise UsageError("usage: %%sx [--out VAR]")
+        lines = self.sx(body, frame)
+        if target is None:
+            return lines
+        frame.f_globals[target] = lines
+        return None
 
     # %alias / %unalias ---------------------------------------------------------
 

@@ -1,13 +1,58 @@
-"""Matplotlib capture: figures become `image/png` displays.
+"""Matplotlib capture: figures become image displays (`image/png` unless
+`%config InlineBackend.figure_format` chose retina, jpeg, svg or pdf).
 
 `plt.show()` inside a cell emits the open figures at that point (in order
 with prints); after each cell, every figure still open is emitted and closed.
 Nothing is imported here until the user imports matplotlib themselves.
 """
+import base64
+import io
+import struct
 import sys
 import warnings
 
 from . import display, import_hooks
+
+# Figure formats %config InlineBackend.figure_format(s) accepts, in bundle order.
+FORMATS = ("png", "retina", "jpeg", "jpg", "svg", "pdf")
+_MIMES = {"png": "image/png", "retina": "image/png", "jpeg": "image/jpeg", "jpg": "image/jpeg", "svg": "image/svg+xml", "pdf": "application/pdf"}
+
+# What %config changed: the formats and savefig()'s keyword arguments.
+settings = {"formats": ["png"], "savefig": {"bbox_inches": "tight"}}
+
+
+def figure_bundle(figure):
+    """(data, metadata) of a figure in the chosen format(s); retina is a PNG
+    at twice the dpi whose metadata gives the size to show it at, as IPython's."""
+    data, metadata = {}, {}
+    for name in settings["formats"]:
+        mime = _MIMES[name]
+        if mime in data:
+            continue
+        options = dict(settings["savefig"])
+        options.setdefault("bbox_inches", None)
+        options["format"] = "jpeg" if name == "jpg" else ("png" if name == "retina" else name)
+        options.setdefault("facecolor", figure.get_facecolor())
+        options.setdefault("edgecolor", figure.get_edgecolor())
+        options["dpi"] = figure.dpi * (2 if name == "retina" else 1)
+        buffer = io.BytesIO()
+        figure.canvas.print_figure(buffer, **options)
+        raw = buffer.getvalue()
+        if mime == "image/svg+xml":
+            data[mime] = raw.decode("utf-8")
+            continue
+        data[mime] = base64.b64encode(raw).decode("ascii")
+        if name == "retina" and raw[12:16] == b"IHDR":
+            width, height = struct.unpack(">II", raw[16:24])
+            metadata[mime] = {"width": width // 2, "height": height // 2}
+    return data, metadata
+
+
+def apply_rc(rc):
+    """matplotlib rc settings from `InlineBackend.rc` (once matplotlib is loaded)."""
+    matplotlib = sys.modules.get("matplotlib")
+    if matplotlib is not None and rc:
+        matplotlib.rcParams.update(rc)
 
 
 def _pyplot():
@@ -19,14 +64,15 @@ def _emit_open_figures(plt):
         figure = plt.figure(number)
         text = display.safe_repr(figure)  # matplotlib's own: <Figure size 640x480 with 1 Axes>
         try:
-            data = display.figure_png(figure)
+            data, metadata = figure_bundle(figure)
         except Exception as error:
             sys.stderr.write("[evalkit] could not render figure %s: %s\n" % (number, error))
             data = None
         finally:
             plt.close(figure)
         if data is not None:
-            display.publish("display", {"image/png": data, "text/plain": text})
+            data["text/plain"] = text
+            display.publish("display", data, metadata)
 
 
 def _show(*args, **kwargs):

@@ -2,7 +2,8 @@
 
 Forms: `%name args`, `%%name args` + body (on the cell's first line),
 `!cmd`, `!!cmd`, `target = !cmd` and `target = %name args`, where target
-is any assignment target (names, attributes, subscripts, `a, *rest`).
+is any assignment target (names, attributes, subscripts, `a, *rest`), and
+help: `obj?`, `obj??`, `?obj`, `??obj` (`%magic?` too; `a*?` searches).
 
 Like IPython's inputtransformer2 this works on tokens: a line is only a
 magic when the `tokenize` module, run over everything above it, ends at a
@@ -24,11 +25,23 @@ _LINE_MAGIC = re.compile(r"^(?P<indent>[ \t]*)%(?P<name>[A-Za-z_][\w.]*)(?P<rest
 _SHELL = re.compile(r"^(?P<indent>[ \t]*)!(?P<double>!?)(?P<cmd>.*)$")
 _ASSIGN = re.compile(r"^(?P<indent>[ \t]*)(?P<target>[^=]+?)\s*=\s*(?P<kind>[!%])(?P<rest>.*)$")
 _MAGIC_NAME = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)(?P<rest>.*)$")
+# A dotted name (wildcards allowed, `%`/`%%` for magics) with `?`/`??` before or after it.
+# Compiled on first use: Unicode `\w` classes cost milliseconds at kernel start.
+_HELP_TARGET = r"%{0,2}(?!\d)[\w*]+(?:\.(?!\d)[\w*]+)*"
+_HELP_END = r"^(?P<indent>[ \t]*)(?P<name>" + _HELP_TARGET + r")(?P<marks>\?\??)[ \t]*$"
+_HELP_START = r"^(?P<indent>[ \t]*)(?P<marks>\?\??)[ \t]*(?P<name>" + _HELP_TARGET + r")[ \t]*$"
+
+
+def _help_match(line, start_too=True):
+    """The match of a help form (`obj?`, and `?obj` when start_too), or None."""
+    if "?" not in line:
+        return None
+    return re.match(_HELP_END, line) or (re.match(_HELP_START, line) if start_too else None)
 
 
 def transform_cell(source):
     """Return `source` with every magic replaced by a call on MAGIC_OBJECT."""
-    if "%" not in source and "!" not in source:
+    if "%" not in source and "!" not in source and "?" not in source:
         return source
     source = source.replace("\r\n", "\n").replace("\r", "\n")
     lines = source.splitlines(True)
@@ -60,7 +73,7 @@ def _cell_magic(lines):
         if not line.strip():
             continue
         match = _CELL_MAGIC.match(line.rstrip("\n"))
-        if match is None:
+        if match is None or _help_match(line.rstrip("\n"), start_too=False):
             return None
         body = "".join(lines[position + 1 :])
         call = "%s.cell(%r, %r, %r)" % (MAGIC_OBJECT, match.group("name"), _args(match.group("rest")), body)
@@ -71,7 +84,11 @@ def _cell_magic(lines):
 
 def _is_candidate(line):
     stripped = line.lstrip(" \t")
-    return stripped.startswith(("%", "!")) or ("=" in line and ("!" in line or "%" in line))
+    return (
+        stripped.startswith(("%", "!", "?"))
+        or line.rstrip().endswith("?")
+        or ("=" in line and ("!" in line or "%" in line))
+    )
 
 
 def _at_statement_start(previous):
@@ -108,7 +125,20 @@ def _args(rest):
     return rest.strip()
 
 
+def _help(line):
+    """`obj?` / `?obj` -> %pinfo, `??` -> %pinfo2, a wildcard name -> %psearch."""
+    match = _help_match(line)
+    if match is None:
+        return None
+    name = match.group("name")
+    magic = "psearch" if "*" in name else ("pinfo2" if match.group("marks") == "??" else "pinfo")
+    return "%s%s.line(%r, %r)" % (match.group("indent"), MAGIC_OBJECT, magic, name)
+
+
 def _transform_line(line):
+    helped = _help(line)
+    if helped is not None:
+        return helped
     match = _SHELL.match(line)
     if match is not None:
         method = "getoutput" if match.group("double") else "system"

@@ -43,6 +43,18 @@ CASES = [
     ("%ls\r\nx = 1\r\n", M + ".line('ls', '')\nx = 1\n"),
     ("x += !echo no", "x += !echo no\n"),
     ("print('%s' % x)", "print('%s' % x)\n"),
+    ("x?", M + ".line('pinfo', 'x')\n"),
+    ("x??", M + ".line('pinfo2', 'x')\n"),
+    ("?x", M + ".line('pinfo', 'x')\n"),
+    ("??os.path", M + ".line('pinfo2', 'os.path')\n"),
+    ("%time?", M + ".line('pinfo', '%time')\n"),
+    ("%%time?", M + ".line('pinfo', '%%time')\n"),
+    ("a*?", M + ".line('psearch', 'a*')\n"),
+    ("if 1:\n    len?\n", "if 1:\n    " + M + ".line('pinfo', 'len')\n"),
+    ("x = 1\nx?", "x = 1\n" + M + ".line('pinfo', 'x')\n"),
+    ("x ?", "x ?\n"),
+    ('s = """\nwhy?\n"""', 's = """\nwhy?\n"""\n'),
+    ("x = 1  # why?", "x = 1  # why?\n"),
 ]
 
 
@@ -65,7 +77,7 @@ class TransformTests(unittest.TestCase):
 
     def test_transformed_cells_parse(self):
         for source, _ in CASES:
-            if source.startswith("x += !") or "%2" in source:
+            if source.startswith("x += !") or "%2" in source or source == "x ?":
                 continue  # not magics, and not valid Python either
             with self.subTest(source=source):
                 ast.parse(transform_cell(source))
@@ -98,7 +110,7 @@ class IPythonOracleTests(unittest.TestCase):
 
         manager = TransformerManager()
         for source, _ in CASES:
-            if source.startswith("x += !") or "%2" in source:
+            if source.startswith("x += !") or "%2" in source or source == "x ?":
                 continue
             theirs = [(_METHOD_NAMES[m], args) for m, args in _calls(manager.transform_cell(source), "ipython")]
             ours = _calls(transform_cell(source), "evalkit")

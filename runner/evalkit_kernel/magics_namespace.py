@@ -1,0 +1,104 @@
+"""Magics that manage the user namespace: %who_ls, %reset (with IPython's
+options), %reset_selective, %xdel.
+
+`%reset` keeps IPython's meaning: names go, the input history stays, outputs
+go unless `-s`. There is no confirmation prompt (cells have no stdin), so
+`-f` is implied.
+"""
+import re
+
+from . import display
+from .magics import UsageError
+
+
+def _user_names(shell, types=()):
+    return shell._magics._user_names(tuple(types))
+
+
+def who_ls(shell, args, frame):
+    """`%who_ls [type ...]`: your names, sorted, as a list."""
+    return _user_names(shell, args.split())
+
+
+def reset(shell, args, frame):
+    """`%reset [-f] [-s] [in|out|dhist|array]`: forget every name you defined
+    (-s: keep the output history too); or only clear one kind of history."""
+    words = [word for word in args.split() if word != "-f"]
+    soft = "-s" in words
+    targets = [word for word in words if word != "-s"]
+    history = shell.history
+    if not targets:
+        shell._kernel.reset_namespace()
+        if not soft:
+            history.outputs.clear()
+            history.unders = {"_": "", "__": "", "___": ""}
+            history.directories[:] = history.directories[-1:]
+        history.install(shell.user_ns)
+        display.emit_status("reset")
+        return None
+    for target in targets:
+        if target == "in":
+            history.inputs[1:] = [""] * (len(history.inputs) - 1)
+            for name in [n for n in shell.user_ns if re.match(r"^_i\d*$|^_i{2,3}$", n)]:
+                shell.user_ns[name] = ""
+            print("Flushing input history")
+        elif target == "out":
+            for number in list(history.outputs):
+                shell.user_ns.pop("_%d" % number, None)
+            history.outputs.clear()
+            history.unders = {"_": "", "__": "", "___": ""}
+            shell.user_ns.update(history.unders)
+            print("Flushing output cache (%d entries)" % len(history.outputs))
+        elif target == "dhist":
+            history.directories[:] = history.directories[-1:]
+            print("Flushing directory history")
+        elif target == "array":
+            numpy = __import__("sys").modules.get("numpy")
+            if numpy is None:
+                print("reset array only works if Numpy is available.")
+                continue
+            for name in _user_names(shell):
+                if isinstance(shell.user_ns.get(name), numpy.ndarray):
+                    del shell.user_ns[name]
+        else:
+            raise UsageError("Unknown %%reset target %r: use in, out, dhist or array" % target)
+    return None
+
+
+def reset_selective(shell, args, frame):
+    """`%reset_selective [-f] REGEX`: forget the names that match REGEX (re.search)."""
+    words = [word for word in args.split() if word != "-f"]
+    if not words:
+        raise UsageError("%reset_selective needs a regular expression")
+    try:
+        pattern = re.compile(" ".join(words))
+    except re.error as error:
+        raise TypeError("regex must be a string or compiled pattern: %s" % error)
+    for name in _user_names(shell):
+        if pattern.search(name):
+            del shell.user_ns[name]
+    return None
+
+
+def xdel(shell, args, frame):
+    """`%xdel name`: delete a variable and every reference the output history holds to it."""
+    name = args.strip()
+    if not name:
+        raise UsageError("%xdel needs a variable name")
+    if name not in shell.user_ns:
+        print("name '%s' is not defined" % name)
+        return None
+    value = shell.user_ns.pop(name)
+    history = shell.history
+    for number, held in list(history.outputs.items()):
+        if held is value:
+            del history.outputs[number]
+            shell.user_ns.pop("_%d" % number, None)
+    for under in ("_", "__", "___"):
+        if shell.user_ns.get(under) is value:
+            shell.user_ns[under] = ""
+            history.unders[under] = ""
+    return None
+
+
+LINE_MAGICS = {"who_ls": who_ls, "reset": reset, "reset_selective": reset_selective, "xdel": xdel}
