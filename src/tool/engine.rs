@@ -82,6 +82,10 @@ pub struct EngineConfig {
     pub artifact_retention: Option<Duration>,
     pub exposure: Exposure,
     pub startup_timeout: Duration,
+    /// Where kernels' runner files are written (`None`: the cache folder,
+    /// see [`crate::kernel::runner_files::cache_root`]). Lets a host or a test
+    /// keep its own copy.
+    pub runner_cache_dir: Option<PathBuf>,
 }
 
 impl EngineConfig {
@@ -100,6 +104,7 @@ impl EngineConfig {
             artifact_retention: Some(DEFAULT_RETENTION),
             exposure: Exposure::default().with_env_overrides(),
             startup_timeout: crate::kernel::DEFAULT_STARTUP_TIMEOUT,
+            runner_cache_dir: None,
         }
     }
 }
@@ -446,6 +451,7 @@ impl EvalEngine {
         let env = env::kernel_env(std::env::vars_os(), &python.activation, &self.config.extra_env);
         let mut options = KernelOptions::new(&python.executable, cwd, env);
         options.startup_timeout = self.config.startup_timeout;
+        options.cache_dir = self.config.runner_cache_dir.clone();
         let kernel = Arc::new(Kernel::start(options).await?);
         guard.replace_kernel(Some(kernel.clone()));
         Ok(kernel)
@@ -535,7 +541,8 @@ impl EvalEngine {
                     interrupted = Some((CellStatus::Cancelled, Instant::now()));
                 }
                 _ = escalation => {
-                    kernel.shutdown().await;
+                    // It ignored the interrupt: it cannot read an `exit` frame either.
+                    kernel.terminate_stuck().await;
                     break (CellStatus::Killed, None, Fate::Killed);
                 }
             }
