@@ -11,7 +11,7 @@ The contracts checked:
   of lines as the compiler counts them; valid Python without magics comes back
   byte for byte.
 
-`EVALKIT_FUZZ_CASES=N` runs N examples per property (default 200, a few
+`EVALKIT_FUZZ_CASES=N` runs N examples per property (default 100, a few
 seconds). Without Hypothesis installed (a bare interpreter) the tests are
 skipped and say why.
 """
@@ -31,7 +31,7 @@ else:
     HAVE_HYPOTHESIS = True
     # No example database: runs leave no files behind in the work tree.
     FUZZ = settings(
-        max_examples=int(os.environ.get("EVALKIT_FUZZ_CASES", "200")),
+        max_examples=int(os.environ.get("EVALKIT_FUZZ_CASES", "100")),
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),
