@@ -221,7 +221,7 @@ async fn chaos() {
 
     let killer = {
         let (soak, stop) = (soak.clone(), stop.clone());
-        let mut rng = Rng(seed ^ 0x5eed_0f_c4a0_5);
+        let mut rng = Rng(seed ^ 0x05ee_d0fc_4a05);
         tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
                 tokio::time::sleep(Duration::from_millis(500 + rng.below(1500))).await;
@@ -287,9 +287,10 @@ async fn chaos() {
 
     soak.note_groups();
     soak.engine.dispose_all().await;
-    for group in soak.groups.lock().unwrap().iter() {
+    let groups: Vec<u32> = soak.groups.lock().unwrap().iter().copied().collect();
+    for group in groups {
         assert!(
-            eventually(Duration::from_secs(3), || group_members(*group).is_empty()).await,
+            eventually(Duration::from_secs(3), || group_members(group).is_empty()).await,
             "process group {group} left behind"
         );
     }

@@ -691,7 +691,7 @@ async fn concurrency_many_owners_on_one_session() {
         let h = h.clone();
         calls.push(tokio::spawn(async move {
             let context = CallContext { session: "shared".into(), owner: format!("owner-{owner}") };
-            let params = EvalParams::code(&format!("print('owner {owner}')\ncount += 1"));
+            let params = EvalParams::code(format!("print('owner {owner}')\ncount += 1"));
             let result = h.call(&params, &context, 20).await.unwrap();
             assert!(!result.is_error, "{}", result.text);
             assert_eq!(result.text, format!("owner {owner}\n"));
