@@ -9,8 +9,11 @@ is not part of them. Commands:
   {"op": "output", "code": C}            run C, drain iopub; seconds, bytes received, messages
   {"op": "interrupt"}                    ms from interrupt to the execute reply of `while True: pass`
   {"op": "concurrent", "kernels": K, "cells": N}   K kernels x N cells at once; latencies
+  {"op": "ladder", "budget": B, "window": W}  a cell ignoring SIGINT: interrupt after B s, restart after
+                                         W more s; seconds to the restart, and to the next cell's answer
 """
 import json
+import queue
 import sys
 import threading
 import time
@@ -142,7 +145,33 @@ def concurrent(command):
     return {"seconds": total, "ms": latencies}
 
 
+STUCK = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass"
+
+
+def ladder(command):
+    """Jupyter's way with a stuck cell: interrupt, wait, restart the kernel."""
+    manager, client = _warm
+    started = time.perf_counter()
+    msg_id = client.execute(STUCK)
+    time.sleep(command["budget"])
+    manager.interrupt_kernel()
+    deadline = time.perf_counter() + command["window"]
+    while time.perf_counter() < deadline:
+        try:
+            reply = client.get_shell_msg(timeout=max(0.01, deadline - time.perf_counter()))
+        except queue.Empty:
+            break
+        if reply["parent_header"].get("msg_id") == msg_id:
+            raise RuntimeError("the stuck cell answered the interrupt")
+    manager.restart_kernel(now=True)
+    client.wait_for_ready(timeout=60)
+    restarted = time.perf_counter() - started
+    _execute(client, "1+1")
+    return {"killed_s": restarted, "next_s": time.perf_counter() - started}
+
+
 COMMANDS = {
+    "ladder": ladder,
     "cold": cold,
     "start": start,
     "stop": stop,

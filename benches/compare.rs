@@ -1,7 +1,7 @@
 //! evalkit against Jupyter and against the physical floor, in one run.
 //!
 //! `bench/run` provisions the Jupyter baseline and calls this with
-//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,warm,output,interrupt,concurrency]`. Each scenario
+//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,warm,output,interrupt,ladder,concurrency]`. Each scenario
 //! interleaves evalkit and its baselines (A B A B …) so machine drift
 //! cancels out, then prints median / p90 and the ratio evalkit ÷ baseline,
 //! and writes the table as JSON and Markdown.
@@ -30,6 +30,7 @@ struct Plan {
     output_mb: usize,
     output_runs: usize,
     interrupt_runs: usize,
+    ladder_runs: usize,
     concurrent_cells: usize,
 }
 
@@ -43,6 +44,7 @@ impl Plan {
                 output_mb: 10,
                 output_runs: 1,
                 interrupt_runs: 3,
+                ladder_runs: 2,
                 concurrent_cells: 25,
             }
         } else {
@@ -53,6 +55,7 @@ impl Plan {
                 output_mb: 100,
                 output_runs: 3,
                 interrupt_runs: 10,
+                ladder_runs: 3,
                 concurrent_cells: 200,
             }
         }
@@ -466,6 +469,43 @@ async fn interrupt_latency(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, re
     report.add("interrupt → cancelled result", "ms", false, &evalkit, Some(&jupyter_series), "");
 }
 
+/// A cell that ignores SIGINT, with a 1 s budget: evalkit interrupts, waits
+/// the interrupt window, then kills the group at once; Jupyter interrupts,
+/// waits as long, then restarts the kernel. Seconds from the call to the
+/// killed result, and to the next cell's answer.
+async fn kill_ladder(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, report: &mut Report) {
+    jupyter.call(json!({"op": "start"})).await;
+    let mut config = EngineConfig::new(&setup.cwd);
+    config.python = Some(setup.python.display().to_string());
+    let engine = EvalEngine::new(config);
+    let context = CallContext::new("bench-ladder");
+    let stuck = EvalParams::from_json(json!({"cells": [{
+        "code": "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass",
+        "timeout": 1
+    }]}))
+    .unwrap();
+    let next = EvalParams::code("1+1");
+    engine.eval(&next, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
+    let (mut evalkit_killed, mut evalkit_next) = (Series::new("evalkit"), Series::new("evalkit"));
+    let (mut jupyter_killed, mut jupyter_next) = (Series::new("jupyter_client"), Series::new("jupyter_client"));
+    let window = evalkit::tool::engine::INTERRUPT_ESCALATION.as_secs_f64();
+    for _ in 0..plan.ladder_runs {
+        let started = Instant::now();
+        let result = engine.eval(&stuck, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
+        assert_eq!(result.cells[0].status.as_str(), "killed", "{}", result.text);
+        evalkit_killed.values.push(started.elapsed().as_secs_f64());
+        let answer = engine.eval(&next, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
+        assert!(answer.text.starts_with("2\n"), "{}", answer.text);
+        evalkit_next.values.push(started.elapsed().as_secs_f64());
+        let answer = jupyter.call(json!({"op": "ladder", "budget": 1.0, "window": window})).await;
+        jupyter_killed.values.push(answer["killed_s"].as_f64().unwrap());
+        jupyter_next.values.push(answer["next_s"].as_f64().unwrap());
+    }
+    engine.dispose_all().await;
+    report.add("stuck cell (1 s budget) → killed", "s", false, &evalkit_killed, Some(&jupyter_killed), "");
+    report.add("stuck cell → next cell answers", "s", false, &evalkit_next, Some(&jupyter_next), "");
+}
+
 async fn concurrency(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, report: &mut Report) {
     let kernels = 8;
     let mut handles = Vec::new();
@@ -566,6 +606,9 @@ async fn main() {
     }
     if wanted("interrupt") {
         interrupt_latency(&plan, &setup, &mut jupyter, &mut report).await;
+    }
+    if wanted("ladder") {
+        kill_ladder(&plan, &setup, &mut jupyter, &mut report).await;
     }
     if wanted("concurrency") {
         concurrency(&plan, &setup, &mut jupyter, &mut report).await;

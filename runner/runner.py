@@ -6,9 +6,12 @@ The host starts this file as `python -u runner.py`. Everything lives in the
 """
 import sys
 
-from evalkit_kernel.main import main
+# multiprocessing's spawn and forkserver start methods run this file again, as
+# `__mp_main__`, in their child processes: only the real start serves.
+if __name__ == "__main__":
+    from evalkit_kernel.main import main
 
-# Our folder must not shadow the user's own modules (`import main`, ...).
-del sys.path[0]
+    # Our folder must not shadow the user's own modules (`import main`, ...).
+    del sys.path[0]
 
-main()
+    main()

@@ -47,8 +47,8 @@ pub struct CompleteRequest {
 /// Host → runner: exit cleanly.
 pub const EXIT_FRAME: &str = "{\"type\":\"exit\"}";
 
-/// Runner → host frames.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+/// Runner → host frames. (`Serialize` is for tests and tools that play the runner's part.)
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum RunnerFrame {
     /// Handshake: the runner is set up and reading requests.
@@ -185,6 +185,141 @@ mod tests {
     fn rejects_unknown_frames() {
         assert!(parse_frame(br#"{"type":"bogus"}"#).is_err());
         assert!(parse_frame(b"not json").is_err());
+    }
+
+    mod fuzz {
+        use proptest::prelude::*;
+        use serde_json::json;
+
+        use super::*;
+
+        /// Examples per property: `EVALKIT_FUZZ_CASES`, default 200.
+        fn config() -> ProptestConfig {
+            let cases = std::env::var("EVALKIT_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
+            ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
+        }
+
+        fn text() -> impl Strategy<Value = String> {
+            prop_oneof![any::<String>(), "[a-z\\\\\"\\n\u{0}\u{fffd}é😀]{0,12}"]
+        }
+
+        fn bundle() -> impl Strategy<Value = MimeBundle> {
+            let value = prop_oneof![
+                text().prop_map(Value::from),
+                any::<i64>().prop_map(Value::from),
+                proptest::collection::vec(text(), 0..3).prop_map(Value::from),
+            ];
+            proptest::collection::btree_map(text(), value, 0..4).prop_map(|m| m.into_iter().collect())
+        }
+
+        fn frame() -> impl Strategy<Value = RunnerFrame> {
+            prop_oneof![
+                (any::<u32>(), text(), any::<u32>(), text()).prop_map(|(protocol, python, pid, executable)| {
+                    RunnerFrame::Ready { protocol, python, pid, executable }
+                }),
+                text().prop_map(|id| RunnerFrame::Started { id }),
+                (proptest::option::of(text()), text()).prop_map(|(id, data)| RunnerFrame::Stdout { id, data }),
+                (proptest::option::of(text()), text()).prop_map(|(id, data)| RunnerFrame::Stderr { id, data }),
+                (proptest::option::of(text()), bundle(), bundle())
+                    .prop_map(|(id, bundle, metadata)| RunnerFrame::Display { id, bundle, metadata }),
+                (proptest::option::of(text()), bundle(), bundle())
+                    .prop_map(|(id, bundle, metadata)| RunnerFrame::Result { id, bundle, metadata }),
+                (proptest::option::of(text()), text(), text(), proptest::collection::vec(text(), 0..4))
+                    .prop_map(|(id, ename, evalue, traceback)| RunnerFrame::Error { id, ename, evalue, traceback }),
+                (text(), any::<bool>(), any::<u64>(), any::<bool>()).prop_map(
+                    |(id, ok, execution_count, cancelled)| {
+                        let status = if ok { DoneStatus::Ok } else { DoneStatus::Error };
+                        RunnerFrame::Done { id, status, execution_count, cancelled }
+                    }
+                ),
+                (text(), text(), text()).prop_map(|(id, status, indent)| RunnerFrame::Completeness {
+                    id,
+                    status,
+                    indent
+                }),
+            ]
+        }
+
+        /// Objects shaped like frames, with fields of the wrong kind or missing.
+        fn frame_like() -> impl Strategy<Value = Vec<u8>> {
+            let kind = prop_oneof![
+                Just(json!("ready")),
+                Just(json!("started")),
+                Just(json!("stdout")),
+                Just(json!("display")),
+                Just(json!("error")),
+                Just(json!("done")),
+                Just(json!("completeness")),
+                text().prop_map(Value::from),
+                any::<i64>().prop_map(Value::from),
+            ];
+            let field = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::from),
+                any::<i64>().prop_map(Value::from),
+                any::<f64>().prop_map(|f| json!(f)),
+                text().prop_map(Value::from),
+                bundle().prop_map(Value::Object),
+                proptest::collection::vec(text(), 0..3).prop_map(Value::from),
+            ];
+            let names = proptest::sample::select(vec![
+                "id",
+                "data",
+                "bundle",
+                "metadata",
+                "ename",
+                "evalue",
+                "traceback",
+                "status",
+                "executionCount",
+                "cancelled",
+                "protocol",
+                "pid",
+                "python",
+                "executable",
+                "indent",
+            ]);
+            (kind, proptest::collection::btree_map(names, field, 0..8)).prop_map(|(kind, fields)| {
+                let mut object: Map<String, Value> = fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+                object.insert("type".into(), kind);
+                serde_json::to_vec(&object).unwrap()
+            })
+        }
+
+        proptest! {
+            #![proptest_config(config())]
+
+            #[test]
+            fn any_bytes_parse_or_fail_cleanly(line in proptest::collection::vec(any::<u8>(), 0..256)) {
+                let _ = parse_frame(&line);
+            }
+
+            #[test]
+            fn frame_shaped_objects_parse_or_fail_cleanly(line in frame_like()) {
+                if let Ok(frame) = parse_frame(&line) {
+                    // Whatever parses is a frame the host can route.
+                    let _ = frame.request_id();
+                }
+            }
+
+            #[test]
+            fn valid_frames_round_trip(frame in frame()) {
+                let mut line = serde_json::to_vec(&frame).unwrap();
+                line.push(b'\n');
+                prop_assert_eq!(parse_frame(&line).unwrap(), frame);
+            }
+
+            #[test]
+            fn requests_encode_as_one_line_of_json(id in text(), code in text(), cwd in proptest::option::of(text())) {
+                let request = ExecuteRequest { id, code, silent: false, store_history: true, cwd, env: None };
+                let line = encode_request(&request);
+                prop_assert!(line.ends_with('\n'));
+                prop_assert_eq!(line.matches('\n').count(), 1);
+                let value: Value = serde_json::from_str(&line).unwrap();
+                prop_assert_eq!(value["code"].as_str(), Some(request.code.as_str()));
+                prop_assert_eq!(value["id"].as_str(), Some(request.id.as_str()));
+            }
+        }
     }
 
     #[test]

@@ -281,8 +281,13 @@ async fn a_cell_stuck_in_c_is_killed_and_the_next_call_gets_a_fresh_kernel() {
     let first = eval(&f.engine, "import os; os.getpid()").await;
     let pid: u32 = first.text.trim().parse().unwrap();
     let code = "import ctypes, signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nctypes.CDLL(None).sleep(100)";
+    let started = Instant::now();
     let result = eval_in(&f.engine, "s", params(json!({"cells": [{"code": code, "timeout": 1}]}))).await;
+    let ladder = started.elapsed();
     assert_eq!(result.cells[0].status, CellStatus::Killed, "{}", result.text);
+    // 1 s budget + the 5 s interrupt window + at most a short kill: no wait
+    // for an `exit` frame a stuck runner can never read.
+    assert!(ladder < Duration::from_millis(7_500), "the kill ladder took {ladder:?}");
     assert!(
         result.text.contains("the kernel has been killed and will be recreated on the next call"),
         "{}",
@@ -474,5 +479,26 @@ async fn a_paused_budget_lets_the_cell_run_past_its_timeout() {
     assert_eq!(result.cells[0].status, CellStatus::Ok, "{}", result.text);
     assert_eq!(result.text, "'finished'\n");
     assert!(f.engine.pause_budget("s").is_none(), "no cell is running any more");
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn a_line_longer_than_64_kib_is_clamped_keeps_its_newline_and_names_the_artifact() {
+    let f = fixture(|_| {});
+    let result = eval(&f.engine, "print('L' * 100_000)\nprint('after')").await;
+    assert!(!result.is_error, "{}", result.text);
+    assert!(result.truncated, "a clamped line is truncation");
+    let uri = result.artifact.clone().expect("the full output is saved");
+    let lines: Vec<&str> = result.text.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", result.text);
+    assert!(
+        lines[0].starts_with("LLL") && lines[0].contains("chars omitted"),
+        "{}",
+        &lines[0][..200.min(lines[0].len())]
+    );
+    assert_eq!(lines[1], "after", "the next line is not glued on");
+    assert_eq!(lines[2], format!("[1 long line was clamped; full output: {uri}]"));
+    let (_, size) = f.engine.read_artifact(&uri, 0, 1).unwrap();
+    assert_eq!(size, 100_000 + 1 + 6, "the artifact holds the whole line");
     f.engine.dispose_all().await;
 }

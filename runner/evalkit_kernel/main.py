@@ -145,6 +145,7 @@ class Kernel:
     def __init__(self, writer, capture, gate):
         self._writer = writer
         self._capture = capture
+        self._pid = os.getpid()
         self._request_id = None
         self.executor = Executor(gate, self._emit_error, capture)
         display.set_sink(self._publish)
@@ -174,6 +175,8 @@ class Kernel:
             if self._apply_context(request):
                 outcome = self.executor.run(request.code, request.silent, request.store_history)
         finally:
+            if os.getpid() != self._pid:
+                self._leave_forked_child()
             self._capture.end()
             status = outcome.status if outcome is not None else "error"
             cancelled = outcome.cancelled if outcome is not None else False
@@ -189,6 +192,14 @@ class Kernel:
                 )
             )
             self._request_id = None
+
+    @staticmethod
+    def _leave_forked_child():
+        """A child made by os.fork() in a cell came back here instead of
+        exiting: it must not answer requests beside the real runner. Its
+        output is flushed to the shared fd 1/2 first, then it leaves."""
+        _flush_python_output()
+        os._exit(0)
 
     def _apply_context(self, request):
         """Apply the request's cwd and env; report a failure as the cell's error."""

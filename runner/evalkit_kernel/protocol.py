@@ -183,6 +183,9 @@ def parse_request(line):
         message = json.loads(text)
     except ValueError as error:
         raise ProtocolError("line is not valid JSON: %s" % error)
+    except RecursionError:
+        # Deep nesting would otherwise escape and end the main loop.
+        raise ProtocolError("line is nested too deeply to be a request")
     if not isinstance(message, dict):
         raise ProtocolError("expected a JSON object, got %s" % type(message).__name__)
     kind = message.get("type", "execute")

@@ -40,17 +40,25 @@ def _help_match(line, start_too=True):
 
 
 def transform_cell(source):
-    """Return `source` with every magic replaced by a call on MAGIC_OBJECT."""
+    """Return `source` with every magic replaced by a call on MAGIC_OBJECT.
+
+    Never raises: text that is not Python is left for the compiler, which
+    reports it with the right line numbers. A cell without magics comes back
+    unchanged, byte for byte; one with magics keeps its number of lines.
+    """
     if "%" not in source and "!" not in source and "?" not in source:
         return source
-    source = source.replace("\r\n", "\n").replace("\r", "\n")
-    lines = source.splitlines(True)
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n"
+    normalized = source.replace("\r\n", "\n").replace("\r", "\n")
+    # Only "\n" ends a line, as for the compiler (str.splitlines would also
+    # split at form feeds and other separators that Python source may hold).
+    lines = [line + "\n" for line in normalized.split("\n")]
+    if normalized.endswith("\n"):
+        lines.pop()
     cell = _cell_magic(lines)
     if cell is not None:
         return cell
     out = []
+    changed = False
     index = 0
     while index < len(lines):
         line = lines[index]
@@ -60,11 +68,12 @@ def transform_cell(source):
             replacement = _transform_line(logical)
             if replacement is not None:
                 out.append(replacement + "\n" + "\n" * (end - index - 1))
+                changed = True
                 index = end
                 continue
         out.append(line)
         index += 1
-    return "".join(out)
+    return "".join(out) if changed else source
 
 
 def _cell_magic(lines):
@@ -99,7 +108,7 @@ def _at_statement_start(previous):
     try:
         for _ in tokenize.generate_tokens(io.StringIO(text).readline):
             pass
-    except (tokenize.TokenError, IndentationError, SyntaxError):
+    except (tokenize.TokenError, SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True
 
@@ -168,7 +177,8 @@ def _transform_line(line):
 def _is_assignment_target(target):
     try:
         compile("%s = None" % target.strip(), "<target>", "exec")
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError):
+        # The old parser (3.8) reports deep nesting as MemoryError.
         return False
     return True
 

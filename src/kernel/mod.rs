@@ -475,6 +475,25 @@ impl Kernel {
         *self.shared.exit.borrow()
     }
 
+    /// Stop a runner known to be stuck (it did not answer an interrupt): no
+    /// `exit` frame, which it could never read, but SIGTERM to the group →
+    /// [`process::STUCK_TERM_GRACE`] → SIGKILL, then the sweep of the group.
+    /// Idempotent; returns how it ended.
+    pub async fn terminate_stuck(&self) -> Option<ExitInfo> {
+        let pid = self.shared.pid;
+        self.shared.routes.lock().unwrap().dead = Some(KernelError::Closed);
+        self.stdin.lock().await.take();
+        if self.shared.exit.borrow().is_none() {
+            let _ = process::signal_group(pid, Signal::SIGTERM);
+            if self.shared.wait_exit(process::STUCK_TERM_GRACE).await.is_none() {
+                let _ = process::signal_group(pid, Signal::SIGKILL);
+                self.shared.wait_exit(Duration::from_secs(5)).await;
+            }
+        }
+        sweep_group(pid).await;
+        *self.shared.exit.borrow()
+    }
+
     /// Kill the whole group at once (no grace), e.g. after a failed interrupt.
     pub async fn kill(&self) -> Option<ExitInfo> {
         self.shared.routes.lock().unwrap().dead = Some(KernelError::Closed);

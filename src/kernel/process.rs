@@ -14,6 +14,10 @@ use nix::unistd::Pid;
 pub const EXIT_GRACE: Duration = Duration::from_secs(2);
 /// After SIGTERM to the group, how long before SIGKILL.
 pub const TERM_GRACE: Duration = Duration::from_secs(2);
+/// A runner known to be stuck (it ignored an interrupt) gets this long after
+/// SIGTERM to the group before SIGKILL: enough for a process that handles
+/// SIGTERM to flush a file, short enough that nobody waits on a dead cell.
+pub const STUCK_TERM_GRACE: Duration = Duration::from_millis(200);
 /// After the runner is gone, how long its leftover children get after SIGTERM.
 pub const SWEEP_GRACE: Duration = Duration::from_millis(500);
 

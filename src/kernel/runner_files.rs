@@ -94,8 +94,10 @@ pub fn ensure_runner_in(root: &Path) -> std::io::Result<PathBuf> {
     create_private_dir(&folder)?;
     for (path, content) in RUNNER_FILES {
         let target = folder.join(path);
-        let current = std::fs::metadata(&target).map(|m| m.len()).ok();
-        if current != Some(content.len() as u64) {
+        // The whole content is compared (the files are small): a file edited
+        // in place, even to the same length, is put back before it can run.
+        let current = std::fs::read(&target).ok();
+        if current.as_deref() != Some(content.as_bytes()) {
             write_atomically(&target, content.as_bytes())?;
         }
     }
@@ -173,6 +175,11 @@ mod tests {
         std::fs::remove_dir_all(runner.parent().unwrap()).unwrap();
         let again = ensure_runner_in(&root).unwrap();
         assert_eq!(again, runner);
-        assert!(again.parent().unwrap().join("evalkit_kernel/main.py").is_file());
+        let main = again.parent().unwrap().join("evalkit_kernel/main.py");
+        assert!(main.is_file());
+        let original = std::fs::read(&main).unwrap();
+        std::fs::write(&main, vec![b'#'; original.len()]).unwrap();
+        ensure_runner_in(&root).unwrap();
+        assert_eq!(std::fs::read(&main).unwrap(), original, "an edit of the same length is undone too");
     }
 }

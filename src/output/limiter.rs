@@ -38,14 +38,33 @@ pub struct LimitedText {
 }
 
 impl LimitedText {
+    /// Whether the text leaves anything out: elided lines or clamped ones.
     pub fn is_truncated(&self) -> bool {
+        self.is_elided() || self.clamped_lines > 0
+    }
+
+    fn is_elided(&self) -> bool {
         self.elided_lines > 0 || self.elided_bytes > 0
     }
 
-    /// The text with a marker in the middle when something was elided.
+    /// The text with a marker in the middle when something was elided, or a
+    /// marker at the end when only long lines were clamped; either names the
+    /// artifact that holds everything.
     pub fn render(&self, artifact: Option<&str>) -> String {
-        if !self.is_truncated() {
-            return format!("{}{}", self.head, self.tail);
+        if !self.is_elided() {
+            let mut text = format!("{}{}", self.head, self.tail);
+            if self.clamped_lines > 0 {
+                if !text.is_empty() && !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                let lines = if self.clamped_lines == 1 { "line was" } else { "lines were" };
+                text.push_str(&format!("[{} long {lines} clamped", self.clamped_lines));
+                match artifact {
+                    Some(uri) => text.push_str(&format!("; full output: {uri}]\n")),
+                    None => text.push_str("]\n"),
+                }
+            }
+            return text;
         }
         let mut text = self.head.clone();
         if !text.is_empty() && !text.ends_with('\n') {
@@ -129,12 +148,14 @@ impl TextLimiter {
     pub fn push(&mut self, mut text: &str) {
         self.total_bytes += text.len() as u64;
         while let Some(end) = text.find('\n') {
-            let (line, rest) = text.split_at(end + 1);
-            self.append_partial(line);
-            let line = std::mem::take(&mut self.partial);
+            // The newline is kept apart from the body, so a line too long to
+            // hold still ends where it ended.
+            self.append_partial(&text[..end]);
+            let mut line = std::mem::take(&mut self.partial);
+            line.push('\n');
             let dropped = std::mem::take(&mut self.partial_dropped);
             self.push_line(line, dropped);
-            text = rest;
+            text = &text[end + 1..];
         }
         self.append_partial(text);
     }
@@ -274,7 +295,50 @@ mod tests {
         let rendered = text.render(None);
         assert!(rendered.contains("chars omitted"), "{rendered}");
         assert!(rendered.len() < 400);
-        assert!(rendered.ends_with("short\n"));
+        assert!(rendered.ends_with("short\n[1 long line was clamped]\n"), "{rendered}");
+    }
+
+    #[test]
+    fn a_line_too_long_to_hold_keeps_its_newline() {
+        for chunk in [100_000, 1000, 7] {
+            let mut limiter = TextLimiter::new(limits(100_000, 100));
+            let line = format!("{}\nnext\n", "y".repeat(70 * 1024));
+            for piece in line.as_bytes().chunks(chunk) {
+                limiter.push(std::str::from_utf8(piece).unwrap());
+            }
+            let text = limiter.finish();
+            assert_eq!(text.clamped_lines, 1);
+            assert_eq!(text.total_lines, 2);
+            let rendered = text.render(Some("artifact://a"));
+            let lines: Vec<&str> = rendered.lines().collect();
+            assert_eq!(lines.len(), 3, "chunks of {chunk}: {rendered}");
+            assert!(lines[0].starts_with("yyy") && lines[0].ends_with("yyy"), "{}", lines[0]);
+            assert!(lines[0].contains(&format!("… [{} chars omitted] …", 70 * 1024 - 100)), "{}", lines[0]);
+            assert_eq!(lines[1], "next");
+        }
+    }
+
+    #[test]
+    fn clamping_alone_marks_the_text_truncated_and_names_the_artifact() {
+        let mut limiter = TextLimiter::new(limits(100_000, 100));
+        limiter.push(&format!("short\n{}\nend\n", "z".repeat(500)));
+        let text = limiter.finish();
+        assert!(text.is_truncated());
+        assert_eq!(text.elided_lines, 0);
+        let rendered = text.render(Some("artifact://abc"));
+        assert!(rendered.starts_with("short\nzzz"), "{rendered}");
+        assert!(rendered.ends_with("end\n[1 long line was clamped; full output: artifact://abc]\n"), "{rendered}");
+        assert_eq!(text.render(None).lines().last(), Some("[1 long line was clamped]"));
+    }
+
+    #[test]
+    fn an_unfinished_long_line_is_clamped_without_a_newline() {
+        let mut limiter = TextLimiter::new(limits(100_000, 100));
+        limiter.push(&"q".repeat(300));
+        let text = limiter.finish();
+        assert_eq!(text.clamped_lines, 1);
+        assert!(!text.head.ends_with('\n'), "{}", text.head);
+        assert!(text.render(None).ends_with("q\n[1 long line was clamped]\n"));
     }
 
     #[test]

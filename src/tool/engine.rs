@@ -85,6 +85,10 @@ pub struct EngineConfig {
     pub startup_timeout: Duration,
     /// How much output each session's notebook history keeps ([`EvalEngine::export_notebook`]).
     pub history: HistoryLimits,
+    /// Where kernels' runner files are written (`None`: the cache folder,
+    /// see [`crate::kernel::runner_files::cache_root`]). Lets a host or a test
+    /// keep its own copy.
+    pub runner_cache_dir: Option<PathBuf>,
 }
 
 impl EngineConfig {
@@ -104,6 +108,7 @@ impl EngineConfig {
             exposure: Exposure::default().with_env_overrides(),
             startup_timeout: crate::kernel::DEFAULT_STARTUP_TIMEOUT,
             history: HistoryLimits::default(),
+            runner_cache_dir: None,
         }
     }
 }
@@ -497,6 +502,7 @@ impl EvalEngine {
         let env = env::kernel_env(std::env::vars_os(), &python.activation, &self.config.extra_env);
         let mut options = KernelOptions::new(&python.executable, cwd, env);
         options.startup_timeout = self.config.startup_timeout;
+        options.cache_dir = self.config.runner_cache_dir.clone();
         let kernel = Arc::new(Kernel::start(options).await?);
         guard.replace_kernel(Some(kernel.clone()));
         Ok(kernel)
@@ -586,7 +592,8 @@ impl EvalEngine {
                     interrupted = Some((CellStatus::Cancelled, Instant::now()));
                 }
                 _ = escalation => {
-                    kernel.shutdown().await;
+                    // It ignored the interrupt: it cannot read an `exit` frame either.
+                    kernel.terminate_stuck().await;
                     break (CellStatus::Killed, None, Fate::Killed);
                 }
             }

@@ -30,19 +30,19 @@ CASES = [
     ("if x:\n    !echo hi\n    %cd /tmp\n", "if x:\n    " + M + ".system('echo hi')\n    " + M + ".line('cd', '/tmp')\n"),
     ("for i in y:\n\tv = !echo $i\n", "for i in y:\n\tv = " + M + ".getoutput('echo $i')\n"),
     ('s = """\n!not\n%not\n"""\n!yes', 's = """\n!not\n%not\n"""\n' + M + ".system('yes')\n"),
-    ("s = '''%a\n!b'''", "s = '''%a\n!b'''\n"),
-    ('x = f"{a!r}" # %not', 'x = f"{a!r}" # %not\n'),
-    ("# %ls\n# !rm -rf /", "# %ls\n# !rm -rf /\n"),
-    ("x = (1,\n%2)", "x = (1,\n%2)\n"),
-    ("x = 5 % 3\ny = x != 2", "x = 5 % 3\ny = x != 2\n"),
-    ("x = 1 + \\\n%2", "x = 1 + \\\n%2\n"),
+    ("s = '''%a\n!b'''", "s = '''%a\n!b'''"),
+    ('x = f"{a!r}" # %not', 'x = f"{a!r}" # %not'),
+    ("# %ls\n# !rm -rf /", "# %ls\n# !rm -rf /"),
+    ("x = (1,\n%2)", "x = (1,\n%2)"),
+    ("x = 5 % 3\ny = x != 2", "x = 5 % 3\ny = x != 2"),
+    ("x = 1 + \\\n%2", "x = 1 + \\\n%2"),
     ("!echo don't", M + ".system(\"echo don't\")\n"),
     ("!ls \\\n  -la\nprint(1)", M + ".system('ls -la')\n\nprint(1)\n"),
     ("%%bash -x\necho hi\n", M + ".cell('bash', '-x', 'echo hi\\n')\n\n"),
     ("\n%%writefile f.txt\nline\n", "\n" + M + ".cell('writefile', 'f.txt', 'line\\n')\n\n"),
     ("%ls\r\nx = 1\r\n", M + ".line('ls', '')\nx = 1\n"),
-    ("x += !echo no", "x += !echo no\n"),
-    ("print('%s' % x)", "print('%s' % x)\n"),
+    ("x += !echo no", "x += !echo no"),
+    ("print('%s' % x)", "print('%s' % x)"),
     ("x?", M + ".line('pinfo', 'x')\n"),
     ("x??", M + ".line('pinfo2', 'x')\n"),
     ("?x", M + ".line('pinfo', 'x')\n"),
@@ -52,10 +52,16 @@ CASES = [
     ("a*?", M + ".line('psearch', 'a*')\n"),
     ("if 1:\n    len?\n", "if 1:\n    " + M + ".line('pinfo', 'len')\n"),
     ("x = 1\nx?", "x = 1\n" + M + ".line('pinfo', 'x')\n"),
-    ("x ?", "x ?\n"),
-    ('s = """\nwhy?\n"""', 's = """\nwhy?\n"""\n'),
-    ("x = 1  # why?", "x = 1  # why?\n"),
+    ("x ?", "x ?"),
+    ('s = """\nwhy?\n"""', 's = """\nwhy?\n"""'),
+    ("x = 1  # why?", "x = 1  # why?"),
 ]
+
+
+def line_count(text):
+    """Lines as the compiler counts them: only \\n, \\r\\n and \\r end one."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
 
 class TransformTests(unittest.TestCase):
@@ -70,10 +76,16 @@ class TransformTests(unittest.TestCase):
 
     def test_line_numbers_are_kept(self):
         for source, _ in CASES:
-            out = transform_cell(source)
-            lines_in = source.replace("\r\n", "\n").count("\n") + (0 if source.endswith(("\n", "\r\n")) else 1)
             with self.subTest(source=source):
-                self.assertEqual(out.count("\n"), lines_in)
+                self.assertEqual(line_count(transform_cell(source)), line_count(source))
+
+    def test_form_feeds_do_not_split_lines(self):
+        source = "x = 1\x0c\n!echo hi\ny = 2\x1c\n"
+        out = transform_cell(source)
+        self.assertEqual(line_count(out), 3)
+        self.assertEqual(out.split("\n")[1], M + ".system('echo hi')")
+        cell = "%%bash\necho a\x0cb\u2028c\n"
+        self.assertEqual(transform_cell(cell), M + ".cell('bash', '', 'echo a\\x0cb\\u2028c\\n')\n\n")
 
     def test_transformed_cells_parse(self):
         for source, _ in CASES:
