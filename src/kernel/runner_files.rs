@@ -28,6 +28,7 @@ pub const RUNNER_FILES: &[(&str, &str)] = &[
     runner_file!("runner.py"),
     runner_file!("evalkit_kernel/__init__.py"),
     runner_file!("evalkit_kernel/capture.py"),
+    runner_file!("evalkit_kernel/channel.py"),
     runner_file!("evalkit_kernel/display.py"),
     runner_file!("evalkit_kernel/execute.py"),
     runner_file!("evalkit_kernel/import_hooks.py"),
