@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 
+from .channel import OWN_STREAMS
 from .interrupts import block_interrupts_in_this_thread
 
 _CHUNK = 1 << 16
@@ -34,11 +35,20 @@ _IDLE_INTERVAL = 0.1
 
 
 def flush_python_streams():
-    for stream in (sys.stdout, sys.stderr):
+    """Flush sys.stdout/sys.stderr, and the runner's own streams when user
+    code replaced them (text printed before the switch still goes out)."""
+    out, err = sys.stdout, sys.stderr
+    for stream in (out, err):
         try:
             stream.flush()
         except Exception:
             pass  # user code may have replaced or closed them
+    for stream in OWN_STREAMS:
+        if stream is not out and stream is not err:
+            try:
+                stream.flush()
+            except Exception:
+                pass
 
 
 class OutputCapture:

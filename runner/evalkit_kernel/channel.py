@@ -37,6 +37,10 @@ try:
 except ImportError:  # pragma: no cover - not a Unix
     fcntl = None
 
+# The sys.stdout/sys.stderr the runner installed (kept flushed even when user
+# code switched to other streams).
+OWN_STREAMS = []
+
 # How long a frame waits for the host to catch up with the output before it is
 # written anyway (a background process writing without pause never lets the
 # pipe run empty). After one such give-up, later waits are short until the
@@ -149,12 +153,14 @@ class Channel:
 
     def protect(self, flush_python):
         """Make os.close/os.closerange/os.dup2 skip the private fds, close them
-        in forked children, and flush Python's buffers before os._exit."""
+        in forked children, and flush Python's buffers before os._exit and
+        os.abort (what a cell printed just before is not lost with the process)."""
         private = self.private
         raw_close = os.close
         raw_closerange = os.closerange
         raw_dup2 = os.dup2
         raw_exit = os._exit
+        raw_abort = os.abort
 
         def close(fd):
             if fd in private:
@@ -180,10 +186,15 @@ class Channel:
             flush_python()
             raw_exit(status)
 
-        for wrapper, original in ((close, raw_close), (closerange, raw_closerange), (dup2, raw_dup2), (_exit, raw_exit)):
+        def abort():
+            flush_python()
+            raw_abort()
+
+        wrappers = ((close, raw_close), (closerange, raw_closerange), (dup2, raw_dup2), (_exit, raw_exit), (abort, raw_abort))
+        for wrapper, original in wrappers:
             wrapper.__doc__ = original.__doc__
             wrapper.__name__ = original.__name__
-        os.close, os.closerange, os.dup2, os._exit = close, closerange, dup2, _exit
+        os.close, os.closerange, os.dup2, os._exit, os.abort = close, closerange, dup2, _exit, abort
         self._raw_close = raw_close
         os.register_at_fork(after_in_child=self._in_forked_child)
 
@@ -210,7 +221,10 @@ class Channel:
                     installed[0].flush()
                 except Exception:
                     pass
-                setattr(sys, name, unbuffered_stream(fd))
+                OWN_STREAMS.remove(installed[0])
+                stream = unbuffered_stream(fd)
+                OWN_STREAMS.append(stream)
+                setattr(sys, name, stream)
 
     # repairs -----------------------------------------------------------------
 
@@ -219,6 +233,7 @@ class Channel:
         for name, fd in (("stdout", 1), ("stderr", 2)):
             stream = make_stream(fd)
             self._streams[name] = (stream, make_stream, fd)
+            OWN_STREAMS.append(stream)
             setattr(sys, name, stream)
 
     def repair_fds(self):
@@ -245,8 +260,10 @@ class Channel:
                 continue
             installed, make_stream, fd = self._streams[name]
             if getattr(installed, "closed", False):
+                OWN_STREAMS.remove(installed)
                 installed = make_stream(fd)
                 self._streams[name] = (installed, make_stream, fd)
+                OWN_STREAMS.append(installed)
             setattr(sys, name, installed)
             what = "None" if current is None else "closed"
             notes.append("sys.%s was %s; it writes to the cell output again" % (name, what))

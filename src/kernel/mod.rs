@@ -729,8 +729,9 @@ impl Reader {
                  outside Python, such as a C extension, probably closed the runner's private file descriptors"
             );
         }
-        let quoted = if self.diagnostics.trim().is_empty() { &self.recent_stderr } else { &self.diagnostics };
-        let error = KernelError::Died { exit, stderr_tail: quoted.clone() };
+        let quoted =
+            if self.diagnostics.trim().is_empty() { crash_report(&self.recent_stderr) } else { self.diagnostics.clone() };
+        let error = KernelError::Died { exit, stderr_tail: quoted };
         let (error, pending, ready) = {
             let mut routes = shared.routes.lock().unwrap();
             // A deliberate shutdown already recorded `Closed`; keep that.
@@ -968,6 +969,21 @@ fn drain(
         }
     }
     events
+}
+
+/// What to quote of the cell's stderr when the runner died without a word of
+/// its own: faulthandler's report (its first line and the crashing thread's
+/// stack), else the last lines.
+fn crash_report(stderr: &str) -> String {
+    let Some(start) = stderr.rfind("Fatal Python error") else {
+        return stderr.to_string();
+    };
+    let report = &stderr[start..];
+    let headline = report.lines().next().unwrap_or_default();
+    match report.find("Current thread") {
+        Some(current) => format!("{headline}\n{}", &report[current..]),
+        None => report.to_string(),
+    }
 }
 
 /// Append `text` to a bounded tail.
