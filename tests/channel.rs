@@ -208,3 +208,15 @@ async fn atexit_handlers_and_signal_handlers_do_not_break_the_channel() {
     let exit = kernel.shutdown().await;
     assert!(exit.is_some());
 }
+
+#[tokio::test]
+async fn code_outside_python_closing_the_channel_is_named_and_ends_the_kernel() {
+    let kernel = start().await;
+    let code = "import ctypes\nlibc = ctypes.CDLL(None)\nfor fd in range(3, 1100):\n    libc.close(fd)\nprint('closed')";
+    let ended = run_to_end(&kernel, code).await;
+    let message = died(&ended);
+    assert!(message.contains("protocol channel was closed"), "{message}");
+    assert_eq!(ended.stdout, "closed\n");
+    assert!(!kernel.is_alive());
+    assert!(matches!(kernel.execute("1").await, Err(KernelError::Died { .. } | KernelError::Closed)));
+}

@@ -61,10 +61,10 @@ class OutputCapture:
         thread.start()
 
     def begin(self, request_id):
-        """A cell starts: repair what user code broke in an earlier cell."""
+        """A cell starts: give back sys.stdout/sys.stderr if an earlier cell
+        broke them (fd 1/2 were already repaired when it ended)."""
         channel = self._channel
-        notes = channel.repair_fds() + channel.repair_streams()
-        channel.note(notes)
+        channel.note(channel.repair_streams())
         self._running = True
 
     def sync(self):

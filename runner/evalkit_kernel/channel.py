@@ -28,6 +28,11 @@ import os
 import sys
 import time
 
+# Bound before the runner wraps them: repairs and notes must not be skipped or
+# reordered by the wrappers.
+_raw_write = os.write
+_raw_dup2 = os.dup2
+
 _FIONREAD = None
 try:
     import fcntl
@@ -143,11 +148,13 @@ class Channel:
         return _FdFile(self.saved[2])
 
     def diagnose(self, text):
-        """Write the runner's own failure text where the host keeps it."""
+        """Write the runner's own failure text where the host keeps it;
+        False when that fd is gone too."""
         try:
-            os.write(self.diagnostics, text.encode("utf-8", "replace"))
+            _raw_write(self.diagnostics, text.encode("utf-8", "replace"))
         except OSError:
-            pass
+            return False
+        return True
 
     # keeping user code away ------------------------------------------------
 
@@ -313,9 +320,6 @@ class Channel:
         except OSError:
             self._measurable = False  # this platform cannot tell; order is best effort
 
-
-_raw_write = os.write
-_raw_dup2 = os.dup2
 
 
 def unbuffered_stream(fd):

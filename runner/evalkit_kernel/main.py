@@ -145,15 +145,16 @@ class Kernel:
         mpl.install()
 
     def _publish(self, kind, data, metadata):
-        self._capture.sync()
         frame = {"type": kind, "id": self._request_id, "bundle": data}
         if metadata:
             frame["metadata"] = metadata
         if kind == "result":
             # Only `done` (and figures still open) follow a result: it waits
-            # to leave with them in one write.
+            # to leave with them in one write, after the end of the cell's
+            # output has reached the host (capture.end).
             self._writer.send(frame, hold=True)
             return
+        self._capture.sync()
         # User code goes on after a display: output it writes next must not
         # reach the host before the display does.
         self._writer.send(frame)
@@ -239,14 +240,22 @@ def main():
         _serve(channel)
     except SystemExit:
         raise
-    except BaseException:
+    except BaseException as error:
+        import errno
         import traceback
 
         text = "evalkit runner failed:\n" + traceback.format_exc()
-        if channel is not None:
-            channel.diagnose(text)
-        else:
-            os.write(2, text.encode("utf-8", "replace"))
+        if isinstance(error, OSError) and error.errno == errno.EBADF:
+            text = (
+                "evalkit runner failed: its protocol channel was closed by code outside Python (a C "
+                "extension or ctypes closed the runner's private file descriptors); the kernel must restart.\n"
+                + text
+            )
+        if channel is None or not channel.diagnose(text):
+            try:
+                os.write(2, text.encode("utf-8", "replace"))
+            except OSError:
+                pass
         os._exit(70)
 
 

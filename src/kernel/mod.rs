@@ -712,7 +712,7 @@ impl Reader {
         let mut events = drain(&out, &mut out_buffer, |chunk| self.output_now(Stream::Stdout, chunk));
         events.extend(drain(&err, &mut err_buffer, |chunk| self.output_now(Stream::Stderr, chunk)));
         drain(&diagnostics, &mut diagnostics_buffer, |chunk| {
-            self.diagnostic(&chunk);
+            self.diagnostic(chunk);
             None
         });
         for (id, event) in events {
@@ -785,16 +785,16 @@ impl Reader {
     }
 
     async fn output(&mut self, stream: Stream, bytes: &[u8]) {
-        if let Some((id, event)) = self.output_now(stream, bytes.to_vec()) {
+        if let Some((id, event)) = self.output_now(stream, bytes) {
             self.deliver(Some(id), event).await;
         }
     }
 
     /// Decode a chunk; hold it when no request runs, else return where it goes.
-    fn output_now(&mut self, stream: Stream, bytes: Vec<u8>) -> Option<(String, ExecEvent)> {
+    fn output_now(&mut self, stream: Stream, bytes: &[u8]) -> Option<(String, ExecEvent)> {
         let text = match stream {
-            Stream::Stdout => self.stdout.decode(&bytes),
-            Stream::Stderr => self.stderr.decode(&bytes),
+            Stream::Stdout => self.stdout.decode(bytes),
+            Stream::Stderr => self.stderr.decode(bytes),
         };
         if text.is_empty() {
             return None;
@@ -953,7 +953,7 @@ impl Reader {
 fn drain(
     pipe: &pipe::Receiver,
     buffer: &mut [u8],
-    mut on_chunk: impl FnMut(Vec<u8>) -> Option<(String, ExecEvent)>,
+    mut on_chunk: impl FnMut(&[u8]) -> Option<(String, ExecEvent)>,
 ) -> Vec<(String, ExecEvent)> {
     let mut events = Vec::new();
     let mut total = 0usize;
@@ -962,7 +962,7 @@ fn drain(
             Ok(0) => break,
             Ok(n) => {
                 total += n;
-                events.extend(on_chunk(buffer[..n].to_vec()));
+                events.extend(on_chunk(&buffer[..n]));
             }
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => break,
