@@ -9,7 +9,9 @@ use evalkit::kernel::{Kernel, KernelError};
 fn died(ended: &Ended) -> String {
     match &ended.outcome {
         Err(error @ KernelError::Died { .. }) => error.to_string(),
-        other => panic!("expected the kernel to die, got {other:?}\nstdout: {}\nstderr: {}", ended.stdout, ended.stderr),
+        other => {
+            panic!("expected the kernel to die, got {other:?}\nstdout: {}\nstderr: {}", ended.stdout, ended.stderr)
+        }
     }
 }
 
@@ -123,7 +125,8 @@ async fn a_stream_the_user_set_on_purpose_stays_theirs() {
 #[tokio::test]
 async fn closerange_cannot_cut_the_channel() {
     let kernel = start().await;
-    let ended = run_to_end(&kernel, "import os\nos.closerange(3, 256)\nos.closerange(3, 65536)\nprint('still here')").await;
+    let ended =
+        run_to_end(&kernel, "import os\nos.closerange(3, 256)\nos.closerange(3, 65536)\nprint('still here')").await;
     ok(&ended);
     assert_eq!(ended.stdout, "still here\n");
     let output = run(&kernel, "6 * 7").await;
@@ -212,7 +215,8 @@ async fn atexit_handlers_and_signal_handlers_do_not_break_the_channel() {
 #[tokio::test]
 async fn code_outside_python_closing_the_channel_is_named_and_ends_the_kernel() {
     let kernel = start().await;
-    let code = "import ctypes\nlibc = ctypes.CDLL(None)\nfor fd in range(3, 1100):\n    libc.close(fd)\nprint('closed')";
+    let code =
+        "import ctypes\nlibc = ctypes.CDLL(None)\nfor fd in range(3, 1100):\n    libc.close(fd)\nprint('closed')";
     let ended = run_to_end(&kernel, code).await;
     let message = died(&ended);
     assert!(message.contains("protocol channel was closed"), "{message}");

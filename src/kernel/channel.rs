@@ -51,12 +51,8 @@ pub fn create() -> io::Result<(ChildEnds, HostEnds)> {
     let (out_w, err_w) = (OwnedFd::from(out_w), OwnedFd::from(err_w));
     grow(&out_w);
     grow(&err_w);
-    let child = ChildEnds {
-        stdout: out_w,
-        stderr: err_w,
-        frames: OwnedFd::from(frames_w),
-        diagnostics: OwnedFd::from(diag_w),
-    };
+    let child =
+        ChildEnds { stdout: out_w, stderr: err_w, frames: OwnedFd::from(frames_w), diagnostics: OwnedFd::from(diag_w) };
     let host = HostEnds {
         stdout: pipe::Receiver::from_owned_fd(OwnedFd::from(out_r))?,
         stderr: pipe::Receiver::from_owned_fd(OwnedFd::from(err_r))?,

@@ -15,8 +15,8 @@ pub mod process;
 pub mod runner_files;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::path::PathBuf;
 use std::os::fd::AsRawFd;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -729,8 +729,11 @@ impl Reader {
                  outside Python, such as a C extension, probably closed the runner's private file descriptors"
             );
         }
-        let quoted =
-            if self.diagnostics.trim().is_empty() { crash_report(&self.recent_stderr) } else { self.diagnostics.clone() };
+        let quoted = if self.diagnostics.trim().is_empty() {
+            crash_report(&self.recent_stderr)
+        } else {
+            self.diagnostics.clone()
+        };
         let error = KernelError::Died { exit, stderr_tail: quoted };
         let (error, pending, ready) = {
             let mut routes = shared.routes.lock().unwrap();
