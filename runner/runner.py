@@ -3,11 +3,12 @@
 The host starts this file as `python -u runner.py`. Everything lives in the
 `evalkit_kernel` package beside it, so that Python caches the compiled modules
 (a main script is recompiled on every start; imported modules are not).
+
+The guard matters: multiprocessing's spawn and forkserver children re-import
+the main script (as `__mp_main__`), and must not start a second kernel.
 """
 import sys
 
-# multiprocessing's spawn and forkserver start methods run this file again, as
-# `__mp_main__`, in their child processes: only the real start serves.
 if __name__ == "__main__":
     from evalkit_kernel.main import main
 

@@ -1,24 +1,30 @@
-"""File-descriptor-level capture of stdout and stderr.
+"""Cell output: how it reaches the host, in order with the frames.
 
-fd 1 and fd 2 are pointed at pipes, so `print`, `os.write(1, ...)`, C
-extensions and child processes all land in the same place. A background
-thread forwards what arrives as `stdout`/`stderr` frames while a cell runs;
-`sync()` delivers everything written so far before the runner sends a frame
-of its own (display, result, error, done), so frames keep the order in which
-things happened and nothing written during a cell arrives after its `done`.
+fd 1 and fd 2 are pipes the host created and reads itself, so `print`,
+`os.write(1, ...)`, C extensions and child processes all land there, and what
+was written survives the runner dying. The runner only keeps the order:
+
+- before a frame is written, Python's buffered sys.stdout/sys.stderr are
+  flushed and the runner waits until the host has read everything in the
+  pipes (`sync()`), so output written before a frame arrives before it;
+- after a frame that user code continues from (a display), the runner waits
+  until the host has read the frame, so output written after it arrives after it.
+
+While a cell runs a helper thread flushes Python's buffers (and held frames)
+every 20 ms so output streams live. `%%capture` diverts fd 1/2 into a local
+pipe for its duration (`set_divert`).
 """
 import codecs
 import os
 import select
 import sys
 import threading
+import time
 
+from .channel import OWN_STREAMS
 from .interrupts import block_interrupts_in_this_thread
 
 _CHUNK = 1 << 16
-_WANTED_PIPE_SIZE = 1 << 20
-_F_SETPIPE_SZ = 1031  # Linux only; elsewhere the default size stays
-_F_GETPIPE_SZ = 1032
 # While a cell runs, Python's buffered stdout/stderr (and held frames) are
 # flushed this often, so output streams live without a syscall per line.
 _FLUSH_INTERVAL = 0.02
@@ -26,155 +32,145 @@ _FLUSH_INTERVAL = 0.02
 # next tick rather than by waking the thread: a wake-up per cell costs more
 # than the cell itself for quick ones.
 _IDLE_INTERVAL = 0.1
-# Output written while no request is running (a background child, a thread)
-# is held and delivered at the start of the next request, up to this much.
-_MAX_PENDING = 1 << 20
 
 
-def _grow_pipe(fd):
-    """Enlarge a pipe so bursts of output block the writer less; return its size."""
-    if not sys.platform.startswith("linux"):
-        return _CHUNK
-    try:
-        import fcntl
-
-        fcntl.fcntl(fd, _F_SETPIPE_SZ, _WANTED_PIPE_SIZE)
-        return fcntl.fcntl(fd, _F_GETPIPE_SZ)
-    except OSError:
-        return _CHUNK
-
-
-class _Stream:
-    __slots__ = ("name", "fd", "decoder", "capacity")
-
-    def __init__(self, name, fd, capacity):
-        self.name = name
-        self.fd = fd
-        self.capacity = capacity
-        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
-
-
-class OutputCapture:
-    def __init__(self, writer):
-        self._writer = writer
-        self._lock = threading.Lock()
-        self._request_id = None
-        self._pending = []
-        self._pending_size = 0
-        self._pending_dropped = 0
-        self._streams = []
-        self._divert = None
-        for target, name in ((1, "stdout"), (2, "stderr")):
-            read_fd, write_fd = os.pipe()
-            capacity = _grow_pipe(write_fd)
-            os.dup2(write_fd, target)  # the new fd 1/2 is inheritable: children share it
-            os.close(write_fd)
-            os.set_blocking(read_fd, False)
-            self._streams.append(_Stream(name, read_fd, capacity))
-        self._fds = [stream.fd for stream in self._streams]
-        self._by_fd = {stream.fd: stream for stream in self._streams}
-        # poll(0) is the cheapest "is anything unread?" for the sync points.
-        self._poller = select.poll()
-        for fd in self._fds:
-            self._poller.register(fd, select.POLLIN)
-        thread = threading.Thread(target=self._pump, name="evalkit-output", daemon=True)
-        thread.start()
-
-    def begin(self, request_id):
-        """Attribute output to `request_id`, first delivering what was held."""
-        with self._lock:
-            self._drain_all()
-            self._request_id = request_id
-            pending, self._pending = self._pending, []
-            dropped, self._pending_dropped = self._pending_dropped, 0
-            self._pending_size = 0
-            if dropped:
-                pending.append(("stderr", "[evalkit: %d bytes of background output were dropped]\n" % dropped))
-            for name, text in pending:
-                self._writer.send({"type": name, "id": request_id, "data": text})
-
-    def sync(self):
-        """Deliver every byte written to fd 1/2 before this call."""
-        self._flush_python_streams()
-        with self._lock:
-            self._drain_all()
-
-    def end(self):
-        """Deliver the rest of the cell's output and stop attributing to it."""
-        self._flush_python_streams()
-        with self._lock:
-            self._drain_all()
-            for stream in self._streams:
-                tail = stream.decoder.decode(b"", True)
-                if tail:
-                    self._deliver(stream.name, tail)
-            self._request_id = None
-
-    @staticmethod
-    def _flush_python_streams():
-        for stream in (sys.stdout, sys.stderr):
+def flush_python_streams():
+    """Flush sys.stdout/sys.stderr, and the runner's own streams when user
+    code replaced them (text printed before the switch still goes out)."""
+    out, err = sys.stdout, sys.stderr
+    for stream in (out, err):
+        try:
+            stream.flush()
+        except Exception:
+            pass  # user code may have replaced or closed them
+    for stream in OWN_STREAMS:
+        if stream is not out and stream is not err:
             try:
                 stream.flush()
             except Exception:
-                pass  # user code may have replaced or closed them
+                pass
+
+
+class OutputCapture:
+    def __init__(self, writer, channel):
+        self._writer = writer
+        self._channel = channel
+        self._running = False
+        self._diversions = []
+        thread = threading.Thread(target=self._tick, name="evalkit-output", daemon=True)
+        thread.start()
+
+    def begin(self, request_id):
+        """A cell starts: give back sys.stdout/sys.stderr if an earlier cell
+        broke them (fd 1/2 were already repaired when it ended)."""
+        channel = self._channel
+        channel.note(channel.repair_streams())
+        self._running = True
+
+    def sync(self):
+        """Make every byte written to fd 1/2 so far reach the host before the
+        next frame."""
+        flush_python_streams()
+        self._channel.wait_output_read()
+
+    def end(self):
+        """The cell is over: its output (even what went to a broken fd 1/2,
+        now repaired) reaches the host before `done`."""
+        flush_python_streams()
+        channel = self._channel
+        notes = channel.repair_fds()
+        if notes:
+            channel.note(notes)
+            flush_python_streams()  # what failed to flush on the broken fd
+        channel.wait_output_read()
+        self._running = False
+
+    def _tick(self):
+        block_interrupts_in_this_thread()
+        while True:
+            if self._running:
+                time.sleep(_FLUSH_INTERVAL)
+                if self._running:
+                    self._writer.flush()
+                    flush_python_streams()
+            else:
+                time.sleep(_IDLE_INTERVAL)
+
+    def set_divert(self, divert):
+        """Offer the fd-level output to divert(stream, text) (`%%capture`);
+        `None` ends the latest diversion. A stream divert declines (it returns
+        False for empty text) keeps going to the cell."""
+        self.sync()
+        if divert is not None:
+            self._diversions.append(_Diversion(divert))
+        elif self._diversions:
+            self._diversions.pop().stop()
+
+
+class _Diversion:
+    """fd 1/2 pointed at local pipes that a thread reads into `divert`."""
+
+    def __init__(self, divert):
+        self._divert = divert
+        self._streams = []  # (name, fd, saved fd, read fd, decoder)
+        for name, fd in (("stdout", 1), ("stderr", 2)):
+            if not divert(name, ""):
+                continue
+            read_fd, write_fd = os.pipe()
+            saved = os.dup(fd)
+            os.set_inheritable(saved, False)
+            os.dup2(write_fd, fd)
+            os.close(write_fd)
+            os.set_blocking(read_fd, False)
+            decoder = codecs.getincrementaldecoder("utf-8")("replace")
+            self._streams.append((name, fd, saved, read_fd, decoder))
+        self._stop = threading.Event()
+        self._thread = None
+        if self._streams:
+            self._thread = threading.Thread(target=self._pump, name="evalkit-capture", daemon=True)
+            self._thread.start()
 
     def _pump(self):
         block_interrupts_in_this_thread()
-        fds = [stream.fd for stream in self._streams]
-        while True:
-            running = self._request_id is not None
+        fds = [stream[3] for stream in self._streams]
+        while not self._stop.is_set():
             try:
-                ready, _, _ = select.select(fds, [], [], _FLUSH_INTERVAL if running else _IDLE_INTERVAL)
-            except InterruptedError:
+                ready, _, _ = select.select(fds, [], [], 0.05)
+            except (InterruptedError, OSError, ValueError):
                 continue
-            if not ready:
-                if running:
-                    self._flush_python_streams()
-                    self._writer.flush()
-                continue
-            with self._lock:
-                for stream in self._streams:
-                    if stream.fd in ready:
-                        self._drain(stream)
-
-    def _drain_all(self):
-        for fd, _ in self._poller.poll(0):
-            self._drain(self._by_fd[fd])
+            for stream in self._streams:
+                if stream[3] in ready:
+                    self._drain(stream)
 
     def _drain(self, stream):
-        # Whatever was written before now is at most one pipe's worth of data
-        # still unread; the bound keeps a child that writes without pause from
-        # holding the lock forever.
-        limit = stream.capacity + _CHUNK
-        total = 0
-        while total < limit:
+        name, _, _, read_fd, decoder = stream
+        while True:
             try:
-                chunk = os.read(stream.fd, _CHUNK)
+                chunk = os.read(read_fd, _CHUNK)
             except BlockingIOError:
                 return
             except InterruptedError:
                 continue
+            except OSError:
+                return
             if not chunk:
                 return
-            total += len(chunk)
-            text = stream.decoder.decode(chunk)
+            text = decoder.decode(chunk)
             if text:
-                self._deliver(stream.name, text)
+                self._divert(name, text)
 
-    def set_divert(self, divert):
-        """Offer output to divert(stream, text) first (`%%capture`); None stops it."""
-        self.sync()
-        with self._lock:
-            self._divert = divert
-
-    def _deliver(self, name, text):
-        if self._divert is not None and self._divert(name, text):
-            return
-        if self._request_id is not None:
-            self._writer.send({"type": name, "id": self._request_id, "data": text})
-            return
-        if self._pending_size + len(text) > _MAX_PENDING:
-            self._pending_dropped += len(text.encode("utf-8", "replace"))
-            return
-        self._pending.append((name, text))
-        self._pending_size += len(text)
+    def stop(self):
+        """Put fd 1/2 back, then hand over everything written to the pipes."""
+        flush_python_streams()
+        for _, fd, saved, _, _ in self._streams:
+            os.dup2(saved, fd)
+            os.close(saved)
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+        for stream in self._streams:
+            self._drain(stream)
+            tail = stream[4].decode(b"", True)
+            if tail:
+                self._divert(stream[0], tail)
+            os.close(stream[3])

@@ -1,9 +1,9 @@
 """The runner's main loop: set up the process, answer requests until told to exit.
 
-Set-up, in order: keep private duplicates of the original stdin/stdout as the
-protocol channel, point fd 0 at /dev/null so user code and its children can
-never read the protocol, capture fd 1/2, ignore SIGINT between requests, watch
-for the host's death, then send the `ready` handshake.
+Set-up, in order: move the protocol fds out of user code's reach (see
+`channel.py`), point fd 0 at /dev/null so user code and its children can
+never read the protocol, send crash stacks to the cell's stderr, ignore SIGINT
+between requests, watch for the host's death, then send the `ready` handshake.
 """
 import builtins
 import io
@@ -14,7 +14,8 @@ import threading
 import time
 
 from . import display, ipython_compat, mpl, protocol
-from .capture import OutputCapture
+from .capture import OutputCapture, flush_python_streams
+from .channel import Channel
 from .execute import Executor
 from .interrupts import InterruptGate, block_interrupts_in_this_thread
 from .magics import Magics
@@ -42,14 +43,9 @@ def _input_not_supported(prompt=""):
 
 
 def _isolate_stdin():
-    """Return a private fd for the protocol and make fd 0 an empty source."""
-    protocol_in = os.dup(0)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
+    """fd 0 is already /dev/null (the channel moved the requests away)."""
     sys.stdin = open(0, "r", encoding="utf-8", closefd=False)
     builtins.input = _input_not_supported
-    return protocol_in
 
 
 def _text_stream(fd):
@@ -66,12 +62,7 @@ def _text_stream(fd):
     )
 
 
-def _flush_python_output():
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass
+_flush_python_output = flush_python_streams
 
 
 def _flush_before_children():
@@ -142,10 +133,11 @@ def _watch_parent(parent_pid, host_pid):
 
 
 class Kernel:
-    def __init__(self, writer, capture, gate):
+    def __init__(self, writer, capture, gate, channel):
         self._writer = writer
         self._capture = capture
         self._pid = os.getpid()
+        self._channel = channel
         self._request_id = None
         self.executor = Executor(gate, self._emit_error, capture)
         display.set_sink(self._publish)
@@ -154,11 +146,20 @@ class Kernel:
         mpl.install()
 
     def _publish(self, kind, data, metadata):
-        self._capture.sync()
         frame = {"type": kind, "id": self._request_id, "bundle": data}
         if metadata:
             frame["metadata"] = metadata
-        self._writer.send(frame, hold=True)
+        if kind == "result":
+            # Only `done` (and figures still open) follow a result: it waits
+            # to leave with them in one write, after the end of the cell's
+            # output has reached the host (capture.end).
+            self._writer.send(frame, hold=True)
+            return
+        self._capture.sync()
+        # User code goes on after a display: output it writes next must not
+        # reach the host before the display does.
+        self._writer.send(frame)
+        self._channel.wait_frames_read()
 
     def _emit_error(self, ename, evalue, traceback_lines):
         self._writer.send(
@@ -243,36 +244,50 @@ class Kernel:
 
 def main():
     """Run the kernel; a failure of the runner itself is reported on the
-    original stderr (the host keeps its tail) and exits with status 70."""
-    diagnostics = os.dup(2)
+    diagnostics fd (the host keeps its tail) and exits with status 70."""
+    channel = None
     try:
-        _serve(diagnostics)
+        channel = Channel(sys.argv)
+        _serve(channel)
     except SystemExit:
         raise
-    except BaseException:
+    except BaseException as error:
+        import errno
         import traceback
 
-        os.write(diagnostics, ("evalkit runner failed:\n" + traceback.format_exc()).encode("utf-8", "replace"))
+        text = "evalkit runner failed:\n" + traceback.format_exc()
+        if isinstance(error, OSError) and error.errno == errno.EBADF:
+            text = (
+                "evalkit runner failed: its protocol channel was closed by code outside Python (a C "
+                "extension or ctypes closed the runner's private file descriptors); the kernel must restart.\n"
+                + text
+            )
+        if channel is None or not channel.diagnose(text):
+            try:
+                os.write(2, text.encode("utf-8", "replace"))
+            except OSError:
+                pass
         os._exit(70)
 
 
-def _serve(diagnostics):
+def _serve(channel):
     parent_pid = os.getppid()
-    protocol_out = os.dup(1)
-    protocol_in = _isolate_stdin()
+    _isolate_stdin()
     try:
         import faulthandler
 
-        # A crash in C code leaves a Python traceback on the host's stderr tail.
-        faulthandler.enable(file=os.fdopen(diagnostics, "w", closefd=False), all_threads=True)
+        # A crash in C code leaves every thread's Python stack in the cell's
+        # stderr, which reaches the host even though the process is gone.
+        faulthandler.enable(file=channel.fault_file(), all_threads=True)
     except Exception:
         pass
 
-    writer = protocol.FrameWriter(protocol_out)
-    capture = OutputCapture(writer)
-    sys.stdout = _text_stream(1)
-    sys.stderr = _text_stream(2)
+    writer = protocol.FrameWriter(channel.frames)
+    channel.on_fork_child.append(writer.disable)
+    capture = OutputCapture(writer, channel)
+    channel.install_streams(_text_stream)
     _flush_before_children()
+    channel.protect(_flush_python_output)
     gate = InterruptGate()
     writer.gate = gate
     host_pid = _host_pid(sys.argv)
@@ -280,8 +295,8 @@ def _serve(diagnostics):
     sys.argv = [""]
     threading.Thread(target=_watch_parent, args=(parent_pid, host_pid), name="evalkit-parent-watch", daemon=True).start()
 
-    kernel = Kernel(writer, capture, gate)
-    reader = protocol.RequestReader(protocol_in)
+    kernel = Kernel(writer, capture, gate, channel)
+    reader = protocol.RequestReader(channel.requests)
     writer.send(
         {
             "type": "ready",

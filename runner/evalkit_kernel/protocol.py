@@ -1,7 +1,7 @@
 """NDJSON framing: one JSON object per `\\n`-terminated UTF-8 line, both ways.
 
-Frames are written to a private duplicate of the original stdout, so nothing
-user code writes to fd 1 can corrupt the channel.
+Frames are written to a private fd of their own (see `channel.py`), so
+nothing user code writes to fd 1 can corrupt the channel.
 """
 import codecs
 import json
@@ -84,6 +84,14 @@ class FrameWriter:
         self._lock = threading.Lock()
         self._held = []
         self.gate = None  # set by main once the interrupt gate exists
+        self._disabled = False
+
+    def disable(self):
+        """Drop every frame from now on (in a forked child: only the runner
+        itself speaks to the host)."""
+        self._disabled = True
+        self._held = []
+        self._lock = threading.Lock()  # the parent's may have been held at fork
 
     def send(self, frame, hold=False):
         self.send_raw(encode_frame(frame), hold)
@@ -109,6 +117,8 @@ class FrameWriter:
                 self._write(data)
 
     def _write(self, data):
+        if self._disabled:
+            return
         gate = self.gate
         if gate is not None:
             gate.enter_critical()

@@ -4,13 +4,18 @@
 //! waits for the `ready` handshake, then runs the init request (cwd on
 //! `sys.path`) and the prelude. [`Kernel::execute`] sends a request and
 //! returns an [`Execution`] that yields the request's events as they arrive.
-//! A reader task routes frames by request id; when the runner dies, every
-//! pending execution receives [`KernelError::Died`] with the exit status.
+//! One reader task owns every pipe from the runner ([`channel`]): it routes
+//! frames by request id and turns the raw bytes of fd 1/2 into `Stdout`/
+//! `Stderr` events of the running request. When the runner dies, what it wrote
+//! is delivered first, then every pending execution receives
+//! [`KernelError::Died`] with the exit status.
 
+pub mod channel;
 pub mod process;
 pub mod runner_files;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,8 +24,9 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use serde_json::{Map, Value};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::pipe;
+use tokio::process::{ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::protocol::{self, DoneStatus, ExecuteRequest, MimeBundle, RunnerFrame};
@@ -30,8 +36,15 @@ pub use process::ExitInfo;
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Set to `1` to log every frame both ways (target `evalkit::ipc`).
 pub const IPC_TRACE_VAR: &str = "EVALKIT_PYTHON_IPC_TRACE";
-/// How much of the runner's own stderr is kept for error messages.
+/// How much of the runner's own diagnostics is kept for error messages.
 const STDERR_TAIL_BYTES: usize = 16 * 1024;
+/// How many lines of it an error message quotes.
+const TAIL_LINES: usize = 20;
+/// Output written while no request runs (a background thread or child) is
+/// held for the next request, up to this much; the rest is counted and dropped.
+const MAX_PENDING_OUTPUT: usize = 1 << 20;
+/// One read from an output pipe.
+const READ_CHUNK: usize = 1 << 16;
 /// Events buffered per execution before the reader waits for the consumer
 /// (which in turn makes the runner wait: memory stays bounded).
 const EXECUTION_BUFFER: usize = 256;
@@ -88,7 +101,12 @@ pub enum KernelError {
 
 fn tail_note(tail: &str) -> String {
     let tail = tail.trim();
-    if tail.is_empty() { String::new() } else { format!(". Its stderr ended with:\n{tail}") }
+    if tail.is_empty() {
+        return String::new();
+    }
+    let lines: Vec<&str> = tail.lines().collect();
+    let start = lines.len().saturating_sub(TAIL_LINES);
+    format!(". Its stderr ended with:\n{}", lines[start..].join("\n"))
 }
 
 /// What the runner told us in its handshake.
@@ -246,6 +264,9 @@ struct Shared {
 #[derive(Default)]
 struct Routes {
     pending: HashMap<String, EventSender>,
+    /// Execute requests in the order they were written: the runner runs them
+    /// one at a time in that order, so output belongs to the first.
+    running: VecDeque<String>,
     /// Set once the runner's stdout has closed: the error every new request gets.
     dead: Option<KernelError>,
     ready: Option<oneshot::Sender<Result<ReadyInfo, String>>>,
@@ -268,29 +289,43 @@ impl Kernel {
         let runner = runner_files::ensure_runner_in(&cache)
             .map_err(|e| KernelError::RunnerInstall { path: cache.clone(), message: e.to_string() })?;
 
+        let (child_ends, host_ends) = channel::create()
+            .map_err(|e| KernelError::Spawn { python: options.python.clone(), message: e.to_string() })?;
         let mut command = Command::new(&options.python);
         command
             .arg("-u")
             .arg(&runner)
             .arg("--host-pid")
             .arg(std::process::id().to_string())
+            .arg("--frames-fd")
+            .arg(channel::FRAMES_FD.to_string())
+            .arg("--diagnostics-fd")
+            .arg(channel::DIAGNOSTICS_FD.to_string())
             .current_dir(&options.cwd)
             .env_clear()
             .envs(&options.env)
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+            .stdout(Stdio::from(child_ends.stdout))
+            .stderr(Stdio::from(child_ends.stderr));
+        let frames_fd = child_ends.frames.as_raw_fd();
+        let diagnostics_fd = child_ends.diagnostics.as_raw_fd();
+        // SAFETY: setsid, fcntl, dup2 and close are async-signal-safe and touch
+        // no memory of the parent.
         unsafe {
-            command.pre_exec(|| nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from));
+            command.pre_exec(move || {
+                nix::unistd::setsid().map_err(std::io::Error::from)?;
+                channel::place_in_child(frames_fd, diagnostics_fd)
+            });
         }
-        let mut child = command
-            .spawn()
-            .map_err(|e| KernelError::Spawn { python: options.python.clone(), message: e.to_string() })?;
+        let spawned = command.spawn();
+        // The host keeps no write end: end of file then means the kernel is gone.
+        drop(command);
+        drop(child_ends.frames);
+        drop(child_ends.diagnostics);
+        let mut child =
+            spawned.map_err(|e| KernelError::Spawn { python: options.python.clone(), message: e.to_string() })?;
         let pid = child.id().expect("a just-spawned child has a pid");
         let stdin = child.stdin.take().expect("stdin is piped");
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let stderr = child.stderr.take().expect("stderr is piped");
 
         let (exit_tx, exit_rx) = watch::channel(None);
         tokio::spawn(async move {
@@ -305,8 +340,7 @@ impl Kernel {
             stderr_tail: Mutex::new(String::new()),
             trace: options.trace,
         });
-        let stderr_task = tokio::spawn(read_stderr(shared.clone(), stderr));
-        tokio::spawn(read_frames(shared.clone(), stdout));
+        let stderr_task = tokio::spawn(Reader::new(shared.clone()).run(host_ends));
 
         let guard = KillGuard(pid);
         let ready = match tokio::time::timeout(options.startup_timeout, ready_rx).await {
@@ -383,11 +417,12 @@ impl Kernel {
         if self.shared.trace {
             tracing::info!(target: "evalkit::ipc", "host → runner {}", protocol::redacted(&request));
         }
-        self.send(id, protocol::encode_request(&request), EXECUTION_BUFFER).await
+        self.send(id, protocol::encode_request(&request), EXECUTION_BUFFER, true).await
     }
 
     /// Register a route for `id`, then write `line`; its frames arrive on the result.
-    async fn send(&self, id: String, line: String, buffer: usize) -> Result<Execution, KernelError> {
+    /// `execute` marks a request that runs code (its output is attributed to it).
+    async fn send(&self, id: String, line: String, buffer: usize, execute: bool) -> Result<Execution, KernelError> {
         let (sender, events) = mpsc::channel(buffer);
         {
             let mut routes = self.shared.routes.lock().unwrap();
@@ -396,12 +431,23 @@ impl Kernel {
             }
             routes.pending.insert(id.clone(), sender);
         }
-        let written = match self.stdin.lock().await.as_mut() {
-            Some(pipe) => pipe.write_all(line.as_bytes()).await.is_ok(),
-            None => false,
+        let written = {
+            let mut stdin = self.stdin.lock().await;
+            if execute {
+                // Queued under the stdin lock: the queue's order is the write order.
+                self.shared.routes.lock().unwrap().running.push_back(id.clone());
+            }
+            match stdin.as_mut() {
+                Some(pipe) => pipe.write_all(line.as_bytes()).await.is_ok(),
+                None => false,
+            }
         };
         if !written {
-            self.shared.routes.lock().unwrap().pending.remove(&id);
+            {
+                let mut routes = self.shared.routes.lock().unwrap();
+                routes.pending.remove(&id);
+                routes.running.retain(|queued| *queued != id);
+            }
             return Err(self.death_error().await);
         }
         Ok(Execution { id, events, finished: false })
@@ -413,7 +459,7 @@ impl Kernel {
         let request = protocol::CompleteRequest { kind: "complete", id: id.clone(), code: code.to_string() };
         let mut line = serde_json::to_string(&request).expect("requests serialize");
         line.push('\n');
-        let mut execution = self.send(id, line, 4).await?;
+        let mut execution = self.send(id, line, 4, false).await?;
         while let Some(item) = execution.next().await {
             if let ExecEvent::Completeness(answer) = item? {
                 return Ok(answer);
@@ -589,122 +635,387 @@ async fn sweep_group(pid: u32) {
     let _ = process::signal_group(pid, Signal::SIGKILL);
 }
 
-async fn read_stderr(shared: Arc<Shared>, stderr: ChildStderr) {
-    let mut stderr = stderr;
-    let mut buffer = vec![0u8; 8192];
-    loop {
-        let n = match stderr.read(&mut buffer).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
-        };
-        let text = String::from_utf8_lossy(&buffer[..n]);
-        if shared.trace {
-            tracing::info!(target: "evalkit::ipc", "runner stderr: {}", text.trim_end());
-        }
-        let mut tail = shared.stderr_tail.lock().unwrap();
-        tail.push_str(&text);
-        if tail.len() > STDERR_TAIL_BYTES {
-            let mut cut = tail.len() - STDERR_TAIL_BYTES;
-            while !tail.is_char_boundary(cut) {
-                cut += 1;
-            }
-            tail.drain(..cut);
+/// Which output pipe a chunk came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Stdout,
+    Stderr,
+}
+
+impl Stream {
+    fn event(self, text: String) -> ExecEvent {
+        match self {
+            Stream::Stdout => ExecEvent::Stdout(text),
+            Stream::Stderr => ExecEvent::Stderr(text),
         }
     }
 }
 
-/// Read frames from the runner until its stdout closes, routing each to its request.
-async fn read_frames(shared: Arc<Shared>, stdout: ChildStdout) {
-    let mut reader = BufReader::with_capacity(1 << 16, stdout);
-    let mut line = Vec::with_capacity(1 << 16);
-    loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
+/// The one task that reads every pipe from the runner.
+///
+/// Order: the runner writes a frame only once the host has read all output
+/// written before it, and goes on after a display only once the host has
+/// read the frame, so reading the pipes in turn and handling each read in
+/// full before the next keeps frames and output in the order they happened.
+struct Reader {
+    shared: Arc<Shared>,
+    stdout: channel::Utf8Stream,
+    stderr: channel::Utf8Stream,
+    /// The request whose `Started` has been delivered.
+    started: Option<String>,
+    /// Output written while no request ran, for the next one.
+    held: Vec<(Stream, String)>,
+    held_bytes: usize,
+    dropped_bytes: usize,
+    /// A partial frame line.
+    line: Vec<u8>,
+    /// The runner's own diagnostics (fd 4), quoted when it dies.
+    diagnostics: String,
+    /// The last of fd 2, quoted when the runner died without diagnostics.
+    recent_stderr: String,
+}
+
+impl Reader {
+    fn new(shared: Arc<Shared>) -> Self {
+        Reader {
+            shared,
+            stdout: channel::Utf8Stream::default(),
+            stderr: channel::Utf8Stream::default(),
+            started: None,
+            held: Vec::new(),
+            held_bytes: 0,
+            dropped_bytes: 0,
+            line: Vec::with_capacity(1 << 16),
+            diagnostics: String::new(),
+            recent_stderr: String::new(),
         }
-        if shared.trace {
-            tracing::info!(target: "evalkit::ipc", "runner → host {}", String::from_utf8_lossy(&line).trim_end());
+    }
+
+    async fn run(mut self, ends: channel::HostEnds) {
+        let channel::HostEnds { stdout: mut out, stderr: mut err, mut frames, mut diagnostics } = ends;
+        let mut frame_buffer = vec![0u8; READ_CHUNK];
+        let mut out_buffer = vec![0u8; READ_CHUNK];
+        let mut err_buffer = vec![0u8; READ_CHUNK];
+        let mut diagnostics_buffer = vec![0u8; 8192];
+        let (mut out_open, mut err_open, mut diagnostics_open) = (true, true, true);
+        loop {
+            tokio::select! {
+                read = frames.read(&mut frame_buffer) => match read {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => self.frame_bytes(&frame_buffer[..n]).await,
+                },
+                read = out.read(&mut out_buffer), if out_open => match read {
+                    Ok(0) | Err(_) => out_open = false,
+                    Ok(n) => self.output(Stream::Stdout, &out_buffer[..n]).await,
+                },
+                read = err.read(&mut err_buffer), if err_open => match read {
+                    Ok(0) | Err(_) => err_open = false,
+                    Ok(n) => self.output(Stream::Stderr, &err_buffer[..n]).await,
+                },
+                read = diagnostics.read(&mut diagnostics_buffer), if diagnostics_open => match read {
+                    Ok(0) | Err(_) => diagnostics_open = false,
+                    Ok(n) => self.diagnostic(&diagnostics_buffer[..n]),
+                },
+            }
         }
-        let frame = match protocol::parse_frame(&line) {
-            Ok(frame) => frame,
+        // The frame channel closed: the runner exited, or something cut it.
+        let shared = self.shared.clone();
+        let mut lingering = false;
+        if shared.wait_exit(Duration::from_secs(2)).await.is_none() {
+            // It can no longer be driven.
+            lingering = true;
+            let _ = process::signal_group(shared.pid, Signal::SIGKILL);
+        }
+        let exit = shared.wait_exit(Duration::from_secs(2)).await;
+        // Everything the runner wrote is in the pipes now: deliver it before the error.
+        let mut events = drain(&out, &mut out_buffer, |chunk| self.output_now(Stream::Stdout, chunk));
+        events.extend(drain(&err, &mut err_buffer, |chunk| self.output_now(Stream::Stderr, chunk)));
+        drain(&diagnostics, &mut diagnostics_buffer, |chunk| {
+            self.diagnostic(chunk);
+            None
+        });
+        for (id, event) in events {
+            self.deliver(Some(id), event).await;
+        }
+        self.flush_output().await;
+        let mut exit = match exit {
+            Some(exit) => exit.to_string(),
+            None => "output closed".to_string(),
+        };
+        if lingering {
+            exit = format!(
+                "{exit}: it closed its protocol channel while still running, so it was stopped; code \
+                 outside Python, such as a C extension, probably closed the runner's private file descriptors"
+            );
+        }
+        let quoted = if self.diagnostics.trim().is_empty() {
+            crash_report(&self.recent_stderr)
+        } else {
+            self.diagnostics.clone()
+        };
+        let error = KernelError::Died { exit, stderr_tail: quoted };
+        let (error, pending, ready) = {
+            let mut routes = shared.routes.lock().unwrap();
+            // A deliberate shutdown already recorded `Closed`; keep that.
+            let error = routes.dead.get_or_insert(error).clone();
+            routes.running.clear();
+            (error, std::mem::take(&mut routes.pending), routes.ready.take())
+        };
+        drop(ready); // startup sees a closed channel and reports the exit itself
+        for sender in pending.into_values() {
+            let _ = sender.send(Err(error.clone())).await;
+        }
+    }
+
+    async fn frame_bytes(&mut self, bytes: &[u8]) {
+        let mut rest = bytes;
+        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+            let (head, tail) = rest.split_at(end + 1);
+            rest = tail;
+            if self.line.is_empty() {
+                self.frame_line(head).await;
+            } else {
+                let mut line = std::mem::take(&mut self.line);
+                line.extend_from_slice(head);
+                self.frame_line(&line).await;
+                line.clear();
+                self.line = line;
+            }
+        }
+        self.line.extend_from_slice(rest);
+    }
+
+    async fn frame_line(&mut self, line: &[u8]) {
+        if self.shared.trace {
+            tracing::info!(target: "evalkit::ipc", "runner → host {}", String::from_utf8_lossy(line).trim_end());
+        }
+        match protocol::parse_frame(line) {
+            Ok(frame) => self.route(frame).await,
             Err(error) => {
-                tracing::warn!(target: "evalkit::ipc", "skipping a line the runner sent that is not a frame ({error})");
-                continue;
+                tracing::warn!(target: "evalkit::ipc", "skipping a line the runner sent that is not a frame ({error})")
             }
-        };
-        route(&shared, frame).await;
+        }
     }
-    let exit = shared.wait_exit(Duration::from_secs(2)).await;
-    if exit.is_none() {
-        // Output closed but the process lingers: it can no longer be driven.
-        let _ = process::signal_group(shared.pid, Signal::SIGKILL);
-    }
-    let exit = match shared.wait_exit(Duration::from_secs(2)).await {
-        Some(exit) => exit.to_string(),
-        None => "output closed".to_string(),
-    };
-    let tail = shared.stderr_tail.lock().unwrap().clone();
-    let error = KernelError::Died { exit, stderr_tail: tail };
-    let (error, pending, ready) = {
-        let mut routes = shared.routes.lock().unwrap();
-        // A deliberate shutdown already recorded `Closed`; keep that.
-        let error = routes.dead.get_or_insert(error).clone();
-        (error, std::mem::take(&mut routes.pending), routes.ready.take())
-    };
-    drop(ready); // startup sees a closed channel and reports the exit itself
-    for sender in pending.into_values() {
-        let _ = sender.send(Err(error.clone())).await;
-    }
-}
 
-async fn route(shared: &Shared, frame: RunnerFrame) {
-    let (id, event) = match frame {
-        RunnerFrame::Ready { protocol: version, python, pid, executable } => {
-            let ready = shared.routes.lock().unwrap().ready.take();
-            if let Some(ready) = ready {
-                let answer = if version == protocol::PROTOCOL_VERSION {
-                    Ok(ReadyInfo { pid, python_version: python, executable })
-                } else {
-                    Err(format!("the runner speaks protocol {version}, this host {}", protocol::PROTOCOL_VERSION))
-                };
-                let _ = ready.send(answer);
+    fn diagnostic(&mut self, bytes: &[u8]) {
+        let text = String::from_utf8_lossy(bytes);
+        if self.shared.trace {
+            tracing::info!(target: "evalkit::ipc", "runner diagnostics: {}", text.trim_end());
+        }
+        push_tail(&mut self.diagnostics, &text);
+        push_tail(&mut self.shared.stderr_tail.lock().unwrap(), &text);
+    }
+
+    async fn output(&mut self, stream: Stream, bytes: &[u8]) {
+        if let Some((id, event)) = self.output_now(stream, bytes) {
+            self.deliver(Some(id), event).await;
+        }
+    }
+
+    /// Decode a chunk; hold it when no request runs, else return where it goes.
+    fn output_now(&mut self, stream: Stream, bytes: &[u8]) -> Option<(String, ExecEvent)> {
+        let text = match stream {
+            Stream::Stdout => self.stdout.decode(bytes),
+            Stream::Stderr => self.stderr.decode(bytes),
+        };
+        if text.is_empty() {
+            return None;
+        }
+        if self.shared.trace {
+            tracing::info!(target: "evalkit::ipc", "runner {stream:?}: {} bytes", text.len());
+        }
+        if stream == Stream::Stderr {
+            push_tail(&mut self.recent_stderr, &text);
+        }
+        let current = self.shared.routes.lock().unwrap().running.front().cloned();
+        match current {
+            Some(id) => Some((id, stream.event(text))),
+            None => {
+                if stream == Stream::Stderr {
+                    // Outside a request: startup failures of the interpreter itself.
+                    push_tail(&mut self.shared.stderr_tail.lock().unwrap(), &text);
+                }
+                self.hold(stream, text);
+                None
             }
+        }
+    }
+
+    fn hold(&mut self, stream: Stream, text: String) {
+        if self.held_bytes + text.len() > MAX_PENDING_OUTPUT {
+            self.dropped_bytes += text.len();
             return;
         }
-        RunnerFrame::Started { id } => (Some(id), ExecEvent::Started),
-        RunnerFrame::Stdout { id, data } => (id, ExecEvent::Stdout(data)),
-        RunnerFrame::Stderr { id, data } => (id, ExecEvent::Stderr(data)),
-        RunnerFrame::Display { id, bundle, metadata } => (id, ExecEvent::Display { bundle, metadata }),
-        RunnerFrame::Result { id, bundle, metadata } => (id, ExecEvent::Result { bundle, metadata }),
-        RunnerFrame::Error { id, ename, evalue, traceback } => {
-            (id, ExecEvent::Error(CellError { ename, evalue, traceback }))
+        self.held_bytes += text.len();
+        match self.held.last_mut() {
+            Some((last, held)) if *last == stream => held.push_str(&text),
+            _ => self.held.push((stream, text)),
         }
-        RunnerFrame::Done { id, status, execution_count, cancelled } => {
-            (Some(id), ExecEvent::Done(CellDone { status, execution_count, cancelled }))
-        }
-        RunnerFrame::Completeness { id, status, indent } => {
-            (Some(id), ExecEvent::Completeness(Completeness { status, indent }))
-        }
-    };
-    let done = matches!(event, ExecEvent::Done(_) | ExecEvent::Completeness(_));
-    let sender = {
-        let mut routes = shared.routes.lock().unwrap();
-        match id.as_deref() {
-            Some(id) if done => routes.pending.remove(id),
-            Some(id) => routes.pending.get(id).cloned(),
-            None => None,
-        }
-    };
-    match sender {
-        Some(sender) => {
-            if sender.send(Ok(event)).await.is_err() {
-                // The caller stopped listening; later frames of this request are dropped.
-                if let Some(id) = id {
-                    shared.routes.lock().unwrap().pending.remove(&id);
-                }
+    }
+
+    /// Deliver what the decoders still hold (the end of a request's output).
+    async fn flush_output(&mut self) {
+        for stream in [Stream::Stdout, Stream::Stderr] {
+            let text = match stream {
+                Stream::Stdout => self.stdout.finish(),
+                Stream::Stderr => self.stderr.finish(),
+            };
+            if text.is_empty() {
+                continue;
+            }
+            let current = self.shared.routes.lock().unwrap().running.front().cloned();
+            match current {
+                Some(id) => self.deliver(Some(id), stream.event(text)).await,
+                None => self.hold(stream, text),
             }
         }
-        None => tracing::debug!(target: "evalkit::ipc", "frame for no pending request: {event:?}"),
+    }
+
+    /// Before the first event of request `id`: `Started`, then the output held for it.
+    async fn ensure_started(&mut self, id: &str) {
+        if self.started.as_deref() == Some(id) {
+            return;
+        }
+        self.started = Some(id.to_string());
+        self.send(id, ExecEvent::Started, false).await;
+        let held = std::mem::take(&mut self.held);
+        self.held_bytes = 0;
+        for (stream, text) in held {
+            self.send(id, stream.event(text), false).await;
+        }
+        let dropped = std::mem::take(&mut self.dropped_bytes);
+        if dropped > 0 {
+            let note = format!("[evalkit: {dropped} bytes of background output were dropped]\n");
+            self.send(id, ExecEvent::Stderr(note), false).await;
+        }
+    }
+
+    fn is_running(&self, id: &str) -> bool {
+        self.shared.routes.lock().unwrap().running.iter().any(|queued| queued == id)
+    }
+
+    async fn route(&mut self, frame: RunnerFrame) {
+        let (id, event) = match frame {
+            RunnerFrame::Ready { protocol: version, python, pid, executable } => {
+                let ready = self.shared.routes.lock().unwrap().ready.take();
+                if let Some(ready) = ready {
+                    let answer = if version == protocol::PROTOCOL_VERSION {
+                        Ok(ReadyInfo { pid, python_version: python, executable })
+                    } else {
+                        Err(format!("the runner speaks protocol {version}, this host {}", protocol::PROTOCOL_VERSION))
+                    };
+                    let _ = ready.send(answer);
+                }
+                return;
+            }
+            RunnerFrame::Started { id } => (Some(id), ExecEvent::Started),
+            RunnerFrame::Stdout { id, data } => (id, ExecEvent::Stdout(data)),
+            RunnerFrame::Stderr { id, data } => (id, ExecEvent::Stderr(data)),
+            RunnerFrame::Display { id, bundle, metadata } => (id, ExecEvent::Display { bundle, metadata }),
+            RunnerFrame::Result { id, bundle, metadata } => (id, ExecEvent::Result { bundle, metadata }),
+            RunnerFrame::Error { id, ename, evalue, traceback } => {
+                (id, ExecEvent::Error(CellError { ename, evalue, traceback }))
+            }
+            RunnerFrame::Done { id, status, execution_count, cancelled } => {
+                (Some(id), ExecEvent::Done(CellDone { status, execution_count, cancelled }))
+            }
+            RunnerFrame::Completeness { id, status, indent } => {
+                (Some(id), ExecEvent::Completeness(Completeness { status, indent }))
+            }
+        };
+        if let Some(request) = id.as_deref().filter(|request| self.is_running(request)) {
+            let request = request.to_string();
+            self.ensure_started(&request).await;
+            match event {
+                // Synthesized by ensure_started, before any output of the request.
+                ExecEvent::Started => return,
+                ExecEvent::Done(_) => {
+                    self.flush_output().await;
+                    self.shared.routes.lock().unwrap().running.retain(|queued| *queued != request);
+                    self.started = None;
+                }
+                _ => {}
+            }
+        }
+        self.deliver(id, event).await;
+    }
+
+    async fn deliver(&mut self, id: Option<String>, event: ExecEvent) {
+        let Some(id) = id else {
+            tracing::debug!(target: "evalkit::ipc", "frame for no request: {event:?}");
+            return;
+        };
+        if !matches!(event, ExecEvent::Done(_) | ExecEvent::Completeness(_)) && self.is_running(&id) {
+            self.ensure_started(&id).await;
+        }
+        let done = matches!(event, ExecEvent::Done(_) | ExecEvent::Completeness(_));
+        self.send(&id, event, done).await;
+    }
+
+    /// Hand `event` to request `id`'s consumer (`last` removes its route).
+    async fn send(&self, id: &str, event: ExecEvent, last: bool) {
+        let sender = {
+            let mut routes = self.shared.routes.lock().unwrap();
+            if last { routes.pending.remove(id) } else { routes.pending.get(id).cloned() }
+        };
+        match sender {
+            Some(sender) => {
+                if sender.send(Ok(event)).await.is_err() {
+                    // The caller stopped listening; later events of this request are dropped.
+                    self.shared.routes.lock().unwrap().pending.remove(id);
+                }
+            }
+            None => tracing::debug!(target: "evalkit::ipc", "event for no pending request {id}: {event:?}"),
+        }
+    }
+}
+
+/// Read what is left in a pipe without waiting (bounded: a child of the
+/// kernel may still be writing).
+fn drain(
+    pipe: &pipe::Receiver,
+    buffer: &mut [u8],
+    mut on_chunk: impl FnMut(&[u8]) -> Option<(String, ExecEvent)>,
+) -> Vec<(String, ExecEvent)> {
+    let mut events = Vec::new();
+    let mut total = 0usize;
+    while total < 64 << 20 {
+        match pipe.try_read(buffer) {
+            Ok(0) => break,
+            Ok(n) => {
+                total += n;
+                events.extend(on_chunk(&buffer[..n]));
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+    events
+}
+
+/// What to quote of the cell's stderr when the runner died without a word of
+/// its own: faulthandler's report (its first line and the crashing thread's
+/// stack), else the last lines.
+fn crash_report(stderr: &str) -> String {
+    let Some(start) = stderr.rfind("Fatal Python error") else {
+        return stderr.to_string();
+    };
+    let report = &stderr[start..];
+    let headline = report.lines().next().unwrap_or_default();
+    match report.find("Current thread") {
+        Some(current) => format!("{headline}\n{}", &report[current..]),
+        None => report.to_string(),
+    }
+}
+
+/// Append `text` to a bounded tail.
+fn push_tail(tail: &mut String, text: &str) {
+    tail.push_str(text);
+    if tail.len() > STDERR_TAIL_BYTES {
+        let mut cut = tail.len() - STDERR_TAIL_BYTES;
+        while !tail.is_char_boundary(cut) {
+            cut += 1;
+        }
+        tail.drain(..cut);
     }
 }

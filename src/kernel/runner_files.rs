@@ -29,6 +29,7 @@ pub const RUNNER_FILES: &[(&str, &str)] = &[
     runner_file!("evalkit_kernel/__init__.py"),
     runner_file!("evalkit_kernel/autoreload.py"),
     runner_file!("evalkit_kernel/capture.py"),
+    runner_file!("evalkit_kernel/channel.py"),
     runner_file!("evalkit_kernel/display.py"),
     runner_file!("evalkit_kernel/execute.py"),
     runner_file!("evalkit_kernel/expansion.py"),

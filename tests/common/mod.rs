@@ -96,3 +96,27 @@ def build_wheel(folder, version):
         wheel.writestr(info + "/RECORD", "".join("%s,,\n" % name for name in files) + info + "/RECORD,,\n")
     return path
 "#;
+/// What a request produced up to its end, which may be the kernel's death.
+pub struct Ended {
+    pub stdout: String,
+    pub stderr: String,
+    pub outcome: Result<evalkit::kernel::CellDone, evalkit::kernel::KernelError>,
+}
+
+/// Run `code` and keep everything it printed, even when the kernel dies.
+pub async fn run_to_end(kernel: &Kernel, code: &str) -> Ended {
+    use evalkit::kernel::{ExecEvent, KernelError};
+    let mut ended = Ended { stdout: String::new(), stderr: String::new(), outcome: Err(KernelError::Closed) };
+    let mut execution = kernel.execute(code).await.expect("request sent");
+    let limit = Duration::from_secs(60);
+    while let Some(item) = tokio::time::timeout(limit, execution.next()).await.expect("the cell ends") {
+        match item {
+            Ok(ExecEvent::Stdout(text)) => ended.stdout.push_str(&text),
+            Ok(ExecEvent::Stderr(text)) => ended.stderr.push_str(&text),
+            Ok(ExecEvent::Done(done)) => ended.outcome = Ok(done),
+            Ok(_) => {}
+            Err(error) => ended.outcome = Err(error),
+        }
+    }
+    ended
+}

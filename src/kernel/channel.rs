@@ -1,0 +1,190 @@
+//! The pipes between the host and one runner, and the host's reading of raw output.
+//!
+//! The host creates every pipe itself, so what the kernel writes is in the
+//! host's hands the moment it is written, even if the process dies right after:
+//!
+//! | runner fd | what                                   | host end          |
+//! | --------- | -------------------------------------- | ----------------- |
+//! | 0         | requests (moved to a private fd)       | write             |
+//! | 1, 2      | the cell's stdout and stderr, raw bytes | read              |
+//! | 3         | frames (moved to a private fd)         | read              |
+//! | 4         | the runner's own diagnostics (moved)   | read              |
+//!
+//! Output bytes are decoded here ([`Utf8Stream`]): invalid UTF-8 becomes
+//! U+FFFD, and a sequence cut at the end of a read waits for its rest.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+use tokio::net::unix::pipe;
+
+/// The frames pipe's write end as the runner sees it.
+pub const FRAMES_FD: RawFd = 3;
+/// The diagnostics pipe's write end as the runner sees it.
+pub const DIAGNOSTICS_FD: RawFd = 4;
+/// Output pipes are enlarged to this, so bursts block the writer less.
+const OUTPUT_PIPE_SIZE: i32 = 1 << 20;
+
+/// The child's ends of the pipes, handed over at spawn.
+pub struct ChildEnds {
+    pub stdout: OwnedFd,
+    pub stderr: OwnedFd,
+    pub frames: OwnedFd,
+    pub diagnostics: OwnedFd,
+}
+
+/// The host's reading ends.
+pub struct HostEnds {
+    pub stdout: pipe::Receiver,
+    pub stderr: pipe::Receiver,
+    pub frames: pipe::Receiver,
+    pub diagnostics: pipe::Receiver,
+}
+
+/// Create the output, frame and diagnostics pipes (all close-on-exec).
+/// Must run inside a tokio runtime (the readers register with it).
+pub fn create() -> io::Result<(ChildEnds, HostEnds)> {
+    let (out_r, out_w) = std::io::pipe()?;
+    let (err_r, err_w) = std::io::pipe()?;
+    let (frames_r, frames_w) = std::io::pipe()?;
+    let (diag_r, diag_w) = std::io::pipe()?;
+    let (out_w, err_w) = (OwnedFd::from(out_w), OwnedFd::from(err_w));
+    grow(&out_w);
+    grow(&err_w);
+    let child =
+        ChildEnds { stdout: out_w, stderr: err_w, frames: OwnedFd::from(frames_w), diagnostics: OwnedFd::from(diag_w) };
+    let host = HostEnds {
+        stdout: pipe::Receiver::from_owned_fd(OwnedFd::from(out_r))?,
+        stderr: pipe::Receiver::from_owned_fd(OwnedFd::from(err_r))?,
+        frames: pipe::Receiver::from_owned_fd(OwnedFd::from(frames_r))?,
+        diagnostics: pipe::Receiver::from_owned_fd(OwnedFd::from(diag_r))?,
+    };
+    Ok((child, host))
+}
+
+#[cfg(target_os = "linux")]
+fn grow(fd: &OwnedFd) {
+    // SAFETY: F_SETPIPE_SZ on a pipe we own; failure only keeps the default size.
+    unsafe {
+        libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, OUTPUT_PIPE_SIZE);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn grow(_fd: &OwnedFd) {}
+
+/// In the forked child, before exec: put `frames` at fd 3 and `diagnostics`
+/// at fd 4 (inheritable). Only async-signal-safe calls.
+///
+/// Both are first copied above fd 10, so neither can be overwritten by the
+/// other's `dup2` whatever numbers they had in the host.
+pub fn place_in_child(frames: RawFd, diagnostics: RawFd) -> io::Result<()> {
+    // SAFETY: plain fd syscalls on fds this child owns.
+    unsafe {
+        let high_frames = libc::fcntl(frames, libc::F_DUPFD, 10);
+        let high_diagnostics = libc::fcntl(diagnostics, libc::F_DUPFD, 10);
+        if high_frames < 0 || high_diagnostics < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if libc::dup2(high_frames, FRAMES_FD) < 0 || libc::dup2(high_diagnostics, DIAGNOSTICS_FD) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        libc::close(high_frames);
+        libc::close(high_diagnostics);
+    }
+    Ok(())
+}
+
+/// Incremental UTF-8 decoding of one output stream.
+#[derive(Default)]
+pub struct Utf8Stream {
+    /// The start of a multi-byte sequence cut by the end of the last read.
+    carry: Vec<u8>,
+}
+
+impl Utf8Stream {
+    /// Decode `bytes`, keeping an incomplete trailing sequence for the next call.
+    pub fn decode(&mut self, bytes: &[u8]) -> String {
+        let joined;
+        let data: &[u8] = if self.carry.is_empty() {
+            bytes
+        } else {
+            let mut all = std::mem::take(&mut self.carry);
+            all.extend_from_slice(bytes);
+            joined = all;
+            &joined
+        };
+        let cut = incomplete_tail(data);
+        let (text, rest) = data.split_at(data.len() - cut);
+        self.carry.extend_from_slice(rest);
+        match std::str::from_utf8(text) {
+            Ok(text) => text.to_string(),
+            Err(_) => String::from_utf8_lossy(text).into_owned(),
+        }
+    }
+
+    /// What is still held (an incomplete sequence at the very end), as U+FFFD.
+    pub fn finish(&mut self) -> String {
+        if self.carry.is_empty() {
+            return String::new();
+        }
+        let text = String::from_utf8_lossy(&self.carry).into_owned();
+        self.carry.clear();
+        text
+    }
+}
+
+/// How many bytes at the end of `data` start a UTF-8 sequence that could
+/// still be completed by more bytes (0 when the end is complete or invalid).
+fn incomplete_tail(data: &[u8]) -> usize {
+    let len = data.len();
+    for back in 1..=3.min(len) {
+        let byte = data[len - back];
+        if byte & 0xC0 == 0x80 {
+            continue; // a continuation byte: look further back for the lead
+        }
+        let needed = match byte {
+            0xC2..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF4 => 4,
+            _ => return 0,
+        };
+        if needed <= back {
+            return 0;
+        }
+        // Only hold it when what follows the lead is a valid prefix.
+        return match std::str::from_utf8(&data[len - back..]) {
+            Err(error) if error.error_len().is_none() => back,
+            _ => 0,
+        };
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sequences_cut_between_reads_are_joined() {
+        let text = "añ€😀";
+        let bytes = text.as_bytes();
+        for cut in 0..=bytes.len() {
+            let mut stream = Utf8Stream::default();
+            let mut out = stream.decode(&bytes[..cut]);
+            out.push_str(&stream.decode(&bytes[cut..]));
+            out.push_str(&stream.finish());
+            assert_eq!(out, text, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn invalid_bytes_become_replacement_characters() {
+        let mut stream = Utf8Stream::default();
+        assert_eq!(stream.decode(b"a\xffb"), "a\u{fffd}b");
+        assert_eq!(stream.decode(b"c\xe2\x82"), "c");
+        assert_eq!(stream.decode(b"x"), "\u{fffd}x");
+        assert_eq!(stream.decode(b"\xf0\x9f"), "");
+        assert_eq!(stream.finish(), "\u{fffd}");
+    }
+}
