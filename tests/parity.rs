@@ -87,3 +87,13 @@ fn harness_finds_ipykernel_identical_to_itself() {
     assert!(total["cells"].as_u64().unwrap() >= 20, "{total}");
     assert_eq!(total["same_text"], total["cells"], "{total}");
 }
+
+/// The harness's normalisation and display picking, on fixed texts (no kernel needed).
+#[test]
+fn harness_normalisation_unit_tests() {
+    let output = Command::new(common::python())
+        .args(["-m", "unittest", "-q", concat!(env!("CARGO_MANIFEST_DIR"), "/bench/parity/test_parity.py")])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}

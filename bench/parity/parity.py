@@ -39,7 +39,7 @@ CELL_TIMEOUT = 60
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 # Durations printed by %time, %%time, %timeit and %prun: "1.23 ms", "456 ns", "0.001 seconds".
-DURATION = re.compile(r"\d+(?:\.\d+)?(?:e-?\d+)? ?(?:ns|µs|μs|us|ms|s|sec|seconds)\b")
+DURATION = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)? ?(?:ns|µs|μs|us|ms|s|sec|seconds)\b")
 # evalkit shows an image as "[image 1: image/png 640×480]"; ipykernel's side is rendered the same way.
 EVALKIT_IMAGE = re.compile(r"\[image \d+: image/[a-z+]+ [^\]]*\]")
 # The report of %prun: its counts, rows and their order depend on timing and on the profiler's
@@ -141,11 +141,18 @@ class Ipykernel:
         msg_id = self.client.execute(code)
         parts = []
         deadline = time.monotonic() + CELL_TIMEOUT
+        timed_out = False
         while True:
             try:
                 msg = self.client.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
             except queue.Empty:
-                return "timeout", "".join(parts)
+                if timed_out:
+                    return "timeout", "".join(parts)
+                # Like evalkit's timeout: interrupt, so the kernel is free for the next cell.
+                timed_out = True
+                self.manager.interrupt_kernel()
+                deadline = time.monotonic() + 10
+                continue
             if msg["parent_header"].get("msg_id") != msg_id:
                 continue
             kind, content = msg["msg_type"], msg["content"]
@@ -166,6 +173,8 @@ class Ipykernel:
                 page = payload["data"].get("text/plain", "")
                 parts.append(page if page.endswith("\n") else page + "\n")
         status = reply["content"]["status"]
+        if timed_out:
+            return "timeout", "".join(parts)
         if status == "error":
             parts.append(error_line(reply["content"].get("ename"), reply["content"].get("evalue")) + "\n")
             return "error", "".join(parts)
@@ -213,7 +222,12 @@ async def run_evalkit_async(binary, cells, cwd, artifacts):
             await session.initialize()
             for cell in cells:
                 arguments = {"cells": [{"code": cell["code"], "timeout": CELL_TIMEOUT}]}
-                result = await session.call_tool("eval", arguments)
+                try:
+                    result = await session.call_tool("eval", arguments)
+                except Exception as exc:  # the server died or broke the protocol: the rest cannot run
+                    failure = "evalkit mcp failed: {}: {}\n".format(type(exc).__name__, exc)
+                    results += [("crashed", failure, None)] * (len(cells) - len(results))
+                    break
                 text = "".join(block.text for block in result.content if block.type == "text")
                 details = (result.structured_content or {}).get("cells") or [{}]
                 status = details[0].get("status", "error" if result.is_error else "ok")
@@ -221,8 +235,20 @@ async def run_evalkit_async(binary, cells, cwd, artifacts):
     return results
 
 
+def innermost(exc):
+    """The first leaf of an exception group (anyio wraps the MCP client's errors in groups)."""
+    while getattr(exc, "exceptions", None):
+        exc = exc.exceptions[0]
+    return exc
+
+
 def run_evalkit(binary, cells, cwd, artifacts):
-    raw = asyncio.run(run_evalkit_async(binary, cells, cwd, artifacts))
+    try:
+        raw = asyncio.run(run_evalkit_async(binary, cells, cwd, artifacts))
+    except Exception as exc:
+        leaf = innermost(exc)
+        sys.exit("could not run `{} mcp`: {}: {} (check the binary, or pass --evalkit PATH)".format(
+            binary, type(leaf).__name__, leaf))
     out = []
     for status, text, error in raw:
         if text == "(no output)\n":  # evalkit's placeholder for a cell that printed nothing
@@ -251,6 +277,17 @@ def summary_line(text, status):
         return first
     last = first_line(text.splitlines()[-1]) if text.strip() else first
     return first if first == last else "{} … {}".format(first, last)
+
+
+def first_difference(left, right):
+    """The first line where two texts differ, from each side ("(end)" past the last line)."""
+    a, b = left.splitlines(), right.splitlines()
+    for index in range(max(len(a), len(b))):
+        x = a[index] if index < len(a) else "(end)"
+        y = b[index] if index < len(b) else "(end)"
+        if x != y:
+            return x.strip()[:160] or "(blank)", y.strip()[:160] or "(blank)"
+    return "", ""
 
 
 def compare_notebook(name, cells, jupyter, evalkit, cwds):
@@ -286,6 +323,17 @@ def compare_notebook(name, cells, jupyter, evalkit, cwds):
                 "evalkit": summary_line(r["evalkit"]["text"], r["evalkit"]["status"]),
             }
             for r in regressions
+        ],
+        "text_differences": [
+            dict(
+                zip(
+                    ("cell", "code", "ipykernel", "evalkit"),
+                    (r["cell"], first_line(r["code"]))
+                    + first_difference(r["ipykernel"]["text"], r["evalkit"]["text"]),
+                )
+            )
+            for r in rows
+            if r["same_status"] and not r["same_text"]
         ],
         "corpus_errors": [
             {
@@ -342,6 +390,12 @@ def markdown(reports, total, python, binary):
             out.append("- `{}` cell {}: `{}`".format(name, g["cell"], g["code"]))
             out.append("  - ipykernel: `{}`".format(g["ipykernel"]))
             out.append("  - evalkit: `{}`".format(g["evalkit"]))
+    differing = [(r["notebook"], d) for r in reports for d in r["text_differences"]]
+    if differing:
+        out += ["", "## Cells with the same status and different text (first differing line)", ""]
+        for name, d in differing:
+            out.append("- `{}` cell {}: `{}` — ipykernel `{}`, evalkit `{}`".format(
+                name, d["cell"], d["code"], d["ipykernel"], d["evalkit"]))
     broken = [(r["notebook"], c) for r in reports for c in r["corpus_errors"]]
     if broken:
         out += ["", "## Corpus errors (status under ipykernel differs from the cell's `raises-exception` tag)", ""]
@@ -359,6 +413,8 @@ def shown(path):
 
 def find_evalkit(explicit):
     if explicit:
+        if not os.access(explicit, os.X_OK):
+            sys.exit("--evalkit {}: not an executable file".format(explicit))
         return os.path.abspath(explicit)
     release = os.path.join(ROOT, "target", "release", "evalkit")
     debug = os.path.join(ROOT, "target", "debug", "evalkit")
