@@ -412,6 +412,8 @@ def shown(path):
 
 
 def find_evalkit(explicit):
+    """The binary to test: the one given, else the debug build when it is the only build (parity
+    does not depend on optimisation, and a release build takes minutes), else a fresh release build."""
     if explicit:
         if not os.access(explicit, os.X_OK):
             sys.exit("--evalkit {}: not an executable file".format(explicit))
@@ -430,7 +432,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", default=os.path.join(ROOT, "tests", "notebooks"))
     parser.add_argument("--only", help="comma-separated notebook names (without .ipynb)")
-    parser.add_argument("--evalkit", help="the evalkit binary (default: target/release, built if needed)")
+    parser.add_argument("--evalkit", help="the evalkit binary (default: target/debug when it is the only build, else target/release, rebuilt)")
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results"), help="folder for parity.{json,md}")
     parser.add_argument("--no-write", action="store_true", help="do not write the report files")
