@@ -46,6 +46,8 @@ EVALKIT_IMAGE = re.compile(r"\[image \d+: image/[a-z+]+ [^\]]*\]")
 # own frames, so the whole report (summary line to the end of its table) becomes "<profile>".
 PROFILE_SUMMARY = re.compile(r"^\s*\d+ function calls.* in .*$")
 PROFILE_HEADER = re.compile(r"^\s*ncalls\s+tottime\s+percall")
+# %timeit's warning when one run was much slower than another: it comes and goes with machine load.
+SLOW_RUN = re.compile(r"^The slowest run took [\d.]+ times longer than the fastest")
 
 
 def normalise(text, cwd):
@@ -66,6 +68,8 @@ def normalise(text, cwd):
         if profile is not None:
             if profile == "table" and not line.strip():
                 profile = None
+            continue
+        if SLOW_RUN.match(line):
             continue
         lines.append(DURATION.sub("<t>", line).rstrip())  # timings vary run to run
     return "\n".join(lines).strip("\n")
@@ -451,6 +455,9 @@ def main():
     if not names:
         sys.exit("no notebooks in " + args.corpus)
     binary = "ipykernel (self-check)" if args.self_check else find_evalkit(args.evalkit)
+    # evalkit's environment filter does not pass this on, so without it ipykernel alone would skip
+    # writing __pycache__ folders, which `!ls` cells then list on one side only.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
     reports = []
     scratch = tempfile.mkdtemp(prefix="parity-")

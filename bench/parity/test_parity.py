@@ -22,6 +22,15 @@ class Normalise(unittest.TestCase):
             parity.normalise(timeit, "/w"), "<t> ± <t> per loop (mean ± std. dev. of 2 runs, 3 loops each)"
         )
 
+    def test_timeit_slow_run_warning_is_dropped(self):
+        text = (
+            "The slowest run took 6.84 times longer than the fastest. This could mean that an "
+            "intermediate result is being cached.\n1.5 µs ± 1.2 µs per loop (mean ± std. dev. of 2 runs, 2 loops each)"
+        )
+        self.assertEqual(
+            parity.normalise(text, "/w"), "<t> ± <t> per loop (mean ± std. dev. of 2 runs, 2 loops each)"
+        )
+
     def test_numbers_that_are_not_durations_stay(self):
         self.assertEqual(parity.normalise("3 loops, 45 items, v2.5", "/w"), "3 loops, 45 items, v2.5")
 
