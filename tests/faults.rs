@@ -146,7 +146,28 @@ async fn crash_os_exit() {
 
 #[tokio::test]
 async fn crash_segfault_after_writing() {
-    crash_case("print('before the crash')\nimport ctypes\nctypes.string_at(0)", "killed by signal 11 (SIGSEGV)").await;
+    // Flushed: Python text still in the 64 KiB stdout buffer when C code crashes
+    // the process (at most 20 ms of it) cannot be saved; everything written to the fd is.
+    crash_case(
+        "print('before the crash', flush=True)\nimport ctypes\nctypes.string_at(0)",
+        "killed by signal 11 (SIGSEGV)",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn crash_channel_closed_by_c_code_is_explained() {
+    let code = "print('before the crash', flush=True)\nimport ctypes\nlibc = ctypes.CDLL(None)\n\
+                for fd in range(3, 1100):\n    libc.close(fd)";
+    let h = harness();
+    h.start("s").await;
+    let result = h.run("s", code, 10).await;
+    assert_eq!(status(&result), CellStatus::Error, "{}", result.text);
+    assert_has(&result, "before the crash");
+    assert_has(&result, "The Python kernel died during this cell");
+    assert_has(&result, "protocol channel was closed");
+    h.next_call_works("s").await;
+    h.finish().await;
 }
 
 #[tokio::test]

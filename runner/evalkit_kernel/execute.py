@@ -83,10 +83,18 @@ class Executor:
         hooks = self.hooks
         if hooks is None:
             return self._run_cell(code, silent, store_history)[0]
-        hooks.before_cell(code, silent, self.execution_count + 1 if counted else None)
+        self._call_hook(hooks.before_cell, code, silent, self.execution_count + 1 if counted else None)
         outcome, error, before_exec = self._run_cell(code, silent, store_history)
-        hooks.after_cell(error, before_exec, silent, counted)
+        self._call_hook(hooks.after_cell, error, before_exec, silent, counted)
         return outcome
+
+    def _call_hook(self, hook, *args):
+        # A failing hook (a user's event callback, a history note) is shown
+        # in the cell's stderr; it must never take the kernel down.
+        try:
+            hook(*args)
+        except Exception as error:
+            self.print_error(error)
 
     def _run_cell(self, code, silent, store_history):
         if store_history and not silent:

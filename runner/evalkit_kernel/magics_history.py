@@ -57,7 +57,10 @@ class History:
         self.outputs[number] = value
 
     def note_directory(self):
-        here = os.getcwd()
+        try:
+            here = os.getcwd()
+        except OSError:  # the working directory was deleted
+            return
         if here != self.directories[-1]:
             self.directories.append(here)
 

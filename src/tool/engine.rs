@@ -173,7 +173,22 @@ pub fn ignore_events(_: EvalEvent) {}
 enum Fate {
     Alive,
     Killed,
-    Died(String),
+    /// How it ended, and the last lines of the runner's own diagnostics.
+    Died {
+        exit: String,
+        last_words: String,
+    },
+}
+
+/// What faulthandler writes first when the runner crashes in C code.
+const FAULTHANDLER_HEADLINE: &str = "Fatal Python error";
+/// How many lines of a dead runner's diagnostics a result quotes.
+const DIED_QUOTE_LINES: usize = 12;
+
+/// The last `count` non-empty lines of `text`, trimmed.
+fn last_lines(text: &str, count: usize) -> String {
+    let lines: Vec<&str> = text.trim().lines().collect();
+    lines[lines.len().saturating_sub(count)..].join("\n")
 }
 
 impl EvalEngine {
@@ -553,6 +568,7 @@ impl EvalEngine {
         let _budget = BudgetEntry { budgets: &self.budgets, session };
         let mut interrupted: Option<(CellStatus, Instant)> = None;
         let mut error_summary = None;
+        let mut crash_reported = false;
         let (status, count, fate) = loop {
             let escalation = async {
                 match interrupted {
@@ -573,6 +589,9 @@ impl EvalEngine {
                         break (status, Some(done.execution_count), Fate::Alive);
                     }
                     Some(Ok(event)) => {
+                        if let ExecEvent::Stderr(text) = &event {
+                            crash_reported |= text.contains(FAULTHANDLER_HEADLINE);
+                        }
                         if let ExecEvent::Error(error) = &event {
                             error_summary = Some(ErrorSummary { ename: error.ename.clone(), evalue: error.evalue.clone() });
                         }
@@ -580,8 +599,13 @@ impl EvalEngine {
                             on_event(streamed);
                         }
                     }
-                    Some(Err(KernelError::Died { exit, .. })) => break (CellStatus::Error, None, Fate::Died(exit)),
-                    Some(Err(_)) | None => break (interrupted.map_or(CellStatus::Error, |(r, _)| r), None, Fate::Died("it was shut down".into())),
+                    Some(Err(KernelError::Died { exit, stderr_tail })) => {
+                        // A crash the cell's own stderr already explains (faulthandler's
+                        // stacks) is not quoted twice; the runner's own failures are.
+                        let last_words = if crash_reported { String::new() } else { last_lines(&stderr_tail, DIED_QUOTE_LINES) };
+                        break (CellStatus::Error, None, Fate::Died { exit, last_words });
+                    }
+                    Some(Err(_)) | None => break (interrupted.map_or(CellStatus::Error, |(r, _)| r), None, Fate::Died { exit: "it was shut down".into(), last_words: String::new() }),
                 },
                 _ = watchdog.expired(), if interrupted.is_none() => {
                     let _ = kernel.interrupt();
@@ -617,12 +641,17 @@ impl EvalEngine {
                     INTERRUPT_ESCALATION.as_secs()
                 ));
             }
-            Fate::Died(exit) => {
+            Fate::Died { exit, last_words } => {
                 guard.replace_kernel(None);
                 kernel.shutdown().await;
+                let quoted = if last_words.is_empty() {
+                    String::new()
+                } else {
+                    format!(" Its last diagnostics:\n{last_words}\n")
+                };
                 collector.note(format!(
-                    "The Python kernel died during this cell ({exit}). The cell was not retried: it may have partly \
-                     run, so check for side effects. The next call starts a fresh kernel; earlier state is lost."
+                    "The Python kernel died during this cell ({exit}).{quoted} The cell was not retried: it may have \
+                     partly run, so check for side effects. The next call starts a fresh kernel; earlier state is lost."
                 ));
                 error_summary.get_or_insert(ErrorSummary { ename: "KernelDied".into(), evalue: exit });
             }
