@@ -33,6 +33,9 @@ pub struct ExecuteRequest {
     /// Environment changes; `None` removes a variable.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub env: Option<BTreeMap<String, Option<String>>>,
+    /// The code is TypeScript (Node runner: types are stripped first).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub typescript: bool,
 }
 
 /// Host → runner: is this code a whole cell? Answered by a `completeness` frame.
@@ -331,6 +334,7 @@ mod tests {
             store_history: false,
             cwd: None,
             env: Some(BTreeMap::from([("TOKEN".into(), Some("s3cret".into())), ("GONE".into(), None)])),
+            typescript: false,
         };
         let text = redacted(&request);
         assert!(!text.contains("s3cret"));

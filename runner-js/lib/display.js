@@ -1,7 +1,8 @@
 'use strict';
 // Rich output: MIME bundles from JavaScript values, and the `display()` helper.
 //
-// A bundle always has `text/plain`. Binary data (Buffer, typed arrays,
+// A bundle has `text/plain`, except HTML (the host turns HTML into text
+// itself, which reads better than a placeholder). Binary data (Buffer, typed arrays,
 // ArrayBuffer) is base64 and recognised by its signature as PNG, JPEG or GIF;
 // plain objects and arrays given to display() also carry `application/json`.
 // `display.html(s)`, `.markdown(s)`, `.svg(s)`, `.json(v)`, `.image(bytes,
@@ -28,7 +29,7 @@ class MimeData {
   }
 
   [util.inspect.custom]() {
-    return this.bundle['text/plain'];
+    return this.bundle['text/plain'] || `<${Object.keys(this.bundle)[0]}>`;
   }
 }
 
@@ -69,7 +70,8 @@ function bundleAs(value, mime) {
     return { [mime]: bytes.toString('base64'), 'text/plain': `<${mime}, ${bytes.length} bytes>` };
   }
   const text = typeof value === 'string' ? value : String(value);
-  return { [mime]: text, 'text/plain': mime.startsWith('text/') && mime !== 'text/html' ? text : `<${mime}>` };
+  if (mime === 'text/html') return { [mime]: text };
+  return { [mime]: text, 'text/plain': mime.startsWith('text/') ? text : `<${mime}>` };
 }
 
 /**
@@ -99,7 +101,7 @@ function display(value, mime) {
   publish('display', bundle, metadata);
 }
 
-display.html = (html) => new MimeData({ 'text/html': String(html), 'text/plain': '<HTML>' });
+display.html = (html) => new MimeData({ 'text/html': String(html) });
 display.markdown = (markdown) => new MimeData({ 'text/markdown': String(markdown), 'text/plain': String(markdown) });
 display.svg = (svg) => new MimeData({ 'image/svg+xml': String(svg), 'text/plain': '<SVG image>' });
 display.json = (value) => new MimeData(bundleAs(value, 'application/json'));
