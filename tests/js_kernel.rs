@@ -55,11 +55,12 @@ async fn js(engine: &EvalEngine, code: &str) -> EvalResult {
 #[tokio::test]
 async fn declarations_and_top_level_await_persist_across_calls() {
     let f = fixture(|_| {});
-    let first = js(&f.engine, "const base = 40\nfunction add(x) { return x + base }\nclass Box { get v() { return 1 } }")
-        .await;
+    let first =
+        js(&f.engine, "const base = 40\nfunction add(x) { return x + base }\nclass Box { get v() { return 1 } }").await;
     assert!(!first.is_error, "{}", first.text);
-    let second = js(&f.engine, "const got = await new Promise((ok) => setTimeout(() => ok(add(1)), 5));\ngot + new Box().v")
-        .await;
+    let second =
+        js(&f.engine, "const got = await new Promise((ok) => setTimeout(() => ok(add(1)), 5));\ngot + new Box().v")
+            .await;
     assert_eq!(second.text, "42\n");
     assert_eq!(second.cells[0].execution_count, Some(2));
     let again = js(&f.engine, "const base = 1; add(1)").await;
@@ -127,8 +128,11 @@ async fn require_and_import_load_a_package_installed_with_npm() {
     }
     let result = js(&f.engine, "const isNumber = require('is-number');\n[isNumber(5), isNumber('x')]").await;
     assert_eq!(result.text, "[ true, false ]\n");
-    let imported = js(&f.engine, "import isNum from 'is-number';\nconst m = await import('is-number');\nisNum(1) && m.default('2')")
-        .await;
+    let imported = js(
+        &f.engine,
+        "import isNum from 'is-number';\nconst m = await import('is-number');\nisNum(1) && m.default('2')",
+    )
+    .await;
     assert_eq!(imported.text, "true\n");
     f.engine.dispose_all().await;
 }
@@ -138,7 +142,9 @@ async fn a_timeout_breaks_a_sync_loop_and_keeps_the_state() {
     let f = fixture(|_| {});
     js(&f.engine, "let kept = 'still here'").await;
     let result =
-        eval_params(&f.engine, json!({"cells": [{"code": "while (true) {}", "language": "js", "timeout": 1}]})).await.unwrap();
+        eval_params(&f.engine, json!({"cells": [{"code": "while (true) {}", "language": "js", "timeout": 1}]}))
+            .await
+            .unwrap();
     assert_eq!(result.cells[0].status, CellStatus::Timeout);
     assert!(result.text.contains("remains running"), "{}", result.text);
     assert_eq!(js(&f.engine, "kept").await.text, "'still here'\n");
@@ -215,7 +221,8 @@ async fn exposure_modes_and_the_javascript_fallback() {
 
     // JavaScript only: cells without a language run as JavaScript; py cells are refused.
     let js_only = fixture(|c| c.exposure = Exposure { py: false, js: true });
-    let implicit = eval_params(&js_only.engine, json!({"cells": [{"code": "typeof process.versions.node"}]})).await.unwrap();
+    let implicit =
+        eval_params(&js_only.engine, json!({"cells": [{"code": "typeof process.versions.node"}]})).await.unwrap();
     assert_eq!(implicit.text, "'string'\n");
     let refused = eval_params(&js_only.engine, json!({"cells": [{"code": "1", "language": "py"}]})).await;
     assert!(matches!(refused, Err(EvalError::LanguageDisabled(_))));

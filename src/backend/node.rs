@@ -54,7 +54,11 @@ fn cache() -> &'static Mutex<HashMap<PathBuf, Result<(PathBuf, String), String>>
 
 /// Find and probe node: `explicit` (or `EVALKIT_NODE` when `explicit` is
 /// `None`), else `node` on `path`.
-pub fn resolve(explicit: Option<&str>, cwd: &Path, path: Option<&std::ffi::OsString>) -> Result<Runtime, NodeUnavailable> {
+pub fn resolve(
+    explicit: Option<&str>,
+    cwd: &Path,
+    path: Option<&std::ffi::OsString>,
+) -> Result<Runtime, NodeUnavailable> {
     let from_env = std::env::var(NODE_VAR).ok().filter(|v| !v.trim().is_empty());
     let explicit = explicit.map(str::to_string).or(from_env);
     let (label, candidate) = match explicit.as_deref().map(str::trim) {
@@ -88,12 +92,9 @@ pub fn resolve(explicit: Option<&str>, cwd: &Path, path: Option<&std::ffi::OsStr
         }
     };
     match probed {
-        Ok((executable, version)) => Ok(Runtime {
-            backend: Backend::Node,
-            executable,
-            version: Some(version),
-            activation: EnvActivation::None,
-        }),
+        Ok((executable, version)) => {
+            Ok(Runtime { backend: Backend::Node, executable, version: Some(version), activation: EnvActivation::None })
+        }
         Err(problem) => Err(NodeUnavailable { tried: format!("{label}: {problem}") }),
     }
 }

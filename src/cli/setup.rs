@@ -105,9 +105,10 @@ async fn setup_node(kernel: KernelArgs) -> ExitCode {
         }
     };
     let explicit = kernel.node.clone();
-    let found = tokio::task::spawn_blocking(move || evalkit::backend::node::resolve_from_env(explicit.as_deref(), &cwd))
-        .await
-        .expect("discovery does not panic");
+    let found =
+        tokio::task::spawn_blocking(move || evalkit::backend::node::resolve_from_env(explicit.as_deref(), &cwd))
+            .await
+            .expect("discovery does not panic");
     match found {
         Ok(node) => {
             println!("Node.js:            {}", node.executable.display());

@@ -317,8 +317,11 @@ impl Kernel {
             .ensure_in(&cache)
             .map_err(|e| KernelError::RunnerInstall { path: cache.clone(), message: e.to_string() })?;
 
-        let (child_ends, host_ends) = channel::create()
-            .map_err(|e| KernelError::Spawn { backend, program: options.program.clone(), message: e.to_string() })?;
+        let (child_ends, host_ends) = channel::create().map_err(|e| KernelError::Spawn {
+            backend,
+            program: options.program.clone(),
+            message: e.to_string(),
+        })?;
         let mut command = Command::new(&options.program);
         command
             .args(backend.runner_args(&runner))
@@ -349,8 +352,11 @@ impl Kernel {
         drop(command);
         drop(child_ends.frames);
         drop(child_ends.diagnostics);
-        let mut child =
-            spawned.map_err(|e| KernelError::Spawn { backend, program: options.program.clone(), message: e.to_string() })?;
+        let mut child = spawned.map_err(|e| KernelError::Spawn {
+            backend,
+            program: options.program.clone(),
+            message: e.to_string(),
+        })?;
         let pid = child.id().expect("a just-spawned child has a pid");
         let stdin = child.stdin.take().expect("stdin is piped");
 
@@ -374,14 +380,22 @@ impl Kernel {
         let ready = match tokio::time::timeout(options.startup_timeout, ready_rx).await {
             Ok(Ok(Ok(ready))) => ready,
             Ok(Ok(Err(reason))) => {
-                return Err(KernelError::StartupFailed { backend, reason, stderr_tail: shared.tail_after(stderr_task).await });
+                return Err(KernelError::StartupFailed {
+                    backend,
+                    reason,
+                    stderr_tail: shared.tail_after(stderr_task).await,
+                });
             }
             Ok(Err(_)) => {
                 let reason = match shared.wait_exit(Duration::from_secs(2)).await {
                     Some(exit) => format!("it exited before the handshake ({exit})"),
                     None => "it closed its output before the handshake".to_string(),
                 };
-                return Err(KernelError::StartupFailed { backend, reason, stderr_tail: shared.tail_after(stderr_task).await });
+                return Err(KernelError::StartupFailed {
+                    backend,
+                    reason,
+                    stderr_tail: shared.tail_after(stderr_task).await,
+                });
             }
             Err(_) => {
                 drop(guard);

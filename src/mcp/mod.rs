@@ -26,8 +26,8 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use crate::output::artifacts::SCHEME;
 use crate::backend::Backend;
+use crate::output::artifacts::SCHEME;
 use crate::tool::{CallContext, EvalEngine, EvalEvent, EvalParams, EvalResult, Language};
 
 /// Largest piece of an artifact one `resources/read` returns; larger artifacts
