@@ -239,22 +239,21 @@ fn restrict_languages(schema: &mut Value, offered: &[&str]) {
     let allowed = |value: &Value| value.as_str().is_some_and(|text| offered.contains(&text));
     match schema {
         Value::Object(map) => {
+            for value in map.values_mut() {
+                restrict_languages(value, offered);
+            }
             if let Some(Value::Array(values)) = map.get_mut("enum")
+                && !values.is_empty()
                 && values.iter().all(is_language)
             {
                 values.retain(allowed);
             }
             if let Some(Value::Array(alternatives)) = map.get_mut("oneOf") {
                 alternatives.retain(|alternative| {
-                    let named = alternative.get("const").or_else(|| alternative.get("enum").and_then(|e| e.get(0)));
-                    match named {
-                        Some(value) if is_language(value) => allowed(value),
-                        _ => true,
-                    }
+                    let named_ok = alternative.get("const").is_none_or(|value| !is_language(value) || allowed(value));
+                    let enum_left = alternative.get("enum").and_then(Value::as_array).is_none_or(|e| !e.is_empty());
+                    named_ok && enum_left
                 });
-            }
-            for value in map.values_mut() {
-                restrict_languages(value, offered);
             }
         }
         Value::Array(items) => items.iter_mut().for_each(|item| restrict_languages(item, offered)),
@@ -471,9 +470,9 @@ mod tests {
         let mut schema = EvalParams::json_schema();
         assert!(schema.to_string().contains("\"py\""));
         restrict_languages(&mut schema, &["js", "ts"]);
-        let text = schema.to_string();
-        assert!(text.contains("cells"));
-        assert!(!text.contains("\"py\""), "{text}");
-        assert!(text.contains("\"js\""), "{text}");
+        assert!(schema.to_string().contains("cells"));
+        let language = schema["$defs"]["Language"].to_string();
+        assert!(!language.contains("\"py\""), "{language}");
+        assert!(language.contains("\"js\"") && language.contains("\"ts\""), "{language}");
     }
 }
