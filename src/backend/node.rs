@@ -47,8 +47,11 @@ pub struct NodeUnavailable {
     pub tried: String,
 }
 
-fn cache() -> &'static Mutex<HashMap<PathBuf, Result<(PathBuf, String), String>>> {
-    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Result<(PathBuf, String), String>>>> = OnceLock::new();
+/// A probe's answer: (real executable, version), or why the candidate is unusable.
+type Probed = Result<(PathBuf, String), String>;
+
+fn cache() -> &'static Mutex<HashMap<PathBuf, Probed>> {
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Probed>>> = OnceLock::new();
     CACHE.get_or_init(Default::default)
 }
 
@@ -104,7 +107,7 @@ pub fn resolve_from_env(explicit: Option<&str>, cwd: &Path) -> Result<Runtime, N
     resolve(explicit, cwd, std::env::var_os("PATH").as_ref())
 }
 
-fn probe(node: &Path, cwd: &Path) -> Result<(PathBuf, String), String> {
+fn probe(node: &Path, cwd: &Path) -> Probed {
     let mut child = Command::new(node)
         .args(["-e", PROBE_SCRIPT])
         .current_dir(cwd)
