@@ -293,3 +293,25 @@ fn the_cli_runs_javascript_code_and_files() {
     assert_eq!(setup.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&setup.stdout).contains("Version:"));
 }
+
+#[tokio::test]
+async fn typescript_cells_strip_types_or_say_why_not() {
+    let f = fixture(|_| {});
+    let result = eval_params(&f.engine, json!({"cells": [{"code": "const n: number = 20;\nn + 1", "language": "ts"}]}))
+        .await
+        .unwrap();
+    let version = backend::node::resolve_from_env(Some(&node().display().to_string()), f.dir.path()).unwrap().version;
+    let (major, minor) = {
+        let version = version.unwrap_or_default();
+        let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+    };
+    if (major, minor) >= (22, 13) {
+        assert_eq!(result.text, "21\n");
+    } else {
+        let error = result.cells[0].error.as_ref().unwrap();
+        assert_eq!(error.ename, "TypeScriptNotSupported");
+        assert!(error.evalue.contains("22.13"), "{}", error.evalue);
+    }
+    f.engine.dispose_all().await;
+}
