@@ -151,6 +151,8 @@ async function serve(argv) {
   output.install(channel.outputFds);
   prelude.install(globalThis);
   globalThis.require = modules.cellRequire;
+  // Scripts often locate files from their own folder; a cell's folder is the cwd.
+  Object.defineProperty(globalThis, '__dirname', { get: () => process.cwd(), configurable: true });
   globalThis[IMPORT_FUNCTION] = modules.cellImport;
   const kernel = new Kernel(channel);
   process.on('SIGINT', () => kernel.executor.interrupt());

@@ -80,6 +80,11 @@ test('images from buffers, html and markdown', () =>
     assert.ok(md.events.find((e) => e.type === 'result').bundle['image/png']);
   }));
 
+test('__dirname is the working directory', () =>
+  withRunner(async (r) => {
+    assert.deepStrictEqual((await r.run('__dirname === process.cwd()')).results, ['true']);
+  }));
+
 test('stdin reads fail fast', () =>
   withRunner(async (r) => {
     const out = await r.run('require("fs").readFileSync(0)');
