@@ -60,7 +60,8 @@ class Kernel {
     this.channel = channel;
     this.requestId = null;
     this.background = []; // errors thrown while no cell awaited
-    this.executor = new Executor((frame) => this.send(frame));
+    this.held = []; // frame lines kept back by send(frame, true)
+    this.executor = new Executor((frame) => this.send(frame, frame.type === 'result'));
     display.setSink((kind, bundle, metadata) => {
       const frame = { type: kind, id: this.requestId, bundle };
       if (metadata && Object.keys(metadata).length) frame.metadata = metadata;
@@ -68,14 +69,20 @@ class Kernel {
     });
   }
 
-  send(frame) {
+  /**
+   * Write a frame. `hold` keeps it back until the next frame that is not held,
+   * so a quick cell's started/result/done leave in one write and the host
+   * wakes once (the host needs no `started` to attribute output).
+   */
+  send(frame, hold = false) {
     let line;
     try {
       line = JSON.stringify(frame);
     } catch {
       line = JSON.stringify({ ...frame, bundle: { 'text/plain': String(frame.bundle && frame.bundle['text/plain']) } });
     }
-    this.channel.writeFrame(line + '\n');
+    this.held.push(line + '\n');
+    if (!hold) this.channel.writeFrame(this.held.splice(0).join(''));
   }
 
   /** A timer or an unawaited promise threw: fail the awaiting cell, or keep it for the next one. */
@@ -96,7 +103,7 @@ class Kernel {
   async handle(request) {
     this.requestId = request.id;
     this.executor.requestId = request.id;
-    this.send({ type: 'started', id: request.id });
+    this.send({ type: 'started', id: request.id }, true);
     let outcome = { status: 'error', cancelled: false };
     try {
       if (this.applyContext(request)) {
