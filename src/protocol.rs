@@ -314,7 +314,7 @@ mod tests {
 
             #[test]
             fn requests_encode_as_one_line_of_json(id in text(), code in text(), cwd in proptest::option::of(text())) {
-                let request = ExecuteRequest { id, code, silent: false, store_history: true, cwd, env: None };
+                let request = ExecuteRequest { id, code, silent: false, store_history: true, cwd, env: None, typescript: false };
                 let line = encode_request(&request);
                 prop_assert!(line.ends_with('\n'));
                 prop_assert_eq!(line.matches('\n').count(), 1);
