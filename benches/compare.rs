@@ -1,7 +1,7 @@
 //! evalkit against Jupyter and against the physical floor, in one run.
 //!
 //! `bench/run` provisions the Jupyter baseline and calls this with
-//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,warm,output,interrupt,ladder,concurrency]`. Each scenario
+//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,warm,js,output,interrupt,ladder,concurrency]`. Each scenario
 //! interleaves evalkit and its baselines (A B A B …) so machine drift
 //! cancels out, then prints median / p90 and the ratio evalkit ÷ baseline,
 //! and writes the table as JSON and Markdown.
@@ -362,6 +362,49 @@ async fn warm_round_trip(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, repo
     report.add("warm round trip of 1+1", "ms", false, &evalkit, Some(&jupyter_series), "");
 }
 
+/// JavaScript cells: cold start → first `1+1` of a Node kernel beside `node -e 1+1`, and the warm
+/// round trip of `1+1` (no Node floor for a round trip: the Python echo floor row above is the protocol's).
+async fn javascript(plan: &Plan, setup: &Setup, report: &mut Report) {
+    let node = match evalkit::backend::node::resolve_from_env(None, &setup.cwd) {
+        Ok(node) => node,
+        Err(error) => {
+            println!("(JavaScript rows skipped: {error})");
+            return;
+        }
+    };
+    report.facts.insert("node".into(), json!(node.executable.display().to_string()));
+    report.facts.insert("node_version".into(), json!(node.version));
+    let options = || KernelOptions::for_runtime(&node, &setup.cwd, setup.env.clone());
+    let mut evalkit = Series::new("evalkit js");
+    let mut floor = Series::new("node -e 1+1");
+    for _ in 0..plan.cold_runs {
+        let started = Instant::now();
+        let kernel = Kernel::start(options()).await.expect("node kernel starts");
+        let output = kernel.execute("1+1").await.unwrap().collect().await.unwrap();
+        assert_eq!(output.results(), ["2"]);
+        evalkit.values.push(started.elapsed().as_secs_f64() * 1000.0);
+        kernel.shutdown().await;
+        let started = Instant::now();
+        let status =
+            Command::new(&node.executable).args(["-e", "1+1"]).env_clear().envs(&setup.env).status().await.unwrap();
+        assert!(status.success());
+        floor.values.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    report.add("JS cold start → first 1+1", "ms", false, &evalkit, Some(&floor), "");
+    let kernel = Kernel::start(options()).await.expect("node kernel starts");
+    for _ in 0..50 {
+        kernel.execute("1+1").await.unwrap().collect().await.unwrap();
+    }
+    let mut warm = Series::new("evalkit js");
+    for _ in 0..plan.warm_iterations {
+        let started = Instant::now();
+        kernel.execute("1+1").await.unwrap().collect().await.unwrap();
+        warm.values.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    kernel.shutdown().await;
+    report.add("JS warm round trip of 1+1", "ms", false, &warm, None, "");
+}
+
 /// Peak resident memory of this process, sampled while `work` runs.
 async fn with_peak_rss<F: std::future::Future>(work: F) -> (F::Output, f64) {
     let stop = Arc::new(AtomicBool::new(false));
@@ -600,6 +643,9 @@ async fn main() {
     }
     if wanted("warm") {
         warm_round_trip(&plan, &setup, &mut jupyter, &mut report).await;
+    }
+    if wanted("js") {
+        javascript(&plan, &setup, &mut report).await;
     }
     if wanted("output") {
         output_throughput(&plan, &setup, &mut jupyter, &mut report).await;

@@ -1,6 +1,7 @@
-//! evalkit: run Python code cells for LLM agents and people, in long-lived
-//! kernels driven over NDJSON pipes.
+//! evalkit: run Python and JavaScript code cells for LLM agents and people,
+//! in long-lived kernels driven over NDJSON pipes.
 //!
+//! - [`backend`] names the runtimes (Python, Node) and how each is found and started.
 //! - [`runtime`] finds the interpreter and builds the kernel's environment.
 //! - [`kernel`] starts, drives, interrupts and stops one runner process.
 //! - [`protocol`] defines the frames both sides exchange.
@@ -9,6 +10,7 @@
 //! - [`output`] bounds text, stores artifacts and splits displays.
 //! - [`notebook`] reads and writes `.ipynb` files and records sessions as notebooks.
 
+pub mod backend;
 pub mod kernel;
 pub mod mcp;
 pub mod notebook;

@@ -33,6 +33,9 @@ pub struct ExecuteRequest {
     /// Environment changes; `None` removes a variable.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub env: Option<BTreeMap<String, Option<String>>>,
+    /// The code is TypeScript (Node runner: types are stripped first).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub typescript: bool,
 }
 
 /// Host → runner: is this code a whole cell? Answered by a `completeness` frame.
@@ -311,7 +314,7 @@ mod tests {
 
             #[test]
             fn requests_encode_as_one_line_of_json(id in text(), code in text(), cwd in proptest::option::of(text())) {
-                let request = ExecuteRequest { id, code, silent: false, store_history: true, cwd, env: None };
+                let request = ExecuteRequest { id, code, silent: false, store_history: true, cwd, env: None, typescript: false };
                 let line = encode_request(&request);
                 prop_assert!(line.ends_with('\n'));
                 prop_assert_eq!(line.matches('\n').count(), 1);
@@ -331,6 +334,7 @@ mod tests {
             store_history: false,
             cwd: None,
             env: Some(BTreeMap::from([("TOKEN".into(), Some("s3cret".into())), ("GONE".into(), None)])),
+            typescript: false,
         };
         let text = redacted(&request);
         assert!(!text.contains("s3cret"));

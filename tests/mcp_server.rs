@@ -8,9 +8,14 @@ use std::process::Command;
 use std::time::Duration;
 
 fn scenario(name: &str) -> tempfile::TempDir {
+    scenario_with_env(name, &[])
+}
+
+fn scenario_with_env(name: &str, env: &[(&str, &str)]) -> tempfile::TempDir {
     let cwd = tempfile::tempdir().unwrap();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/client.py");
     let output = Command::new(common::python())
+        .envs(env.iter().copied())
         .arg(script)
         .arg(env!("CARGO_BIN_EXE_evalkit"))
         .arg(cwd.path())
@@ -123,4 +128,14 @@ fn sigterm_to_the_server_disposes_its_kernels() {
     let status = server.wait().unwrap();
     assert!(status.success() || status.code().is_some(), "{status:?}");
     assert!(common::group_members(pid).is_empty(), "kernel {pid} outlived the server");
+}
+
+#[test]
+fn javascript_cells_run_beside_python() {
+    scenario_with_env("javascript", &[("EVALKIT_PY", "mix"), ("EVALKIT_JS", "1")]);
+}
+
+#[test]
+fn javascript_only_offers_only_javascript() {
+    scenario_with_env("javascript_only", &[("EVALKIT_PY", "0"), ("EVALKIT_JS", "1")]);
 }

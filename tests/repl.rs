@@ -143,3 +143,29 @@ fn save_writes_the_session_as_a_notebook() {
     assert_eq!(notebook["cells"][1]["execution_count"], 2);
     assert!(!home.path().join("early.ipynb").exists());
 }
+
+#[test]
+fn a_javascript_session_continues_open_brackets_like_node() {
+    let home = tempfile::tempdir().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_evalkit"));
+    command
+        .args(["repl", "--lang", "js", "--cwd"])
+        .arg(home.path())
+        .env("EVALKIT_PYTHON", common::python())
+        .env("HOME", home.path())
+        .env("XDG_STATE_HOME", home.path().join("state"))
+        .env("EVALKIT_ARTIFACTS_DIR", home.path().join("artifacts"))
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm");
+    let mut s = spawn_command(command, Some(20_000)).expect("the repl starts");
+    s.exp_string("JavaScript kernel").unwrap();
+    s.exp_string(">>> ").unwrap();
+    run(&mut s, "function twice(x) {");
+    s.exp_string("... ").unwrap();
+    run(&mut s, "return x * 2 }");
+    s.exp_string(">>> ").unwrap();
+    run(&mut s, "console.log('twice is', twice(21))");
+    s.exp_string("twice is 42").unwrap();
+    s.send_control('d').unwrap();
+    s.exp_eof().unwrap();
+}

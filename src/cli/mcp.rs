@@ -58,6 +58,7 @@ pub async fn mcp(args: McpArgs) -> ExitCode {
     config.pool.max_kernels = args.max_kernels.max(1);
     config.pool.idle_timeout = (args.idle_minutes > 0).then(|| Duration::from_secs(args.idle_minutes * 60));
     config.exposure.py &= !args.no_py;
+    // `--no-py` alone means JavaScript only (as EVALKIT_PY=0).
     config.exposure.js &= !args.no_js;
     let engine = Arc::new(EvalEngine::new(config));
     match evalkit::mcp::serve_stdio(engine).await {

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// Run Python code cells in long-lived kernels.
+/// Run Python and JavaScript code cells in long-lived kernels.
 #[derive(Debug, Parser)]
 #[command(name = "evalkit", version, about)]
 pub struct Cli {
@@ -22,9 +22,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run Python code in a fresh kernel, streaming its output.
+    /// Run code in a fresh kernel, streaming its output.
     Run(run::RunArgs),
-    /// An interactive Python session on one kernel.
+    /// An interactive session on one kernel.
     Repl(repl::ReplArgs),
     /// Serve the eval tool to MCP clients over stdin/stdout.
     Mcp(mcp::McpArgs),
@@ -46,6 +46,9 @@ pub struct KernelArgs {
     /// Python interpreter to use (skips discovery) [env: EVALKIT_PYTHON].
     #[arg(long, value_name = "PATH")]
     pub python: Option<String>,
+    /// Node.js to run JavaScript cells with (skips the PATH lookup) [env: EVALKIT_NODE].
+    #[arg(long, value_name = "PATH")]
+    pub node: Option<String>,
 }
 
 impl KernelArgs {
@@ -64,6 +67,7 @@ impl KernelArgs {
     pub fn engine_config(&self) -> Result<evalkit::tool::EngineConfig, String> {
         let mut config = evalkit::tool::EngineConfig::new(self.cwd()?);
         config.python = self.explicit_python();
+        config.node = self.node.clone();
         Ok(config)
     }
 

@@ -2,7 +2,8 @@
 //!
 //! Line editing and history (rustyline); a line is sent when the kernel says
 //! the cell is complete (`for x in y:` continues, `%%bash` ends on a blank
-//! line). Ctrl-C at the prompt clears the line; during a cell it interrupts
+//! line; in JavaScript an open bracket, string or template continues, as in
+//! Node's REPL). Ctrl-C at the prompt clears the line; during a cell it interrupts
 //! the cell and keeps the kernel. Ctrl-D (or `:quit`) exits and stops the kernel.
 
 use std::path::PathBuf;
@@ -10,7 +11,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use evalkit::render::{CardRenderer, RenderOptions};
-use evalkit::tool::{CallContext, EvalEngine, EvalEvent, EvalParams};
+use evalkit::tool::{CallContext, EvalEngine, EvalEvent, EvalParams, Language};
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 use tokio_util::sync::CancellationToken;
@@ -27,6 +28,9 @@ pub struct ReplArgs {
     /// Show every line of output, not the last 20.
     #[arg(long)]
     expand: bool,
+    /// Language of the session: py, js or ts [default: py, or js where Python is not available].
+    #[arg(long, value_name = "LANG", value_parser = super::run::parse_language)]
+    lang: Option<Language>,
 }
 
 const HELP: &str = "\
@@ -35,7 +39,7 @@ const HELP: &str = "\
 :last   print the full output of the last cell (its artifact)
 :save FILE.ipynb  save the cells run so far, with their outputs, as a Jupyter notebook
 :quit   leave (also Ctrl-D)
-Magics work as in cells: %pip, !cmd, %%bash, %time, ... Ctrl-C interrupts a running cell.";
+Python magics work as in cells: %pip, !cmd, %%bash, %time, ... Ctrl-C interrupts a running cell.";
 
 fn history_path() -> Option<PathBuf> {
     let dir = dirs::state_dir().or_else(dirs::data_local_dir)?.join("evalkit");
@@ -61,7 +65,11 @@ pub async fn repl(args: ReplArgs) -> ExitCode {
     let engine = Arc::new(EvalEngine::new(config));
     let context = CallContext::new(format!("repl-{}", std::process::id()));
     // The kernel starts now, so the first prompt answers at once.
-    if let Err(error) = engine.check_complete(&context, "").await {
+    let language = args.lang.unwrap_or_else(|| {
+        let available = engine.available_languages();
+        if available.contains(&Language::Py) || available.is_empty() { Language::Py } else { Language::Js }
+    });
+    if let Err(error) = engine.check_complete_in(&context, Some(language), "").await {
         eprintln!("evalkit: {error}");
         return ExitCode::from(2);
     }
@@ -77,12 +85,13 @@ pub async fn repl(args: ReplArgs) -> ExitCode {
         let _ = editor.load_history(path);
     }
     println!(
-        "evalkit repl · Python kernel in {} · :help for commands, Ctrl-D to leave",
+        "evalkit repl · {} kernel in {} · :help for commands, Ctrl-D to leave",
+        language.backend(),
         engine.config().default_cwd.display()
     );
     let mut last_artifact: Option<String> = None;
     loop {
-        let (returned, input) = read_cell(editor, engine.clone(), context.clone()).await;
+        let (returned, input) = read_cell(editor, engine.clone(), context.clone(), language).await;
         editor = returned;
         match input {
             Input::Quit => break,
@@ -110,7 +119,7 @@ pub async fn repl(args: ReplArgs) -> ExitCode {
                 if let Some(path) = &history {
                     let _ = editor.save_history(path);
                 }
-                if let Some(uri) = run_cell(&engine, &context, &code, args.timeout, args.expand).await {
+                if let Some(uri) = run_cell(&engine, &context, &code, language, args.timeout, args.expand).await {
                     last_artifact = Some(uri);
                 }
             }
@@ -138,7 +147,12 @@ fn save_notebook(engine: &EvalEngine, context: &CallContext, file: &str) {
 }
 
 /// Read lines until the kernel says the cell is complete.
-async fn read_cell(editor: DefaultEditor, engine: Arc<EvalEngine>, context: CallContext) -> (DefaultEditor, Input) {
+async fn read_cell(
+    editor: DefaultEditor,
+    engine: Arc<EvalEngine>,
+    context: CallContext,
+    language: Language,
+) -> (DefaultEditor, Input) {
     let mut editor = editor;
     let mut buffer = String::new();
     let mut indent = String::new();
@@ -162,7 +176,7 @@ async fn read_cell(editor: DefaultEditor, engine: Arc<EvalEngine>, context: Call
                 }
                 buffer.push_str(&line);
                 buffer.push('\n');
-                match engine.check_complete(&context, &buffer).await {
+                match engine.check_complete_in(&context, Some(language), &buffer).await {
                     Ok(answer) if answer.status == "incomplete" => indent = answer.indent,
                     // complete, invalid (the kernel shows the error), or no answer
                     _ => return (editor, Input::Cell(buffer)),
@@ -190,10 +204,12 @@ async fn run_cell(
     engine: &EvalEngine,
     context: &CallContext,
     code: &str,
+    language: Language,
     timeout: f64,
     expand: bool,
 ) -> Option<String> {
     let mut params = EvalParams::code(code);
+    params.cells[0].language = Some(language);
     params.timeout = Some(timeout);
     let mut options = RenderOptions::detect(expand);
     options.preview_lines = 20;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use evalkit::render::{CardRenderer, RenderOptions};
-use evalkit::tool::{CallContext, CellStatus, EvalEngine, EvalEvent, EvalParams, EvalResult, KernelMode};
+use evalkit::tool::{CallContext, CellStatus, EvalEngine, EvalEvent, EvalParams, EvalResult, KernelMode, Language};
 use tokio_util::sync::CancellationToken;
 
 use super::KernelArgs;
@@ -33,6 +33,10 @@ pub struct RunArgs {
     /// Show every line of output, not the last 10 per cell (on a terminal).
     #[arg(long)]
     pub(super) expand: bool,
+    /// Language of the code: py, js or ts [default: from the file's extension, else py (js where
+    /// Python is not available)].
+    #[arg(long, value_name = "LANG", value_parser = parse_language)]
+    pub(super) lang: Option<Language>,
     /// Extra environment variable for the kernel (repeatable); passes the filter.
     #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     pub(super) env: Vec<(String, String)>,
@@ -56,6 +60,11 @@ pub struct RunArgs {
     pub(super) save_notebook: Option<PathBuf>,
     #[command(flatten)]
     pub(super) kernel: KernelArgs,
+}
+
+pub(super) fn parse_language(text: &str) -> Result<Language, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_string()))
+        .map_err(|_| format!("unknown language {text:?}; use py, js or ts"))
 }
 
 fn parse_key_value(text: &str) -> Result<(String, String), String> {
@@ -100,6 +109,10 @@ fn read_params(args: &RunArgs) -> Result<EvalParams, String> {
     } else {
         EvalParams::code(read_source(args.file.as_ref())?)
     };
+    if args.params.is_none() {
+        let from_file = args.file.as_deref().and_then(Language::from_extension);
+        params.cells[0].language = args.lang.or(from_file);
+    }
     if args.timeout.is_some() {
         params.timeout = args.timeout;
     }

@@ -1,5 +1,6 @@
 //! `evalkit setup python [--check]`: show which interpreter evalkit would use,
-//! or create the managed environment.
+//! or create the managed environment. `evalkit setup node [--check]`: show
+//! which Node.js runs JavaScript cells, or why none was found.
 
 use std::process::ExitCode;
 
@@ -19,10 +20,22 @@ pub enum SetupCommand {
         #[command(flatten)]
         kernel: KernelArgs,
     },
+    /// Resolve the Node.js that runs JavaScript cells (18 or newer): --node /
+    /// EVALKIT_NODE, else `node` on PATH. Nothing is installed.
+    Node {
+        /// Only report (the same as without it: evalkit does not install Node).
+        #[arg(long)]
+        check: bool,
+        #[command(flatten)]
+        kernel: KernelArgs,
+    },
 }
 
 pub async fn setup(command: SetupCommand) -> ExitCode {
-    let SetupCommand::Python { check, kernel } = command;
+    let (check, kernel) = match command {
+        SetupCommand::Python { check, kernel } => (check, kernel),
+        SetupCommand::Node { check: _, kernel } => return setup_node(kernel).await,
+    };
     let cwd = match kernel.cwd() {
         Ok(cwd) => cwd,
         Err(message) => {
@@ -81,4 +94,30 @@ async fn create_managed_env(input: &DiscoveryInput) -> Result<(), String> {
         return Err(format!("`{} -m venv {}` failed ({status})", base.display(), root.display()));
     }
     Ok(())
+}
+
+async fn setup_node(kernel: KernelArgs) -> ExitCode {
+    let cwd = match kernel.cwd() {
+        Ok(cwd) => cwd,
+        Err(message) => {
+            eprintln!("evalkit: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let explicit = kernel.node.clone();
+    let found =
+        tokio::task::spawn_blocking(move || evalkit::backend::node::resolve_from_env(explicit.as_deref(), &cwd))
+            .await
+            .expect("discovery does not panic");
+    match found {
+        Ok(node) => {
+            println!("Node.js:            {}", node.executable.display());
+            println!("Version:            {}", node.version.as_deref().unwrap_or("unknown"));
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("evalkit: {error}");
+            ExitCode::from(1)
+        }
+    }
 }

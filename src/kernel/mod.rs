@@ -1,8 +1,10 @@
-//! One Python kernel: the runner subprocess and the host's side of the protocol.
+//! One kernel process of any backend: the runner subprocess and the host's
+//! side of the NDJSON protocol, shared by Python and Node.
 //!
-//! [`Kernel::start`] spawns `<python> -u runner.py` in its own session,
-//! waits for the `ready` handshake, then runs the init request (cwd on
-//! `sys.path`) and the prelude. [`Kernel::execute`] sends a request and
+//! [`Kernel::start`] spawns the backend's runner (`<python> -u runner.py`,
+//! `<node> --expose-internals runner.js`; see [`crate::backend`]) in its own
+//! session, waits for the `ready` handshake, then runs the init request (the
+//! cwd) and the backend's prelude, if any. [`Kernel::execute`] sends a request and
 //! returns an [`Execution`] that yields the request's events as they arrive.
 //! One reader task owns every pipe from the runner ([`channel`]): it routes
 //! frames by request id and turns the raw bytes of fd 1/2 into `Stdout`/
@@ -29,6 +31,7 @@ use tokio::net::unix::pipe;
 use tokio::process::{ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::backend::{Backend, Runtime};
 use crate::protocol::{self, DoneStatus, ExecuteRequest, MimeBundle, RunnerFrame};
 pub use process::ExitInfo;
 
@@ -46,14 +49,18 @@ const MAX_PENDING_OUTPUT: usize = 1 << 20;
 /// One read from an output pipe.
 const READ_CHUNK: usize = 1 << 16;
 /// Events buffered per execution before the reader waits for the consumer
-/// (which in turn makes the runner wait: memory stays bounded).
-const EXECUTION_BUFFER: usize = 256;
+/// (which in turn makes the runner wait: memory stays bounded). An output
+/// event holds up to one read (64 KiB), so this is at most ~2 MiB a kernel:
+/// the host reads pipes faster than a busy consumer takes events.
+const EXECUTION_BUFFER: usize = 32;
 
 /// Everything needed to start a kernel.
 #[derive(Debug, Clone)]
 pub struct KernelOptions {
+    /// Which runtime runs the cells.
+    pub backend: Backend,
     /// The interpreter to run (a resolved real executable, ideally).
-    pub python: PathBuf,
+    pub program: PathBuf,
     /// Working directory; must exist and be a directory.
     pub cwd: PathBuf,
     /// The kernel's complete environment (see [`crate::runtime::env::kernel_env`]).
@@ -66,9 +73,26 @@ pub struct KernelOptions {
 }
 
 impl KernelOptions {
+    /// Options for a Python kernel on `python`.
     pub fn new(python: impl Into<PathBuf>, cwd: impl Into<PathBuf>, env: BTreeMap<String, String>) -> Self {
+        KernelOptions::for_backend(Backend::Python, python, cwd, env)
+    }
+
+    /// Options for a kernel of `runtime`'s backend on its executable.
+    pub fn for_runtime(runtime: &Runtime, cwd: impl Into<PathBuf>, env: BTreeMap<String, String>) -> Self {
+        KernelOptions::for_backend(runtime.backend, &runtime.executable, cwd, env)
+    }
+
+    /// Options for a kernel of `backend` run by `program`.
+    pub fn for_backend(
+        backend: Backend,
+        program: impl Into<PathBuf>,
+        cwd: impl Into<PathBuf>,
+        env: BTreeMap<String, String>,
+    ) -> Self {
         KernelOptions {
-            python: python.into(),
+            backend,
+            program: program.into(),
             cwd: cwd.into(),
             env,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
@@ -87,15 +111,15 @@ pub enum KernelError {
         "could not write the runner to the cache folder {path}: {message} (set EVALKIT_CACHE_DIR to a writable folder)"
     )]
     RunnerInstall { path: PathBuf, message: String },
-    #[error("could not start {python}: {message}. Check it with `evalkit setup python --check`")]
-    Spawn { python: PathBuf, message: String },
-    #[error("the Python kernel did not become ready within {seconds}s{}", tail_note(.stderr_tail))]
-    StartupTimeout { seconds: u64, stderr_tail: String },
-    #[error("the Python kernel failed to start: {reason}{}", tail_note(.stderr_tail))]
-    StartupFailed { reason: String, stderr_tail: String },
-    #[error("the Python kernel died ({exit}); its state is lost{}", tail_note(.stderr_tail))]
-    Died { exit: String, stderr_tail: String },
-    #[error("the Python kernel has been shut down; start a new one")]
+    #[error("could not start {program}: {message}. Check it with `evalkit setup {} --check`", .backend.setup_name())]
+    Spawn { backend: Backend, program: PathBuf, message: String },
+    #[error("the {backend} kernel did not become ready within {seconds}s{}", tail_note(.stderr_tail))]
+    StartupTimeout { backend: Backend, seconds: u64, stderr_tail: String },
+    #[error("the {backend} kernel failed to start: {reason}{}", tail_note(.stderr_tail))]
+    StartupFailed { backend: Backend, reason: String, stderr_tail: String },
+    #[error("the {backend} kernel died ({exit}); its state is lost{}", tail_note(.stderr_tail))]
+    Died { backend: Backend, exit: String, stderr_tail: String },
+    #[error("the kernel has been shut down; start a new one")]
     Closed,
 }
 
@@ -173,6 +197,8 @@ pub struct ExecuteOptions {
     pub internal: bool,
     pub cwd: Option<String>,
     pub env: Option<BTreeMap<String, Option<String>>>,
+    /// The code is TypeScript (JavaScript kernels strip its types).
+    pub typescript: bool,
 }
 
 /// A request in flight: its events, in order, ending with `Done` or an error.
@@ -255,6 +281,7 @@ impl CellOutput {
 /// State shared by the handle and the background tasks.
 struct Shared {
     pid: u32,
+    backend: Backend,
     routes: Mutex<Routes>,
     exit: watch::Receiver<Option<ExitInfo>>,
     stderr_tail: Mutex<String>,
@@ -286,15 +313,20 @@ impl Kernel {
     pub async fn start(options: KernelOptions) -> Result<Kernel, KernelError> {
         validate_cwd(&options.cwd)?;
         let cache = options.cache_dir.clone().unwrap_or_else(runner_files::cache_root);
-        let runner = runner_files::ensure_runner_in(&cache)
+        let backend = options.backend;
+        let runner = backend
+            .runner()
+            .ensure_in(&cache)
             .map_err(|e| KernelError::RunnerInstall { path: cache.clone(), message: e.to_string() })?;
 
-        let (child_ends, host_ends) = channel::create()
-            .map_err(|e| KernelError::Spawn { python: options.python.clone(), message: e.to_string() })?;
-        let mut command = Command::new(&options.python);
+        let (child_ends, host_ends) = channel::create().map_err(|e| KernelError::Spawn {
+            backend,
+            program: options.program.clone(),
+            message: e.to_string(),
+        })?;
+        let mut command = Command::new(&options.program);
         command
-            .arg("-u")
-            .arg(&runner)
+            .args(backend.runner_args(&runner))
             .arg("--host-pid")
             .arg(std::process::id().to_string())
             .arg("--frames-fd")
@@ -322,8 +354,11 @@ impl Kernel {
         drop(command);
         drop(child_ends.frames);
         drop(child_ends.diagnostics);
-        let mut child =
-            spawned.map_err(|e| KernelError::Spawn { python: options.python.clone(), message: e.to_string() })?;
+        let mut child = spawned.map_err(|e| KernelError::Spawn {
+            backend,
+            program: options.program.clone(),
+            message: e.to_string(),
+        })?;
         let pid = child.id().expect("a just-spawned child has a pid");
         let stdin = child.stdin.take().expect("stdin is piped");
 
@@ -335,6 +370,7 @@ impl Kernel {
         let (ready_tx, ready_rx) = oneshot::channel();
         let shared = Arc::new(Shared {
             pid,
+            backend,
             routes: Mutex::new(Routes { ready: Some(ready_tx), ..Default::default() }),
             exit: exit_rx,
             stderr_tail: Mutex::new(String::new()),
@@ -346,18 +382,27 @@ impl Kernel {
         let ready = match tokio::time::timeout(options.startup_timeout, ready_rx).await {
             Ok(Ok(Ok(ready))) => ready,
             Ok(Ok(Err(reason))) => {
-                return Err(KernelError::StartupFailed { reason, stderr_tail: shared.tail_after(stderr_task).await });
+                return Err(KernelError::StartupFailed {
+                    backend,
+                    reason,
+                    stderr_tail: shared.tail_after(stderr_task).await,
+                });
             }
             Ok(Err(_)) => {
                 let reason = match shared.wait_exit(Duration::from_secs(2)).await {
                     Some(exit) => format!("it exited before the handshake ({exit})"),
                     None => "it closed its output before the handshake".to_string(),
                 };
-                return Err(KernelError::StartupFailed { reason, stderr_tail: shared.tail_after(stderr_task).await });
+                return Err(KernelError::StartupFailed {
+                    backend,
+                    reason,
+                    stderr_tail: shared.tail_after(stderr_task).await,
+                });
             }
             Err(_) => {
                 drop(guard);
                 return Err(KernelError::StartupTimeout {
+                    backend,
                     seconds: options.startup_timeout.as_secs(),
                     stderr_tail: shared.tail_after(stderr_task).await,
                 });
@@ -373,12 +418,16 @@ impl Kernel {
         };
         let setup = async {
             kernel.run_internal(None, Some(kernel.cwd.display().to_string())).await?;
-            kernel.run_internal(Some(runner_files::PRELUDE_CODE), None).await
+            match backend.prelude() {
+                Some(prelude) => kernel.run_internal(Some(prelude), None).await,
+                None => Ok(()),
+            }
         };
         match tokio::time::timeout(options.startup_timeout, setup).await {
             Ok(Ok(())) => Ok(kernel),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(KernelError::StartupTimeout {
+                backend,
                 seconds: options.startup_timeout.as_secs(),
                 stderr_tail: kernel.stderr_tail(),
             }),
@@ -387,11 +436,12 @@ impl Kernel {
 
     /// Run host-internal code (init, prelude); a Python error fails startup.
     async fn run_internal(&self, code: Option<&str>, cwd: Option<String>) -> Result<(), KernelError> {
-        let options = ExecuteOptions { silent: true, internal: true, cwd, env: None };
+        let options = ExecuteOptions { silent: true, internal: true, cwd, env: None, typescript: false };
         let output = self.execute_with(code.unwrap_or(""), options).await?.collect().await?;
         match output.errors().first() {
             None => Ok(()),
             Some(error) => Err(KernelError::StartupFailed {
+                backend: self.shared.backend,
                 reason: format!("{}: {}", error.ename, error.evalue),
                 stderr_tail: self.stderr_tail(),
             }),
@@ -413,6 +463,7 @@ impl Kernel {
             store_history: !options.internal,
             cwd: options.cwd,
             env: options.env,
+            typescript: options.typescript,
         };
         if self.shared.trace {
             tracing::info!(target: "evalkit::ipc", "host → runner {}", protocol::redacted(&request));
@@ -475,7 +526,11 @@ impl Kernel {
             return error;
         }
         match exit {
-            Some(exit) => KernelError::Died { exit: exit.to_string(), stderr_tail: self.stderr_tail() },
+            Some(exit) => KernelError::Died {
+                backend: self.shared.backend,
+                exit: exit.to_string(),
+                stderr_tail: self.stderr_tail(),
+            },
             None => KernelError::Closed,
         }
     }
@@ -698,11 +753,22 @@ impl Reader {
         let mut err_buffer = vec![0u8; READ_CHUNK];
         let mut diagnostics_buffer = vec![0u8; 8192];
         let (mut out_open, mut err_open, mut diagnostics_open) = (true, true, true);
+        let drain_first = self.shared.backend.drains_output_before_frames();
         loop {
             tokio::select! {
                 read = frames.read(&mut frame_buffer) => match read {
                     Ok(0) | Err(_) => break,
-                    Ok(n) => self.frame_bytes(&frame_buffer[..n]).await,
+                    Ok(n) => {
+                        if drain_first {
+                            // Output written before these frames is in the pipes by now.
+                            let mut events = drain(&out, &mut out_buffer, |chunk| self.output_now(Stream::Stdout, chunk));
+                            events.extend(drain(&err, &mut err_buffer, |chunk| self.output_now(Stream::Stderr, chunk)));
+                            for (id, event) in events {
+                                self.deliver(Some(id), event).await;
+                            }
+                        }
+                        self.frame_bytes(&frame_buffer[..n]).await
+                    }
                 },
                 read = out.read(&mut out_buffer), if out_open => match read {
                     Ok(0) | Err(_) => out_open = false,
@@ -753,7 +819,7 @@ impl Reader {
         } else {
             self.diagnostics.clone()
         };
-        let error = KernelError::Died { exit, stderr_tail: quoted };
+        let error = KernelError::Died { backend: shared.backend, exit, stderr_tail: quoted };
         let (error, pending, ready) = {
             let mut routes = shared.routes.lock().unwrap();
             // A deliberate shutdown already recorded `Closed`; keep that.

@@ -1,8 +1,9 @@
-//! The Python runner, embedded in the binary and written to a private cache
-//! folder on demand.
+//! The runners (Python's and Node's), embedded in the binary and written to a
+//! private cache folder on demand.
 //!
-//! Files go to `<cache>/evalkit/runner-<hash>/`, where `<hash>` covers every
-//! file, so two evalkit versions never share a runner. The folder is created
+//! Files go to `<cache>/evalkit/runner-<hash>/` (`runner-js-<hash>/` for
+//! Node), where `<hash>` covers every file of that runner, so two evalkit
+//! versions never share one. The folder is created
 //! with mode 0700 and each file is written atomically (temp file + rename).
 //! [`ensure_runner`] re-checks the files before every spawn: a temp cleaner
 //! that deletes them mid-session costs one rewrite, not a broken kernel.
@@ -56,6 +57,72 @@ pub const RUNNER_FILES: &[(&str, &str)] = &[
     runner_file!("evalkit_kernel/usermain.py"),
 ];
 
+macro_rules! js_runner_file {
+    ($path:literal) => {
+        ($path, include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner-js/", $path)))
+    };
+}
+
+/// Every file of the Node runner (`runner-js/`): (path inside its folder, content).
+pub const NODE_RUNNER_FILES: &[(&str, &str)] = &[
+    js_runner_file!("package.json"),
+    js_runner_file!("runner.js"),
+    js_runner_file!("lib/channel.js"),
+    js_runner_file!("lib/display.js"),
+    js_runner_file!("lib/errors.js"),
+    js_runner_file!("lib/execute.js"),
+    js_runner_file!("lib/main.js"),
+    js_runner_file!("lib/modules.js"),
+    js_runner_file!("lib/output.js"),
+    js_runner_file!("lib/prelude.js"),
+    js_runner_file!("lib/transform.js"),
+];
+
+/// One backend's embedded runner.
+#[derive(Debug)]
+pub struct RunnerSet {
+    /// Folder name prefix in the cache (`<folder>-<hash>`).
+    pub folder: &'static str,
+    /// Where the sources live in this repository.
+    pub source_dir: &'static str,
+    /// Extension of the source files (for the "everything is embedded" check).
+    pub extension: &'static str,
+    /// The file the runtime starts.
+    pub entry: &'static str,
+    pub files: &'static [(&'static str, &'static str)],
+}
+
+impl RunnerSet {
+    /// First 16 hex digits of the SHA-256 over all files of this runner.
+    pub fn hash(&self) -> String {
+        let mut hasher = Sha256::new();
+        for (path, content) in self.files {
+            hasher.update(path.as_bytes());
+            hasher.update([0]);
+            hasher.update(content.as_bytes());
+            hasher.update([0]);
+        }
+        hasher.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Make sure this runner is on disk under `root`; return the path of its entry file.
+    pub fn ensure_in(&self, root: &Path) -> std::io::Result<PathBuf> {
+        let folder = root.join(format!("{}-{}", self.folder, self.hash()));
+        create_private_dir(root)?;
+        create_private_dir(&folder)?;
+        for (path, content) in self.files {
+            let target = folder.join(path);
+            // The whole content is compared (the files are small): a file edited
+            // in place, even to the same length, is put back before it can run.
+            let current = std::fs::read(&target).ok();
+            if current.as_deref() != Some(content.as_bytes()) {
+                write_atomically(&target, content.as_bytes())?;
+            }
+        }
+        Ok(folder.join(self.entry))
+    }
+}
+
 /// The code the host runs once in every new kernel (and after a reset).
 pub const PRELUDE_CODE: &str = "import evalkit_kernel.prelude as _evalkit_prelude\n\
 _evalkit_prelude.install(globals())\n\
@@ -64,16 +131,7 @@ del _evalkit_prelude\n";
 /// First 16 hex digits of the SHA-256 over all runner files.
 pub fn runner_hash() -> &'static str {
     static HASH: OnceLock<String> = OnceLock::new();
-    HASH.get_or_init(|| {
-        let mut hasher = Sha256::new();
-        for (path, content) in RUNNER_FILES {
-            hasher.update(path.as_bytes());
-            hasher.update([0]);
-            hasher.update(content.as_bytes());
-            hasher.update([0]);
-        }
-        hasher.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
-    })
+    HASH.get_or_init(|| crate::backend::python::RUNNER.hash())
 }
 
 /// `$EVALKIT_CACHE_DIR`, else `$XDG_CACHE_HOME/evalkit` (or the platform
@@ -90,19 +148,7 @@ pub fn cache_root() -> PathBuf {
 
 /// Make sure the runner is on disk under `root`; return the path of `runner.py`.
 pub fn ensure_runner_in(root: &Path) -> std::io::Result<PathBuf> {
-    let folder = root.join(format!("runner-{}", runner_hash()));
-    create_private_dir(root)?;
-    create_private_dir(&folder)?;
-    for (path, content) in RUNNER_FILES {
-        let target = folder.join(path);
-        // The whole content is compared (the files are small): a file edited
-        // in place, even to the same length, is put back before it can run.
-        let current = std::fs::read(&target).ok();
-        if current.as_deref() != Some(content.as_bytes()) {
-            write_atomically(&target, content.as_bytes())?;
-        }
-    }
-    Ok(folder.join("runner.py"))
+    crate::backend::python::RUNNER.ensure_in(root)
 }
 
 /// [`ensure_runner_in`] the default [`cache_root`].
@@ -137,17 +183,24 @@ mod tests {
 
     #[test]
     fn every_runner_source_is_embedded() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("runner");
-        let mut on_disk = Vec::new();
-        for entry in walk(&root) {
-            if entry.extension().is_some_and(|e| e == "py") {
-                on_disk.push(entry.strip_prefix(&root).unwrap().to_string_lossy().into_owned());
+        for set in [&crate::backend::python::RUNNER, &crate::backend::node::RUNNER] {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(set.source_dir);
+            let mut on_disk = Vec::new();
+            for entry in walk(&root) {
+                if entry.extension().is_some_and(|e| e == set.extension) {
+                    on_disk.push(entry.strip_prefix(&root).unwrap().to_string_lossy().into_owned());
+                }
             }
+            on_disk.sort();
+            let mut embedded: Vec<String> = set
+                .files
+                .iter()
+                .map(|(p, _)| p.to_string())
+                .filter(|p| p.ends_with(&format!(".{}", set.extension)))
+                .collect();
+            embedded.sort();
+            assert_eq!(on_disk, embedded, "add new runner files to RUNNER_FILES / NODE_RUNNER_FILES");
         }
-        on_disk.sort();
-        let mut embedded: Vec<String> = RUNNER_FILES.iter().map(|(p, _)| p.to_string()).collect();
-        embedded.sort();
-        assert_eq!(on_disk, embedded, "add new runner files to RUNNER_FILES");
     }
 
     fn walk(dir: &Path) -> Vec<PathBuf> {

@@ -5,7 +5,8 @@
 //! connection's calls, and its kernels are disposed when the client goes
 //! away (stdin closes) or the server receives SIGINT/SIGTERM.
 //!
-//! Tools: `eval` (the eval tool's parameters), `eval_reset` (clear all
+//! Tools: `eval` (the eval tool's parameters; its schema and the server's
+//! instructions offer only the languages available), `eval_reset` (clear all
 //! state) and `eval_export_notebook` (the session's cells as a Jupyter
 //! notebook, returned or written to a file). Artifacts are resources: `artifact://<id>`, read in pages of
 //! [`RESOURCE_PAGE_BYTES`] with `?offset=N`.
@@ -25,8 +26,9 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use crate::backend::Backend;
 use crate::output::artifacts::SCHEME;
-use crate::tool::{CallContext, EvalEngine, EvalEvent, EvalParams, EvalResult};
+use crate::tool::{CallContext, EvalEngine, EvalEvent, EvalParams, EvalResult, Language};
 
 /// Largest piece of an artifact one `resources/read` returns; larger artifacts
 /// end with a line naming the URI of the next page.
@@ -62,31 +64,76 @@ max 3600): on timeout the cell is interrupted (KeyboardInterrupt) and the kernel
 that does not respond is restarted. `reset: true` (top-level or per cell) restarts the kernel first.
 input() is not supported.";
 
+/// What a model is told about JavaScript cells, when they are offered.
+pub const JS_INSTRUCTIONS: &str = "\
+- JavaScript cells (\"language\": \"js\") run in a persistent Node.js kernel of their own: top-level
+  const/let/function/class persist across calls, top-level await works, require() and import() load
+  packages from the project's node_modules, and display(value, mime?) shows images, HTML or JSON.";
+
+/// The `eval` tool's description of JavaScript cells, when they are offered.
+pub const JS_DESCRIPTION: &str = "\
+JavaScript cells (\"language\": \"js\"; \"ts\" for TypeScript where Node can strip types) run in a separate
+persistent Node.js kernel: declarations persist, top-level await works, the last expression's value is
+shown, require()/import() resolve from the working directory, display(value, mime?) shows rich output.";
+
 /// The MCP server: one per connection.
 pub struct EvalServer {
     engine: Arc<EvalEngine>,
     context: CallContext,
+    /// The languages offered (enabled, with a runtime found), decided once.
+    languages: Vec<Language>,
 }
 
 impl EvalServer {
     pub fn new(engine: Arc<EvalEngine>, session: impl Into<String>) -> Self {
-        EvalServer { engine, context: CallContext::new(session) }
+        let languages = engine.available_languages();
+        EvalServer { engine, context: CallContext::new(session), languages }
     }
 
-    fn eval_tool() -> Tool {
-        let schema = EvalParams::json_schema();
+    fn offers(&self, backend: Backend) -> bool {
+        self.languages.iter().any(|language| language.backend() == backend)
+    }
+
+    /// What the model is told: the Python text, the JavaScript text, or both.
+    fn instructions(&self) -> String {
+        match (self.offers(Backend::Python), self.offers(Backend::Node)) {
+            (true, true) => format!("{INSTRUCTIONS}\n{JS_INSTRUCTIONS}"),
+            (false, true) => format!(
+                "evalkit runs JavaScript code for you in a persistent Node.js kernel (Python is not available \
+                 here).\n{JS_INSTRUCTIONS}\n- Output is bounded; the full output is kept as an artifact://<id> \
+                 resource. Cells have timeouts (default 30 s); there is no interactive input."
+            ),
+            _ => INSTRUCTIONS.to_string(),
+        }
+    }
+
+    fn eval_tool(&self) -> Tool {
+        let mut schema = EvalParams::json_schema();
+        let offered: Vec<&str> = self.languages.iter().map(|language| language.as_str()).collect();
+        restrict_languages(&mut schema, &offered);
         let schema = schema.as_object().cloned().unwrap_or_default();
-        Tool::new("eval", EVAL_DESCRIPTION, Arc::new(schema)).with_title("Run Python code")
+        let (description, title) = match (self.offers(Backend::Python), self.offers(Backend::Node)) {
+            (true, true) => (format!("{EVAL_DESCRIPTION}\n{JS_DESCRIPTION}"), "Run Python or JavaScript code"),
+            (false, true) => (
+                format!(
+                    "Run JavaScript code cells in a persistent Node.js kernel and return their output (Python is \
+                     not available here; cells without a language run as JavaScript).\n{JS_DESCRIPTION}"
+                ),
+                "Run JavaScript code",
+            ),
+            _ => (EVAL_DESCRIPTION.to_string(), "Run Python code"),
+        };
+        Tool::new("eval", description, Arc::new(schema)).with_title(title)
     }
 
-    fn reset_tool() -> Tool {
+    fn reset_tool(&self) -> Tool {
         let schema = json!({"type": "object", "properties": {}, "additionalProperties": false});
         Tool::new(
             "eval_reset",
-            "Restart the Python kernel of this session: every variable, import and function is cleared.",
+            "Restart this session's kernels (every language): every variable, import and function is cleared.",
             Arc::new(schema.as_object().cloned().unwrap_or_default()),
         )
-        .with_title("Reset the Python kernel")
+        .with_title("Reset the kernels")
     }
 
     fn export_tool() -> Tool {
@@ -184,6 +231,36 @@ impl EvalServer {
     }
 }
 
+/// Keep only `offered` among the language values anywhere in the schema
+/// (`enum` lists and `oneOf` alternatives naming a language).
+fn restrict_languages(schema: &mut Value, offered: &[&str]) {
+    const ALL: [&str; 3] = ["py", "js", "ts"];
+    let is_language = |value: &Value| value.as_str().is_some_and(|text| ALL.contains(&text));
+    let allowed = |value: &Value| value.as_str().is_some_and(|text| offered.contains(&text));
+    match schema {
+        Value::Object(map) => {
+            for value in map.values_mut() {
+                restrict_languages(value, offered);
+            }
+            if let Some(Value::Array(values)) = map.get_mut("enum")
+                && !values.is_empty()
+                && values.iter().all(is_language)
+            {
+                values.retain(allowed);
+            }
+            if let Some(Value::Array(alternatives)) = map.get_mut("oneOf") {
+                alternatives.retain(|alternative| {
+                    let named_ok = alternative.get("const").is_none_or(|value| !is_language(value) || allowed(value));
+                    let enum_left = alternative.get("enum").and_then(Value::as_array).is_none_or(|e| !e.is_empty());
+                    named_ok && enum_left
+                });
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|item| restrict_languages(item, offered)),
+        _ => {}
+    }
+}
+
 /// `artifact://<id>` or `artifact://<id>?offset=N`.
 fn parse_artifact_uri(uri: &str) -> Option<(&str, u64)> {
     let rest = uri.strip_prefix(SCHEME)?;
@@ -262,7 +339,7 @@ fn to_tool_result(result: EvalResult) -> CallToolResult {
 impl ServerHandler for EvalServer {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder().enable_tools().enable_resources().build();
-        let mut info = ServerConfig::new(capabilities).with_instructions(INSTRUCTIONS);
+        let mut info = ServerConfig::new(capabilities).with_instructions(self.instructions());
         info.server_info.name = "evalkit".into();
         info.server_info.version = env!("CARGO_PKG_VERSION").into();
         info
@@ -273,7 +350,7 @@ impl ServerHandler for EvalServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(vec![Self::eval_tool(), Self::reset_tool(), Self::export_tool()]))
+        Ok(ListToolsResult::with_all_items(vec![self.eval_tool(), self.reset_tool(), Self::export_tool()]))
     }
 
     async fn call_tool(
@@ -389,9 +466,13 @@ mod tests {
     }
 
     #[test]
-    fn the_tool_schema_is_the_eval_schema() {
-        let tool = EvalServer::eval_tool();
-        assert!(tool.input_schema.contains_key("properties"));
-        assert!(serde_json::to_string(&*tool.input_schema).unwrap().contains("cells"));
+    fn the_schema_offers_only_available_languages() {
+        let mut schema = EvalParams::json_schema();
+        assert!(schema.to_string().contains("\"py\""));
+        restrict_languages(&mut schema, &["js", "ts"]);
+        assert!(schema.to_string().contains("cells"));
+        let language = schema["$defs"]["Language"].to_string();
+        assert!(!language.contains("\"py\""), "{language}");
+        assert!(language.contains("\"js\"") && language.contains("\"ts\""), "{language}");
     }
 }

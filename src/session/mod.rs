@@ -1,5 +1,5 @@
-//! Retained kernels: one slot per (session id, cwd, interpreter), shared by
-//! its owners, used by one call at a time.
+//! Retained kernels: one slot per (session id, cwd, backend, interpreter),
+//! shared by its owners, used by one call at a time.
 //!
 //! A slot's kernel sits behind a fair async mutex: calls on the same kernel
 //! run in arrival order, calls on different kernels run in parallel, and the
@@ -44,6 +44,8 @@ pub struct KernelKey {
     pub session: String,
     /// Canonical working directory.
     pub cwd: PathBuf,
+    /// Which runtime (a session has one kernel per language).
+    pub backend: crate::backend::Backend,
     /// The interpreter discovery resolved.
     pub interpreter: PathBuf,
 }
@@ -189,7 +191,7 @@ impl KernelPool {
         slot
     }
 
-    /// Stop every kernel of `session` (all cwds); the next call starts fresh.
+    /// Stop every kernel of `session` (all cwds and languages); the next call starts fresh.
     /// Returns how many kernels were stopped.
     pub async fn reset_session(&self, session: &str) -> usize {
         let slots: Vec<Arc<Slot>> =

@@ -14,12 +14,13 @@ use tokio_util::sync::CancellationToken;
 use super::params::{EvalParams, Language, ParamsError, PlannedCell};
 use super::result::{CellReport, CellStatus, Collector, ErrorSummary, EvalEvent, EvalResult};
 use super::watchdog::{PauseGuard, Watchdog};
-use crate::kernel::{Completeness, ExecEvent, Kernel, KernelError, KernelOptions};
+use crate::backend::{self, Backend, Runtime};
+use crate::kernel::{Completeness, ExecEvent, ExecuteOptions, Kernel, KernelError, KernelOptions};
 use crate::notebook::{History, HistoryLimits, Notebook, RecordedCell};
 use crate::output::artifacts::{ArtifactError, ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES, DEFAULT_RETENTION};
 use crate::output::limiter::TextLimits;
 use crate::protocol::DoneStatus;
-use crate::runtime::{self, DiscoveryInput, ResolvedPython, env};
+use crate::runtime::{self, DiscoveryInput, env};
 use crate::session::{KernelKey, KernelPool, PoolLimits, SlotGuard};
 
 /// After an interrupt, how long the kernel gets to finish the cell before it is killed.
@@ -29,7 +30,7 @@ pub const INTERRUPT_ESCALATION: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum KernelMode {
-    /// Keep kernels per (session, cwd, interpreter) across calls.
+    /// Keep kernels per (session, cwd, backend, interpreter) across calls.
     #[default]
     Session,
     /// A fresh kernel for each call, shut down after it.
@@ -50,10 +51,43 @@ impl Default for Exposure {
 }
 
 impl Exposure {
-    /// Apply `EVALKIT_PY` / `EVALKIT_JS` (1/true/yes/on or 0/false/no/off); an unset
-    /// or unreadable flag keeps the setting.
+    /// Apply `EVALKIT_PY`, then `EVALKIT_JS`; an unset or unreadable value keeps the setting.
+    ///
+    /// `EVALKIT_PY` takes a mode: `0`/`bash` → JavaScript only, `1`/`py` →
+    /// Python only, `mix`/`both` → both; `true`/`yes`/`on` and
+    /// `false`/`no`/`off` turn Python alone on or off. `EVALKIT_JS` is a
+    /// boolean (`1`/`true`/`yes`/`on`, `0`/`false`/`no`/`off`) applied last.
     pub fn with_env_overrides(self) -> Self {
-        Exposure { py: flag("EVALKIT_PY").unwrap_or(self.py), js: flag("EVALKIT_JS").unwrap_or(self.js) }
+        let mut exposure = self;
+        if let Ok(value) = std::env::var("EVALKIT_PY") {
+            exposure = exposure.with_py_mode(&value);
+        }
+        Exposure { js: flag("EVALKIT_JS").unwrap_or(exposure.js), ..exposure }
+    }
+
+    /// Apply one `EVALKIT_PY` value (see [`Exposure::with_env_overrides`]).
+    pub fn with_py_mode(self, value: &str) -> Self {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "0" | "bash" => Exposure { py: false, js: true },
+            "1" | "py" | "python" => Exposure { py: true, js: false },
+            "mix" | "both" => Exposure { py: true, js: true },
+            "true" | "yes" | "on" => Exposure { py: true, ..self },
+            "false" | "no" | "off" => Exposure { py: false, ..self },
+            _ => self,
+        }
+    }
+
+    /// Whether cells of `language` may run.
+    pub fn allows(self, language: Language) -> bool {
+        match language.backend() {
+            Backend::Python => self.py,
+            Backend::Node => self.js,
+        }
+    }
+
+    /// The language of cells that name none: Python, unless only JavaScript is on.
+    pub fn default_language(self) -> Language {
+        if !self.py && self.js { Language::Js } else { Language::Py }
     }
 }
 
@@ -73,6 +107,8 @@ pub struct EngineConfig {
     pub default_cwd: PathBuf,
     /// An explicit interpreter (skips discovery).
     pub python: Option<String>,
+    /// An explicit node for JavaScript cells (else `EVALKIT_NODE`, then `PATH`).
+    pub node: Option<String>,
     /// Variables added to every kernel's environment on purpose.
     pub extra_env: BTreeMap<String, String>,
     pub text_limits: TextLimits,
@@ -99,6 +135,7 @@ impl EngineConfig {
             mode: KernelMode::Session,
             default_cwd: default_cwd.into(),
             python: None,
+            node: None,
             extra_env: BTreeMap::new(),
             text_limits: TextLimits::default(),
             pool: PoolLimits::default(),
@@ -141,6 +178,8 @@ pub enum EvalError {
     LanguageDisabled(String),
     #[error("the Python backend is not available: {0}")]
     PythonUnavailable(String),
+    #[error("the JavaScript backend is not available: {0}")]
+    NodeUnavailable(String),
     #[error("{0}")]
     Kernel(String),
 }
@@ -162,6 +201,8 @@ pub struct EvalEngine {
     budgets: std::sync::Mutex<std::collections::HashMap<String, Arc<Watchdog>>>,
     /// Each session's executed cells, for [`EvalEngine::export_notebook`].
     histories: std::sync::Mutex<std::collections::HashMap<String, History>>,
+    /// Set once the caller was told that cells without a language run as JavaScript.
+    fallback_told: std::sync::atomic::AtomicBool,
 }
 
 /// Events are streamed through this while a call runs.
@@ -207,6 +248,7 @@ impl EvalEngine {
             calls: AtomicU64::new(0),
             budgets: Default::default(),
             histories: Default::default(),
+            fallback_told: Default::default(),
         }
     }
 
@@ -233,17 +275,118 @@ impl EvalEngine {
         self.pool.dispose_owner(owner).await;
     }
 
-    /// Is `code` a whole cell yet? Asked of the session's kernel (started if
-    /// needed), so magics and the interpreter's own grammar decide.
+    /// Is `code` a whole cell yet? Asked of the session's kernel for the
+    /// default language (started if needed), so magics and the language's own
+    /// grammar decide.
     pub async fn check_complete(&self, context: &CallContext, code: &str) -> Result<Completeness, EvalError> {
+        self.check_complete_in(context, None, code).await
+    }
+
+    /// [`EvalEngine::check_complete`] in the kernel of `language` (`None`: the default language).
+    pub async fn check_complete_in(
+        &self,
+        context: &CallContext,
+        language: Option<Language>,
+        code: &str,
+    ) -> Result<Completeness, EvalError> {
         let cwd = self.resolve_cwd(None)?;
-        let python = self.resolve_python(&cwd).await?;
-        let key =
-            KernelKey { session: context.session.clone(), cwd: cwd.clone(), interpreter: python.executable.clone() };
+        let mut cell = PlannedCell {
+            index: 0,
+            code: String::new(),
+            title: None,
+            language: language.unwrap_or_default(),
+            language_given: language.is_some(),
+            timeout: Duration::from_secs(1),
+            reset: false,
+        };
+        let runtimes = self.choose_runtimes(std::slice::from_mut(&mut cell), &cwd, &|_| {}).await?;
+        let runtime = runtimes.into_iter().next().expect("one cell needs one runtime");
+        let key = self.key(&context.session, &cwd, &runtime);
         let slot = self.pool.slot(key, &context.owner);
         let mut guard = slot.lock().await.map_err(|e| EvalError::Kernel(e.to_string()))?;
-        let kernel = self.kernel_for(&python, &cwd, &mut guard).await.map_err(|e| EvalError::Kernel(e.to_string()))?;
+        let kernel = self.kernel_for(&runtime, &cwd, &mut guard).await.map_err(|e| EvalError::Kernel(e.to_string()))?;
         kernel.check_complete(code).await.map_err(|e| EvalError::Kernel(e.to_string()))
+    }
+
+    /// The language cells without one get here (see [`Exposure::default_language`]);
+    /// JavaScript too when Python was found unavailable and JavaScript is on.
+    pub fn default_language(&self) -> Language {
+        self.config.exposure.default_language()
+    }
+
+    /// The languages a call can use now: enabled, and with a runtime found for
+    /// the default cwd (blocking: runs the discovery probes, cached after the first).
+    pub fn available_languages(&self) -> Vec<Language> {
+        let exposure = self.config.exposure;
+        let cwd = &self.config.default_cwd;
+        let mut languages = Vec::new();
+        if exposure.py {
+            let input = DiscoveryInput::from_env(cwd, self.config.python.clone());
+            if runtime::resolve(&input, runtime::skip_check_from_env()).is_ok() {
+                languages.push(Language::Py);
+            }
+        }
+        if exposure.js && backend::node::resolve_from_env(self.config.node.as_deref(), cwd).is_ok() {
+            languages.extend([Language::Js, Language::Ts]);
+        }
+        languages
+    }
+
+    fn key(&self, session: &str, cwd: &Path, runtime: &Runtime) -> KernelKey {
+        KernelKey {
+            session: session.to_string(),
+            cwd: cwd.to_path_buf(),
+            backend: runtime.backend,
+            interpreter: runtime.executable.clone(),
+        }
+    }
+
+    /// Settle each cell's language (defaults, exposure, the JavaScript
+    /// fallback when Python is missing) and find a runtime for each backend
+    /// used, in [`Backend::ALL`] order.
+    async fn choose_runtimes(
+        &self,
+        plan: &mut [PlannedCell],
+        cwd: &Path,
+        note: &(dyn Fn(String) + Send + Sync),
+    ) -> Result<Vec<Runtime>, EvalError> {
+        let exposure = self.config.exposure;
+        for cell in plan.iter_mut().filter(|cell| !cell.language_given) {
+            cell.language = exposure.default_language();
+        }
+        self.check_exposure(plan)?;
+        let mut runtimes = Vec::new();
+        let mut python = None;
+        if plan.iter().any(|cell| cell.language.backend() == Backend::Python) {
+            match self.resolve_python(cwd).await {
+                Ok(found) => python = Some(found),
+                Err(error) => {
+                    let explicit = plan.iter().any(|c| c.language_given && c.language.backend() == Backend::Python);
+                    if explicit || !exposure.js {
+                        return Err(error);
+                    }
+                    for cell in plan.iter_mut().filter(|cell| !cell.language_given) {
+                        cell.language = Language::Js;
+                    }
+                    if !self.fallback_told.swap(true, Ordering::Relaxed) {
+                        note(format!(
+                            "{error}. Cells without a language run as JavaScript; pass \"language\": \"js\" to say so."
+                        ));
+                    }
+                }
+            }
+        }
+        for backend in Backend::ALL {
+            if !plan.iter().any(|cell| cell.language.backend() == backend) {
+                continue;
+            }
+            let runtime = match backend {
+                Backend::Python => python.clone().expect("resolved above"),
+                Backend::Node => self.resolve_node(cwd).await?,
+            };
+            runtimes.push(runtime);
+        }
+        Ok(runtimes)
     }
 
     /// Suspend the time budget of the cell `session` is running, until the
@@ -306,33 +449,37 @@ impl EvalEngine {
         cancel: &CancellationToken,
         on_event: EventSink<'_>,
     ) -> Result<EvalResult, EvalError> {
-        let plan = params.plan()?;
-        self.check_exposure(&plan)?;
+        let mut plan = params.plan()?;
         let cwd = self.resolve_cwd(params.cwd.as_deref())?;
-        let python = if plan.iter().any(|cell| cell.language == Language::Py) {
-            Some(self.resolve_python(&cwd).await?)
-        } else {
-            None
-        };
-        let interpreter = python.as_ref().map(|p| p.executable.clone()).unwrap_or_default();
-        let key = KernelKey { session: context.session.clone(), cwd: cwd.clone(), interpreter };
+        let notes = std::sync::Mutex::new(Vec::new());
+        let runtimes = self.choose_runtimes(&mut plan, &cwd, &|note| notes.lock().unwrap().push(note)).await?;
         let mut collector =
             Collector::new(self.config.text_limits, self.artifacts.create(&context.session), plan.len() > 1);
         collector.record_cells(plan.iter().map(|cell| cell.code.clone()).collect(), self.config.history);
+        for note in notes.into_inner().unwrap() {
+            on_event(EvalEvent::Note { text: note.clone() });
+            collector.note(note);
+        }
 
-        let key = match self.config.mode {
-            KernelMode::Session => key,
-            // A key of its own, so the kernel is fresh yet still in the pool,
-            // where dispose_all (host exit) finds it.
-            KernelMode::PerCall => KernelKey {
-                session: format!("{}#call-{}", key.session, self.calls.fetch_add(1, Ordering::Relaxed)),
-                ..key
-            },
+        // A key of its own in per-call mode, so the kernels are fresh yet still
+        // in the pool, where dispose_all (host exit) finds them.
+        let session = match self.config.mode {
+            KernelMode::Session => context.session.clone(),
+            KernelMode::PerCall => format!("{}#call-{}", context.session, self.calls.fetch_add(1, Ordering::Relaxed)),
         };
-        let slot = self.pool.slot(key.clone(), &context.owner);
+        let keys: Vec<KernelKey> = runtimes.iter().map(|runtime| self.key(&session, &cwd, runtime)).collect();
+        let slots: Vec<_> = keys.iter().map(|key| self.pool.slot(key.clone(), &context.owner)).collect();
         let queue_budget = plan[0].timeout;
-        let guard = tokio::select! {
-            guard = slot.lock() => guard,
+        // Slots are taken in backend order, so calls never wait on each other in a cycle.
+        let lock_all = async {
+            let mut guards = Vec::new();
+            for slot in &slots {
+                guards.push(slot.lock().await?);
+            }
+            Ok::<_, crate::session::SlotDisposed>(guards)
+        };
+        let guards = tokio::select! {
+            guards = lock_all => guards,
             _ = tokio::time::sleep(queue_budget) => {
                 return Ok(self.unstarted(&plan, collector, CellStatus::Timeout, format!(
                     "Command timed out after {} seconds while waiting for the kernel (busy with another call).",
@@ -344,25 +491,32 @@ impl EvalEngine {
                     "Cancelled while waiting for the kernel (busy with another call).".to_string(), on_event));
             }
         };
-        let mut guard = match guard {
-            Ok(guard) => guard,
+        let mut guards = match guards {
+            Ok(guards) => guards,
             Err(closed) => {
                 return Ok(self.unstarted(&plan, collector, CellStatus::Cancelled, closed.to_string(), on_event));
             }
         };
-        for note in guard.take_notes() {
-            collector.note(note);
+        for guard in &mut guards {
+            for note in guard.take_notes() {
+                collector.note(note);
+            }
         }
-        self.run_cells(&plan, python.as_ref(), &cwd, &mut guard, &mut collector, cancel, on_event).await;
+        let mut kernels: Vec<(Runtime, SlotGuard<'_>)> = runtimes.into_iter().zip(guards).collect();
+        self.run_cells(&plan, &cwd, &mut kernels, &mut collector, cancel, on_event).await;
         self.remember(&context.session, collector.take_recorded());
         match self.config.mode {
             KernelMode::Session => {
-                self.pool.recycle_if_bloated(&mut guard).await;
-                drop(guard);
+                for (_, guard) in &mut kernels {
+                    self.pool.recycle_if_bloated(guard).await;
+                }
+                drop(kernels);
             }
             KernelMode::PerCall => {
-                drop(guard);
-                self.pool.release(&key).await;
+                drop(kernels);
+                for key in &keys {
+                    self.pool.release(key).await;
+                }
             }
         }
         Ok(collector.finish())
@@ -388,13 +542,20 @@ impl EvalEngine {
 
     fn check_exposure(&self, plan: &[PlannedCell]) -> Result<(), EvalError> {
         let exposure = self.config.exposure;
-        if !exposure.py && plan.iter().any(|c| c.language == Language::Py) {
+        if !exposure.py && !exposure.js {
             return Err(EvalError::LanguageDisabled(
-                "Python cells are disabled here (EVALKIT_PY=0 or the `py` setting). Set EVALKIT_PY=1 to enable them."
+                "Both Python and JavaScript cells are disabled here (EVALKIT_PY / EVALKIT_JS). Enable one of them."
                     .into(),
             ));
         }
-        if !exposure.js && plan.iter().any(|c| c.language == Language::Js) {
+        if !exposure.py && plan.iter().any(|c| c.language == Language::Py) {
+            return Err(EvalError::LanguageDisabled(
+                ("Python cells are disabled here (EVALKIT_PY=0/bash or the `py` setting). Set EVALKIT_PY=mix for both \
+                  languages, or EVALKIT_PY=1 for Python only; or use a JavaScript cell (language \"js\").")
+                    .into(),
+            ));
+        }
+        if !exposure.js && plan.iter().any(|c| c.language.backend() == Backend::Node) {
             return Err(EvalError::LanguageDisabled(
                 "JavaScript cells are disabled here (EVALKIT_JS=0 or the `js` setting). Set EVALKIT_JS=1 to enable \
                  them, or use a Python cell (language \"py\")."
@@ -414,22 +575,31 @@ impl EvalEngine {
         Ok(std::fs::canonicalize(&cwd).unwrap_or(cwd))
     }
 
-    async fn resolve_python(&self, cwd: &Path) -> Result<ResolvedPython, EvalError> {
+    async fn resolve_python(&self, cwd: &Path) -> Result<Runtime, EvalError> {
         let input = DiscoveryInput::from_env(cwd, self.config.python.clone());
         let skip = runtime::skip_check_from_env();
         tokio::task::spawn_blocking(move || runtime::resolve(&input, skip))
             .await
             .map_err(|e| EvalError::PythonUnavailable(e.to_string()))?
+            .map(Runtime::from)
             .map_err(|e| EvalError::PythonUnavailable(e.to_string()))
+    }
+
+    async fn resolve_node(&self, cwd: &Path) -> Result<Runtime, EvalError> {
+        let explicit = self.config.node.clone();
+        let cwd = cwd.to_path_buf();
+        tokio::task::spawn_blocking(move || backend::node::resolve_from_env(explicit.as_deref(), &cwd))
+            .await
+            .map_err(|e| EvalError::NodeUnavailable(e.to_string()))?
+            .map_err(|e| EvalError::NodeUnavailable(e.to_string()))
     }
 
     #[allow(clippy::too_many_arguments)]
     async fn run_cells(
         &self,
         plan: &[PlannedCell],
-        python: Option<&ResolvedPython>,
         cwd: &Path,
-        guard: &mut SlotGuard<'_>,
+        kernels: &mut [(Runtime, SlotGuard<'_>)],
         collector: &mut Collector,
         cancel: &CancellationToken,
         on_event: EventSink<'_>,
@@ -443,19 +613,11 @@ impl EvalEngine {
             on_event(EvalEvent::CellStarted { index: cell.index, title: cell.title.clone() });
             collector.begin_cell(cell.index, cell.title.as_deref());
             let started = Instant::now();
-            let (status, count, error) = match (cell.language, python) {
-                (Language::Py, Some(python)) => {
-                    self.run_py_cell(cell, python, cwd, guard, collector, cancel, on_event).await
-                }
-                (Language::Py, None) => unreachable!("python is resolved when a py cell is planned"),
-                (Language::Js, _) => {
-                    let message = "JavaScript backend is not available in this evalkit build; use a Python cell \
-                                   (language \"py\").";
-                    collector.note(message);
-                    let summary = ErrorSummary { ename: "BackendUnavailable".into(), evalue: message.into() };
-                    (CellStatus::Error, None, Some(summary))
-                }
-            };
+            let (runtime, guard) = kernels
+                .iter_mut()
+                .find(|(runtime, _)| runtime.backend == cell.language.backend())
+                .expect("a runtime was chosen for every cell's backend");
+            let (status, count, error) = self.run_cell(cell, runtime, cwd, guard, collector, cancel, on_event).await;
             let duration_ms = started.elapsed().as_millis() as u64;
             on_event(EvalEvent::CellFinished { index: cell.index, status, duration_ms });
             collector.finish_cell(report(cell, status, duration_ms, count, error));
@@ -496,7 +658,7 @@ impl EvalEngine {
     /// A live kernel for this cell: the slot's, or a new one (replacing a dead one).
     async fn kernel_for(
         &self,
-        python: &ResolvedPython,
+        runtime: &Runtime,
         cwd: &Path,
         guard: &mut SlotGuard<'_>,
     ) -> Result<Arc<Kernel>, KernelError> {
@@ -514,8 +676,8 @@ impl EvalEngine {
         if self.config.mode == KernelMode::Session {
             self.pool.make_room(guard.key()).await;
         }
-        let env = env::kernel_env(std::env::vars_os(), &python.activation, &self.config.extra_env);
-        let mut options = KernelOptions::new(&python.executable, cwd, env);
+        let env = env::kernel_env(std::env::vars_os(), &runtime.activation, &self.config.extra_env);
+        let mut options = KernelOptions::for_runtime(runtime, cwd, env);
         options.startup_timeout = self.config.startup_timeout;
         options.cache_dir = self.config.runner_cache_dir.clone();
         let kernel = Arc::new(Kernel::start(options).await?);
@@ -524,10 +686,10 @@ impl EvalEngine {
     }
 
     #[allow(clippy::too_many_arguments)]
-    async fn run_py_cell(
+    async fn run_cell(
         &self,
         cell: &PlannedCell,
-        python: &ResolvedPython,
+        runtime: &Runtime,
         cwd: &Path,
         guard: &mut SlotGuard<'_>,
         collector: &mut Collector,
@@ -547,7 +709,7 @@ impl EvalEngine {
         // A kernel that is dead before the cell starts is replaced, once.
         let mut attempt = 0;
         let (kernel, mut execution) = loop {
-            let started = self.kernel_for(python, cwd, guard).await;
+            let started = self.kernel_for(runtime, cwd, guard).await;
             for note in guard.take_notes() {
                 collector.note(note);
             }
@@ -555,7 +717,8 @@ impl EvalEngine {
                 Ok(kernel) => kernel,
                 Err(error) => return failure(collector, error),
             };
-            match kernel.execute(&cell.code).await {
+            let options = ExecuteOptions { typescript: cell.language == Language::Ts, ..Default::default() };
+            match kernel.execute_with(&cell.code, options).await {
                 Ok(execution) => break (kernel, execution),
                 Err(_) if attempt == 0 => attempt += 1,
                 Err(error) => return failure(collector, error),
@@ -599,7 +762,7 @@ impl EvalEngine {
                             on_event(streamed);
                         }
                     }
-                    Some(Err(KernelError::Died { exit, stderr_tail })) => {
+                    Some(Err(KernelError::Died { exit, stderr_tail, .. })) => {
                         // A crash the cell's own stderr already explains (faulthandler's
                         // stacks) is not quoted twice; the runner's own failures are.
                         let last_words = if crash_reported { String::new() } else { last_lines(&stderr_tail, DIED_QUOTE_LINES) };
@@ -650,8 +813,9 @@ impl EvalEngine {
                     format!(" Its last diagnostics:\n{last_words}\n")
                 };
                 collector.note(format!(
-                    "The Python kernel died during this cell ({exit}).{quoted} The cell was not retried: it may have \
-                     partly run, so check for side effects. The next call starts a fresh kernel; earlier state is lost."
+                    "The {} kernel died during this cell ({exit}).{quoted} The cell was not retried: it may have \
+                     partly run, so check for side effects. The next call starts a fresh kernel; earlier state is lost.",
+                    runtime.backend
                 ));
                 error_summary.get_or_insert(ErrorSummary { ename: "KernelDied".into(), evalue: exit });
             }

@@ -34,7 +34,8 @@ pub struct EvalParams {
 pub struct CellParams {
     /// The source code. Python cells accept IPython-style magics (%pip, !cmd, %%bash, ...).
     pub code: String,
-    /// Language of the cell: "py" (default) or "js".
+    /// Language of the cell: "py", "js" or "ts" (TypeScript, run by the JavaScript kernel). Default: "py",
+    /// or "js" where Python is not available.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language: Option<Language>,
     /// A short label shown with the cell's output and status.
@@ -57,6 +58,9 @@ pub enum Language {
     Py,
     #[serde(rename = "js", alias = "javascript")]
     Js,
+    /// TypeScript: types are stripped by Node (22.13+) and the cell runs in the JavaScript kernel.
+    #[serde(rename = "ts", alias = "typescript")]
+    Ts,
 }
 
 impl Language {
@@ -64,6 +68,25 @@ impl Language {
         match self {
             Language::Py => "py",
             Language::Js => "js",
+            Language::Ts => "ts",
+        }
+    }
+
+    /// The backend whose kernel runs cells of this language.
+    pub fn backend(self) -> crate::backend::Backend {
+        match self {
+            Language::Py => crate::backend::Backend::Python,
+            Language::Js | Language::Ts => crate::backend::Backend::Node,
+        }
+    }
+
+    /// The language of a file, from its extension (`.py`, `.js`/`.mjs`/`.cjs`, `.ts`/`.mts`).
+    pub fn from_extension(path: &std::path::Path) -> Option<Language> {
+        match path.extension()?.to_str()? {
+            "py" => Some(Language::Py),
+            "js" | "mjs" | "cjs" => Some(Language::Js),
+            "ts" | "mts" | "cts" => Some(Language::Ts),
+            _ => None,
         }
     }
 }
@@ -115,6 +138,7 @@ impl EvalParams {
                     code: cell.code.clone(),
                     title: cell.title.clone().filter(|t| !t.trim().is_empty()),
                     language: cell.language.unwrap_or_default(),
+                    language_given: cell.language.is_some(),
                     timeout: Duration::from_secs_f64(clamped),
                     reset: cell.reset.unwrap_or(false) || (index == 0 && self.reset.unwrap_or(false)),
                 })
@@ -131,6 +155,8 @@ pub struct PlannedCell {
     pub code: String,
     pub title: Option<String>,
     pub language: Language,
+    /// False when the cell named no language (the engine may then pick another default).
+    pub language_given: bool,
     pub timeout: Duration,
     /// Reset this cell's kernel before it runs (a top-level `reset` sets it on the first cell).
     pub reset: bool,

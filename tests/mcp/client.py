@@ -164,6 +164,31 @@ async def scenario_notebook(session, init):
     print("notebook ok")
 
 
+async def scenario_javascript(session, init):
+    assert "JavaScript" in (init.instructions or ""), init.instructions
+    tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    languages = tools["eval"].input_schema["$defs"]["Language"]
+    assert "js" in str(languages) and "py" in str(languages), languages
+    result = await call(
+        session, [{"code": "x = 'from py'", "language": "py"}, {"code": "const y = [1, 2].map((n) => n * 2); y", "language": "js"}]
+    )
+    assert not result.is_error, text_of(result)
+    assert "[ 2, 4 ]" in text_of(result), text_of(result)
+    again = await call(session, [{"code": "y.length", "language": "js"}, {"code": "x", "language": "py"}])
+    assert "2\n" in text_of(again) and "'from py'" in text_of(again), text_of(again)
+    print("javascript ok")
+
+
+async def scenario_javascript_only(session, init):
+    tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    languages = tools["eval"].input_schema["$defs"]["Language"]
+    assert "py" not in str(languages) and "js" in str(languages), languages
+    assert "Python is not available" in tools["eval"].description, tools["eval"].description
+    result = await call(session, [{"code": "typeof require"}])
+    assert text_of(result) == "'function'\n", text_of(result)
+    print("javascript only ok")
+
+
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}
 
 

@@ -1,0 +1,132 @@
+'use strict';
+// Running one cell: rewrite (transform.js), compile, run in the kernel's
+// global scope, then report the last value or the error.
+//
+// Interrupts: while the cell's synchronous part runs, `breakOnSigint` turns
+// SIGINT into an exception (an endless `while (true) {}` ends). Once the cell
+// awaits, SIGINT abandons it: the cell ends as cancelled at once and its
+// pending promises are left to settle unobserved. Code spinning after an
+// `await` cannot be broken by a signal; the host's interrupt → kill ladder
+// ends it.
+
+const vm = require('vm');
+const transform = require('./transform');
+const errors = require('./errors');
+const { bundleFor } = require('./display');
+const { IMPORT_FUNCTION } = transform;
+
+class Interrupted extends Error {
+  constructor() {
+    super('the cell was interrupted (SIGINT)');
+    this.name = 'Interrupted';
+  }
+}
+
+class Executor {
+  constructor(send) {
+    this.send = send; // (frame) => void
+    this.executionCount = 0;
+    this.abandon = null; // rejects the running cell's wait (interrupt, uncaught error)
+  }
+
+  /** Run `code`; returns { status, cancelled }. */
+  async run(request) {
+    const { code, silent } = request;
+    const storeHistory = request.storeHistory !== false;
+    if (storeHistory) this.executionCount += 1;
+    if (!code.trim()) return { status: 'ok', cancelled: false };
+    const filename = storeHistory ? `<cell-${this.executionCount}>` : '<evalkit>';
+    let source = code;
+    if (request.typescript) {
+      try {
+        source = stripTypes(code);
+      } catch (error) {
+        this.error(error.code === 'ERR_INVALID_TYPESCRIPT_SYNTAX' ? errors.describe(error) : { ename: error.name, evalue: error.message, traceback: [`${error.name}: ${error.message}\n`] });
+        return { status: 'error', cancelled: false };
+      }
+    }
+    errors.rememberSource(filename, source, null);
+    let plan;
+    try {
+      plan = transform.rewrite(source);
+    } catch (error) {
+      if (!(error instanceof SyntaxError)) throw error;
+      this.error(errors.describeSyntax(error, filename, source));
+      return { status: 'error', cancelled: false };
+    }
+    errors.rememberSource(filename, source, plan.original, plan.body.split('\n').length);
+    for (const name of plan.globals) if (!(name in globalThis)) globalThis[name] = undefined;
+    let value;
+    try {
+      value = await this.evaluate(plan, filename);
+    } catch (error) {
+      if (error instanceof Interrupted || (error && error.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED')) {
+        const described = errors.describe(new Interrupted());
+        described.traceback = [`Interrupted: ${described.evalue}\n`];
+        this.error(described);
+        return { status: 'error', cancelled: true };
+      }
+      this.error(errors.describe(error));
+      return { status: 'error', cancelled: false };
+    }
+    if (!silent && plan.hasResult && value !== undefined) {
+      const { bundle, metadata } = bundleFor(value, false);
+      this.send({ type: 'result', id: request.id, bundle, metadata });
+    }
+    return { status: 'ok', cancelled: false };
+  }
+
+  async evaluate(plan, filename) {
+    let script;
+    if (plan.isAsync) {
+      const exports = plan.functions.map((name) => `globalThis[${JSON.stringify(name)}] = ${name}; `).join('');
+      const wrapped = `(async function () { ${exports}\n${plan.body}\n}).call(globalThis)`;
+      script = new vm.Script(wrapped, { filename, lineOffset: -1 });
+    } else {
+      script = new vm.Script(plan.body, { filename });
+    }
+    const abandoned = new Promise((_, reject) => {
+      this.abandon = reject;
+    });
+    abandoned.catch(() => {});
+    try {
+      let value = script.runInThisContext({ breakOnSigint: true, displayErrors: false });
+      // A promise as the last value is awaited (async cells do so anyway).
+      if (value && typeof value.then === 'function') value = await Promise.race([value, abandoned]);
+      return value;
+    } finally {
+      this.abandon = null;
+    }
+  }
+
+  /** SIGINT while the cell awaits: give up on it. */
+  interrupt() {
+    if (this.abandon) this.abandon(new Interrupted());
+  }
+
+  /** An uncaught error (timer, unawaited promise) while the cell awaits: the cell fails with it. */
+  failRunning(error) {
+    if (!this.abandon) return false;
+    this.abandon(error);
+    return true;
+  }
+
+  error(described) {
+    this.send({ type: 'error', id: this.requestId, ...described });
+  }
+}
+
+function stripTypes(code) {
+  const { stripTypeScriptTypes } = require('module');
+  if (typeof stripTypeScriptTypes !== 'function') {
+    const error = new Error(
+      `TypeScript cells need Node 22.13 or newer (module.stripTypeScriptTypes); this kernel runs Node ${process.versions.node}. ` +
+        'Use JavaScript, or point EVALKIT_NODE at a newer node.',
+    );
+    error.name = 'TypeScriptNotSupported';
+    throw error;
+  }
+  return stripTypeScriptTypes(code, { mode: 'strip' });
+}
+
+module.exports = { Executor, IMPORT_FUNCTION };

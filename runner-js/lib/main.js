@@ -1,0 +1,218 @@
+'use strict';
+// The runner's main loop: set up the process, answer requests one at a time
+// until told to exit.
+//
+// Set-up, in order: take the protocol fds private (channel.js), point
+// process.stdout/stderr/console at the cell's pipes and make stdin reads fail
+// (output.js), put the prelude on the global object, ignore SIGINT between
+// cells, catch errors thrown later by timers or unawaited promises, watch for
+// the host's death, then send the `ready` handshake.
+
+const fs = require('fs');
+const net = require('net');
+const readline = require('readline');
+const { Channel } = require('./channel');
+const output = require('./output');
+const display = require('./display');
+const prelude = require('./prelude');
+const errors = require('./errors');
+const transform = require('./transform');
+const modules = require('./modules');
+const { Executor, IMPORT_FUNCTION } = require('./execute');
+
+const PROTOCOL_VERSION = 1;
+const PARENT_POLL_MS = 1000;
+
+function hostPid(argv) {
+  const index = argv.indexOf('--host-pid');
+  const value = index >= 0 ? Number(argv[index + 1]) : NaN;
+  return Number.isInteger(value) ? value : null;
+}
+
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error.code === 'EPERM';
+  }
+}
+
+/** Exit, taking the process group along, once the host has died. */
+function watchHost(argv) {
+  const parent = process.ppid;
+  const host = hostPid(argv);
+  const timer = setInterval(() => {
+    if (process.ppid !== parent || (host !== null && !alive(host))) {
+      try {
+        process.kill(-process.pid, 'SIGKILL');
+      } catch {
+        // not a group leader: only this process goes
+      }
+      process.exit(1);
+    }
+  }, PARENT_POLL_MS);
+  timer.unref();
+}
+
+class Kernel {
+  constructor(channel) {
+    this.channel = channel;
+    this.requestId = null;
+    this.background = []; // errors thrown while no cell awaited
+    this.held = []; // frame lines kept back by send(frame, true)
+    this.executor = new Executor((frame) => this.send(frame, frame.type === 'result'));
+    display.setSink((kind, bundle, metadata) => {
+      const frame = { type: kind, id: this.requestId, bundle };
+      if (metadata && Object.keys(metadata).length) frame.metadata = metadata;
+      this.send(frame);
+    });
+  }
+
+  /**
+   * Write a frame. `hold` keeps it back until the next frame that is not held,
+   * so a quick cell's started/result/done leave in one write and the host
+   * wakes once (the host needs no `started` to attribute output).
+   */
+  send(frame, hold = false) {
+    let line;
+    try {
+      line = JSON.stringify(frame);
+    } catch {
+      line = JSON.stringify({ ...frame, bundle: { 'text/plain': String(frame.bundle && frame.bundle['text/plain']) } });
+    }
+    this.held.push(line + '\n');
+    if (!hold) this.channel.writeFrame(this.held.splice(0).join(''));
+  }
+
+  /** A timer or an unawaited promise threw: fail the awaiting cell, or keep it for the next one. */
+  uncaught(error, origin) {
+    if (this.executor.failRunning(error)) return;
+    this.background.push({ error, origin });
+  }
+
+  reportBackground() {
+    const pending = this.background.splice(0);
+    for (const { error, origin } of pending) {
+      const { traceback } = errors.describe(error);
+      const what = origin === 'unhandledRejection' ? 'an unhandled promise rejection' : 'an uncaught exception';
+      process.stderr.write(`[evalkit: ${what} happened between cells]\n${traceback.join('')}`);
+    }
+  }
+
+  async handle(request) {
+    this.requestId = request.id;
+    this.executor.requestId = request.id;
+    this.send({ type: 'started', id: request.id }, true);
+    let outcome = { status: 'error', cancelled: false };
+    try {
+      if (this.applyContext(request)) {
+        this.reportBackground();
+        outcome = await this.executor.run(request);
+      }
+    } catch (error) {
+      this.executor.error(errors.describe(error));
+    } finally {
+      this.send({
+        type: 'done',
+        id: request.id,
+        status: outcome.status,
+        executionCount: this.executor.executionCount,
+        cancelled: outcome.cancelled,
+      });
+      this.requestId = null;
+    }
+  }
+
+  applyContext(request) {
+    try {
+      for (const [key, value] of Object.entries(request.env || {})) {
+        if (value === null) delete process.env[key];
+        else process.env[key] = value;
+      }
+      if (typeof request.cwd === 'string') process.chdir(request.cwd);
+      return true;
+    } catch (error) {
+      const name = error.code || error.name;
+      this.executor.error({ ename: name, evalue: error.message, traceback: [`${name}: ${error.message}\n`] });
+      return false;
+    }
+  }
+
+  complete(request) {
+    const answer = transform.completeness(String(request.code || ''));
+    this.send({ type: 'completeness', id: request.id, ...answer });
+  }
+
+  protocolError(message, id) {
+    this.send({ type: 'error', id: id || null, ename: 'ProtocolError', evalue: message, traceback: [] });
+    if (id) this.send({ type: 'done', id, status: 'error', executionCount: this.executor.executionCount, cancelled: false });
+  }
+}
+
+let activeChannel = null;
+
+async function serve(argv) {
+  const channel = new Channel(argv);
+  activeChannel = channel;
+  output.install(channel.outputFds);
+  prelude.install(globalThis);
+  globalThis.require = modules.cellRequire;
+  // Scripts often locate files from their own folder; a cell's folder is the cwd.
+  Object.defineProperty(globalThis, '__dirname', { get: () => process.cwd(), configurable: true });
+  globalThis[IMPORT_FUNCTION] = modules.cellImport;
+  const kernel = new Kernel(channel);
+  process.on('SIGINT', () => kernel.executor.interrupt());
+  process.on('uncaughtException', (error) => kernel.uncaught(error, 'uncaughtException'));
+  process.on('unhandledRejection', (error) => kernel.uncaught(error, 'unhandledRejection'));
+  watchHost(argv);
+
+  // A socket handle, not a file stream: reads wait in the event loop, not in a
+  // worker thread that exiting would have to wait for.
+  const input = new net.Socket({ fd: channel.requests, readable: true, writable: false });
+  const lines = readline.createInterface({ input, crlfDelay: Infinity });
+  kernel.send({
+    type: 'ready',
+    protocol: PROTOCOL_VERSION,
+    python: process.versions.node,
+    language: 'js',
+    pid: process.pid,
+    executable: process.execPath,
+    parser: transform.available(),
+  });
+  for await (const line of lines) {
+    if (!line.trim()) continue;
+    let request;
+    try {
+      request = JSON.parse(line);
+    } catch (error) {
+      kernel.protocolError(`a request line is not JSON: ${error.message}`, null);
+      continue;
+    }
+    if (request === null || typeof request !== 'object') {
+      kernel.protocolError('a request must be a JSON object', null);
+    } else if (request.type === 'exit') {
+      // Not `break`: closing the request stream would wait for its pending read.
+      process.exit(0);
+    } else if (request.type === 'complete') {
+      kernel.complete(request);
+    } else if (typeof request.id !== 'string' || typeof request.code !== 'string') {
+      kernel.protocolError('an execute request needs a string "id" and a string "code"', typeof request.id === 'string' ? request.id : null);
+    } else {
+      await kernel.handle(request);
+    }
+  }
+  process.exit(0);
+}
+
+/** Run the kernel; a failure of the runner itself goes to the diagnostics fd, exit status 70. */
+function main(argv) {
+  serve(argv).catch((error) => {
+    const text = `evalkit runner failed: ${error && error.stack}\n`;
+    if (activeChannel) activeChannel.diagnose(text);
+    else fs.writeSync(2, text);
+    process.exit(70);
+  });
+}
+
+module.exports = { main };

@@ -1,0 +1,181 @@
+//! The JavaScript backend: a long-lived `node runner.js` (the `runner-js/`
+//! folder, listed in [`runner_files::NODE_RUNNER_FILES`]).
+//!
+//! Node is found like Python, more simply: the explicit setting (`--node` /
+//! `EVALKIT_NODE`; `~` expanded, relative to the cwd, bare names looked up on
+//! `PATH`) and nothing else when given, else `node` on `PATH`. Each candidate
+//! is probed once per process (`node -p …` with stdin detached and a 15 s
+//! bound) for its real executable and version; Node 18 or newer is required.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use super::{Backend, Runtime};
+use crate::kernel::runner_files::{self, RunnerSet};
+use crate::runtime::EnvActivation;
+use crate::runtime::discovery::{is_executable, search_path};
+
+/// The environment variable naming the node to use (as `--node`).
+pub const NODE_VAR: &str = "EVALKIT_NODE";
+/// The oldest Node the runner supports.
+pub const MIN_MAJOR: u32 = 18;
+/// How long the probe may take.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The Node runner.
+pub static RUNNER: RunnerSet = RunnerSet {
+    folder: "runner-js",
+    source_dir: "runner-js",
+    extension: "js",
+    entry: "runner.js",
+    files: runner_files::NODE_RUNNER_FILES,
+};
+
+const PROBE_SCRIPT: &str = "process.stdout.write(process.versions.node + '\\n' + process.execPath)";
+
+/// No usable node: what was tried and why it failed, and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "no usable Node.js was found: {tried}. Install Node {MIN_MAJOR} or newer on PATH, or name one with --node / \
+     EVALKIT_NODE."
+)]
+pub struct NodeUnavailable {
+    pub tried: String,
+}
+
+/// A probe's answer: (real executable, version), or why the candidate is unusable.
+type Probed = Result<(PathBuf, String), String>;
+
+fn cache() -> &'static Mutex<HashMap<PathBuf, Probed>> {
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Probed>>> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+/// Find and probe node: `explicit` (or `EVALKIT_NODE` when `explicit` is
+/// `None`), else `node` on `path`.
+pub fn resolve(
+    explicit: Option<&str>,
+    cwd: &Path,
+    path: Option<&std::ffi::OsString>,
+) -> Result<Runtime, NodeUnavailable> {
+    let from_env = std::env::var(NODE_VAR).ok().filter(|v| !v.trim().is_empty());
+    let explicit = explicit.map(str::to_string).or(from_env);
+    let (label, candidate) = match explicit.as_deref().map(str::trim) {
+        Some(raw) => {
+            let file = if let Some(rest) = raw.strip_prefix("~/") {
+                dirs::home_dir().unwrap_or_default().join(rest)
+            } else if raw.contains('/') {
+                cwd.join(raw)
+            } else {
+                search_path(path, raw).unwrap_or_else(|| PathBuf::from(raw))
+            };
+            (format!("the explicit setting {}", file.display()), file)
+        }
+        None => match search_path(path, "node") {
+            Some(file) => (format!("{} on PATH", file.display()), file),
+            None => return Err(NodeUnavailable { tried: "`node` is not on PATH".into() }),
+        },
+    };
+    if !is_executable(&candidate) {
+        return Err(NodeUnavailable { tried: format!("{label} does not exist or is not executable") });
+    }
+    let probed = {
+        let cached = cache().lock().unwrap().get(&candidate).cloned();
+        match cached {
+            Some(result) => result,
+            None => {
+                let result = probe(&candidate, cwd);
+                cache().lock().unwrap().insert(candidate.clone(), result.clone());
+                result
+            }
+        }
+    };
+    match probed {
+        Ok((executable, version)) => {
+            Ok(Runtime { backend: Backend::Node, executable, version: Some(version), activation: EnvActivation::None })
+        }
+        Err(problem) => Err(NodeUnavailable { tried: format!("{label}: {problem}") }),
+    }
+}
+
+/// [`resolve`] with this process's `PATH`.
+pub fn resolve_from_env(explicit: Option<&str>, cwd: &Path) -> Result<Runtime, NodeUnavailable> {
+    resolve(explicit, cwd, std::env::var_os("PATH").as_ref())
+}
+
+fn probe(node: &Path, cwd: &Path) -> Probed {
+    let mut child = Command::new(node)
+        .args(["-e", PROBE_SCRIPT])
+        .current_dir(cwd)
+        .env_remove("NODE_OPTIONS")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("could not run it: {e}"))?;
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() > PROBE_TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("it did not answer within {}s", PROBE_TIMEOUT.as_secs()));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(format!("could not wait for it: {e}")),
+        }
+    };
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        let _ = out.read_to_string(&mut stdout);
+    }
+    if let Some(mut err) = child.stderr.take() {
+        let _ = err.read_to_string(&mut stderr);
+    }
+    if !status.success() {
+        let detail = stderr.trim().lines().last().unwrap_or("no error output").to_string();
+        return Err(format!("it failed ({status}): {detail}"));
+    }
+    let mut lines = stdout.lines();
+    let version = lines.next().unwrap_or_default().trim().to_string();
+    let executable = lines.next().map(PathBuf::from).filter(|p| p.is_absolute()).unwrap_or_else(|| node.to_path_buf());
+    check_version(&version)?;
+    Ok((executable, version))
+}
+
+/// Err unless `version` is Node [`MIN_MAJOR`] or newer.
+pub fn check_version(version: &str) -> Result<(), String> {
+    let major: u32 = version.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
+    if major < MIN_MAJOR {
+        return Err(format!("it is Node {version}; evalkit needs {MIN_MAJOR} or newer"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_below_18_are_refused() {
+        assert!(check_version("18.0.0").is_ok());
+        assert!(check_version("22.6.1").is_ok());
+        assert!(check_version("16.20.2").unwrap_err().contains("18 or newer"));
+        assert!(check_version("").is_err());
+    }
+
+    #[test]
+    fn a_missing_explicit_node_is_explained() {
+        let error = resolve(Some("/no/such/node"), Path::new("/"), None).unwrap_err();
+        assert!(error.to_string().contains("/no/such/node"), "{error}");
+        assert!(error.to_string().contains("--node"), "{error}");
+        let none = resolve(None, Path::new("/"), Some(&std::ffi::OsString::from("/nonexistent-dir"))).unwrap_err();
+        assert!(none.tried.contains("not on PATH") || none.tried.contains("explicit"), "{none}");
+    }
+}
