@@ -776,7 +776,14 @@ impl Reader {
                 },
                 read = err.read(&mut err_buffer), if err_open => match read {
                     Ok(0) | Err(_) => err_open = false,
-                    Ok(n) => self.output(Stream::Stderr, &err_buffer[..n]).await,
+                    Ok(n) => {
+                        // When both pipes hold output, stdout's goes first: the runner
+                        // flushes Python's stdout before its stderr.
+                        for (id, event) in drain(&out, &mut out_buffer, |chunk| self.output_now(Stream::Stdout, chunk)) {
+                            self.deliver(Some(id), event).await;
+                        }
+                        self.output(Stream::Stderr, &err_buffer[..n]).await
+                    }
                 },
                 read = diagnostics.read(&mut diagnostics_buffer), if diagnostics_open => match read {
                     Ok(0) | Err(_) => diagnostics_open = false,
