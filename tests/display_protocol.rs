@@ -97,3 +97,15 @@ async fn objects_claiming_every_attribute_are_not_fooled() {
     let ExecEvent::Result { bundle, .. } = &class.events[0] else { panic!() };
     assert_eq!(bundle.keys().collect::<Vec<_>>(), ["text/plain"], "a class is shown as a class");
 }
+
+#[tokio::test]
+async fn display_ids_return_a_handle_whose_updates_are_shown() {
+    let kernel = start().await;
+    let code = "h = display('first', display_id=True)\nh.update('second')\nnamed = display('x', display_id='mine', clear=True)\n\
+                print(len(h.display_id), named.display_id)";
+    let output = run(&kernel, code).await;
+    assert!(output.is_ok(), "{:?}", output.events);
+    let texts: Vec<&str> = output.displays().iter().filter_map(|b| b["text/plain"].as_str()).collect();
+    assert_eq!(texts, ["'first'", "'second'", "'x'"]);
+    assert_eq!(output.stdout(), "32 mine\n");
+}

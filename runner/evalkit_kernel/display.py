@@ -174,10 +174,12 @@ def publish(kind, data, metadata=None):
         _sink(kind, data, metadata or {})
 
 
-def display(*objs, raw=False, include=None, exclude=None, metadata=None):
+def display(*objs, raw=False, include=None, exclude=None, metadata=None, display_id=None, update=False, **kwargs):
     """Show objects as rich output (images, tables, HTML, JSON) in the cell's result.
 
-    With raw=True each object is already a MIME bundle dict.
+    With raw=True each object is already a MIME bundle dict. With a
+    display_id (True for a new one) it returns a DisplayHandle, as IPython does;
+    IPython's other keywords (`clear`, `transient`) are accepted and change nothing.
     """
     for obj in objs:
         if raw:
@@ -187,6 +189,36 @@ def display(*objs, raw=False, include=None, exclude=None, metadata=None):
         if metadata:
             meta.update(metadata)
         publish("display", data, meta)
+    if display_id is None:
+        return None
+    return DisplayHandle(None if display_id is True else display_id)
+
+
+class DisplayHandle:
+    """What `display(..., display_id=...)` returns: `.display(obj)` and `.update(obj)`.
+
+    Cell output here is a stream, not a page that can be redrawn, so an update
+    is shown as a new display below the earlier ones.
+    """
+
+    def __init__(self, display_id=None):
+        if display_id is None:
+            import uuid
+
+            display_id = uuid.uuid4().hex
+        self.display_id = display_id
+
+    def __repr__(self):
+        return "<DisplayHandle display_id=%s>" % self.display_id
+
+    def display(self, obj, **kwargs):
+        """Show `obj` (again)."""
+        kwargs.pop("display_id", None)
+        display(obj, **kwargs)
+
+    def update(self, obj, **kwargs):
+        """Show the new value of this display."""
+        self.display(obj, **kwargs)
 
 
 def emit_status(op, **fields):
