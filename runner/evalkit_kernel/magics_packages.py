@@ -8,7 +8,6 @@ the next import loads the new code.
 """
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 
@@ -51,6 +50,8 @@ def has_pip():
 
 def find_uv():
     """uv on PATH, else next to this interpreter (a venv's bin, uv's own env)."""
+    import shutil
+
     found = shutil.which("uv")
     if found:
         return found
@@ -140,6 +141,8 @@ def _conda_executable(tool):
     beside = os.path.join(os.path.dirname(sys.executable), tool)
     if os.path.isfile(beside):
         return beside
+    import shutil
+
     return shutil.which(tool)
 
 

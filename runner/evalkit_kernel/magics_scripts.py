@@ -8,7 +8,6 @@ Display bundles carry IPython's MIME types and its `text/plain`
 would send. Scripts get the cell on their stdin, as IPython's `%%script`
 does, and their output streams into the cell.
 """
-import argparse
 import os
 import shlex
 import subprocess
@@ -79,13 +78,14 @@ def _svg(text):
         return text
 
 
-class _ArgumentParser(argparse.ArgumentParser):
-    def error(self, message):
-        raise UsageError(message)
-
-
 def _script_parser():
-    parser = _ArgumentParser(prog="%%script", add_help=False)
+    import argparse  # here, not at start-up
+
+    class ArgumentParser(argparse.ArgumentParser):
+        def error(self, message):
+            raise UsageError(message)
+
+    parser = ArgumentParser(prog="%%script", add_help=False)
     parser.add_argument("--out")
     parser.add_argument("--err")
     parser.add_argument("--bg", action="store_true")

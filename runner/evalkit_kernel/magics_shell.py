@@ -8,9 +8,7 @@ placeholders), and `%store` (variables kept on disk for later kernels).
 is the kernel's working directory when it started: each project has its own
 store, and nothing is written inside the project.
 """
-import hashlib
 import os
-import pickle
 import shlex
 import subprocess
 import types
@@ -161,6 +159,8 @@ class _Shell:
     # %store --------------------------------------------------------------------
 
     def store_dir(self):
+        import hashlib  # here, not at start-up: few kernels ever %store
+
         base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
         digest = hashlib.sha256(os.path.abspath(self._project).encode("utf-8", "surrogateescape")).hexdigest()[:16]
         return os.path.join(base, "evalkit", "store", digest)
@@ -177,6 +177,8 @@ class _Shell:
             return []
 
     def _load(self, name):
+        import pickle
+
         with open(self._path(name), "rb") as handle:
             return pickle.load(handle)
 
@@ -233,6 +235,8 @@ class _Shell:
         os.makedirs(self.store_dir(), exist_ok=True)
         path = self._path(name)
         temporary = path + ".tmp"
+        import pickle
+
         with open(temporary, "wb") as handle:
             pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(temporary, path)
