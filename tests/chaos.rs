@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{eventually, group_members};
+use evalkit::notebook::HistoryLimits;
 use evalkit::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -209,6 +210,10 @@ async fn chaos() {
     config.artifacts_dir = dir.path().join("artifacts");
     config.runner_cache_dir = Some(dir.path().join("runner-cache"));
     config.artifact_retention = None;
+    // The notebook history is a cache bounded by design (64 MiB a session by
+    // default, tested in tests/notebook.rs); kept small here so that the soak
+    // measures everything else staying flat.
+    config.history = HistoryLimits { cell_output_bytes: 16 << 10, session_output_bytes: 256 << 10 };
     let soak = Arc::new(Soak {
         engine: EvalEngine::new(config),
         groups: Mutex::default(),
