@@ -8,11 +8,10 @@
 //! bound) for its real executable and version; Node 18 or newer is required.
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{Backend, Runtime};
 use crate::kernel::runner_files::{self, RunnerSet};
@@ -108,40 +107,9 @@ pub fn resolve_from_env(explicit: Option<&str>, cwd: &Path) -> Result<Runtime, N
 }
 
 fn probe(node: &Path, cwd: &Path) -> Probed {
-    let mut child = Command::new(node)
-        .args(["-e", PROBE_SCRIPT])
-        .current_dir(cwd)
-        .env_remove("NODE_OPTIONS")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("could not run it: {e}"))?;
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() > PROBE_TIMEOUT => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("it did not answer within {}s", PROBE_TIMEOUT.as_secs()));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => return Err(format!("could not wait for it: {e}")),
-        }
-    };
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    if let Some(mut out) = child.stdout.take() {
-        let _ = out.read_to_string(&mut stdout);
-    }
-    if let Some(mut err) = child.stderr.take() {
-        let _ = err.read_to_string(&mut stderr);
-    }
-    if !status.success() {
-        let detail = stderr.trim().lines().last().unwrap_or("no error output").to_string();
-        return Err(format!("it failed ({status}): {detail}"));
-    }
+    let mut command = Command::new(node);
+    command.args(["-e", PROBE_SCRIPT]).current_dir(cwd).env_remove("NODE_OPTIONS");
+    let stdout = crate::runtime::probe::run_bounded(command, PROBE_TIMEOUT)?;
     let mut lines = stdout.lines();
     let version = lines.next().unwrap_or_default().trim().to_string();
     let executable = lines.next().map(PathBuf::from).filter(|p| p.is_absolute()).unwrap_or_else(|| node.to_path_buf());

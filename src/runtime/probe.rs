@@ -50,39 +50,9 @@ pub fn probe(interpreter: &Path, cwd: &Path) -> Result<ProbeInfo, String> {
 }
 
 fn run_probe(interpreter: &Path, cwd: &Path) -> Result<ProbeInfo, String> {
-    let mut child = Command::new(interpreter)
-        .args(["-c", PROBE_SCRIPT])
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("could not run it: {e}"))?;
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() > PROBE_TIMEOUT => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("it did not answer within {}s", PROBE_TIMEOUT.as_secs()));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => return Err(format!("could not wait for it: {e}")),
-        }
-    };
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    if let Some(mut out) = child.stdout.take() {
-        let _ = out.read_to_string(&mut stdout);
-    }
-    if let Some(mut err) = child.stderr.take() {
-        let _ = err.read_to_string(&mut stderr);
-    }
-    if !status.success() {
-        let detail = stderr.trim().lines().last().unwrap_or("no error output").to_string();
-        return Err(format!("it failed ({status}): {detail}"));
-    }
+    let mut command = Command::new(interpreter);
+    command.args(["-c", PROBE_SCRIPT]).current_dir(cwd);
+    let stdout = run_bounded(command, PROBE_TIMEOUT)?;
     let info: ProbeInfo = serde_json::from_str(stdout.trim())
         .map_err(|_| format!("it printed something unexpected: {:?}", stdout.trim()))?;
     check_version(&info.version)?;
@@ -100,4 +70,41 @@ pub fn check_version(version: &str) -> Result<(), String> {
         return Err(format!("it is Python {version}; evalkit needs {}.{} or newer", MIN_VERSION.0, MIN_VERSION.1));
     }
     Ok(())
+}
+
+/// Run a probe command (stdin detached) for at most `limit`; its stdout when it
+/// succeeds, else a reason that completes "… failed: ".
+pub fn run_bounded(mut command: Command, limit: Duration) -> Result<String, String> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("could not run it: {e}"))?;
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() > limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("it did not answer within {}s", limit.as_secs()));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(format!("could not wait for it: {e}")),
+        }
+    };
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        let _ = out.read_to_string(&mut stdout);
+    }
+    if let Some(mut err) = child.stderr.take() {
+        let _ = err.read_to_string(&mut stderr);
+    }
+    if !status.success() {
+        let detail = stderr.trim().lines().last().unwrap_or("no error output").to_string();
+        return Err(format!("it failed ({status}): {detail}"));
+    }
+    Ok(stdout)
 }
