@@ -6,11 +6,13 @@
 //! - [`kernel`] starts, drives, interrupts and stops one runner process.
 //! - [`protocol`] defines the frames both sides exchange.
 //! - [`session`] keeps kernels across calls, per session and owner.
+//! - [`bridge`] answers cells' `completion()`/`agent()`/`tool()` calls back into the host.
 //! - [`tool`] is the eval tool: [`tool::EvalEngine`] runs calls of cells.
 //! - [`output`] bounds text, stores artifacts and splits displays.
 //! - [`notebook`] reads and writes `.ipynb` files and records sessions as notebooks.
 
 pub mod backend;
+pub mod bridge;
 pub mod kernel;
 pub mod mcp;
 pub mod notebook;

@@ -106,6 +106,18 @@ pub enum RunnerFrame {
         #[serde(default)]
         indent: String,
     },
+    /// A cell asks the host for work (`completion`, `agent`, `tool`): answered
+    /// by a [`BridgeResult`] with the same `id` on the request pipe.
+    #[serde(rename = "bridge_call")]
+    BridgeCall {
+        /// The call's id, unique within the runner.
+        id: String,
+        /// The request (cell) that made the call; `None` outside any cell.
+        cell: Option<String>,
+        op: String,
+        #[serde(default)]
+        args: Value,
+    },
 }
 
 impl RunnerFrame {
@@ -116,6 +128,7 @@ impl RunnerFrame {
             RunnerFrame::Started { id } | RunnerFrame::Done { id, .. } | RunnerFrame::Completeness { id, .. } => {
                 Some(id)
             }
+            RunnerFrame::BridgeCall { cell, .. } => cell.as_deref(),
             RunnerFrame::Stdout { id, .. }
             | RunnerFrame::Stderr { id, .. }
             | RunnerFrame::Display { id, .. }
@@ -131,6 +144,53 @@ impl RunnerFrame {
 pub enum DoneStatus {
     Ok,
     Error,
+}
+
+/// Host → runner: the answer to a `bridge_call`, written on the request pipe
+/// while the cell runs (the runner reads it on a thread of its own).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BridgeResult {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub id: String,
+    pub ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<BridgeErrorBody>,
+}
+
+/// Why a bridge call failed: `kind` is a short machine word (`cancelled`,
+/// `limit`, `unavailable`, `host`), `message` the text the cell's exception shows.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BridgeErrorBody {
+    pub kind: String,
+    pub message: String,
+}
+
+impl BridgeResult {
+    /// A successful answer.
+    pub fn ok(id: impl Into<String>, value: Value) -> Self {
+        BridgeResult { kind: "bridge_result", id: id.into(), ok: true, value: Some(value), error: None }
+    }
+
+    /// A failed answer.
+    pub fn err(id: impl Into<String>, kind: impl Into<String>, message: impl Into<String>) -> Self {
+        BridgeResult {
+            kind: "bridge_result",
+            id: id.into(),
+            ok: false,
+            value: None,
+            error: Some(BridgeErrorBody { kind: kind.into(), message: message.into() }),
+        }
+    }
+
+    /// The frame as one line (with its `\n`).
+    pub fn encode(&self) -> String {
+        let mut line = serde_json::to_string(self).expect("bridge results always serialize");
+        line.push('\n');
+        line
+    }
 }
 
 /// Parse one line from the runner.
@@ -174,10 +234,12 @@ mod tests {
             r#"{"type":"result","id":"a","bundle":{"text/plain":"2"},"metadata":{"k":1}}"#,
             r#"{"type":"error","id":"a","ename":"E","evalue":"v","traceback":["t"]}"#,
             r#"{"type":"done","id":"a","status":"ok","executionCount":3,"cancelled":false}"#,
+            r#"{"type":"bridge_call","id":"b1","cell":"a","op":"completion","args":{"prompt":"hi"}}"#,
         ];
         for line in lines {
             parse_frame(line.as_bytes()).unwrap_or_else(|e| panic!("{line}: {e}"));
         }
+        assert_eq!(parse_frame(lines[8].as_bytes()).unwrap().request_id(), Some("a"));
         assert_eq!(
             parse_frame(lines[7].as_bytes()).unwrap(),
             RunnerFrame::Done { id: "a".into(), status: DoneStatus::Ok, execution_count: 3, cancelled: false }

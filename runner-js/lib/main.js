@@ -15,6 +15,7 @@ const { Channel } = require('./channel');
 const output = require('./output');
 const display = require('./display');
 const prelude = require('./prelude');
+const bridge = require('./bridge');
 const errors = require('./errors');
 const transform = require('./transform');
 const modules = require('./modules');
@@ -62,6 +63,7 @@ class Kernel {
     this.background = []; // errors thrown while no cell awaited
     this.held = []; // frame lines kept back by send(frame, true)
     this.executor = new Executor((frame) => this.send(frame, frame.type === 'result'));
+    bridge.connect((frame) => this.send(frame), () => this.requestId);
     display.setSink((kind, bundle, metadata) => {
       const frame = { type: kind, id: this.requestId, bundle };
       if (metadata && Object.keys(metadata).length) frame.metadata = metadata;
@@ -180,7 +182,40 @@ async function serve(argv) {
     executable: process.execPath,
     parser: transform.available(),
   });
-  for await (const line of lines) {
+  // Bridge answers are handed over as they arrive, even while a cell runs;
+  // every other request waits its turn.
+  const queue = [];
+  let wake = null;
+  let closed = false;
+  lines.on('line', (line) => {
+    if (line.includes('"bridge_result"')) {
+      try {
+        const message = JSON.parse(line);
+        if (message && message.type === 'bridge_result') {
+          bridge.deliver(message);
+          return;
+        }
+      } catch {
+        // not JSON: the main loop reports it
+      }
+    }
+    queue.push(line);
+    if (wake) wake();
+  });
+  lines.on('close', () => {
+    closed = true;
+    if (wake) wake();
+  });
+  for (;;) {
+    if (!queue.length) {
+      if (closed) break;
+      await new Promise((resolve) => {
+        wake = resolve;
+      });
+      wake = null;
+      continue;
+    }
+    const line = queue.shift();
     if (!line.trim()) continue;
     let request;
     try {

@@ -7,6 +7,7 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { display, emitStatus } = require('./display');
+const bridge = require('./bridge');
 
 function expand(file) {
   const text = String(file);
@@ -56,7 +57,9 @@ function phase(title) {
 
 /** Put the helpers on `target` (the global object). */
 function install(target) {
+  const { completion, agent, tool, parallel, pipeline, BridgeError, SchemaError } = bridge;
   Object.assign(target, { display, env, read, write, log, phase, emitStatus });
+  Object.assign(target, { completion, agent, tool, parallel, pipeline, BridgeError, SchemaError });
 }
 
 module.exports = { install };

@@ -8,12 +8,14 @@ between requests, watch for the host's death, then send the `ready` handshake.
 import builtins
 import io
 import os
+import queue
 import signal
 import sys
 import threading
 import time
 
 from . import display, ipython_compat, mpl, protocol
+from .bridge import BRIDGE
 from .capture import OutputCapture, flush_python_streams
 from .channel import Channel
 from .execute import Executor
@@ -132,6 +134,29 @@ def _watch_parent(parent_pid, host_pid):
             os._exit(1)
 
 
+def _read_requests(reader, requests):
+    """Read the request pipe on a thread of its own, so bridge answers reach
+    their callers while a cell runs; everything else queues for the main loop
+    (None at end of input)."""
+    block_interrupts_in_this_thread()
+    while True:
+        line = reader.read_line()
+        if not line:
+            requests.put(None)
+            return
+        try:
+            request = protocol.parse_request(line)
+        except protocol.ProtocolError as error:
+            requests.put(error)
+            continue
+        if isinstance(request, protocol.BridgeResult):
+            BRIDGE.deliver(request)
+            continue
+        requests.put(request)
+        if isinstance(request, protocol.ExitRequest):
+            return
+
+
 class Kernel:
     def __init__(self, writer, capture, gate, channel):
         self._writer = writer
@@ -141,6 +166,7 @@ class Kernel:
         self._request_id = None
         self.executor = Executor(gate, self._emit_error, capture)
         display.set_sink(self._publish)
+        BRIDGE.connect(writer.send, lambda: self._request_id, _flush_python_output)
         builtins.__evalkit_magic__ = Magics(self.executor)
         ipython_compat.install()
         mpl.install()
@@ -306,14 +332,14 @@ def _serve(channel):
             "executable": sys.executable,
         }
     )
+    requests = queue.Queue()
+    threading.Thread(target=_read_requests, args=(reader, requests), name="evalkit-requests", daemon=True).start()
     while True:
-        line = reader.read_line()
-        if not line:
+        request = requests.get()
+        if request is None:
             break
-        try:
-            request = protocol.parse_request(line)
-        except protocol.ProtocolError as error:
-            kernel.protocol_error(error)
+        if isinstance(request, protocol.ProtocolError):
+            kernel.protocol_error(request)
             continue
         if isinstance(request, protocol.ExitRequest):
             break

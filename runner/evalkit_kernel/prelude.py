@@ -4,9 +4,10 @@ The model reads these docstrings: keep them short and exact.
 """
 import os
 
+from . import bridge_api
 from .display import display, emit_status
 
-__all__ = ["display", "env", "read", "write", "log", "phase", "emit_status"]
+__all__ = ["display", "env", "read", "write", "log", "phase", "emit_status"] + bridge_api.__all__
 
 
 def env(key=None, value=None):
@@ -57,4 +58,4 @@ def phase(title):
 def install(namespace):
     """Put the helpers into `namespace` (idempotent)."""
     for name in __all__:
-        namespace[name] = globals()[name]
+        namespace[name] = globals()[name] if name in globals() else getattr(bridge_api, name)

@@ -160,6 +160,18 @@ class CompleteRequest:
         self.code = code
 
 
+class BridgeResult:
+    """The host's answer to a `bridge_call` (read while a cell runs)."""
+
+    __slots__ = ("id", "ok", "value", "error")
+
+    def __init__(self, id, ok, value, error):
+        self.id = id
+        self.ok = ok
+        self.value = value
+        self.error = error
+
+
 class ProtocolError(Exception):
     """A line from the host that is not a valid request.
 
@@ -207,6 +219,13 @@ def parse_request(line):
         if request_id is None or not isinstance(message.get("code"), str):
             raise ProtocolError("complete request needs an 'id' and 'code' as a string", request_id)
         return CompleteRequest(request_id, message["code"])
+    if kind == "bridge_result":
+        if request_id is None or not isinstance(message.get("ok"), bool):
+            raise ProtocolError("bridge_result needs an 'id' and 'ok' as a boolean")
+        error = message.get("error")
+        if not isinstance(error, dict):
+            error = {"kind": "host", "message": str(error)}
+        return BridgeResult(request_id, message["ok"], message.get("value"), error)
     if kind != "execute":
         raise ProtocolError("unknown request type %r" % (kind,), request_id)
     if request_id is None:

@@ -71,6 +71,18 @@ impl KernelArgs {
         Ok(config)
     }
 
+    /// [`Self::engine_config`] with the CLI's host bridge (`EVALKIT_LLM_*`, `EVALKIT_AGENT_COMMAND`).
+    pub fn engine_config_with_bridge(&self) -> Result<evalkit::tool::EngineConfig, String> {
+        let mut config = self.engine_config()?;
+        let limits = evalkit::bridge::BridgeLimits::from_env();
+        let bridge = evalkit::bridge::cli::CliBridge::from_env(limits.depth)?;
+        config.bridge = evalkit::bridge::BridgeConfig {
+            bridge: bridge.map(|b| std::sync::Arc::new(b) as std::sync::Arc<dyn evalkit::bridge::Bridge>),
+            limits,
+        };
+        Ok(config)
+    }
+
     /// `--python`, else `$EVALKIT_PYTHON`.
     pub fn explicit_python(&self) -> Option<String> {
         self.python.clone().or_else(|| std::env::var("EVALKIT_PYTHON").ok().filter(|v| !v.trim().is_empty()))

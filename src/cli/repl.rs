@@ -54,7 +54,7 @@ enum Input {
 }
 
 pub async fn repl(args: ReplArgs) -> ExitCode {
-    let mut config = match args.kernel.engine_config() {
+    let mut config = match args.kernel.engine_config_with_bridge() {
         Ok(config) => config,
         Err(message) => {
             eprintln!("evalkit: {message}");

@@ -138,7 +138,7 @@ async fn run_inner(args: RunArgs) -> Result<ExitCode, String> {
         ));
     }
     let params = read_params(&args)?;
-    let mut config = args.kernel.engine_config()?;
+    let mut config = args.kernel.engine_config_with_bridge()?;
     config.mode = KernelMode::PerCall;
     config.extra_env = args.env.iter().cloned().collect();
     let engine = Arc::new(EvalEngine::new(config));

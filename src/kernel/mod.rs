@@ -12,6 +12,7 @@
 //! is delivered first, then every pending execution receives
 //! [`KernelError::Died`] with the exit status.
 
+pub mod bridge;
 pub mod channel;
 pub mod process;
 pub mod runner_files;
@@ -70,6 +71,8 @@ pub struct KernelOptions {
     pub trace: bool,
     /// Where the runner files are written [default: [`runner_files::cache_root`]].
     pub cache_dir: Option<PathBuf>,
+    /// Who answers the cells' bridge calls; `None`: they fail with "no bridge configured".
+    pub bridge: Option<bridge::BridgeHook>,
 }
 
 impl KernelOptions {
@@ -98,6 +101,7 @@ impl KernelOptions {
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             trace: std::env::var(IPC_TRACE_VAR).is_ok_and(|v| v == "1"),
             cache_dir: None,
+            bridge: None,
         }
     }
 }
@@ -286,6 +290,10 @@ struct Shared {
     exit: watch::Receiver<Option<ExitInfo>>,
     stderr_tail: Mutex<String>,
     trace: bool,
+    /// The request pipe; also written by bridge answers while a cell runs.
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    bridge: Option<bridge::BridgeHook>,
+    bridge_state: Mutex<bridge::BridgeState>,
 }
 
 #[derive(Default)]
@@ -302,7 +310,6 @@ struct Routes {
 /// A running Python kernel. Dropping it kills the process group.
 pub struct Kernel {
     shared: Arc<Shared>,
-    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
     next_id: AtomicU64,
     ready: ReadyInfo,
     cwd: PathBuf,
@@ -375,6 +382,9 @@ impl Kernel {
             exit: exit_rx,
             stderr_tail: Mutex::new(String::new()),
             trace: options.trace,
+            stdin: tokio::sync::Mutex::new(Some(stdin)),
+            bridge: options.bridge.clone(),
+            bridge_state: Mutex::new(bridge::BridgeState::default()),
         });
         let stderr_task = tokio::spawn(Reader::new(shared.clone()).run(host_ends));
 
@@ -409,13 +419,7 @@ impl Kernel {
             }
         };
         std::mem::forget(guard);
-        let kernel = Kernel {
-            shared,
-            stdin: tokio::sync::Mutex::new(Some(stdin)),
-            next_id: AtomicU64::new(1),
-            ready,
-            cwd: options.cwd.clone(),
-        };
+        let kernel = Kernel { shared, next_id: AtomicU64::new(1), ready, cwd: options.cwd.clone() };
         let setup = async {
             kernel.run_internal(None, Some(kernel.cwd.display().to_string())).await?;
             match backend.prelude() {
@@ -483,7 +487,7 @@ impl Kernel {
             routes.pending.insert(id.clone(), sender);
         }
         let written = {
-            let mut stdin = self.stdin.lock().await;
+            let mut stdin = self.shared.stdin.lock().await;
             if execute {
                 // Queued under the stdin lock: the queue's order is the write order.
                 self.shared.routes.lock().unwrap().running.push_back(id.clone());
@@ -542,6 +546,8 @@ impl Kernel {
             return Err(KernelError::Closed);
         }
         let _ = process::signal_group(self.shared.pid, Signal::SIGINT);
+        // Host work done for the cell stops with it; its waiting callers get an answer.
+        self.shared.cancel_bridge_calls(None, "the cell was interrupted");
         Ok(())
     }
 
@@ -557,7 +563,7 @@ impl Kernel {
         let pid = self.shared.pid;
         self.shared.routes.lock().unwrap().dead = Some(KernelError::Closed);
         if self.shared.exit.borrow().is_none() {
-            if let Some(mut pipe) = self.stdin.lock().await.take() {
+            if let Some(mut pipe) = self.shared.stdin.lock().await.take() {
                 let _ = pipe.write_all(protocol::EXIT_FRAME.as_bytes()).await;
                 let _ = pipe.write_all(b"\n").await;
                 drop(pipe);
@@ -570,7 +576,7 @@ impl Kernel {
                 }
             }
         } else {
-            self.stdin.lock().await.take();
+            self.shared.stdin.lock().await.take();
         }
         sweep_group(pid).await;
         *self.shared.exit.borrow()
@@ -583,7 +589,7 @@ impl Kernel {
     pub async fn terminate_stuck(&self) -> Option<ExitInfo> {
         let pid = self.shared.pid;
         self.shared.routes.lock().unwrap().dead = Some(KernelError::Closed);
-        self.stdin.lock().await.take();
+        self.shared.stdin.lock().await.take();
         if self.shared.exit.borrow().is_none() {
             let _ = process::signal_group(pid, Signal::SIGTERM);
             if self.shared.wait_exit(process::STUCK_TERM_GRACE).await.is_none() {
@@ -600,7 +606,7 @@ impl Kernel {
         self.shared.routes.lock().unwrap().dead = Some(KernelError::Closed);
         let _ = process::signal_group(self.shared.pid, Signal::SIGKILL);
         self.shared.wait_exit(Duration::from_secs(5)).await;
-        self.stdin.lock().await.take();
+        self.shared.stdin.lock().await.take();
         *self.shared.exit.borrow()
     }
 
@@ -653,12 +659,51 @@ impl Drop for KillGuard {
 }
 
 impl Shared {
+    /// Write one line on the request pipe (no-op once it is closed).
+    async fn write_line(&self, line: &str) {
+        if self.trace {
+            tracing::info!(target: "evalkit::ipc", "host → runner {}", line.trim_end());
+        }
+        if let Some(pipe) = self.stdin.lock().await.as_mut() {
+            let _ = pipe.write_all(line.as_bytes()).await;
+        }
+    }
+
+    /// Answer a bridge call from a task of its own.
+    fn answer_later(self: &Arc<Self>, answer: protocol::BridgeResult) {
+        let shared = self.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move { shared.write_line(&answer.encode()).await });
+        }
+    }
+
+    /// Stop the bridge calls of `cell` (all when `None`) and tell their callers why.
+    fn cancel_bridge_calls(self: &Arc<Self>, cell: Option<&str>, why: &str) {
+        let ids = self.bridge_state.lock().unwrap().cancel(cell);
+        for id in ids {
+            let message = format!("the bridge call was cancelled: {why}");
+            self.answer_later(protocol::BridgeResult::err(id, "cancelled", message));
+        }
+    }
+
     async fn wait_exit(&self, limit: Duration) -> Option<ExitInfo> {
         let mut exit = self.exit.clone();
         let waited = tokio::time::timeout(limit, exit.wait_for(Option::is_some)).await;
         match waited {
             Ok(Ok(info)) => *info,
             _ => *self.exit.borrow(),
+        }
+    }
+
+    /// Deliver a status event to the running cell `cell`.
+    async fn status_event(&self, cell: &str, fields: Map<String, Value>) {
+        let sender = self.routes.lock().unwrap().pending.get(cell).cloned();
+        if let Some(sender) = sender {
+            let mut bundle = MimeBundle::new();
+            let op = fields.get("op").and_then(Value::as_str).unwrap_or("bridge").to_string();
+            bundle.insert("application/x-evalkit-status".into(), Value::Object(fields));
+            bundle.insert("text/plain".into(), Value::String(format!("[{op}]")));
+            let _ = sender.send(Ok(ExecEvent::Display { bundle, metadata: Map::new() })).await;
         }
     }
 
@@ -827,6 +872,7 @@ impl Reader {
             self.diagnostics.clone()
         };
         let error = KernelError::Died { backend: shared.backend, exit, stderr_tail: quoted };
+        shared.bridge_state.lock().unwrap().cancel(None);
         let (error, pending, ready) = {
             let mut routes = shared.routes.lock().unwrap();
             // A deliberate shutdown already recorded `Closed`; keep that.
@@ -995,6 +1041,10 @@ impl Reader {
             RunnerFrame::Completeness { id, status, indent } => {
                 (Some(id), ExecEvent::Completeness(Completeness { status, indent }))
             }
+            RunnerFrame::BridgeCall { id, cell, op, args } => {
+                self.bridge_call(id, cell, op, args).await;
+                return;
+            }
         };
         if let Some(request) = id.as_deref().filter(|request| self.is_running(request)) {
             let request = request.to_string();
@@ -1003,6 +1053,9 @@ impl Reader {
                 // Synthesized by ensure_started, before any output of the request.
                 ExecEvent::Started => return,
                 ExecEvent::Done(_) => {
+                    // Whatever its threads still wait for is of no use now.
+                    self.shared.cancel_bridge_calls(Some(&request), "its cell has finished");
+                    self.shared.bridge_state.lock().unwrap().counts.remove(&request);
                     self.flush_output().await;
                     self.shared.routes.lock().unwrap().running.retain(|queued| *queued != request);
                     self.started = None;
@@ -1011,6 +1064,51 @@ impl Reader {
             }
         }
         self.deliver(id, event).await;
+    }
+
+    /// Hand a cell's bridge call to the handler on a task of its own; the
+    /// task writes the answer. Calls outside a running cell, or without a
+    /// handler, are answered with an error at once.
+    async fn bridge_call(&mut self, id: String, cell: Option<String>, op: String, args: Value) {
+        let shared = self.shared.clone();
+        let Some(cell) = cell.filter(|cell| self.is_running(cell)) else {
+            let message = "bridge calls work only while their cell runs (this one came after its cell had finished)";
+            shared.answer_later(protocol::BridgeResult::err(id, "cancelled", message));
+            return;
+        };
+        self.ensure_started(&cell).await;
+        let Some(hook) = shared.bridge.clone() else {
+            shared.answer_later(protocol::BridgeResult::err(id, "unavailable", bridge::NO_BRIDGE));
+            return;
+        };
+        let mut state = shared.bridge_state.lock().unwrap();
+        let seq = {
+            let count = state.counts.entry(cell.clone()).or_insert(0);
+            *count += 1;
+            *count
+        };
+        let call = bridge::BridgeCall { id: id.clone(), cell: cell.clone(), op, args, seq };
+        let task_shared = shared.clone();
+        let task_id = id.clone();
+        let task_cell = cell.clone();
+        // Registered before the task can finish: the state lock is held across the spawn.
+        let task = tokio::spawn(async move {
+            let outcome = hook.0.call(call).await;
+            if task_shared.bridge_state.lock().unwrap().inflight.remove(&task_id).is_none() {
+                return; // cancelled meanwhile, and answered then
+            }
+            let answer = match outcome {
+                Ok(reply) => {
+                    if let Some(status) = reply.status {
+                        task_shared.status_event(&task_cell, status).await;
+                    }
+                    protocol::BridgeResult::ok(task_id, reply.value)
+                }
+                Err(failure) => protocol::BridgeResult::err(task_id, failure.kind, failure.message),
+            };
+            task_shared.write_line(&answer.encode()).await;
+        });
+        state.inflight.insert(id, (cell, task.abort_handle()));
     }
 
     async fn deliver(&mut self, id: Option<String>, event: ExecEvent) {

@@ -70,6 +70,15 @@ pub fn status_line(event: &Value) -> String {
         "shell" => format!("{} exited with {}", text(event, "shell"), text(event, "exit_code")),
         "log" => format!("log: {}", text(event, "message")),
         "phase" => format!("▸ {}", text(event, "title")),
+        "bridge" => {
+            let mut parts = vec![text(event, "call")];
+            let model = text(event, "model");
+            if !model.is_empty() {
+                parts.push(model);
+            }
+            parts.push(millis(event.get("ms")));
+            parts.join(" · ")
+        }
         _ => {
             let mut rest = event.clone();
             if let Some(map) = rest.as_object_mut() {

@@ -95,6 +95,11 @@ pub const DENIED_VARS: &[&str] = &[
     "HF_TOKEN",
     "HUGGING_FACE_HUB_TOKEN",
     "REPLICATE_API_TOKEN",
+    // The host bridge's own settings: the host answers bridge calls, the kernel never needs them.
+    "EVALKIT_LLM_BASE_URL",
+    "EVALKIT_LLM_API_KEY",
+    "EVALKIT_LLM_MODEL",
+    "EVALKIT_AGENT_COMMAND",
 ];
 
 /// Name endings that mark a credential, whatever the prefix (`EVALKIT_FOO_API_KEY`).

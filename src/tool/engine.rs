@@ -125,6 +125,8 @@ pub struct EngineConfig {
     /// see [`crate::kernel::runner_files::cache_root`]). Lets a host or a test
     /// keep its own copy.
     pub runner_cache_dir: Option<PathBuf>,
+    /// Who answers the cells' `completion()`/`agent()`/`tool()` calls, and their limits.
+    pub bridge: crate::bridge::BridgeConfig,
 }
 
 impl EngineConfig {
@@ -146,6 +148,7 @@ impl EngineConfig {
             startup_timeout: crate::kernel::DEFAULT_STARTUP_TIMEOUT,
             history: HistoryLimits::default(),
             runner_cache_dir: None,
+            bridge: crate::bridge::BridgeConfig { bridge: None, limits: crate::bridge::BridgeLimits::from_env() },
         }
     }
 }
@@ -198,7 +201,9 @@ pub struct EvalEngine {
     artifacts: ArtifactStore,
     calls: AtomicU64,
     /// The watchdog of the cell each session is running, for [`EvalEngine::pause_budget`].
-    budgets: std::sync::Mutex<std::collections::HashMap<String, Arc<Watchdog>>>,
+    budgets: Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<Watchdog>>>>,
+    /// The engine-wide cap on bridge calls served at once.
+    bridge_permits: Arc<tokio::sync::Semaphore>,
     /// Each session's executed cells, for [`EvalEngine::export_notebook`].
     histories: std::sync::Mutex<std::collections::HashMap<String, History>>,
     /// Set once the caller was told that cells without a language run as JavaScript.
@@ -243,6 +248,7 @@ impl EvalEngine {
         }
         EvalEngine {
             pool: KernelPool::new(config.pool),
+            bridge_permits: crate::bridge::Dispatcher::permits_for(&config.bridge),
             artifacts,
             config,
             calls: AtomicU64::new(0),
@@ -395,6 +401,19 @@ impl EvalEngine {
     /// Pauses nest. `None` when the session runs no cell.
     pub fn pause_budget(&self, session: &str) -> Option<PauseGuard> {
         self.budgets.lock().unwrap().get(session).map(|watchdog| watchdog.pause())
+    }
+
+    /// The bridge calls of `session`'s kernels: answered by the configured
+    /// bridge, pausing the budget of the cell that made them.
+    fn bridge_hook(&self, session: &str) -> crate::kernel::bridge::BridgeHook {
+        let budgets = self.budgets.clone();
+        let session = session.to_string();
+        let pause: crate::bridge::PauseFn = Arc::new(move || {
+            let guard = budgets.lock().unwrap().get(&session).map(|watchdog| watchdog.pause());
+            guard.map(|guard| Box::new(guard) as Box<dyn Send>)
+        });
+        let dispatcher = crate::bridge::Dispatcher::new(self.config.bridge.clone(), self.bridge_permits.clone(), pause);
+        crate::kernel::bridge::BridgeHook(Arc::new(dispatcher))
     }
 
     /// Restart `session`'s kernels: all state is cleared, the next call starts
@@ -680,6 +699,7 @@ impl EvalEngine {
         let mut options = KernelOptions::for_runtime(runtime, cwd, env);
         options.startup_timeout = self.config.startup_timeout;
         options.cache_dir = self.config.runner_cache_dir.clone();
+        options.bridge = Some(self.bridge_hook(&guard.key().session));
         let kernel = Arc::new(Kernel::start(options).await?);
         guard.replace_kernel(Some(kernel.clone()));
         Ok(kernel)

@@ -1,0 +1,283 @@
+//! The host bridge end to end: cells call completion()/agent()/tool()/parallel()
+//! on real Python kernels, answered by a library `Bridge`, by the CLI's
+//! OpenAI-compatible client (against a local fake server) and by an agent command.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use evalkit::bridge::{
+    AgentOutput, AgentRequest, BoxFuture, Bridge, BridgeConfig, BridgeError, BridgeLimits, Completion,
+    CompletionRequest, ToolRequest,
+};
+use evalkit::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// A bridge whose answers depend on the prompt: `sleep:<s>` waits, `fail`
+/// errors, `json` answers a JSON object; anything else is echoed.
+#[derive(Default)]
+struct FakeBridge {
+    running: AtomicUsize,
+    most_at_once: AtomicUsize,
+    started: AtomicUsize,
+    /// Set when a call's future was dropped before it finished (cancelled).
+    dropped: Arc<AtomicBool>,
+    prompts: Mutex<Vec<String>>,
+}
+
+/// Marks a call as dropped unless it finished.
+struct DropFlag(Arc<AtomicBool>, bool);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Bridge for FakeBridge {
+    fn completion(&self, request: CompletionRequest) -> BoxFuture<'_, Result<Completion, BridgeError>> {
+        Box::pin(async move {
+            self.started.fetch_add(1, Ordering::SeqCst);
+            self.prompts.lock().unwrap().push(request.prompt.clone());
+            let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most_at_once.fetch_max(now, Ordering::SeqCst);
+            let mut flag = DropFlag(self.dropped.clone(), false);
+            if let Some(seconds) = request.prompt.strip_prefix("sleep:") {
+                tokio::time::sleep(Duration::from_secs_f64(seconds.parse().unwrap())).await;
+            }
+            flag.1 = true;
+            self.running.fetch_sub(1, Ordering::SeqCst);
+            match request.prompt.as_str() {
+                "fail" => Err(BridgeError::new("host", "the model is on fire")),
+                "json" => Ok(Completion { text: r#"{"name": "Ada", "age": 36}"#.into(), model: Some("fake-1".into()) }),
+                prompt => Ok(Completion { text: format!("echo: {prompt}"), model: Some("fake-1".into()) }),
+            }
+        })
+    }
+
+    fn agent(&self, request: AgentRequest) -> BoxFuture<'_, Result<AgentOutput, BridgeError>> {
+        Box::pin(async move {
+            Ok(AgentOutput {
+                text: format!("{} did: {}", request.agent, request.prompt),
+                output: Some("transcript".into()),
+                model: None,
+            })
+        })
+    }
+
+    fn tool(&self, request: ToolRequest) -> BoxFuture<'_, Result<Value, BridgeError>> {
+        Box::pin(async move { Ok(json!({"tool": request.name, "args": request.args})) })
+    }
+
+    fn concurrency(&self) -> usize {
+        16
+    }
+}
+
+struct Fixture {
+    engine: Arc<EvalEngine>,
+    bridge: Arc<FakeBridge>,
+    _dir: tempfile::TempDir,
+}
+
+fn fixture(with_bridge: bool, limits: impl FnOnce(&mut BridgeLimits)) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = EngineConfig::new(dir.path());
+    config.python = Some(common::python().display().to_string());
+    config.artifacts_dir = dir.path().join("artifacts");
+    let bridge = Arc::new(FakeBridge::default());
+    let mut bridge_config = BridgeConfig::default();
+    if with_bridge {
+        bridge_config.bridge = Some(bridge.clone() as Arc<dyn Bridge>);
+    }
+    limits(&mut bridge_config.limits);
+    config.bridge = bridge_config;
+    Fixture { engine: Arc::new(EvalEngine::new(config)), bridge, _dir: dir }
+}
+
+async fn eval(engine: &EvalEngine, code: &str, timeout: f64) -> EvalResult {
+    let params = EvalParams::from_json(json!({"cells": [{"code": code, "timeout": timeout}]})).unwrap();
+    engine.eval(&params, &CallContext::new("s"), &CancellationToken::new(), &ignore_events).await.unwrap()
+}
+
+#[tokio::test]
+async fn without_a_bridge_calls_fail_with_a_clear_error() {
+    let f = fixture(false, |_| {});
+    let result = eval(&f.engine, "completion('hi')", 10.0).await;
+    assert!(result.is_error);
+    assert!(result.text.contains("BridgeError: no bridge configured"), "{}", result.text);
+    // The kernel is fine afterwards.
+    let result = eval(&f.engine, "1 + 1", 10.0).await;
+    assert_eq!(result.text, "2\n");
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn completion_agent_and_tool_are_answered_by_the_bridge() {
+    let f = fixture(true, |_| {});
+    let code = "print(completion('hi'))\nprint(agent('sort', agent='worker'))\nprint(tool('grep', pattern='x'))";
+    let result = eval(&f.engine, code, 10.0).await;
+    assert!(!result.is_error, "{}", result.text);
+    assert!(
+        result.text.contains("echo: hi\nworker did: sort\n{'args': {'pattern': 'x'}, 'tool': 'grep'}"),
+        "{}",
+        result.text
+    );
+    let lines: Vec<&Value> = result.status_events.iter().map(|s| &s.event).filter(|e| e["op"] == "bridge").collect();
+    assert_eq!(lines.len(), 3, "{:?}", result.status_events);
+    assert_eq!(lines[0]["call"], "completion");
+    assert_eq!(lines[0]["model"], "fake-1");
+    let line = evalkit::render::status::status_line(lines[0]);
+    assert!(line.starts_with("completion · fake-1 · "), "{line}");
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn host_errors_surface_as_exceptions_with_the_hosts_message() {
+    let f = fixture(true, |_| {});
+    let code = "try:\n    completion('fail')\nexcept BridgeError as e:\n    print('caught', e.kind, e)";
+    let result = eval(&f.engine, code, 10.0).await;
+    assert_eq!(result.text, "caught host the model is on fire\n");
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn a_two_second_call_inside_a_one_second_cell_finishes() {
+    let f = fixture(true, |_| {});
+    let result = eval(&f.engine, "r = completion('sleep:2')\nprint(r)", 1.0).await;
+    assert_eq!(result.cells[0].status, CellStatus::Ok, "{}", result.text);
+    assert_eq!(result.text, "echo: sleep:2\n");
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn a_cell_spinning_after_the_call_still_times_out() {
+    let f = fixture(true, |_| {});
+    let code = "completion('sleep:1.5')\nprint('back')\nwhile True:\n    pass";
+    let result = eval(&f.engine, code, 1.0).await;
+    assert_eq!(result.cells[0].status, CellStatus::Timeout, "{}", result.text);
+    assert!(result.text.contains("back"), "{}", result.text);
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn parallel_keeps_order_with_many_calls_in_flight() {
+    let f = fixture(true, |_| {});
+    let code = "parallel([lambda i=i: completion('sleep:0.3') + str(i) for i in range(6)])";
+    let result = eval(&f.engine, code, 30.0).await;
+    assert!(!result.is_error, "{}", result.text);
+    let expected: Vec<String> = (0..6).map(|i| format!("'echo: sleep:0.3{i}'")).collect();
+    assert_eq!(result.text.trim(), format!("[{}]", expected.join(", ")));
+    assert!(f.bridge.most_at_once.load(Ordering::SeqCst) > 1, "calls overlapped");
+
+    let code = "import asyncio\nawait aparallel([acompletion(f'sleep:0.2') for _ in range(4)] + [atool('t', n=1)])";
+    let result = eval(&f.engine, code, 30.0).await;
+    assert!(!result.is_error, "{}", result.text);
+    assert!(result.text.contains("'echo: sleep:0.2', 'echo: sleep:0.2'"), "{}", result.text);
+    assert!(result.text.contains("{'args': {'n': 1}, 'tool': 't'}"), "{}", result.text);
+
+    let code = "pipeline([1, 2], lambda x: x * 10, lambda x: completion(str(x)))";
+    let result = eval(&f.engine, code, 30.0).await;
+    assert_eq!(result.text, "['echo: 10', 'echo: 20']\n");
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn parallel_reraises_the_lowest_index_error() {
+    let f = fixture(true, |_| {});
+    let code = "def boom(i):\n    raise ValueError(i)\ntry:\n    parallel([lambda: 1, lambda: boom(1), lambda: completion('fail')])\nexcept Exception as e:\n    print(type(e).__name__, e)";
+    let result = eval(&f.engine, code, 30.0).await;
+    assert_eq!(result.text, "ValueError 1\n");
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn schema_answers_are_parsed_and_validated() {
+    let f = fixture(true, |_| {});
+    let code = "schema = {'type': 'object', 'properties': {'name': {'type': 'string'}, 'age': {'type': 'integer'}}, 'required': ['name']}\ncompletion('json', schema=schema)";
+    let result = eval(&f.engine, code, 10.0).await;
+    assert_eq!(result.text, "{'name': 'Ada', 'age': 36}\n");
+    let code = "completion('json', schema={'type': 'object', 'properties': {'age': {'type': 'string'}}})";
+    let result = eval(&f.engine, code, 10.0).await;
+    assert!(result.text.contains("SchemaError: $.age: expected string, got number"), "{}", result.text);
+    let code = "completion('not json', schema={'type': 'object'})";
+    let result = eval(&f.engine, code, 10.0).await;
+    assert!(result.text.contains("SchemaError: $: the answer is not valid JSON"), "{}", result.text);
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn agent_handles_give_a_node_dict() {
+    let f = fixture(true, |_| {});
+    let result = eval(&f.engine, "n = agent('go', handle=True)\nsorted(n)", 10.0).await;
+    assert_eq!(result.text, "['agent', 'handle', 'id', 'output', 'text']\n");
+    let result = eval(&f.engine, "n['text'], n['output'], n['agent']", 10.0).await;
+    assert_eq!(result.text, "('task did: go', 'transcript', 'task')\n");
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn per_cell_caps_and_depth_are_enforced() {
+    let f = fixture(true, |limits| limits.max_calls_per_cell = 2);
+    let code =
+        "completion('a'); completion('b')\ntry:\n    completion('c')\nexcept BridgeError as e:\n    print(e.kind, e)";
+    let result = eval(&f.engine, code, 10.0).await;
+    assert!(result.text.starts_with("limit this cell reached its cap of 2 bridge calls"), "{}", result.text);
+    // The count is per cell.
+    let result = eval(&f.engine, "completion('d')", 10.0).await;
+    assert_eq!(result.text, "'echo: d'\n");
+    f.engine.dispose_all().await;
+
+    let f = fixture(true, |limits| limits.depth = 2);
+    let result = eval(&f.engine, "completion('a')", 10.0).await;
+    assert!(result.text.contains("nested 2 deep"), "{}", result.text);
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn interrupting_the_cell_cancels_its_calls_on_the_host() {
+    let f = fixture(true, |_| {});
+    let cancel = CancellationToken::new();
+    let bridge = f.bridge.clone();
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        while bridge.started.load(Ordering::SeqCst) < 3 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        trigger.cancel();
+    });
+    let code = "parallel([lambda: completion('sleep:60') for _ in range(3)])";
+    let params = EvalParams::from_json(json!({"cells": [{"code": code, "timeout": 120}]})).unwrap();
+    let started = std::time::Instant::now();
+    let result = f.engine.eval(&params, &CallContext::new("s"), &cancel, &ignore_events).await.unwrap();
+    assert_eq!(result.cells[0].status, CellStatus::Cancelled, "{}", result.text);
+    assert!(started.elapsed() < Duration::from_secs(30), "the cell did not wait for its calls");
+    assert!(f.bridge.dropped.load(Ordering::SeqCst), "the host stopped the calls in flight");
+    // The kernel still works, and a new call is answered.
+    let result = eval(&f.engine, "completion('after')", 10.0).await;
+    assert_eq!(result.text, "'echo: after'\n");
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn javascript_cells_call_the_bridge_too() {
+    let f = fixture(true, |_| {});
+    let code = "const r = await parallel([() => completion('a'), () => completion('sleep:1.5'), () => tool('t', {n: 2})]);\n\
+                console.log(JSON.stringify(r));\n\
+                try { await completion('fail') } catch (e) { console.log(e.name, e.kind, e.message) }\n\
+                console.log(JSON.stringify(await completion('json', {schema: {type: 'object', required: ['name']}})))";
+    let params = EvalParams::from_json(json!({"cells": [{"code": code, "language": "js", "timeout": 1}]})).unwrap();
+    let result =
+        f.engine.eval(&params, &CallContext::new("s"), &CancellationToken::new(), &ignore_events).await.unwrap();
+    assert_eq!(result.cells[0].status, CellStatus::Ok, "{}", result.text);
+    assert_eq!(
+        result.text,
+        "[\"echo: a\",\"echo: sleep:1.5\",{\"args\":{\"n\":2},\"tool\":\"t\"}]\nBridgeError host the model is on fire\n{\"name\":\"Ada\",\"age\":36}\n"
+    );
+    f.engine.dispose_all().await;
+}
