@@ -218,6 +218,15 @@ async fn agent_handles_give_a_node_dict() {
     assert_eq!(result.text, "['agent', 'handle', 'id', 'output', 'text']\n");
     let result = eval(&f.engine, "n['text'], n['output'], n['agent']", 10.0).await;
     assert_eq!(result.text, "('task did: go', 'transcript', 'task')\n");
+    // The handle reads back the stored output, like an artifact.
+    let result = eval(&f.engine, "print(n['handle'])\nassert n['handle'] == 'agent://' + n['id']", 10.0).await;
+    let handle = result.text.trim().to_string();
+    assert!(handle.starts_with("agent://"), "{}", result.text);
+    let (text, _) = f.engine.read_artifact(&handle, 0, 1000).unwrap();
+    assert_eq!(text, "transcript");
+    // Without handle=True nothing is stored.
+    let result = eval(&f.engine, "agent('go')", 10.0).await;
+    assert_eq!(result.text, "'task did: go'\n");
     f.engine.dispose_all().await;
 }
 

@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
+use crate::output::artifacts::{AGENT_SCHEME, ArtifactStore};
+
 pub use crate::kernel::bridge::BridgeFailure as BridgeError;
 use crate::kernel::bridge::{BridgeCall, BridgeFuture, BridgeHandler, BridgeReply, NO_BRIDGE};
 
@@ -199,13 +201,22 @@ pub struct Dispatcher {
     config: BridgeConfig,
     permits: Arc<Semaphore>,
     pause: PauseFn,
+    /// Where `agent(..., handle=True)` output is kept, and for which session.
+    handles: Option<(Arc<ArtifactStore>, String)>,
 }
 
 impl Dispatcher {
     /// `permits` is shared by every kernel of an engine (the concurrency cap);
     /// `pause` suspends the budget of the cell this kernel runs.
     pub fn new(config: BridgeConfig, permits: Arc<Semaphore>, pause: PauseFn) -> Self {
-        Dispatcher { config, permits, pause }
+        Dispatcher { config, permits, pause, handles: None }
+    }
+
+    /// Keep sub-agents' output asked for with `handle=True` in `store`, as
+    /// `agent://<id>` (readable like `artifact://<id>`).
+    pub fn with_handles(mut self, store: Arc<ArtifactStore>, session: &str) -> Self {
+        self.handles = Some((store, session.to_string()));
+        self
     }
 
     /// The engine-wide permits for `config`.
@@ -220,6 +231,7 @@ impl BridgeHandler for Dispatcher {
         let config = self.config.clone();
         let permits = self.permits.clone();
         let pause = self.pause.clone();
+        let handles = self.handles.clone();
         Box::pin(async move {
             let Some(bridge) = config.bridge.clone() else {
                 return Err(BridgeError::new("unavailable", NO_BRIDGE));
@@ -251,7 +263,7 @@ impl BridgeHandler for Dispatcher {
             let started = Instant::now();
             let op = call.op.clone();
             let work = dispatch(bridge.as_ref(), call);
-            let (value, model) = match tokio::time::timeout(limits.call_timeout, work).await {
+            let (mut value, model) = match tokio::time::timeout(limits.call_timeout, work).await {
                 Ok(result) => result?,
                 Err(_) => {
                     return Err(BridgeError::new(
@@ -263,6 +275,9 @@ impl BridgeHandler for Dispatcher {
                     ));
                 }
             };
+            if value.get("handle") == Some(&Value::Bool(true)) {
+                store_handle(&mut value, handles.as_ref());
+            }
             let mut status = Map::new();
             status.insert("op".into(), json!("bridge"));
             status.insert("call".into(), json!(op));
@@ -302,12 +317,14 @@ async fn dispatch(bridge: &dyn Bridge, call: BridgeCall) -> Result<(Value, Optio
                 handle: args.get("handle").and_then(Value::as_bool).unwrap_or(false),
             };
             let agent = request.agent.clone();
+            let handle = request.handle;
             let answer = bridge.agent(request).await?;
             let value = json!({
                 "text": answer.text,
                 "output": answer.output.clone().unwrap_or_else(|| answer.text.clone()),
                 "agent": agent,
                 "model": answer.model,
+                "handle": handle,
             });
             Ok((value, answer.model))
         }
@@ -320,6 +337,20 @@ async fn dispatch(bridge: &dyn Bridge, call: BridgeCall) -> Result<(Value, Optio
             Ok((bridge.tool(request).await?, Some(name)))
         }
         other => Err(invalid(&format!("unknown bridge call {other:?}; this host knows completion, agent and tool"))),
+    }
+}
+
+/// Write a sub-agent's output where `agent://<id>` finds it; set `handle` and `id`.
+fn store_handle(value: &mut Value, handles: Option<&(Arc<ArtifactStore>, String)>) {
+    value["handle"] = Value::Null;
+    let Some((store, session)) = handles else { return };
+    let output = value["output"].as_str().unwrap_or_default().to_string();
+    let mut writer = store.create(session);
+    writer.write(if output.is_empty() { "\n" } else { &output });
+    writer.finish();
+    if writer.failure().is_none() && writer.exists() {
+        value["id"] = json!(writer.id());
+        value["handle"] = json!(format!("{AGENT_SCHEME}{}", writer.id()));
     }
 }
 

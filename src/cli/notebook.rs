@@ -80,7 +80,7 @@ pub async fn run_notebook(args: RunArgs, path: &Path) -> Result<ExitCode, String
             .unwrap_or_else(|| PathBuf::from("."));
         kernel.cwd = Some(folder);
     }
-    let mut config = kernel.engine_config()?;
+    let mut config = kernel.engine_config_with_bridge()?;
     config.mode = KernelMode::Session;
     config.extra_env = args.env.iter().cloned().collect();
     config.history.cell_output_bytes = 32 << 20;

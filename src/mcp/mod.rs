@@ -261,9 +261,9 @@ fn restrict_languages(schema: &mut Value, offered: &[&str]) {
     }
 }
 
-/// `artifact://<id>` or `artifact://<id>?offset=N`.
+/// `artifact://<id>` or `artifact://<id>?offset=N` (`agent://<id>` alike).
 fn parse_artifact_uri(uri: &str) -> Option<(&str, u64)> {
-    let rest = uri.strip_prefix(SCHEME)?;
+    let rest = uri.strip_prefix(SCHEME).or_else(|| uri.strip_prefix(crate::output::artifacts::AGENT_SCHEME))?;
     match rest.split_once('?') {
         None => Some((rest, 0)),
         Some((id, query)) => {

@@ -19,6 +19,10 @@ pub const ARTIFACTS_DIR_VAR: &str = "EVALKIT_ARTIFACTS_DIR";
 /// URI scheme of artifact links.
 pub const SCHEME: &str = "artifact://";
 
+/// URI scheme of a sub-agent's stored output (`agent(..., handle=True)`): an
+/// artifact id under another name, read back the same ways.
+pub const AGENT_SCHEME: &str = "agent://";
+
 /// Artifacts older than this are deleted when an engine starts (7 days).
 pub const DEFAULT_RETENTION: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
 
@@ -83,7 +87,7 @@ impl ArtifactStore {
 
     /// The file behind an id (or `artifact://id`), after validating it.
     pub fn path_of(&self, id: &str) -> Result<PathBuf, ArtifactError> {
-        let bare = id.strip_prefix(SCHEME).unwrap_or(id);
+        let bare = id.strip_prefix(SCHEME).or_else(|| id.strip_prefix(AGENT_SCHEME)).unwrap_or(id);
         let invalid = || ArtifactError::InvalidId(id.to_string());
         let mut parts = bare.splitn(3, '-');
         let (Some(session), Some(millis), Some(seq)) = (parts.next(), parts.next(), parts.next()) else {

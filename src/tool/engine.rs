@@ -198,7 +198,7 @@ pub enum ExportError {
 pub struct EvalEngine {
     config: EngineConfig,
     pool: Arc<KernelPool>,
-    artifacts: ArtifactStore,
+    artifacts: Arc<ArtifactStore>,
     calls: AtomicU64,
     /// The watchdog of the cell each session is running, for [`EvalEngine::pause_budget`].
     budgets: Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<Watchdog>>>>,
@@ -241,7 +241,7 @@ impl EvalEngine {
     /// Create an engine. Call from within a tokio runtime so idle kernels are
     /// reaped and old artifacts pruned in the background.
     pub fn new(config: EngineConfig) -> Self {
-        let artifacts = ArtifactStore::new(config.artifacts_dir.clone(), config.max_artifact_bytes);
+        let artifacts = Arc::new(ArtifactStore::new(config.artifacts_dir.clone(), config.max_artifact_bytes));
         if let (Some(age), Ok(handle)) = (config.artifact_retention, tokio::runtime::Handle::try_current()) {
             let store = ArtifactStore::new(config.artifacts_dir.clone(), config.max_artifact_bytes);
             handle.spawn_blocking(move || store.prune(age));
@@ -406,13 +406,15 @@ impl EvalEngine {
     /// The bridge calls of `session`'s kernels: answered by the configured
     /// bridge, pausing the budget of the cell that made them.
     fn bridge_hook(&self, session: &str) -> crate::kernel::bridge::BridgeHook {
+        let session_name = session.to_string();
         let budgets = self.budgets.clone();
         let session = session.to_string();
         let pause: crate::bridge::PauseFn = Arc::new(move || {
             let guard = budgets.lock().unwrap().get(&session).map(|watchdog| watchdog.pause());
             guard.map(|guard| Box::new(guard) as Box<dyn Send>)
         });
-        let dispatcher = crate::bridge::Dispatcher::new(self.config.bridge.clone(), self.bridge_permits.clone(), pause);
+        let dispatcher = crate::bridge::Dispatcher::new(self.config.bridge.clone(), self.bridge_permits.clone(), pause)
+            .with_handles(self.artifacts.clone(), &session_name);
         crate::kernel::bridge::BridgeHook(Arc::new(dispatcher))
     }
 
