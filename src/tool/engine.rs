@@ -260,6 +260,10 @@ impl EvalEngine {
         &self.config
     }
 
+    pub(super) fn pool(&self) -> &KernelPool {
+        &self.pool
+    }
+
     pub fn artifacts(&self) -> &ArtifactStore {
         &self.artifacts
     }

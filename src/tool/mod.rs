@@ -9,4 +9,4 @@ pub mod watchdog;
 pub use engine::{CallContext, EngineConfig, EvalEngine, EvalError, ExportError, Exposure, KernelMode, ignore_events};
 pub use params::{CellParams, EvalParams, Language};
 pub use result::{CellReport, CellStatus, EvalEvent, EvalResult};
-pub use run::{CallOutcome, RUN_SCHEME, RunCell, RunError, RunReport, RunSummary, WaitFor};
+pub use run::{CallOutcome, RUN_SCHEME, RunCell, RunError, RunReport, RunSummary, SessionKernel, WaitFor};

@@ -556,3 +556,41 @@ pub struct RunSummary {
     pub running: bool,
     pub started_at: SystemTime,
 }
+
+/// One kernel a session holds, as [`EvalEngine::session_kernels`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionKernel {
+    /// `python` or `node`.
+    pub backend: String,
+    pub cwd: std::path::PathBuf,
+    pub interpreter: std::path::PathBuf,
+    /// The kernel's pid, while it runs (a stopped kernel restarts on the next call).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// Its resident memory in bytes, where the system tells.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resident_bytes: Option<u64>,
+}
+
+impl EvalEngine {
+    /// The kernels `session` holds, live or stopped, for listing sessions.
+    pub fn session_kernels(&self, session: &str) -> Vec<SessionKernel> {
+        let mut kernels: Vec<SessionKernel> = self
+            .pool()
+            .kernels_of(session)
+            .into_iter()
+            .map(|(key, pid)| SessionKernel {
+                backend: match key.backend {
+                    crate::backend::Backend::Python => "python".into(),
+                    crate::backend::Backend::Node => "node".into(),
+                },
+                cwd: key.cwd,
+                interpreter: key.interpreter,
+                resident_bytes: pid.and_then(crate::session::resident_bytes),
+                pid,
+            })
+            .collect();
+        kernels.sort_by(|a, b| (&a.backend, &a.cwd).cmp(&(&b.backend, &b.cwd)));
+        kernels
+    }
+}
