@@ -33,6 +33,7 @@ use crate::output::artifacts::SCHEME;
 use crate::tool::{CallContext, CallOutcome, EvalEngine, EvalEvent, EvalParams, EvalResult, Language};
 
 mod runs;
+mod tasks;
 
 /// Largest piece of an artifact one `resources/read` returns; larger artifacts
 /// end with a line naming the URI of the next page.
@@ -102,12 +103,20 @@ pub struct EvalServer {
     languages: Vec<Language>,
     /// The named sessions this connection used.
     sessions: runs::Sessions,
+    /// `eval` calls running as MCP tasks.
+    tasks: rmcp::task_manager::TaskManager,
 }
 
 impl EvalServer {
     pub fn new(engine: Arc<EvalEngine>, session: impl Into<String>) -> Self {
         let languages = engine.available_languages();
-        EvalServer { engine, context: CallContext::new(session), languages, sessions: Default::default() }
+        EvalServer {
+            engine,
+            context: CallContext::new(session),
+            languages,
+            sessions: Default::default(),
+            tasks: Default::default(),
+        }
     }
 
     fn offers(&self, backend: Backend) -> bool {
@@ -395,7 +404,7 @@ fn to_tool_result(result: EvalResult) -> CallToolResult {
 
 impl ServerHandler for EvalServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools().enable_resources().build();
+        let capabilities = ServerCapabilities::builder().enable_tools().enable_resources().enable_tasks().build();
         let mut info = ServerConfig::new(capabilities).with_instructions(self.instructions());
         info.server_info.name = "evalkit".into();
         info.server_info.version = env!("CARGO_PKG_VERSION").into();
@@ -424,6 +433,7 @@ impl ServerHandler for EvalServer {
     ) -> Result<CallToolResponse, McpError> {
         let mut arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         match request.name.as_ref() {
+            "eval" if Self::runs_as_task(&arguments, &context) => Ok(self.call_eval_task(arguments)),
             "eval" => Ok(self.call_eval(arguments, context).await.into()),
             "eval_wait" => Ok(self.call_wait(arguments, context).await.into()),
             "eval_cancel" => Ok(self.call_cancel(arguments).await.into()),
@@ -450,6 +460,22 @@ impl ServerHandler for EvalServer {
                 None,
             )),
         }
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, McpError> {
+        self.tasks.get_task(&request.task_id).map(rmcp::model::GetTaskResult::new)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.tasks.cancel_task(&request.task_id)
     }
 
     async fn list_resources(
