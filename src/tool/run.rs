@@ -481,6 +481,8 @@ impl EvalEngine {
             &plan,
             self.config().text_limits,
         ));
+        // Known at once, so even the first read of a run still starting says it waits.
+        run.set_queued(self.runs.active_in(&context.session, None));
         self.runs.insert(run.clone());
         let id = run.id.clone();
         let engine = self.clone();
