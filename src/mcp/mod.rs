@@ -6,8 +6,10 @@
 //! away (stdin closes) or the server receives SIGINT/SIGTERM.
 //!
 //! Tools: `eval` (the eval tool's parameters; its schema and the server's
-//! instructions offer only the languages available), `eval_reset` (clear all
-//! state) and `eval_export_notebook` (the session's cells as a Jupyter
+//! instructions offer only the languages available; `wait` returns a
+//! `run://<id>` handle for cells still running, `session` picks a named
+//! session), `eval_wait` and `eval_cancel` (runs), `eval_sessions`,
+//! `eval_reset` (clear all state) and `eval_export_notebook` (the session's cells as a Jupyter
 //! notebook, returned or written to a file). Artifacts are resources: `artifact://<id>`, read in pages of
 //! [`RESOURCE_PAGE_BYTES`] with `?offset=N`.
 
@@ -28,13 +30,19 @@ use tokio::sync::watch;
 
 use crate::backend::Backend;
 use crate::output::artifacts::SCHEME;
-use crate::tool::{CallContext, EvalEngine, EvalEvent, EvalParams, EvalResult, Language};
+use crate::tool::{CallContext, CallOutcome, EvalEngine, EvalEvent, EvalParams, EvalResult, Language};
+
+mod runs;
+mod tasks;
 
 /// Largest piece of an artifact one `resources/read` returns; larger artifacts
 /// end with a line naming the URI of the next page.
 pub const RESOURCE_PAGE_BYTES: usize = 1024 * 1024;
 /// Progress notifications are sent at most this often while a cell runs.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
+/// While a cell is silent, a progress notification still goes out this often,
+/// so clients that extend their timeout on progress keep waiting.
+pub const PROGRESS_HEARTBEAT: Duration = Duration::from_secs(5);
 
 /// What a model is told about using the server.
 pub const INSTRUCTIONS: &str = "\
@@ -46,7 +54,15 @@ evalkit runs Python code for you in a persistent kernel (like a Jupyter notebook
   kept as an artifact://<id> resource you can read.
 - Each cell has a timeout (default 30 s, up to 3600). A timed-out cell is interrupted and the state is
   kept. If the state looks broken, call `eval_reset` or pass reset: true.
-- There is no interactive input(): pass data in the code.";
+- There is no interactive input(): pass data in the code.
+- Long work (training, downloads, big installs, anything that may take over a minute): pass `wait`
+  (seconds, e.g. 60) to eval. If cells still run when it elapses, you get the output so far and a
+  run://<id> handle while they go on under their own timeouts (raise `timeout` for long cells). Then call
+  `eval_wait` (it blocks on the server until a cell finishes; never poll with sleep cells) for the new
+  output, or `eval_cancel` to stop. A call on a busy session queues behind its run (`wait: 0` fails
+  at once instead).
+- `session: \"name\"` on eval, eval_wait and eval_reset gives you independent kernels (\"data\",
+  \"scratch\"), e.g. to keep working while a long run goes on; `eval_sessions` lists them.";
 
 /// The `eval` tool's description, written for models.
 pub const EVAL_DESCRIPTION: &str = "\
@@ -62,6 +78,9 @@ Limits: text output is capped at 50 KB / 3000 lines; longer output keeps its hea
 output is saved as artifact://<id> (readable as a resource). Per-cell `timeout` in seconds (default 30,
 max 3600): on timeout the cell is interrupted (KeyboardInterrupt) and the kernel keeps its state; a kernel
 that does not respond is restarted. `reset: true` (top-level or per cell) restarts the kernel first.
+For long work pass `wait` (seconds): when it elapses with cells still running, the call returns the output
+so far and a run://<id> handle while the cells go on; continue with eval_wait, stop with eval_cancel.
+`session` names an independent kernel set (default \"default\").
 input() is not supported.";
 
 /// What a model is told about JavaScript cells, when they are offered.
@@ -82,12 +101,22 @@ pub struct EvalServer {
     context: CallContext,
     /// The languages offered (enabled, with a runtime found), decided once.
     languages: Vec<Language>,
+    /// The named sessions this connection used.
+    sessions: runs::Sessions,
+    /// `eval` calls running as MCP tasks.
+    tasks: rmcp::task_manager::TaskManager,
 }
 
 impl EvalServer {
     pub fn new(engine: Arc<EvalEngine>, session: impl Into<String>) -> Self {
         let languages = engine.available_languages();
-        EvalServer { engine, context: CallContext::new(session), languages }
+        EvalServer {
+            engine,
+            context: CallContext::new(session),
+            languages,
+            sessions: Default::default(),
+            tasks: Default::default(),
+        }
     }
 
     fn offers(&self, backend: Backend) -> bool {
@@ -111,7 +140,8 @@ impl EvalServer {
         let mut schema = EvalParams::json_schema();
         let offered: Vec<&str> = self.languages.iter().map(|language| language.as_str()).collect();
         restrict_languages(&mut schema, &offered);
-        let schema = schema.as_object().cloned().unwrap_or_default();
+        let mut schema = schema.as_object().cloned().unwrap_or_default();
+        Self::add_session_property(&mut schema);
         let (description, title) = match (self.offers(Backend::Python), self.offers(Backend::Node)) {
             (true, true) => (format!("{EVAL_DESCRIPTION}\n{JS_DESCRIPTION}"), "Run Python or JavaScript code"),
             (false, true) => (
@@ -127,7 +157,9 @@ impl EvalServer {
     }
 
     fn reset_tool(&self) -> Tool {
-        let schema = json!({"type": "object", "properties": {}, "additionalProperties": false});
+        let schema = json!({"type": "object", "properties": {"session": {
+            "type": "string", "description": "The named session to reset (default \"default\")."
+        }}, "additionalProperties": false});
         Tool::new(
             "eval_reset",
             "Restart this session's kernels (every language): every variable, import and function is cleared.",
@@ -187,11 +219,25 @@ impl EvalServer {
         }
     }
 
-    async fn call_eval(&self, arguments: Value, context: RequestContext<RoleServer>) -> CallToolResult {
+    async fn call_eval(&self, mut arguments: Value, context: RequestContext<RoleServer>) -> CallToolResult {
+        let name = match runs::take_session(&mut arguments) {
+            Ok(name) => name,
+            Err(message) => return CallToolResult::error(vec![ContentBlock::text(message)]),
+        };
+        let session = self.session_context(&name);
+        let _busy = self.note_call(&name, &arguments);
         let params = match EvalParams::from_json(arguments) {
             Ok(params) => params,
             Err(error) => return CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
         };
+        if params.wait == Some(0.0)
+            && let Some(run) = self.engine.current_run(&session.session)
+        {
+            return CallToolResult::error(vec![ContentBlock::text(format!(
+                "Session {name:?} is busy with {run}, and wait: 0 does not queue. Wait for it with eval_wait, \
+                 stop it with eval_cancel, or pass another session."
+            ))]);
+        }
         let (progress_tx, progress_rx) = watch::channel(None::<String>);
         let reporter = context.meta.get_progress_token().map(|token| {
             let peer = context.peer.clone();
@@ -202,13 +248,14 @@ impl EvalServer {
                 let _ = progress_tx.send(Some(message));
             }
         };
-        let outcome = self.engine.eval(&params, &self.context, &context.ct, &on_event).await;
+        let outcome = self.engine.call(&params, &session, &context.ct, &on_event).await;
         drop(on_event);
         if let Some(reporter) = reporter {
             let _ = reporter.await;
         }
         match outcome {
-            Ok(result) => to_tool_result(result),
+            Ok(CallOutcome::Finished(result)) => to_tool_result(result),
+            Ok(CallOutcome::Running(report)) => runs::running_result(report),
             Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
         }
     }
@@ -293,18 +340,29 @@ fn clip(text: &str, max: usize) -> String {
     if text.chars().count() <= max { text.to_string() } else { text.chars().take(max).collect::<String>() + "…" }
 }
 
-/// Send the newest progress message at most every [`PROGRESS_INTERVAL`] until the call ends.
+/// Send the newest progress message at most every [`PROGRESS_INTERVAL`]
+/// until the call ends, and the last one again (with the time it has been
+/// running) every [`PROGRESS_HEARTBEAT`] while nothing new comes.
 async fn report_progress(
     peer: rmcp::Peer<RoleServer>,
     token: rmcp::model::ProgressToken,
     mut messages: watch::Receiver<Option<String>>,
 ) {
     let mut step = 0.0;
+    let started = tokio::time::Instant::now();
+    let mut last: Option<String> = None;
     loop {
-        if messages.changed().await.is_err() {
-            return; // the call is over
-        }
-        let message = messages.borrow_and_update().clone();
+        let message = match tokio::time::timeout(PROGRESS_HEARTBEAT, messages.changed()).await {
+            Ok(Err(_)) => return, // the call is over
+            Ok(Ok(())) => {
+                let message = messages.borrow_and_update().clone();
+                if message.is_some() {
+                    last = message.clone();
+                }
+                message
+            }
+            Err(_) => Some(heartbeat_message(last.as_deref(), started.elapsed())),
+        };
         if let Some(message) = message {
             step += 1.0;
             let notification = ProgressNotificationParam::new(token.clone(), step).with_message(message);
@@ -313,6 +371,14 @@ async fn report_progress(
             }
         }
         tokio::time::sleep(PROGRESS_INTERVAL).await;
+    }
+}
+
+/// A progress message for a silent stretch: the last message, and for how long the call has run.
+fn heartbeat_message(last: Option<&str>, elapsed: Duration) -> String {
+    match last {
+        Some(last) => format!("{last} (still running, {} s)", elapsed.as_secs()),
+        None => format!("running, {} s", elapsed.as_secs()),
     }
 }
 
@@ -338,7 +404,7 @@ fn to_tool_result(result: EvalResult) -> CallToolResult {
 
 impl ServerHandler for EvalServer {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools().enable_resources().build();
+        let capabilities = ServerCapabilities::builder().enable_tools().enable_resources().enable_tasks().build();
         let mut info = ServerConfig::new(capabilities).with_instructions(self.instructions());
         info.server_info.name = "evalkit".into();
         info.server_info.version = env!("CARGO_PKG_VERSION").into();
@@ -350,7 +416,14 @@ impl ServerHandler for EvalServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(vec![self.eval_tool(), self.reset_tool(), Self::export_tool()]))
+        Ok(ListToolsResult::with_all_items(vec![
+            self.eval_tool(),
+            self.reset_tool(),
+            Self::export_tool(),
+            Self::wait_tool(),
+            Self::cancel_tool(),
+            Self::sessions_tool(),
+        ]))
     }
 
     async fn call_tool(
@@ -358,11 +431,19 @@ impl ServerHandler for EvalServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        let mut arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         match request.name.as_ref() {
+            "eval" if Self::runs_as_task(&arguments, &context) => Ok(self.call_eval_task(arguments)),
             "eval" => Ok(self.call_eval(arguments, context).await.into()),
+            "eval_wait" => Ok(self.call_wait(arguments, context).await.into()),
+            "eval_cancel" => Ok(self.call_cancel(arguments).await.into()),
+            "eval_sessions" => Ok(self.call_sessions().into()),
             "eval_reset" => {
-                let stopped = self.engine.reset_session(&self.context.session).await;
+                let name = match runs::take_session(&mut arguments) {
+                    Ok(name) => name,
+                    Err(message) => return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into()),
+                };
+                let stopped = self.engine.reset_session(&self.session_context(&name).session).await;
                 let text = if stopped == 0 {
                     "No kernel was running; the next eval call starts a fresh one."
                 } else {
@@ -372,10 +453,29 @@ impl ServerHandler for EvalServer {
             }
             "eval_export_notebook" => Ok(self.call_export(&arguments).into()),
             other => Err(McpError::invalid_params(
-                format!("unknown tool {other:?}; use \"eval\", \"eval_reset\" or \"eval_export_notebook\""),
+                format!(
+                    "unknown tool {other:?}; use \"eval\", \"eval_wait\", \"eval_cancel\", \"eval_reset\", \
+                     \"eval_sessions\" or \"eval_export_notebook\""
+                ),
                 None,
             )),
         }
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, McpError> {
+        self.tasks.get_task(&request.task_id).map(rmcp::model::GetTaskResult::new)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.tasks.cancel_task(&request.task_id)
     }
 
     async fn list_resources(

@@ -288,6 +288,14 @@ impl KernelPool {
         shutdown_slots(orphaned).await;
     }
 
+    /// The slots of `session` (every cwd and language) with the pid of
+    /// each live kernel, for listing what a session holds.
+    pub fn kernels_of(&self, session: &str) -> Vec<(KernelKey, Option<u32>)> {
+        let slots: Vec<Arc<Slot>> =
+            self.slots.lock().unwrap().values().filter(|slot| slot.key.session == session).cloned().collect();
+        slots.iter().map(|slot| (slot.key.clone(), slot.current.lock().unwrap().as_ref().map(|k| k.pid()))).collect()
+    }
+
     /// Shut every kernel down (host exit). Waits for running calls' kernels
     /// only as long as the shutdown ladder takes.
     pub async fn dispose_all(&self) {

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::params::{EvalParams, Language, ParamsError, PlannedCell};
 use super::result::{CellReport, CellStatus, Collector, ErrorSummary, EvalEvent, EvalResult};
+use super::run::{RunRegistry, RunShared};
 use super::watchdog::{PauseGuard, Watchdog};
 use crate::backend::{self, Backend, Runtime};
 use crate::kernel::{Completeness, ExecEvent, ExecuteOptions, Kernel, KernelError, KernelOptions};
@@ -208,6 +209,8 @@ pub struct EvalEngine {
     histories: std::sync::Mutex<std::collections::HashMap<String, History>>,
     /// Set once the caller was told that cells without a language run as JavaScript.
     fallback_told: std::sync::atomic::AtomicBool,
+    /// Calls running in the background under a `run://` handle.
+    pub(super) runs: RunRegistry,
 }
 
 /// Events are streamed through this while a call runs.
@@ -255,11 +258,16 @@ impl EvalEngine {
             budgets: Default::default(),
             histories: Default::default(),
             fallback_told: Default::default(),
+            runs: RunRegistry::default(),
         }
     }
 
     pub fn config(&self) -> &EngineConfig {
         &self.config
+    }
+
+    pub(super) fn pool(&self) -> &KernelPool {
+        &self.pool
     }
 
     pub fn artifacts(&self) -> &ArtifactStore {
@@ -278,6 +286,7 @@ impl EvalEngine {
 
     /// `owner` is gone: kernels no other owner holds are shut down. Idempotent.
     pub async fn dispose_owner(&self, owner: &str) {
+        self.runs.dispose_owner(owner);
         self.pool.dispose_owner(owner).await;
     }
 
@@ -462,7 +471,8 @@ impl EvalEngine {
         self.pool.dispose_all().await;
     }
 
-    /// Run one call.
+    /// Run one call and return when it is over (`params.wait` is not
+    /// looked at here: see [`EvalEngine::call`]).
     pub async fn eval(
         &self,
         params: &EvalParams,
@@ -470,12 +480,29 @@ impl EvalEngine {
         cancel: &CancellationToken,
         on_event: EventSink<'_>,
     ) -> Result<EvalResult, EvalError> {
+        self.eval_observed(params, context, cancel, on_event, None).await
+    }
+
+    /// [`EvalEngine::eval`], telling `run` (when the call is one) what it writes.
+    pub(super) async fn eval_observed(
+        &self,
+        params: &EvalParams,
+        context: &CallContext,
+        cancel: &CancellationToken,
+        on_event: EventSink<'_>,
+        run: Option<&Arc<RunShared>>,
+    ) -> Result<EvalResult, EvalError> {
         let mut plan = params.plan()?;
         let cwd = self.resolve_cwd(params.cwd.as_deref())?;
         let notes = std::sync::Mutex::new(Vec::new());
         let runtimes = self.choose_runtimes(&mut plan, &cwd, &|note| notes.lock().unwrap().push(note)).await?;
         let mut collector =
             Collector::new(self.config.text_limits, self.artifacts.create(&context.session), plan.len() > 1);
+        if let Some(run) = run {
+            run.set_artifact(collector.artifact_uri());
+            let run = run.clone();
+            collector.mirror_text(Arc::new(move |text: &str| run.text(text)));
+        }
         collector.record_cells(plan.iter().map(|cell| cell.code.clone()).collect(), self.config.history);
         for note in notes.into_inner().unwrap() {
             on_event(EvalEvent::Note { text: note.clone() });
@@ -491,6 +518,11 @@ impl EvalEngine {
         let keys: Vec<KernelKey> = runtimes.iter().map(|runtime| self.key(&session, &cwd, runtime)).collect();
         let slots: Vec<_> = keys.iter().map(|key| self.pool.slot(key.clone(), &context.owner)).collect();
         let queue_budget = plan[0].timeout;
+        let behind = self.runs.active_in(&context.session, run.map(|run| run.id.as_str()));
+        if let (Some(run), Some(other)) = (run, &behind) {
+            run.set_queued(Some(other.clone()));
+        }
+        let queued_at = Instant::now();
         // Slots are taken in backend order, so calls never wait on each other in a cycle.
         let lock_all = async {
             let mut guards = Vec::new();
@@ -502,8 +534,10 @@ impl EvalEngine {
         let guards = tokio::select! {
             guards = lock_all => guards,
             _ = tokio::time::sleep(queue_budget) => {
+                let busy_with = behind.clone().unwrap_or_else(|| "another call".to_string());
                 return Ok(self.unstarted(&plan, collector, CellStatus::Timeout, format!(
-                    "Command timed out after {} seconds while waiting for the kernel (busy with another call).",
+                    "Command timed out after {} seconds while waiting for the kernel (busy with {busy_with}). \
+                     Wait for that run with eval_wait, stop it with eval_cancel, or use another session.",
                     queue_budget.as_secs()
                 ), on_event));
             }
@@ -518,6 +552,12 @@ impl EvalEngine {
                 return Ok(self.unstarted(&plan, collector, CellStatus::Cancelled, closed.to_string(), on_event));
             }
         };
+        if let Some(other) = behind {
+            collector.note(format!(
+                "This call was queued behind {other} (the session was busy) and started after {:.1} s.",
+                queued_at.elapsed().as_secs_f64()
+            ));
+        }
         for guard in &mut guards {
             for note in guard.take_notes() {
                 collector.note(note);
@@ -586,7 +626,7 @@ impl EvalEngine {
         Ok(())
     }
 
-    fn resolve_cwd(&self, requested: Option<&str>) -> Result<PathBuf, EvalError> {
+    pub(super) fn resolve_cwd(&self, requested: Option<&str>) -> Result<PathBuf, EvalError> {
         let cwd = match requested {
             Some(dir) if dir.starts_with("~/") => dirs::home_dir().unwrap_or_default().join(&dir[2..]),
             Some(dir) => self.config.default_cwd.join(dir),

@@ -3,8 +3,10 @@
 pub mod engine;
 pub mod params;
 pub mod result;
+pub mod run;
 pub mod watchdog;
 
 pub use engine::{CallContext, EngineConfig, EvalEngine, EvalError, ExportError, Exposure, KernelMode, ignore_events};
 pub use params::{CellParams, EvalParams, Language};
 pub use result::{CellReport, CellStatus, EvalEvent, EvalResult};
+pub use run::{CallOutcome, RUN_SCHEME, RunCell, RunError, RunReport, RunSummary, SessionKernel, WaitFor};

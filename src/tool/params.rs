@@ -26,6 +26,12 @@ pub struct EvalParams {
     /// Working directory of the kernel; must exist. Default: the session's directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// Seconds to wait for the cells (0..3600). When it elapses with cells still running, the call
+    /// returns the output so far, each cell's state and a `run://<id>` handle; the cells go on under
+    /// their own timeouts (read more with `eval_wait`, stop with `eval_cancel`). Default: wait until
+    /// the call ends. `0` starts the run and returns at once (failing if the session is busy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<f64>,
 }
 
 /// One cell.
@@ -100,6 +106,8 @@ pub enum ParamsError {
     NoCells,
     #[error("cell {index}: timeout must be a number of seconds, got {value}")]
     BadTimeout { index: usize, value: f64 },
+    #[error("wait must be a number of seconds from 0 to 3600, got {0}")]
+    BadWait(f64),
 }
 
 impl EvalParams {
@@ -118,11 +126,24 @@ impl EvalParams {
         serde_json::to_value(schemars::schema_for!(EvalParams)).expect("schemas serialize")
     }
 
+    /// How long a caller waits for the call before it gets a run handle
+    /// (`None`: until the call ends); clamped to 0..3600 seconds.
+    pub fn wait_duration(&self) -> Result<Option<Duration>, ParamsError> {
+        match self.wait {
+            None => Ok(None),
+            Some(seconds) if seconds.is_finite() && seconds >= 0.0 => {
+                Ok(Some(Duration::from_secs_f64(seconds.min(TIMEOUT_RANGE.1))))
+            }
+            Some(bad) => Err(ParamsError::BadWait(bad)),
+        }
+    }
+
     /// Validate and resolve defaults: one [`PlannedCell`] per cell.
     pub fn plan(&self) -> Result<Vec<PlannedCell>, ParamsError> {
         if self.cells.is_empty() {
             return Err(ParamsError::NoCells);
         }
+        self.wait_duration()?;
         let default_timeout = self.timeout;
         self.cells
             .iter()

@@ -158,7 +158,12 @@ pub struct Collector {
     multi_cell: bool,
     at_line_start: bool,
     recording: Option<Recording>,
+    mirror: Option<TextMirror>,
 }
+
+/// Receives every piece of model-facing text as the collector writes it (a
+/// run's reader keeps its own bounded view of the output since its last read).
+pub type TextMirror = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
 
 /// The call's Python cells as notebook cells, for the session's history.
 struct Recording {
@@ -182,7 +187,18 @@ impl Collector {
             multi_cell,
             at_line_start: true,
             recording: None,
+            mirror: None,
         }
+    }
+
+    /// Also hand every piece of text to `mirror` as it is written.
+    pub fn mirror_text(&mut self, mirror: TextMirror) {
+        self.mirror = Some(mirror);
+    }
+
+    /// The URI the full output is (or will be) saved under.
+    pub fn artifact_uri(&self) -> String {
+        self.artifact.uri()
     }
 
     /// Also record each cell that runs (its code, outputs and execution
@@ -202,6 +218,9 @@ impl Collector {
         }
         self.limiter.push(text);
         self.artifact.write(text);
+        if let Some(mirror) = &self.mirror {
+            mirror(text);
+        }
         self.at_line_start = text.ends_with('\n');
     }
 

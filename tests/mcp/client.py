@@ -27,7 +27,7 @@ async def call(session, cells, **extra):
 async def scenario_tools(session, init):
     assert "persistent kernel" in (init.instructions or ""), init.instructions
     tools = {tool.name: tool for tool in (await session.list_tools()).tools}
-    assert set(tools) == {"eval", "eval_reset", "eval_export_notebook"}, tools
+    assert set(tools) == {"eval", "eval_reset", "eval_export_notebook", "eval_wait", "eval_cancel", "eval_sessions"}, tools
     assert "path" in tools["eval_export_notebook"].input_schema["properties"]
     schema = tools["eval"].input_schema
     assert "cells" in schema["properties"], schema

@@ -1,0 +1,180 @@
+"""Drive runs and named sessions of `evalkit mcp` with the official Python MCP client.
+
+Usage: runs.py EVALKIT_BINARY CWD SCENARIO
+Prints what it checked; any failed check raises, so the exit status says it all.
+"""
+import os
+import sys
+import time
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+BINARY, CWD, SCENARIO = sys.argv[1], sys.argv[2], sys.argv[3]
+
+
+def text_of(result):
+    return "".join(block.text for block in result.content if block.type == "text")
+
+
+def gate(name, seconds=30):
+    """Python that waits for the file `name` (at most `seconds`), so the test decides when a cell ends."""
+    path = os.path.join(CWD, name)
+    return (
+        "import os, time\n"
+        "deadline = time.monotonic() + %d\n"
+        "while not os.path.exists(%r) and time.monotonic() < deadline:\n"
+        "    time.sleep(0.05)\n" % (seconds, path)
+    )
+
+
+def release(name):
+    with open(os.path.join(CWD, name), "w"):
+        pass
+
+
+async def timed(coroutine):
+    started = time.monotonic()
+    result = await coroutine
+    return result, time.monotonic() - started
+
+
+async def scenario_wait(session, init):
+    assert "eval_wait" in (init.instructions or "") and "`wait`" in init.instructions, init.instructions
+    tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    assert "wait" in tools["eval"].input_schema["properties"], tools["eval"].input_schema
+    assert "session" in tools["eval"].input_schema["properties"]
+    code = "print('training started', flush=True)\n" + gate("go", 30) + "print('released')\n'done'"
+    first, elapsed = await timed(session.call_tool("eval", {"cells": [{"code": code, "timeout": 60}], "wait": 2}))
+    assert 1.5 <= elapsed < 10, elapsed
+    assert not first.is_error, text_of(first)
+    run = first.structured_content["run"]
+    assert run.startswith("run://") and first.structured_content["running"], first.structured_content
+    assert "training started" in text_of(first) and run in text_of(first), text_of(first)
+    assert first.structured_content["cells"][0]["state"] == "running", first.structured_content
+
+    messages = []
+
+    async def on_progress(progress, total, message):
+        messages.append(message)
+
+    # Nothing finishes: the wait blocks for its whole length on the server and brings nothing old back.
+    quiet, elapsed = await timed(session.call_tool("eval_wait", {"run": run, "wait": 1.5}, progress_callback=on_progress))
+    assert elapsed >= 1.4, elapsed
+    assert quiet.structured_content["running"] and "training started" not in text_of(quiet), text_of(quiet)
+
+    async def open_the_gate():
+        await anyio.sleep(1)
+        release("go")
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(open_the_gate)
+        done, elapsed = await timed(session.call_tool("eval_wait", {"run": run, "wait": 30}))
+    assert elapsed < 20, elapsed
+    assert not done.is_error and not done.structured_content["running"], text_of(done)
+    assert text_of(done) == "released\n'done'\n", text_of(done)
+    assert done.structured_content["cells"][0]["status"] == "ok"
+    gone = await session.call_tool("eval_wait", {"run": run})
+    assert gone.is_error and "no run" in text_of(gone), text_of(gone)
+    print("wait ok:", run)
+
+
+async def scenario_cancel(session, init):
+    await session.call_tool("eval", {"cells": [{"code": "kept = 'still here'"}]})
+    cells = [{"code": "import time\nprint('sleeping', flush=True)\ntime.sleep(60)", "timeout": 120}, {"code": "print('never')"}]
+    first = await session.call_tool("eval", {"cells": cells, "wait": 1})
+    run = first.structured_content["run"]
+    cancelled, elapsed = await timed(session.call_tool("eval_cancel", {"run": run}))
+    assert elapsed < 15, elapsed
+    assert cancelled.is_error, text_of(cancelled)
+    statuses = [cell["status"] for cell in cancelled.structured_content["cells"]]
+    assert statuses == ["cancelled", "skipped"], cancelled.structured_content
+    assert "KeyboardInterrupt" in text_of(cancelled) and "never" not in text_of(cancelled), text_of(cancelled)
+    after = await session.call_tool("eval", {"cells": [{"code": "kept"}]})
+    assert text_of(after) == "'still here'\n", text_of(after)
+    print("cancel ok")
+
+
+async def scenario_queue(session, init):
+    first = await session.call_tool("eval", {"cells": [{"code": gate("go") + "print('first')"}], "wait": 1})
+    run = first.structured_content["run"]
+    refused = await session.call_tool("eval", {"cells": [{"code": "'second'"}], "wait": 0})
+    assert refused.is_error and "busy" in text_of(refused) and run in text_of(refused), text_of(refused)
+    queued = await session.call_tool("eval", {"cells": [{"code": "'second'"}], "wait": 1})
+    assert queued.structured_content["queued_behind"] == run, queued.structured_content
+    assert "Queued behind " + run in text_of(queued), text_of(queued)
+    listed = await session.call_tool("eval_sessions", {})
+    default = listed.structured_content["sessions"][0]
+    assert default["name"] == "default" and default["busy"] and default["run"] == run, listed.structured_content
+    release("go")
+    mine = await session.call_tool("eval_wait", {"run": queued.structured_content["run"], "wait": 30})
+    text = text_of(mine)
+    assert text.startswith("'second'\n") and "queued behind " + run in text, text
+    earlier = await session.call_tool("eval_wait", {"run": run, "wait": 30})
+    assert text_of(earlier) == "first\n", text_of(earlier)
+    print("queue ok")
+
+
+async def scenario_sessions(session, init):
+    await session.call_tool("eval", {"cells": [{"code": "import os\nname = 'data'", "title": "load"}], "session": "data"})
+    await session.call_tool("eval", {"cells": [{"code": "name = 'scratch'"}], "session": "scratch"})
+    data = await session.call_tool("eval", {"cells": [{"code": "name"}], "session": "data"})
+    scratch = await session.call_tool("eval", {"cells": [{"code": "name"}], "session": "scratch"})
+    assert text_of(data) == "'data'\n" and text_of(scratch) == "'scratch'\n", (text_of(data), text_of(scratch))
+    default = await session.call_tool("eval", {"cells": [{"code": "'name' in dir()"}]})
+    assert text_of(default) == "False\n", text_of(default)
+    pids = {}
+    for name in ("data", "scratch"):
+        result = await session.call_tool("eval", {"cells": [{"code": "import os; os.getpid()"}], "session": name})
+        pids[name] = int(text_of(result))
+    assert pids["data"] != pids["scratch"], pids
+    listed = await session.call_tool("eval_sessions", {})
+    sessions = {entry["name"]: entry for entry in listed.structured_content["sessions"]}
+    assert set(sessions) == {"default", "data", "scratch"}, sessions
+    entry = sessions["data"]
+    assert entry["languages"] == ["python"] and not entry["busy"] and entry["resident_bytes"] > 0, entry
+    assert entry["kernels"][0]["pid"] == pids["data"] and entry["kernels"][0]["cwd"], entry
+    assert entry["started_unix"] > 0 and entry["last_cell"] == "import os; os.getpid()", entry
+    assert "data: idle" in text_of(listed), text_of(listed)
+    reset = await session.call_tool("eval_reset", {"session": "scratch"})
+    assert "restarted" in text_of(reset), text_of(reset)
+    gone = await session.call_tool("eval", {"cells": [{"code": "'name' in dir()"}], "session": "scratch"})
+    kept = await session.call_tool("eval", {"cells": [{"code": "name"}], "session": "data"})
+    assert text_of(gone) == "False\n" and text_of(kept) == "'data'\n", (text_of(gone), text_of(kept))
+    bad = await session.call_tool("eval", {"cells": [{"code": "1"}], "session": "../x"})
+    assert bad.is_error and "session must be" in text_of(bad), text_of(bad)
+    print("sessions ok")
+
+
+async def scenario_silent_progress(session, init):
+    """A cell silent for 12 s still gets progress notifications at least every 10 s."""
+    stamps = []
+    started = time.monotonic()
+
+    async def on_progress(progress, total, message):
+        stamps.append((time.monotonic() - started, message))
+
+    code = "import time\ntime.sleep(12)\n'awake'"
+    result = await session.call_tool("eval", {"cells": [{"code": code}]}, progress_callback=on_progress)
+    total = time.monotonic() - started
+    assert text_of(result) == "'awake'\n", text_of(result)
+    times = [0.0] + [stamp for stamp, _ in stamps] + [total]
+    gaps = [later - earlier for earlier, later in zip(times, times[1:])]
+    assert max(gaps) <= 10, stamps
+    assert any("still running" in (message or "") for _, message in stamps), stamps
+    print("silent progress ok:", stamps)
+
+
+SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}
+
+
+async def main():
+    params = StdioServerParameters(command=BINARY, args=["mcp", "--cwd", CWD], env=dict(os.environ))
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            await SCENARIOS[SCENARIO](session, init)
+
+
+anyio.run(main)
