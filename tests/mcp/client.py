@@ -32,6 +32,14 @@ async def scenario_tools(session, init):
     schema = tools["eval"].input_schema
     assert "cells" in schema["properties"], schema
     assert "magics" in tools["eval"].description
+    # Annotations as the tools behave: eval runs any code (may reach the network, not idempotent);
+    # a reset repeated changes nothing more; every tool keeps its title.
+    hints = {name: tool.annotations for name, tool in tools.items()}
+    assert all(tool.title and hints[name] and hints[name].title == tool.title for name, tool in tools.items()), hints
+    assert all(h.read_only_hint is False and h.destructive_hint is True for h in hints.values()), hints
+    assert hints["eval"].open_world_hint is True and hints["eval"].idempotent_hint is False, hints["eval"]
+    assert hints["eval_reset"].idempotent_hint is True and hints["eval_reset"].open_world_hint is False, hints
+    assert tools["eval"].meta["anthropic/maxResultSizeChars"] >= 50000, tools["eval"].meta
     print("tools ok:", sorted(tools))
 
 
