@@ -11,6 +11,7 @@
 //! - [`notebook`] reads and writes `.ipynb` files and records sessions as notebooks.
 
 pub mod backend;
+pub mod doctor;
 pub mod kernel;
 pub mod mcp;
 pub mod notebook;

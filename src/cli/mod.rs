@@ -1,6 +1,7 @@
 //! Command-line interface: argument parsing and one module per subcommand.
 
 mod artifact;
+mod doctor;
 mod mcp;
 mod notebook;
 mod repl;
@@ -12,9 +13,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// `--version`: the crate version and the git revision it was built from.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("EVALKIT_GIT_REVISION"), ")");
+
 /// Run Python and JavaScript code cells in long-lived kernels.
 #[derive(Debug, Parser)]
-#[command(name = "evalkit", version, about)]
+#[command(name = "evalkit", version = VERSION, about)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -30,6 +34,8 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Print the full output an earlier call saved (`artifact://<id>`).
     Artifact(artifact::ArtifactArgs),
+    /// Show what evalkit will use on this machine and what is wrong, with fixes.
+    Doctor(doctor::DoctorArgs),
     /// Check or prepare what evalkit needs.
     Setup {
         #[command(subcommand)]
@@ -97,6 +103,7 @@ pub async fn dispatch(cli: Cli) -> ExitCode {
         Command::Run(args) => run::run(args).await,
         Command::Setup { what } => setup::setup(what).await,
         Command::Artifact(args) => artifact::artifact(args),
+        Command::Doctor(args) => doctor::doctor(args).await,
         Command::Mcp(args) => mcp::mcp(args).await,
         Command::Repl(args) => repl::repl(args).await,
     }
