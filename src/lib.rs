@@ -12,6 +12,7 @@
 
 pub mod backend;
 pub mod doctor;
+pub mod install;
 pub mod kernel;
 pub mod mcp;
 pub mod notebook;

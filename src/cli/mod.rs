@@ -2,6 +2,7 @@
 
 mod artifact;
 mod doctor;
+mod install;
 mod mcp;
 mod notebook;
 mod repl;
@@ -36,6 +37,10 @@ enum Command {
     Artifact(artifact::ArtifactArgs),
     /// Show what evalkit will use on this machine and what is wrong, with fixes.
     Doctor(doctor::DoctorArgs),
+    /// Register evalkit's MCP server with agents (Claude Code, Codex, Cursor, VS Code, Gemini CLI, …).
+    Install(install::InstallArgs),
+    /// Remove evalkit's MCP server from agents' configuration.
+    Uninstall(install::UninstallArgs),
     /// Check or prepare what evalkit needs.
     Setup {
         #[command(subcommand)]
@@ -104,6 +109,8 @@ pub async fn dispatch(cli: Cli) -> ExitCode {
         Command::Setup { what } => setup::setup(what).await,
         Command::Artifact(args) => artifact::artifact(args),
         Command::Doctor(args) => doctor::doctor(args).await,
+        Command::Install(args) => install::install(args),
+        Command::Uninstall(args) => install::uninstall(args),
         Command::Mcp(args) => mcp::mcp(args).await,
         Command::Repl(args) => repl::repl(args).await,
     }
