@@ -1,6 +1,7 @@
 //! Command-line interface: argument parsing and one module per subcommand.
 
 mod artifact;
+mod docs;
 mod doctor;
 mod install;
 mod mcp;
@@ -15,7 +16,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 /// `--version`: the crate version and the git revision it was built from.
-const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("EVALKIT_GIT_REVISION"), ")");
+pub(crate) const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("EVALKIT_GIT_REVISION"), ")");
 
 /// Run Python and JavaScript code cells in long-lived kernels.
 #[derive(Debug, Parser)]
@@ -41,6 +42,10 @@ enum Command {
     Install(install::InstallArgs),
     /// Remove evalkit's MCP server from agents' configuration.
     Uninstall(install::UninstallArgs),
+    /// Print a shell completion script (bash, zsh or fish).
+    Completions(docs::CompletionsArgs),
+    /// Print the man page (roff): `evalkit man > evalkit.1`.
+    Man,
     /// Check or prepare what evalkit needs.
     Setup {
         #[command(subcommand)]
@@ -110,6 +115,8 @@ pub async fn dispatch(cli: Cli) -> ExitCode {
         Command::Artifact(args) => artifact::artifact(args),
         Command::Doctor(args) => doctor::doctor(args).await,
         Command::Install(args) => install::install(args),
+        Command::Completions(args) => docs::completions(args),
+        Command::Man => docs::man(),
         Command::Uninstall(args) => install::uninstall(args),
         Command::Mcp(args) => mcp::mcp(args).await,
         Command::Repl(args) => repl::repl(args).await,
