@@ -197,6 +197,14 @@ async def scenario_javascript_only(session, init):
     print("javascript only ok")
 
 
+async def scenario_one_plus_one(session, init):
+    tools = {tool.name for tool in (await session.list_tools()).tools}
+    assert "eval" in tools, tools
+    result = await call(session, [{"code": "1 + 1"}])
+    assert not result.is_error and text_of(result) == "2\n", text_of(result)
+    print("one plus one ok")
+
+
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}
 
 
