@@ -18,15 +18,14 @@ const CLIENTS: &[(&str, &str, Option<&str>)] = &[
 ];
 
 fn evalkit(home: &Path, args: &[&str]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_evalkit"))
+    Command::new(env!("CARGO_BIN_EXE_evalkit"))
         .args(args)
         .env("HOME", home)
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("CODEX_HOME")
         .env_remove("CLAUDE_CONFIG_DIR")
         .output()
-        .unwrap();
-    output
+        .unwrap()
 }
 
 fn ok(output: Output) -> String {
@@ -105,10 +104,10 @@ fn install_is_idempotent_keeps_other_settings_and_uninstall_reverts_it_for_every
             ["# my codex settings", "model = \"o3\""]
         };
         assert!(kept.iter().all(|k| after.contains(k)), "{client}: {after}");
-        if key.is_some() {
+        if let Some(key) = key {
             assert!(after.find("theme").unwrap() < after.find("zz_last").unwrap(), "{client}: key order kept: {after}");
             assert_eq!(
-                json(&after)[key.unwrap()]["evalkit"].get("type").is_some(),
+                json(&after)[key]["evalkit"].get("type").is_some(),
                 matches!(client, "claude" | "vscode"),
                 "{client}"
             );
