@@ -10,6 +10,7 @@
 //! state) and `eval_export_notebook` (the session's cells as a Jupyter
 //! notebook, returned or written to a file). Artifacts are resources: `artifact://<id>`, read in pages of
 //! [`RESOURCE_PAGE_BYTES`] with `?offset=N`.
+//! Each tool's annotations and result-size hint come from one table in [`manners`].
 
 pub mod manners;
 
