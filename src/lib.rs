@@ -13,6 +13,8 @@
 
 pub mod backend;
 pub mod bridge;
+pub mod doctor;
+pub mod install;
 pub mod kernel;
 pub mod mcp;
 pub mod notebook;

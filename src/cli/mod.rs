@@ -1,6 +1,9 @@
 //! Command-line interface: argument parsing and one module per subcommand.
 
 mod artifact;
+mod docs;
+mod doctor;
+mod install;
 mod mcp;
 mod notebook;
 mod repl;
@@ -12,9 +15,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// `--version`: the crate version and the git revision it was built from.
+pub(crate) const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("EVALKIT_GIT_REVISION"), ")");
+
 /// Run Python and JavaScript code cells in long-lived kernels.
 #[derive(Debug, Parser)]
-#[command(name = "evalkit", version, about)]
+#[command(name = "evalkit", version = VERSION, about)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -30,6 +36,16 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Print the full output an earlier call saved (`artifact://<id>`).
     Artifact(artifact::ArtifactArgs),
+    /// Show what evalkit will use on this machine and what is wrong, with fixes.
+    Doctor(doctor::DoctorArgs),
+    /// Register evalkit's MCP server with agents (Claude Code, Codex, Cursor, VS Code, Gemini CLI, …).
+    Install(install::InstallArgs),
+    /// Remove evalkit's MCP server from agents' configuration.
+    Uninstall(install::UninstallArgs),
+    /// Print a shell completion script (bash, zsh or fish).
+    Completions(docs::CompletionsArgs),
+    /// Print the man page (roff): `evalkit man > evalkit.1`.
+    Man,
     /// Check or prepare what evalkit needs.
     Setup {
         #[command(subcommand)]
@@ -109,6 +125,11 @@ pub async fn dispatch(cli: Cli) -> ExitCode {
         Command::Run(args) => run::run(args).await,
         Command::Setup { what } => setup::setup(what).await,
         Command::Artifact(args) => artifact::artifact(args),
+        Command::Doctor(args) => doctor::doctor(args).await,
+        Command::Install(args) => install::install(args),
+        Command::Completions(args) => docs::completions(args),
+        Command::Man => docs::man(),
+        Command::Uninstall(args) => install::uninstall(args),
         Command::Mcp(args) => mcp::mcp(args).await,
         Command::Repl(args) => repl::repl(args).await,
     }

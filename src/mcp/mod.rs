@@ -12,6 +12,9 @@
 //! `eval_reset` (clear all state) and `eval_export_notebook` (the session's cells as a Jupyter
 //! notebook, returned or written to a file). Artifacts are resources: `artifact://<id>`, read in pages of
 //! [`RESOURCE_PAGE_BYTES`] with `?offset=N`.
+//! Each tool's annotations and result-size hint come from one table in [`manners`].
+
+pub mod manners;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -154,6 +157,22 @@ impl EvalServer {
             _ => (EVAL_DESCRIPTION.to_string(), "Run Python code"),
         };
         Tool::new("eval", description, Arc::new(schema)).with_title(title)
+    }
+
+    /// Every tool offered, each with its annotations and size hint ([`manners`]).
+    fn tools(&self) -> Vec<Tool> {
+        let max_text_bytes = self.engine.config().text_limits.max_bytes;
+        [
+            self.eval_tool(),
+            self.reset_tool(),
+            Self::export_tool(),
+            Self::wait_tool(),
+            Self::cancel_tool(),
+            Self::sessions_tool(),
+        ]
+            .into_iter()
+            .map(|tool| manners::dress(tool, max_text_bytes))
+            .collect()
     }
 
     fn reset_tool(&self) -> Tool {
@@ -416,14 +435,7 @@ impl ServerHandler for EvalServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(vec![
-            self.eval_tool(),
-            self.reset_tool(),
-            Self::export_tool(),
-            Self::wait_tool(),
-            Self::cancel_tool(),
-            Self::sessions_tool(),
-        ]))
+        Ok(ListToolsResult::with_all_items(self.tools()))
     }
 
     async fn call_tool(
@@ -563,6 +575,18 @@ mod tests {
         let event = EvalEvent::Stdout { cell: 0, text: "one\ntwo\n\n".into() };
         assert_eq!(progress_message(&event).as_deref(), Some("two"));
         assert_eq!(progress_message(&EvalEvent::Note { text: "x".into() }), None);
+    }
+
+    #[test]
+    fn every_tool_is_annotated_and_the_instructions_stay_short() {
+        let engine = Arc::new(EvalEngine::new(crate::tool::EngineConfig::new(std::env::temp_dir())));
+        let server = EvalServer::new(engine, "test");
+        for tool in server.tools() {
+            let hints = tool.annotations.as_ref().unwrap_or_else(|| panic!("{} has no annotations", tool.name));
+            assert!(hints.title.is_some() && hints.read_only_hint.is_some(), "{}", tool.name);
+        }
+        // Clients put the instructions into every conversation: a few lines, not a manual.
+        assert!(format!("{INSTRUCTIONS}\n{JS_INSTRUCTIONS}").len() < 1500);
     }
 
     #[test]

@@ -32,6 +32,17 @@ async def scenario_tools(session, init):
     schema = tools["eval"].input_schema
     assert "cells" in schema["properties"], schema
     assert "magics" in tools["eval"].description
+    # Annotations as the tools behave: eval runs any code (may reach the network, not idempotent);
+    # a reset repeated changes nothing more; every tool keeps its title.
+    hints = {name: tool.annotations for name, tool in tools.items()}
+    assert all(tool.title and hints[name] and hints[name].title == tool.title for name, tool in tools.items()), hints
+    changing = ("eval", "eval_reset", "eval_export_notebook", "eval_cancel")
+    assert all(hints[n].read_only_hint is False and hints[n].destructive_hint is True for n in changing), hints
+    assert hints["eval_sessions"].read_only_hint is True and hints["eval_sessions"].idempotent_hint is True, hints
+    assert hints["eval_wait"].destructive_hint is False and hints["eval_wait"].idempotent_hint is False, hints
+    assert hints["eval"].open_world_hint is True and hints["eval"].idempotent_hint is False, hints["eval"]
+    assert hints["eval_reset"].idempotent_hint is True and hints["eval_reset"].open_world_hint is False, hints
+    assert tools["eval"].meta["anthropic/maxResultSizeChars"] >= 50000, tools["eval"].meta
     print("tools ok:", sorted(tools))
 
 
@@ -187,6 +198,14 @@ async def scenario_javascript_only(session, init):
     result = await call(session, [{"code": "typeof require"}])
     assert text_of(result) == "'function'\n", text_of(result)
     print("javascript only ok")
+
+
+async def scenario_one_plus_one(session, init):
+    tools = {tool.name for tool in (await session.list_tools()).tools}
+    assert "eval" in tools, tools
+    result = await call(session, [{"code": "1 + 1"}])
+    assert not result.is_error and text_of(result) == "2\n", text_of(result)
+    print("one plus one ok")
 
 
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}

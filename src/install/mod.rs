@@ -1,0 +1,234 @@
+//! `evalkit install --client …` / `evalkit uninstall --client …`: register
+//! evalkit's MCP server in an agent's own configuration file, or take it out.
+//!
+//! A change is planned first ([`plan_install`], [`plan_uninstall`]): the file's
+//! text before and after, so `--dry-run` can show it and a second run can see
+//! there is nothing to do. Applying keeps the previous file as
+//! `<file>.evalkit-backup` and replaces the file in one rename, keeping its
+//! permissions (`~/.claude.json` is private).
+
+pub mod clients;
+mod json;
+mod toml;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+pub use clients::{CLIENTS, Client, Format, find};
+
+/// The suffix of the copy kept before a file is changed.
+pub const BACKUP_SUFFIX: &str = ".evalkit-backup";
+
+/// Where the clients' files are: the home folder and the variables that move them.
+#[derive(Debug, Clone)]
+pub struct Home {
+    pub dir: PathBuf,
+    /// Use macOS's folders (`~/Library/Application Support`).
+    pub macos: bool,
+    vars: Vec<(String, OsString)>,
+}
+
+impl Home {
+    /// `$HOME` and this process's `XDG_CONFIG_HOME`, `CODEX_HOME`, `CLAUDE_CONFIG_DIR`.
+    pub fn from_env() -> Result<Self, String> {
+        let dir = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .or_else(dirs::home_dir)
+            .ok_or("no home folder (HOME is unset): set HOME and run this again")?;
+        let vars = ["XDG_CONFIG_HOME", "CODEX_HOME", "CLAUDE_CONFIG_DIR"]
+            .into_iter()
+            .filter_map(|name| std::env::var_os(name).filter(|v| !v.is_empty()).map(|v| (name.to_string(), v)))
+            .collect();
+        Ok(Home { dir, macos: cfg!(target_os = "macos"), vars })
+    }
+
+    fn var(&self, name: &str) -> Option<&OsString> {
+        self.vars.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    /// `$XDG_CONFIG_HOME`, else `~/.config`.
+    fn config_dir(&self) -> PathBuf {
+        self.var("XDG_CONFIG_HOME").map(PathBuf::from).unwrap_or_else(|| self.dir.join(".config"))
+    }
+}
+
+/// The server entry to write: its name in the client's list, and how to start it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Server {
+    pub name: String,
+    pub command: String,
+    pub args: Vec<String>,
+}
+
+/// A planned edit of one file.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub client: &'static Client,
+    pub path: PathBuf,
+    /// The file's text now (`None`: it does not exist).
+    pub before: Option<String>,
+    /// The text to write (`None`: nothing to do).
+    pub after: Option<String>,
+}
+
+impl Change {
+    /// Whether applying it would write anything.
+    pub fn changes(&self) -> bool {
+        self.after.is_some()
+    }
+
+    /// A unified diff of the change, for `--dry-run`.
+    pub fn diff(&self) -> String {
+        let Some(after) = &self.after else { return String::new() };
+        let before = self.before.as_deref().unwrap_or("");
+        let old = if self.before.is_some() { self.path.display().to_string() } else { "/dev/null".into() };
+        similar::TextDiff::from_lines(before, after.as_str())
+            .unified_diff()
+            .context_radius(3)
+            .header(&old, &self.path.display().to_string())
+            .to_string()
+    }
+
+    /// Write the change: back up the old file, then replace it atomically.
+    /// Returns the backup's path, if there was a file to back up.
+    pub fn apply(&self) -> Result<Option<PathBuf>, String> {
+        let Some(after) = &self.after else { return Ok(None) };
+        let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(|e| format!("could not create {}: {e}", dir.display()))?;
+        let backup = match &self.before {
+            Some(_) => {
+                let mut name = self.path.as_os_str().to_owned();
+                name.push(BACKUP_SUFFIX);
+                let backup = PathBuf::from(name);
+                std::fs::copy(&self.path, &backup)
+                    .map_err(|e| format!("could not back up {} to {}: {e}", self.path.display(), backup.display()))?;
+                Some(backup)
+            }
+            None => None,
+        };
+        let written = (|| -> std::io::Result<()> {
+            let mut file = tempfile::NamedTempFile::new_in(dir)?;
+            std::io::Write::write_all(&mut file, after.as_bytes())?;
+            let permissions = match std::fs::metadata(&self.path) {
+                Ok(meta) => meta.permissions(),
+                Err(_) => std::os::unix::fs::PermissionsExt::from_mode(0o644),
+            };
+            std::fs::set_permissions(file.path(), permissions)?;
+            file.persist(&self.path).map_err(|e| e.error)?;
+            Ok(())
+        })();
+        written.map_err(|e| format!("could not write {}: {e}", self.path.display()))?;
+        Ok(backup)
+    }
+}
+
+fn read(path: &Path) -> Result<Option<String>, String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("could not read {}: {e}", path.display())),
+    }
+}
+
+/// The edit that registers `server` with `client`.
+pub fn plan_install(client: &'static Client, home: &Home, server: &Server) -> Result<Change, String> {
+    let path = (client.config)(home);
+    let before = read(&path)?;
+    let text = before.as_deref().unwrap_or("");
+    let what = path.display().to_string();
+    let after = match client.format {
+        Format::Json { key, stdio_type } => json::install(text, key, stdio_type, server, &what)?,
+        Format::Toml => toml::install(text, server, &what)?,
+    };
+    Ok(Change { client, path, before, after })
+}
+
+/// The edit that removes the server called `name` from `client`.
+pub fn plan_uninstall(client: &'static Client, home: &Home, name: &str) -> Result<Change, String> {
+    let path = (client.config)(home);
+    let before = read(&path)?;
+    let after = match &before {
+        None => None,
+        Some(text) => {
+            let what = path.display().to_string();
+            match client.format {
+                Format::Json { key, .. } => json::uninstall(text, key, name, &what)?,
+                Format::Toml => toml::uninstall(text, name, &what)?,
+            }
+        }
+    };
+    Ok(Change { client, path, before, after })
+}
+
+/// How the client should start evalkit: this binary by its absolute path,
+/// or `uvx evalkit` when this binary lives in uv's throwaway cache (a path
+/// that would vanish on the next `uv cache clean`).
+pub fn default_launch(exe: &Path) -> (String, Vec<String>) {
+    let text = exe.to_string_lossy();
+    let ephemeral = text.contains("/uv/archive-v") || text.contains("/.cache/uv/");
+    if ephemeral { ("uvx".into(), vec!["evalkit".into()]) } else { (text.into_owned(), Vec::new()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(args: &[&str]) -> Server {
+        Server {
+            name: "evalkit".into(),
+            command: "/opt/evalkit".into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn json_keeps_comments_order_and_other_fields() {
+        let text = "{\n  // mine\n  \"zeta\": 1,\n  \"servers\": {\n    \"other\": {\"command\": \"x\"},\n    \"evalkit\": {\"command\": \"old\", \"env\": {\"A\": \"1\"}}\n  },\n  \"alpha\": true\n}\n";
+        let out = json::install(text, "servers", true, &server(&["mcp"]), "f").unwrap().unwrap();
+        assert!(out.contains("// mine"), "{out}");
+        assert!(out.find("zeta").unwrap() < out.find("alpha").unwrap(), "{out}");
+        let value: serde_json::Value =
+            jsonc_parser::parse_to_serde_value::<Option<serde_json::Value>>(&out, &Default::default())
+                .unwrap()
+                .unwrap();
+        assert_eq!(value["servers"]["evalkit"]["command"], "/opt/evalkit");
+        assert_eq!(value["servers"]["evalkit"]["type"], "stdio");
+        assert_eq!(value["servers"]["evalkit"]["env"]["A"], "1");
+        assert_eq!(value["servers"]["other"]["command"], "x");
+        assert_eq!(json::install(&out, "servers", true, &server(&["mcp"]), "f").unwrap(), None);
+        let removed = json::uninstall(&out, "servers", "evalkit", "f").unwrap().unwrap();
+        assert!(!removed.contains("evalkit") && removed.contains("other") && removed.contains("// mine"), "{removed}");
+    }
+
+    #[test]
+    fn toml_keeps_comments_and_is_idempotent() {
+        let text = "# my settings\nmodel = \"o3\"\n\n[mcp_servers.other]\ncommand = \"x\"\n";
+        let out = toml::install(text, &server(&["mcp", "--no-js"]), "f").unwrap().unwrap();
+        assert!(out.starts_with("# my settings\nmodel = \"o3\"\n"), "{out}");
+        assert!(
+            out.contains("[mcp_servers.evalkit]\ncommand = \"/opt/evalkit\"\nargs = [\"mcp\", \"--no-js\"]"),
+            "{out}"
+        );
+        assert!(!out.contains("[mcp_servers]\n"), "{out}");
+        assert_eq!(toml::install(&out, &server(&["mcp", "--no-js"]), "f").unwrap(), None);
+        let back = toml::uninstall(&out, "evalkit", "f").unwrap().unwrap();
+        assert_eq!(back, text);
+    }
+
+    #[test]
+    fn bad_files_are_refused_with_what_to_do() {
+        let error = json::install("{ not json", "mcpServers", false, &server(&[]), "f.json").unwrap_err();
+        assert!(error.contains("f.json is not valid JSON") && error.contains("fix"), "{error}");
+        let error = json::install("{\"mcpServers\": 3}", "mcpServers", false, &server(&[]), "f.json").unwrap_err();
+        assert!(error.contains("mcpServers"), "{error}");
+        assert!(toml::install("a = [", &server(&[]), "c.toml").unwrap_err().contains("not valid TOML"));
+    }
+
+    #[test]
+    fn a_binary_in_uvs_cache_is_launched_through_uvx() {
+        let (command, args) = default_launch(Path::new("/home/u/.cache/uv/archive-v0/abc/bin/evalkit"));
+        assert_eq!((command.as_str(), args), ("uvx", vec!["evalkit".to_string()]));
+        assert_eq!(default_launch(Path::new("/usr/local/bin/evalkit")).0, "/usr/local/bin/evalkit");
+    }
+}
