@@ -125,6 +125,9 @@ pub struct EngineConfig {
     /// see [`crate::kernel::runner_files::cache_root`]). Lets a host or a test
     /// keep its own copy.
     pub runner_cache_dir: Option<PathBuf>,
+    /// What the OS enforces around every kernel (default: nothing). In
+    /// `workspace-write` mode the workspace is `default_cwd`'s tree.
+    pub sandbox: crate::sandbox::SandboxPolicy,
 }
 
 impl EngineConfig {
@@ -146,6 +149,7 @@ impl EngineConfig {
             startup_timeout: crate::kernel::DEFAULT_STARTUP_TIMEOUT,
             history: HistoryLimits::default(),
             runner_cache_dir: None,
+            sandbox: crate::sandbox::SandboxPolicy::default(),
         }
     }
 }
@@ -680,6 +684,10 @@ impl EvalEngine {
         let mut options = KernelOptions::for_runtime(runtime, cwd, env);
         options.startup_timeout = self.config.startup_timeout;
         options.cache_dir = self.config.runner_cache_dir.clone();
+        options.sandbox = self.config.sandbox.clone();
+        if options.sandbox.mode == crate::sandbox::SandboxMode::WorkspaceWrite {
+            options.sandbox.allow_write.push(self.config.default_cwd.clone());
+        }
         let kernel = Arc::new(Kernel::start(options).await?);
         guard.replace_kernel(Some(kernel.clone()));
         Ok(kernel)
