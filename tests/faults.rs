@@ -46,6 +46,9 @@ fn harness_with(tweak: impl FnOnce(&mut EngineConfig, &Path)) -> Harness {
     config.artifacts_dir = dir.path().join("artifacts");
     config.runner_cache_dir = Some(dir.path().join("runner-cache"));
     config.artifact_retention = None;
+    // EVALKIT_SANDBOX=workspace-write (and the other EVALKIT_* sandbox
+    // variables) run the whole catalogue inside the sandbox.
+    config.sandbox = evalkit::sandbox::SandboxPolicy::from_env().expect("the EVALKIT_* sandbox variables are valid");
     tweak(&mut config, dir.path());
     Harness { engine: Arc::new(EvalEngine::new(config)), dir, groups: Mutex::default() }
 }
