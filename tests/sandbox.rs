@@ -280,3 +280,35 @@ fn the_model_is_told_what_it_may_write_and_whether_it_has_network() {
     assert!(text.contains("no network access"), "{text}");
     assert!(text.contains("4 GiB"), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pip_into_the_workspace_venv_works_under_workspace_write() {
+    let fx = fixture();
+    let venv = fx.work.join(".venv");
+    let made = std::process::Command::new(common::python()).args(["-m", "venv", "--without-pip"]).arg(&venv).status();
+    assert!(made.unwrap().success());
+    // A hand-made wheel, installed without network by uv or pip.
+    let wheel = fx.outside.join("demo_pkg-0.1-py3-none-any.whl");
+    let script = format!(
+        "import zipfile\nwith zipfile.ZipFile({wheel:?}, 'w') as z:\n    z.writestr('demo_pkg/__init__.py', 'VALUE = 42\\n')\n    z.writestr('demo_pkg-0.1.dist-info/METADATA', 'Metadata-Version: 2.1\\nName: demo-pkg\\nVersion: 0.1\\n')\n    z.writestr('demo_pkg-0.1.dist-info/WHEEL', 'Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n')\n    z.writestr('demo_pkg-0.1.dist-info/RECORD', '')\n",
+        wheel = wheel.display().to_string()
+    );
+    assert!(std::process::Command::new(common::python()).args(["-c", &script]).status().unwrap().success());
+    let mut config = EngineConfig::new(&fx.work);
+    config.python = Some(venv.join("bin/python").display().to_string());
+    config.artifacts_dir = fx.outside.join("../artifacts");
+    config.runner_cache_dir = Some(fx.outside.join("../runner-cache"));
+    config.extra_env.insert("HOME".into(), fx.home.display().to_string());
+    // uv (next to the test interpreter) installs into a venv made without pip.
+    let uv_dir = common::python().parent().unwrap().display().to_string();
+    config.extra_env.insert("PATH".into(), format!("{uv_dir}:/usr/bin:/bin"));
+    config.sandbox = policy(SandboxMode::WorkspaceWrite, NetworkMode::Off);
+    let engine = EvalEngine::new(config);
+    let r = eval(
+        &engine,
+        &format!("%pip install --no-index {}\nimport demo_pkg\nprint('value', demo_pkg.VALUE)", wheel.display()),
+    )
+    .await;
+    engine.dispose_all().await;
+    assert!(r.text.contains("value 42"), "{}", r.text);
+}
