@@ -312,3 +312,23 @@ async fn pip_into_the_workspace_venv_works_under_workspace_write() {
     engine.dispose_all().await;
     assert!(r.text.contains("value 42"), "{}", r.text);
 }
+
+#[test]
+fn the_mcp_server_takes_sandbox_flags_and_tells_the_model() {
+    let fx = fixture();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/sandbox_client.py");
+    let output = std::process::Command::new(common::python())
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_evalkit"))
+        .arg(&fx.work)
+        .arg(fx.home.join(".ssh/id_ed25519"))
+        .env("HOME", &fx.home)
+        .env("EVALKIT_PYTHON", common::python())
+        .env("EVALKIT_ARTIFACTS_DIR", fx.outside.join("../artifacts"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("sandboxed mcp ok"), "{stdout}");
+}

@@ -273,7 +273,11 @@ pub fn format_size(bytes: u64) -> String {
     for (name, size) in UNITS {
         if bytes >= size {
             let value = bytes as f64 / size as f64;
-            return if bytes % size == 0 { format!("{} {name}", bytes / size) } else { format!("{value:.1} {name}") };
+            return if bytes.is_multiple_of(size) {
+                format!("{} {name}", bytes / size)
+            } else {
+                format!("{value:.1} {name}")
+            };
         }
     }
     format!("{bytes} B")
