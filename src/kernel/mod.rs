@@ -125,6 +125,8 @@ pub enum KernelError {
     Died { backend: Backend, exit: String, stderr_tail: String },
     #[error("the kernel has been shut down; start a new one")]
     Closed,
+    /// The requested sandbox cannot be enforced on this host: the kernel was
+    /// not started (never a silent downgrade).
     #[error("{0}")]
     Sandbox(#[from] crate::sandbox::SandboxError),
 }

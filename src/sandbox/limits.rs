@@ -32,7 +32,9 @@ pub enum LimitMethod {
 /// Which controller a limit needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Controller {
+    /// Memory of the whole tree (`memory.max` / `memory.limit_in_bytes`).
     Memory,
+    /// Processes and threads of the whole tree (`pids.max`).
     Pids,
 }
 
@@ -48,7 +50,9 @@ impl Controller {
 /// A place where kernels' cgroups can be made: the parent folder and its version.
 #[derive(Debug, Clone)]
 pub struct CgroupParent {
+    /// The folder new groups are made in (evalkit's own group).
     pub dir: PathBuf,
+    /// A cgroup v2 group (else a v1 hierarchy).
     pub v2: bool,
 }
 
@@ -116,8 +120,11 @@ static NEXT: AtomicU64 = AtomicU64::new(1);
 /// One kernel's cgroup in one hierarchy. Removed (once empty) when dropped.
 #[derive(Debug)]
 pub struct Cgroup {
+    /// The group's folder.
     pub dir: PathBuf,
+    /// Whether it is a cgroup v2 group (its files are named differently).
     pub v2: bool,
+    /// What it limits.
     pub controller: Controller,
 }
 

@@ -43,7 +43,9 @@ pub enum NetworkMode {
 /// process it starts). The default enforces nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SandboxPolicy {
+    /// What the kernel may read and write.
     pub mode: SandboxMode,
+    /// Which network it sees.
     pub network: NetworkMode,
     /// Extra folders the kernel may write in `workspace-write` mode.
     pub allow_write: Vec<PathBuf>,
