@@ -1,7 +1,7 @@
 //! evalkit against Jupyter and against the physical floor, in one run.
 //!
 //! `bench/run` provisions the Jupyter baseline and calls this with
-//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,warm,js,output,interrupt,ladder,concurrency]`. Each scenario
+//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,sandbox,warm,js,output,interrupt,ladder,concurrency]`. Each scenario
 //! interleaves evalkit and its baselines (A B A B …) so machine drift
 //! cancels out, then prints median / p90 and the ratio evalkit ÷ baseline,
 //! and writes the table as JSON and Markdown.
@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use evalkit::kernel::{ExecEvent, Kernel, KernelOptions};
 use evalkit::runtime::{self, DiscoveryInput, EnvActivation, env};
+use evalkit::sandbox::{NetworkMode, SandboxMode, SandboxPolicy};
 use evalkit::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -252,8 +253,12 @@ struct Setup {
 }
 
 impl Setup {
+    /// Kernel options; `EVALKIT_SANDBOX` and the other sandbox variables
+    /// run every scenario inside the sandbox.
     fn options(&self) -> KernelOptions {
-        KernelOptions::new(&self.python, &self.cwd, self.env.clone())
+        let mut options = KernelOptions::new(&self.python, &self.cwd, self.env.clone());
+        options.sandbox = SandboxPolicy::from_env().expect("the EVALKIT_* sandbox variables are valid");
+        options
     }
 }
 
@@ -318,6 +323,41 @@ async fn cold_start(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, report: &
     report.add("cold start → first 1+1", "ms", false, &evalkit, Some(&floor), "floor: the runner's own stdlib imports");
     report.add("cold start → first 1+1", "ms", false, &evalkit, Some(&bare), "");
     report.add("cold start → first 1+1", "ms", false, &evalkit, Some(&jupyter_series), "");
+}
+
+/// The sandbox's cold-start cost: the first `1+1` of a kernel under the full
+/// sandbox (workspace-write, network off, memory and process limits) beside
+/// one with the sandbox off, alternating so both see the same machine load.
+async fn sandbox_cold_start(plan: &Plan, setup: &Setup, report: &mut Report) {
+    let full = SandboxPolicy {
+        mode: SandboxMode::WorkspaceWrite,
+        network: NetworkMode::Off,
+        memory_limit: Some(4 << 30),
+        max_processes: Some(512),
+        ..SandboxPolicy::default()
+    };
+    let mut sandboxed = Series::new("evalkit");
+    let mut plain = Series::new("sandbox off");
+    for _ in 0..plan.cold_runs {
+        for (series, policy) in [(&mut sandboxed, full.clone()), (&mut plain, SandboxPolicy::default())] {
+            let mut options = KernelOptions::new(&setup.python, &setup.cwd, setup.env.clone());
+            options.sandbox = policy;
+            let started = Instant::now();
+            let kernel = Kernel::start(options).await.expect("kernel starts");
+            let output = kernel.execute("1+1").await.unwrap().collect().await.unwrap();
+            assert_eq!(output.results(), ["2"]);
+            series.values.push(started.elapsed().as_secs_f64() * 1000.0);
+            kernel.shutdown().await;
+        }
+    }
+    report.add(
+        "sandboxed cold start → first 1+1",
+        "ms",
+        false,
+        &sandboxed,
+        Some(&plain),
+        "workspace-write, network off, 4G memory, 512 processes",
+    );
 }
 
 async fn warm_round_trip(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, report: &mut Report) {
@@ -640,6 +680,9 @@ async fn main() {
     let wanted = |name: &str| only.as_deref().is_none_or(|list| list.split(',').any(|w| w == name));
     if wanted("cold") {
         cold_start(&plan, &setup, &mut jupyter, &mut report).await;
+    }
+    if wanted("sandbox") {
+        sandbox_cold_start(&plan, &setup, &mut report).await;
     }
     if wanted("warm") {
         warm_round_trip(&plan, &setup, &mut jupyter, &mut report).await;

@@ -22,5 +22,6 @@ pub mod output;
 pub mod protocol;
 pub mod render;
 pub mod runtime;
+pub mod sandbox;
 pub mod session;
 pub mod tool;

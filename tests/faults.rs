@@ -46,6 +46,9 @@ fn harness_with(tweak: impl FnOnce(&mut EngineConfig, &Path)) -> Harness {
     config.artifacts_dir = dir.path().join("artifacts");
     config.runner_cache_dir = Some(dir.path().join("runner-cache"));
     config.artifact_retention = None;
+    // EVALKIT_SANDBOX=workspace-write (and the other EVALKIT_* sandbox
+    // variables) run the whole catalogue inside the sandbox.
+    config.sandbox = evalkit::sandbox::SandboxPolicy::from_env().expect("the EVALKIT_* sandbox variables are valid");
     tweak(&mut config, dir.path());
     Harness { engine: Arc::new(EvalEngine::new(config)), dir, groups: Mutex::default() }
 }
@@ -631,10 +634,20 @@ async fn environment_cwd_deleted_during_a_session() {
     let h = harness();
     let pid = h.start("s").await;
     let work = h.dir.path().join("work");
-    let result =
-        h.run("s", "import os, shutil\nprint('before the delete')\nshutil.rmtree(os.getcwd())\nos.getcwd()", 10).await;
-    assert_has(&result, "before the delete");
-    assert_has(&result, "FileNotFoundError");
+    if h.engine.config().sandbox.mode == evalkit::sandbox::SandboxMode::Off {
+        let result = h
+            .run("s", "import os, shutil\nprint('before the delete')\nshutil.rmtree(os.getcwd())\nos.getcwd()", 10)
+            .await;
+        assert_has(&result, "before the delete");
+        assert_has(&result, "FileNotFoundError");
+    } else {
+        // In the sandbox a cell cannot remove the workspace folder itself
+        // (that is a write to its parent); the world around it still can.
+        let code = "import os\nprint('before the delete')\ntry:\n    os.rmdir(os.getcwd())\nexcept OSError as e:\n    print(type(e).__name__)";
+        let result = h.run("s", code, 10).await;
+        assert_has(&result, "before the delete\nPermissionError");
+        std::fs::remove_dir_all(&work).unwrap();
+    }
     let error = h.call(&EvalParams::code("1"), &CallContext::new("s"), 10).await.unwrap_err();
     assert!(matches!(error, EvalError::InvalidCwd(_)), "{error}");
     assert!(error.to_string().contains(&work.display().to_string()), "{error}");

@@ -235,7 +235,7 @@ class Magics:
         importlib.invalidate_caches()
         display.emit_status("pip", args=args, installed=changed, evicted=evicted, exit_code=code)
         if code != 0:
-            raise PipError("pip exited with status %d; its output is above" % code)
+            raise PipError("pip exited with status %d; its output is above%s" % (code, magics_packages.network_note()))
         return None
 
     def cd(self, args, frame):

@@ -18,6 +18,18 @@ _UV_PIP_COMMANDS = frozenset(("install", "uninstall", "list", "freeze", "show", 
 # As IPython: conda commands that act on an environment get `--prefix`,
 # and those that would ask for confirmation get `--yes` (cells have no stdin).
 _CONDA_PREFIX_COMMANDS = frozenset(("install", "list", "remove", "uninstall", "update", "upgrade"))
+
+
+def network_note():
+    """Why a download may have failed: the host started this kernel with its
+    network off (a sandbox), which pip's own error cannot know about."""
+    mode = os.environ.get("EVALKIT_NETWORK", "on").strip().lower()
+    if mode in ("off", "localhost"):
+        return (
+            "; the network is off for this kernel (sandbox network: %s), so nothing can be downloaded: "
+            "start evalkit with --network on (or EVALKIT_NETWORK=on) to install packages" % mode
+        )
+    return ""
 _CONDA_YES_COMMANDS = frozenset(("install", "remove", "uninstall", "update", "upgrade"))
 _CONDA_ENV_FLAGS = frozenset(("-p", "--prefix", "-n", "--name"))
 _CONDA_YES_FLAGS = frozenset(("-y", "--yes"))
@@ -164,5 +176,7 @@ def run_and_evict(command, op, args):
     importlib.invalidate_caches()
     display.emit_status(op, args=args, installed=changed, evicted=evicted, exit_code=code)
     if code != 0:
-        raise PackageManagerError("%s exited with status %d; its output is above" % (os.path.basename(command[0]), code))
+        raise PackageManagerError(
+            "%s exited with status %d; its output is above%s" % (os.path.basename(command[0]), code, network_note())
+        )
     return None

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use evalkit::sandbox::{NetworkMode, SandboxMode, SandboxPolicy, parse_size};
 
 /// `--version`: the crate version and the git revision it was built from.
 pub(crate) const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("EVALKIT_GIT_REVISION"), ")");
@@ -65,6 +66,24 @@ pub struct KernelArgs {
     /// Node.js to run JavaScript cells with (skips the PATH lookup) [env: EVALKIT_NODE].
     #[arg(long, value_name = "PATH")]
     pub node: Option<String>,
+    /// What kernels may read and write: off, workspace-write or read-only [env: EVALKIT_SANDBOX] [default: off].
+    #[arg(long, value_name = "MODE")]
+    pub sandbox: Option<SandboxMode>,
+    /// Network for kernels: on, off or localhost (their own loopback only) [env: EVALKIT_NETWORK] [default: on].
+    #[arg(long, value_name = "MODE")]
+    pub network: Option<NetworkMode>,
+    /// Another folder kernels may write in workspace-write mode (repeatable) [env: EVALKIT_ALLOW_WRITE, `:`-separated].
+    #[arg(long = "allow-write", value_name = "PATH")]
+    pub allow_write: Vec<PathBuf>,
+    /// Another path kernels may not read, besides ~/.ssh, ~/.aws, … (repeatable) [env: EVALKIT_DENY_READ].
+    #[arg(long = "deny-read", value_name = "PATH")]
+    pub deny_read: Vec<PathBuf>,
+    /// Memory for each kernel and everything it starts, e.g. 4G [env: EVALKIT_MEMORY_LIMIT].
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub memory_limit: Option<u64>,
+    /// Processes and threads for each kernel and everything it starts [env: EVALKIT_MAX_PROCESSES].
+    #[arg(long, value_name = "N")]
+    pub max_processes: Option<u64>,
 }
 
 impl KernelArgs {
@@ -84,6 +103,7 @@ impl KernelArgs {
         let mut config = evalkit::tool::EngineConfig::new(self.cwd()?);
         config.python = self.explicit_python();
         config.node = self.node.clone();
+        config.sandbox = self.sandbox_policy()?;
         Ok(config)
     }
 
@@ -97,6 +117,30 @@ impl KernelArgs {
             limits,
         };
         Ok(config)
+    }
+
+    /// The sandbox policy: the `EVALKIT_*` variables, overridden by the flags;
+    /// relative paths are taken from the cwd.
+    pub fn sandbox_policy(&self) -> Result<SandboxPolicy, String> {
+        let mut policy = SandboxPolicy::from_env()?;
+        if let Some(mode) = self.sandbox {
+            policy.mode = mode;
+        }
+        if let Some(network) = self.network {
+            policy.network = network;
+        }
+        policy.allow_write.extend(self.allow_write.iter().cloned());
+        policy.deny_read.extend(self.deny_read.iter().cloned());
+        if self.memory_limit.is_some() {
+            policy.memory_limit = self.memory_limit;
+        }
+        if let Some(n) = self.max_processes {
+            if n < 8 {
+                return Err(format!("--max-processes {n} is too low for a kernel; give at least 8"));
+            }
+            policy.max_processes = Some(n);
+        }
+        Ok(policy.resolved(&self.cwd()?))
     }
 
     /// `--python`, else `$EVALKIT_PYTHON`.

@@ -65,12 +65,31 @@ pub async fn setup(command: SetupCommand) -> ExitCode {
                 Some(version) => println!("Version:            {version}"),
                 None => println!("Version:            not checked ({}=1)", runtime::SKIP_CHECK_VAR),
             }
+            if check {
+                print_sandbox(&kernel);
+            }
             ExitCode::SUCCESS
         }
         Err(error) => {
             eprintln!("evalkit: {error}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// What this OS can enforce, and the policy these options ask for.
+fn print_sandbox(kernel: &KernelArgs) {
+    let support = evalkit::sandbox::support();
+    println!("{}", support.to_text());
+    match kernel.sandbox_policy() {
+        Ok(policy) => println!(
+            "sandbox policy:     {} (network {}{}{})",
+            policy.mode,
+            policy.network,
+            policy.memory_limit.map(|m| format!(", memory {}", evalkit::sandbox::format_size(m))).unwrap_or_default(),
+            policy.max_processes.map(|n| format!(", at most {n} processes")).unwrap_or_default()
+        ),
+        Err(message) => println!("sandbox policy:     invalid: {message}"),
     }
 }
 

@@ -1,8 +1,9 @@
-//! The sandbox section of the report. Sandbox support is probed by the
-//! sandbox module; until it is connected here, each mechanism is reported
-//! as `unknown` so the report's shape (and `--json`'s) stays the same.
+//! The sandbox section of the report: what this OS can enforce (from
+//! [`crate::sandbox::support`]) and the policy the `EVALKIT_*` variables ask for.
 
 use serde::Serialize;
+
+use crate::sandbox::{LimitMethod, SandboxPolicy, support};
 
 /// One isolation mechanism and whether this machine supports it.
 #[derive(Debug, Clone, Serialize)]
@@ -14,11 +15,53 @@ pub struct SandboxEntry {
     pub detail: String,
 }
 
-/// What this build knows about sandbox support: the seam a support probe fills in.
+fn entry(name: &str, supported: bool, detail: String) -> SandboxEntry {
+    let status = if supported { "supported" } else { "unsupported" };
+    SandboxEntry { name: name.into(), status: status.into(), detail }
+}
+
+fn limit(method: &LimitMethod) -> (bool, String) {
+    match method {
+        LimitMethod::CgroupV2 => (true, "enforced with a cgroup v2 per kernel".into()),
+        LimitMethod::CgroupV1 => (true, "enforced with a cgroup v1 per kernel".into()),
+        LimitMethod::Rlimit => (true, "enforced with an rlimit (weaker: see the Security section)".into()),
+        LimitMethod::Unavailable => (false, "cannot be enforced here".into()),
+    }
+}
+
+/// The mechanisms `--sandbox`, `--network`, `--memory-limit` and
+/// `--max-processes` rely on, and the policy in force from the environment.
 pub fn sandbox_entries() -> Vec<SandboxEntry> {
-    vec![SandboxEntry {
-        name: "sandbox".into(),
-        status: "unknown".into(),
-        detail: "this build does not probe sandbox support".into(),
-    }]
+    let found = support();
+    let (memory_ok, memory) = limit(&found.memory_limit);
+    let (processes_ok, processes) = limit(&found.process_limit);
+    let mut entries = vec![
+        entry(
+            "filesystem (Landlock)",
+            found.filesystem,
+            match found.landlock_abi {
+                0 => "no Landlock: --sandbox workspace-write/read-only cannot start".into(),
+                abi if found.filesystem => format!("Landlock ABI {abi}"),
+                abi => format!("Landlock ABI {abi} is too old (3 or newer is needed)"),
+            },
+        ),
+        entry(
+            "network namespace",
+            found.network,
+            if found.network {
+                "--network off/localhost work".into()
+            } else {
+                "--network off/localhost cannot start".into()
+            },
+        ),
+        entry("seccomp", found.seccomp, "keeps a kernel from re-entering the host's network".into()),
+        entry("memory limit", memory_ok, memory),
+        entry("process limit", processes_ok, processes),
+    ];
+    let policy = match SandboxPolicy::from_env() {
+        Ok(policy) => format!("sandbox {}, network {}", policy.mode, policy.network),
+        Err(error) => format!("the EVALKIT_SANDBOX* settings are invalid: {error}"),
+    };
+    entries.push(SandboxEntry { name: "policy in force".into(), status: "info".into(), detail: policy });
+    entries
 }

@@ -73,6 +73,9 @@ pub struct KernelOptions {
     pub cache_dir: Option<PathBuf>,
     /// Who answers the cells' bridge calls; `None`: they fail with "no bridge configured".
     pub bridge: Option<bridge::BridgeHook>,
+    /// What the OS enforces around the kernel and everything it starts
+    /// (default: nothing). Applied inside every spawn.
+    pub sandbox: crate::sandbox::SandboxPolicy,
 }
 
 impl KernelOptions {
@@ -102,6 +105,7 @@ impl KernelOptions {
             trace: std::env::var(IPC_TRACE_VAR).is_ok_and(|v| v == "1"),
             cache_dir: None,
             bridge: None,
+            sandbox: crate::sandbox::SandboxPolicy::default(),
         }
     }
 }
@@ -125,6 +129,10 @@ pub enum KernelError {
     Died { backend: Backend, exit: String, stderr_tail: String },
     #[error("the kernel has been shut down; start a new one")]
     Closed,
+    /// The requested sandbox cannot be enforced on this host: the kernel was
+    /// not started (never a silent downgrade).
+    #[error("{0}")]
+    Sandbox(#[from] crate::sandbox::SandboxError),
 }
 
 fn tail_note(tail: &str) -> String {
@@ -294,6 +302,9 @@ struct Shared {
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
     bridge: Option<bridge::BridgeHook>,
     bridge_state: Mutex<bridge::BridgeState>,
+    /// The kernel's temp dir and cgroups, kept while it lives; they also
+    /// tell a death by the memory limit from any other.
+    sandbox: crate::sandbox::SandboxGuard,
 }
 
 #[derive(Default)]
@@ -331,6 +342,7 @@ impl Kernel {
             program: options.program.clone(),
             message: e.to_string(),
         })?;
+        let mut sandbox = crate::sandbox::prepare(&options.sandbox, &options.cwd, &options.env)?;
         let mut command = Command::new(&options.program);
         command
             .args(backend.runner_args(&runner))
@@ -343,20 +355,32 @@ impl Kernel {
             .current_dir(&options.cwd)
             .env_clear()
             .envs(&options.env)
+            .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::from(child_ends.stdout))
             .stderr(Stdio::from(child_ends.stderr));
         let frames_fd = child_ends.frames.as_raw_fd();
         let diagnostics_fd = child_ends.diagnostics.as_raw_fd();
+        let guard = std::mem::take(&mut sandbox.guard);
+        let sandbox = Arc::new(sandbox);
+        let child_sandbox = sandbox.clone();
         // SAFETY: setsid, fcntl, dup2 and close are async-signal-safe and touch
-        // no memory of the parent.
+        // no memory of the parent; so are the sandbox's system calls, made
+        // before the fds are placed so that none of its own fds is overwritten.
         unsafe {
             command.pre_exec(move || {
                 nix::unistd::setsid().map_err(std::io::Error::from)?;
+                if child_sandbox.is_active() {
+                    child_sandbox.apply_in_child().map_err(|e| {
+                        std::io::Error::new(e.kind(), "could not apply the sandbox in the kernel process")
+                    })?;
+                }
                 channel::place_in_child(frames_fd, diagnostics_fd)
             });
         }
         let spawned = command.spawn();
+        // The ruleset and cgroup fds were for the child only.
+        drop(sandbox);
         // The host keeps no write end: end of file then means the kernel is gone.
         drop(command);
         drop(child_ends.frames);
@@ -385,10 +409,11 @@ impl Kernel {
             stdin: tokio::sync::Mutex::new(Some(stdin)),
             bridge: options.bridge.clone(),
             bridge_state: Mutex::new(bridge::BridgeState::default()),
+            sandbox: guard,
         });
         let stderr_task = tokio::spawn(Reader::new(shared.clone()).run(host_ends));
 
-        let guard = KillGuard(pid);
+        let kill_guard = KillGuard(pid);
         let ready = match tokio::time::timeout(options.startup_timeout, ready_rx).await {
             Ok(Ok(Ok(ready))) => ready,
             Ok(Ok(Err(reason))) => {
@@ -410,7 +435,7 @@ impl Kernel {
                 });
             }
             Err(_) => {
-                drop(guard);
+                drop(kill_guard);
                 return Err(KernelError::StartupTimeout {
                     backend,
                     seconds: options.startup_timeout.as_secs(),
@@ -418,7 +443,7 @@ impl Kernel {
                 });
             }
         };
-        std::mem::forget(guard);
+        std::mem::forget(kill_guard);
         let kernel = Kernel { shared, next_id: AtomicU64::new(1), ready, cwd: options.cwd.clone() };
         let setup = async {
             kernel.run_internal(None, Some(kernel.cwd.display().to_string())).await?;
@@ -532,7 +557,7 @@ impl Kernel {
         match exit {
             Some(exit) => KernelError::Died {
                 backend: self.shared.backend,
-                exit: exit.to_string(),
+                exit: self.shared.describe_exit(exit),
                 stderr_tail: self.stderr_tail(),
             },
             None => KernelError::Closed,
@@ -683,6 +708,14 @@ impl Shared {
         for id in ids {
             let message = format!("the bridge call was cancelled: {why}");
             self.answer_later(protocol::BridgeResult::err(id, "cancelled", message));
+        }
+    }
+
+    /// How the process ended, naming the memory limit when that is what ended it.
+    fn describe_exit(&self, exit: ExitInfo) -> String {
+        match self.sandbox.memory_exceeded() {
+            Some(reason) => format!("{reason}; {exit}"),
+            None => exit.to_string(),
         }
     }
 
@@ -857,7 +890,7 @@ impl Reader {
         }
         self.flush_output().await;
         let mut exit = match exit {
-            Some(exit) => exit.to_string(),
+            Some(exit) => shared.describe_exit(exit),
             None => "output closed".to_string(),
         };
         if lingering {

@@ -126,9 +126,12 @@ impl EvalServer {
         self.languages.iter().any(|language| language.backend() == backend)
     }
 
-    /// What the model is told: the Python text, the JavaScript text, or both.
+    /// What the model is told: the Python text, the JavaScript text, or both,
+    /// then what the sandbox lets its code write and whether it has network.
     fn instructions(&self) -> String {
-        match (self.offers(Backend::Python), self.offers(Backend::Node)) {
+        let config = self.engine.config();
+        let sandbox = format!("\n- Sandbox: {}", config.sandbox.describe_for_model(&config.default_cwd));
+        let base = match (self.offers(Backend::Python), self.offers(Backend::Node)) {
             (true, true) => format!("{INSTRUCTIONS}\n{JS_INSTRUCTIONS}"),
             (false, true) => format!(
                 "evalkit runs JavaScript code for you in a persistent Node.js kernel (Python is not available \
@@ -136,7 +139,8 @@ impl EvalServer {
                  resource. Cells have timeouts (default 30 s); there is no interactive input."
             ),
             _ => INSTRUCTIONS.to_string(),
-        }
+        };
+        base + &sandbox
     }
 
     fn eval_tool(&self) -> Tool {
@@ -170,9 +174,9 @@ impl EvalServer {
             Self::cancel_tool(),
             Self::sessions_tool(),
         ]
-            .into_iter()
-            .map(|tool| manners::dress(tool, max_text_bytes))
-            .collect()
+        .into_iter()
+        .map(|tool| manners::dress(tool, max_text_bytes))
+        .collect()
     }
 
     fn reset_tool(&self) -> Tool {

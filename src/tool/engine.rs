@@ -128,6 +128,9 @@ pub struct EngineConfig {
     pub runner_cache_dir: Option<PathBuf>,
     /// Who answers the cells' `completion()`/`agent()`/`tool()` calls, and their limits.
     pub bridge: crate::bridge::BridgeConfig,
+    /// What the OS enforces around every kernel (default: nothing). In
+    /// `workspace-write` mode the workspace is `default_cwd`'s tree.
+    pub sandbox: crate::sandbox::SandboxPolicy,
 }
 
 impl EngineConfig {
@@ -150,6 +153,7 @@ impl EngineConfig {
             history: HistoryLimits::default(),
             runner_cache_dir: None,
             bridge: crate::bridge::BridgeConfig { bridge: None, limits: crate::bridge::BridgeLimits::from_env() },
+            sandbox: crate::sandbox::SandboxPolicy::default(),
         }
     }
 }
@@ -742,6 +746,10 @@ impl EvalEngine {
         options.startup_timeout = self.config.startup_timeout;
         options.cache_dir = self.config.runner_cache_dir.clone();
         options.bridge = Some(self.bridge_hook(&guard.key().session));
+        options.sandbox = self.config.sandbox.clone();
+        if options.sandbox.mode == crate::sandbox::SandboxMode::WorkspaceWrite {
+            options.sandbox.allow_write.push(self.config.default_cwd.clone());
+        }
         let kernel = Arc::new(Kernel::start(options).await?);
         guard.replace_kernel(Some(kernel.clone()));
         Ok(kernel)

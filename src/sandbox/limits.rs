@@ -1,0 +1,218 @@
+//! Memory and process limits: a cgroup per kernel where the host lets us
+//! create one (v2, or the v1 `memory` / `pids` hierarchies), else an rlimit.
+//!
+//! A cgroup covers the whole process tree and its memory limit ends in the
+//! kernel's OOM killer inside the group only, so the host stays healthy. The
+//! rlimit fallbacks are weaker, and say so: `RLIMIT_AS` counts address space
+//! per process, and `RLIMIT_NPROC` counts every process of the user (so it is
+//! only used inside a fresh user namespace, where the count starts at zero)
+//! and does not bind root at all.
+
+use std::fs;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::Serialize;
+
+/// How one limit is enforced on this host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LimitMethod {
+    /// A cgroup v2 controller (`memory.max`, `pids.max`).
+    CgroupV2,
+    /// A cgroup v1 hierarchy (`memory.limit_in_bytes`, `pids.max`).
+    CgroupV1,
+    /// An rlimit (`RLIMIT_AS` or `RLIMIT_NPROC` in a user namespace).
+    Rlimit,
+    /// Not enforceable here.
+    Unavailable,
+}
+
+/// Which controller a limit needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Controller {
+    /// Memory of the whole tree (`memory.max` / `memory.limit_in_bytes`).
+    Memory,
+    /// Processes and threads of the whole tree (`pids.max`).
+    Pids,
+}
+
+impl Controller {
+    fn name(self) -> &'static str {
+        match self {
+            Controller::Memory => "memory",
+            Controller::Pids => "pids",
+        }
+    }
+}
+
+/// A place where kernels' cgroups can be made: the parent folder and its version.
+#[derive(Debug, Clone)]
+pub struct CgroupParent {
+    /// The folder new groups are made in (evalkit's own group).
+    pub dir: PathBuf,
+    /// A cgroup v2 group (else a v1 hierarchy).
+    pub v2: bool,
+}
+
+/// The cgroup mount points from `/proc/self/mountinfo`-like `/proc/mounts`.
+fn mounts() -> Vec<(PathBuf, String, String)> {
+    let text = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    text.lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            (f.len() >= 4 && (f[2] == "cgroup" || f[2] == "cgroup2"))
+                .then(|| (PathBuf::from(f[1].replace("\\040", " ")), f[2].to_string(), f[3].to_string()))
+        })
+        .collect()
+}
+
+/// Our own cgroup path for a v1 controller (`Some(name)`) or v2 (`None`).
+fn own_path(controller: Option<&str>) -> Option<String> {
+    let text = fs::read_to_string("/proc/self/cgroup").ok()?;
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, names, path) = (parts.next()?, parts.next()?, parts.next()?);
+        match controller {
+            None if names.is_empty() => return Some(path.to_string()),
+            Some(c) if names.split(',').any(|n| n == c) => return Some(path.to_string()),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Where a cgroup with `controller` can be created by this process, if anywhere:
+/// a v1 hierarchy for the controller, or a v2 group whose children get it.
+pub fn find_parent(controller: Controller) -> Option<CgroupParent> {
+    let name = controller.name();
+    for (mount, fstype, options) in mounts() {
+        let candidate = if fstype == "cgroup" && options.split(',').any(|o| o == name) {
+            own_path(Some(name)).map(|p| (mount.join(p.trim_start_matches('/')), false))
+        } else if fstype == "cgroup2" {
+            own_path(None).map(|p| (mount.join(p.trim_start_matches('/')), true))
+        } else {
+            None
+        };
+        let Some((dir, v2)) = candidate else { continue };
+        if v2 {
+            let enabled = fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
+            if !enabled.split_whitespace().any(|c| c == name) {
+                continue;
+            }
+        }
+        if writable_dir(&dir) {
+            return Some(CgroupParent { dir, v2 });
+        }
+    }
+    None
+}
+
+fn writable_dir(dir: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else { return false };
+    // SAFETY: a NUL-terminated path.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+}
+
+static NEXT: AtomicU64 = AtomicU64::new(1);
+
+/// One kernel's cgroup in one hierarchy. Removed (once empty) when dropped.
+#[derive(Debug)]
+pub struct Cgroup {
+    /// The group's folder.
+    pub dir: PathBuf,
+    /// Whether it is a cgroup v2 group (its files are named differently).
+    pub v2: bool,
+    /// What it limits.
+    pub controller: Controller,
+}
+
+impl Cgroup {
+    /// Create a fresh group under `parent` and set its limit.
+    pub fn create(parent: &CgroupParent, controller: Controller, limit: u64) -> Result<Cgroup, String> {
+        sweep_stale(&parent.dir);
+        let name = format!("evalkit-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let dir = parent.dir.join(name);
+        fs::create_dir(&dir).map_err(|e| format!("could not create the cgroup {}: {e}", dir.display()))?;
+        let group = Cgroup { dir, v2: parent.v2, controller };
+        let set = |file: &str, value: String| {
+            fs::write(group.dir.join(file), value)
+                .map_err(|e| format!("could not set {} in {}: {e}", file, group.dir.display()))
+        };
+        match (controller, parent.v2) {
+            (Controller::Memory, true) => {
+                set("memory.max", limit.to_string())?;
+                let _ = set("memory.swap.max", "0".into());
+            }
+            (Controller::Memory, false) => {
+                set("memory.limit_in_bytes", limit.to_string())?;
+                // Without this the group would swap instead of hitting its limit.
+                if group.dir.join("memory.memsw.limit_in_bytes").exists() {
+                    let _ = set("memory.memsw.limit_in_bytes", limit.to_string());
+                }
+            }
+            (Controller::Pids, _) => set("pids.max", limit.to_string())?,
+        }
+        Ok(group)
+    }
+
+    /// The `cgroup.procs` file, opened for the child to write `0` (itself) into.
+    pub fn procs_fd(&self) -> Result<OwnedFd, String> {
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .open(self.dir.join("cgroup.procs"))
+            .map_err(|e| format!("could not open {}/cgroup.procs: {e}", self.dir.display()))?;
+        Ok(file.into())
+    }
+
+    /// Whether the group's OOM killer has struck (the limit was hit).
+    pub fn oom_killed(&self) -> bool {
+        let read = |f: &str| fs::read_to_string(self.dir.join(f)).unwrap_or_default();
+        let counter = |text: &str, key: &str| {
+            text.lines().find_map(|l| l.strip_prefix(key).and_then(|v| v.trim().parse::<u64>().ok())).unwrap_or(0)
+        };
+        if self.v2 {
+            let events = read("memory.events");
+            counter(&events, "oom_kill ") > 0 || counter(&events, "oom ") > 0
+        } else {
+            counter(&read("memory.oom_control"), "oom_kill ") > 0
+                || read("memory.failcnt").trim().parse::<u64>().unwrap_or(0) > 0
+        }
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        if fs::remove_dir(&self.dir).is_ok() {
+            return;
+        }
+        // Still busy: its last processes are being reaped. Retry a little later.
+        let dir = self.dir.clone();
+        std::thread::spawn(move || {
+            for _ in 0..50 {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                if fs::remove_dir(&dir).is_ok() || !dir.exists() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// Remove empty groups left behind by hosts that are gone.
+fn sweep_stale(parent: &Path) {
+    let Ok(entries) = fs::read_dir(parent) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix("evalkit-").and_then(|r| r.split('-').next()?.parse::<i32>().ok()) else {
+            continue;
+        };
+        // SAFETY: signal 0 only checks that the pid exists.
+        let alive =
+            unsafe { libc::kill(pid, 0) } == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        if !alive {
+            let _ = fs::remove_dir(entry.path());
+        }
+    }
+}

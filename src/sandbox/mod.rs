@@ -1,0 +1,324 @@
+//! An OS sandbox around every kernel: filesystem (Landlock), network (a
+//! network namespace, with seccomp keeping it shut), memory and processes
+//! (cgroups, else rlimits).
+//!
+//! Everything that can fail or allocate is done in the host by [`prepare`]
+//! before the kernel is forked: the Landlock ruleset is built, the cgroups
+//! are created and their `cgroup.procs` opened, the seccomp program is
+//! compiled and the id-map lines are formatted. The forked child then only
+//! makes async-signal-safe system calls ([`Prepared::apply_in_child`]) before
+//! `exec`, and everything the runner starts (`!cmd`, `%pip`, subprocesses,
+//! multiprocessing) inherits the result. A policy that cannot be enforced
+//! fails [`prepare`] with what is missing: never a silent downgrade.
+
+mod fs;
+mod limits;
+mod policy;
+mod probe;
+
+use std::collections::BTreeMap;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+pub use fs::{Grant, plan as plan_rules, resolve};
+pub use limits::LimitMethod;
+pub use policy::{
+    ENV_ALLOW_WRITE, ENV_DENY_READ, ENV_MAX_PROCESSES, ENV_MEMORY_LIMIT, ENV_NETWORK, ENV_SANDBOX, NetworkMode,
+    SandboxMode, SandboxPolicy, default_secret_paths, format_size, parse_size,
+};
+pub use probe::{SandboxSupport, support};
+
+use limits::{Cgroup, Controller};
+
+/// How to start without the sandbox, for error messages.
+const HOW_TO_DISABLE: &str = "run without it with `--sandbox off --network on` (or EVALKIT_SANDBOX=off), without --memory-limit / --max-processes";
+
+/// Why a policy cannot be enforced here. The message names what is missing.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the sandbox cannot be enforced: {reason}; {HOW_TO_DISABLE}")]
+pub struct SandboxError {
+    pub reason: String,
+}
+
+fn fail(reason: impl Into<String>) -> SandboxError {
+    SandboxError { reason: reason.into() }
+}
+
+/// What the host keeps while the kernel lives: its private temp dir and its
+/// cgroups (removed when the kernel is gone), and what explains its death.
+#[derive(Debug, Default)]
+pub struct SandboxGuard {
+    tmp: Option<tempfile::TempDir>,
+    cgroups: Vec<Cgroup>,
+    memory_limit: Option<u64>,
+}
+
+impl SandboxGuard {
+    /// `memory limit exceeded (4 GiB)` when the kernel's memory cgroup hit its
+    /// limit (the kernel's OOM killer then ended the process).
+    pub fn memory_exceeded(&self) -> Option<String> {
+        let limit = self.memory_limit?;
+        self.cgroups
+            .iter()
+            .find(|g| g.controller == Controller::Memory)
+            .filter(|g| g.oom_killed())
+            .map(|_| format!("memory limit exceeded ({})", format_size(limit)))
+    }
+
+    /// The kernel's private temp dir, when it has one.
+    pub fn temp_dir(&self) -> Option<&Path> {
+        self.tmp.as_ref().map(|t| t.path())
+    }
+}
+
+/// A policy made ready for one spawn: what the child applies, and what the
+/// host keeps ([`Prepared::guard`]).
+#[derive(Debug, Default)]
+pub struct Prepared {
+    landlock: Option<OwnedFd>,
+    cgroup_procs: Vec<OwnedFd>,
+    unshare_flags: libc::c_int,
+    /// `setgroups`, `uid_map` and `gid_map` contents for a new user namespace.
+    id_maps: Option<[Vec<u8>; 2]>,
+    loopback_up: bool,
+    rlimits: Vec<(libc::c_int, u64)>,
+    seccomp: Option<seccompiler::BpfProgram>,
+    /// Variables the kernel's environment gets (`TMPDIR`, the mode).
+    pub env: Vec<(String, String)>,
+    pub guard: SandboxGuard,
+}
+
+/// Get everything ready, in the host, to start one kernel under `policy` in
+/// `cwd` with environment `env` (its `HOME` and cache variables decide where
+/// the caches are).
+pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String>) -> Result<Prepared, SandboxError> {
+    let mut prepared = Prepared::default();
+    if policy.is_off() {
+        return Ok(prepared);
+    }
+    if !cfg!(target_os = "linux") {
+        return Err(fail("it is only implemented on Linux; this OS is not supported"));
+    }
+    let root = unsafe { libc::geteuid() } == 0;
+
+    // Resources first: the cgroups are joined before any namespace is made.
+    if let Some(limit) = policy.memory_limit {
+        prepared.guard.memory_limit = Some(limit);
+        match limits::find_parent(Controller::Memory) {
+            Some(parent) => {
+                let group = Cgroup::create(&parent, Controller::Memory, limit).map_err(fail)?;
+                prepared.cgroup_procs.push(group.procs_fd().map_err(fail)?);
+                prepared.guard.cgroups.push(group);
+            }
+            None => prepared.rlimits.push((libc::RLIMIT_AS as libc::c_int, limit)),
+        }
+    }
+    let mut nproc_in_userns = false;
+    if let Some(limit) = policy.max_processes {
+        match limits::find_parent(Controller::Pids) {
+            Some(parent) => {
+                let group = Cgroup::create(&parent, Controller::Pids, limit).map_err(fail)?;
+                prepared.cgroup_procs.push(group.procs_fd().map_err(fail)?);
+                prepared.guard.cgroups.push(group);
+            }
+            None if !root => {
+                nproc_in_userns = true;
+                prepared.rlimits.push((libc::RLIMIT_NPROC as libc::c_int, limit));
+            }
+            None => {
+                return Err(fail(
+                    "--max-processes for a kernel run as root needs a writable pids cgroup (v1 `pids` hierarchy \
+                     or a delegated cgroup v2 group with the pids controller), and none is writable here \
+                     (RLIMIT_NPROC does not bind root)",
+                ));
+            }
+        }
+    }
+
+    // Network: a namespace of its own. Root makes one directly; anyone else
+    // inside a user namespace that maps only their own ids.
+    let wants_netns = policy.network != NetworkMode::On;
+    if wants_netns {
+        prepared.unshare_flags |= libc::CLONE_NEWNET;
+        prepared.loopback_up = policy.network == NetworkMode::Localhost;
+    }
+    if (wants_netns || nproc_in_userns) && !root {
+        prepared.unshare_flags |= libc::CLONE_NEWUSER;
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        prepared.id_maps = Some([format!("{uid} {uid} 1\n").into_bytes(), format!("{gid} {gid} 1\n").into_bytes()]);
+    }
+    if prepared.unshare_flags != 0 && !probe::can_unshare(prepared.unshare_flags) {
+        return Err(fail(if root {
+            "this host does not allow creating a network namespace (needed for --network off/localhost)".to_string()
+        } else {
+            "this host does not allow unprivileged user namespaces, which --network off/localhost (and \
+             --max-processes without a pids cgroup) need for a non-root user (check \
+             /proc/sys/kernel/unprivileged_userns_clone or AppArmor's restrict_unprivileged_userns)"
+                .to_string()
+        }));
+    }
+    if wants_netns {
+        // A namespace is only a wall while the kernel cannot join another one.
+        prepared.seccomp = Some(seccomp_program()?);
+    }
+
+    // Filesystem.
+    let home = env.get("HOME").map(PathBuf::from).or_else(dirs::home_dir).unwrap_or_else(|| PathBuf::from("/"));
+    if policy.mode != SandboxMode::Off {
+        let tmp = tempfile::Builder::new()
+            .prefix("evalkit-kernel-")
+            .tempdir()
+            .map_err(|e| fail(format!("could not create the kernel's private temp dir: {e}")))?;
+        let tmp_path = tmp.path().to_path_buf();
+        for name in ["TMPDIR", "TMP", "TEMP"] {
+            prepared.env.push((name.into(), tmp_path.display().to_string()));
+        }
+        let mut grants = vec![(PathBuf::from("/"), Grant::Read), (tmp_path.clone(), Grant::Write)];
+        for dev in [
+            "/dev/null",
+            "/dev/zero",
+            "/dev/full",
+            "/dev/random",
+            "/dev/urandom",
+            "/dev/tty",
+            "/dev/ptmx",
+            "/dev/pts",
+            "/dev/shm",
+        ] {
+            grants.push((PathBuf::from(dev), Grant::Write));
+        }
+        if policy.mode == SandboxMode::WorkspaceWrite {
+            grants.push((cwd.to_path_buf(), Grant::Write));
+            grants.extend(policy.allow_write.iter().map(|p| (p.clone(), Grant::Write)));
+            for cache in interpreter_caches(&home, env) {
+                let _ = std::fs::create_dir_all(&cache);
+                grants.push((cache, Grant::Write));
+            }
+        } else if !env.contains_key("MPLCONFIGDIR") {
+            prepared.env.push(("MPLCONFIGDIR".into(), tmp_path.join("matplotlib").display().to_string()));
+        }
+        let mut denied: Vec<PathBuf> =
+            default_secret_paths(&home).iter().chain(&policy.deny_read).map(|p| resolve(p)).collect();
+        denied.sort();
+        denied.dedup();
+        let rules = fs::plan(&grants, &denied);
+        prepared.landlock = Some(fs::build_ruleset(&rules, wants_netns).map_err(fail)?);
+        prepared.guard.tmp = Some(tmp);
+    }
+    prepared.env.push((ENV_SANDBOX.into(), policy.mode.to_string()));
+    prepared.env.push((ENV_NETWORK.into(), policy.network.to_string()));
+    Ok(prepared)
+}
+
+/// The folders an interpreter writes to while working normally: pip's and
+/// uv's caches, matplotlib's config and font cache, and `%store`'s folder.
+fn interpreter_caches(home: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
+    let var = |k: &str| env.get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let cache = var("XDG_CACHE_HOME").unwrap_or_else(|| home.join(".cache"));
+    let data = var("XDG_DATA_HOME").unwrap_or_else(|| home.join(".local/share"));
+    let config = var("XDG_CONFIG_HOME").unwrap_or_else(|| home.join(".config"));
+    let mut out = vec![
+        var("PIP_CACHE_DIR").unwrap_or_else(|| cache.join("pip")),
+        var("UV_CACHE_DIR").unwrap_or_else(|| cache.join("uv")),
+        var("MPLCONFIGDIR").unwrap_or_else(|| config.join("matplotlib")),
+        cache.join("matplotlib"),
+        data.join("evalkit/store"),
+    ];
+    out.retain(|p| p.is_absolute());
+    out
+}
+
+/// Kernels in a network namespace must not `setns` back into the host's
+/// (root could, through `/proc/1/ns/net`): that call fails with EPERM.
+fn seccomp_program() -> Result<seccompiler::BpfProgram, SandboxError> {
+    use seccompiler::{SeccompAction, SeccompFilter, TargetArch};
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => TargetArch::x86_64,
+        "aarch64" => TargetArch::aarch64,
+        "riscv64" => TargetArch::riscv64,
+        other => return Err(fail(format!("seccomp filters are not built for the {other} architecture"))),
+    };
+    let rules = BTreeMap::from([(libc::SYS_setns, vec![])]);
+    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)
+        .map_err(|e| fail(format!("could not build the seccomp filter: {e}")))?;
+    filter.try_into().map_err(|e: seccompiler::BackendError| fail(format!("could not compile the seccomp filter: {e}")))
+}
+
+impl Prepared {
+    /// True when the child has something to apply.
+    pub fn is_active(&self) -> bool {
+        self.landlock.is_some() || !self.cgroup_procs.is_empty() || self.unshare_flags != 0 || !self.rlimits.is_empty()
+    }
+
+    /// Apply the sandbox to the calling process: for a forked child before
+    /// `exec`. Only async-signal-safe system calls; nothing is allocated.
+    pub fn apply_in_child(&self) -> std::io::Result<()> {
+        let check = |rc: libc::c_long| if rc < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) };
+        // SAFETY: plain system calls on fds and buffers this value owns.
+        unsafe {
+            for fd in &self.cgroup_procs {
+                check(libc::write(fd.as_raw_fd(), b"0".as_ptr().cast(), 1) as libc::c_long)?;
+            }
+            if self.unshare_flags != 0 {
+                check(libc::unshare(self.unshare_flags) as libc::c_long)?;
+            }
+            if let Some([uid_map, gid_map]) = &self.id_maps {
+                write_file(c"/proc/self/setgroups", b"deny")?;
+                write_file(c"/proc/self/uid_map", uid_map)?;
+                write_file(c"/proc/self/gid_map", gid_map)?;
+            }
+            if self.loopback_up {
+                loopback_up()?;
+            }
+            for (resource, value) in &self.rlimits {
+                let limit = libc::rlimit { rlim_cur: *value as libc::rlim_t, rlim_max: *value as libc::rlim_t };
+                check(libc::setrlimit(*resource as _, &limit) as libc::c_long)?;
+            }
+            if let Some(fd) = &self.landlock {
+                check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) as libc::c_long)?;
+                check(libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32))?;
+            }
+        }
+        if let Some(program) = &self.seccomp {
+            seccompiler::apply_filter(program).map_err(|_| std::io::Error::last_os_error())?;
+        }
+        Ok(())
+    }
+}
+
+/// open + write + close, async-signal-safe.
+unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
+    // SAFETY: a NUL-terminated path and a live buffer.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let written = libc::write(fd, data.as_ptr().cast(), data.len());
+        let error = std::io::Error::last_os_error();
+        libc::close(fd);
+        if written < 0 { Err(error) } else { Ok(()) }
+    }
+}
+
+/// Bring up `lo` in the (new) network namespace, async-signal-safe.
+unsafe fn loopback_up() -> std::io::Result<()> {
+    // SAFETY: an ifreq on the stack, a socket closed before returning.
+    unsafe {
+        let sock = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if sock < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut req: libc::ifreq = std::mem::zeroed();
+        req.ifr_name[0] = b'l' as libc::c_char;
+        req.ifr_name[1] = b'o' as libc::c_char;
+        let mut rc = libc::ioctl(sock, libc::SIOCGIFFLAGS, &mut req);
+        if rc == 0 {
+            req.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+            rc = libc::ioctl(sock, libc::SIOCSIFFLAGS, &req);
+        }
+        let error = std::io::Error::last_os_error();
+        libc::close(sock);
+        if rc < 0 { Err(error) } else { Ok(()) }
+    }
+}

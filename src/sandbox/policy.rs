@@ -1,0 +1,321 @@
+//! What a kernel may do: the sandbox policy, its parsing and its wording.
+//!
+//! A [`SandboxPolicy`] is a plain value (Hash + Eq) so that anything that
+//! keeps kernels around (a pool, a spare, a fork server) can make it part of
+//! its cache key: two kernels started under different policies are never
+//! interchangeable.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// What the kernel may read and write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// No filesystem restriction (the kernel has the user's full rights).
+    #[default]
+    Off,
+    /// Read everywhere except secret locations; write only to the workspace,
+    /// the `--allow-write` paths, the private temp dir and the interpreter's caches.
+    WorkspaceWrite,
+    /// Read everywhere except secret locations; write only to the private temp dir.
+    ReadOnly,
+}
+
+/// Which network the kernel sees.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetworkMode {
+    /// The host's network, unchanged.
+    #[default]
+    On,
+    /// No IP network at all: a network namespace whose loopback is down.
+    Off,
+    /// Only the kernel's own loopback (a network namespace with `lo` up); the
+    /// host's loopback services are not reachable from it.
+    Localhost,
+}
+
+/// Everything the OS is asked to enforce around one kernel (and every
+/// process it starts). The default enforces nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SandboxPolicy {
+    /// What the kernel may read and write.
+    pub mode: SandboxMode,
+    /// Which network it sees.
+    pub network: NetworkMode,
+    /// Extra folders the kernel may write in `workspace-write` mode.
+    pub allow_write: Vec<PathBuf>,
+    /// Extra paths that are unreadable (on top of [`default_secret_paths`]).
+    pub deny_read: Vec<PathBuf>,
+    /// Memory for the whole process tree, in bytes.
+    pub memory_limit: Option<u64>,
+    /// Processes and threads for the whole process tree.
+    pub max_processes: Option<u64>,
+}
+
+/// The environment variables that set a policy (as the CLI flags do).
+pub const ENV_SANDBOX: &str = "EVALKIT_SANDBOX";
+/// `on`, `off` or `localhost`.
+pub const ENV_NETWORK: &str = "EVALKIT_NETWORK";
+/// Extra writable folders, separated by `:`.
+pub const ENV_ALLOW_WRITE: &str = "EVALKIT_ALLOW_WRITE";
+/// Extra unreadable paths, separated by `:`.
+pub const ENV_DENY_READ: &str = "EVALKIT_DENY_READ";
+/// A size such as `4G`, `512M` or a number of bytes.
+pub const ENV_MEMORY_LIMIT: &str = "EVALKIT_MEMORY_LIMIT";
+/// A number of processes and threads.
+pub const ENV_MAX_PROCESSES: &str = "EVALKIT_MAX_PROCESSES";
+
+impl SandboxPolicy {
+    /// True when nothing at all is restricted: the kernel starts as before.
+    pub fn is_off(&self) -> bool {
+        self.mode == SandboxMode::Off
+            && self.network == NetworkMode::On
+            && self.memory_limit.is_none()
+            && self.max_processes.is_none()
+    }
+
+    /// The policy the `EVALKIT_*` variables describe (unset ones keep the default).
+    pub fn from_env() -> Result<SandboxPolicy, String> {
+        Self::from_lookup(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
+    }
+
+    /// [`from_env`](Self::from_env) over any lookup (tests use a map).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<SandboxPolicy, String> {
+        let mut policy = SandboxPolicy::default();
+        if let Some(v) = get(ENV_SANDBOX) {
+            policy.mode = v.parse().map_err(|e| format!("{ENV_SANDBOX}: {e}"))?;
+        }
+        if let Some(v) = get(ENV_NETWORK) {
+            policy.network = v.parse().map_err(|e| format!("{ENV_NETWORK}: {e}"))?;
+        }
+        if let Some(v) = get(ENV_ALLOW_WRITE) {
+            policy.allow_write = std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect();
+        }
+        if let Some(v) = get(ENV_DENY_READ) {
+            policy.deny_read = std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect();
+        }
+        if let Some(v) = get(ENV_MEMORY_LIMIT) {
+            policy.memory_limit = Some(parse_size(&v).map_err(|e| format!("{ENV_MEMORY_LIMIT}: {e}"))?);
+        }
+        if let Some(v) = get(ENV_MAX_PROCESSES) {
+            policy.max_processes = Some(parse_count(&v).map_err(|e| format!("{ENV_MAX_PROCESSES}: {e}"))?);
+        }
+        Ok(policy)
+    }
+
+    /// Relative `allow_write` / `deny_read` paths are taken from `base` and `~`
+    /// is expanded, so the policy means the same thing in every kernel.
+    pub fn resolved(mut self, base: &Path) -> SandboxPolicy {
+        let fix = |p: &PathBuf| absolute(base, p);
+        self.allow_write = self.allow_write.iter().map(fix).collect();
+        self.deny_read = self.deny_read.iter().map(fix).collect();
+        self
+    }
+
+    /// One paragraph for a model: what it may write and whether it has network.
+    pub fn describe_for_model(&self, workspace: &Path) -> String {
+        let mut parts = Vec::new();
+        match self.mode {
+            SandboxMode::Off => parts.push("Code runs with the user's full file access.".to_string()),
+            SandboxMode::WorkspaceWrite => {
+                let mut places = vec![workspace.display().to_string()];
+                places.extend(self.allow_write.iter().map(|p| p.display().to_string()));
+                parts.push(format!(
+                    "Code runs in an OS sandbox: it may write only under {} and the temp dir ($TMPDIR); \
+                     secret locations such as ~/.ssh and ~/.aws are unreadable.",
+                    places.join(", ")
+                ));
+            }
+            SandboxMode::ReadOnly => parts.push(
+                "Code runs in a read-only OS sandbox: it may write only to the temp dir ($TMPDIR); \
+                 secret locations such as ~/.ssh and ~/.aws are unreadable."
+                    .to_string(),
+            ),
+        }
+        parts.push(
+            match self.network {
+                NetworkMode::On => "Network access is available.",
+                NetworkMode::Off => "There is no network access (so `%pip install` cannot download).",
+                NetworkMode::Localhost => {
+                    "Only the kernel's own loopback network is available (no internet, and not the host's local services)."
+                }
+            }
+            .to_string(),
+        );
+        if let Some(limit) = self.memory_limit {
+            parts.push(format!("Memory is limited to {}.", format_size(limit)));
+        }
+        if let Some(limit) = self.max_processes {
+            parts.push(format!("At most {limit} processes and threads."));
+        }
+        parts.join(" ")
+    }
+}
+
+fn absolute(base: &Path, path: &Path) -> PathBuf {
+    let text = path.to_string_lossy();
+    if (text == "~" || text.starts_with("~/"))
+        && let Some(home) = dirs::home_dir()
+    {
+        return home.join(text.trim_start_matches('~').trim_start_matches('/'));
+    }
+    if path.is_absolute() { path.to_path_buf() } else { base.join(path) }
+}
+
+/// The locations that hold credentials, relative to the home folder; they
+/// are unreadable in every sandbox mode.
+pub fn default_secret_paths(home: &Path) -> Vec<PathBuf> {
+    [
+        ".ssh",
+        ".aws",
+        ".azure",
+        ".config/gcloud",
+        ".config/gh",
+        ".netrc",
+        ".git-credentials",
+        ".pypirc",
+        ".docker/config.json",
+        ".kube/config",
+        ".gnupg",
+        ".password-store",
+        ".local/share/keyrings",
+        ".mozilla",
+        ".config/google-chrome",
+        ".config/chromium",
+        ".config/BraveSoftware",
+        ".evalkit/credentials",
+        ".evalkit/credentials.json",
+    ]
+    .iter()
+    .map(|p| home.join(p))
+    .collect()
+}
+
+impl FromStr for SandboxMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "off" | "none" | "0" | "false" | "full-access" => Ok(SandboxMode::Off),
+            "workspace-write" | "workspace" | "on" | "1" | "true" => Ok(SandboxMode::WorkspaceWrite),
+            "read-only" | "readonly" => Ok(SandboxMode::ReadOnly),
+            other => Err(format!("unknown sandbox mode {other:?}; use off, workspace-write or read-only")),
+        }
+    }
+}
+
+impl FromStr for NetworkMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "on" | "1" | "true" => Ok(NetworkMode::On),
+            "off" | "0" | "false" | "none" => Ok(NetworkMode::Off),
+            "localhost" | "loopback" => Ok(NetworkMode::Localhost),
+            other => Err(format!("unknown network mode {other:?}; use on, off or localhost")),
+        }
+    }
+}
+
+impl fmt::Display for SandboxMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SandboxMode::Off => "off",
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::ReadOnly => "read-only",
+        })
+    }
+}
+
+impl fmt::Display for NetworkMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NetworkMode::On => "on",
+            NetworkMode::Off => "off",
+            NetworkMode::Localhost => "localhost",
+        })
+    }
+}
+
+/// `4G`, `4GiB`, `512M`, `1.5G`, `1048576`: binary units, as memory is counted.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 =
+        number.parse().map_err(|_| format!("{text:?} is not a size; write e.g. 4G, 512M or 1073741824"))?;
+    let scale: u64 = match unit.trim().to_ascii_lowercase().trim_end_matches("ib").trim_end_matches('b') {
+        "" => 1,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        "t" => 1 << 40,
+        _ => return Err(format!("{text:?} has an unknown unit; use K, M, G or T")),
+    };
+    let bytes = (value * scale as f64) as u64;
+    if bytes < (16 << 20) {
+        return Err(format!("{text:?} is too small for a Python kernel; give at least 16M"));
+    }
+    Ok(bytes)
+}
+
+fn parse_count(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n >= 8 => Ok(n),
+        _ => Err(format!("{text:?} is not a process count of at least 8")),
+    }
+}
+
+/// `4 GiB`, `512 MiB`: how limits are shown to people and models.
+pub fn format_size(bytes: u64) -> String {
+    const UNITS: [(&str, u64); 4] = [("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (name, size) in UNITS {
+        if bytes >= size {
+            let value = bytes as f64 / size as f64;
+            return if bytes.is_multiple_of(size) {
+                format!("{} {name}", bytes / size)
+            } else {
+                format!("{value:.1} {name}")
+            };
+        }
+    }
+    format!("{bytes} B")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_in_binary_units() {
+        assert_eq!(parse_size("4G").unwrap(), 4 << 30);
+        assert_eq!(parse_size("4GiB").unwrap(), 4 << 30);
+        assert_eq!(parse_size("512m").unwrap(), 512 << 20);
+        assert!(parse_size("4X").is_err());
+        assert!(parse_size("1K").is_err());
+        assert_eq!(format_size(4 << 30), "4 GiB");
+        assert_eq!(format_size(1536 << 20), "1.5 GiB");
+    }
+
+    #[test]
+    fn env_sets_every_field() {
+        let vars = [
+            (ENV_SANDBOX, "workspace-write"),
+            (ENV_NETWORK, "localhost"),
+            (ENV_ALLOW_WRITE, "/a:/b"),
+            (ENV_MEMORY_LIMIT, "1G"),
+            (ENV_MAX_PROCESSES, "64"),
+        ];
+        let policy =
+            SandboxPolicy::from_lookup(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())).unwrap();
+        assert_eq!(policy.mode, SandboxMode::WorkspaceWrite);
+        assert_eq!(policy.network, NetworkMode::Localhost);
+        assert_eq!(policy.allow_write, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+        assert_eq!(policy.memory_limit, Some(1 << 30));
+        assert_eq!(policy.max_processes, Some(64));
+        assert!(SandboxPolicy::from_lookup(|k| (k == ENV_SANDBOX).then(|| "bogus".into())).is_err());
+    }
+}

@@ -1,0 +1,144 @@
+//! What this OS can enforce, found by trying (a short-lived forked child
+//! for namespaces, the real cgroup folders for limits), for `evalkit doctor`
+//! and `evalkit setup --check`.
+
+use serde::Serialize;
+
+use super::fs::{MIN_ABI, kernel_abi};
+use super::limits::{Controller, LimitMethod, find_parent};
+
+/// Which parts of a [`super::SandboxPolicy`] this host can enforce, and how.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SandboxSupport {
+    /// `linux`, `macos`, …
+    pub os: String,
+    /// The kernel's Landlock ABI (0: none).
+    pub landlock_abi: i32,
+    /// `workspace-write` and `read-only` work (Landlock ABI 3+).
+    pub filesystem: bool,
+    /// `--network off|localhost` work (a network namespace can be made).
+    pub network: bool,
+    /// Seccomp filters can be installed (they keep the namespace shut).
+    pub seccomp: bool,
+    /// Kernels would run as root.
+    pub root: bool,
+    /// How `--memory-limit` is enforced.
+    pub memory_limit: LimitMethod,
+    /// How `--max-processes` is enforced.
+    pub process_limit: LimitMethod,
+    /// What the above means, one line each.
+    pub notes: Vec<String>,
+}
+
+impl SandboxSupport {
+    /// Lines for a terminal.
+    pub fn to_text(&self) -> String {
+        let yes = |b: bool| if b { "yes" } else { "no" };
+        let method = |m: &LimitMethod| match m {
+            LimitMethod::CgroupV2 => "cgroup v2",
+            LimitMethod::CgroupV1 => "cgroup v1",
+            LimitMethod::Rlimit => "rlimit",
+            LimitMethod::Unavailable => "not available",
+        };
+        let mut out = format!(
+            "sandbox: filesystem (Landlock ABI {}): {}; network namespace: {}; seccomp: {}; memory limit: {}; \
+             process limit: {}",
+            self.landlock_abi,
+            yes(self.filesystem),
+            yes(self.network),
+            yes(self.seccomp),
+            method(&self.memory_limit),
+            method(&self.process_limit)
+        );
+        for note in &self.notes {
+            out.push_str("\n  ");
+            out.push_str(note);
+        }
+        out
+    }
+}
+
+/// Probe this host.
+pub fn support() -> SandboxSupport {
+    let linux = cfg!(target_os = "linux");
+    let root = unsafe { libc::geteuid() } == 0;
+    let abi = if linux { kernel_abi() } else { 0 };
+    let netns_flags = if root { libc::CLONE_NEWNET } else { libc::CLONE_NEWUSER | libc::CLONE_NEWNET };
+    let network = linux && can_unshare(netns_flags);
+    let seccomp = linux
+        && std::fs::read_to_string("/proc/self/status").is_ok_and(|s| s.lines().any(|l| l.starts_with("Seccomp:")));
+    let cgroup = |c: Controller| match find_parent(c) {
+        Some(p) if p.v2 => LimitMethod::CgroupV2,
+        Some(_) => LimitMethod::CgroupV1,
+        None => LimitMethod::Unavailable,
+    };
+    let memory_limit = match cgroup(Controller::Memory) {
+        LimitMethod::Unavailable if linux => LimitMethod::Rlimit,
+        m => m,
+    };
+    let process_limit = match cgroup(Controller::Pids) {
+        LimitMethod::Unavailable if linux && !root && can_unshare(libc::CLONE_NEWUSER) => LimitMethod::Rlimit,
+        m => m,
+    };
+    let mut notes = Vec::new();
+    if !linux {
+        notes.push("the sandbox is implemented for Linux only; use --sandbox off on this OS".into());
+    }
+    if linux && abi < MIN_ABI {
+        notes.push(format!(
+            "filesystem modes need Landlock ABI {MIN_ABI}+ (Linux 6.2+ with landlock in the lsm= list); this kernel has {abi}"
+        ));
+    }
+    if memory_limit == LimitMethod::Rlimit {
+        notes.push(
+            "memory limit by RLIMIT_AS (per process, address space): a cell past it gets MemoryError rather than \
+             the whole tree being held to the limit"
+                .into(),
+        );
+    }
+    if process_limit == LimitMethod::Unavailable && linux {
+        notes.push(
+            "--max-processes cannot be enforced here: no writable pids cgroup (and RLIMIT_NPROC does not bind root)"
+                .into(),
+        );
+    }
+    if root {
+        notes.push(
+            "kernels run as root: Landlock, the namespaces and seccomp still hold, but root keeps its other powers \
+             (run evalkit as an ordinary user for a stronger boundary)"
+                .into(),
+        );
+    }
+    SandboxSupport {
+        os: std::env::consts::OS.to_string(),
+        landlock_abi: abi,
+        filesystem: abi >= MIN_ABI,
+        network,
+        seccomp,
+        root,
+        memory_limit,
+        process_limit,
+        notes,
+    }
+}
+
+/// Whether `unshare(flags)` works here: tried in a forked child that exits at once.
+pub(crate) fn can_unshare(flags: libc::c_int) -> bool {
+    // SAFETY: the child only calls unshare and _exit (async-signal-safe).
+    unsafe {
+        let pid = libc::fork();
+        if pid == 0 {
+            libc::_exit(if libc::unshare(flags) == 0 { 0 } else { 1 });
+        }
+        if pid < 0 {
+            return false;
+        }
+        let mut status = 0;
+        while libc::waitpid(pid, &mut status, 0) < 0 {
+            if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                return false;
+            }
+        }
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+    }
+}
