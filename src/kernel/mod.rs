@@ -54,8 +54,10 @@ const READ_CHUNK: usize = 1 << 16;
 /// the host reads pipes faster than a busy consumer takes events.
 const EXECUTION_BUFFER: usize = 32;
 
-/// Everything needed to start a kernel.
-#[derive(Debug, Clone)]
+/// Everything needed to start a kernel. Two equal options start equivalent
+/// kernels, which is what lets a warm spare stand in for a fresh start (so
+/// every field that shapes the process belongs here and takes part in `==`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelOptions {
     /// Which runtime runs the cells.
     pub backend: Backend,

@@ -8,6 +8,8 @@
 //! kernels, keeps the number of live kernels bounded, and recycles kernels
 //! that grew past a memory limit.
 
+pub mod spare;
+
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
@@ -16,6 +18,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::kernel::Kernel;
+pub use spare::{SpareLimits, SparePool};
 
 /// Limits of the pool. Every limit can be turned off with `None`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,6 +227,12 @@ impl KernelPool {
     pub fn kernel_pids(&self) -> Vec<u32> {
         let slots: Vec<Arc<Slot>> = self.slots.lock().unwrap().values().cloned().collect();
         slots.iter().filter_map(|slot| slot.current.lock().unwrap().as_ref().map(|k| k.pid())).collect()
+    }
+
+    /// Live kernels in slots other than `except` (spares are counted by their own pool).
+    pub fn live_count(&self, except: Option<&KernelKey>) -> usize {
+        let slots: Vec<Arc<Slot>> = self.slots.lock().unwrap().values().cloned().collect();
+        slots.iter().filter(|slot| Some(&slot.key) != except && slot.has_kernel()).count()
     }
 
     /// Before starting a kernel in `starting`: stop least recently used idle
