@@ -753,7 +753,7 @@ impl EvalEngine {
         if cell.reset
             && let Some(old) = guard.replace_kernel(None)
         {
-            old.shutdown().await;
+            self.pool.retire(old);
         }
         let failure = |collector: &mut Collector, error: KernelError| {
             let message = error.to_string();
