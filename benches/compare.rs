@@ -523,6 +523,8 @@ async fn bulk_output(plan: &Plan, setup: &Setup, report: &mut Report) {
     );
     let mut evalkit = Series::new("evalkit");
     let mut floor = Series::new("python os.write | cat > file");
+    let mut kernel_only = Series::new("evalkit kernel");
+    let (kernel, _) = first_result(setup).await;
     let megabytes = chunks as f64;
     for _ in 0..plan.output_runs.max(2) {
         let out = Command::new(&setup.python).arg("-c").arg(&floor_code).arg(&sink).output().await.unwrap();
@@ -532,7 +534,24 @@ async fn bulk_output(plan: &Plan, setup: &Setup, report: &mut Report) {
         let result = engine.eval(&params, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
         assert!(!result.is_error && result.truncated);
         evalkit.values.push(megabytes / started.elapsed().as_secs_f64());
+        let started = Instant::now();
+        let mut execution = kernel.execute(&code).await.unwrap();
+        while let Some(event) = execution.next().await {
+            if matches!(event.unwrap(), ExecEvent::Done(_)) {
+                break;
+            }
+        }
+        kernel_only.values.push(megabytes / started.elapsed().as_secs_f64());
     }
+    kernel.shutdown().await;
+    report.add(
+        &format!("{megabytes:.0} MB via os.write (kernel events only)"),
+        "MB/s",
+        true,
+        &kernel_only,
+        Some(&floor),
+        "",
+    );
     let _ = std::fs::remove_file(&sink);
     report.add(&format!("{megabytes:.0} MB via os.write, 1 MB chunks"), "MB/s", true, &evalkit, Some(&floor), "");
     engine.dispose_all().await;
