@@ -1,7 +1,7 @@
 //! evalkit against Jupyter and against the physical floor, in one run.
 //!
 //! `bench/run` provisions the Jupyter baseline and calls this with
-//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,sandbox,warm,js,output,interrupt,ladder,concurrency]`. Each scenario
+//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,sandbox,warm,js,output,bulk,spare,interrupt,ladder,concurrency]`. Each scenario
 //! interleaves evalkit and its baselines (A B A B …) so machine drift
 //! cancels out, then prints median / p90 and the ratio evalkit ÷ baseline,
 //! and writes the table as JSON and Markdown.
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use evalkit::kernel::{ExecEvent, Kernel, KernelOptions};
 use evalkit::runtime::{self, DiscoveryInput, EnvActivation, env};
 use evalkit::sandbox::{NetworkMode, SandboxMode, SandboxPolicy};
-use evalkit::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
+use evalkit::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, KernelMode, ignore_events};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -532,6 +532,117 @@ async fn output_throughput(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, re
     engine.dispose_all().await;
 }
 
+/// Bulk output: `os.write(1, …)` in 1 MB chunks through the whole eval tool
+/// (bounded text and artifact), against the same writes through a pipe into
+/// `cat > file` in the same run.
+async fn bulk_output(plan: &Plan, setup: &Setup, report: &mut Report) {
+    let chunks = plan.output_mb;
+    let code = format!("import os\nchunk = b'x' * 1000000\nfor _ in range({chunks}):\n    os.write(1, chunk)");
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = EngineConfig::new(&setup.cwd);
+    config.python = Some(setup.python.display().to_string());
+    config.artifacts_dir = dir.path().join("artifacts");
+    config.spare = evalkit::session::SpareLimits::OFF;
+    let engine = EvalEngine::new(config);
+    let context = CallContext::new("bench-bulk");
+    let params = EvalParams::from_json(json!({"cells": [{"code": code.clone(), "timeout": 3600}]})).unwrap();
+    engine.eval(&EvalParams::code("1"), &context, &CancellationToken::new(), &ignore_events).await.unwrap();
+    // The floor: the same writes into a pipe read by `cat > file`, timed
+    // inside Python from the first write until `cat` has finished the file.
+    let sink = dir.path().join("floor.out");
+    let floor_code = format!(
+        "import os, subprocess, sys, time\n\
+         cat = subprocess.Popen(['sh', '-c', 'cat > \"$0\"', sys.argv[1]], stdin=subprocess.PIPE)\n\
+         fd = cat.stdin.fileno()\n\
+         chunk = b'x' * 1000000\n\
+         start = time.perf_counter()\n\
+         for _ in range({chunks}):\n    os.write(fd, chunk)\n\
+         cat.stdin.close()\n\
+         cat.wait()\n\
+         print(time.perf_counter() - start)"
+    );
+    let mut evalkit = Series::new("evalkit");
+    let mut floor = Series::new("python os.write | cat > file");
+    let mut kernel_only = Series::new("evalkit kernel");
+    let (kernel, _) = first_result(setup).await;
+    let megabytes = chunks as f64;
+    for _ in 0..plan.output_runs.max(2) {
+        let out = Command::new(&setup.python).arg("-c").arg(&floor_code).arg(&sink).output().await.unwrap();
+        let seconds: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(f64::NAN);
+        floor.values.push(megabytes / seconds);
+        let started = Instant::now();
+        let result = engine.eval(&params, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
+        assert!(!result.is_error && result.truncated);
+        evalkit.values.push(megabytes / started.elapsed().as_secs_f64());
+        let started = Instant::now();
+        let mut execution = kernel.execute(&code).await.unwrap();
+        while let Some(event) = execution.next().await {
+            if matches!(event.unwrap(), ExecEvent::Done(_)) {
+                break;
+            }
+        }
+        kernel_only.values.push(megabytes / started.elapsed().as_secs_f64());
+    }
+    kernel.shutdown().await;
+    report.add(
+        &format!("{megabytes:.0} MB via os.write (kernel events only)"),
+        "MB/s",
+        true,
+        &kernel_only,
+        Some(&floor),
+        "",
+    );
+    let _ = std::fs::remove_file(&sink);
+    report.add(&format!("{megabytes:.0} MB via os.write, 1 MB chunks"), "MB/s", true, &evalkit, Some(&floor), "");
+    engine.dispose_all().await;
+}
+
+/// Time to a first result when a kernel must be replaced or created, with
+/// and without a warm spare: `reset: true`, a `per-call` call, a new session.
+async fn spare_rows(plan: &Plan, setup: &Setup, report: &mut Report) {
+    let runs = if plan.quick { 5 } else { 20 };
+    for (label, mode) in [("reset → first 1+1", 0), ("per-call 1+1", 1), ("new session → first 1+1", 2)] {
+        let mut with = Series::new("evalkit, spare");
+        let mut without = Series::new("evalkit, no spare");
+        for spare in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut config = EngineConfig::new(&setup.cwd);
+            config.python = Some(setup.python.display().to_string());
+            config.artifacts_dir = dir.path().join("artifacts");
+            config.mode = if mode == 1 { KernelMode::PerCall } else { KernelMode::Session };
+            config.pool.max_kernels = runs + 4;
+            config.spare =
+                if spare { evalkit::session::SpareLimits::default() } else { evalkit::session::SpareLimits::OFF };
+            let engine = EvalEngine::new(config);
+            let cancel = CancellationToken::new();
+            engine.eval(&EvalParams::code("1"), &CallContext::new("warm"), &cancel, &ignore_events).await.unwrap();
+            for run in 0..runs {
+                // Give the background spare its start, as a pause between calls would.
+                let waited = Instant::now();
+                while spare && engine.spare_pids().is_empty() && waited.elapsed() < Duration::from_secs(5) {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let (params, session) = match mode {
+                    0 => (
+                        EvalParams::from_json(json!({"reset": true, "cells": [{"code": "1+1"}]})).unwrap(),
+                        "warm".to_string(),
+                    ),
+                    1 => (EvalParams::code("1+1"), "warm".to_string()),
+                    _ => (EvalParams::code("1+1"), format!("new-{run}")),
+                };
+                let started = Instant::now();
+                let result = engine.eval(&params, &CallContext::new(session), &cancel, &ignore_events).await.unwrap();
+                let ms = started.elapsed().as_secs_f64() * 1000.0;
+                assert_eq!(result.text, "2\n");
+                if spare { with.values.push(ms) } else { without.values.push(ms) }
+            }
+            engine.dispose_all().await;
+        }
+        report.add(label, "ms", false, &with, Some(&without), "");
+    }
+}
+
 async fn interrupt_latency(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, report: &mut Report) {
     jupyter.call(json!({"op": "start"})).await;
     let (kernel, _) = first_result(setup).await;
@@ -692,6 +803,12 @@ async fn main() {
     }
     if wanted("output") {
         output_throughput(&plan, &setup, &mut jupyter, &mut report).await;
+    }
+    if wanted("bulk") {
+        bulk_output(&plan, &setup, &mut report).await;
+    }
+    if wanted("spare") {
+        spare_rows(&plan, &setup, &mut report).await;
     }
     if wanted("interrupt") {
         interrupt_latency(&plan, &setup, &mut jupyter, &mut report).await;

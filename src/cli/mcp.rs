@@ -27,6 +27,10 @@ pub struct McpArgs {
     /// Stop kernels unused for this many minutes (0: never).
     #[arg(long, value_name = "MINUTES", default_value_t = 30)]
     idle_minutes: u64,
+    /// Warm spare kernels kept ready per kernel configuration in use, so a
+    /// reset, a per-call call or a new session starts at once (0: none).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    spares: usize,
     /// Refuse Python cells [env: EVALKIT_PY=0].
     #[arg(long)]
     no_py: bool,
@@ -60,7 +64,11 @@ pub async fn mcp(args: McpArgs) -> ExitCode {
     config.exposure.py &= !args.no_py;
     // `--no-py` alone means JavaScript only (as EVALKIT_PY=0).
     config.exposure.js &= !args.no_js;
+    config.spare.count = args.spares;
     let engine = Arc::new(EvalEngine::new(config));
+    // The first kernel starts now, while the client is still connecting.
+    let warm = engine.clone();
+    tokio::spawn(async move { warm.prewarm().await });
     match evalkit::mcp::serve_stdio(engine).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -85,6 +85,8 @@ pub async fn run_notebook(args: RunArgs, path: &Path) -> Result<ExitCode, String
     config.extra_env = args.env.iter().cloned().collect();
     config.history.cell_output_bytes = 32 << 20;
     config.history.session_output_bytes = usize::MAX;
+    // One pass over the notebook: a spare kernel would only take CPU from it.
+    config.spare = evalkit::session::SpareLimits::OFF;
     let engine = Arc::new(EvalEngine::new(config));
     let cancel = CancellationToken::new();
     let terminated = CancellationToken::new();

@@ -140,6 +140,8 @@ async fn run_inner(args: RunArgs) -> Result<ExitCode, String> {
     let params = read_params(&args)?;
     let mut config = args.kernel.engine_config_with_bridge()?;
     config.mode = KernelMode::PerCall;
+    // One call: a spare kernel would only take CPU from it.
+    config.spare = evalkit::session::SpareLimits::OFF;
     config.extra_env = args.env.iter().cloned().collect();
     let engine = Arc::new(EvalEngine::new(config));
     let cancel = CancellationToken::new();

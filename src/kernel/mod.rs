@@ -55,8 +55,10 @@ const READ_CHUNK: usize = 1 << 16;
 /// the host reads pipes faster than a busy consumer takes events.
 const EXECUTION_BUFFER: usize = 32;
 
-/// Everything needed to start a kernel.
-#[derive(Debug, Clone)]
+/// Everything needed to start a kernel. Two equal options start equivalent
+/// kernels, which is what lets a warm spare stand in for a fresh start (so
+/// every field that shapes the process belongs here and takes part in `==`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelOptions {
     /// Which runtime runs the cells.
     pub backend: Backend,
@@ -71,8 +73,6 @@ pub struct KernelOptions {
     pub trace: bool,
     /// Where the runner files are written [default: [`runner_files::cache_root`]].
     pub cache_dir: Option<PathBuf>,
-    /// Who answers the cells' bridge calls; `None`: they fail with "no bridge configured".
-    pub bridge: Option<bridge::BridgeHook>,
     /// What the OS enforces around the kernel and everything it starts
     /// (default: nothing). Applied inside every spawn.
     pub sandbox: crate::sandbox::SandboxPolicy,
@@ -104,7 +104,6 @@ impl KernelOptions {
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             trace: std::env::var(IPC_TRACE_VAR).is_ok_and(|v| v == "1"),
             cache_dir: None,
-            bridge: None,
             sandbox: crate::sandbox::SandboxPolicy::default(),
         }
     }
@@ -300,7 +299,9 @@ struct Shared {
     trace: bool,
     /// The request pipe; also written by bridge answers while a cell runs.
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
-    bridge: Option<bridge::BridgeHook>,
+    /// Who answers the cells' bridge calls ([`Kernel::set_bridge`]); `None`:
+    /// they fail with "no bridge configured".
+    bridge: Mutex<Option<bridge::BridgeHook>>,
     bridge_state: Mutex<bridge::BridgeState>,
     /// The kernel's temp dir and cgroups, kept while it lives; they also
     /// tell a death by the memory limit from any other.
@@ -407,7 +408,7 @@ impl Kernel {
             stderr_tail: Mutex::new(String::new()),
             trace: options.trace,
             stdin: tokio::sync::Mutex::new(Some(stdin)),
-            bridge: options.bridge.clone(),
+            bridge: Mutex::new(None),
             bridge_state: Mutex::new(bridge::BridgeState::default()),
             sandbox: guard,
         });
@@ -633,6 +634,13 @@ impl Kernel {
         self.shared.wait_exit(Duration::from_secs(5)).await;
         self.shared.stdin.lock().await.take();
         *self.shared.exit.borrow()
+    }
+
+    /// Who answers this kernel's bridge calls from now on. Set when the kernel
+    /// is given to a session, not at start: a warm spare is started before
+    /// anyone knows which session will take it.
+    pub fn set_bridge(&self, hook: bridge::BridgeHook) {
+        *self.shared.bridge.lock().unwrap() = Some(hook);
     }
 
     /// The runner's pid, which is also its process group id.
@@ -1110,7 +1118,7 @@ impl Reader {
             return;
         };
         self.ensure_started(&cell).await;
-        let Some(hook) = shared.bridge.clone() else {
+        let Some(hook) = shared.bridge.lock().unwrap().clone() else {
             shared.answer_later(protocol::BridgeResult::err(id, "unavailable", bridge::NO_BRIDGE));
             return;
         };

@@ -8,6 +8,8 @@
 //! kernels, keeps the number of live kernels bounded, and recycles kernels
 //! that grew past a memory limit.
 
+pub mod spare;
+
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
@@ -16,6 +18,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::kernel::Kernel;
+pub use spare::{SpareLimits, SparePool};
 
 /// Limits of the pool. Every limit can be turned off with `None`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,12 +171,14 @@ impl Slot {
 pub struct KernelPool {
     limits: PoolLimits,
     slots: Mutex<HashMap<KernelKey, Arc<Slot>>>,
+    /// Kernels being shut down in the background ([`KernelPool::retire`]).
+    retiring: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl KernelPool {
     /// A pool; when a tokio runtime is running, a reaper stops idle kernels.
     pub fn new(limits: PoolLimits) -> Arc<Self> {
-        let pool = Arc::new(KernelPool { limits, slots: Mutex::new(HashMap::new()) });
+        let pool = Arc::new(KernelPool { limits, slots: Mutex::new(HashMap::new()), retiring: Mutex::new(Vec::new()) });
         if let (Some(idle), Ok(handle)) = (limits.idle_timeout, tokio::runtime::Handle::try_current()) {
             handle.spawn(reap_idle(Arc::downgrade(&pool), idle));
         }
@@ -207,11 +212,16 @@ impl KernelPool {
         stopped
     }
 
-    /// Forget a slot and stop its kernel (the end of a per-call call).
+    /// Forget a slot and stop its kernel in the background (the end of a
+    /// per-call call: its result need not wait for the interpreter's exit).
     pub async fn release(&self, key: &KernelKey) {
         let slot = self.slots.lock().unwrap().remove(key);
         if let Some(slot) = slot {
-            slot.dispose().await;
+            slot.disposed.store(true, std::sync::atomic::Ordering::SeqCst);
+            let kernel = slot.current.lock().unwrap().take();
+            if let Some(kernel) = kernel {
+                self.retire(kernel);
+            }
         }
     }
 
@@ -224,6 +234,12 @@ impl KernelPool {
     pub fn kernel_pids(&self) -> Vec<u32> {
         let slots: Vec<Arc<Slot>> = self.slots.lock().unwrap().values().cloned().collect();
         slots.iter().filter_map(|slot| slot.current.lock().unwrap().as_ref().map(|k| k.pid())).collect()
+    }
+
+    /// Live kernels in slots other than `except` (spares are counted by their own pool).
+    pub fn live_count(&self, except: Option<&KernelKey>) -> usize {
+        let slots: Vec<Arc<Slot>> = self.slots.lock().unwrap().values().cloned().collect();
+        slots.iter().filter(|slot| Some(&slot.key) != except && slot.has_kernel()).count()
     }
 
     /// Before starting a kernel in `starting`: stop least recently used idle
@@ -301,6 +317,26 @@ impl KernelPool {
     pub async fn dispose_all(&self) {
         let all: Vec<Arc<Slot>> = self.slots.lock().unwrap().drain().map(|(_, slot)| slot).collect();
         shutdown_slots(all).await;
+        let retiring: Vec<_> = self.retiring.lock().unwrap().drain(..).collect();
+        for task in retiring {
+            let _ = task.await;
+        }
+    }
+
+    /// Shut a kernel that was taken out of its slot down in the background
+    /// (a `reset`: the call goes on at once with the next kernel, often a
+    /// warm spare). [`KernelPool::dispose_all`] waits for these.
+    pub fn retire(&self, kernel: Arc<Kernel>) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            drop(kernel); // dropping the last handle kills the group
+            return;
+        };
+        let task = handle.spawn(async move {
+            kernel.shutdown().await;
+        });
+        let mut retiring = self.retiring.lock().unwrap();
+        retiring.retain(|task| !task.is_finished());
+        retiring.push(task);
     }
 
     async fn reap_idle_once(&self, idle: Duration) {

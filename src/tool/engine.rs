@@ -22,7 +22,7 @@ use crate::output::artifacts::{ArtifactError, ArtifactStore, DEFAULT_MAX_ARTIFAC
 use crate::output::limiter::TextLimits;
 use crate::protocol::DoneStatus;
 use crate::runtime::{self, DiscoveryInput, env};
-use crate::session::{KernelKey, KernelPool, PoolLimits, SlotGuard};
+use crate::session::{KernelKey, KernelPool, PoolLimits, SlotGuard, SpareLimits, SparePool};
 
 /// After an interrupt, how long the kernel gets to finish the cell before it is killed.
 pub const INTERRUPT_ESCALATION: Duration = Duration::from_secs(5);
@@ -114,6 +114,9 @@ pub struct EngineConfig {
     pub extra_env: BTreeMap<String, String>,
     pub text_limits: TextLimits,
     pub pool: PoolLimits,
+    /// Warm spares: kernels started ahead of need for the configurations in
+    /// use (counted in `pool.max_kernels`; `count: 0` turns them off).
+    pub spare: SpareLimits,
     pub artifacts_dir: PathBuf,
     pub max_artifact_bytes: u64,
     /// Artifacts older than this are deleted when the engine starts (`None`: kept).
@@ -145,6 +148,7 @@ impl EngineConfig {
             extra_env: BTreeMap::new(),
             text_limits: TextLimits::default(),
             pool: PoolLimits::default(),
+            spare: SpareLimits::default(),
             artifacts_dir: ArtifactStore::default_root(),
             max_artifact_bytes: DEFAULT_MAX_ARTIFACT_BYTES,
             artifact_retention: Some(DEFAULT_RETENTION),
@@ -203,6 +207,7 @@ pub enum ExportError {
 pub struct EvalEngine {
     config: EngineConfig,
     pool: Arc<KernelPool>,
+    spares: Arc<SparePool>,
     artifacts: Arc<ArtifactStore>,
     calls: AtomicU64,
     /// The watchdog of the cell each session is running, for [`EvalEngine::pause_budget`].
@@ -256,6 +261,7 @@ impl EvalEngine {
         EvalEngine {
             pool: KernelPool::new(config.pool),
             bridge_permits: crate::bridge::Dispatcher::permits_for(&config.bridge),
+            spares: SparePool::new(config.spare),
             artifacts,
             config,
             calls: AtomicU64::new(0),
@@ -286,6 +292,51 @@ impl EvalEngine {
     /// Pids of the retained kernels.
     pub fn kernel_pids(&self) -> Vec<u32> {
         self.pool.kernel_pids()
+    }
+
+    /// Pids of the warm spares that are ready (not yet handed out).
+    pub fn spare_pids(&self) -> Vec<u32> {
+        self.spares.pids()
+    }
+
+    /// Start a warm spare for the default cwd and language now, in the
+    /// background, so the first call does not wait for an interpreter start
+    /// (`evalkit mcp` does this when it starts). Does nothing when spares are
+    /// off or no runtime is found (the first call then reports why).
+    pub async fn prewarm(&self) {
+        if !self.spares.enabled() {
+            return;
+        }
+        let Ok(cwd) = self.resolve_cwd(None) else { return };
+        let runtime = match self.default_language().backend() {
+            Backend::Python => self.resolve_python(&cwd).await.ok(),
+            Backend::Node => self.resolve_node(&cwd).await.ok(),
+        };
+        if let Some(runtime) = runtime {
+            self.fill_spare(&self.kernel_options(&runtime, &cwd));
+        }
+    }
+
+    /// Keep a spare for `options` within the live-kernel limit.
+    fn fill_spare(&self, options: &KernelOptions) {
+        if !self.spares.enabled() {
+            return;
+        }
+        let used = self.pool.live_count(None) + self.spares.len();
+        self.spares.fill(options, self.pool.limits().max_kernels.saturating_sub(used));
+    }
+
+    /// The options a kernel for `runtime` in `cwd` starts with (also the key of its spares).
+    fn kernel_options(&self, runtime: &Runtime, cwd: &Path) -> KernelOptions {
+        let env = env::kernel_env(std::env::vars_os(), &runtime.activation, &self.config.extra_env);
+        let mut options = KernelOptions::for_runtime(runtime, cwd, env);
+        options.startup_timeout = self.config.startup_timeout;
+        options.cache_dir = self.config.runner_cache_dir.clone();
+        options.sandbox = self.config.sandbox.clone();
+        if options.sandbox.mode == crate::sandbox::SandboxMode::WorkspaceWrite {
+            options.sandbox.allow_write.push(self.config.default_cwd.clone());
+        }
+        options
     }
 
     /// `owner` is gone: kernels no other owner holds are shut down. Idempotent.
@@ -472,6 +523,7 @@ impl EvalEngine {
 
     /// Shut every kernel down (host exit, SIGINT/SIGTERM).
     pub async fn dispose_all(&self) {
+        self.spares.dispose_all().await;
         self.pool.dispose_all().await;
     }
 
@@ -738,20 +790,23 @@ impl EvalEngine {
             ));
             kernel.shutdown().await;
         }
+        let options = self.kernel_options(runtime, cwd);
+        let spare = self.spares.take(&options).await;
         if self.config.mode == KernelMode::Session {
+            // Spares hold no state: they give way before any kernel in use.
+            let live = self.pool.live_count(Some(guard.key()));
+            let allowed = self.pool.limits().max_kernels.saturating_sub(live + 1);
+            self.spares.shed(allowed, Some(&options)).await;
             self.pool.make_room(guard.key()).await;
         }
-        let env = env::kernel_env(std::env::vars_os(), &runtime.activation, &self.config.extra_env);
-        let mut options = KernelOptions::for_runtime(runtime, cwd, env);
-        options.startup_timeout = self.config.startup_timeout;
-        options.cache_dir = self.config.runner_cache_dir.clone();
-        options.bridge = Some(self.bridge_hook(&guard.key().session));
-        options.sandbox = self.config.sandbox.clone();
-        if options.sandbox.mode == crate::sandbox::SandboxMode::WorkspaceWrite {
-            options.sandbox.allow_write.push(self.config.default_cwd.clone());
-        }
-        let kernel = Arc::new(Kernel::start(options).await?);
+        let kernel = match spare {
+            Some(kernel) => Arc::new(kernel),
+            None => Arc::new(Kernel::start(options.clone()).await?),
+        };
+        // Bound to the session when handed out: a spare serves whichever session takes it.
+        kernel.set_bridge(self.bridge_hook(&guard.key().session));
         guard.replace_kernel(Some(kernel.clone()));
+        self.fill_spare(&options);
         Ok(kernel)
     }
 
@@ -769,7 +824,7 @@ impl EvalEngine {
         if cell.reset
             && let Some(old) = guard.replace_kernel(None)
         {
-            old.shutdown().await;
+            self.pool.retire(old);
         }
         let failure = |collector: &mut Collector, error: KernelError| {
             let message = error.to_string();
