@@ -4,6 +4,7 @@
 //! - [`backend`] names the runtimes (Python, Node) and how each is found and started.
 //! - [`runtime`] finds the interpreter and builds the kernel's environment.
 //! - [`kernel`] starts, drives, interrupts and stops one runner process.
+//! - [`gateway`] runs Python kernels on a Jupyter gateway instead.
 //! - [`protocol`] defines the frames both sides exchange.
 //! - [`session`] keeps kernels across calls, per session and owner.
 //! - [`tool`] is the eval tool: [`tool::EvalEngine`] runs calls of cells.
@@ -11,6 +12,7 @@
 //! - [`notebook`] reads and writes `.ipynb` files and records sessions as notebooks.
 
 pub mod backend;
+pub mod gateway;
 pub mod kernel;
 pub mod mcp;
 pub mod notebook;

@@ -1,6 +1,7 @@
 //! Command-line interface: argument parsing and one module per subcommand.
 
 mod artifact;
+mod gateway;
 mod mcp;
 mod notebook;
 mod repl;
@@ -30,6 +31,11 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Print the full output an earlier call saved (`artifact://<id>`).
     Artifact(artifact::ArtifactArgs),
+    /// Show or stop the shared local Jupyter gateway (`--backend gateway`).
+    Gateway {
+        #[command(subcommand)]
+        what: gateway::GatewayCommand,
+    },
     /// Check or prepare what evalkit needs.
     Setup {
         #[command(subcommand)]
@@ -49,6 +55,10 @@ pub struct KernelArgs {
     /// Node.js to run JavaScript cells with (skips the PATH lookup) [env: EVALKIT_NODE].
     #[arg(long, value_name = "PATH")]
     pub node: Option<String>,
+    /// Where Python kernels run: `process` (a runner process each) or `gateway` (a Jupyter gateway:
+    /// EVALKIT_GATEWAY_URL if set, else the shared local one) [env: EVALKIT_BACKEND].
+    #[arg(long, value_name = "process|gateway")]
+    pub backend: Option<String>,
 }
 
 impl KernelArgs {
@@ -68,7 +78,20 @@ impl KernelArgs {
         let mut config = evalkit::tool::EngineConfig::new(self.cwd()?);
         config.python = self.explicit_python();
         config.node = self.node.clone();
+        config.transport = self.transport()?;
         Ok(config)
+    }
+
+    /// `--backend`, else `$EVALKIT_BACKEND`, with `$EVALKIT_GATEWAY_URL` / `$EVALKIT_GATEWAY_TOKEN`.
+    pub fn transport(&self) -> Result<evalkit::kernel::Transport, String> {
+        use evalkit::gateway::{self, GatewaySetting};
+        let backend = self.backend.clone().or_else(|| std::env::var(gateway::BACKEND_VAR).ok());
+        let url = std::env::var(gateway::URL_VAR).ok().filter(|url| !url.trim().is_empty());
+        let token = std::env::var(gateway::TOKEN_VAR).ok().filter(|token| !token.trim().is_empty());
+        Ok(match GatewaySetting::choose(backend.as_deref(), url, token)? {
+            Some(setting) => evalkit::kernel::Transport::Gateway(setting),
+            None => evalkit::kernel::Transport::Process,
+        })
     }
 
     /// `--python`, else `$EVALKIT_PYTHON`.
@@ -96,6 +119,7 @@ pub async fn dispatch(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Run(args) => run::run(args).await,
         Command::Setup { what } => setup::setup(what).await,
+        Command::Gateway { what } => gateway::gateway(what).await,
         Command::Artifact(args) => artifact::artifact(args),
         Command::Mcp(args) => mcp::mcp(args).await,
         Command::Repl(args) => repl::repl(args).await,

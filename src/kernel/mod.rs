@@ -13,6 +13,7 @@
 //! [`KernelError::Died`] with the exit status.
 
 pub mod channel;
+pub mod handle;
 pub mod process;
 pub mod runner_files;
 
@@ -33,6 +34,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::backend::{Backend, Runtime};
 use crate::protocol::{self, DoneStatus, ExecuteRequest, MimeBundle, RunnerFrame};
+pub use handle::{KernelHandle, SharedKernel, Transport};
 pub use process::ExitInfo;
 
 /// Default bound on spawn → ready → init → prelude.

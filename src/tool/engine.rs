@@ -15,7 +15,7 @@ use super::params::{EvalParams, Language, ParamsError, PlannedCell};
 use super::result::{CellReport, CellStatus, Collector, ErrorSummary, EvalEvent, EvalResult};
 use super::watchdog::{PauseGuard, Watchdog};
 use crate::backend::{self, Backend, Runtime};
-use crate::kernel::{Completeness, ExecEvent, ExecuteOptions, Kernel, KernelError, KernelOptions};
+use crate::kernel::{Completeness, ExecEvent, ExecuteOptions, KernelError, KernelHandle, KernelOptions, Transport};
 use crate::notebook::{History, HistoryLimits, Notebook, RecordedCell};
 use crate::output::artifacts::{ArtifactError, ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES, DEFAULT_RETENTION};
 use crate::output::limiter::TextLimits;
@@ -125,6 +125,9 @@ pub struct EngineConfig {
     /// see [`crate::kernel::runner_files::cache_root`]). Lets a host or a test
     /// keep its own copy.
     pub runner_cache_dir: Option<PathBuf>,
+    /// How Python kernels are reached: runner processes, or a Jupyter gateway
+    /// (`EVALKIT_GATEWAY_URL` / `EVALKIT_BACKEND=gateway`; an unreadable value keeps processes).
+    pub transport: Transport,
 }
 
 impl EngineConfig {
@@ -146,6 +149,7 @@ impl EngineConfig {
             startup_timeout: crate::kernel::DEFAULT_STARTUP_TIMEOUT,
             history: HistoryLimits::default(),
             runner_cache_dir: None,
+            transport: Transport::from_env().unwrap_or_default(),
         }
     }
 }
@@ -661,13 +665,13 @@ impl EvalEngine {
         runtime: &Runtime,
         cwd: &Path,
         guard: &mut SlotGuard<'_>,
-    ) -> Result<Arc<Kernel>, KernelError> {
+    ) -> Result<Arc<KernelHandle>, KernelError> {
         if let Some(kernel) = guard.kernel() {
             if kernel.is_alive() {
                 return Ok(kernel);
             }
             guard.replace_kernel(None);
-            let exit = kernel.exit_info().map(|e| e.to_string()).unwrap_or_else(|| "it stopped".into());
+            let exit = kernel.exit_description().unwrap_or_else(|| "it stopped".into());
             guard.add_note(format!(
                 "The previous kernel had died ({exit}); a new one was started and earlier state is lost."
             ));
@@ -680,7 +684,7 @@ impl EvalEngine {
         let mut options = KernelOptions::for_runtime(runtime, cwd, env);
         options.startup_timeout = self.config.startup_timeout;
         options.cache_dir = self.config.runner_cache_dir.clone();
-        let kernel = Arc::new(Kernel::start(options).await?);
+        let kernel = Arc::new(KernelHandle::start(options, &self.config.transport).await?);
         guard.replace_kernel(Some(kernel.clone()));
         Ok(kernel)
     }
