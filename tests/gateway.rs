@@ -52,6 +52,11 @@ async fn cells_run_on_a_kernel_gateway_as_on_local_kernels() {
 /// What every gateway must do like a local kernel.
 async fn check_cells(f: &Fixture) {
     let engine = &f.engine;
+    // A project extension module runs after the prelude.
+    let modules = f.dir.path().join(".evalkit/modules");
+    std::fs::create_dir_all(&modules).unwrap();
+    std::fs::write(modules.join("extra.py"), "def extra():\n    return 'extra ok'\n").unwrap();
+    assert_eq!(eval(engine, "extra()").await.text, "'extra ok'\n");
     // State across calls, cwd, environment and sys.path set by the setup code.
     let first = eval(
         engine,
@@ -63,7 +68,7 @@ async fn check_cells(f: &Fixture) {
     assert_eq!(first.text, format!("{}\nfrom-the-host\nTrue\n", cwd.display()));
     let second = eval(engine, "x + 1").await;
     assert_eq!(second.text, "42\n");
-    assert_eq!(second.cells[0].execution_count, Some(2));
+    assert_eq!(second.cells[0].execution_count, Some(3));
 
     // Streams in order, a display, a status event from the prelude, an image.
     let rich = eval(

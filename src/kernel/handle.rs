@@ -57,12 +57,47 @@ pub enum KernelHandle {
 impl KernelHandle {
     /// Start a kernel of `options.backend` over `transport` (gateways carry
     /// Python only: other backends always get a process).
+    /// Python kernels then run the extension modules ([`super::extensions`]).
     pub async fn start(options: KernelOptions, transport: &Transport) -> Result<KernelHandle, KernelError> {
-        match transport {
-            Transport::Gateway(setting) if options.backend == Backend::Python => {
-                Ok(KernelHandle::Gateway(GatewayKernel::start(options, setting).await?))
+        let extensions =
+            match options.backend {
+                Backend::Python => super::extensions::find(&options.cwd).map_err(|reason| {
+                    KernelError::StartupFailed { backend: options.backend, reason, stderr_tail: String::new() }
+                })?,
+                Backend::Node => Vec::new(),
+            };
+        let backend = options.backend;
+        let kernel = match transport {
+            Transport::Gateway(setting) if backend == Backend::Python => {
+                KernelHandle::Gateway(GatewayKernel::start(options, setting).await?)
             }
-            _ => Ok(KernelHandle::Process(Kernel::start(options).await?)),
+            _ => KernelHandle::Process(Kernel::start(options).await?),
+        };
+        if let Some(code) = super::extensions::load_code(&extensions)
+            && let Err(error) = kernel.run_setup(&code).await
+        {
+            kernel.shutdown().await;
+            return Err(error);
+        }
+        Ok(kernel)
+    }
+
+    /// Run host-side setup code; a Python error fails the start with its message.
+    async fn run_setup(&self, code: &str) -> Result<(), KernelError> {
+        let options = ExecuteOptions { silent: true, internal: true, ..Default::default() };
+        let output = self.execute_with(code, options).await?.collect().await?;
+        match output.errors().first() {
+            None => Ok(()),
+            Some(error) => Err(KernelError::StartupFailed {
+                backend: Backend::Python,
+                reason: format!(
+                    "an extension module failed: {}: {}\n{}",
+                    error.ename,
+                    error.evalue,
+                    error.traceback.concat().trim_end()
+                ),
+                stderr_tail: String::new(),
+            }),
         }
     }
 

@@ -13,6 +13,7 @@
 //! [`KernelError::Died`] with the exit status.
 
 pub mod channel;
+pub mod extensions;
 pub mod handle;
 pub mod process;
 pub mod runner_files;
