@@ -62,7 +62,7 @@ impl TestGateway {
                 .stdin(Stdio::null())
                 .stdout(std::fs::File::create(&log).unwrap())
                 .stderr(std::fs::File::options().append(true).open(&log).unwrap());
-            if !rate_limit {
+            if !rate_limit && flavor == Flavor::KernelGateway {
                 command
                     .arg("--ZMQChannelsWebsocketConnection.limit_rate=False")
                     .arg("--ZMQChannelsWebsocketConnection.iopub_data_rate_limit=0");
