@@ -127,7 +127,18 @@ impl GatewayKernel {
         let env = init::env_for_kernel(&options.env, local);
         let start_env = init::start_env(&env, &init::username());
         let limit = options.startup_timeout;
-        let kernel_id = client.create_kernel(&kernel_name(), &start_env, limit).await.map_err(startup_error)?;
+        let mut client = client;
+        let kernel_id = match client.create_kernel(&kernel_name(), &start_env, limit).await {
+            // The shared gateway ran out of file descriptors (EMFILE): it cannot
+            // recover by itself, so it is replaced by a fresh one, once.
+            Err(error) if local && error.to_string().contains("Too many open files") => {
+                tracing::warn!(target: "evalkit::gateway", "the shared gateway hit EMFILE; restarting it");
+                let endpoint = local::restart(&options.program, &options.env).await.map_err(startup_error)?;
+                client = GatewayClient::new(endpoint).map_err(startup_error)?;
+                client.create_kernel(&kernel_name(), &start_env, limit).await.map_err(startup_error)?
+            }
+            other => other.map_err(startup_error)?,
+        };
         let started = tokio::time::timeout(limit, async {
             let kernel = GatewayKernel::connect(client.clone(), kernel_id.clone(), options.cwd.clone()).await?;
             kernel.run_internal(&init::setup_code(&options.cwd, &env, local)).await?;

@@ -236,6 +236,13 @@ pub async fn acquire(python: &Path, env: &BTreeMap<String, String>) -> Result<En
     Ok(info.endpoint())
 }
 
+/// Replace the shared gateway with a new one (it ran out of file
+/// descriptors, say); kernels on the old one are lost.
+pub async fn restart(python: &Path, env: &BTreeMap<String, String>) -> Result<Endpoint, String> {
+    stop().await?;
+    acquire(python, env).await
+}
+
 /// Whether the recorded gateway lives and answers with its token.
 pub async fn healthy(info: &GatewayInfo) -> bool {
     if !is_gateway_process(info.pid) {
