@@ -1,7 +1,7 @@
 //! evalkit against Jupyter and against the physical floor, in one run.
 //!
 //! `bench/run` provisions the Jupyter baseline and calls this with
-//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,sandbox,warm,js,output,bulk,spare,interrupt,ladder,concurrency]`. Each scenario
+//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,sandbox,warm,js,output,bulk,spare,gateway,interrupt,ladder,concurrency]`. Each scenario
 //! interleaves evalkit and its baselines (A B A B …) so machine drift
 //! cancels out, then prints median / p90 and the ratio evalkit ÷ baseline,
 //! and writes the table as JSON and Markdown.
@@ -643,6 +643,112 @@ async fn spare_rows(plan: &Plan, setup: &Setup, report: &mut Report) {
     }
 }
 
+/// The gateway backend on the shared local gateway (in `EVALKIT_GATEWAY_DIR`; bench/run puts it in
+/// bench/.gateway), beside local kernels and jupyter_client: cold start with no gateway running and
+/// with the gateway up, warm round trip, interrupt, and large output.
+async fn gateway_backend(
+    plan: &Plan,
+    setup: &Setup,
+    jupyter_python: &Path,
+    jupyter: &mut Jupyter,
+    report: &mut Report,
+) {
+    use evalkit::gateway::{GatewaySetting, local};
+    use evalkit::kernel::{KernelHandle, Transport};
+    let transport = Transport::Gateway(GatewaySetting::SharedLocal);
+    let options = KernelOptions::new(jupyter_python, &setup.cwd, setup.env.clone());
+    let first = |options: KernelOptions| {
+        let transport = transport.clone();
+        async move {
+            let started = Instant::now();
+            let kernel = KernelHandle::start(options, &transport).await.unwrap_or_else(|e| panic!("{e}"));
+            let output = kernel.execute("1+1").await.unwrap().collect().await.unwrap();
+            assert_eq!(output.results(), ["2"]);
+            (kernel, started.elapsed().as_secs_f64() * 1000.0)
+        }
+    };
+    let (mut from_nothing, mut gateway_up, mut local_cold, mut jupyter_cold) = (
+        Series::new("evalkit gateway"),
+        Series::new("evalkit gateway"),
+        Series::new("evalkit process"),
+        Series::new("jupyter_client"),
+    );
+    for _ in 0..plan.cold_runs {
+        let _ = local::stop().await;
+        let (kernel, ms) = first(options.clone()).await;
+        from_nothing.values.push(ms);
+        kernel.shutdown().await;
+        let (kernel, ms) = first(options.clone()).await;
+        gateway_up.values.push(ms);
+        kernel.shutdown().await;
+        let (kernel, ms) = first_result(setup).await;
+        local_cold.values.push(ms);
+        kernel.shutdown().await;
+        jupyter_cold.values.push(jupyter.call(json!({"op": "cold"})).await["ms"].as_f64().unwrap());
+    }
+    report.add("gateway cold start, no gateway", "ms", false, &from_nothing, Some(&jupyter_cold), "");
+    report.add("gateway cold start, gateway up", "ms", false, &gateway_up, Some(&jupyter_cold), "");
+    report.add("gateway cold start, gateway up", "ms", false, &gateway_up, Some(&local_cold), "");
+
+    let (kernel, _) = first(options.clone()).await;
+    let (local_kernel, _) = first_result(setup).await;
+    jupyter.call(json!({"op": "start"})).await;
+    let (mut warm, mut local_warm, mut jupyter_warm) =
+        (Series::new("evalkit gateway"), Series::new("evalkit process"), Series::new("jupyter_client"));
+    for _ in 0..20 {
+        kernel.execute("1+1").await.unwrap().collect().await.unwrap();
+    }
+    let rounds = plan.warm_iterations.min(200);
+    for _ in 0..rounds {
+        let started = Instant::now();
+        kernel.execute("1+1").await.unwrap().collect().await.unwrap();
+        warm.values.push(started.elapsed().as_secs_f64() * 1000.0);
+        let started = Instant::now();
+        local_kernel.execute("1+1").await.unwrap().collect().await.unwrap();
+        local_warm.values.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    jupyter_warm.values.extend(ms_list(&jupyter.call(json!({"op": "roundtrip", "n": rounds.min(50)})).await));
+    report.add("gateway warm round trip of 1+1", "ms", false, &warm, Some(&local_warm), "");
+    report.add("gateway warm round trip of 1+1", "ms", false, &warm, Some(&jupyter_warm), "");
+
+    let (mut interrupt, mut jupyter_interrupt) = (Series::new("evalkit gateway"), Series::new("jupyter_client"));
+    for _ in 0..plan.interrupt_runs {
+        let mut execution = kernel.execute("while True: pass").await.unwrap();
+        assert!(matches!(execution.next().await, Some(Ok(ExecEvent::Started))));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let started = Instant::now();
+        kernel.interrupt().unwrap();
+        let output = execution.collect().await.unwrap();
+        interrupt.values.push(started.elapsed().as_secs_f64() * 1000.0);
+        assert!(output.done.cancelled);
+        jupyter_interrupt.values.push(jupyter.call(json!({"op": "interrupt"})).await["ms"].as_f64().unwrap());
+    }
+    report.add("gateway interrupt → cancelled result", "ms", false, &interrupt, Some(&jupyter_interrupt), "");
+
+    let megabytes = if plan.quick { plan.output_mb } else { 100 };
+    let code = format!("line = 'x' * 99\nfor _ in range({}):\n    print(line)", megabytes * 10_000);
+    let (mut output_gateway, mut output_local) = (Series::new("evalkit gateway"), Series::new("evalkit process"));
+    for (series, handle) in [(&mut output_gateway, Some(&kernel)), (&mut output_local, None)] {
+        let started = Instant::now();
+        let mut execution = match handle {
+            Some(kernel) => kernel.execute(&code).await.unwrap(),
+            None => local_kernel.execute(&code).await.unwrap(),
+        };
+        let mut bytes = 0usize;
+        while let Some(event) = execution.next().await {
+            if let Ok(ExecEvent::Stdout(text)) = event {
+                bytes += text.len();
+            }
+        }
+        assert_eq!(bytes, megabytes * 1_000_000, "all output arrives");
+        series.values.push(megabytes as f64 / started.elapsed().as_secs_f64());
+    }
+    report.add(&format!("gateway: {megabytes} MB of print()"), "MB/s", true, &output_gateway, Some(&output_local), "");
+    kernel.shutdown().await;
+    local_kernel.shutdown().await;
+    let _ = local::stop().await;
+}
+
 async fn interrupt_latency(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, report: &mut Report) {
     jupyter.call(json!({"op": "start"})).await;
     let (kernel, _) = first_result(setup).await;
@@ -809,6 +915,9 @@ async fn main() {
     }
     if wanted("spare") {
         spare_rows(&plan, &setup, &mut report).await;
+    }
+    if wanted("gateway") {
+        gateway_backend(&plan, &setup, &jupyter_python, &mut jupyter, &mut report).await;
     }
     if wanted("interrupt") {
         interrupt_latency(&plan, &setup, &mut jupyter, &mut report).await;

@@ -4,6 +4,7 @@
 //! - [`backend`] names the runtimes (Python, Node) and how each is found and started.
 //! - [`runtime`] finds the interpreter and builds the kernel's environment.
 //! - [`kernel`] starts, drives, interrupts and stops one runner process.
+//! - [`gateway`] runs Python kernels on a Jupyter gateway instead.
 //! - [`protocol`] defines the frames both sides exchange.
 //! - [`session`] keeps kernels across calls, per session and owner.
 //! - [`bridge`] answers cells' `completion()`/`agent()`/`tool()` calls back into the host.
@@ -14,6 +15,7 @@
 pub mod backend;
 pub mod bridge;
 pub mod doctor;
+pub mod gateway;
 pub mod install;
 pub mod kernel;
 pub mod mcp;

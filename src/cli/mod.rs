@@ -3,6 +3,7 @@
 mod artifact;
 mod docs;
 mod doctor;
+mod gateway;
 mod install;
 mod mcp;
 mod notebook;
@@ -47,6 +48,11 @@ enum Command {
     Completions(docs::CompletionsArgs),
     /// Print the man page (roff): `evalkit man > evalkit.1`.
     Man,
+    /// Show or stop the shared local Jupyter gateway (`--backend gateway`).
+    Gateway {
+        #[command(subcommand)]
+        what: gateway::GatewayCommand,
+    },
     /// Check or prepare what evalkit needs.
     Setup {
         #[command(subcommand)]
@@ -84,6 +90,10 @@ pub struct KernelArgs {
     /// Processes and threads for each kernel and everything it starts [env: EVALKIT_MAX_PROCESSES].
     #[arg(long, value_name = "N")]
     pub max_processes: Option<u64>,
+    /// Where Python kernels run: `process` (a runner process each) or `gateway` (a Jupyter gateway:
+    /// EVALKIT_GATEWAY_URL if set, else the shared local one) [env: EVALKIT_BACKEND].
+    #[arg(long, value_name = "process|gateway")]
+    pub backend: Option<String>,
 }
 
 impl KernelArgs {
@@ -104,6 +114,7 @@ impl KernelArgs {
         config.python = self.explicit_python();
         config.node = self.node.clone();
         config.sandbox = self.sandbox_policy()?;
+        config.transport = self.transport()?;
         Ok(config)
     }
 
@@ -143,6 +154,18 @@ impl KernelArgs {
         Ok(policy.resolved(&self.cwd()?))
     }
 
+    /// `--backend`, else `$EVALKIT_BACKEND`, with `$EVALKIT_GATEWAY_URL` / `$EVALKIT_GATEWAY_TOKEN`.
+    pub fn transport(&self) -> Result<evalkit::kernel::Transport, String> {
+        use evalkit::gateway::{self, GatewaySetting};
+        let backend = self.backend.clone().or_else(|| std::env::var(gateway::BACKEND_VAR).ok());
+        let url = std::env::var(gateway::URL_VAR).ok().filter(|url| !url.trim().is_empty());
+        let token = std::env::var(gateway::TOKEN_VAR).ok().filter(|token| !token.trim().is_empty());
+        Ok(match GatewaySetting::choose(backend.as_deref(), url, token)? {
+            Some(setting) => evalkit::kernel::Transport::Gateway(setting),
+            None => evalkit::kernel::Transport::Process,
+        })
+    }
+
     /// `--python`, else `$EVALKIT_PYTHON`.
     pub fn explicit_python(&self) -> Option<String> {
         self.python.clone().or_else(|| std::env::var("EVALKIT_PYTHON").ok().filter(|v| !v.trim().is_empty()))
@@ -168,6 +191,7 @@ pub async fn dispatch(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Run(args) => run::run(args).await,
         Command::Setup { what } => setup::setup(what).await,
+        Command::Gateway { what } => gateway::gateway(what).await,
         Command::Artifact(args) => artifact::artifact(args),
         Command::Doctor(args) => doctor::doctor(args).await,
         Command::Install(args) => install::install(args),

@@ -29,12 +29,22 @@ pub enum SetupCommand {
         #[command(flatten)]
         kernel: KernelArgs,
     },
+    /// Install what the shared local Jupyter gateway needs (jupyter_kernel_gateway, ipykernel)
+    /// into the interpreter evalkit resolves (creating ~/.evalkit/python-env first if none is found).
+    Gateway {
+        /// Only report whether they are installed.
+        #[arg(long)]
+        check: bool,
+        #[command(flatten)]
+        kernel: KernelArgs,
+    },
 }
 
 pub async fn setup(command: SetupCommand) -> ExitCode {
     let (check, kernel) = match command {
         SetupCommand::Python { check, kernel } => (check, kernel),
         SetupCommand::Node { check: _, kernel } => return setup_node(kernel).await,
+        SetupCommand::Gateway { check, kernel } => return super::gateway::setup_gateway(check, kernel).await,
     };
     let cwd = match kernel.cwd() {
         Ok(cwd) => cwd,
@@ -94,7 +104,7 @@ fn print_sandbox(kernel: &KernelArgs) {
 }
 
 /// `python3 -m venv ~/.evalkit/python-env` with any python3 on PATH.
-async fn create_managed_env(input: &DiscoveryInput) -> Result<(), String> {
+pub(super) async fn create_managed_env(input: &DiscoveryInput) -> Result<(), String> {
     let home = input.home.as_ref().ok_or("no home folder to create ~/.evalkit/python-env in")?;
     let root = discovery::managed_env_root(home);
     let base = ["python3", "python"]

@@ -14,6 +14,8 @@
 
 pub mod bridge;
 pub mod channel;
+pub mod extensions;
+pub mod handle;
 pub mod process;
 pub mod runner_files;
 
@@ -34,6 +36,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::backend::{Backend, Runtime};
 use crate::protocol::{self, DoneStatus, ExecuteRequest, MimeBundle, RunnerFrame};
+pub use handle::{KernelHandle, SharedKernel, Transport};
 pub use process::ExitInfo;
 
 /// Default bound on spawn → ready → init → prelude.

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::kernel::Kernel;
+use crate::kernel::KernelHandle as Kernel;
 pub use spare::{SpareLimits, SparePool};
 
 /// Limits of the pool. Every limit can be turned off with `None`.
@@ -233,7 +233,7 @@ impl KernelPool {
     /// Pids of the live kernels (for diagnostics and tests).
     pub fn kernel_pids(&self) -> Vec<u32> {
         let slots: Vec<Arc<Slot>> = self.slots.lock().unwrap().values().cloned().collect();
-        slots.iter().filter_map(|slot| slot.current.lock().unwrap().as_ref().map(|k| k.pid())).collect()
+        slots.iter().filter_map(|slot| slot.current.lock().unwrap().as_ref().and_then(|k| k.pid())).collect()
     }
 
     /// Live kernels in slots other than `except` (spares are counted by their own pool).
@@ -273,7 +273,7 @@ impl KernelPool {
     /// After a call: restart the kernel if it grew past the memory limit.
     pub async fn recycle_if_bloated(&self, guard: &mut SlotGuard<'_>) {
         let (Some(limit), Some(kernel)) = (self.limits.rss_limit_bytes, guard.kernel()) else { return };
-        let Some(rss) = resident_bytes(kernel.pid()) else { return };
+        let Some(rss) = kernel.pid().and_then(resident_bytes) else { return };
         if rss <= limit {
             return;
         }
@@ -309,7 +309,10 @@ impl KernelPool {
     pub fn kernels_of(&self, session: &str) -> Vec<(KernelKey, Option<u32>)> {
         let slots: Vec<Arc<Slot>> =
             self.slots.lock().unwrap().values().filter(|slot| slot.key.session == session).cloned().collect();
-        slots.iter().map(|slot| (slot.key.clone(), slot.current.lock().unwrap().as_ref().map(|k| k.pid()))).collect()
+        slots
+            .iter()
+            .map(|slot| (slot.key.clone(), slot.current.lock().unwrap().as_ref().and_then(|k| k.pid())))
+            .collect()
     }
 
     /// Shut every kernel down (host exit). Waits for running calls' kernels

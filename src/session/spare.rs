@@ -19,7 +19,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::kernel::{Kernel, KernelError, KernelOptions};
+use crate::kernel::{KernelError, KernelHandle as Kernel, KernelOptions, Transport};
 
 /// How many spares to keep, and for how long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,12 +50,14 @@ struct Spare {
 }
 
 impl Spare {
-    fn start(handle: &tokio::runtime::Handle, options: KernelOptions) -> Spare {
+    fn start(handle: &tokio::runtime::Handle, options: KernelOptions, transport: Transport) -> Spare {
         let pid = Arc::new(OnceLock::new());
         let ready = pid.clone();
         let task = handle.spawn(async move {
-            let kernel = Kernel::start(options).await?;
-            let _ = ready.set(kernel.pid());
+            let kernel = Kernel::start(options, &transport).await?;
+            if let Some(pid) = kernel.pid() {
+                let _ = ready.set(pid);
+            }
             Ok(kernel)
         });
         Spare { task, pid }
@@ -73,6 +75,8 @@ struct Entry {
 /// Every spare of one engine.
 pub struct SparePool {
     limits: SpareLimits,
+    /// How the spares are reached (the engine's one transport).
+    transport: Transport,
     entries: Mutex<Vec<Entry>>,
     closed: AtomicBool,
 }
@@ -86,8 +90,9 @@ impl std::fmt::Debug for SparePool {
 impl SparePool {
     /// A pool; when a tokio runtime is running and spares expire, a reaper
     /// shuts down the spares of configurations nobody asked for lately.
-    pub fn new(limits: SpareLimits) -> Arc<Self> {
-        let pool = Arc::new(SparePool { limits, entries: Mutex::new(Vec::new()), closed: AtomicBool::new(false) });
+    pub fn new(limits: SpareLimits, transport: Transport) -> Arc<Self> {
+        let pool =
+            Arc::new(SparePool { limits, transport, entries: Mutex::new(Vec::new()), closed: AtomicBool::new(false) });
         if let (Some(idle), Ok(handle), true) = (limits.idle, tokio::runtime::Handle::try_current(), limits.count > 0) {
             handle.spawn(reap_idle(Arc::downgrade(&pool), idle));
         }
@@ -163,7 +168,7 @@ impl SparePool {
         entry.last_wanted = Instant::now();
         let missing = self.limits.count.saturating_sub(entry.spares.len()).min(room);
         for _ in 0..missing {
-            entry.spares.push_back(Spare::start(&handle, options.clone()));
+            entry.spares.push_back(Spare::start(&handle, options.clone(), self.transport.clone()));
         }
     }
 

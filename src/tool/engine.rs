@@ -16,7 +16,7 @@ use super::result::{CellReport, CellStatus, Collector, ErrorSummary, EvalEvent, 
 use super::run::{RunRegistry, RunShared};
 use super::watchdog::{PauseGuard, Watchdog};
 use crate::backend::{self, Backend, Runtime};
-use crate::kernel::{Completeness, ExecEvent, ExecuteOptions, Kernel, KernelError, KernelOptions};
+use crate::kernel::{Completeness, ExecEvent, ExecuteOptions, KernelError, KernelHandle, KernelOptions, Transport};
 use crate::notebook::{History, HistoryLimits, Notebook, RecordedCell};
 use crate::output::artifacts::{ArtifactError, ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES, DEFAULT_RETENTION};
 use crate::output::limiter::TextLimits;
@@ -134,6 +134,9 @@ pub struct EngineConfig {
     /// What the OS enforces around every kernel (default: nothing). In
     /// `workspace-write` mode the workspace is `default_cwd`'s tree.
     pub sandbox: crate::sandbox::SandboxPolicy,
+    /// How Python kernels are reached: runner processes, or a Jupyter gateway
+    /// (`EVALKIT_GATEWAY_URL` / `EVALKIT_BACKEND=gateway`; an unreadable value keeps processes).
+    pub transport: Transport,
 }
 
 impl EngineConfig {
@@ -158,6 +161,7 @@ impl EngineConfig {
             runner_cache_dir: None,
             bridge: crate::bridge::BridgeConfig { bridge: None, limits: crate::bridge::BridgeLimits::from_env() },
             sandbox: crate::sandbox::SandboxPolicy::default(),
+            transport: Transport::from_env().unwrap_or_default(),
         }
     }
 }
@@ -261,7 +265,7 @@ impl EvalEngine {
         EvalEngine {
             pool: KernelPool::new(config.pool),
             bridge_permits: crate::bridge::Dispatcher::permits_for(&config.bridge),
-            spares: SparePool::new(config.spare),
+            spares: SparePool::new(config.spare, config.transport.clone()),
             artifacts,
             config,
             calls: AtomicU64::new(0),
@@ -778,13 +782,13 @@ impl EvalEngine {
         runtime: &Runtime,
         cwd: &Path,
         guard: &mut SlotGuard<'_>,
-    ) -> Result<Arc<Kernel>, KernelError> {
+    ) -> Result<Arc<KernelHandle>, KernelError> {
         if let Some(kernel) = guard.kernel() {
             if kernel.is_alive() {
                 return Ok(kernel);
             }
             guard.replace_kernel(None);
-            let exit = kernel.exit_info().map(|e| e.to_string()).unwrap_or_else(|| "it stopped".into());
+            let exit = kernel.exit_description().unwrap_or_else(|| "it stopped".into());
             guard.add_note(format!(
                 "The previous kernel had died ({exit}); a new one was started and earlier state is lost."
             ));
@@ -801,7 +805,7 @@ impl EvalEngine {
         }
         let kernel = match spare {
             Some(kernel) => Arc::new(kernel),
-            None => Arc::new(Kernel::start(options.clone()).await?),
+            None => Arc::new(KernelHandle::start(options.clone(), &self.config.transport).await?),
         };
         // Bound to the session when handed out: a spare serves whichever session takes it.
         kernel.set_bridge(self.bridge_hook(&guard.key().session));

@@ -2,6 +2,8 @@
 //! and a look at /proc to prove no process is left behind.
 #![allow(dead_code)]
 
+pub mod gateway;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -1,0 +1,119 @@
+//! `evalkit gateway status|stop`: the shared local Jupyter gateway; and
+//! `evalkit setup gateway [--check]`: what it needs installed.
+
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use evalkit::gateway::local;
+use evalkit::runtime::{self, DiscoveryInput};
+
+use super::KernelArgs;
+
+#[derive(Debug, Subcommand)]
+pub enum GatewayCommand {
+    /// Whether the shared gateway runs and answers, its URL, pid, kernels and interpreter.
+    Status,
+    /// Stop the shared gateway and the kernels it runs (the next gateway call starts a new one).
+    Stop,
+}
+
+pub async fn gateway(command: GatewayCommand) -> ExitCode {
+    match command {
+        GatewayCommand::Status => {
+            println!("{}", local::status().await);
+            ExitCode::SUCCESS
+        }
+        GatewayCommand::Stop => match local::stop().await {
+            Ok(true) => {
+                println!("stopped the shared gateway");
+                ExitCode::SUCCESS
+            }
+            Ok(false) => {
+                println!("no shared gateway is recorded in {}", local::dir().display());
+                ExitCode::SUCCESS
+            }
+            Err(message) => {
+                eprintln!("evalkit: {message}");
+                ExitCode::from(1)
+            }
+        },
+    }
+}
+
+/// Check, or install, jupyter_kernel_gateway and ipykernel for the resolved interpreter.
+pub async fn setup_gateway(check: bool, kernel: KernelArgs) -> ExitCode {
+    let cwd = match kernel.cwd() {
+        Ok(cwd) => cwd,
+        Err(message) => {
+            eprintln!("evalkit: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let input = DiscoveryInput::from_env(cwd, kernel.explicit_python());
+    let skip = runtime::skip_check_from_env();
+    let resolve = {
+        let input = input.clone();
+        move || runtime::resolve(&input, skip)
+    };
+    let mut found = tokio::task::spawn_blocking(resolve.clone()).await.expect("discovery does not panic");
+    if found.is_err() && !check {
+        if let Err(message) = super::setup::create_managed_env(&input).await {
+            eprintln!("evalkit: {message}");
+        }
+        found = tokio::task::spawn_blocking(resolve).await.expect("discovery does not panic");
+    }
+    let python = match found {
+        Ok(python) => python.executable,
+        Err(error) => {
+            eprintln!("evalkit: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    match local::check_modules(&python).await {
+        Ok(version) => {
+            println!("jupyter_kernel_gateway {version} and ipykernel are installed in {}", python.display());
+            return ExitCode::SUCCESS;
+        }
+        Err(message) if check => {
+            eprintln!("evalkit: {message}");
+            return ExitCode::from(1);
+        }
+        Err(_) => {}
+    }
+    eprintln!("evalkit: installing jupyter_kernel_gateway and ipykernel into {}", python.display());
+    let packages = ["jupyter_kernel_gateway", "ipykernel"];
+    let pip = tokio::process::Command::new(&python)
+        .args(["-m", "pip", "install"])
+        .args(packages)
+        .stdin(std::process::Stdio::null())
+        .status()
+        .await;
+    if !pip.is_ok_and(|status| status.success()) {
+        // A venv made by uv has no pip: let uv install into it.
+        let uv = tokio::process::Command::new("uv")
+            .args(["pip", "install", "--python"])
+            .arg(&python)
+            .args(packages)
+            .stdin(std::process::Stdio::null())
+            .status()
+            .await;
+        if !uv.is_ok_and(|status| status.success()) {
+            eprintln!(
+                "evalkit: could not install them with pip or uv; run `{}` with {}",
+                local::INSTALL_HINT,
+                python.display()
+            );
+            return ExitCode::from(1);
+        }
+    }
+    match local::check_modules(&python).await {
+        Ok(version) => {
+            println!("jupyter_kernel_gateway {version} and ipykernel are installed in {}", python.display());
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("evalkit: {message}");
+            ExitCode::from(1)
+        }
+    }
+}

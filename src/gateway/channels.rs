@@ -1,0 +1,606 @@
+//! [`GatewayKernel`]: one kernel on a Jupyter gateway, driven over its
+//! `/api/kernels/{id}/channels` websocket (Jupyter's JSON message format).
+//!
+//! Every message is routed by `parent_header.msg_id` to the request that
+//! caused it, and mapped onto the [`ExecEvent`]s a process kernel yields:
+//! `stream` → `Stdout`/`Stderr`, `display_data`/`update_display_data` →
+//! `Display`, `execute_result` → `Result`, `error` → `Error`, and `Done`
+//! once both the `execute_reply` and the `idle` status arrived (they come
+//! in either order). A kernel that crashes never replies: the gateway's
+//! `restarting`/`dead` status, or a closed websocket, ends every pending
+//! request with [`KernelError::Died`]. An `input_request` gets an empty
+//! reply and fails the cell with the stdin error of local kernels.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+
+use super::client::{Endpoint, GatewayClient, GatewayError};
+use super::{GatewaySetting, init, local, net::QuickAckStream};
+use crate::backend::Backend;
+use crate::kernel::{
+    CellDone, CellError, Completeness, ExecEvent, ExecuteOptions, Execution, KernelError, KernelOptions, handle,
+};
+use crate::protocol::DoneStatus;
+
+/// Events buffered per request before the websocket reader waits for the consumer.
+const EXECUTION_BUFFER: usize = 32;
+/// How often an interrupt is repeated until the cell ends (one sent before
+/// the kernel took the cell is lost).
+const INTERRUPT_REPEAT: Duration = Duration::from_secs(1);
+/// How many times a kernel deletion is tried (300 ms apart).
+const DELETE_ATTEMPTS: usize = 15;
+/// The name `input()` raises under, as in evalkit's own kernels.
+const STDIN_ERROR_NAME: &str = "StdinNotSupportedError";
+const STDIN_ERROR_TEXT: &str = "input() is not supported: evalkit cells have no interactive stdin. Pass the data in \
+                                the code instead (a variable, a file, or an argument).";
+/// The text a Jupyter server sends in place of output it dropped.
+const RATE_LIMIT_TEXT: &str = "data rate exceeded";
+
+type EventSender = mpsc::Sender<Result<ExecEvent, KernelError>>;
+
+/// One request in flight.
+struct Pending {
+    sender: EventSender,
+    started: bool,
+    idle: bool,
+    reply: Option<CellDone>,
+    stdin_requested: bool,
+    rate_noted: bool,
+}
+
+#[derive(Default)]
+struct Routes {
+    pending: HashMap<String, Pending>,
+    /// Set once the kernel can no longer run cells: the error new requests get.
+    dead: Option<KernelError>,
+}
+
+struct Shared {
+    routes: Mutex<Routes>,
+}
+
+/// A kernel on a Jupyter gateway. Dropping it deletes the kernel (best effort).
+pub struct GatewayKernel {
+    client: GatewayClient,
+    kernel_id: String,
+    session_id: String,
+    outgoing: mpsc::UnboundedSender<Message>,
+    shared: Arc<Shared>,
+    cwd: PathBuf,
+    next_id: AtomicU64,
+    deleted: AtomicBool,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for GatewayKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewayKernel")
+            .field("gateway", &self.client.endpoint().url)
+            .field("kernel_id", &self.kernel_id)
+            .field("alive", &self.is_alive())
+            .finish()
+    }
+}
+
+fn startup_error(error: impl std::fmt::Display) -> KernelError {
+    KernelError::StartupFailed { backend: Backend::Python, reason: error.to_string(), stderr_tail: String::new() }
+}
+
+/// A random-enough id for the websocket session and message ids.
+fn new_session_id() -> String {
+    use sha2::Digest;
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let seed = format!("{}-{nanos}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
+    let digest = sha2::Sha256::digest(seed.as_bytes());
+    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The kernelspec to start (`EVALKIT_GATEWAY_KERNEL`, default `python3`).
+fn kernel_name() -> String {
+    std::env::var(super::KERNEL_NAME_VAR).ok().filter(|n| !n.trim().is_empty()).unwrap_or_else(|| "python3".into())
+}
+
+impl GatewayKernel {
+    /// Find or start the gateway, create a kernel on it, connect its
+    /// channels, and run the setup code and the prelude.
+    pub async fn start(options: KernelOptions, setting: &GatewaySetting) -> Result<GatewayKernel, KernelError> {
+        crate::kernel::validate_cwd(&options.cwd)?;
+        let endpoint = match setting {
+            GatewaySetting::External { url, token } => Endpoint::new(url.clone(), token.clone()),
+            GatewaySetting::SharedLocal => {
+                local::acquire(&options.program, &options.env).await.map_err(startup_error)?
+            }
+        };
+        let client = GatewayClient::new(endpoint).map_err(startup_error)?;
+        let local = setting.is_local();
+        let env = init::env_for_kernel(&options.env, local);
+        let start_env = init::start_env(&env, &init::username());
+        let limit = options.startup_timeout;
+        let mut client = client;
+        let kernel_id = match client.create_kernel(&kernel_name(), &start_env, limit).await {
+            // The shared gateway ran out of file descriptors (EMFILE): it cannot
+            // recover by itself, so it is replaced by a fresh one, once.
+            Err(error) if local && error.to_string().contains("Too many open files") => {
+                tracing::warn!(target: "evalkit::gateway", "the shared gateway hit EMFILE; restarting it");
+                let endpoint = local::restart(&options.program, &options.env).await.map_err(startup_error)?;
+                client = GatewayClient::new(endpoint).map_err(startup_error)?;
+                client.create_kernel(&kernel_name(), &start_env, limit).await.map_err(startup_error)?
+            }
+            other => other.map_err(startup_error)?,
+        };
+        let started = tokio::time::timeout(limit, async {
+            let kernel = GatewayKernel::connect(client.clone(), kernel_id.clone(), options.cwd.clone()).await?;
+            kernel.run_internal(&init::setup_code(&options.cwd, &env, local)).await?;
+            kernel.run_internal(init::PRELUDE).await?;
+            Ok::<_, KernelError>(kernel)
+        })
+        .await;
+        match started {
+            Ok(Ok(kernel)) => Ok(kernel),
+            failed => {
+                let _ = client.delete_kernel(&kernel_id).await;
+                match failed {
+                    Ok(Err(error)) => Err(error),
+                    _ => Err(KernelError::StartupTimeout {
+                        backend: Backend::Python,
+                        seconds: limit.as_secs(),
+                        stderr_tail: String::new(),
+                    }),
+                }
+            }
+        }
+    }
+
+    async fn connect(client: GatewayClient, kernel_id: String, cwd: PathBuf) -> Result<GatewayKernel, KernelError> {
+        let session_id = new_session_id();
+        let endpoint = client.endpoint().clone();
+        let url = endpoint.channels_url(&kernel_id, &session_id);
+        let unreachable = |message: String| GatewayError::Unreachable { url: endpoint.url.clone(), message };
+        let mut request = url.as_str().into_client_request().map_err(|e| startup_error(unreachable(e.to_string())))?;
+        if let Some(token) = &endpoint.token {
+            let value = format!("token {token}")
+                .parse()
+                .map_err(|_| startup_error("the gateway token contains characters a header cannot carry"))?;
+            request.headers_mut().insert("Authorization", value);
+        }
+        let parsed = reqwest::Url::parse(&url).map_err(|e| startup_error(unreachable(e.to_string())))?;
+        let host = parsed.host_str().unwrap_or("127.0.0.1").to_string();
+        let port = parsed.port_or_known_default().unwrap_or(80);
+        let stream =
+            QuickAckStream::connect(&host, port).await.map_err(|e| startup_error(unreachable(e.to_string())))?;
+        let connector = if parsed.scheme() == "wss" {
+            super::client::install_crypto();
+            use rustls_platform_verifier::ConfigVerifierExt;
+            let config = rustls::ClientConfig::with_platform_verifier()
+                .map_err(|e| startup_error(unreachable(e.to_string())))?;
+            Some(tokio_tungstenite::Connector::Rustls(Arc::new(config)))
+        } else {
+            None
+        };
+        let config = WebSocketConfig::default().max_message_size(Some(512 << 20)).max_frame_size(Some(512 << 20));
+        let (socket, _) = tokio_tungstenite::client_async_tls_with_config(request, stream, Some(config), connector)
+            .await
+            .map_err(|error| match &error {
+                tokio_tungstenite::tungstenite::Error::Http(response)
+                    if matches!(response.status().as_u16(), 401 | 403) =>
+                {
+                    startup_error(GatewayError::Unauthorized {
+                        url: endpoint.url.clone(),
+                        status: response.status().as_u16(),
+                    })
+                }
+                _ => startup_error(unreachable(format!("the kernel's websocket: {error}"))),
+            })?;
+        let (mut sink, stream) = socket.split();
+        let (outgoing, mut queue) = mpsc::unbounded_channel::<Message>();
+        let writer = tokio::spawn(async move {
+            while let Some(message) = queue.recv().await {
+                let closing = matches!(message, Message::Close(_));
+                if sink.send(message).await.is_err() || closing {
+                    break;
+                }
+            }
+            let _ = sink.close().await;
+        });
+        let shared = Arc::new(Shared { routes: Mutex::new(Routes::default()) });
+        let reader = tokio::spawn(read_loop(shared.clone(), stream, outgoing.clone(), session_id.clone()));
+        Ok(GatewayKernel {
+            client,
+            kernel_id,
+            session_id,
+            outgoing,
+            shared,
+            cwd,
+            next_id: AtomicU64::new(1),
+            deleted: AtomicBool::new(false),
+            tasks: vec![writer, reader],
+        })
+    }
+
+    /// Run host-internal code; an error fails startup.
+    async fn run_internal(&self, code: &str) -> Result<(), KernelError> {
+        let options = ExecuteOptions { silent: true, internal: true, ..Default::default() };
+        let output = self.execute_with(code, options).await?.collect().await?;
+        match output.errors().first() {
+            None => Ok(()),
+            Some(error) => Err(startup_error(format!("{}: {}", error.ename, error.evalue))),
+        }
+    }
+
+    fn message(&self, msg_type: &str, channel: &str, content: Value) -> (String, Message) {
+        let msg_id = format!("{}_{}", self.session_id, self.next_id.fetch_add(1, Ordering::Relaxed));
+        let message = json!({
+            "header": {
+                "msg_id": msg_id, "msg_type": msg_type, "session": self.session_id,
+                "username": "evalkit", "version": "5.3",
+            },
+            "parent_header": {}, "metadata": {}, "content": content, "channel": channel, "buffers": [],
+        });
+        (msg_id, Message::text(message.to_string()))
+    }
+
+    fn send(&self, msg_id: String, message: Message) -> Result<Execution, KernelError> {
+        let (sender, events) = mpsc::channel(EXECUTION_BUFFER);
+        {
+            let mut routes = self.shared.routes.lock().unwrap();
+            if let Some(error) = &routes.dead {
+                return Err(error.clone());
+            }
+            routes.pending.insert(
+                msg_id.clone(),
+                Pending { sender, started: false, idle: false, reply: None, stdin_requested: false, rate_noted: false },
+            );
+        }
+        if self.outgoing.send(message).is_err() {
+            self.shared.routes.lock().unwrap().pending.remove(&msg_id);
+            return Err(self.dead_error());
+        }
+        Ok(handle::execution_from(msg_id, events))
+    }
+
+    fn dead_error(&self) -> KernelError {
+        self.shared.routes.lock().unwrap().dead.clone().unwrap_or(KernelError::Closed)
+    }
+
+    /// Send an `execute_request`; its events arrive on the returned [`Execution`].
+    pub async fn execute_with(&self, code: &str, options: ExecuteOptions) -> Result<Execution, KernelError> {
+        let content = json!({
+            "code": code, "silent": options.silent, "store_history": !options.internal,
+            "user_expressions": {}, "allow_stdin": true, "stop_on_error": true,
+        });
+        let (msg_id, message) = self.message("execute_request", "shell", content);
+        self.send(msg_id, message)
+    }
+
+    /// Ask the kernel whether `code` is a whole cell yet (`is_complete_request`).
+    pub async fn check_complete(&self, code: &str) -> Result<Completeness, KernelError> {
+        let (msg_id, message) = self.message("is_complete_request", "shell", json!({ "code": code }));
+        let mut execution = self.send(msg_id, message)?;
+        while let Some(item) = execution.next().await {
+            if let ExecEvent::Completeness(answer) = item? {
+                return Ok(answer);
+            }
+        }
+        Err(KernelError::Closed)
+    }
+
+    /// Interrupt the running cell: once the kernel has taken it (an earlier
+    /// interrupt is lost), `POST …/interrupt`, repeated every second until it ends.
+    pub fn interrupt(&self) -> Result<(), KernelError> {
+        if !self.is_alive() {
+            return Err(KernelError::Closed);
+        }
+        let Some(target) = self.shared.routes.lock().unwrap().pending.keys().next().cloned() else {
+            return Ok(());
+        };
+        let (shared, client, kernel_id) = (self.shared.clone(), self.client.clone(), self.kernel_id.clone());
+        tokio::spawn(async move {
+            let state = |shared: &Shared| {
+                let routes = shared.routes.lock().unwrap();
+                if routes.dead.is_some() {
+                    return None;
+                }
+                routes.pending.get(&target).map(|pending| pending.started)
+            };
+            loop {
+                match state(&shared) {
+                    None => return,
+                    Some(true) => break,
+                    Some(false) => tokio::time::sleep(Duration::from_millis(10)).await,
+                }
+            }
+            loop {
+                let _ = client.interrupt(&kernel_id).await;
+                let deadline = tokio::time::Instant::now() + INTERRUPT_REPEAT;
+                while tokio::time::Instant::now() < deadline {
+                    if state(&shared).is_none() {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// Whether the kernel can still run cells.
+    pub fn is_alive(&self) -> bool {
+        self.shared.routes.lock().unwrap().dead.is_none()
+    }
+
+    /// Why the kernel stopped, once it has.
+    pub fn death_reason(&self) -> Option<String> {
+        match self.shared.routes.lock().unwrap().dead.as_ref()? {
+            KernelError::Died { exit, .. } => Some(exit.clone()),
+            other => Some(other.to_string()),
+        }
+    }
+
+    /// Delete the kernel on the gateway and close the websocket. Idempotent.
+    pub async fn shutdown(&self) {
+        let pending = {
+            let mut routes = self.shared.routes.lock().unwrap();
+            routes.dead.get_or_insert(KernelError::Closed);
+            std::mem::take(&mut routes.pending)
+        };
+        for (_, request) in pending {
+            let _ = request.sender.try_send(Err(KernelError::Closed));
+        }
+        if !self.deleted.swap(true, Ordering::SeqCst) {
+            let _ = self.outgoing.send(Message::Close(None));
+            // A kernel the gateway is restarting (after a crash) cannot be
+            // deleted until the restart is over: try again for a few seconds.
+            for attempt in 1..=DELETE_ATTEMPTS {
+                match self.client.delete_kernel(&self.kernel_id).await {
+                    Ok(()) | Err(GatewayError::Status { status: 404, .. }) => break,
+                    Err(error @ (GatewayError::Unreachable { .. } | GatewayError::Unauthorized { .. })) => {
+                        tracing::warn!(target: "evalkit::gateway", "kernel {} was not deleted: {error}", self.kernel_id);
+                        break;
+                    }
+                    Err(error) if attempt == DELETE_ATTEMPTS => {
+                        tracing::warn!(target: "evalkit::gateway", "kernel {} was not deleted: {error}", self.kernel_id);
+                    }
+                    Err(_) => tokio::time::sleep(Duration::from_millis(300)).await,
+                }
+            }
+        }
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+
+    /// The kernel's id on the gateway.
+    pub fn kernel_id(&self) -> &str {
+        &self.kernel_id
+    }
+
+    /// The gateway this kernel runs on.
+    pub fn endpoint(&self) -> &Endpoint {
+        self.client.endpoint()
+    }
+
+    /// The working directory the kernel was set up in.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+}
+
+impl Drop for GatewayKernel {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+        if !self.deleted.swap(true, Ordering::SeqCst)
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let (client, kernel_id) = (self.client.clone(), self.kernel_id.clone());
+            runtime.spawn(async move {
+                let _ = client.delete_kernel(&kernel_id).await;
+            });
+        }
+    }
+}
+
+/// Read the websocket until it closes, routing each message.
+async fn read_loop<S>(shared: Arc<Shared>, mut stream: S, outgoing: mpsc::UnboundedSender<Message>, session: String)
+where
+    S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
+{
+    let mut reason = "the gateway closed the kernel's connection".to_string();
+    while let Some(item) = stream.next().await {
+        let text = match item {
+            Ok(Message::Text(text)) => text,
+            Ok(Message::Close(_)) => break,
+            Ok(_) => continue,
+            Err(error) => {
+                reason = format!("the connection to the gateway failed: {error}");
+                break;
+            }
+        };
+        let Ok(message) = serde_json::from_str::<Value>(text.as_str()) else {
+            tracing::warn!(target: "evalkit::ipc", "skipping a gateway message that is not JSON");
+            continue;
+        };
+        if let Some(state) = kernel_lost(&message) {
+            reason = format!("the gateway reports the kernel {state}");
+            break;
+        }
+        for (sender, event) in route(&shared, &message, &outgoing, &session) {
+            // A consumer that stopped listening just loses the rest.
+            let _ = sender.send(event).await;
+        }
+    }
+    let error = KernelError::Died { backend: Backend::Python, exit: reason, stderr_tail: String::new() };
+    let pending = {
+        let mut routes = shared.routes.lock().unwrap();
+        let error = routes.dead.get_or_insert(error).clone();
+        std::mem::take(&mut routes.pending).into_values().map(move |p| (p.sender, error.clone())).collect::<Vec<_>>()
+    };
+    for (sender, error) in pending {
+        let _ = sender.send(Err(error)).await;
+    }
+}
+
+/// `restarting` or `dead`: the kernel's state is gone (a crash the gateway saw).
+fn kernel_lost(message: &Value) -> Option<&str> {
+    if message.pointer("/header/msg_type").and_then(Value::as_str) != Some("status") {
+        return None;
+    }
+    match message.pointer("/content/execution_state").and_then(Value::as_str)? {
+        state @ ("restarting" | "dead" | "autorestarting") => Some(state),
+        _ => None,
+    }
+}
+
+type Delivery = (EventSender, Result<ExecEvent, KernelError>);
+
+/// What `message` means for the request it answers.
+fn route(shared: &Shared, message: &Value, outgoing: &mpsc::UnboundedSender<Message>, session: &str) -> Vec<Delivery> {
+    let msg_type = message.pointer("/header/msg_type").and_then(Value::as_str).unwrap_or_default();
+    let Some(parent) = message.pointer("/parent_header/msg_id").and_then(Value::as_str) else { return Vec::new() };
+    let content = message.get("content").cloned().unwrap_or(Value::Null);
+    let mut routes = shared.routes.lock().unwrap();
+    let Some(pending) = routes.pending.get_mut(parent) else { return Vec::new() };
+    let mut events = Vec::new();
+    if !pending.started && msg_type != "is_complete_reply" {
+        pending.started = true;
+        events.push(ExecEvent::Started);
+    }
+    let text = |key: &str| content.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+    let data = |key: &str| content.get(key).and_then(Value::as_object).cloned().unwrap_or_default();
+    let mut finished = None;
+    match msg_type {
+        "status" if content.get("execution_state").and_then(Value::as_str) == Some("idle") => pending.idle = true,
+        "stream" => {
+            let chunk = text("text");
+            let rate_limited = chunk.contains(RATE_LIMIT_TEXT);
+            events.push(if text("name") == "stderr" { ExecEvent::Stderr(chunk) } else { ExecEvent::Stdout(chunk) });
+            if rate_limited && !pending.rate_noted {
+                pending.rate_noted = true;
+                events.push(ExecEvent::Stderr(
+                    "[evalkit: the gateway dropped part of this cell's output (IOPub rate limit). Run the gateway \
+                     with --ZMQChannelsWebsocketConnection.iopub_data_rate_limit=0 to keep it all, or print less.]\n"
+                        .into(),
+                ));
+            }
+        }
+        "display_data" | "update_display_data" => {
+            events.push(ExecEvent::Display { bundle: data("data"), metadata: data("metadata") })
+        }
+        "execute_result" => events.push(ExecEvent::Result { bundle: data("data"), metadata: data("metadata") }),
+        "error" => events.push(ExecEvent::Error(CellError {
+            ename: text("ename"),
+            evalue: text("evalue"),
+            traceback: content
+                .get("traceback")
+                .and_then(Value::as_array)
+                .map(|lines| lines.iter().filter_map(Value::as_str).map(traceback_line).collect())
+                .unwrap_or_default(),
+        })),
+        "execute_reply" => {
+            let status = text("status");
+            pending.reply = Some(CellDone {
+                status: if status == "ok" { DoneStatus::Ok } else { DoneStatus::Error },
+                execution_count: content.get("execution_count").and_then(Value::as_u64).unwrap_or(0),
+                cancelled: text("ename") == "KeyboardInterrupt",
+            });
+        }
+        "is_complete_reply" => {
+            finished = Some(ExecEvent::Completeness(Completeness { status: text("status"), indent: text("indent") }));
+        }
+        "input_request" => {
+            pending.stdin_requested = true;
+            let reply = json!({
+                "header": {
+                    "msg_id": format!("{session}_input_{parent}"), "msg_type": "input_reply",
+                    "session": session, "username": "evalkit", "version": "5.3",
+                },
+                "parent_header": message.get("header").cloned().unwrap_or(Value::Null),
+                "metadata": {}, "content": { "value": "" }, "channel": "stdin", "buffers": [],
+            });
+            let _ = outgoing.send(Message::text(reply.to_string()));
+        }
+        _ => {}
+    }
+    if finished.is_none()
+        && pending.idle
+        && let Some(mut done) = pending.reply
+    {
+        if pending.stdin_requested {
+            events.push(ExecEvent::Error(CellError {
+                ename: STDIN_ERROR_NAME.into(),
+                evalue: STDIN_ERROR_TEXT.into(),
+                traceback: vec![format!("{STDIN_ERROR_NAME}: {STDIN_ERROR_TEXT}")],
+            }));
+            done.status = DoneStatus::Error;
+        }
+        finished = Some(ExecEvent::Done(done));
+    }
+    let sender = pending.sender.clone();
+    if let Some(last) = finished {
+        events.push(last);
+        routes.pending.remove(parent);
+    }
+    events.into_iter().map(|event| (sender.clone(), Ok(event))).collect()
+}
+
+/// A traceback entry as evalkit's own tracebacks have them: no colour
+/// codes, ending with a newline (Jupyter's entries are joined by front ends).
+fn traceback_line(entry: &str) -> String {
+    let mut line = strip_ansi(entry);
+    if !line.ends_with('\n') {
+        line.push('\n');
+    }
+    line
+}
+
+/// A traceback line without its terminal colour codes.
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            chars.next();
+            for code in chars.by_ref() {
+                if ('@'..='~').contains(&code) {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The bundle type a display carries, for tests that build messages by hand.
+pub type Bundle = Map<String, Value>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_colour_codes() {
+        assert_eq!(strip_ansi("\u{1b}[0;31mZeroDivisionError\u{1b}[0m: x"), "ZeroDivisionError: x");
+    }
+
+    #[test]
+    fn restarting_and_dead_mean_the_kernel_is_lost() {
+        let status = |state: &str| json!({"header": {"msg_type": "status"}, "content": {"execution_state": state}});
+        assert_eq!(kernel_lost(&status("restarting")), Some("restarting"));
+        assert_eq!(kernel_lost(&status("dead")), Some("dead"));
+        assert_eq!(kernel_lost(&status("busy")), None);
+    }
+}

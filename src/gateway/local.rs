@@ -1,0 +1,442 @@
+//! The shared local gateway: one `python -m kernel_gateway` on 127.0.0.1 for
+//! every evalkit process of the user, kept under `~/.evalkit/gateway/`
+//! (0700; `EVALKIT_GATEWAY_DIR` moves it).
+//!
+//! - `gateway.lock`: an exclusive file lock taken while a process looks for,
+//!   or starts, the gateway (the OS releases it if that process dies); the
+//!   holder writes its pid and a heartbeat into it, shown by `gateway status`;
+//! - `gateway.json` (0600): pid, port, token, interpreter, version of the
+//!   running gateway. It is reused when the pid lives and `GET
+//!   /api/kernelspecs` answers with the token; otherwise it is stale, the
+//!   process (if it is still a gateway) is stopped and a new one is started;
+//! - `runtime/`: the gateway's `JUPYTER_RUNTIME_DIR` (kernel connection files);
+//! - `gateway.log`: its output.
+//!
+//! The gateway is started with `--port_retries=0` on a free port (there is
+//! no way to learn a port chosen by the gateway itself), retried on another
+//! port when that one was taken meanwhile; with the IOPub rate limit off (so
+//! large output is never dropped), no-delay on its sockets, and idle-kernel
+//! culling so kernels of crashed clients are reaped. It outlives evalkit
+//! processes; `evalkit gateway stop` ends it (SIGTERM, stdin from /dev/null).
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+
+use super::client::{Endpoint, GatewayClient};
+
+/// Moves the shared gateway's folder (default `~/.evalkit/gateway`).
+pub const DIR_VAR: &str = "EVALKIT_GATEWAY_DIR";
+/// How long a new gateway gets to answer its health check.
+pub const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long to wait for another process that holds the lock.
+pub const LOCK_TIMEOUT: Duration = Duration::from_secs(90);
+/// Kernels idle this long are culled by the gateway (their client is gone).
+pub const CULL_IDLE_SECONDS: u64 = 6 * 60 * 60;
+/// Ports tried when the chosen one was taken before the gateway bound it.
+const PORT_ATTEMPTS: usize = 5;
+/// The Python modules the shared gateway needs.
+pub const INSTALL_HINT: &str = "python -m pip install jupyter_kernel_gateway ipykernel";
+
+/// Runs kernel_gateway with no-delay on every socket it accepts.
+const LAUNCHER: &str = include_str!("launcher.py");
+
+/// What `gateway.json` records about the running gateway.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GatewayInfo {
+    pub pid: u32,
+    pub port: u16,
+    pub token: String,
+    pub interpreter: String,
+    /// kernel_gateway's version.
+    pub version: String,
+    /// Seconds since the Unix epoch.
+    pub started_at: u64,
+}
+
+impl GatewayInfo {
+    /// Its base URL.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn endpoint(&self) -> Endpoint {
+        Endpoint::new(self.url(), Some(self.token.clone()))
+    }
+}
+
+/// The shared gateway's folder.
+pub fn dir() -> PathBuf {
+    match std::env::var_os(DIR_VAR).filter(|dir| !dir.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => dirs::home_dir().unwrap_or_else(std::env::temp_dir).join(".evalkit").join("gateway"),
+    }
+}
+
+fn info_path(dir: &Path) -> PathBuf {
+    dir.join("gateway.json")
+}
+
+fn ensure_dir(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir.join("runtime"))
+        .map_err(|e| format!("could not create {} ({e}); set {DIR_VAR} to a writable folder", dir.display()))?;
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    let _ = std::fs::set_permissions(dir.join("runtime"), std::fs::Permissions::from_mode(0o700));
+    Ok(())
+}
+
+/// The recorded gateway, if `gateway.json` exists and reads.
+pub fn read_info(dir: &Path) -> Option<GatewayInfo> {
+    let text = std::fs::read_to_string(info_path(dir)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+fn write_info(dir: &Path, info: &GatewayInfo) -> Result<(), String> {
+    let path = info_path(dir);
+    let temporary = dir.join(format!(".gateway.json.{}", std::process::id()));
+    let written = (|| {
+        let mut file =
+            std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&temporary)?;
+        file.write_all(serde_json::to_string_pretty(info).expect("info serializes").as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&temporary, &path)
+    })();
+    written.map_err(|e| format!("could not write {} ({e})", path.display()))
+}
+
+fn now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs()
+}
+
+/// Whether `pid` runs and looks like a kernel gateway (a recycled pid of
+/// another program must never be signalled).
+pub fn is_gateway_process(pid: u32) -> bool {
+    if pid == 0 || kill(Pid::from_raw(pid as i32), None).is_err() {
+        return false;
+    }
+    match std::fs::read(format!("/proc/{pid}/cmdline")) {
+        Ok(cmdline) => {
+            let cmdline = String::from_utf8_lossy(&cmdline);
+            cmdline.contains("kernel_gateway") && !is_zombie(pid)
+        }
+        // No /proc (not Linux): trust the pid.
+        Err(_) => true,
+    }
+}
+
+fn is_zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
+        .unwrap_or(false)
+}
+
+/// The exclusive lock on `gateway.lock`, with the holder's heartbeat.
+struct Lock {
+    file: std::fs::File,
+    beating: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Lock {
+    /// Wait (bounded) for the lock, then start the heartbeat.
+    fn acquire(dir: &Path, limit: Duration) -> Result<Lock, String> {
+        let path = dir.join("gateway.lock");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| format!("could not open {} ({e})", path.display()))?;
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            // SAFETY: flock on a file descriptor we own.
+            let locked = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX | libc::LOCK_NB) };
+            if locked == 0 {
+                break;
+            }
+            if std::time::Instant::now() >= deadline {
+                let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                return Err(format!(
+                    "another evalkit process has held {} for {}s ({}); if it is stuck, stop it or delete the file",
+                    path.display(),
+                    limit.as_secs(),
+                    holder.trim()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let beating = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let lock = Lock { file, beating: beating.clone() };
+        lock.beat();
+        let heartbeat = lock.file.try_clone().ok();
+        std::thread::spawn(move || {
+            while beating.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_secs(1));
+                if let Some(file) = &heartbeat
+                    && beating.load(std::sync::atomic::Ordering::SeqCst)
+                {
+                    write_heartbeat(file);
+                }
+            }
+        });
+        Ok(lock)
+    }
+
+    fn beat(&self) {
+        write_heartbeat(&self.file);
+    }
+}
+
+fn write_heartbeat(mut file: &std::fs::File) {
+    let line = format!("pid {} heartbeat {}\n", std::process::id(), now());
+    let _ = file.set_len(0);
+    let _ = file.rewind();
+    let _ = file.write_all(line.as_bytes());
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        self.beating.store(false, std::sync::atomic::Ordering::SeqCst);
+        // SAFETY: unlocking a descriptor we own.
+        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&self.file), libc::LOCK_UN) };
+    }
+}
+
+/// The shared gateway's endpoint: the running one if it is healthy, else a
+/// new one started on `python` with `env` (the filtered kernel environment).
+pub async fn acquire(python: &Path, env: &BTreeMap<String, String>) -> Result<Endpoint, String> {
+    let dir = dir();
+    ensure_dir(&dir)?;
+    if let Some(info) = read_info(&dir)
+        && healthy(&info).await
+    {
+        return Ok(info.endpoint());
+    }
+    let lock_dir = dir.clone();
+    let lock = tokio::task::spawn_blocking(move || Lock::acquire(&lock_dir, LOCK_TIMEOUT))
+        .await
+        .map_err(|e| e.to_string())??;
+    // Another process may have started it while we waited.
+    if let Some(info) = read_info(&dir) {
+        if healthy(&info).await {
+            return Ok(info.endpoint());
+        }
+        stop_recorded(&dir, &info).await;
+    }
+    let info = start(&dir, python, env, &lock).await?;
+    drop(lock);
+    Ok(info.endpoint())
+}
+
+/// Replace the shared gateway with a new one (it ran out of file
+/// descriptors, say); kernels on the old one are lost.
+pub async fn restart(python: &Path, env: &BTreeMap<String, String>) -> Result<Endpoint, String> {
+    stop().await?;
+    acquire(python, env).await
+}
+
+/// Whether the recorded gateway lives and answers with its token.
+pub async fn healthy(info: &GatewayInfo) -> bool {
+    if !is_gateway_process(info.pid) {
+        return false;
+    }
+    match GatewayClient::new(info.endpoint()) {
+        Ok(client) => client.health().await.is_ok(),
+        Err(_) => false,
+    }
+}
+
+/// Stop the recorded gateway process (if it still is one) and forget it.
+async fn stop_recorded(dir: &Path, info: &GatewayInfo) {
+    if is_gateway_process(info.pid) {
+        let _ = kill(Pid::from_raw(info.pid as i32), Signal::SIGTERM);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while is_gateway_process(info.pid) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if is_gateway_process(info.pid) {
+            let _ = kill(Pid::from_raw(info.pid as i32), Signal::SIGKILL);
+        }
+    }
+    let _ = std::fs::remove_file(info_path(dir));
+}
+
+/// What `python` says its kernel_gateway version is, or how to install it.
+pub async fn check_modules(python: &Path) -> Result<String, String> {
+    let output = tokio::process::Command::new(python)
+        .args(["-c", "import ipykernel, kernel_gateway; print(kernel_gateway.__version__)"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .map_err(|e| format!("could not run {} ({e})", python.display()))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let missing = stderr.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or_default().trim().to_string();
+        return Err(format!(
+            "the shared Jupyter gateway needs jupyter_kernel_gateway and ipykernel in {} ({missing}). Install them \
+             with `{INSTALL_HINT}` for that interpreter, or run `evalkit setup gateway`",
+            python.display()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+}
+
+fn free_port() -> Result<u16, String> {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(|e| format!("no free local port ({e})"))?;
+    listener.local_addr().map(|addr| addr.port()).map_err(|e| e.to_string())
+}
+
+fn new_token() -> String {
+    let mut bytes = [0u8; 24];
+    let random = std::fs::File::open("/dev/urandom").and_then(|mut file| file.read_exact(&mut bytes));
+    if random.is_err() {
+        use sha2::Digest;
+        let seed = format!("{}-{:?}", std::process::id(), SystemTime::now());
+        bytes.copy_from_slice(&sha2::Sha256::digest(seed.as_bytes())[..24]);
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+async fn start(dir: &Path, python: &Path, env: &BTreeMap<String, String>, lock: &Lock) -> Result<GatewayInfo, String> {
+    let version = check_modules(python).await?;
+    let mut last_error = String::new();
+    for _ in 0..PORT_ATTEMPTS {
+        lock.beat();
+        let port = free_port()?;
+        let token = new_token();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(dir.join("gateway.log"))
+            .map_err(|e| format!("could not open {} ({e})", dir.join("gateway.log").display()))?;
+        let mut command = std::process::Command::new(python);
+        command
+            .arg("-c")
+            .arg(LAUNCHER)
+            .arg("--KernelGatewayApp.ip=127.0.0.1")
+            .arg(format!("--KernelGatewayApp.port={port}"))
+            .arg("--KernelGatewayApp.port_retries=0")
+            .arg("--ZMQChannelsWebsocketConnection.limit_rate=False")
+            .arg("--ZMQChannelsWebsocketConnection.iopub_data_rate_limit=0")
+            .arg("--ZMQChannelsWebsocketConnection.iopub_msg_rate_limit=0")
+            .arg(format!("--MappingKernelManager.cull_idle_timeout={CULL_IDLE_SECONDS}"))
+            .arg("--MappingKernelManager.cull_interval=300")
+            .env_clear()
+            .envs(env)
+            .env("KG_AUTH_TOKEN", &token)
+            .env("KG_LIST_KERNELS", "True")
+            .env("JUPYTER_RUNTIME_DIR", dir.join("runtime"))
+            .current_dir(dir)
+            .stdin(std::process::Stdio::null())
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log);
+        // Its own session: it outlives this process and its terminal's signals.
+        // SAFETY: setsid is async-signal-safe.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+                nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from)
+            });
+        }
+        let mut child = command.spawn().map_err(|e| format!("could not start {} ({e})", python.display()))?;
+        let info = GatewayInfo {
+            pid: child.id(),
+            port,
+            token,
+            interpreter: python.display().to_string(),
+            version: version.clone(),
+            started_at: now(),
+        };
+        let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+        let outcome = loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                break Err(status);
+            }
+            if let Ok(client) = GatewayClient::new(info.endpoint())
+                && client.health().await.is_ok()
+            {
+                break Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "the shared Jupyter gateway did not answer within {}s; see {}",
+                    START_TIMEOUT.as_secs(),
+                    dir.join("gateway.log").display()
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        match outcome {
+            Ok(()) => {
+                write_info(dir, &info)?;
+                // Reap it when it ends, so it never lingers as a zombie of ours.
+                std::thread::spawn(move || {
+                    let _ = child.wait();
+                });
+                return Ok(info);
+            }
+            Err(status) => {
+                last_error = format!("it exited ({status}) on port {port}");
+                // Exit code 1: the port was taken meanwhile; try another.
+                if status.code() != Some(1) {
+                    break;
+                }
+            }
+        }
+    }
+    Err(format!("the shared Jupyter gateway could not start: {last_error}; see {}", dir.join("gateway.log").display()))
+}
+
+/// What `evalkit gateway status` prints.
+pub async fn status() -> String {
+    let dir = dir();
+    match read_info(&dir) {
+        None => format!("no shared gateway is recorded in {}", dir.display()),
+        Some(info) => {
+            let health = if healthy(&info).await {
+                "running and healthy"
+            } else if is_gateway_process(info.pid) {
+                "running but not answering its health check"
+            } else {
+                "not running (stale record)"
+            };
+            let kernels = match GatewayClient::new(info.endpoint()) {
+                Ok(client) => client.list_kernels().await.map(|k| k.len()).unwrap_or(0),
+                Err(_) => 0,
+            };
+            format!(
+                "shared gateway: {health}\n  url: {}\n  pid: {}\n  kernels: {kernels}\n  interpreter: {}\n  \
+                 kernel_gateway: {}\n  folder: {}",
+                info.url(),
+                info.pid,
+                info.interpreter,
+                info.version,
+                dir.display()
+            )
+        }
+    }
+}
+
+/// Stop the shared gateway (its kernels with it) and forget it. Returns
+/// whether one was recorded.
+pub async fn stop() -> Result<bool, String> {
+    let dir = dir();
+    let Some(info) = read_info(&dir) else { return Ok(false) };
+    let lock_dir = dir.clone();
+    let lock = tokio::task::spawn_blocking(move || Lock::acquire(&lock_dir, LOCK_TIMEOUT))
+        .await
+        .map_err(|e| e.to_string())??;
+    stop_recorded(&dir, &info).await;
+    drop(lock);
+    Ok(true)
+}

@@ -1,0 +1,85 @@
+//! Python kernels on a Jupyter gateway (Kernel Gateway or Enterprise
+//! Gateway) instead of a local runner process.
+//!
+//! - [`client`]: the REST side (`/api/kernels`, interrupt, delete, health),
+//!   with the token in the `Authorization` header and errors that say what to fix;
+//! - [`channels`]: [`GatewayKernel`], the websocket side, mapping Jupyter
+//!   messages onto the same [`crate::kernel::ExecEvent`]s a process kernel yields;
+//! - [`init`]: the code run in every new gateway kernel (cwd, environment,
+//!   `sys.path`, the prelude, extension modules);
+//! - [`local`]: the shared local gateway under `~/.evalkit/gateway/`, one per
+//!   user, started on demand and reused by every evalkit process;
+//! - [`net`]: the client socket (no-delay and `TCP_QUICKACK`).
+//!
+//! Which gateway, if any, is a [`GatewaySetting`], read from the environment
+//! (`EVALKIT_GATEWAY_URL`, `EVALKIT_GATEWAY_TOKEN`, `EVALKIT_BACKEND`).
+
+pub mod channels;
+pub mod client;
+pub mod init;
+pub mod local;
+pub mod net;
+
+pub use channels::GatewayKernel;
+pub use client::{Endpoint, GatewayClient, GatewayError};
+
+/// The URL of an external gateway; setting it selects the gateway backend.
+pub const URL_VAR: &str = "EVALKIT_GATEWAY_URL";
+/// The token of the external gateway (sent as `Authorization: token …`).
+pub const TOKEN_VAR: &str = "EVALKIT_GATEWAY_TOKEN";
+/// `gateway` selects the shared local gateway; `process` (default) runner processes.
+pub const BACKEND_VAR: &str = "EVALKIT_BACKEND";
+/// The kernelspec to start on the gateway [default: `python3`].
+pub const KERNEL_NAME_VAR: &str = "EVALKIT_GATEWAY_KERNEL";
+/// The user name sent as `KERNEL_USERNAME` (Enterprise Gateway) [default: the local user, never root].
+pub const USERNAME_VAR: &str = "EVALKIT_GATEWAY_USERNAME";
+
+/// Which gateway runs Python kernels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GatewaySetting {
+    /// A gateway someone else runs: evalkit only talks to it.
+    External {
+        /// Base URL (`http://host:8888`, `https://…/gateway`).
+        url: String,
+        /// Sent as `Authorization: token …`, never in the query string.
+        token: Option<String>,
+    },
+    /// One `python -m kernel_gateway` on 127.0.0.1 shared by every evalkit
+    /// process of the user, started on the resolved interpreter.
+    SharedLocal,
+}
+
+impl GatewaySetting {
+    /// From `EVALKIT_GATEWAY_URL` (+ `EVALKIT_GATEWAY_TOKEN`), else
+    /// `EVALKIT_BACKEND=gateway`; `None` for runner processes.
+    pub fn from_env() -> Result<Option<GatewaySetting>, String> {
+        let url = std::env::var(URL_VAR).ok().filter(|url| !url.trim().is_empty());
+        let token = std::env::var(TOKEN_VAR).ok().filter(|token| !token.trim().is_empty());
+        let backend = std::env::var(BACKEND_VAR).ok();
+        GatewaySetting::choose(backend.as_deref(), url, token)
+    }
+
+    /// The setting for a `--backend` / `EVALKIT_BACKEND` value and an optional external URL.
+    pub fn choose(
+        backend: Option<&str>,
+        url: Option<String>,
+        token: Option<String>,
+    ) -> Result<Option<GatewaySetting>, String> {
+        let backend = backend.map(|b| b.trim().to_ascii_lowercase()).filter(|b| !b.is_empty());
+        match (backend.as_deref(), url) {
+            (Some("process" | "local"), _) => Ok(None),
+            (None | Some("gateway"), Some(url)) => Ok(Some(GatewaySetting::External { url, token })),
+            (Some("gateway"), None) => Ok(Some(GatewaySetting::SharedLocal)),
+            (None, None) => Ok(None),
+            (Some(other), _) => Err(format!(
+                "unknown backend {other:?} (from --backend or {BACKEND_VAR}): use `process` (runner processes, the \
+                 default) or `gateway` (a Jupyter gateway: {URL_VAR} if set, else the shared local one)"
+            )),
+        }
+    }
+
+    /// Whether evalkit manages the gateway process itself.
+    pub fn is_local(&self) -> bool {
+        matches!(self, GatewaySetting::SharedLocal)
+    }
+}

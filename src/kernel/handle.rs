@@ -1,0 +1,218 @@
+//! [`KernelHandle`]: the kernel the engine and the session pool hold,
+//! whichever transport carries its cells.
+//!
+//! A kernel is either a runner process on NDJSON pipes ([`Kernel`]) or a
+//! kernel created on a Jupyter gateway and driven over its websocket
+//! ([`crate::gateway::GatewayKernel`]). Both yield the same
+//! [`Execution`]s of [`ExecEvent`]s, so everything above this module
+//! (sessions, timeouts, limits, artifacts, rendering) never asks which one it
+//! has. The transport is chosen once, by [`Transport`].
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use super::{Completeness, ExecEvent, ExecuteOptions, Execution, ExitInfo, Kernel, KernelError, KernelOptions};
+use crate::backend::Backend;
+use crate::gateway::{GatewayKernel, GatewaySetting};
+
+/// How new kernels are reached: a local runner process, or a Jupyter gateway.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// A runner process per kernel (every backend).
+    #[default]
+    Process,
+    /// Python kernels on a Jupyter gateway (Node kernels stay processes).
+    Gateway(GatewaySetting),
+}
+
+impl Transport {
+    /// The transport `EVALKIT_GATEWAY_URL` / `EVALKIT_BACKEND` ask for, or an
+    /// error naming the bad value.
+    pub fn from_env() -> Result<Transport, String> {
+        Ok(match GatewaySetting::from_env()? {
+            Some(setting) => Transport::Gateway(setting),
+            None => Transport::Process,
+        })
+    }
+
+    /// The short name shown to people: `process` or `gateway`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Transport::Process => "process",
+            Transport::Gateway(_) => "gateway",
+        }
+    }
+}
+
+/// One running kernel, whatever carries it. Dropping it stops it.
+#[derive(Debug)]
+pub enum KernelHandle {
+    /// A runner process.
+    Process(Kernel),
+    /// A kernel on a Jupyter gateway.
+    Gateway(GatewayKernel),
+}
+
+impl KernelHandle {
+    /// Start a kernel of `options.backend` over `transport` (gateways carry
+    /// Python only: other backends always get a process).
+    /// Python kernels then run the extension modules ([`super::extensions`]).
+    pub async fn start(options: KernelOptions, transport: &Transport) -> Result<KernelHandle, KernelError> {
+        let extensions =
+            match options.backend {
+                Backend::Python => super::extensions::find(&options.cwd).map_err(|reason| {
+                    KernelError::StartupFailed { backend: options.backend, reason, stderr_tail: String::new() }
+                })?,
+                Backend::Node => Vec::new(),
+            };
+        let backend = options.backend;
+        let kernel = match transport {
+            Transport::Gateway(setting) if backend == Backend::Python => {
+                KernelHandle::Gateway(GatewayKernel::start(options, setting).await?)
+            }
+            _ => KernelHandle::Process(Kernel::start(options).await?),
+        };
+        if let Some(code) = super::extensions::load_code(&extensions)
+            && let Err(error) = kernel.run_setup(&code).await
+        {
+            kernel.shutdown().await;
+            return Err(error);
+        }
+        Ok(kernel)
+    }
+
+    /// Run host-side setup code; a Python error fails the start with its message.
+    async fn run_setup(&self, code: &str) -> Result<(), KernelError> {
+        let options = ExecuteOptions { silent: true, internal: true, ..Default::default() };
+        let output = self.execute_with(code, options).await?.collect().await?;
+        match output.errors().first() {
+            None => Ok(()),
+            Some(error) => Err(KernelError::StartupFailed {
+                backend: Backend::Python,
+                reason: format!(
+                    "an extension module failed: {}: {}\n{}",
+                    error.ename,
+                    error.evalue,
+                    error.traceback.concat().trim_end()
+                ),
+                stderr_tail: String::new(),
+            }),
+        }
+    }
+
+    /// Run a user cell.
+    pub async fn execute(&self, code: &str) -> Result<Execution, KernelError> {
+        self.execute_with(code, ExecuteOptions::default()).await
+    }
+
+    /// Send a request; its events arrive on the returned [`Execution`].
+    pub async fn execute_with(&self, code: &str, options: ExecuteOptions) -> Result<Execution, KernelError> {
+        match self {
+            KernelHandle::Process(kernel) => kernel.execute_with(code, options).await,
+            KernelHandle::Gateway(kernel) => kernel.execute_with(code, options).await,
+        }
+    }
+
+    /// Ask whether `code` is a whole cell yet.
+    pub async fn check_complete(&self, code: &str) -> Result<Completeness, KernelError> {
+        match self {
+            KernelHandle::Process(kernel) => kernel.check_complete(code).await,
+            KernelHandle::Gateway(kernel) => kernel.check_complete(code).await,
+        }
+    }
+
+    /// Interrupt the running cell (a process gets SIGINT; a gateway kernel is
+    /// interrupted over REST once the cell has started, repeatedly until it ends).
+    pub fn interrupt(&self) -> Result<(), KernelError> {
+        match self {
+            KernelHandle::Process(kernel) => kernel.interrupt(),
+            KernelHandle::Gateway(kernel) => kernel.interrupt(),
+        }
+    }
+
+    /// Whether the kernel can still run cells.
+    pub fn is_alive(&self) -> bool {
+        match self {
+            KernelHandle::Process(kernel) => kernel.is_alive(),
+            KernelHandle::Gateway(kernel) => kernel.is_alive(),
+        }
+    }
+
+    /// Stop the kernel politely, then firmly. Idempotent.
+    pub async fn shutdown(&self) -> Option<ExitInfo> {
+        match self {
+            KernelHandle::Process(kernel) => kernel.shutdown().await,
+            KernelHandle::Gateway(kernel) => {
+                kernel.shutdown().await;
+                None
+            }
+        }
+    }
+
+    /// Stop a kernel that ignored an interrupt, without waiting for it.
+    pub async fn terminate_stuck(&self) -> Option<ExitInfo> {
+        match self {
+            KernelHandle::Process(kernel) => kernel.terminate_stuck().await,
+            KernelHandle::Gateway(kernel) => {
+                kernel.shutdown().await;
+                None
+            }
+        }
+    }
+
+    /// The local process id, when the kernel is a local process we started
+    /// (for memory limits and diagnostics); `None` on a gateway.
+    pub fn pid(&self) -> Option<u32> {
+        match self {
+            KernelHandle::Process(kernel) => Some(kernel.pid()),
+            KernelHandle::Gateway(_) => None,
+        }
+    }
+
+    /// How it ended, in words, once it has (for notes about dead kernels).
+    pub fn exit_description(&self) -> Option<String> {
+        match self {
+            KernelHandle::Process(kernel) => kernel.exit_info().map(|exit| exit.to_string()),
+            KernelHandle::Gateway(kernel) => kernel.death_reason(),
+        }
+    }
+
+    /// The working directory the kernel started in.
+    pub fn cwd(&self) -> &std::path::Path {
+        match self {
+            KernelHandle::Process(kernel) => kernel.cwd(),
+            KernelHandle::Gateway(kernel) => kernel.cwd(),
+        }
+    }
+
+    /// Who answers the cells' bridge calls from now on. Gateway kernels have
+    /// no frames channel to the host: their cells get "no bridge configured".
+    pub fn set_bridge(&self, hook: super::bridge::BridgeHook) {
+        if let KernelHandle::Process(kernel) = self {
+            kernel.set_bridge(hook);
+        }
+    }
+
+    /// The process kernel, when this is one.
+    pub fn as_process(&self) -> Option<&Kernel> {
+        match self {
+            KernelHandle::Process(kernel) => Some(kernel),
+            KernelHandle::Gateway(_) => None,
+        }
+    }
+}
+
+impl From<Kernel> for KernelHandle {
+    fn from(kernel: Kernel) -> Self {
+        KernelHandle::Process(kernel)
+    }
+}
+
+/// A shared handle, as the pool keeps it.
+pub type SharedKernel = Arc<KernelHandle>;
+
+/// An [`Execution`] fed by another transport through `events`.
+pub(crate) fn execution_from(id: String, events: mpsc::Receiver<Result<ExecEvent, KernelError>>) -> Execution {
+    Execution { id, events, finished: false }
+}
