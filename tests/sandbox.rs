@@ -243,6 +243,30 @@ async fn allocating_past_the_memory_limit_ends_the_cell_and_the_next_call_gets_a
     assert_eq!(r.text.trim(), "allocated 512", "{}", r.text);
 }
 
+/// Where no memory cgroup can be made (a non-root user here), the limit is an
+/// address-space rlimit: the cell gets a MemoryError that names the limit and
+/// the kernel (with its state) is kept. The rlimit is set from the cell itself
+/// here, as root always gets a cgroup; the sandbox passes the same variable.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_memory_error_under_the_rlimit_fallback_names_the_limit() {
+    let fx = fixture();
+    let mut config = EngineConfig::new(&fx.work);
+    config.python = Some(common::python().display().to_string());
+    config.artifacts_dir = fx.outside.join("../artifacts");
+    config.runner_cache_dir = Some(fx.outside.join("../runner-cache"));
+    config.extra_env.insert(evalkit::sandbox::ENV_MEMORY_RLIMIT.into(), "1 GiB".into());
+    let engine = EvalEngine::new(config);
+    assert!(!eval(&engine, "state = 1").await.is_error);
+    let code = "import resource\nresource.setrlimit(resource.RLIMIT_AS, (1 << 30, resource.RLIM_INFINITY))\n\
+                x = bytearray(2 << 30)";
+    let r = eval(&engine, code).await;
+    assert_eq!(r.cells[0].error.as_ref().unwrap().ename, "MemoryError", "{}", r.text);
+    assert!(r.text.contains("memory limit exceeded (1 GiB)"), "{}", r.text);
+    let next = eval(&engine, "print('kept', state)").await;
+    assert!(next.text.contains("kept 1"), "{}", next.text);
+    engine.dispose_all().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn pip_under_network_off_says_why_and_how_to_allow_it() {
     let fx = fixture();

@@ -222,6 +222,13 @@ class Executor:
             evalue = str(error)
         except BaseException:
             evalue = "<unprintable %s>" % type(error).__name__
+        limit = os.environ.get("EVALKIT_MEMORY_RLIMIT") if isinstance(error, MemoryError) else None
+        if limit:
+            # The sandbox's memory limit is an address-space rlimit here: say
+            # that the limit, not the machine, ran out.
+            note = "memory limit exceeded (%s)" % limit
+            evalue = "%s; %s" % (evalue, note) if evalue else note
+            lines = list(lines) + ["[evalkit: %s; the kernel is kept]\n" % note]
         self._sync_output()
         self._emit_error(type(error).__name__, evalue, lines)
 

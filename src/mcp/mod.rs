@@ -51,21 +51,15 @@ pub const PROGRESS_HEARTBEAT: Duration = Duration::from_secs(5);
 pub const INSTRUCTIONS: &str = "\
 evalkit runs Python code for you in a persistent kernel (like a Jupyter notebook without Jupyter).
 - Use the `eval` tool with one or more cells. Variables, imports and functions persist across calls.
-- The last expression of a cell is shown; print() output and errors (with tracebacks) come back too.
-- display(obj) and matplotlib figures come back as images, tables or JSON.
-- Output is bounded (50 KB / 3000 lines): the middle of long output is elided and the full output is
-  kept as an artifact://<id> resource you can read.
-- Each cell has a timeout (default 30 s, up to 3600). A timed-out cell is interrupted and the state is
-  kept. If the state looks broken, call `eval_reset` or pass reset: true.
-- There is no interactive input(): pass data in the code.
-- Long work (training, downloads, big installs, anything that may take over a minute): pass `wait`
-  (seconds, e.g. 60) to eval. If cells still run when it elapses, you get the output so far and a
-  run://<id> handle while they go on under their own timeouts (raise `timeout` for long cells). Then call
-  `eval_wait` (it blocks on the server until a cell finishes; never poll with sleep cells) for the new
-  output, or `eval_cancel` to stop. A call on a busy session queues behind its run (`wait: 0` fails
-  at once instead).
-- `session: \"name\"` on eval, eval_wait and eval_reset gives you independent kernels (\"data\",
-  \"scratch\"), e.g. to keep working while a long run goes on; `eval_sessions` lists them.";
+- The last expression of a cell is shown; print() output and errors (with tracebacks) come back too;
+  display(obj) and matplotlib figures come back as images, tables or JSON.
+- Output is bounded (50 KB / 3000 lines); the full output is kept as an artifact://<id> resource.
+- Each cell has a timeout (default 30 s, up to 3600); a timed-out cell is interrupted and the state is
+  kept. If the state looks broken, call `eval_reset` or pass reset: true. There is no input().
+- Anything that may take over a minute: pass `wait` (seconds) to eval. If cells still run when it
+  elapses you get the output so far and a run://<id> handle; then call `eval_wait` (it blocks on the
+  server; never poll with sleep cells) or `eval_cancel`. A call on a busy session queues behind its run.
+- `session: \"name\"` gives independent kernels (e.g. to keep working during a long run); see `eval_sessions`.";
 
 /// The `eval` tool's description, written for models.
 pub const EVAL_DESCRIPTION: &str = "\

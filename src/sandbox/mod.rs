@@ -30,6 +30,10 @@ pub use probe::{SandboxSupport, support};
 
 use limits::{Cgroup, Controller};
 
+/// Set in the kernel's environment when the memory limit is an rlimit: the
+/// limit as people read it (`4 GiB`).
+pub const ENV_MEMORY_RLIMIT: &str = "EVALKIT_MEMORY_RLIMIT";
+
 /// How to start without the sandbox, for error messages.
 const HOW_TO_DISABLE: &str = "run without it with `--sandbox off --network on` (or EVALKIT_SANDBOX=off), without --memory-limit / --max-processes";
 
@@ -110,7 +114,12 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
                 prepared.cgroup_procs.push(group.procs_fd().map_err(fail)?);
                 prepared.guard.cgroups.push(group);
             }
-            None => prepared.rlimits.push((libc::RLIMIT_AS as libc::c_int, limit)),
+            None => {
+                prepared.rlimits.push((libc::RLIMIT_AS as libc::c_int, limit));
+                // The kernel survives a MemoryError under an rlimit: the runner
+                // names the limit in that error, as the cgroup's death note does.
+                prepared.env.push((ENV_MEMORY_RLIMIT.into(), format_size(limit)));
+            }
         }
     }
     let mut nproc_in_userns = false;
