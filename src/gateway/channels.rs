@@ -142,7 +142,7 @@ impl GatewayKernel {
         let started = tokio::time::timeout(limit, async {
             let kernel = GatewayKernel::connect(client.clone(), kernel_id.clone(), options.cwd.clone()).await?;
             kernel.run_internal(&init::setup_code(&options.cwd, &env, local)).await?;
-            kernel.run_internal(init::PRELUDE).await?;
+            kernel.run_internal(&init::prelude_code()).await?;
             Ok::<_, KernelError>(kernel)
         })
         .await;

@@ -10,9 +10,20 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// evalkit's helpers (`env`, `read`, `write`, `log`, `phase`, `emit_status`)
-/// for an IPython kernel.
-pub const PRELUDE: &str = include_str!("prelude.py");
+/// The glue that installs evalkit's helpers in an IPython kernel.
+const PRELUDE: &str = include_str!("prelude.py");
+
+/// The runner's own helpers (`env`, `read`, `write`, `log`, `phase`), sent as
+/// source so gateway kernels offer exactly what local kernels do.
+const HELPERS: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/evalkit_kernel/helpers.py"));
+
+/// The code that gives an IPython kernel evalkit's helpers (`env`, `read`,
+/// `write`, `log`, `phase`, `emit_status`, `display`).
+pub fn prelude_code() -> String {
+    // A JSON string is a valid Python string literal.
+    let source = serde_json::to_string(HELPERS).expect("a string serializes");
+    format!("_evalkit_helpers_source = {source}\n{PRELUDE}")
+}
 
 /// Variables that describe the machine evalkit runs on, not the one a remote
 /// kernel runs on: never sent to an external gateway's kernels.

@@ -42,6 +42,7 @@ pub const RUNNER_FILES: &[(&str, &str)] = &[
     runner_file!("evalkit_kernel/magics.py"),
     runner_file!("evalkit_kernel/magics_catalog.py"),
     runner_file!("evalkit_kernel/magics_config.py"),
+    runner_file!("evalkit_kernel/helpers.py"),
     runner_file!("evalkit_kernel/magics_debug.py"),
     runner_file!("evalkit_kernel/magics_ext.py"),
     runner_file!("evalkit_kernel/magics_history.py"),
