@@ -5,7 +5,6 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 use evalkit::gateway::local;
-use evalkit::runtime::{self, DiscoveryInput};
 
 use super::KernelArgs;
 
@@ -42,26 +41,10 @@ pub async fn gateway(command: GatewayCommand) -> ExitCode {
 
 /// Check, or install, jupyter_kernel_gateway and ipykernel for the resolved interpreter.
 pub async fn setup_gateway(check: bool, kernel: KernelArgs) -> ExitCode {
-    let cwd = match kernel.cwd() {
-        Ok(cwd) => cwd,
-        Err(message) => {
-            eprintln!("evalkit: {message}");
-            return ExitCode::from(2);
-        }
+    let found = match super::setup::resolve_or_create(&kernel, check).await {
+        Ok(found) => found,
+        Err(code) => return code,
     };
-    let input = DiscoveryInput::from_env(cwd, kernel.explicit_python());
-    let skip = runtime::skip_check_from_env();
-    let resolve = {
-        let input = input.clone();
-        move || runtime::resolve(&input, skip)
-    };
-    let mut found = tokio::task::spawn_blocking(resolve.clone()).await.expect("discovery does not panic");
-    if found.is_err() && !check {
-        if let Err(message) = super::setup::create_managed_env(&input).await {
-            eprintln!("evalkit: {message}");
-        }
-        found = tokio::task::spawn_blocking(resolve).await.expect("discovery does not panic");
-    }
     let python = match found {
         Ok(python) => python.executable,
         Err(error) => {

@@ -46,26 +46,10 @@ pub async fn setup(command: SetupCommand) -> ExitCode {
         SetupCommand::Node { check: _, kernel } => return setup_node(kernel).await,
         SetupCommand::Gateway { check, kernel } => return super::gateway::setup_gateway(check, kernel).await,
     };
-    let cwd = match kernel.cwd() {
-        Ok(cwd) => cwd,
-        Err(message) => {
-            eprintln!("evalkit: {message}");
-            return ExitCode::from(2);
-        }
+    let result = match resolve_or_create(&kernel, check).await {
+        Ok(result) => result,
+        Err(code) => return code,
     };
-    let input = DiscoveryInput::from_env(cwd, kernel.explicit_python());
-    let skip = runtime::skip_check_from_env();
-    let resolve = {
-        let input = input.clone();
-        move || runtime::resolve(&input, skip)
-    };
-    let mut result = tokio::task::spawn_blocking(resolve.clone()).await.expect("discovery does not panic");
-    if result.is_err() && !check {
-        if let Err(message) = create_managed_env(&input).await {
-            eprintln!("evalkit: {message}");
-        }
-        result = tokio::task::spawn_blocking(resolve).await.expect("discovery does not panic");
-    }
     match result {
         Ok(python) => {
             println!("Python interpreter: {}", python.interpreter.display());
@@ -85,6 +69,33 @@ pub async fn setup(command: SetupCommand) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// The interpreter `kernel`'s options resolve to; unless `check`, the managed
+/// environment is created first when none is found. `Err` is the exit code of
+/// a bad cwd (already reported).
+pub(super) async fn resolve_or_create(
+    kernel: &KernelArgs,
+    check: bool,
+) -> Result<Result<runtime::ResolvedPython, runtime::DiscoveryError>, ExitCode> {
+    let cwd = kernel.cwd().map_err(|message| {
+        eprintln!("evalkit: {message}");
+        ExitCode::from(2)
+    })?;
+    let input = DiscoveryInput::from_env(cwd, kernel.explicit_python());
+    let skip = runtime::skip_check_from_env();
+    let resolve = {
+        let input = input.clone();
+        move || runtime::resolve(&input, skip)
+    };
+    let mut result = tokio::task::spawn_blocking(resolve.clone()).await.expect("discovery does not panic");
+    if result.is_err() && !check {
+        if let Err(message) = create_managed_env(&input).await {
+            eprintln!("evalkit: {message}");
+        }
+        result = tokio::task::spawn_blocking(resolve).await.expect("discovery does not panic");
+    }
+    Ok(result)
 }
 
 /// What this OS can enforce, and the policy these options ask for.
