@@ -38,7 +38,7 @@ impl Machine {
         for var in ["VIRTUAL_ENV", "CONDA_PREFIX", "EVALKIT_PYTHON", "EVALKIT_NODE", "EVALKIT_PY", "EVALKIT_JS"] {
             command.env_remove(var);
         }
-        for var in ["EVALKIT_GATEWAY_URL", "EVALKIT_GATEWAY_TOKEN", "XDG_CACHE_HOME", "XDG_DATA_HOME"] {
+        for var in ["EVALKIT_GATEWAY_URL", "EVALKIT_GATEWAY_TOKEN", "XDG_CACHE_HOME", "XDG_DATA_HOME", "EVALKIT_SANDBOX"] {
             command.env_remove(var);
         }
         command
@@ -46,6 +46,7 @@ impl Machine {
             .env("HOME", self.path("home"))
             .env("EVALKIT_CACHE_DIR", self.path("cache"))
             .env_remove("EVALKIT_ARTIFACTS_DIR")
+            .env_remove("EVALKIT_NETWORK")
             .envs(env.iter().copied())
             .output()
             .unwrap()
@@ -126,7 +127,11 @@ fn with_python_and_node_on_path_both_are_chosen_and_nothing_is_wrong() {
     assert_eq!(report["languages"]["javascript_available"], true);
     assert!(problems(&report).iter().all(|(severity, ..)| severity != "error"), "{report:#}");
     assert!(!report["revision"].as_str().unwrap().is_empty());
-    assert_eq!(report["sandbox"][0]["status"], "unknown");
+    // The sandbox section comes from the OS probe: Landlock first, the policy in force last.
+    let sandbox = report["sandbox"].as_array().unwrap();
+    assert!(sandbox[0]["name"].as_str().unwrap().contains("Landlock"), "{sandbox:?}");
+    assert!(["supported", "unsupported"].contains(&sandbox[0]["status"].as_str().unwrap()), "{sandbox:?}");
+    assert_eq!(sandbox.last().unwrap()["detail"], "sandbox off, network on", "{sandbox:?}");
     let cache = &report["folders"][0];
     assert_eq!(cache["path"], machine.path("cache").to_str().unwrap());
     let text = machine.doctor(&[], &[]);

@@ -236,29 +236,16 @@ impl Drop for SparePool {
     }
 }
 
-/// Stop spares: one still starting is abandoned (its start is dropped, which
-/// kills its process group); a ready one gets the normal shutdown.
+/// Stop spares, each with the normal shutdown. One still starting is let
+/// finish first: abandoning a start would leave a gateway kernel behind
+/// (only a process kernel's group dies with its dropped start).
 async fn stop_all(spares: Vec<Spare>) {
-    let stops: Vec<_> = spares
-        .into_iter()
-        .map(|spare| async move {
-            if !spare.task.is_finished() {
-                spare.task.abort();
-            }
-            if let Ok(Ok(kernel)) = spare.task.await {
-                kernel.shutdown().await;
-            }
-        })
-        .collect();
-    futures_join_all(stops).await;
-}
-
-/// Await every future (they are few; no crate needed for this).
-async fn futures_join_all<F: std::future::Future<Output = ()> + Send + 'static>(futures: Vec<F>) {
-    let handles: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
-    for handle in handles {
-        let _ = handle.await;
-    }
+    let stops = spares.into_iter().map(|spare| async move {
+        if let Ok(Ok(kernel)) = spare.task.await {
+            kernel.shutdown().await;
+        }
+    });
+    futures_util::future::join_all(stops).await;
 }
 
 async fn reap_idle(pool: Weak<SparePool>, idle: Duration) {
