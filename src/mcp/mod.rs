@@ -36,6 +36,7 @@ use crate::output::artifacts::SCHEME;
 use crate::tool::{CallContext, CallOutcome, EvalEngine, EvalEvent, EvalParams, EvalResult, Language};
 
 mod runs;
+pub mod sampling;
 mod tasks;
 
 /// Largest piece of an artifact one `resources/read` returns; larger artifacts
@@ -535,12 +536,20 @@ impl ServerHandler for EvalServer {
 }
 
 /// Serve one connection on stdin/stdout until the client leaves or a signal
-/// arrives; every kernel is disposed before returning.
-pub async fn serve_stdio(engine: Arc<EvalEngine>) -> anyhow::Result<()> {
+/// arrives; every kernel is disposed before returning. With `sampling` (the
+/// engine's bridge), the connection's client answers its cells'
+/// `completion()`/`agent()` calls.
+pub async fn serve_stdio(
+    engine: Arc<EvalEngine>,
+    sampling: Option<Arc<sampling::SamplingBridge>>,
+) -> anyhow::Result<()> {
     static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
     let session = format!("mcp-{}-{}", std::process::id(), CONNECTIONS.fetch_add(1, Ordering::Relaxed));
     let server = EvalServer::new(engine.clone(), session.clone());
     let running = server.serve(rmcp::transport::stdio()).await?;
+    if let Some(sampling) = &sampling {
+        sampling.register(&session, running.peer().clone());
+    }
     let cancel = running.cancellation_token();
     let signals = tokio::spawn(async move {
         use tokio::signal::unix::{SignalKind, signal};
@@ -556,6 +565,9 @@ pub async fn serve_stdio(engine: Arc<EvalEngine>) -> anyhow::Result<()> {
     });
     let quit = running.waiting().await;
     signals.abort();
+    if let Some(sampling) = &sampling {
+        sampling.unregister(&session);
+    }
     engine.dispose_owner(&session).await;
     engine.dispose_all().await;
     tracing::info!("mcp connection closed: {quit:?}");
