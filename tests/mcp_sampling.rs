@@ -51,3 +51,18 @@ fn the_cell_timeout_waits_while_the_client_answers() {
 fn a_client_without_sampling_gets_a_clear_error_in_the_cell() {
     scenario("no_sampling");
 }
+
+#[test]
+fn on_protocol_2026_07_28_sampling_goes_through_input_required_rounds() {
+    scenario("rounds_completion");
+}
+
+#[test]
+fn between_rounds_the_parked_cell_keeps_its_timeout_paused() {
+    scenario("rounds_paused_timeout");
+}
+
+#[test]
+fn on_protocol_2026_07_28_a_client_without_sampling_gets_a_clear_error() {
+    scenario("rounds_no_sampling");
+}

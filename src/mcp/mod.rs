@@ -35,6 +35,7 @@ use crate::backend::Backend;
 use crate::output::artifacts::SCHEME;
 use crate::tool::{CallContext, CallOutcome, EvalEngine, EvalEvent, EvalParams, EvalResult, Language};
 
+mod rounds;
 mod runs;
 pub mod sampling;
 mod tasks;
@@ -109,6 +110,11 @@ pub struct EvalServer {
     sessions: runs::Sessions,
     /// `eval` calls running as MCP tasks.
     tasks: rmcp::task_manager::TaskManager,
+    /// Answers the cells' completion()/agent() through this connection's client.
+    sampling: Option<Arc<sampling::SamplingBridge>>,
+    /// `eval` calls waiting for the client's next sampling round, by `requestState`.
+    parked: std::sync::Mutex<std::collections::HashMap<String, rounds::Parked>>,
+    rounds_seq: AtomicU64,
 }
 
 impl EvalServer {
@@ -120,7 +126,16 @@ impl EvalServer {
             languages,
             sessions: Default::default(),
             tasks: Default::default(),
+            sampling: None,
+            parked: Default::default(),
+            rounds_seq: AtomicU64::new(0),
         }
+    }
+
+    /// Answer this connection's cells' completion()/agent() through `sampling`.
+    pub fn with_sampling(mut self, sampling: Option<Arc<sampling::SamplingBridge>>) -> Self {
+        self.sampling = sampling;
+        self
     }
 
     fn offers(&self, backend: Backend) -> bool {
@@ -451,6 +466,7 @@ impl ServerHandler for EvalServer {
         let mut arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         match request.name.as_ref() {
             "eval" if Self::runs_as_task(&arguments, &context) => Ok(self.call_eval_task(arguments)),
+            "eval" if self.uses_rounds(&context) => Ok(self.call_eval_rounds(request, arguments, &context).await),
             "eval" => Ok(self.call_eval(arguments, context).await.into()),
             "eval_wait" => Ok(self.call_wait(arguments, context).await.into()),
             "eval_cancel" => Ok(self.call_cancel(arguments).await.into()),
@@ -545,7 +561,7 @@ pub async fn serve_stdio(
 ) -> anyhow::Result<()> {
     static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
     let session = format!("mcp-{}-{}", std::process::id(), CONNECTIONS.fetch_add(1, Ordering::Relaxed));
-    let server = EvalServer::new(engine.clone(), session.clone());
+    let server = EvalServer::new(engine.clone(), session.clone()).with_sampling(sampling.clone());
     let running = server.serve(rmcp::transport::stdio()).await?;
     if let Some(sampling) = &sampling {
         sampling.register(&session, running.peer().clone());

@@ -17,9 +17,12 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use rmcp::model::{CreateMessageRequestParams, ModelHint, ModelPreferences, ProtocolVersion, SamplingMessage};
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ModelHint, ModelPreferences, ProtocolVersion, SamplingMessage,
+};
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::bridge::{AgentOutput, AgentRequest, BoxFuture, Bridge, BridgeError, Completion, CompletionRequest};
 
@@ -30,6 +33,22 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 #[derive(Default)]
 pub struct SamplingBridge {
     peers: Mutex<HashMap<String, Peer<RoleServer>>>,
+    /// Engine sessions whose running call answers sampling in rounds
+    /// (`InputRequiredResult`) rather than by a server-to-client request.
+    rounds: Mutex<HashMap<String, Rounds>>,
+}
+
+/// One sampling request waiting for the client's next round, and where its answer goes.
+pub struct Asked {
+    pub params: CreateMessageRequestParams,
+    pub answer: oneshot::Sender<Result<CreateMessageResult, String>>,
+}
+
+/// How a call in the round-trip protocol takes its cells' sampling requests.
+struct Rounds {
+    /// Whether the client declared the sampling capability on that call.
+    sampling: bool,
+    asks: mpsc::UnboundedSender<Asked>,
 }
 
 impl SamplingBridge {
@@ -41,6 +60,20 @@ impl SamplingBridge {
     /// Forget `connection` when its client leaves.
     pub fn unregister(&self, connection: &str) {
         self.peers.lock().unwrap().remove(connection);
+    }
+
+    /// While the current call of `session` runs, its cells' sampling requests
+    /// go to the returned receiver (to be asked in `InputRequiredResult`
+    /// rounds); `sampling` says whether the client declared the capability.
+    pub fn open_rounds(&self, session: &str, sampling: bool) -> mpsc::UnboundedReceiver<Asked> {
+        let (asks, receiver) = mpsc::unbounded_channel();
+        self.rounds.lock().unwrap().insert(session.to_string(), Rounds { sampling, asks });
+        receiver
+    }
+
+    /// The call of `session` is over: its requests go the default way again.
+    pub fn close_rounds(&self, session: &str) {
+        self.rounds.lock().unwrap().remove(session);
     }
 
     /// The client that runs `session`'s cells, if it can sample.
@@ -61,11 +94,7 @@ impl SamplingBridge {
             ));
         };
         if info.capabilities.sampling.is_none() {
-            return Err(BridgeError::new(
-                "unavailable",
-                "this MCP client does not offer sampling; completion() and agent() need a client that declares the \
-                 sampling capability (or run the code with `evalkit run` and EVALKIT_LLM_BASE_URL set)",
-            ));
+            return Err(no_sampling());
         }
         if info.protocol_version >= ProtocolVersion::V_2026_07_28 {
             return Err(BridgeError::new(
@@ -82,14 +111,37 @@ impl SamplingBridge {
 
     /// One sampling round trip: the model's text and name.
     async fn sample(&self, session: &str, params: CreateMessageRequestParams) -> Result<Completion, BridgeError> {
-        let peer = self.peer_for(session)?;
-        let result = peer.create_message(params).await.map_err(|error| {
-            BridgeError::new("failed", format!("the MCP client did not answer the sampling request: {error}"))
-        })?;
+        let rounds = self.rounds.lock().unwrap().get(session).map(|r| (r.sampling, r.asks.clone()));
+        let result = match rounds {
+            Some((false, _)) => return Err(no_sampling()),
+            Some((true, asks)) => {
+                let (answer, answered) = oneshot::channel();
+                asks.send(Asked { params, answer }).map_err(|_| gone())?;
+                let result = answered.await.map_err(|_| gone())?;
+                result.map_err(|error| {
+                    BridgeError::new("failed", format!("the MCP client did not answer the sampling request: {error}"))
+                })?
+            }
+            None => self.peer_for(session)?.create_message(params).await.map_err(|error| {
+                BridgeError::new("failed", format!("the MCP client did not answer the sampling request: {error}"))
+            })?,
+        };
         let text: String =
             result.message.content.iter().filter_map(|block| block.as_text()).map(|t| t.text.as_str()).collect();
         Ok(Completion { text, model: Some(result.model).filter(|model| !model.is_empty()) })
     }
+}
+
+fn no_sampling() -> BridgeError {
+    BridgeError::new(
+        "unavailable",
+        "this MCP client does not offer sampling; completion() and agent() need a client that declares the sampling \
+         capability (or run the code with `evalkit run` and EVALKIT_LLM_BASE_URL set)",
+    )
+}
+
+fn gone() -> BridgeError {
+    BridgeError::new("cancelled", "the MCP call that ran this cell is over; its sampling request was not answered")
 }
 
 /// A sampling request for `prompt`, asking for JSON when a schema is given.

@@ -10,7 +10,7 @@ import os
 import sys
 
 import anyio
-from mcp import ClientSession, StdioServerParameters, types
+from mcp import Client, ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
 BINARY, CWD, SCENARIO = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -81,16 +81,36 @@ async def scenario_no_sampling(session):
     print("no sampling ok")
 
 
+# On protocol 2026-07-28 the server may not send requests: the same cells are
+# answered in input-required rounds that the client drives on its own.
+async def scenario_rounds_completion(session):
+    await scenario_completion(session)
+    await scenario_schema_and_agent(session)
+
+
+async def scenario_rounds_paused_timeout(session):
+    await scenario_paused_timeout(session)
+
+
+async def scenario_rounds_no_sampling(session):
+    await scenario_no_sampling(session)
+
+
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}
 
 
 async def main():
     params = StdioServerParameters(command=BINARY, args=["mcp", "--cwd", CWD], env=dict(os.environ))
-    callback = None if SCENARIO == "no_sampling" else model
-    async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write, sampling_callback=callback) as session:
-            await session.initialize()
-            await SCENARIOS[SCENARIO](session)
+    callback = None if SCENARIO.endswith("no_sampling") else model
+    if SCENARIO.startswith("rounds_"):
+        async with Client(params, sampling_callback=callback, mode="2026-07-28") as client:
+            assert client.session.protocol_version == "2026-07-28", client.session.protocol_version
+            await SCENARIOS[SCENARIO](client)
+    else:
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write, sampling_callback=callback) as session:
+                await session.initialize()
+                await SCENARIOS[SCENARIO](session)
     if callback is not None:
         assert ASKED, "the client was never asked"
 
