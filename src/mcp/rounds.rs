@@ -76,6 +76,8 @@ impl EvalServer {
             Err(message) => return CallToolResult::error(vec![ContentBlock::text(message)]).into(),
         };
         let session = self.session_context(&name);
+        // Listed by eval_sessions; a call spanning rounds is not counted as in flight.
+        drop(self.note_call(&name, &arguments));
         let params = match EvalParams::from_json(arguments) {
             Ok(params) => params,
             Err(error) => return CallToolResult::error(vec![ContentBlock::text(error.to_string())]).into(),
