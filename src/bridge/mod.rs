@@ -105,6 +105,24 @@ pub trait Bridge: Send + Sync {
         })
     }
 
+    /// [`Bridge::completion`] for a cell of engine session `session`: a bridge
+    /// that serves several clients (the MCP server) answers through the one
+    /// whose call runs the cell. Default: the session does not matter.
+    fn completion_for(
+        &self,
+        session: &str,
+        request: CompletionRequest,
+    ) -> BoxFuture<'_, Result<Completion, BridgeError>> {
+        let _ = session;
+        self.completion(request)
+    }
+
+    /// [`Bridge::agent`] for a cell of engine session `session` (see [`Bridge::completion_for`]).
+    fn agent_for(&self, session: &str, request: AgentRequest) -> BoxFuture<'_, Result<AgentOutput, BridgeError>> {
+        let _ = session;
+        self.agent(request)
+    }
+
     /// How many calls this bridge serves at once (the engine-wide cap is the
     /// smaller of this and [`BridgeLimits::max_concurrency`]).
     fn concurrency(&self) -> usize {
@@ -203,13 +221,22 @@ pub struct Dispatcher {
     pause: PauseFn,
     /// Where `agent(..., handle=True)` output is kept, and for which session.
     handles: Option<(Arc<ArtifactStore>, String)>,
+    /// The engine session whose kernel makes the calls (for routing).
+    session: String,
 }
 
 impl Dispatcher {
     /// `permits` is shared by every kernel of an engine (the concurrency cap);
     /// `pause` suspends the budget of the cell this kernel runs.
     pub fn new(config: BridgeConfig, permits: Arc<Semaphore>, pause: PauseFn) -> Self {
-        Dispatcher { config, permits, pause, handles: None }
+        Dispatcher { config, permits, pause, handles: None, session: String::new() }
+    }
+
+    /// Name the engine session whose kernel this dispatcher serves, so a
+    /// bridge serving several clients answers through the right one.
+    pub fn for_session(mut self, session: &str) -> Self {
+        self.session = session.to_string();
+        self
     }
 
     /// Keep sub-agents' output asked for with `handle=True` in `store`, as
@@ -232,6 +259,7 @@ impl BridgeHandler for Dispatcher {
         let permits = self.permits.clone();
         let pause = self.pause.clone();
         let handles = self.handles.clone();
+        let session = self.session.clone();
         Box::pin(async move {
             let Some(bridge) = config.bridge.clone() else {
                 return Err(BridgeError::new("unavailable", NO_BRIDGE));
@@ -262,7 +290,7 @@ impl BridgeHandler for Dispatcher {
             let _permit = permits.acquire_owned().await.map_err(|_| BridgeError::new("cancelled", "shutting down"))?;
             let started = Instant::now();
             let op = call.op.clone();
-            let work = dispatch(bridge.as_ref(), call);
+            let work = dispatch(bridge.as_ref(), &session, call);
             let (mut value, model) = match tokio::time::timeout(limits.call_timeout, work).await {
                 Ok(result) => result?,
                 Err(_) => {
@@ -291,7 +319,11 @@ impl BridgeHandler for Dispatcher {
 }
 
 /// Parse the call's arguments, run it, and shape the answer for the cell.
-async fn dispatch(bridge: &dyn Bridge, call: BridgeCall) -> Result<(Value, Option<String>), BridgeError> {
+async fn dispatch(
+    bridge: &dyn Bridge,
+    session: &str,
+    call: BridgeCall,
+) -> Result<(Value, Option<String>), BridgeError> {
     let args = call.args;
     let text = |name: &str| args.get(name).and_then(Value::as_str).map(String::from);
     match call.op.as_str() {
@@ -304,7 +336,7 @@ async fn dispatch(bridge: &dyn Bridge, call: BridgeCall) -> Result<(Value, Optio
                 max_tokens: args.get("max_tokens").and_then(Value::as_u64),
                 temperature: args.get("temperature").and_then(Value::as_f64),
             };
-            let answer = bridge.completion(request).await?;
+            let answer = bridge.completion_for(session, request).await?;
             Ok((json!({"text": answer.text, "model": answer.model}), answer.model))
         }
         "agent" => {
@@ -318,7 +350,7 @@ async fn dispatch(bridge: &dyn Bridge, call: BridgeCall) -> Result<(Value, Optio
             };
             let agent = request.agent.clone();
             let handle = request.handle;
-            let answer = bridge.agent(request).await?;
+            let answer = bridge.agent_for(session, request).await?;
             let value = json!({
                 "text": answer.text,
                 "output": answer.output.clone().unwrap_or_else(|| answer.text.clone()),

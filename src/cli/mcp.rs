@@ -65,11 +65,14 @@ pub async fn mcp(args: McpArgs) -> ExitCode {
     // `--no-py` alone means JavaScript only (as EVALKIT_PY=0).
     config.exposure.js &= !args.no_js;
     config.spare.count = args.spares;
+    // Cells' completion()/agent() are answered by the connected client (MCP sampling).
+    let sampling = Arc::new(evalkit::mcp::sampling::SamplingBridge::default());
+    config.bridge = evalkit::bridge::BridgeConfig::new(sampling.clone());
     let engine = Arc::new(EvalEngine::new(config));
     // The first kernel starts now, while the client is still connecting.
     let warm = engine.clone();
     tokio::spawn(async move { warm.prewarm().await });
-    match evalkit::mcp::serve_stdio(engine).await {
+    match evalkit::mcp::serve_stdio(engine, Some(sampling)).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("evalkit mcp: {error}");

@@ -35,7 +35,9 @@ use crate::backend::Backend;
 use crate::output::artifacts::SCHEME;
 use crate::tool::{CallContext, CallOutcome, EvalEngine, EvalEvent, EvalParams, EvalResult, Language};
 
+mod rounds;
 mod runs;
+pub mod sampling;
 mod tasks;
 
 /// Largest piece of an artifact one `resources/read` returns; larger artifacts
@@ -102,6 +104,11 @@ pub struct EvalServer {
     sessions: runs::Sessions,
     /// `eval` calls running as MCP tasks.
     tasks: rmcp::task_manager::TaskManager,
+    /// Answers the cells' completion()/agent() through this connection's client.
+    sampling: Option<Arc<sampling::SamplingBridge>>,
+    /// `eval` calls waiting for the client's next sampling round, by `requestState`.
+    parked: std::sync::Mutex<std::collections::HashMap<String, rounds::Parked>>,
+    rounds_seq: AtomicU64,
 }
 
 impl EvalServer {
@@ -113,7 +120,16 @@ impl EvalServer {
             languages,
             sessions: Default::default(),
             tasks: Default::default(),
+            sampling: None,
+            parked: Default::default(),
+            rounds_seq: AtomicU64::new(0),
         }
+    }
+
+    /// Answer this connection's cells' completion()/agent() through `sampling`.
+    pub fn with_sampling(mut self, sampling: Option<Arc<sampling::SamplingBridge>>) -> Self {
+        self.sampling = sampling;
+        self
     }
 
     fn offers(&self, backend: Backend) -> bool {
@@ -444,6 +460,7 @@ impl ServerHandler for EvalServer {
         let mut arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         match request.name.as_ref() {
             "eval" if Self::runs_as_task(&arguments, &context) => Ok(self.call_eval_task(arguments)),
+            "eval" if self.uses_rounds(&context) => Ok(self.call_eval_rounds(request, arguments, &context).await),
             "eval" => Ok(self.call_eval(arguments, context).await.into()),
             "eval_wait" => Ok(self.call_wait(arguments, context).await.into()),
             "eval_cancel" => Ok(self.call_cancel(arguments).await.into()),
@@ -529,12 +546,20 @@ impl ServerHandler for EvalServer {
 }
 
 /// Serve one connection on stdin/stdout until the client leaves or a signal
-/// arrives; every kernel is disposed before returning.
-pub async fn serve_stdio(engine: Arc<EvalEngine>) -> anyhow::Result<()> {
+/// arrives; every kernel is disposed before returning. With `sampling` (the
+/// engine's bridge), the connection's client answers its cells'
+/// `completion()`/`agent()` calls.
+pub async fn serve_stdio(
+    engine: Arc<EvalEngine>,
+    sampling: Option<Arc<sampling::SamplingBridge>>,
+) -> anyhow::Result<()> {
     static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
     let session = format!("mcp-{}-{}", std::process::id(), CONNECTIONS.fetch_add(1, Ordering::Relaxed));
-    let server = EvalServer::new(engine.clone(), session.clone());
+    let server = EvalServer::new(engine.clone(), session.clone()).with_sampling(sampling.clone());
     let running = server.serve(rmcp::transport::stdio()).await?;
+    if let Some(sampling) = &sampling {
+        sampling.register(&session, running.peer().clone());
+    }
     let cancel = running.cancellation_token();
     let signals = tokio::spawn(async move {
         use tokio::signal::unix::{SignalKind, signal};
@@ -550,6 +575,9 @@ pub async fn serve_stdio(engine: Arc<EvalEngine>) -> anyhow::Result<()> {
     });
     let quit = running.waiting().await;
     signals.abort();
+    if let Some(sampling) = &sampling {
+        sampling.unregister(&session);
+    }
     engine.dispose_owner(&session).await;
     engine.dispose_all().await;
     tracing::info!("mcp connection closed: {quit:?}");

@@ -482,7 +482,8 @@ impl EvalEngine {
             guard.map(|guard| Box::new(guard) as Box<dyn Send>)
         });
         let dispatcher = crate::bridge::Dispatcher::new(self.config.bridge.clone(), self.bridge_permits.clone(), pause)
-            .with_handles(self.artifacts.clone(), &session_name);
+            .with_handles(self.artifacts.clone(), &session_name)
+            .for_session(&session_name);
         crate::kernel::bridge::BridgeHook(Arc::new(dispatcher))
     }
 
