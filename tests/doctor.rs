@@ -38,7 +38,9 @@ impl Machine {
         for var in ["VIRTUAL_ENV", "CONDA_PREFIX", "EVALKIT_PYTHON", "EVALKIT_NODE", "EVALKIT_PY", "EVALKIT_JS"] {
             command.env_remove(var);
         }
-        for var in ["EVALKIT_GATEWAY_URL", "EVALKIT_GATEWAY_TOKEN", "XDG_CACHE_HOME", "XDG_DATA_HOME", "EVALKIT_SANDBOX"] {
+        for var in
+            ["EVALKIT_GATEWAY_URL", "EVALKIT_GATEWAY_TOKEN", "XDG_CACHE_HOME", "XDG_DATA_HOME", "EVALKIT_SANDBOX"]
+        {
             command.env_remove(var);
         }
         command
