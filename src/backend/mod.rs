@@ -79,14 +79,6 @@ impl Backend {
     pub fn supports_magics(self) -> bool {
         self == Backend::Python
     }
-
-    /// Whether the host must read the output pipes before it handles each
-    /// frame. The Python runner waits until the host has read its output
-    /// before writing a frame; Node cannot measure a pipe, so its output is
-    /// written synchronously and the host catches up on each frame instead.
-    pub fn drains_output_before_frames(self) -> bool {
-        self == Backend::Node
-    }
 }
 
 impl std::fmt::Display for Backend {

@@ -842,19 +842,18 @@ impl Reader {
         let mut err_buffer = vec![0u8; READ_CHUNK];
         let mut diagnostics_buffer = vec![0u8; 8192];
         let (mut out_open, mut err_open, mut diagnostics_open) = (true, true, true);
-        let drain_first = self.shared.backend.drains_output_before_frames();
         loop {
             tokio::select! {
                 read = frames.read(&mut frame_buffer) => match read {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
-                        if drain_first {
-                            // Output written before these frames is in the pipes by now.
-                            let mut events = drain(&out, &mut out_buffer, |chunk| self.output_now(Stream::Stdout, chunk));
-                            events.extend(drain(&err, &mut err_buffer, |chunk| self.output_now(Stream::Stderr, chunk)));
-                            for (id, event) in events {
-                                self.deliver(Some(id), event).await;
-                            }
+                        // Output written before these frames is in the pipes by now: the
+                        // Python runner waits for the host to read it (but only so long,
+                        // and a loaded host may not have), Node does not wait at all.
+                        let mut events = drain(&out, &mut out_buffer, |chunk| self.output_now(Stream::Stdout, chunk));
+                        events.extend(drain(&err, &mut err_buffer, |chunk| self.output_now(Stream::Stderr, chunk)));
+                        for (id, event) in events {
+                            self.deliver(Some(id), event).await;
                         }
                         self.frame_bytes(&frame_buffer[..n]).await
                     }

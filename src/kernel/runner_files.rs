@@ -122,9 +122,29 @@ impl RunnerSet {
             let current = std::fs::read(&target).ok();
             if current.as_deref() != Some(content.as_bytes()) {
                 write_atomically(&target, content.as_bytes())?;
+                forget_bytecode(&target);
             }
         }
         Ok(folder.join(self.entry))
+    }
+}
+
+/// Remove the cached bytecode of a rewritten `.py` file. Python trusts a
+/// `.pyc` whose recorded mtime (whole seconds) and size match the source: a
+/// file edited to the same length and put back within the same second would
+/// otherwise run the edited code.
+fn forget_bytecode(source: &Path) {
+    let (Some(folder), Some(stem)) = (source.parent(), source.file_stem().and_then(|s| s.to_str())) else { return };
+    if source.extension().is_none_or(|ext| ext != "py") {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(folder.join("__pycache__")) else { return };
+    let prefix = format!("{stem}.");
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if name.to_str().is_some_and(|name| name.starts_with(&prefix) && name.ends_with(".pyc")) {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
