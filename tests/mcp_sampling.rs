@@ -3,28 +3,8 @@
 
 mod common;
 
-use std::process::Command;
-
 fn scenario(name: &str) {
-    let cwd = tempfile::tempdir().unwrap();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/sampling.py");
-    let output = Command::new(common::python())
-        .arg(script)
-        .arg(env!("CARGO_BIN_EXE_evalkit"))
-        .arg(cwd.path())
-        .arg(name)
-        .env("EVALKIT_PYTHON", common::python())
-        .env("EVALKIT_ARTIFACTS_DIR", cwd.path().join("artifacts"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        !stderr.contains("No module named 'mcp'"),
-        "the MCP client is missing: run scripts/test, which installs it (python: {})",
-        common::python().display()
-    );
-    assert!(output.status.success(), "scenario {name} failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    common::mcp_scenario("sampling.py", name, &[]);
 }
 
 #[test]

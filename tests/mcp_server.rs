@@ -12,27 +12,7 @@ fn scenario(name: &str) -> tempfile::TempDir {
 }
 
 fn scenario_with_env(name: &str, env: &[(&str, &str)]) -> tempfile::TempDir {
-    let cwd = tempfile::tempdir().unwrap();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/client.py");
-    let output = Command::new(common::python())
-        .envs(env.iter().copied())
-        .arg(script)
-        .arg(env!("CARGO_BIN_EXE_evalkit"))
-        .arg(cwd.path())
-        .arg(name)
-        .env("EVALKIT_PYTHON", common::python())
-        .env("EVALKIT_ARTIFACTS_DIR", cwd.path().join("artifacts"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        !stderr.contains("No module named 'mcp'"),
-        "the MCP client is missing: run scripts/test, which installs it (python: {})",
-        common::python().display()
-    );
-    assert!(output.status.success(), "scenario {name} failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
-    cwd
+    common::mcp_scenario("client.py", name, env)
 }
 
 #[test]

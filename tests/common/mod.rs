@@ -122,3 +122,30 @@ pub async fn run_to_end(kernel: &Kernel, code: &str) -> Ended {
     }
     ended
 }
+
+/// Run `scenario` of the Python MCP client script `tests/mcp/<script>` against
+/// this build's `evalkit mcp` in a fresh cwd (returned, so a test can look at
+/// what the scenario left there); fails the test with the script's output.
+pub fn mcp_scenario(script: &str, scenario: &str, env: &[(&str, &str)]) -> tempfile::TempDir {
+    let cwd = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp").join(script);
+    let output = std::process::Command::new(python())
+        .envs(env.iter().copied())
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_evalkit"))
+        .arg(cwd.path())
+        .arg(scenario)
+        .env("EVALKIT_PYTHON", python())
+        .env("EVALKIT_ARTIFACTS_DIR", cwd.path().join("artifacts"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("No module named 'mcp'"),
+        "the MCP client is missing: run scripts/test, which installs it (python: {})",
+        python().display()
+    );
+    assert!(output.status.success(), "scenario {scenario} failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    cwd
+}
