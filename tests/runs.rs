@@ -20,9 +20,7 @@ struct Fixture {
 
 fn fixture(tweak: impl FnOnce(&mut EngineConfig)) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = EngineConfig::new(dir.path());
-    config.python = Some(common::python().display().to_string());
-    config.artifacts_dir = dir.path().join("artifacts");
+    let mut config = common::engine_config(dir.path());
     tweak(&mut config);
     Fixture { engine: Arc::new(EvalEngine::new(config)), dir }
 }

@@ -149,3 +149,12 @@ pub fn mcp_scenario(script: &str, scenario: &str, env: &[(&str, &str)]) -> tempf
     assert!(output.status.success(), "scenario {scenario} failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
     cwd
 }
+
+/// An engine configuration rooted in `dir` (its cwd) on the interpreter under
+/// test, with artifacts kept inside `dir`.
+pub fn engine_config(dir: &Path) -> evalkit::tool::EngineConfig {
+    let mut config = evalkit::tool::EngineConfig::new(dir);
+    config.python = Some(python().display().to_string());
+    config.artifacts_dir = dir.join("artifacts");
+    config
+}
