@@ -9,7 +9,8 @@
 //! in either order). A kernel that crashes never replies: the gateway's
 //! `restarting`/`dead` status, or a closed websocket, ends every pending
 //! request with [`KernelError::Died`]. An `input_request` gets an empty
-//! reply and fails the cell with the stdin error of local kernels.
+//! reply and fails the cell with the stdin error of local kernels, unless it
+//! carries host-bridge calls (see [`super::bridge`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
+use super::bridge::{CallRequest, GatewayBridge};
 use super::client::{Endpoint, GatewayClient, GatewayError};
 use super::{GatewaySetting, init, local, net::QuickAckStream};
 use crate::backend::Backend;
@@ -67,6 +69,8 @@ struct Routes {
 
 struct Shared {
     routes: Mutex<Routes>,
+    /// The cells' host-bridge calls.
+    bridge: Arc<GatewayBridge>,
 }
 
 /// A kernel on a Jupyter gateway. Dropping it deletes the kernel (best effort).
@@ -213,7 +217,16 @@ impl GatewayKernel {
             }
             let _ = sink.close().await;
         });
-        let shared = Arc::new(Shared { routes: Mutex::new(Routes::default()) });
+        let shared = Arc::new_cyclic(|me: &std::sync::Weak<Shared>| {
+            let me = me.clone();
+            let cell_events = Box::new(move |cell: &str| {
+                let shared = me.upgrade()?;
+                let routes = shared.routes.lock().unwrap();
+                routes.pending.get(cell).map(|pending| pending.sender.clone())
+            });
+            let bridge = GatewayBridge::new(outgoing.clone(), session_id.clone(), cell_events);
+            Shared { routes: Mutex::new(Routes::default()), bridge: Arc::new(bridge) }
+        });
         let reader = tokio::spawn(read_loop(shared.clone(), stream, outgoing.clone(), session_id.clone()));
         Ok(GatewayKernel {
             client,
@@ -304,6 +317,8 @@ impl GatewayKernel {
         let Some(target) = self.shared.routes.lock().unwrap().pending.keys().next().cloned() else {
             return Ok(());
         };
+        // Host work done for the cell stops with it; its waiting callers get an answer.
+        self.shared.bridge.cancel_all("the cell was interrupted");
         let (shared, client, kernel_id) = (self.shared.clone(), self.client.clone(), self.kernel_id.clone());
         tokio::spawn(async move {
             let state = |shared: &Shared| {
@@ -339,6 +354,11 @@ impl GatewayKernel {
         self.shared.routes.lock().unwrap().dead.is_none()
     }
 
+    /// Who answers the cells' bridge calls from now on.
+    pub fn set_bridge(&self, hook: crate::kernel::bridge::BridgeHook) {
+        self.shared.bridge.set_hook(hook);
+    }
+
     /// Why the kernel stopped, once it has.
     pub fn death_reason(&self) -> Option<String> {
         match self.shared.routes.lock().unwrap().dead.as_ref()? {
@@ -357,6 +377,7 @@ impl GatewayKernel {
         for (_, request) in pending {
             let _ = request.sender.try_send(Err(KernelError::Closed));
         }
+        self.shared.bridge.cancel_all("the kernel was shut down");
         if !self.deleted.swap(true, Ordering::SeqCst) {
             let _ = self.outgoing.send(Message::Close(None));
             // A kernel the gateway is restarting (after a crash) cannot be
@@ -442,6 +463,7 @@ where
         }
     }
     let error = KernelError::Died { backend: Backend::Python, exit: reason, stderr_tail: String::new() };
+    shared.bridge.cancel_all("the kernel's connection ended");
     let pending = {
         let mut routes = shared.routes.lock().unwrap();
         let error = routes.dead.get_or_insert(error).clone();
@@ -470,6 +492,14 @@ fn route(shared: &Shared, message: &Value, outgoing: &mpsc::UnboundedSender<Mess
     let msg_type = message.pointer("/header/msg_type").and_then(Value::as_str).unwrap_or_default();
     let Some(parent) = message.pointer("/parent_header/msg_id").and_then(Value::as_str) else { return Vec::new() };
     let content = message.get("content").cloned().unwrap_or(Value::Null);
+    if msg_type == "input_request"
+        && let Some(request) = CallRequest::from_content(&content)
+    {
+        let running = shared.routes.lock().unwrap().pending.contains_key(parent);
+        let header = message.get("header").cloned().unwrap_or(Value::Null);
+        shared.bridge.on_request(header, running.then(|| parent.to_string()), request);
+        return Vec::new();
+    }
     let mut routes = shared.routes.lock().unwrap();
     let Some(pending) = routes.pending.get_mut(parent) else { return Vec::new() };
     let mut events = Vec::new();
@@ -551,6 +581,7 @@ fn route(shared: &Shared, message: &Value, outgoing: &mpsc::UnboundedSender<Mess
     if let Some(last) = finished {
         events.push(last);
         routes.pending.remove(parent);
+        shared.bridge.cell_ended(parent);
     }
     events.into_iter().map(|event| (sender.clone(), Ok(event))).collect()
 }

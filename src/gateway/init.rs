@@ -17,12 +17,26 @@ const PRELUDE: &str = include_str!("prelude.py");
 /// source so gateway kernels offer exactly what local kernels do.
 const HELPERS: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/evalkit_kernel/helpers.py"));
 
+/// The runner's host-bridge modules (the cell-side API, its schema check and
+/// the Bridge it calls through), in import order, sent as source like
+/// [`HELPERS`]; `bridge_stdin` carries the calls over the Jupyter stdin
+/// channel (see [`super::bridge`]).
+const BRIDGE_MODULES: &[(&str, &str)] = &[
+    ("schema_check", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/evalkit_kernel/schema_check.py"))),
+    ("bridge", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/evalkit_kernel/bridge.py"))),
+    ("bridge_stdin", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/evalkit_kernel/bridge_stdin.py"))),
+    ("bridge_api", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/evalkit_kernel/bridge_api.py"))),
+];
+
 /// The code that gives an IPython kernel evalkit's helpers (`env`, `read`,
-/// `write`, `log`, `phase`, `emit_status`, `display`).
+/// `write`, `log`, `phase`, `emit_status`, `display`) and the bridge calls
+/// (`completion`, `agent`, `parallel`, `pipeline`, `tool`, …).
 pub fn prelude_code() -> String {
-    // A JSON string is a valid Python string literal.
+    // A JSON string is a valid Python string literal, and a JSON array of
+    // pairs a valid list literal.
     let source = serde_json::to_string(HELPERS).expect("a string serializes");
-    format!("_evalkit_helpers_source = {source}\n{PRELUDE}")
+    let modules = serde_json::to_string(BRIDGE_MODULES).expect("strings serialize");
+    format!("_evalkit_helpers_source = {source}\n_evalkit_bridge_sources = {modules}\n{PRELUDE}")
 }
 
 /// Variables that describe the machine evalkit runs on, not the one a remote

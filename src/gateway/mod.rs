@@ -5,6 +5,7 @@
 //!   with the token in the `Authorization` header and errors that say what to fix;
 //! - [`channels`]: [`GatewayKernel`], the websocket side, mapping Jupyter
 //!   messages onto the same [`crate::kernel::ExecEvent`]s a process kernel yields;
+//! - [`bridge`]: the cells' host-bridge calls, carried by the stdin channel;
 //! - [`init`]: the code run in every new gateway kernel (cwd, environment,
 //!   `sys.path`, the prelude, extension modules);
 //! - [`local`]: the shared local gateway under `~/.evalkit/gateway/`, one per
@@ -14,6 +15,7 @@
 //! Which gateway, if any, is a [`GatewaySetting`], read from the environment
 //! (`EVALKIT_GATEWAY_URL`, `EVALKIT_GATEWAY_TOKEN`, `EVALKIT_BACKEND`).
 
+pub mod bridge;
 pub mod channels;
 pub mod client;
 pub mod init;

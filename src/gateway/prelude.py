@@ -1,6 +1,8 @@
 """evalkit's helpers in a Jupyter kernel: the same names and status events as
 in evalkit's own kernels, built on IPython's display. The host puts the
-source of the runner's `helpers.py` in `_evalkit_helpers_source` first."""
+source of the runner's `helpers.py` in `_evalkit_helpers_source` first, and
+the sources of the runner's bridge modules in `_evalkit_bridge_sources`
+(name → source, in import order)."""
 
 
 def _evalkit_install_prelude(namespace, helpers_source):
@@ -19,5 +21,33 @@ def _evalkit_install_prelude(namespace, helpers_source):
     namespace["display"] = _display
 
 
+def _evalkit_install_bridge(namespace, sources):
+    """Load the runner's bridge modules as a package of their own (their
+    relative imports find each other in sys.modules), connect the bridge to
+    this kernel's stdin channel, and put the cell-side API into `namespace`."""
+    import sys
+    import types
+
+    from IPython import get_ipython
+
+    package_name = "_evalkit_gateway"
+    package = sys.modules.get(package_name)
+    if package is None:
+        package = types.ModuleType(package_name)
+        package.__path__ = []
+        sys.modules[package_name] = package
+        for name, source in sources:
+            module = types.ModuleType("%s.%s" % (package_name, name))
+            module.__package__ = package_name
+            sys.modules[module.__name__] = module
+            exec(compile(source, "<evalkit %s>" % name, "exec"), module.__dict__)
+            setattr(package, name, module)
+        package.bridge_stdin.connect(package.bridge.BRIDGE, get_ipython().kernel)
+    api = package.bridge_api
+    for name in api.__all__:
+        namespace[name] = getattr(api, name)
+
+
 _evalkit_install_prelude(globals(), _evalkit_helpers_source)
-del _evalkit_install_prelude, _evalkit_helpers_source
+_evalkit_install_bridge(globals(), _evalkit_bridge_sources)
+del _evalkit_install_prelude, _evalkit_helpers_source, _evalkit_install_bridge, _evalkit_bridge_sources

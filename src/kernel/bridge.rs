@@ -80,7 +80,7 @@ pub const NO_BRIDGE: &str = "no bridge configured: this host does not answer com
 
 /// Calls in flight and per-cell counts.
 #[derive(Default)]
-pub(super) struct BridgeState {
+pub(crate) struct BridgeState {
     /// call id → (cell id, the task doing it).
     pub inflight: HashMap<String, (String, tokio::task::AbortHandle)>,
     /// cell id → calls made so far.
@@ -102,5 +102,94 @@ impl BridgeState {
             }
         }
         ids
+    }
+}
+
+/// What a kernel transport provides so that [`dispatch`] can run its calls:
+/// process kernels answer on the request pipe, gateway kernels in an
+/// `input_reply`; both share everything else (counts, cancellation, status
+/// events), so the two behave alike.
+pub(crate) trait CallSink: Send + Sync + 'static {
+    /// The kernel's calls in flight and per-cell counts.
+    fn calls(&self) -> &std::sync::Mutex<BridgeState>;
+    /// Deliver a status event (`application/x-evalkit-status`) to the running cell `cell`.
+    fn status(&self, cell: &str, fields: serde_json::Map<String, Value>) -> impl Future<Output = ()> + Send;
+    /// Send `answer` to the kernel, where the waiting caller wakes up.
+    fn answer(&self, answer: crate::protocol::BridgeResult) -> impl Future<Output = ()> + Send;
+}
+
+/// The display event a status event is delivered as.
+pub(crate) fn status_display(fields: serde_json::Map<String, Value>) -> super::ExecEvent {
+    let mut bundle = serde_json::Map::new();
+    let op = fields.get("op").and_then(Value::as_str).unwrap_or("bridge").to_string();
+    bundle.insert("application/x-evalkit-status".into(), Value::Object(fields));
+    bundle.insert("text/plain".into(), Value::String(format!("[{op}]")));
+    super::ExecEvent::Display { bundle, metadata: serde_json::Map::new() }
+}
+
+/// Answer from a task of its own (callers may hold locks the answer needs).
+fn answer_later<S: CallSink>(sink: &Arc<S>, answer: crate::protocol::BridgeResult) {
+    let sink = sink.clone();
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move { sink.answer(answer).await });
+    }
+}
+
+/// Hand a cell's call to `hook` on a task of its own, which answers it and
+/// emits the call's status event. `cell` is `None` when the call came while
+/// no cell of its runs (answered "cancelled" at once); without a hook the
+/// call fails with [`NO_BRIDGE`].
+pub(crate) fn dispatch<S: CallSink>(
+    sink: &Arc<S>,
+    hook: Option<BridgeHook>,
+    id: String,
+    cell: Option<String>,
+    op: String,
+    args: Value,
+) {
+    use crate::protocol::BridgeResult;
+    let Some(cell) = cell else {
+        let message = "bridge calls work only while their cell runs (this one came after its cell had finished)";
+        return answer_later(sink, BridgeResult::err(id, "cancelled", message));
+    };
+    let Some(hook) = hook else {
+        return answer_later(sink, BridgeResult::err(id, "unavailable", NO_BRIDGE));
+    };
+    let mut state = sink.calls().lock().unwrap();
+    let seq = {
+        let count = state.counts.entry(cell.clone()).or_insert(0);
+        *count += 1;
+        *count
+    };
+    let call = BridgeCall { id: id.clone(), cell: cell.clone(), op, args, seq };
+    let task_sink = sink.clone();
+    let task_id = id.clone();
+    let task_cell = cell.clone();
+    // Registered before the task can finish: the state lock is held across the spawn.
+    let task = tokio::spawn(async move {
+        let outcome = hook.0.call(call).await;
+        if task_sink.calls().lock().unwrap().inflight.remove(&task_id).is_none() {
+            return; // cancelled meanwhile, and answered then
+        }
+        let answer = match outcome {
+            Ok(reply) => {
+                if let Some(status) = reply.status {
+                    task_sink.status(&task_cell, status).await;
+                }
+                BridgeResult::ok(task_id, reply.value)
+            }
+            Err(failure) => BridgeResult::err(task_id, failure.kind, failure.message),
+        };
+        task_sink.answer(answer).await;
+    });
+    state.inflight.insert(id, (cell, task.abort_handle()));
+}
+
+/// Stop the calls of `cell` (every cell when `None`) and tell their callers why.
+pub(crate) fn cancel<S: CallSink>(sink: &Arc<S>, cell: Option<&str>, why: &str) {
+    let ids = sink.calls().lock().unwrap().cancel(cell);
+    for id in ids {
+        let message = format!("the bridge call was cancelled: {why}");
+        answer_later(sink, crate::protocol::BridgeResult::err(id, "cancelled", message));
     }
 }

@@ -186,11 +186,12 @@ impl KernelHandle {
         }
     }
 
-    /// Who answers the cells' bridge calls from now on. Gateway kernels have
-    /// no frames channel to the host: their cells get "no bridge configured".
+    /// Who answers the cells' bridge calls from now on (a process kernel's
+    /// come on its frames pipe, a gateway kernel's on the stdin channel).
     pub fn set_bridge(&self, hook: super::bridge::BridgeHook) {
-        if let KernelHandle::Process(kernel) = self {
-            kernel.set_bridge(hook);
+        match self {
+            KernelHandle::Process(kernel) => kernel.set_bridge(hook),
+            KernelHandle::Gateway(kernel) => kernel.set_bridge(hook),
         }
     }
 

@@ -705,21 +705,9 @@ impl Shared {
         }
     }
 
-    /// Answer a bridge call from a task of its own.
-    fn answer_later(self: &Arc<Self>, answer: protocol::BridgeResult) {
-        let shared = self.clone();
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move { shared.write_line(&answer.encode()).await });
-        }
-    }
-
     /// Stop the bridge calls of `cell` (all when `None`) and tell their callers why.
     fn cancel_bridge_calls(self: &Arc<Self>, cell: Option<&str>, why: &str) {
-        let ids = self.bridge_state.lock().unwrap().cancel(cell);
-        for id in ids {
-            let message = format!("the bridge call was cancelled: {why}");
-            self.answer_later(protocol::BridgeResult::err(id, "cancelled", message));
-        }
+        bridge::cancel(self, cell, why);
     }
 
     /// How the process ended, naming the memory limit when that is what ended it.
@@ -743,11 +731,7 @@ impl Shared {
     async fn status_event(&self, cell: &str, fields: Map<String, Value>) {
         let sender = self.routes.lock().unwrap().pending.get(cell).cloned();
         if let Some(sender) = sender {
-            let mut bundle = MimeBundle::new();
-            let op = fields.get("op").and_then(Value::as_str).unwrap_or("bridge").to_string();
-            bundle.insert("application/x-evalkit-status".into(), Value::Object(fields));
-            bundle.insert("text/plain".into(), Value::String(format!("[{op}]")));
-            let _ = sender.send(Ok(ExecEvent::Display { bundle, metadata: Map::new() })).await;
+            let _ = sender.send(Ok(bridge::status_display(fields))).await;
         }
     }
 
@@ -755,6 +739,20 @@ impl Shared {
         let _ = process::signal_group(self.pid, Signal::SIGKILL);
         let _ = tokio::time::timeout(Duration::from_secs(2), stderr_task).await;
         self.stderr_tail.lock().unwrap().clone()
+    }
+}
+
+impl bridge::CallSink for Shared {
+    fn calls(&self) -> &Mutex<bridge::BridgeState> {
+        &self.bridge_state
+    }
+
+    async fn status(&self, cell: &str, fields: Map<String, Value>) {
+        self.status_event(cell, fields).await;
+    }
+
+    async fn answer(&self, answer: protocol::BridgeResult) {
+        self.write_line(&answer.encode()).await;
     }
 }
 
@@ -1109,49 +1107,14 @@ impl Reader {
         self.deliver(id, event).await;
     }
 
-    /// Hand a cell's bridge call to the handler on a task of its own; the
-    /// task writes the answer. Calls outside a running cell, or without a
-    /// handler, are answered with an error at once.
+    /// Hand a cell's bridge call to the handler (see [`bridge::dispatch`]).
     async fn bridge_call(&mut self, id: String, cell: Option<String>, op: String, args: Value) {
-        let shared = self.shared.clone();
-        let Some(cell) = cell.filter(|cell| self.is_running(cell)) else {
-            let message = "bridge calls work only while their cell runs (this one came after its cell had finished)";
-            shared.answer_later(protocol::BridgeResult::err(id, "cancelled", message));
-            return;
-        };
-        self.ensure_started(&cell).await;
-        let Some(hook) = shared.bridge.lock().unwrap().clone() else {
-            shared.answer_later(protocol::BridgeResult::err(id, "unavailable", bridge::NO_BRIDGE));
-            return;
-        };
-        let mut state = shared.bridge_state.lock().unwrap();
-        let seq = {
-            let count = state.counts.entry(cell.clone()).or_insert(0);
-            *count += 1;
-            *count
-        };
-        let call = bridge::BridgeCall { id: id.clone(), cell: cell.clone(), op, args, seq };
-        let task_shared = shared.clone();
-        let task_id = id.clone();
-        let task_cell = cell.clone();
-        // Registered before the task can finish: the state lock is held across the spawn.
-        let task = tokio::spawn(async move {
-            let outcome = hook.0.call(call).await;
-            if task_shared.bridge_state.lock().unwrap().inflight.remove(&task_id).is_none() {
-                return; // cancelled meanwhile, and answered then
-            }
-            let answer = match outcome {
-                Ok(reply) => {
-                    if let Some(status) = reply.status {
-                        task_shared.status_event(&task_cell, status).await;
-                    }
-                    protocol::BridgeResult::ok(task_id, reply.value)
-                }
-                Err(failure) => protocol::BridgeResult::err(task_id, failure.kind, failure.message),
-            };
-            task_shared.write_line(&answer.encode()).await;
-        });
-        state.inflight.insert(id, (cell, task.abort_handle()));
+        let cell = cell.filter(|cell| self.is_running(cell));
+        if let Some(cell) = &cell {
+            self.ensure_started(cell).await;
+        }
+        let hook = self.shared.bridge.lock().unwrap().clone();
+        bridge::dispatch(&self.shared, hook, id, cell, op, args);
     }
 
     async fn deliver(&mut self, id: Option<String>, event: ExecEvent) {

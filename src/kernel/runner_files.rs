@@ -31,6 +31,7 @@ pub const RUNNER_FILES: &[(&str, &str)] = &[
     runner_file!("evalkit_kernel/autoreload.py"),
     runner_file!("evalkit_kernel/bridge.py"),
     runner_file!("evalkit_kernel/bridge_api.py"),
+    runner_file!("evalkit_kernel/bridge_stdin.py"),
     runner_file!("evalkit_kernel/capture.py"),
     runner_file!("evalkit_kernel/channel.py"),
     runner_file!("evalkit_kernel/display.py"),

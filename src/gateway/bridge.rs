@@ -1,0 +1,210 @@
+//! Host-bridge calls of gateway kernels, carried by the Jupyter stdin channel.
+//!
+//! A kernel on a gateway can reach the host only through the Jupyter
+//! protocol, so the runner's `bridge_stdin` module sends calls as the prompt
+//! of an `input_request` ([`MARKER`], then `{"calls": [{id, op, args}],
+//! "waiting": [ids]}`) and reads answers from the `input_reply`
+//! (`{"results": [{id, ok, value | error}]}`). ipykernel serves one
+//! input_request at a time, so the kernel makes them one after another from a
+//! single pump thread: each request brings the calls queued since the last,
+//! and the host holds it until an answer is ready (or [`POLL_HOLD`] has
+//! passed, so calls queued meanwhile need not wait for a slow one). Many
+//! calls are thus in flight on the host at once while only one request is.
+//!
+//! Everything else (per-cell counts, cancellation when the cell ends or is
+//! interrupted, status events) is the process kernels' code:
+//! [`crate::kernel::bridge::dispatch`] and [`crate::kernel::bridge::cancel`].
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::kernel::bridge::{self, BridgeHook, BridgeState, CallSink};
+use crate::kernel::{ExecEvent, KernelError};
+use crate::protocol::BridgeResult;
+
+/// How an input_request carrying bridge calls begins (`MARKER` in `bridge_stdin.py`).
+pub const MARKER: &str = "evalkit-bridge/1 ";
+
+/// How long a request with no answer ready is held before it is answered
+/// empty, so that calls queued in the kernel meanwhile are sent.
+pub const POLL_HOLD: Duration = Duration::from_millis(100);
+
+type EventSender = mpsc::Sender<Result<ExecEvent, KernelError>>;
+
+/// Finds the event sender of a running cell (for status events).
+pub(super) type CellEvents = Box<dyn Fn(&str) -> Option<EventSender> + Send + Sync>;
+
+/// The calls of one marked input_request.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct CallRequest {
+    /// (id, op, args) of each new call.
+    pub calls: Vec<(String, String, Value)>,
+}
+
+impl CallRequest {
+    /// The calls in an input_request's content, when its prompt is marked;
+    /// `None` for an ordinary `input()`.
+    pub fn from_content(content: &Value) -> Option<CallRequest> {
+        let prompt = content.get("prompt").and_then(Value::as_str)?;
+        let body: Value = serde_json::from_str(prompt.strip_prefix(MARKER)?).ok()?;
+        let calls = body
+            .get("calls")
+            .and_then(Value::as_array)
+            .map(|calls| {
+                calls
+                    .iter()
+                    .filter_map(|call| {
+                        let id = call.get("id").and_then(Value::as_str)?.to_string();
+                        let op = call.get("op").and_then(Value::as_str).unwrap_or_default().to_string();
+                        Some((id, op, call.get("args").cloned().unwrap_or(Value::Null)))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(CallRequest { calls })
+    }
+}
+
+/// The request the kernel waits on, and the answers not yet sent.
+#[derive(Default)]
+struct Polls {
+    /// The header of the input_request to reply to, and its number.
+    waiting: Option<(u64, Value)>,
+    ready: Vec<Value>,
+    count: u64,
+}
+
+/// The bridge side of one gateway kernel.
+pub(super) struct GatewayBridge {
+    hook: Mutex<Option<BridgeHook>>,
+    calls: Mutex<BridgeState>,
+    polls: Mutex<Polls>,
+    outgoing: mpsc::UnboundedSender<Message>,
+    session: String,
+    cell_events: CellEvents,
+}
+
+impl GatewayBridge {
+    pub fn new(outgoing: mpsc::UnboundedSender<Message>, session: String, cell_events: CellEvents) -> Self {
+        GatewayBridge {
+            hook: Mutex::new(None),
+            calls: Mutex::new(BridgeState::default()),
+            polls: Mutex::new(Polls::default()),
+            outgoing,
+            session,
+            cell_events,
+        }
+    }
+
+    /// Who answers the calls from now on.
+    pub fn set_hook(&self, hook: BridgeHook) {
+        *self.hook.lock().unwrap() = Some(hook);
+    }
+
+    /// A marked input_request (header `header`) of the cell `cell`, `None`
+    /// when that cell no longer runs: start its calls and hold the request
+    /// until an answer is ready.
+    pub fn on_request(self: &Arc<Self>, header: Value, cell: Option<String>, request: CallRequest) {
+        let hook = self.hook.lock().unwrap().clone();
+        for (id, op, args) in request.calls {
+            bridge::dispatch(self, hook.clone(), id, cell.clone(), op, args);
+        }
+        let number = {
+            let mut polls = self.polls.lock().unwrap();
+            polls.count += 1;
+            let number = polls.count;
+            if let Some((_, stale)) = polls.waiting.replace((number, header)) {
+                // The kernel asks one at a time; a request it gave up on gets an empty answer.
+                self.reply(&stale, Vec::new());
+            }
+            number
+        };
+        self.flush();
+        let me = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(POLL_HOLD).await;
+            let mut polls = me.polls.lock().unwrap();
+            if polls.waiting.as_ref().is_some_and(|(held, _)| *held == number) {
+                let (_, header) = polls.waiting.take().expect("checked");
+                let ready = std::mem::take(&mut polls.ready);
+                me.reply(&header, ready);
+            }
+        });
+    }
+
+    /// The cell `cell` ended: stop its calls (their answers go out with the held request).
+    pub fn cell_ended(self: &Arc<Self>, cell: &str) {
+        bridge::cancel(self, Some(cell), "its cell has finished");
+        self.calls.lock().unwrap().counts.remove(cell);
+    }
+
+    /// Stop every call (an interrupt, or the kernel is gone).
+    pub fn cancel_all(self: &Arc<Self>, why: &str) {
+        bridge::cancel(self, None, why);
+    }
+
+    /// Answer the held request if answers are ready.
+    fn flush(&self) {
+        let mut polls = self.polls.lock().unwrap();
+        if polls.ready.is_empty() {
+            return;
+        }
+        if let Some((_, header)) = polls.waiting.take() {
+            let ready = std::mem::take(&mut polls.ready);
+            self.reply(&header, ready);
+        }
+    }
+
+    /// Send the `input_reply` to `parent` carrying `results`.
+    fn reply(&self, parent: &Value, results: Vec<Value>) {
+        let msg_id = parent.get("msg_id").and_then(Value::as_str).unwrap_or_default();
+        let value = json!({ "results": results }).to_string();
+        let reply = json!({
+            "header": {
+                "msg_id": format!("{}_bridge_{msg_id}", self.session), "msg_type": "input_reply",
+                "session": self.session, "username": "evalkit", "version": "5.3",
+            },
+            "parent_header": parent, "metadata": {}, "content": { "value": value }, "channel": "stdin", "buffers": [],
+        });
+        let _ = self.outgoing.send(Message::text(reply.to_string()));
+    }
+}
+
+impl CallSink for GatewayBridge {
+    fn calls(&self) -> &Mutex<BridgeState> {
+        &self.calls
+    }
+
+    async fn status(&self, cell: &str, fields: Map<String, Value>) {
+        if let Some(sender) = (self.cell_events)(cell) {
+            let _ = sender.send(Ok(bridge::status_display(fields))).await;
+        }
+    }
+
+    async fn answer(&self, answer: BridgeResult) {
+        let answer = serde_json::to_value(&answer).expect("answers serialize");
+        self.polls.lock().unwrap().ready.push(answer);
+        self.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_marked_prompts_carry_calls() {
+        let prompt =
+            format!("{MARKER}{}", json!({"calls": [{"id": "b1", "op": "completion", "args": {"prompt": "hi"}}]}));
+        let request = CallRequest::from_content(&json!({ "prompt": prompt })).unwrap();
+        assert_eq!(request.calls, vec![("b1".to_string(), "completion".to_string(), json!({"prompt": "hi"}))]);
+        let waiting = format!("{MARKER}{}", json!({"calls": [], "waiting": ["b1"]}));
+        assert_eq!(CallRequest::from_content(&json!({ "prompt": waiting })).unwrap().calls, vec![]);
+        assert_eq!(CallRequest::from_content(&json!({ "prompt": "Your name? " })), None);
+        assert_eq!(CallRequest::from_content(&json!({ "prompt": format!("{MARKER}not json") })), None);
+    }
+}

@@ -1,0 +1,209 @@
+//! Host-bridge calls (completion()/agent()/parallel()/tool()) from cells of
+//! kernels on a real Jupyter Kernel Gateway, carried by the stdin channel and
+//! answered by a library `Bridge`.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::gateway::{Flavor, TestGateway};
+use evalkit::bridge::{
+    AgentOutput, AgentRequest, BoxFuture, Bridge, BridgeConfig, BridgeError, Completion, CompletionRequest, ToolRequest,
+};
+use evalkit::gateway::GatewaySetting;
+use evalkit::kernel::Transport;
+use evalkit::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// Answers by prompt: `sleep:<s>` waits, `fail` errors, `json` answers a JSON
+/// object; anything else is echoed.
+#[derive(Default)]
+struct FakeBridge {
+    running: AtomicUsize,
+    most_at_once: AtomicUsize,
+    started: AtomicUsize,
+    /// Set when a call's future was dropped before it finished (cancelled).
+    dropped: Arc<AtomicBool>,
+    prompts: Mutex<Vec<String>>,
+}
+
+/// Marks a call as dropped unless it finished.
+struct DropFlag(Arc<AtomicBool>, bool);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Bridge for FakeBridge {
+    fn completion(&self, request: CompletionRequest) -> BoxFuture<'_, Result<Completion, BridgeError>> {
+        Box::pin(async move {
+            self.started.fetch_add(1, Ordering::SeqCst);
+            self.prompts.lock().unwrap().push(request.prompt.clone());
+            let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most_at_once.fetch_max(now, Ordering::SeqCst);
+            let mut flag = DropFlag(self.dropped.clone(), false);
+            if let Some(seconds) = request.prompt.strip_prefix("sleep:") {
+                tokio::time::sleep(Duration::from_secs_f64(seconds.parse().unwrap())).await;
+            }
+            flag.1 = true;
+            self.running.fetch_sub(1, Ordering::SeqCst);
+            match request.prompt.as_str() {
+                "fail" => Err(BridgeError::new("host", "the model is on fire")),
+                "json" => Ok(Completion { text: r#"{"name": "Ada", "age": 36}"#.into(), model: Some("fake-1".into()) }),
+                prompt => Ok(Completion { text: format!("echo: {prompt}"), model: Some("fake-1".into()) }),
+            }
+        })
+    }
+
+    fn agent(&self, request: AgentRequest) -> BoxFuture<'_, Result<AgentOutput, BridgeError>> {
+        Box::pin(async move {
+            Ok(AgentOutput {
+                text: format!("{} did: {}", request.agent, request.prompt),
+                output: Some("transcript".into()),
+                model: None,
+            })
+        })
+    }
+
+    fn tool(&self, request: ToolRequest) -> BoxFuture<'_, Result<Value, BridgeError>> {
+        Box::pin(async move { Ok(json!({"tool": request.name, "args": request.args})) })
+    }
+
+    fn concurrency(&self) -> usize {
+        16
+    }
+}
+
+struct Fixture {
+    engine: Arc<EvalEngine>,
+    bridge: Arc<FakeBridge>,
+    _dir: tempfile::TempDir,
+}
+
+fn fixture(gateway: &TestGateway, with_bridge: bool) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = EngineConfig::new(dir.path());
+    config.python = Some(common::python().display().to_string());
+    config.artifacts_dir = dir.path().join("artifacts");
+    config.transport =
+        Transport::Gateway(GatewaySetting::External { url: gateway.url.clone(), token: Some(gateway.token.clone()) });
+    let bridge = Arc::new(FakeBridge::default());
+    let mut bridge_config = BridgeConfig::default();
+    if with_bridge {
+        bridge_config.bridge = Some(bridge.clone() as Arc<dyn Bridge>);
+    }
+    config.bridge = bridge_config;
+    Fixture { engine: Arc::new(EvalEngine::new(config)), bridge, _dir: dir }
+}
+
+async fn eval(engine: &EvalEngine, code: &str, timeout: f64) -> EvalResult {
+    let params = EvalParams::from_json(json!({"cells": [{"code": code, "timeout": timeout}]})).unwrap();
+    engine.eval(&params, &CallContext::new("s"), &CancellationToken::new(), &ignore_events).await.unwrap()
+}
+
+#[tokio::test]
+async fn bridge_calls_on_a_kernel_gateway() {
+    let gateway = TestGateway::start(Flavor::KernelGateway, common::python(), false).await;
+    let f = fixture(&gateway, true);
+    answers_errors_and_schemas(&f).await;
+    parallel_calls(&f).await;
+    paused_budget_and_interrupt(&f).await;
+    f.engine.dispose_all().await;
+
+    // Without a bridge the calls fail clearly, and input() is still refused.
+    let bare = fixture(&gateway, false);
+    let result = eval(&bare.engine, "completion('hi')", 10.0).await;
+    assert!(result.is_error);
+    assert!(result.text.contains("BridgeError: no bridge configured"), "{}", result.text);
+    let result = eval(&bare.engine, "input('name? ')", 10.0).await;
+    assert!(result.text.contains("StdinNotSupportedError"), "{}", result.text);
+    assert_eq!(eval(&bare.engine, "1 + 1", 10.0).await.text, "2\n");
+    bare.engine.dispose_all().await;
+
+    assert_eq!(gateway.kernels().await, Vec::<String>::new(), "disposing deletes the gateway's kernels");
+    assert_eq!(gateway.stop(), Vec::<u32>::new(), "no gateway or kernel process is left");
+}
+
+async fn answers_errors_and_schemas(f: &Fixture) {
+    let code = "print(completion('hi'))\nprint(agent('sort', agent='worker'))\nprint(tool('grep', pattern='x'))";
+    let result = eval(&f.engine, code, 10.0).await;
+    assert!(!result.is_error, "{}", result.text);
+    assert_eq!(result.text, "echo: hi\nworker did: sort\n{'args': {'pattern': 'x'}, 'tool': 'grep'}\n");
+    let lines: Vec<&Value> = result.status_events.iter().map(|s| &s.event).filter(|e| e["op"] == "bridge").collect();
+    assert_eq!(lines.len(), 3, "one status event per call: {:?}", result.status_events);
+    assert_eq!(lines[0]["call"], "completion");
+    assert_eq!(lines[0]["model"], "fake-1");
+
+    // A host error is an exception with the host's message.
+    let code = "try:\n    completion('fail')\nexcept BridgeError as e:\n    print('caught', e.kind, e)";
+    assert_eq!(eval(&f.engine, code, 10.0).await.text, "caught host the model is on fire\n");
+    let result = eval(&f.engine, "completion('fail')", 10.0).await;
+    assert!(result.text.contains("BridgeError: the model is on fire"), "{}", result.text);
+
+    // Schema answers are parsed and validated in the kernel.
+    let code = "completion('json', schema={'type': 'object', 'properties': {'name': {'type': 'string'}}, 'required': ['name']})";
+    assert_eq!(eval(&f.engine, code, 10.0).await.text, "{'name': 'Ada', 'age': 36}\n");
+    let code = "completion('json', schema={'type': 'object', 'properties': {'age': {'type': 'string'}}})";
+    let result = eval(&f.engine, code, 10.0).await;
+    assert!(result.text.contains("SchemaError: $.age: expected string, got number"), "{}", result.text);
+
+    // An ordinary input() is still refused as on local kernels, and the kernel carries on.
+    let result = eval(&f.engine, "input('name? ')", 10.0).await;
+    assert!(result.text.contains("StdinNotSupportedError"), "{}", result.text);
+    assert_eq!(eval(&f.engine, "completion('again')", 10.0).await.text, "'echo: again'\n");
+}
+
+async fn parallel_calls(f: &Fixture) {
+    let code = "print(parallel([lambda i=i: completion('sleep:0.5') + str(i) for i in range(6)]))";
+    let result = eval(&f.engine, code, 30.0).await;
+    assert!(!result.is_error, "{}", result.text);
+    let expected: Vec<String> = (0..6).map(|i| format!("'echo: sleep:0.5{i}'")).collect();
+    assert_eq!(result.text.trim(), format!("[{}]", expected.join(", ")));
+    assert!(f.bridge.most_at_once.load(Ordering::SeqCst) > 1, "calls were in flight together on the host");
+
+    let code = "print(await aparallel([acompletion('sleep:0.2') for _ in range(4)] + [atool('t', n=1)]))";
+    let result = eval(&f.engine, code, 30.0).await;
+    assert!(!result.is_error, "{}", result.text);
+    assert!(result.text.contains("'echo: sleep:0.2', 'echo: sleep:0.2'"), "{}", result.text);
+    assert!(result.text.contains("{'args': {'n': 1}, 'tool': 't'}"), "{}", result.text);
+
+    let code = "def boom(i):\n    raise ValueError(i)\ntry:\n    parallel([lambda: completion('a'), lambda: boom(1), lambda: completion('fail')])\nexcept Exception as e:\n    print(type(e).__name__, e)";
+    assert_eq!(eval(&f.engine, code, 30.0).await.text, "ValueError 1\n");
+    let code = "pipeline([1, 2], lambda x: x * 10, lambda x: completion(str(x)))";
+    assert_eq!(eval(&f.engine, code, 30.0).await.text, "['echo: 10', 'echo: 20']\n");
+}
+
+async fn paused_budget_and_interrupt(f: &Fixture) {
+    // The budget waits while the host works: a 2 s call inside a 1 s cell finishes.
+    let result = eval(&f.engine, "r = completion('sleep:2')\nprint(r)", 1.0).await;
+    assert_eq!(result.cells[0].status, CellStatus::Ok, "{}", result.text);
+    assert_eq!(result.text, "echo: sleep:2\n");
+
+    // Interrupting the cell stops its calls on the host.
+    let cancel = CancellationToken::new();
+    let bridge = f.bridge.clone();
+    let before = bridge.started.load(Ordering::SeqCst);
+    let trigger = cancel.clone();
+    tokio::spawn(async move {
+        while bridge.started.load(Ordering::SeqCst) < before + 3 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        trigger.cancel();
+    });
+    let code = "parallel([lambda: completion('sleep:60') for _ in range(3)])";
+    let params = EvalParams::from_json(json!({"cells": [{"code": code, "timeout": 120}]})).unwrap();
+    let started = Instant::now();
+    let result = f.engine.eval(&params, &CallContext::new("s"), &cancel, &ignore_events).await.unwrap();
+    assert_eq!(result.cells[0].status, CellStatus::Cancelled, "{}", result.text);
+    assert!(started.elapsed() < Duration::from_secs(30), "the cell did not wait for its calls");
+    assert!(f.bridge.dropped.load(Ordering::SeqCst), "the host stopped the calls in flight");
+    // The kernel still works, and a new call is answered.
+    assert_eq!(eval(&f.engine, "completion('after')", 10.0).await.text, "'echo: after'\n");
+}
