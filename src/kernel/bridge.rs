@@ -73,6 +73,43 @@ impl std::fmt::Debug for BridgeHook {
     }
 }
 
+/// Suspends or resumes a cell's time budget around one bridge call (see
+/// [`super::ExecEvent::Budget`]). Pauses nest: the budget runs again when
+/// every paused call has resumed, with a fresh window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BudgetControl {
+    /// The host took the call with this id; the cell waits for it.
+    Pause { call: String },
+    /// The call with this id was answered (or cancelled).
+    Resume { call: String },
+}
+
+impl BudgetControl {
+    /// The call this is about.
+    pub fn call(&self) -> &str {
+        match self {
+            BudgetControl::Pause { call } | BudgetControl::Resume { call } => call,
+        }
+    }
+
+    /// The status event it is shown as: `{"op": "timeout", "action": "pause"|"resume", "call": id}`.
+    pub fn status_fields(&self) -> serde_json::Map<String, Value> {
+        let action = match self {
+            BudgetControl::Pause { .. } => "pause",
+            BudgetControl::Resume { .. } => "resume",
+        };
+        let mut fields = serde_json::Map::new();
+        fields.insert("op".into(), Value::String(BUDGET_STATUS_OP.into()));
+        fields.insert("action".into(), Value::String(action.into()));
+        fields.insert("call".into(), Value::String(self.call().into()));
+        fields
+    }
+}
+
+/// The `op` of the status events that pause and resume a cell's budget;
+/// renderers leave them out (they say nothing a reader needs).
+pub const BUDGET_STATUS_OP: &str = "timeout";
+
 /// What the message of a call made without any handler says.
 pub const NO_BRIDGE: &str = "no bridge configured: this host does not answer completion()/agent()/tool() calls \
      (the CLI answers them once EVALKIT_LLM_BASE_URL or EVALKIT_AGENT_COMMAND is set; a library embedder passes a \
@@ -88,19 +125,22 @@ pub(super) struct BridgeState {
 }
 
 impl BridgeState {
-    /// Stop the calls of `cell` (every cell when `None`); return their ids, to answer.
-    pub fn cancel(&mut self, cell: Option<&str>) -> Vec<String> {
+    /// Stop the calls of `cell` (every cell when `None`); return their
+    /// (call id, cell id) pairs, to answer and resume.
+    pub fn cancel(&mut self, cell: Option<&str>) -> Vec<(String, String)> {
         let ids: Vec<String> = self
             .inflight
             .iter()
             .filter(|(_, (owner, _))| cell.is_none_or(|cell| cell == owner))
             .map(|(id, _)| id.clone())
             .collect();
-        for id in &ids {
-            if let Some((_, task)) = self.inflight.remove(id) {
+        let mut stopped = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some((owner, task)) = self.inflight.remove(&id) {
                 task.abort();
+                stopped.push((id, owner));
             }
         }
-        ids
+        stopped
     }
 }

@@ -190,6 +190,10 @@ pub enum ExecEvent {
     Done(CellDone),
     /// The answer to [`Kernel::check_complete`].
     Completeness(Completeness),
+    /// The host started or finished work on the cell's behalf (a bridge
+    /// call): the cell's time budget waits meanwhile. Only the host makes
+    /// these; nothing a cell prints or displays can.
+    Budget(bridge::BudgetControl),
 }
 
 /// Whether some code is a whole cell yet, as a REPL asks after each line.
@@ -715,10 +719,24 @@ impl Shared {
 
     /// Stop the bridge calls of `cell` (all when `None`) and tell their callers why.
     fn cancel_bridge_calls(self: &Arc<Self>, cell: Option<&str>, why: &str) {
-        let ids = self.bridge_state.lock().unwrap().cancel(cell);
-        for id in ids {
+        let stopped = self.bridge_state.lock().unwrap().cancel(cell);
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        for (id, owner) in stopped {
             let message = format!("the bridge call was cancelled: {why}");
-            self.answer_later(protocol::BridgeResult::err(id, "cancelled", message));
+            let shared = self.clone();
+            // A cell that survives an interrupt must not keep a paused budget.
+            runtime.spawn(async move {
+                shared.budget_event(&owner, bridge::BudgetControl::Resume { call: id.clone() }).await;
+                shared.write_line(&protocol::BridgeResult::err(id, "cancelled", message).encode()).await;
+            });
+        }
+    }
+
+    /// Tell the running cell `cell` that its budget waits for a bridge call, or runs again.
+    async fn budget_event(&self, cell: &str, control: bridge::BudgetControl) {
+        let sender = self.routes.lock().unwrap().pending.get(cell).cloned();
+        if let Some(sender) = sender {
+            let _ = sender.send(Ok(ExecEvent::Budget(control))).await;
         }
     }
 
@@ -1136,19 +1154,22 @@ impl Reader {
         let task_cell = cell.clone();
         // Registered before the task can finish: the state lock is held across the spawn.
         let task = tokio::spawn(async move {
+            // The cell waits for the host from here on: so does its budget.
+            task_shared.budget_event(&task_cell, bridge::BudgetControl::Pause { call: task_id.clone() }).await;
             let outcome = hook.0.call(call).await;
             if task_shared.bridge_state.lock().unwrap().inflight.remove(&task_id).is_none() {
-                return; // cancelled meanwhile, and answered then
+                return; // cancelled meanwhile, and answered (and resumed) then
             }
             let answer = match outcome {
                 Ok(reply) => {
                     if let Some(status) = reply.status {
                         task_shared.status_event(&task_cell, status).await;
                     }
-                    protocol::BridgeResult::ok(task_id, reply.value)
+                    protocol::BridgeResult::ok(task_id.clone(), reply.value)
                 }
-                Err(failure) => protocol::BridgeResult::err(task_id, failure.kind, failure.message),
+                Err(failure) => protocol::BridgeResult::err(task_id.clone(), failure.kind, failure.message),
             };
+            task_shared.budget_event(&task_cell, bridge::BudgetControl::Resume { call: task_id }).await;
             task_shared.write_line(&answer.encode()).await;
         });
         state.inflight.insert(id, (cell, task.abort_handle()));
