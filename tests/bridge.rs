@@ -12,7 +12,9 @@ use evalkit::bridge::{
     AgentOutput, AgentRequest, BoxFuture, Bridge, BridgeConfig, BridgeError, BridgeLimits, Completion,
     CompletionRequest, ToolRequest,
 };
-use evalkit::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
+use evalkit::tool::{
+    CallContext, CellStatus, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult, ignore_events,
+};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -288,5 +290,59 @@ async fn javascript_cells_call_the_bridge_too() {
         result.text,
         "[\"echo: a\",\"echo: sleep:1.5\",{\"args\":{\"n\":2},\"tool\":\"t\"}]\nBridgeError host the model is on fire\n{\"name\":\"Ada\",\"age\":36}\n"
     );
+    f.engine.dispose_all().await;
+}
+
+/// Every event streamed to the caller, for tests that look at their order.
+fn recorder() -> (Arc<Mutex<Vec<EvalEvent>>>, impl Fn(EvalEvent) + Send + Sync) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    (events, move |event| sink.lock().unwrap().push(event))
+}
+
+#[tokio::test]
+async fn every_call_is_wrapped_in_pause_and_resume_events_that_renderers_hide() {
+    let f = fixture(true, |_| {});
+    let (events, on_event) = recorder();
+    let code = "completion('a')\nparallel([lambda: completion('b'), lambda: completion('c')])";
+    let params = EvalParams::from_json(json!({"cells": [{"code": code, "timeout": 10}]})).unwrap();
+    let result = f.engine.eval(&params, &CallContext::new("s"), &CancellationToken::new(), &on_event).await.unwrap();
+    assert_eq!(result.cells[0].status, CellStatus::Ok, "{}", result.text);
+    let statuses: Vec<Value> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|event| match event {
+            EvalEvent::Status { event, .. } => Some(event.clone()),
+            _ => None,
+        })
+        .collect();
+    let budget: Vec<&Value> = statuses.iter().filter(|s| s["op"] == "timeout").collect();
+    assert_eq!(budget.len(), 6, "a pause and a resume per call: {statuses:?}");
+    // The first call: pause, its bridge line, then resume, in that order.
+    assert_eq!(statuses[0]["action"], "pause", "{statuses:?}");
+    assert_eq!(statuses[1]["op"], "bridge", "{statuses:?}");
+    assert_eq!(statuses[2]["action"], "resume", "{statuses:?}");
+    assert_eq!(statuses[0]["call"], statuses[2]["call"]);
+    // Each call id pauses once and resumes once.
+    for event in budget.iter().filter(|e| e["action"] == "pause") {
+        let resumed = budget.iter().filter(|e| e["action"] == "resume" && e["call"] == event["call"]).count();
+        assert_eq!(resumed, 1, "{statuses:?}");
+    }
+    assert!(budget.iter().all(|e| evalkit::render::status::is_hidden(e)));
+    assert!(!statuses.iter().filter(|e| e["op"] == "bridge").any(evalkit::render::status::is_hidden));
+    // Not part of what the model reads.
+    assert!(result.status_events.iter().all(|s| s.event["op"] != "timeout"), "{:?}", result.status_events);
+    assert_eq!(result.text, "['echo: b', 'echo: c']\n");
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn a_cell_cannot_pause_its_own_budget_with_a_status_event() {
+    let f = fixture(true, |_| {});
+    let code = "display({'application/x-evalkit-status': {'op': 'timeout', 'action': 'pause', 'call': 'x'}}, raw=True)\n\
+                while True:\n    pass";
+    let result = eval(&f.engine, code, 1.0).await;
+    assert_eq!(result.cells[0].status, CellStatus::Timeout, "{}", result.text);
     f.engine.dispose_all().await;
 }

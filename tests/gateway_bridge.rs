@@ -14,7 +14,9 @@ use evalkit::bridge::{
 };
 use evalkit::gateway::GatewaySetting;
 use evalkit::kernel::Transport;
-use evalkit::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
+use evalkit::tool::{
+    CallContext, CellStatus, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult, ignore_events,
+};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -182,9 +184,31 @@ async fn parallel_calls(f: &Fixture) {
 
 async fn paused_budget_and_interrupt(f: &Fixture) {
     // The budget waits while the host works: a 2 s call inside a 1 s cell finishes.
-    let result = eval(&f.engine, "r = completion('sleep:2')\nprint(r)", 1.0).await;
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let on_event = move |event: EvalEvent| {
+        if let EvalEvent::Status { event, .. } = event {
+            sink.lock().unwrap().push(event);
+        }
+    };
+    let params =
+        EvalParams::from_json(json!({"cells": [{"code": "r = completion('sleep:2')\nprint(r)", "timeout": 1}]}))
+            .unwrap();
+    let result = f.engine.eval(&params, &CallContext::new("s"), &CancellationToken::new(), &on_event).await.unwrap();
     assert_eq!(result.cells[0].status, CellStatus::Ok, "{}", result.text);
     assert_eq!(result.text, "echo: sleep:2\n");
+    // The host wrapped the call in pause and resume events, as for process kernels.
+    let statuses = events.lock().unwrap().clone();
+    let actions: Vec<&Value> = statuses.iter().filter(|e| e["op"] == "timeout").map(|e| &e["action"]).collect();
+    assert_eq!(actions, [&json!("pause"), &json!("resume")], "{statuses:?}");
+    // Only the host pauses the budget: a cell spinning after its call, or
+    // displaying a pause event of its own, still times out.
+    let result = eval(&f.engine, "completion('sleep:1.5')\nprint('back')\nwhile True:\n    pass", 1.0).await;
+    assert_eq!(result.cells[0].status, CellStatus::Timeout, "{}", result.text);
+    assert!(result.text.contains("back"), "{}", result.text);
+    let code = "display({'application/x-evalkit-status': {'op': 'timeout', 'action': 'pause', 'call': 'x'}}, raw=True)\n\
+                while True:\n    pass";
+    assert_eq!(eval(&f.engine, code, 1.0).await.cells[0].status, CellStatus::Timeout);
 
     // Interrupting the cell stops its calls on the host.
     let cancel = CancellationToken::new();

@@ -26,6 +26,7 @@ async fn every_frame_type_arrives_in_order() {
             ExecEvent::Error(_) => "error",
             ExecEvent::Done(_) => "done",
             ExecEvent::Completeness(_) => "completeness",
+            ExecEvent::Budget(_) => "budget",
         });
     }
     assert_eq!(kinds, ["started", "stdout", "stderr", "display", "error", "done"]);

@@ -211,14 +211,10 @@ impl std::fmt::Debug for BridgeConfig {
     }
 }
 
-/// Suspends the calling cell's time budget while held (dropped to resume).
-pub type PauseFn = Arc<dyn Fn() -> Option<Box<dyn Send>> + Send + Sync>;
-
 /// Answers one kernel's calls through a [`Bridge`], within the limits.
 pub struct Dispatcher {
     config: BridgeConfig,
     permits: Arc<Semaphore>,
-    pause: PauseFn,
     /// Where `agent(..., handle=True)` output is kept, and for which session.
     handles: Option<(Arc<ArtifactStore>, String)>,
     /// The engine session whose kernel makes the calls (for routing).
@@ -226,10 +222,11 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    /// `permits` is shared by every kernel of an engine (the concurrency cap);
-    /// `pause` suspends the budget of the cell this kernel runs.
-    pub fn new(config: BridgeConfig, permits: Arc<Semaphore>, pause: PauseFn) -> Self {
-        Dispatcher { config, permits, pause, handles: None, session: String::new() }
+    /// `permits` is shared by every kernel of an engine (the concurrency cap).
+    /// The cell's budget waits while a call is in flight: the kernel says so
+    /// with [`crate::kernel::ExecEvent::Budget`] events around every call.
+    pub fn new(config: BridgeConfig, permits: Arc<Semaphore>) -> Self {
+        Dispatcher { config, permits, handles: None, session: String::new() }
     }
 
     /// Name the engine session whose kernel this dispatcher serves, so a
@@ -257,7 +254,6 @@ impl BridgeHandler for Dispatcher {
     fn call(&self, call: BridgeCall) -> BridgeFuture {
         let config = self.config.clone();
         let permits = self.permits.clone();
-        let pause = self.pause.clone();
         let handles = self.handles.clone();
         let session = self.session.clone();
         Box::pin(async move {
@@ -285,8 +281,6 @@ impl BridgeHandler for Dispatcher {
                     ),
                 ));
             }
-            // The cell waits for the host from here on: its budget waits too.
-            let _paused = pause();
             let _permit = permits.acquire_owned().await.map_err(|_| BridgeError::new("cancelled", "shutting down"))?;
             let started = Instant::now();
             let op = call.op.clone();

@@ -12,13 +12,14 @@
 //! calls are thus in flight on the host at once while only one request is.
 //!
 //! Everything else (per-cell counts, cancellation when the cell ends or is
-//! interrupted, status events) is the process kernels' code:
+//! interrupted, the budget's pause/resume events around every call, status
+//! events) is the process kernels' code:
 //! [`crate::kernel::bridge::dispatch`] and [`crate::kernel::bridge::cancel`].
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -179,9 +180,9 @@ impl CallSink for GatewayBridge {
         &self.calls
     }
 
-    async fn status(&self, cell: &str, fields: Map<String, Value>) {
+    async fn cell_event(&self, cell: &str, event: ExecEvent) {
         if let Some(sender) = (self.cell_events)(cell) {
-            let _ = sender.send(Ok(bridge::status_display(fields))).await;
+            let _ = sender.send(Ok(event)).await;
         }
     }
 

@@ -73,6 +73,43 @@ impl std::fmt::Debug for BridgeHook {
     }
 }
 
+/// Suspends or resumes a cell's time budget around one bridge call (see
+/// [`super::ExecEvent::Budget`]). Pauses nest: the budget runs again when
+/// every paused call has resumed, with a fresh window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BudgetControl {
+    /// The host took the call with this id; the cell waits for it.
+    Pause { call: String },
+    /// The call with this id was answered (or cancelled).
+    Resume { call: String },
+}
+
+impl BudgetControl {
+    /// The call this is about.
+    pub fn call(&self) -> &str {
+        match self {
+            BudgetControl::Pause { call } | BudgetControl::Resume { call } => call,
+        }
+    }
+
+    /// The status event it is shown as: `{"op": "timeout", "action": "pause"|"resume", "call": id}`.
+    pub fn status_fields(&self) -> serde_json::Map<String, Value> {
+        let action = match self {
+            BudgetControl::Pause { .. } => "pause",
+            BudgetControl::Resume { .. } => "resume",
+        };
+        let mut fields = serde_json::Map::new();
+        fields.insert("op".into(), Value::String(BUDGET_STATUS_OP.into()));
+        fields.insert("action".into(), Value::String(action.into()));
+        fields.insert("call".into(), Value::String(self.call().into()));
+        fields
+    }
+}
+
+/// The `op` of the status events that pause and resume a cell's budget;
+/// renderers leave them out (they say nothing a reader needs).
+pub const BUDGET_STATUS_OP: &str = "timeout";
+
 /// What the message of a call made without any handler says.
 pub const NO_BRIDGE: &str = "no bridge configured: this host does not answer completion()/agent()/tool() calls \
      (the CLI answers them once EVALKIT_LLM_BASE_URL or EVALKIT_AGENT_COMMAND is set; a library embedder passes a \
@@ -88,32 +125,35 @@ pub(crate) struct BridgeState {
 }
 
 impl BridgeState {
-    /// Stop the calls of `cell` (every cell when `None`); return their ids, to answer.
-    pub fn cancel(&mut self, cell: Option<&str>) -> Vec<String> {
+    /// Stop the calls of `cell` (every cell when `None`); return their
+    /// (call id, cell id) pairs, to answer and resume.
+    pub fn cancel(&mut self, cell: Option<&str>) -> Vec<(String, String)> {
         let ids: Vec<String> = self
             .inflight
             .iter()
             .filter(|(_, (owner, _))| cell.is_none_or(|cell| cell == owner))
             .map(|(id, _)| id.clone())
             .collect();
-        for id in &ids {
-            if let Some((_, task)) = self.inflight.remove(id) {
+        let mut stopped = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some((owner, task)) = self.inflight.remove(&id) {
                 task.abort();
+                stopped.push((id, owner));
             }
         }
-        ids
+        stopped
     }
 }
 
 /// What a kernel transport provides so that [`dispatch`] can run its calls:
 /// process kernels answer on the request pipe, gateway kernels in an
-/// `input_reply`; both share everything else (counts, cancellation, status
-/// events), so the two behave alike.
+/// `input_reply`; both share everything else (counts, cancellation, budget
+/// and status events), so the two behave alike.
 pub(crate) trait CallSink: Send + Sync + 'static {
     /// The kernel's calls in flight and per-cell counts.
     fn calls(&self) -> &std::sync::Mutex<BridgeState>;
-    /// Deliver a status event (`application/x-evalkit-status`) to the running cell `cell`.
-    fn status(&self, cell: &str, fields: serde_json::Map<String, Value>) -> impl Future<Output = ()> + Send;
+    /// Deliver `event` (a status display or a budget event) to the running cell `cell`.
+    fn cell_event(&self, cell: &str, event: super::ExecEvent) -> impl Future<Output = ()> + Send;
     /// Send `answer` to the kernel, where the waiting caller wakes up.
     fn answer(&self, answer: crate::protocol::BridgeResult) -> impl Future<Output = ()> + Send;
 }
@@ -127,11 +167,18 @@ pub(crate) fn status_display(fields: serde_json::Map<String, Value>) -> super::E
     super::ExecEvent::Display { bundle, metadata: serde_json::Map::new() }
 }
 
-/// Answer from a task of its own (callers may hold locks the answer needs).
-fn answer_later<S: CallSink>(sink: &Arc<S>, answer: crate::protocol::BridgeResult) {
+/// Answer from a task of its own (callers may hold locks the answer needs);
+/// with `resume`, first resume the budget of the cell that waited for it.
+fn answer_later<S: CallSink>(sink: &Arc<S>, answer: crate::protocol::BridgeResult, resume: Option<String>) {
     let sink = sink.clone();
     if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-        runtime.spawn(async move { sink.answer(answer).await });
+        runtime.spawn(async move {
+            if let Some(cell) = resume {
+                let control = BudgetControl::Resume { call: answer.id.clone() };
+                sink.cell_event(&cell, super::ExecEvent::Budget(control)).await;
+            }
+            sink.answer(answer).await
+        });
     }
 }
 
@@ -150,10 +197,10 @@ pub(crate) fn dispatch<S: CallSink>(
     use crate::protocol::BridgeResult;
     let Some(cell) = cell else {
         let message = "bridge calls work only while their cell runs (this one came after its cell had finished)";
-        return answer_later(sink, BridgeResult::err(id, "cancelled", message));
+        return answer_later(sink, BridgeResult::err(id, "cancelled", message), None);
     };
     let Some(hook) = hook else {
-        return answer_later(sink, BridgeResult::err(id, "unavailable", NO_BRIDGE));
+        return answer_later(sink, BridgeResult::err(id, "unavailable", NO_BRIDGE), None);
     };
     let mut state = sink.calls().lock().unwrap();
     let seq = {
@@ -167,29 +214,36 @@ pub(crate) fn dispatch<S: CallSink>(
     let task_cell = cell.clone();
     // Registered before the task can finish: the state lock is held across the spawn.
     let task = tokio::spawn(async move {
+        // The cell waits for the host from here on: so does its budget.
+        let pause = BudgetControl::Pause { call: task_id.clone() };
+        task_sink.cell_event(&task_cell, super::ExecEvent::Budget(pause)).await;
         let outcome = hook.0.call(call).await;
         if task_sink.calls().lock().unwrap().inflight.remove(&task_id).is_none() {
-            return; // cancelled meanwhile, and answered then
+            return; // cancelled meanwhile, and answered (and resumed) then
         }
         let answer = match outcome {
             Ok(reply) => {
                 if let Some(status) = reply.status {
-                    task_sink.status(&task_cell, status).await;
+                    task_sink.cell_event(&task_cell, status_display(status)).await;
                 }
-                BridgeResult::ok(task_id, reply.value)
+                BridgeResult::ok(task_id.clone(), reply.value)
             }
-            Err(failure) => BridgeResult::err(task_id, failure.kind, failure.message),
+            Err(failure) => BridgeResult::err(task_id.clone(), failure.kind, failure.message),
         };
+        let resume = BudgetControl::Resume { call: task_id };
+        task_sink.cell_event(&task_cell, super::ExecEvent::Budget(resume)).await;
         task_sink.answer(answer).await;
     });
     state.inflight.insert(id, (cell, task.abort_handle()));
 }
 
-/// Stop the calls of `cell` (every cell when `None`) and tell their callers why.
+/// Stop the calls of `cell` (every cell when `None`) and tell their callers
+/// why; their cells' budgets resume (a cell that survives an interrupt must
+/// not keep a paused budget).
 pub(crate) fn cancel<S: CallSink>(sink: &Arc<S>, cell: Option<&str>, why: &str) {
-    let ids = sink.calls().lock().unwrap().cancel(cell);
-    for id in ids {
+    let stopped = sink.calls().lock().unwrap().cancel(cell);
+    for (id, owner) in stopped {
         let message = format!("the bridge call was cancelled: {why}");
-        answer_later(sink, crate::protocol::BridgeResult::err(id, "cancelled", message));
+        answer_later(sink, crate::protocol::BridgeResult::err(id, "cancelled", message), Some(owner));
     }
 }

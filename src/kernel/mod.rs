@@ -190,6 +190,10 @@ pub enum ExecEvent {
     Done(CellDone),
     /// The answer to [`Kernel::check_complete`].
     Completeness(Completeness),
+    /// The host started or finished work on the cell's behalf (a bridge
+    /// call): the cell's time budget waits meanwhile. Only the host makes
+    /// these; nothing a cell prints or displays can.
+    Budget(bridge::BudgetControl),
 }
 
 /// Whether some code is a whole cell yet, as a REPL asks after each line.
@@ -727,14 +731,6 @@ impl Shared {
         }
     }
 
-    /// Deliver a status event to the running cell `cell`.
-    async fn status_event(&self, cell: &str, fields: Map<String, Value>) {
-        let sender = self.routes.lock().unwrap().pending.get(cell).cloned();
-        if let Some(sender) = sender {
-            let _ = sender.send(Ok(bridge::status_display(fields))).await;
-        }
-    }
-
     async fn tail_after(&self, stderr_task: tokio::task::JoinHandle<()>) -> String {
         let _ = process::signal_group(self.pid, Signal::SIGKILL);
         let _ = tokio::time::timeout(Duration::from_secs(2), stderr_task).await;
@@ -747,8 +743,11 @@ impl bridge::CallSink for Shared {
         &self.bridge_state
     }
 
-    async fn status(&self, cell: &str, fields: Map<String, Value>) {
-        self.status_event(cell, fields).await;
+    async fn cell_event(&self, cell: &str, event: ExecEvent) {
+        let sender = self.routes.lock().unwrap().pending.get(cell).cloned();
+        if let Some(sender) = sender {
+            let _ = sender.send(Ok(event)).await;
+        }
     }
 
     async fn answer(&self, answer: protocol::BridgeResult) {

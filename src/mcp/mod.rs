@@ -359,6 +359,7 @@ fn progress_message(event: &EvalEvent) -> Option<String> {
         EvalEvent::Stdout { text, .. } | EvalEvent::Stderr { text, .. } => {
             text.lines().rev().find(|line| !line.trim().is_empty()).map(|line| clip(line, 200))
         }
+        EvalEvent::Status { event, .. } if crate::render::status::is_hidden(event) => None,
         EvalEvent::Status { event, .. } => Some(clip(&event.to_string(), 200)),
         EvalEvent::CellStarted { index, title } => Some(match title {
             Some(title) => format!("cell {} started: {title}", index + 1),

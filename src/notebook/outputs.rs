@@ -73,7 +73,7 @@ impl OutputBuilder {
                         .collect(),
                 });
             }
-            ExecEvent::Started | ExecEvent::Done(_) | ExecEvent::Completeness(_) => {}
+            ExecEvent::Started | ExecEvent::Done(_) | ExecEvent::Completeness(_) | ExecEvent::Budget(_) => {}
         }
     }
 

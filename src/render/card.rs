@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::json_tree::json_tree;
-use super::status::status_line;
+use super::status::{is_hidden, status_line};
 use super::style::Style;
 use crate::output::display::DisplayPart;
 use crate::tool::{CellStatus, EvalEvent, EvalResult};
@@ -114,6 +114,7 @@ impl<O: Write, E: Write> CardRenderer<O, E> {
                     }
                 }
             }
+            EvalEvent::Status { event, .. } if is_hidden(event) => {}
             EvalEvent::Status { event, .. } => {
                 let line = self.options.style.cyan(&format!("· {}", status_line(event)));
                 self.text(Channel::Err, &format!("{line}\n"), Some(()));
@@ -225,6 +226,7 @@ impl<O: Write, E: Write> CardRenderer<O, E> {
                     self.text(Channel::Out, &format!("{line}\n"), Some(()));
                 }
             }
+            DisplayPart::Status(event) if is_hidden(event) => {}
             DisplayPart::Status(event) => {
                 let line = self.options.style.cyan(&format!("· {}", status_line(event)));
                 self.text(Channel::Err, &format!("{line}\n"), Some(()));

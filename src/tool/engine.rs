@@ -16,6 +16,7 @@ use super::result::{CellReport, CellStatus, Collector, ErrorSummary, EvalEvent, 
 use super::run::{RunRegistry, RunShared};
 use super::watchdog::{PauseGuard, Watchdog};
 use crate::backend::{self, Backend, Runtime};
+use crate::kernel::bridge::BudgetControl;
 use crate::kernel::{Completeness, ExecEvent, ExecuteOptions, KernelError, KernelHandle, KernelOptions, Transport};
 use crate::notebook::{History, HistoryLimits, Notebook, RecordedCell};
 use crate::output::artifacts::{ArtifactError, ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES, DEFAULT_RETENTION};
@@ -471,19 +472,12 @@ impl EvalEngine {
         self.budgets.lock().unwrap().get(session).map(|watchdog| watchdog.pause())
     }
 
-    /// The bridge calls of `session`'s kernels: answered by the configured
-    /// bridge, pausing the budget of the cell that made them.
+    /// The bridge calls of `session`'s kernels, answered by the configured
+    /// bridge (the cell's budget waits through the kernel's budget events).
     fn bridge_hook(&self, session: &str) -> crate::kernel::bridge::BridgeHook {
-        let session_name = session.to_string();
-        let budgets = self.budgets.clone();
-        let session = session.to_string();
-        let pause: crate::bridge::PauseFn = Arc::new(move || {
-            let guard = budgets.lock().unwrap().get(&session).map(|watchdog| watchdog.pause());
-            guard.map(|guard| Box::new(guard) as Box<dyn Send>)
-        });
-        let dispatcher = crate::bridge::Dispatcher::new(self.config.bridge.clone(), self.bridge_permits.clone(), pause)
-            .with_handles(self.artifacts.clone(), &session_name)
-            .for_session(&session_name);
+        let dispatcher = crate::bridge::Dispatcher::new(self.config.bridge.clone(), self.bridge_permits.clone())
+            .with_handles(self.artifacts.clone(), session)
+            .for_session(session);
         crate::kernel::bridge::BridgeHook(Arc::new(dispatcher))
     }
 
@@ -859,6 +853,8 @@ impl EvalEngine {
         let session = guard.key().session.clone();
         self.budgets.lock().unwrap().insert(session.clone(), watchdog.clone());
         let _budget = BudgetEntry { budgets: &self.budgets, session };
+        // Bridge calls in flight: the budget waits until each has resumed.
+        let mut paused_calls: std::collections::HashMap<String, PauseGuard> = std::collections::HashMap::new();
         let mut interrupted: Option<(CellStatus, Instant)> = None;
         let mut error_summary = None;
         let mut crash_reported = false;
@@ -882,6 +878,12 @@ impl EvalEngine {
                         break (status, Some(done.execution_count), Fate::Alive);
                     }
                     Some(Ok(event)) => {
+                        if let ExecEvent::Budget(control) = &event {
+                            match control {
+                                BudgetControl::Pause { call } => { paused_calls.insert(call.clone(), watchdog.pause()); }
+                                BudgetControl::Resume { call } => { paused_calls.remove(call); }
+                            }
+                        }
                         if let ExecEvent::Stderr(text) = &event {
                             crash_reported |= text.contains(FAULTHANDLER_HEADLINE);
                         }

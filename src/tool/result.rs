@@ -256,6 +256,10 @@ impl Collector {
         }
         match event {
             ExecEvent::Started | ExecEvent::Done(_) | ExecEvent::Completeness(_) => None,
+            // Streamed for embedders that follow the budget; not part of the result.
+            ExecEvent::Budget(control) => {
+                Some(EvalEvent::Status { cell, event: Value::Object(control.status_fields()) })
+            }
             ExecEvent::Stdout(text) => {
                 self.text(&text);
                 Some(EvalEvent::Stdout { cell, text })
