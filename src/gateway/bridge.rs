@@ -196,6 +196,81 @@ impl CallSink for GatewayBridge {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::bridge::{BridgeCall, BridgeFuture, BridgeHandler, BridgeReply};
+
+    /// Answers `{"prompt": "slow"}` after a second, anything else at once.
+    struct Echo;
+
+    impl BridgeHandler for Echo {
+        fn call(&self, call: BridgeCall) -> BridgeFuture {
+            Box::pin(async move {
+                if call.args["prompt"] == "slow" {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                Ok(BridgeReply {
+                    value: json!(format!("echo {}", call.args["prompt"].as_str().unwrap_or_default())),
+                    status: None,
+                })
+            })
+        }
+    }
+
+    fn request(calls: &[(&str, &str)]) -> CallRequest {
+        let calls = calls.iter().map(|(id, prompt)| (id.to_string(), "completion".into(), json!({"prompt": prompt})));
+        CallRequest { calls: calls.collect() }
+    }
+
+    /// The results of the next input_reply sent, and the msg_id it answers.
+    async fn next_reply(queue: &mut mpsc::UnboundedReceiver<Message>) -> (String, Value) {
+        let message = queue.recv().await.expect("a reply");
+        let reply: Value = serde_json::from_str(message.to_text().unwrap()).unwrap();
+        assert_eq!(reply["header"]["msg_type"], "input_reply");
+        let value: Value = serde_json::from_str(reply["content"]["value"].as_str().unwrap()).unwrap();
+        (reply["parent_header"]["msg_id"].as_str().unwrap().to_string(), value["results"].clone())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn requests_are_held_until_an_answer_is_ready_or_the_hold_ends() {
+        let (outgoing, mut queue) = mpsc::unbounded_channel();
+        let bridge = Arc::new(GatewayBridge::new(outgoing, "s".into(), Box::new(|_: &str| None)));
+        bridge.set_hook(BridgeHook(Arc::new(Echo)));
+        let cell = Some("cell-1".to_string());
+
+        // A quick call: its answer goes out with the request that brought it.
+        bridge.on_request(json!({"msg_id": "r1"}), cell.clone(), request(&[("b1", "hi")]));
+        let (parent, results) = next_reply(&mut queue).await;
+        assert_eq!((parent.as_str(), &results[0]["id"], &results[0]["value"]), ("r1", &json!("b1"), &json!("echo hi")));
+
+        // A slow call: the request is answered empty once the hold ends…
+        let start = tokio::time::Instant::now();
+        bridge.on_request(json!({"msg_id": "r2"}), cell.clone(), request(&[("b2", "slow")]));
+        let (parent, results) = next_reply(&mut queue).await;
+        assert_eq!((parent.as_str(), results), ("r2", json!([])));
+        assert_eq!(start.elapsed(), POLL_HOLD);
+        // …and a later request gets the answer when it is ready.
+        bridge.on_request(json!({"msg_id": "r3"}), cell.clone(), request(&[]));
+        let (parent, results) = loop {
+            let (parent, results) = next_reply(&mut queue).await;
+            if results != json!([]) {
+                break (parent, results);
+            }
+            let next = format!("r{}", start.elapsed().as_millis());
+            bridge.on_request(json!({"msg_id": next}), cell.clone(), request(&[]));
+        };
+        assert_eq!(results[0]["value"], "echo slow", "{parent}");
+
+        // The cell ends with a call in flight: the caller is told it was cancelled.
+        bridge.on_request(json!({"msg_id": "r4"}), cell.clone(), request(&[("b3", "slow")]));
+        bridge.cell_ended("cell-1");
+        let (_, results) = next_reply(&mut queue).await;
+        assert_eq!((&results[0]["id"], &results[0]["error"]["kind"]), (&json!("b3"), &json!("cancelled")));
+
+        // A call whose cell no longer runs is refused at once.
+        bridge.on_request(json!({"msg_id": "r5"}), None, request(&[("b4", "hi")]));
+        let (_, results) = next_reply(&mut queue).await;
+        assert_eq!(results[0]["error"]["kind"], "cancelled");
+        assert!(results[0]["error"]["message"].as_str().unwrap().contains("after its cell had finished"));
+    }
 
     #[test]
     fn only_marked_prompts_carry_calls() {
