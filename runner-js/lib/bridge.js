@@ -13,13 +13,7 @@ class BridgeError extends Error {
   }
 }
 
-class SchemaError extends Error {
-  constructor(message, path = '$') {
-    super(`${path}: ${message}`);
-    this.name = 'SchemaError';
-    this.path = path;
-  }
-}
+const { SchemaError, validate } = require('./schema');
 
 const pending = new Map();
 let nextId = 1;
@@ -54,42 +48,6 @@ function deliver(result) {
     const error = result.error || {};
     waiter.reject(new BridgeError(String(error.message || 'the host reported an error'), String(error.kind || 'host')));
   }
-}
-
-function kind(value) {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'array';
-  if (typeof value === 'number') return 'number';
-  return typeof value === 'object' ? 'object' : typeof value === 'boolean' ? 'boolean' : typeof value;
-}
-
-function typeOk(value, name) {
-  if (name === 'integer') return Number.isInteger(value);
-  return kind(value) === name;
-}
-
-/** Throw SchemaError unless `value` matches `schema` (the same subset as the Python kernel's). */
-function validate(value, schema, path = '$') {
-  if (!schema || typeof schema !== 'object') return value;
-  if (schema.type !== undefined) {
-    const names = Array.isArray(schema.type) ? schema.type : [schema.type];
-    if (!names.some((name) => typeOk(value, name))) throw new SchemaError(`expected ${names.join(' or ')}, got ${kind(value)}`, path);
-  }
-  if (schema.enum && !schema.enum.some((option) => JSON.stringify(option) === JSON.stringify(value))) {
-    throw new SchemaError(`${JSON.stringify(value)} is not one of ${JSON.stringify(schema.enum)}`, path);
-  }
-  if (kind(value) === 'object') {
-    const properties = schema.properties || {};
-    for (const name of schema.required || []) {
-      if (!(name in value)) throw new SchemaError(`missing required property '${name}'`, path);
-    }
-    for (const [name, item] of Object.entries(value)) {
-      if (name in properties) validate(item, properties[name], `${path}.${name}`);
-      else if (schema.additionalProperties === false) throw new SchemaError(`unexpected property '${name}'`, path);
-    }
-  }
-  if (Array.isArray(value) && schema.items) value.forEach((item, index) => validate(item, schema.items, `${path}[${index}]`));
-  return value;
 }
 
 function shaped(text, schema) {

@@ -81,6 +81,7 @@ pub const NODE_RUNNER_FILES: &[(&str, &str)] = &[
     js_runner_file!("lib/modules.js"),
     js_runner_file!("lib/output.js"),
     js_runner_file!("lib/prelude.js"),
+    js_runner_file!("lib/schema.js"),
     js_runner_file!("lib/transform.js"),
 ];
 

@@ -11,6 +11,10 @@
 //! multiprocessing) inherits the result. A policy that cannot be enforced
 //! fails [`prepare`] with what is missing: never a silent downgrade.
 
+// Only the policy "off" is prepared on other systems: the rest is unused there.
+#![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_imports))]
+
+#[cfg(target_os = "linux")]
 mod fs;
 mod limits;
 mod policy;
@@ -20,6 +24,7 @@ use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
+#[cfg(target_os = "linux")]
 pub use fs::{Grant, plan as plan_rules, resolve};
 pub use limits::LimitMethod;
 pub use policy::{
@@ -86,6 +91,7 @@ pub struct Prepared {
     id_maps: Option<[Vec<u8>; 2]>,
     loopback_up: bool,
     rlimits: Vec<(libc::c_int, u64)>,
+    #[cfg(target_os = "linux")]
     seccomp: Option<seccompiler::BpfProgram>,
     /// Variables the kernel's environment gets (`TMPDIR`, the mode).
     pub env: Vec<(String, String)>,
@@ -94,14 +100,25 @@ pub struct Prepared {
 
 /// Get everything ready, in the host, to start one kernel under `policy` in
 /// `cwd` with environment `env` (its `HOME` and cache variables decide where
+/// the caches are). On other systems than Linux only the policy "off" can be
+/// prepared.
+#[cfg(not(target_os = "linux"))]
+pub fn prepare(policy: &SandboxPolicy, _cwd: &Path, _env: &BTreeMap<String, String>) -> Result<Prepared, SandboxError> {
+    if policy.is_off() {
+        Ok(Prepared::default())
+    } else {
+        Err(fail(format!("it is only implemented on Linux; this OS ({}) is not supported", std::env::consts::OS)))
+    }
+}
+
+/// Get everything ready, in the host, to start one kernel under `policy` in
+/// `cwd` with environment `env` (its `HOME` and cache variables decide where
 /// the caches are).
+#[cfg(target_os = "linux")]
 pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String>) -> Result<Prepared, SandboxError> {
     let mut prepared = Prepared::default();
     if policy.is_off() {
         return Ok(prepared);
-    }
-    if !cfg!(target_os = "linux") {
-        return Err(fail("it is only implemented on Linux; this OS is not supported"));
     }
     let root = unsafe { libc::geteuid() } == 0;
 
@@ -219,6 +236,7 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
     Ok(prepared)
 }
 
+#[cfg(target_os = "linux")]
 /// The folders an interpreter writes to while working normally: pip's and
 /// uv's caches, matplotlib's config and font cache, and `%store`'s folder.
 fn interpreter_caches(home: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
@@ -237,6 +255,7 @@ fn interpreter_caches(home: &Path, env: &BTreeMap<String, String>) -> Vec<PathBu
     out
 }
 
+#[cfg(target_os = "linux")]
 /// Kernels in a network namespace must not `setns` back into the host's
 /// (root could, through `/proc/1/ns/net`): that call fails with EPERM.
 fn seccomp_program() -> Result<seccompiler::BpfProgram, SandboxError> {
@@ -259,8 +278,16 @@ impl Prepared {
         self.landlock.is_some() || !self.cgroup_procs.is_empty() || self.unshare_flags != 0 || !self.rlimits.is_empty()
     }
 
+    /// Apply the sandbox to the calling process (nothing to do: only the
+    /// policy "off" can be prepared on this OS).
+    #[cfg(not(target_os = "linux"))]
+    pub fn apply_in_child(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+
     /// Apply the sandbox to the calling process: for a forked child before
     /// `exec`. Only async-signal-safe system calls; nothing is allocated.
+    #[cfg(target_os = "linux")]
     pub fn apply_in_child(&self) -> std::io::Result<()> {
         let check = |rc: libc::c_long| if rc < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) };
         // SAFETY: plain system calls on fds and buffers this value owns.
@@ -295,6 +322,7 @@ impl Prepared {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// open + write + close, async-signal-safe.
 unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
     // SAFETY: a NUL-terminated path and a live buffer.
@@ -310,6 +338,7 @@ unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> 
     }
 }
 
+#[cfg(target_os = "linux")]
 /// Bring up `lo` in the (new) network namespace, async-signal-safe.
 unsafe fn loopback_up() -> std::io::Result<()> {
     // SAFETY: an ifreq on the stack, a socket closed before returning.

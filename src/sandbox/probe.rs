@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+#[cfg(target_os = "linux")]
 use super::fs::{MIN_ABI, kernel_abi};
 use super::limits::{Controller, LimitMethod, find_parent};
 
@@ -62,9 +63,8 @@ impl SandboxSupport {
 pub fn support() -> SandboxSupport {
     let linux = cfg!(target_os = "linux");
     let root = unsafe { libc::geteuid() } == 0;
-    let abi = if linux { kernel_abi() } else { 0 };
-    let netns_flags = if root { libc::CLONE_NEWNET } else { libc::CLONE_NEWUSER | libc::CLONE_NEWNET };
-    let network = linux && can_unshare(netns_flags);
+    let abi = landlock_abi();
+    let network = can_make_network_namespace(root);
     let seccomp = linux
         && std::fs::read_to_string("/proc/self/status").is_ok_and(|s| s.lines().any(|l| l.starts_with("Seccomp:")));
     let cgroup = |c: Controller| match find_parent(c) {
@@ -77,7 +77,7 @@ pub fn support() -> SandboxSupport {
         m => m,
     };
     let process_limit = match cgroup(Controller::Pids) {
-        LimitMethod::Unavailable if linux && !root && can_unshare(libc::CLONE_NEWUSER) => LimitMethod::Rlimit,
+        LimitMethod::Unavailable if linux && !root && can_make_user_namespace() => LimitMethod::Rlimit,
         m => m,
     };
     let mut notes = Vec::new();
@@ -122,7 +122,40 @@ pub fn support() -> SandboxSupport {
     }
 }
 
+/// Landlock ABIs below this cannot express the filesystem modes.
+#[cfg(not(target_os = "linux"))]
+const MIN_ABI: i32 = 3;
+
+/// The Landlock ABI of the running kernel (0: none).
+fn landlock_abi() -> i32 {
+    #[cfg(target_os = "linux")]
+    return kernel_abi();
+    #[cfg(not(target_os = "linux"))]
+    return 0;
+}
+
+/// Whether kernels can get a network namespace of their own (with a user
+/// namespace when not root).
+fn can_make_network_namespace(root: bool) -> bool {
+    #[cfg(target_os = "linux")]
+    return can_unshare(if root { libc::CLONE_NEWNET } else { libc::CLONE_NEWUSER | libc::CLONE_NEWNET });
+    #[cfg(not(target_os = "linux"))]
+    return {
+        let _ = root;
+        false
+    };
+}
+
+/// Whether an unprivileged user namespace can be made here.
+fn can_make_user_namespace() -> bool {
+    #[cfg(target_os = "linux")]
+    return can_unshare(libc::CLONE_NEWUSER);
+    #[cfg(not(target_os = "linux"))]
+    return false;
+}
+
 /// Whether `unshare(flags)` works here: tried in a forked child that exits at once.
+#[cfg(target_os = "linux")]
 pub(crate) fn can_unshare(flags: libc::c_int) -> bool {
     // SAFETY: the child only calls unshare and _exit (async-signal-safe).
     unsafe {
