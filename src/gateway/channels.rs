@@ -422,6 +422,7 @@ impl Drop for GatewayKernel {
         for task in &self.tasks {
             task.abort();
         }
+        self.shared.bridge.cancel_all("the kernel was shut down");
         if !self.deleted.swap(true, Ordering::SeqCst)
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
