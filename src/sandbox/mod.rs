@@ -259,6 +259,24 @@ impl Prepared {
         self.landlock.is_some() || !self.cgroup_procs.is_empty() || self.unshare_flags != 0 || !self.rlimits.is_empty()
     }
 
+    /// True when all there is to apply is joining the cgroups, which the
+    /// host can do for a process it did not start itself (a kernel forked by
+    /// the fork server, see [`Prepared::move_process`]).
+    pub fn only_cgroups(&self) -> bool {
+        self.landlock.is_none() && self.unshare_flags == 0 && self.rlimits.is_empty() && self.seccomp.is_none()
+    }
+
+    /// Move process `pid` into the prepared cgroups, from the host: for a
+    /// kernel that was forked elsewhere instead of spawned here.
+    pub fn move_process(&self, pid: u32) -> std::io::Result<()> {
+        use std::io::Write;
+        for fd in &self.cgroup_procs {
+            let mut file = std::fs::File::from(fd.try_clone()?);
+            file.write_all(pid.to_string().as_bytes())?;
+        }
+        Ok(())
+    }
+
     /// Apply the sandbox to the calling process: for a forked child before
     /// `exec`. Only async-signal-safe system calls; nothing is allocated.
     pub fn apply_in_child(&self) -> std::io::Result<()> {
