@@ -312,8 +312,11 @@ struct Shared {
     /// The kernel's temp dir and cgroups, kept while it lives; they also
     /// tell a death by the memory limit from any other.
     sandbox: crate::sandbox::SandboxGuard,
-    /// The fork server this kernel came from, which reports its exit.
-    _zygote: Option<Arc<zygote::Zygote>>,
+    /// The fork server this kernel came from, which reports its exit; let go
+    /// once the kernel has ended (a retired fork server then ends too).
+    zygote: Mutex<Option<Arc<zygote::Zygote>>>,
+    /// That fork server's pid.
+    forked_from: Option<u32>,
 }
 
 #[derive(Default)]
@@ -366,7 +369,8 @@ impl Kernel {
             bridge: Mutex::new(None),
             bridge_state: Mutex::new(bridge::BridgeState::default()),
             sandbox: launched.guard,
-            _zygote: launched.zygote,
+            forked_from: launched.zygote.as_ref().map(|zygote| zygote.pid),
+            zygote: Mutex::new(launched.zygote),
         });
         let stderr_task = tokio::spawn(Reader::new(shared.clone()).run(host_ends));
 
@@ -561,6 +565,7 @@ impl Kernel {
             self.shared.stdin.lock().await.take();
         }
         sweep_group(pid).await;
+        self.shared.zygote.lock().unwrap().take();
         *self.shared.exit.borrow()
     }
 
@@ -580,6 +585,7 @@ impl Kernel {
             }
         }
         sweep_group(pid).await;
+        self.shared.zygote.lock().unwrap().take();
         *self.shared.exit.borrow()
     }
 
@@ -589,6 +595,7 @@ impl Kernel {
         let _ = process::signal_group(self.shared.pid, Signal::SIGKILL);
         self.shared.wait_exit(Duration::from_secs(5)).await;
         self.shared.stdin.lock().await.take();
+        self.shared.zygote.lock().unwrap().take();
         *self.shared.exit.borrow()
     }
 
@@ -597,6 +604,12 @@ impl Kernel {
     /// anyone knows which session will take it.
     pub fn set_bridge(&self, hook: bridge::BridgeHook) {
         *self.shared.bridge.lock().unwrap() = Some(hook);
+    }
+
+    /// The pid of the fork server this kernel was forked from (its parent),
+    /// or `None` for a spawned kernel.
+    pub fn forked_from(&self) -> Option<u32> {
+        self.shared.forked_from
     }
 
     /// The runner's pid, which is also its process group id.

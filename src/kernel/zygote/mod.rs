@@ -44,6 +44,8 @@ use crate::sandbox::{SandboxGuard, SandboxMode, SandboxPolicy};
 
 /// The fd the zygote finds its socket on.
 const SOCKET_FD: i32 = 3;
+/// Zygotes kept at once (the least recently used is retired beyond this).
+const MAX_ZYGOTES: usize = 8;
 /// How much of the zygote's own stderr is kept for error messages.
 const STDERR_TAIL: usize = 4096;
 
@@ -73,10 +75,11 @@ impl Key {
         }
     }
 
-    /// Another configuration of the same interpreter and place: when it
-    /// comes, this one's zygote is retired (its inputs changed).
+    /// The same interpreter, environment and place with another preload
+    /// list, runner or sandbox: when it comes, this one's zygote is retired
+    /// (its inputs changed).
     fn same_slot(&self, other: &Key) -> bool {
-        self.program == other.program && self.cwd == other.cwd
+        self.program == other.program && self.env == other.env && self.cwd == other.cwd
     }
 }
 
@@ -98,13 +101,16 @@ fn limits_policy(policy: &SandboxPolicy) -> SandboxPolicy {
 
 type Slot = Arc<OnceCell<Result<Arc<Zygote>, String>>>;
 
-/// Every zygote of this process, by configuration (failures too, so that
-/// one is reported once and not at every kernel start).
+/// Every zygote of this process, by configuration.
 static REGISTRY: Mutex<Vec<(Key, Slot)>> = Mutex::new(Vec::new());
+/// Configurations whose zygote could not be had, and why: they are spawned
+/// from then on without asking again (the reason is shown once).
+static FAILED: Mutex<Vec<(Key, String)>> = Mutex::new(Vec::new());
 
 /// A running fork server.
 pub struct Zygote {
-    pid: u32,
+    /// The zygote's pid (the parent of every kernel forked from it).
+    pub pid: u32,
     socket: Mutex<OwnedFd>,
     routes: Arc<wire::Routes>,
     next_id: AtomicU64,
@@ -218,32 +224,45 @@ pub async fn fork(
     Some(ForkedKernel { pid, exit, zygote, guard })
 }
 
-/// The zygote for `key`, started on first use; `None` when it cannot be had.
+/// The zygote for `key`, started on first use; `None` when it cannot be had
+/// (the reason is logged the first time and kept, see [`problems`]).
 async fn acquire(key: &Key, options: &KernelOptions, runner: &Path) -> Option<Arc<Zygote>> {
+    if FAILED.lock().unwrap().iter().any(|(failed, _)| failed == key) {
+        return None;
+    }
     let slot = {
         let mut registry = REGISTRY.lock().unwrap();
         // Inputs changed for this interpreter and place: the old zygote is
         // retired (it ends with its last kernel).
         registry.retain(|(other, _)| other == key || !other.same_slot(key));
-        match registry.iter().find(|(other, _)| other == key) {
-            Some((_, slot)) => slot.clone(),
-            None => {
-                let slot = Slot::default();
-                registry.push((key.clone(), slot.clone()));
-                slot
-            }
+        let slot = match registry.iter().position(|(other, _)| other == key) {
+            // The most recently used stays last.
+            Some(index) => registry.remove(index).1,
+            None => Slot::default(),
+        };
+        registry.push((key.clone(), slot.clone()));
+        if registry.len() > MAX_ZYGOTES {
+            registry.remove(0);
         }
+        slot
     };
     let started = slot
         .get_or_init(|| async {
             let started = Zygote::start(options, runner).await;
             if let Err(message) = &started {
                 tracing::warn!("{message}; kernels are spawned without preloading instead");
+                FAILED.lock().unwrap().push((key.clone(), message.clone()));
+                REGISTRY.lock().unwrap().retain(|(other, _)| other != key);
             }
             started
         })
         .await;
     started.as_ref().ok().cloned()
+}
+
+/// Why preloading failed, once per configuration that was tried (newest last).
+pub fn problems() -> Vec<String> {
+    FAILED.lock().unwrap().iter().map(|(_, message)| message.clone()).collect()
 }
 
 /// Drop `key`'s zygote from the registry (it failed; the next start makes a new one).
