@@ -348,3 +348,29 @@ async fn a_cell_timeout_interrupts_a_forked_kernel_and_keeps_it() {
     assert_eq!(who(&eval(&engine, "t", WHO).await).0, pid, "the same kernel goes on");
     engine.dispose_all().await;
 }
+
+#[tokio::test]
+async fn a_forked_kernel_gets_its_own_memory_cgroup() {
+    use evalkit::sandbox::{LimitMethod, SandboxPolicy};
+    if matches!(evalkit::sandbox::support().memory_limit, LimitMethod::Rlimit | LimitMethod::Unavailable) {
+        eprintln!("skipped: no memory cgroup here (a forked kernel is then spawned)");
+        return;
+    }
+    let probes = Probes::new();
+    let mut options = probes.options(probes.path(), &["zyg_probe"]);
+    options.sandbox = SandboxPolicy { memory_limit: Some(256 << 20), ..SandboxPolicy::default() };
+    let kernel = Kernel::start(options).await.unwrap();
+    assert!(kernel.forked_from().is_some(), "kernels with a memory cgroup are forked too");
+    let own = value(&kernel, "import os\nopen('/proc/self/cgroup').read()").await;
+    assert!(own.contains("evalkit-"), "the kernel was moved into its own cgroup: {own}");
+    let ended = run_to_end(
+        &kernel,
+        "x = bytearray(512 << 20)\nfor i in range(0, len(x), 4096):\n    x[i] = 1\nprint('allocated', len(x) >> 20)",
+    )
+    .await;
+    match ended.outcome {
+        Err(KernelError::Died { exit, .. }) => assert!(exit.contains("memory limit exceeded (256 MiB)"), "{exit}"),
+        other => panic!("expected the memory limit to end the kernel, got {other:?} {}", ended.stdout),
+    }
+    kernel.shutdown().await;
+}
