@@ -249,6 +249,10 @@ def serve(argv):
     sock = socket.socket(fileno=int(_arg(argv, "--zygote-fd")))
     modules = [m for m in (_arg(argv, "--preload") or "").split(",") if m]
     base_path = list(sys.path)
+    # The runner's own modules are imported once here too: a kernel then only
+    # runs main(). They keep no per-process state at import.
+    from . import main  # noqa: F401
+
     problem = preload(modules)
     if problem is not None:
         _send(sock, {"type": "failed", "message": problem})
