@@ -374,3 +374,29 @@ async fn a_forked_kernel_gets_its_own_memory_cgroup() {
     }
     kernel.shutdown().await;
 }
+
+#[test]
+fn the_zygote_ends_with_the_host_process() {
+    let probes = Probes::new();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_evalkit"))
+        .args([
+            "run",
+            "--preload",
+            "zyg_probe",
+            "-c",
+            "import os, sys\nprint('zyg_probe' in sys.modules, os.getppid())",
+        ])
+        .env("EVALKIT_PYTHON", python())
+        .env("PYTHONPATH", probes.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let line = stdout.lines().find(|l| l.starts_with("True ")).unwrap_or_else(|| panic!("{stdout}"));
+    let zygote: u32 = line[5..].trim().parse().unwrap();
+    let start = std::time::Instant::now();
+    while alive(zygote) && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(zygote), "the fork server {zygote} outlived `evalkit run`");
+}
