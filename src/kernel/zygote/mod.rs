@@ -137,7 +137,9 @@ impl Drop for Zygote {
 
 /// A kernel forked from a zygote.
 pub struct ForkedKernel {
+    /// The kernel's pid, which also leads its own session and process group.
     pub pid: u32,
+    /// Receives the exit status the zygote reports (it is the parent).
     pub exit: watch::Receiver<Option<ExitInfo>>,
     /// Keeps the zygote (which reports the exit) alive as long as the kernel.
     pub zygote: Arc<Zygote>,
