@@ -3,7 +3,7 @@
 Each input line is a JSON command; each answer is one JSON line. Timings are
 measured here, around jupyter_client calls, so the pipe to the orchestrator
 is not part of them. Commands:
-  {"op": "cold"}                         start a kernel, run 1+1, return ms; stop it
+  {"op": "cold", "code": C}              start a kernel, run C (default 1+1) to its result, return ms; stop it
   {"op": "start"} / {"op": "stop"}       the warm kernel for the other scenarios
   {"op": "roundtrip", "n": N}            N x execute("1+1") + wait for idle; ms each
   {"op": "output", "code": C}            run C, drain iopub; seconds, bytes received, messages
@@ -55,10 +55,10 @@ def _execute(client, code, timeout=600):
             return received, messages
 
 
-def cold(_):
+def cold(command):
     started = time.perf_counter()
     pair = _start()
-    msg_id = pair[1].execute("1+1")
+    msg_id = pair[1].execute(command.get("code", "1+1"))
     while True:
         msg = pair[1].get_iopub_msg(timeout=60)
         if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "execute_result":

@@ -94,6 +94,10 @@ pub struct KernelArgs {
     /// EVALKIT_GATEWAY_URL if set, else the shared local one) [env: EVALKIT_BACKEND].
     #[arg(long, value_name = "process|gateway")]
     pub backend: Option<String>,
+    /// Modules Python kernels start with already imported, e.g. numpy,pandas: imported once in a fork
+    /// server, each kernel forked from it (Linux; process backend) [env: EVALKIT_PRELOAD].
+    #[arg(long, value_name = "MODULE,…")]
+    pub preload: Option<String>,
 }
 
 impl KernelArgs {
@@ -115,6 +119,9 @@ impl KernelArgs {
         config.node = self.node.clone();
         config.sandbox = self.sandbox_policy()?;
         config.transport = self.transport()?;
+        if let Some(list) = &self.preload {
+            config.preload = evalkit::tool::parse_preload(list);
+        }
         Ok(config)
     }
 

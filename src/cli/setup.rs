@@ -112,6 +112,7 @@ fn print_sandbox(kernel: &KernelArgs) {
         ),
         Err(message) => println!("sandbox policy:     invalid: {message}"),
     }
+    println!("preload:            {}", evalkit::kernel::zygote::platform_note());
 }
 
 /// `python3 -m venv ~/.evalkit/python-env` with any python3 on PATH.

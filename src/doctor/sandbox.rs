@@ -57,6 +57,8 @@ pub fn sandbox_entries() -> Vec<SandboxEntry> {
         entry("seccomp", found.seccomp, "keeps a kernel from re-entering the host's network".into()),
         entry("memory limit", memory_ok, memory),
         entry("process limit", processes_ok, processes),
+        // Forked kernels inherit the fork server's sandbox, so it belongs here.
+        entry("fork server (--preload)", cfg!(target_os = "linux"), preload_detail()),
     ];
     let policy = match SandboxPolicy::from_env() {
         Ok(policy) => format!("sandbox {}, network {}", policy.mode, policy.network),
@@ -64,4 +66,15 @@ pub fn sandbox_entries() -> Vec<SandboxEntry> {
     };
     entries.push(SandboxEntry { name: "policy in force".into(), status: "info".into(), detail: policy });
     entries
+}
+
+/// Whether preloaded kernels are forked here, and what `EVALKIT_PRELOAD` asks for.
+fn preload_detail() -> String {
+    let modules = crate::tool::preload_from_env();
+    let asked = if modules.is_empty() {
+        "EVALKIT_PRELOAD is not set".to_string()
+    } else {
+        format!("EVALKIT_PRELOAD={}", modules.join(","))
+    };
+    format!("{}; {asked}", crate::kernel::zygote::platform_note())
 }

@@ -16,13 +16,13 @@ pub mod bridge;
 pub mod channel;
 pub mod extensions;
 pub mod handle;
+mod launch;
 pub mod process;
 pub mod runner_files;
+pub mod zygote;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::os::fd::AsRawFd;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -31,7 +31,6 @@ use nix::sys::signal::Signal;
 use serde_json::{Map, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
-use tokio::process::{ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::backend::{Backend, Runtime};
@@ -79,6 +78,9 @@ pub struct KernelOptions {
     /// What the OS enforces around the kernel and everything it starts
     /// (default: nothing). Applied inside every spawn.
     pub sandbox: crate::sandbox::SandboxPolicy,
+    /// Modules imported once in a fork server that new Python kernels are
+    /// forked from (empty: every kernel is spawned). See [`zygote`].
+    pub preload: Vec<String>,
 }
 
 impl KernelOptions {
@@ -108,6 +110,7 @@ impl KernelOptions {
             trace: std::env::var(IPC_TRACE_VAR).is_ok_and(|v| v == "1"),
             cache_dir: None,
             sandbox: crate::sandbox::SandboxPolicy::default(),
+            preload: Vec::new(),
         }
     }
 }
@@ -305,7 +308,7 @@ struct Shared {
     stderr_tail: Mutex<String>,
     trace: bool,
     /// The request pipe; also written by bridge answers while a cell runs.
-    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    stdin: tokio::sync::Mutex<Option<pipe::Sender>>,
     /// Who answers the cells' bridge calls ([`Kernel::set_bridge`]); `None`:
     /// they fail with "no bridge configured".
     bridge: Mutex<Option<bridge::BridgeHook>>,
@@ -313,6 +316,11 @@ struct Shared {
     /// The kernel's temp dir and cgroups, kept while it lives; they also
     /// tell a death by the memory limit from any other.
     sandbox: crate::sandbox::SandboxGuard,
+    /// The fork server this kernel came from, which reports its exit; let go
+    /// once the kernel has ended (a retired fork server then ends too).
+    zygote: Mutex<Option<Arc<zygote::Zygote>>>,
+    /// That fork server's pid.
+    forked_from: Option<u32>,
 }
 
 #[derive(Default)]
@@ -335,7 +343,8 @@ pub struct Kernel {
 }
 
 impl Kernel {
-    /// Spawn the runner, wait for it to be ready, run init and prelude.
+    /// Start the runner (spawned, or forked from the fork server when
+    /// `preload` is set: see [`launch`]), wait for it to be ready, run init and prelude.
     pub async fn start(options: KernelOptions) -> Result<Kernel, KernelError> {
         validate_cwd(&options.cwd)?;
         let cache = options.cache_dir.clone().unwrap_or_else(runner_files::cache_root);
@@ -350,74 +359,22 @@ impl Kernel {
             program: options.program.clone(),
             message: e.to_string(),
         })?;
-        let mut sandbox = crate::sandbox::prepare(&options.sandbox, &options.cwd, &options.env)?;
-        let mut command = Command::new(&options.program);
-        command
-            .args(backend.runner_args(&runner))
-            .arg("--host-pid")
-            .arg(std::process::id().to_string())
-            .arg("--frames-fd")
-            .arg(channel::FRAMES_FD.to_string())
-            .arg("--diagnostics-fd")
-            .arg(channel::DIAGNOSTICS_FD.to_string())
-            .current_dir(&options.cwd)
-            .env_clear()
-            .envs(&options.env)
-            .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::from(child_ends.stdout))
-            .stderr(Stdio::from(child_ends.stderr));
-        let frames_fd = child_ends.frames.as_raw_fd();
-        let diagnostics_fd = child_ends.diagnostics.as_raw_fd();
-        let guard = std::mem::take(&mut sandbox.guard);
-        let sandbox = Arc::new(sandbox);
-        let child_sandbox = sandbox.clone();
-        // SAFETY: setsid, fcntl, dup2 and close are async-signal-safe and touch
-        // no memory of the parent; so are the sandbox's system calls, made
-        // before the fds are placed so that none of its own fds is overwritten.
-        unsafe {
-            command.pre_exec(move || {
-                nix::unistd::setsid().map_err(std::io::Error::from)?;
-                if child_sandbox.is_active() {
-                    child_sandbox.apply_in_child().map_err(|e| {
-                        std::io::Error::new(e.kind(), "could not apply the sandbox in the kernel process")
-                    })?;
-                }
-                channel::place_in_child(frames_fd, diagnostics_fd)
-            });
-        }
-        let spawned = command.spawn();
-        // The ruleset and cgroup fds were for the child only.
-        drop(sandbox);
-        // The host keeps no write end: end of file then means the kernel is gone.
-        drop(command);
-        drop(child_ends.frames);
-        drop(child_ends.diagnostics);
-        let mut child = spawned.map_err(|e| KernelError::Spawn {
-            backend,
-            program: options.program.clone(),
-            message: e.to_string(),
-        })?;
-        let pid = child.id().expect("a just-spawned child has a pid");
-        let stdin = child.stdin.take().expect("stdin is piped");
-
-        let (exit_tx, exit_rx) = watch::channel(None);
-        tokio::spawn(async move {
-            let info = child.wait().await.map(ExitInfo::from).unwrap_or(ExitInfo { code: None, signal: None });
-            let _ = exit_tx.send(Some(info));
-        });
+        let launched = launch::launch(&options, &runner, child_ends).await?;
+        let pid = launched.pid;
         let (ready_tx, ready_rx) = oneshot::channel();
         let shared = Arc::new(Shared {
             pid,
             backend,
             routes: Mutex::new(Routes { ready: Some(ready_tx), ..Default::default() }),
-            exit: exit_rx,
+            exit: launched.exit,
             stderr_tail: Mutex::new(String::new()),
             trace: options.trace,
-            stdin: tokio::sync::Mutex::new(Some(stdin)),
+            stdin: tokio::sync::Mutex::new(Some(launched.requests)),
             bridge: Mutex::new(None),
             bridge_state: Mutex::new(bridge::BridgeState::default()),
-            sandbox: guard,
+            sandbox: launched.guard,
+            forked_from: launched.zygote.as_ref().map(|zygote| zygote.pid),
+            zygote: Mutex::new(launched.zygote),
         });
         let stderr_task = tokio::spawn(Reader::new(shared.clone()).run(host_ends));
 
@@ -612,6 +569,7 @@ impl Kernel {
             self.shared.stdin.lock().await.take();
         }
         sweep_group(pid).await;
+        self.shared.zygote.lock().unwrap().take();
         *self.shared.exit.borrow()
     }
 
@@ -631,6 +589,7 @@ impl Kernel {
             }
         }
         sweep_group(pid).await;
+        self.shared.zygote.lock().unwrap().take();
         *self.shared.exit.borrow()
     }
 
@@ -640,6 +599,7 @@ impl Kernel {
         let _ = process::signal_group(self.shared.pid, Signal::SIGKILL);
         self.shared.wait_exit(Duration::from_secs(5)).await;
         self.shared.stdin.lock().await.take();
+        self.shared.zygote.lock().unwrap().take();
         *self.shared.exit.borrow()
     }
 
@@ -648,6 +608,12 @@ impl Kernel {
     /// anyone knows which session will take it.
     pub fn set_bridge(&self, hook: bridge::BridgeHook) {
         *self.shared.bridge.lock().unwrap() = Some(hook);
+    }
+
+    /// The pid of the fork server this kernel was forked from (its parent),
+    /// or `None` for a spawned kernel.
+    pub fn forked_from(&self) -> Option<u32> {
+        self.shared.forked_from
     }
 
     /// The runner's pid, which is also its process group id.

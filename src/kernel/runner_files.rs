@@ -60,6 +60,7 @@ pub const RUNNER_FILES: &[(&str, &str)] = &[
     runner_file!("evalkit_kernel/slist.py"),
     runner_file!("evalkit_kernel/transform.py"),
     runner_file!("evalkit_kernel/usermain.py"),
+    runner_file!("evalkit_kernel/zygote.py"),
 ];
 
 macro_rules! js_runner_file {

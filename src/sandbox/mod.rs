@@ -278,6 +278,31 @@ impl Prepared {
         self.landlock.is_some() || !self.cgroup_procs.is_empty() || self.unshare_flags != 0 || !self.rlimits.is_empty()
     }
 
+    /// True when all there is to apply is joining the cgroups, which the
+    /// host can do for a process it did not start itself (a kernel forked by
+    /// the fork server, see [`Prepared::move_process`]).
+    pub fn only_cgroups(&self) -> bool {
+        self.landlock.is_none() && self.unshare_flags == 0 && self.rlimits.is_empty() && !self.has_seccomp()
+    }
+
+    fn has_seccomp(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        return self.seccomp.is_some();
+        #[cfg(not(target_os = "linux"))]
+        return false;
+    }
+
+    /// Move process `pid` into the prepared cgroups, from the host: for a
+    /// kernel that was forked elsewhere instead of spawned here.
+    pub fn move_process(&self, pid: u32) -> std::io::Result<()> {
+        use std::io::Write;
+        for fd in &self.cgroup_procs {
+            let mut file = std::fs::File::from(fd.try_clone()?);
+            file.write_all(pid.to_string().as_bytes())?;
+        }
+        Ok(())
+    }
+
     /// Apply the sandbox to the calling process (nothing to do: only the
     /// policy "off" can be prepared on this OS).
     #[cfg(not(target_os = "linux"))]

@@ -138,6 +138,10 @@ pub struct EngineConfig {
     /// How Python kernels are reached: runner processes, or a Jupyter gateway
     /// (`EVALKIT_GATEWAY_URL` / `EVALKIT_BACKEND=gateway`; an unreadable value keeps processes).
     pub transport: Transport,
+    /// Modules Python kernels start with already imported: they are imported
+    /// once in a fork server and each kernel is forked from it (empty: off;
+    /// default from `EVALKIT_PRELOAD`). Process transport only.
+    pub preload: Vec<String>,
 }
 
 impl EngineConfig {
@@ -163,8 +167,29 @@ impl EngineConfig {
             bridge: crate::bridge::BridgeConfig { bridge: None, limits: crate::bridge::BridgeLimits::from_env() },
             sandbox: crate::sandbox::SandboxPolicy::default(),
             transport: Transport::from_env().unwrap_or_default(),
+            preload: preload_from_env(),
         }
     }
+}
+
+/// The variable with the modules to preload, comma-separated.
+pub const PRELOAD_VAR: &str = "EVALKIT_PRELOAD";
+
+/// Split a preload list (`numpy, pandas,matplotlib.pyplot`): trimmed, empty
+/// entries dropped, duplicates dropped (the first stays).
+pub fn parse_preload(list: &str) -> Vec<String> {
+    let mut modules: Vec<String> = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|name| !name.is_empty()) {
+        if !modules.iter().any(|known| known == name) {
+            modules.push(name.to_string());
+        }
+    }
+    modules
+}
+
+/// `EVALKIT_PRELOAD`, parsed (unset: nothing).
+pub fn preload_from_env() -> Vec<String> {
+    std::env::var(PRELOAD_VAR).map(|list| parse_preload(&list)).unwrap_or_default()
 }
 
 /// Who is calling: the session whose kernels to use, and the owner that
@@ -338,6 +363,9 @@ impl EvalEngine {
         options.startup_timeout = self.config.startup_timeout;
         options.cache_dir = self.config.runner_cache_dir.clone();
         options.sandbox = self.config.sandbox.clone();
+        if runtime.backend == Backend::Python && self.config.transport == Transport::Process {
+            options.preload = self.config.preload.clone();
+        }
         if options.sandbox.mode == crate::sandbox::SandboxMode::WorkspaceWrite {
             options.sandbox.allow_write.push(self.config.default_cwd.clone());
         }
@@ -524,6 +552,8 @@ impl EvalEngine {
     pub async fn dispose_all(&self) {
         self.spares.dispose_all().await;
         self.pool.dispose_all().await;
+        // Fork servers end once no kernel forked from them is left.
+        crate::kernel::zygote::release_all();
     }
 
     /// Run one call and return when it is over (`params.wait` is not

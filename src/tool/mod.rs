@@ -6,7 +6,10 @@ pub mod result;
 pub mod run;
 pub mod watchdog;
 
-pub use engine::{CallContext, EngineConfig, EvalEngine, EvalError, ExportError, Exposure, KernelMode, ignore_events};
+pub use engine::{
+    CallContext, EngineConfig, EvalEngine, EvalError, ExportError, Exposure, KernelMode, PRELOAD_VAR, ignore_events,
+    parse_preload, preload_from_env,
+};
 pub use params::{CellParams, EvalParams, Language};
 pub use result::{CellReport, CellStatus, EvalEvent, EvalResult};
 pub use run::{CallOutcome, RUN_SCHEME, RunCell, RunError, RunReport, RunSummary, SessionKernel, WaitFor};

@@ -1,0 +1,135 @@
+//! How a kernel process is made: spawned (`<program> <runner> …` in a new
+//! session, with the sandbox applied before `exec`), or forked from the
+//! preloading fork server ([`super::zygote`]) when `preload` is set.
+//!
+//! Either way the host has made every pipe itself and gets back the same
+//! things: the pid (which leads its own process group), a watch that receives
+//! the exit status, the request pipe's write end and what must live as long
+//! as the kernel (its sandbox guard, the zygote that reports its exit).
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Arc;
+
+use tokio::net::unix::pipe;
+use tokio::process::Command;
+use tokio::sync::watch;
+
+use super::channel::{self, ChildEnds};
+use super::process::ExitInfo;
+use super::zygote::{self, Zygote};
+use super::{KernelError, KernelOptions};
+
+/// A kernel process, however it was made.
+pub(super) struct Launched {
+    pub pid: u32,
+    pub exit: watch::Receiver<Option<ExitInfo>>,
+    /// Requests go here (the runner's fd 0).
+    pub requests: pipe::Sender,
+    /// The kernel's temp dir and cgroups, kept while it lives.
+    pub guard: crate::sandbox::SandboxGuard,
+    /// The fork server that reports this kernel's exit, when it was forked.
+    pub zygote: Option<Arc<Zygote>>,
+}
+
+/// Make the runner process for `options`, with `ends` as its output pipes.
+pub(super) async fn launch(options: &KernelOptions, runner: &Path, ends: ChildEnds) -> Result<Launched, KernelError> {
+    let spawn_error = |e: std::io::Error| KernelError::Spawn {
+        backend: options.backend,
+        program: options.program.clone(),
+        message: e.to_string(),
+    };
+    let (request_read, request_write) = std::io::pipe().map_err(spawn_error)?;
+    let request_read = OwnedFd::from(request_read);
+    let requests = pipe::Sender::from_owned_fd(OwnedFd::from(request_write)).map_err(spawn_error)?;
+    let host_args = host_args();
+    let mut argv = vec![runner.to_string_lossy().into_owned()];
+    argv.extend(host_args.iter().cloned());
+    if let Some(forked) = zygote::fork(options, runner, &argv, &ends, &request_read).await {
+        return Ok(Launched {
+            pid: forked.pid,
+            exit: forked.exit,
+            requests,
+            guard: forked.guard,
+            zygote: Some(forked.zygote),
+        });
+    }
+    // The fork server got copies of the ends (or none was used); the host
+    // drops its own below, so end of file still means the kernel is gone.
+    let (pid, exit, guard) = spawn(options, runner, &host_args, ends, request_read)?;
+    Ok(Launched { pid, exit, requests, guard, zygote: None })
+}
+
+/// What the runner is told after its own file: the host's pid and where its
+/// frames and diagnostics go.
+fn host_args() -> Vec<String> {
+    vec![
+        "--host-pid".to_string(),
+        std::process::id().to_string(),
+        "--frames-fd".to_string(),
+        channel::FRAMES_FD.to_string(),
+        "--diagnostics-fd".to_string(),
+        channel::DIAGNOSTICS_FD.to_string(),
+    ]
+}
+
+/// Spawn the runner in its own session under the sandbox.
+fn spawn(
+    options: &KernelOptions,
+    runner: &Path,
+    host_args: &[String],
+    ends: ChildEnds,
+    requests: OwnedFd,
+) -> Result<(u32, watch::Receiver<Option<ExitInfo>>, crate::sandbox::SandboxGuard), KernelError> {
+    let mut sandbox = crate::sandbox::prepare(&options.sandbox, &options.cwd, &options.env)?;
+    let mut command = Command::new(&options.program);
+    command
+        .args(options.backend.runner_args(runner))
+        .args(host_args)
+        .current_dir(&options.cwd)
+        .env_clear()
+        .envs(&options.env)
+        .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::from(requests))
+        .stdout(Stdio::from(ends.stdout))
+        .stderr(Stdio::from(ends.stderr));
+    let frames_fd = ends.frames.as_raw_fd();
+    let diagnostics_fd = ends.diagnostics.as_raw_fd();
+    let guard = std::mem::take(&mut sandbox.guard);
+    let sandbox = Arc::new(sandbox);
+    let child_sandbox = sandbox.clone();
+    // SAFETY: setsid, fcntl, dup2 and close are async-signal-safe and touch
+    // no memory of the parent; so are the sandbox's system calls, made
+    // before the fds are placed so that none of its own fds is overwritten.
+    unsafe {
+        command.pre_exec(move || {
+            nix::unistd::setsid().map_err(std::io::Error::from)?;
+            if child_sandbox.is_active() {
+                child_sandbox
+                    .apply_in_child()
+                    .map_err(|e| std::io::Error::new(e.kind(), "could not apply the sandbox in the kernel process"))?;
+            }
+            channel::place_in_child(frames_fd, diagnostics_fd)
+        });
+    }
+    let spawned = command.spawn();
+    // The ruleset and cgroup fds were for the child only.
+    drop(sandbox);
+    // The host keeps no write end: end of file then means the kernel is gone.
+    drop(command);
+    drop(ends.frames);
+    drop(ends.diagnostics);
+    let mut child = spawned.map_err(|e| KernelError::Spawn {
+        backend: options.backend,
+        program: options.program.clone(),
+        message: e.to_string(),
+    })?;
+    let pid = child.id().expect("a just-spawned child has a pid");
+    let (exit_tx, exit_rx) = watch::channel(None);
+    tokio::spawn(async move {
+        let info = child.wait().await.map(ExitInfo::from).unwrap_or(ExitInfo { code: None, signal: None });
+        let _ = exit_tx.send(Some(info));
+    });
+    Ok((pid, exit_rx, guard))
+}

@@ -1,0 +1,159 @@
+//! The host's end of a zygote's socket: fork requests out (with the kernel's
+//! pipe ends attached as SCM_RIGHTS), and one reader thread that routes what
+//! the zygote says back: `ready`/`failed` once, `forked` per request, `exit`
+//! per kernel.
+//!
+//! The reader is a plain thread and the answers travel on tokio channels,
+//! which work from any runtime: a zygote outlives the runtime that started
+//! it (tests run one runtime each; the registry is process-wide).
+
+use std::collections::HashMap;
+use std::io::IoSlice;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use nix::sys::socket::{ControlMessage, MsgFlags, recv, sendmsg};
+use serde::Deserialize;
+use tokio::sync::{oneshot, watch};
+
+use crate::kernel::process::{self, ExitInfo};
+
+/// What the zygote says (see `runner/evalkit_kernel/zygote.py`).
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Message {
+    Ready { pid: u32 },
+    Failed { message: String },
+    Forked { id: u64, pid: u32 },
+    ForkFailed { id: Option<u64>, message: String },
+    Exit { pid: u32, code: Option<i32>, signal: Option<i32> },
+}
+
+/// A forked kernel: its pid and where its exit status will arrive.
+pub type Forked = (u32, watch::Receiver<Option<ExitInfo>>);
+
+/// What the reader thread shares with the zygote's owner.
+#[derive(Default)]
+pub struct Routes {
+    /// The answer to the first message: the zygote's pid, or why it failed.
+    pub ready: Mutex<Option<oneshot::Sender<Result<u32, String>>>>,
+    forks: Mutex<HashMap<u64, oneshot::Sender<Result<Forked, String>>>>,
+    exits: Mutex<HashMap<u32, watch::Sender<Option<ExitInfo>>>>,
+    /// Set once the socket is at its end: no fork can be answered any more.
+    closed: Mutex<bool>,
+}
+
+impl Routes {
+    /// Register request `id` before it is sent; `None` when the zygote is gone.
+    pub fn expect_fork(&self, id: u64) -> Option<oneshot::Receiver<Result<Forked, String>>> {
+        let closed = self.closed.lock().unwrap();
+        if *closed {
+            return None;
+        }
+        let (tx, rx) = oneshot::channel();
+        self.forks.lock().unwrap().insert(id, tx);
+        drop(closed);
+        Some(rx)
+    }
+
+    /// Forget request `id` (it could not be sent).
+    pub fn forget_fork(&self, id: u64) {
+        self.forks.lock().unwrap().remove(&id);
+    }
+
+    fn route(&self, message: Message) {
+        match message {
+            Message::Ready { pid } => {
+                if let Some(ready) = self.ready.lock().unwrap().take() {
+                    let _ = ready.send(Ok(pid));
+                }
+            }
+            Message::Failed { message } => {
+                if let Some(ready) = self.ready.lock().unwrap().take() {
+                    let _ = ready.send(Err(message));
+                }
+            }
+            Message::Forked { id, pid } => {
+                // The exit route exists before anyone can learn the pid, so an
+                // exit reported right after is never missed.
+                let (tx, rx) = watch::channel(None);
+                self.exits.lock().unwrap().insert(pid, tx);
+                if let Some(answer) = self.forks.lock().unwrap().remove(&id) {
+                    let _ = answer.send(Ok((pid, rx)));
+                }
+            }
+            Message::ForkFailed { id, message } => {
+                let answer = id.and_then(|id| self.forks.lock().unwrap().remove(&id));
+                if let Some(answer) = answer {
+                    let _ = answer.send(Err(message));
+                }
+            }
+            Message::Exit { pid, code, signal } => {
+                if let Some(exit) = self.exits.lock().unwrap().remove(&pid) {
+                    let _ = exit.send(Some(ExitInfo { code, signal }));
+                }
+            }
+        }
+    }
+
+    /// The socket ended: nothing more will be answered. Kernels still
+    /// running lost the one who could report their status: each is watched
+    /// until its process group is gone, then reported with an unknown status.
+    fn close(&self, why: &str) {
+        *self.closed.lock().unwrap() = true;
+        if let Some(ready) = self.ready.lock().unwrap().take() {
+            let _ = ready.send(Err(why.to_string()));
+        }
+        for (_, answer) in self.forks.lock().unwrap().drain() {
+            let _ = answer.send(Err(why.to_string()));
+        }
+        let mut orphans: Vec<(u32, watch::Sender<Option<ExitInfo>>)> = self.exits.lock().unwrap().drain().collect();
+        while !orphans.is_empty() {
+            orphans.retain(|(pid, exit)| {
+                let gone = !process::group_exists(*pid) && !process_exists(*pid);
+                if gone {
+                    let _ = exit.send(Some(ExitInfo { code: None, signal: None }));
+                }
+                !gone
+            });
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn process_exists(pid: u32) -> bool {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok()
+}
+
+/// Read the zygote's messages until end of file (run on a thread of its own).
+pub fn read_loop(socket: OwnedFd, routes: &Routes) {
+    let mut buffer = vec![0u8; 1 << 16];
+    let why = loop {
+        match recv(socket.as_raw_fd(), &mut buffer, MsgFlags::empty()) {
+            Ok(0) => break "the fork server exited".to_string(),
+            Ok(n) => match serde_json::from_slice::<Message>(&buffer[..n]) {
+                Ok(message) => routes.route(message),
+                Err(error) => {
+                    tracing::warn!("skipping a message from the fork server that is not understood ({error})")
+                }
+            },
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(error) => break format!("reading from the fork server failed: {error}"),
+        }
+    };
+    routes.close(&why);
+}
+
+/// Send one request with `fds` attached.
+pub fn send(socket: RawFd, body: &[u8], fds: &[RawFd]) -> std::io::Result<()> {
+    let iov = [IoSlice::new(body)];
+    let control = [ControlMessage::ScmRights(fds)];
+    loop {
+        match sendmsg::<()>(socket, &iov, &control, MsgFlags::empty(), None) {
+            Ok(_) => return Ok(()),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(error) => return Err(error.into()),
+        }
+    }
+}
