@@ -28,7 +28,8 @@ use super::client::{Endpoint, GatewayClient, GatewayError};
 use super::{GatewaySetting, init, local, net::QuickAckStream};
 use crate::backend::Backend;
 use crate::kernel::{
-    CellDone, CellError, Completeness, ExecEvent, ExecuteOptions, Execution, KernelError, KernelOptions, handle,
+    CellDone, CellError, Completeness, ExecEvent, ExecuteOptions, Execution, KernelError, KernelOptions, StartObserver,
+    StartStage, handle,
 };
 use crate::protocol::DoneStatus;
 
@@ -114,11 +115,18 @@ fn kernel_name() -> String {
 impl GatewayKernel {
     /// Find or start the gateway, create a kernel on it, connect its
     /// channels, and run the setup code and the prelude.
-    pub async fn start(options: KernelOptions, setting: &GatewaySetting) -> Result<GatewayKernel, KernelError> {
+    /// `observer` hears each stage as the start enters it.
+    pub async fn start(
+        options: KernelOptions,
+        setting: &GatewaySetting,
+        observer: StartObserver<'_>,
+    ) -> Result<GatewayKernel, KernelError> {
         crate::kernel::validate_cwd(&options.cwd)?;
+        let limit = super::startup_timeout(options.startup_timeout).map_err(startup_error)?;
         let endpoint = match setting {
             GatewaySetting::External { url, token } => Endpoint::new(url.clone(), token.clone()),
             GatewaySetting::SharedLocal => {
+                observer(StartStage::Gateway);
                 local::acquire(&options.program, &options.env).await.map_err(startup_error)?
             }
         };
@@ -126,8 +134,8 @@ impl GatewayKernel {
         let local = setting.is_local();
         let env = init::env_for_kernel(&options.env, local);
         let start_env = init::start_env(&env, &init::username());
-        let limit = options.startup_timeout;
         let mut client = client;
+        observer(StartStage::Kernel);
         let kernel_id = match client.create_kernel(&kernel_name(), &start_env, limit).await {
             // The shared gateway ran out of file descriptors (EMFILE): it cannot
             // recover by itself, so it is replaced by a fresh one, once.
@@ -137,10 +145,18 @@ impl GatewayKernel {
                 client = GatewayClient::new(endpoint).map_err(startup_error)?;
                 client.create_kernel(&kernel_name(), &start_env, limit).await.map_err(startup_error)?
             }
+            Err(error @ GatewayError::Timeout { .. }) => {
+                return Err(startup_error(format!(
+                    "{error}; if the gateway needs longer to start a kernel, set {} to more seconds",
+                    super::STARTUP_TIMEOUT_VAR
+                )));
+            }
             other => other.map_err(startup_error)?,
         };
         let started = tokio::time::timeout(limit, async {
+            observer(StartStage::Connect);
             let kernel = GatewayKernel::connect(client.clone(), kernel_id.clone(), options.cwd.clone()).await?;
+            observer(StartStage::Setup);
             kernel.run_internal(&init::setup_code(&options.cwd, &env, local)).await?;
             kernel.run_internal(&init::prelude_code()).await?;
             Ok::<_, KernelError>(kernel)
@@ -152,11 +168,12 @@ impl GatewayKernel {
                 let _ = client.delete_kernel(&kernel_id).await;
                 match failed {
                     Ok(Err(error)) => Err(error),
-                    _ => Err(KernelError::StartupTimeout {
-                        backend: Backend::Python,
-                        seconds: limit.as_secs(),
-                        stderr_tail: String::new(),
-                    }),
+                    _ => Err(startup_error(format!(
+                        "the kernel on the gateway did not become ready within {}s; if it needs longer (a remote \
+                         kernel can take minutes), set {} to more seconds",
+                        limit.as_secs(),
+                        super::STARTUP_TIMEOUT_VAR
+                    ))),
                 }
             }
         }

@@ -34,6 +34,25 @@ pub const KERNEL_NAME_VAR: &str = "EVALKIT_GATEWAY_KERNEL";
 /// The user name sent as `KERNEL_USERNAME` (Enterprise Gateway) [default: the local user, never root].
 pub const USERNAME_VAR: &str = "EVALKIT_GATEWAY_USERNAME";
 
+/// Seconds a gateway kernel may take to start (creation, connection, setup),
+/// overriding the engine's startup timeout: remote kernels can take minutes.
+pub const STARTUP_TIMEOUT_VAR: &str = "EVALKIT_GATEWAY_STARTUP_TIMEOUT";
+
+/// The bound on a gateway kernel's start: `EVALKIT_GATEWAY_STARTUP_TIMEOUT`
+/// seconds when set, else `default`; an unreadable value is an error that says so.
+pub fn startup_timeout(default: std::time::Duration) -> Result<std::time::Duration, String> {
+    match std::env::var(STARTUP_TIMEOUT_VAR) {
+        Ok(value) if !value.trim().is_empty() => match value.trim().parse::<f64>() {
+            Ok(seconds) if seconds.is_finite() && seconds > 0.0 => Ok(std::time::Duration::from_secs_f64(seconds)),
+            _ => Err(format!(
+                "{STARTUP_TIMEOUT_VAR}={value:?} is not a number of seconds: set it to how long a gateway kernel may \
+                 take to start, e.g. 300"
+            )),
+        },
+        _ => Ok(default),
+    }
+}
+
 /// Which gateway runs Python kernels.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GatewaySetting {

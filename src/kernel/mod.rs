@@ -17,6 +17,7 @@ pub mod channel;
 pub mod extensions;
 pub mod handle;
 pub mod process;
+pub mod progress;
 pub mod runner_files;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -38,6 +39,7 @@ use crate::backend::{Backend, Runtime};
 use crate::protocol::{self, DoneStatus, ExecuteRequest, MimeBundle, RunnerFrame};
 pub use handle::{KernelHandle, SharedKernel, Transport};
 pub use process::ExitInfo;
+pub use progress::{StartObserver, StartStage};
 
 /// Default bound on spawn → ready → init → prelude.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
