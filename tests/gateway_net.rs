@@ -7,8 +7,9 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use common::gateway::{Flavor, TestGateway};
-use evalkit::gateway::GatewaySetting;
-use evalkit::kernel::Transport;
+use evalkit::gateway::{GatewayKernel, GatewaySetting};
+use evalkit::kernel::{ExecEvent, KernelError, KernelHandle, Transport};
+use evalkit::protocol::DoneStatus;
 use evalkit::tool::{CallContext, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -114,5 +115,90 @@ async fn an_mcp_client_gets_progress_while_a_gateway_kernel_starts() {
     .unwrap();
     // The server deleted its kernels when its client went away.
     assert_eq!(gateway.kernels().await, Vec::<String>::new());
+    assert_eq!(gateway.stop(), Vec::<u32>::new(), "no gateway or kernel process is left");
+}
+
+/// A kernel on `gateway`, driven directly (the test reaches its connection).
+async fn gateway_kernel(gateway: &TestGateway, dir: &std::path::Path) -> KernelHandle {
+    let options = common::options(dir);
+    let setting = GatewaySetting::External { url: gateway.url.clone(), token: Some(gateway.token.clone()) };
+    KernelHandle::start(options, &Transport::Gateway(setting)).await.unwrap()
+}
+
+fn connection(kernel: &KernelHandle) -> &GatewayKernel {
+    match kernel {
+        KernelHandle::Gateway(kernel) => kernel,
+        KernelHandle::Process(_) => panic!("not a gateway kernel"),
+    }
+}
+
+/// Prints `line 0` … `line 7`, 0.4 s apart.
+const SLOW_LINES: &str =
+    "import time\nfor i in range(8):\n    print('line', i, flush=True)\n    time.sleep(0.4)\n'end'";
+
+#[tokio::test]
+async fn a_dropped_websocket_reconnects_and_the_running_cell_ends_normally() {
+    let gateway = TestGateway::start(Flavor::KernelGateway, common::python(), false).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = gateway_kernel(&gateway, dir.path()).await;
+    let first = kernel.execute("kept = 'yes'").await.unwrap().collect().await.unwrap();
+    assert_eq!(first.done.status, DoneStatus::Ok);
+
+    let mut execution = kernel.execute(SLOW_LINES).await.unwrap();
+    let (mut stdout, mut dropped, mut done, mut results) = (String::new(), 0, None, Vec::new());
+    while let Some(event) = execution.next().await {
+        match event.unwrap() {
+            ExecEvent::Stdout(text) => {
+                stdout.push_str(&text);
+                // Twice during the cell: after line 2 and after line 5.
+                if (dropped == 0 && stdout.contains("line 2\n")) || (dropped == 1 && stdout.contains("line 5\n")) {
+                    connection(&kernel).drop_connection_for_test();
+                    dropped += 1;
+                }
+            }
+            ExecEvent::Result { bundle, .. } => results.push(bundle["text/plain"].clone()),
+            ExecEvent::Done(end) => done = Some(end),
+            _ => {}
+        }
+    }
+    assert_eq!(dropped, 2);
+    let expected: String = (0..8).map(|i| format!("line {i}\n")).collect();
+    assert_eq!(stdout, expected, "every line arrives once, in order");
+    assert_eq!(results, [json!("'end'")]);
+    assert_eq!(done.expect("the cell ends").status, DoneStatus::Ok);
+
+    // The same kernel, state kept, on the new connection.
+    assert!(kernel.is_alive());
+    let after = kernel.execute("kept").await.unwrap().collect().await.unwrap();
+    assert_eq!(after.results(), ["'yes'"]);
+    kernel.shutdown().await;
+    assert_eq!(gateway.kernels().await, Vec::<String>::new());
+    assert_eq!(gateway.stop(), Vec::<u32>::new(), "no gateway or kernel process is left");
+}
+
+#[tokio::test]
+async fn a_kernel_gone_while_disconnected_ends_the_cell_as_died() {
+    let gateway = TestGateway::start(Flavor::KernelGateway, common::python(), false).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = gateway_kernel(&gateway, dir.path()).await;
+    let mut execution = kernel.execute(SLOW_LINES).await.unwrap();
+    let mut outcome = None;
+    while let Some(event) = execution.next().await {
+        match event {
+            Ok(ExecEvent::Stdout(text)) if text.contains("line 1") => {
+                // The socket drops, and meanwhile the kernel is deleted.
+                connection(&kernel).drop_connection_for_test();
+                gateway.client().delete_kernel(connection(&kernel).kernel_id()).await.unwrap();
+            }
+            Ok(ExecEvent::Done(done)) => panic!("the cell cannot end normally: {done:?}"),
+            Err(error) => outcome = Some(error),
+            _ => {}
+        }
+    }
+    let error = outcome.expect("the cell fails");
+    assert!(matches!(error, KernelError::Died { .. }), "{error}");
+    assert!(error.to_string().contains("no longer has the kernel"), "{error}");
+    assert!(!kernel.is_alive());
+    kernel.shutdown().await;
     assert_eq!(gateway.stop(), Vec::<u32>::new(), "no gateway or kernel process is left");
 }

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Map, Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -68,6 +68,8 @@ struct Routes {
 
 struct Shared {
     routes: Mutex<Routes>,
+    /// Tells the connection to drop its socket (see [`GatewayKernel::drop_connection_for_test`]).
+    drop_for_test: Notify,
 }
 
 /// A kernel on a Jupyter gateway. Dropping it deletes the kernel (best effort).
@@ -181,57 +183,17 @@ impl GatewayKernel {
 
     async fn connect(client: GatewayClient, kernel_id: String, cwd: PathBuf) -> Result<GatewayKernel, KernelError> {
         let session_id = new_session_id();
-        let endpoint = client.endpoint().clone();
-        let url = endpoint.channels_url(&kernel_id, &session_id);
-        let unreachable = |message: String| GatewayError::Unreachable { url: endpoint.url.clone(), message };
-        let mut request = url.as_str().into_client_request().map_err(|e| startup_error(unreachable(e.to_string())))?;
-        if let Some(token) = &endpoint.token {
-            let value = format!("token {token}")
-                .parse()
-                .map_err(|_| startup_error("the gateway token contains characters a header cannot carry"))?;
-            request.headers_mut().insert("Authorization", value);
-        }
-        let parsed = reqwest::Url::parse(&url).map_err(|e| startup_error(unreachable(e.to_string())))?;
-        let host = parsed.host_str().unwrap_or("127.0.0.1").to_string();
-        let port = parsed.port_or_known_default().unwrap_or(80);
-        let stream =
-            QuickAckStream::connect(&host, port).await.map_err(|e| startup_error(unreachable(e.to_string())))?;
-        let connector = if parsed.scheme() == "wss" {
-            super::client::install_crypto();
-            use rustls_platform_verifier::ConfigVerifierExt;
-            let config = rustls::ClientConfig::with_platform_verifier()
-                .map_err(|e| startup_error(unreachable(e.to_string())))?;
-            Some(tokio_tungstenite::Connector::Rustls(Arc::new(config)))
-        } else {
-            None
+        let socket = open_channels(client.endpoint(), &kernel_id, &session_id).await?;
+        let (outgoing, queue) = mpsc::unbounded_channel::<Message>();
+        let shared = Arc::new(Shared { routes: Mutex::new(Routes::default()), drop_for_test: Notify::new() });
+        let link = Link {
+            shared: shared.clone(),
+            client: client.clone(),
+            kernel_id: kernel_id.clone(),
+            session_id: session_id.clone(),
+            outgoing: outgoing.clone(),
         };
-        let config = WebSocketConfig::default().max_message_size(Some(512 << 20)).max_frame_size(Some(512 << 20));
-        let (socket, _) = tokio_tungstenite::client_async_tls_with_config(request, stream, Some(config), connector)
-            .await
-            .map_err(|error| match &error {
-                tokio_tungstenite::tungstenite::Error::Http(response)
-                    if matches!(response.status().as_u16(), 401 | 403) =>
-                {
-                    startup_error(GatewayError::Unauthorized {
-                        url: endpoint.url.clone(),
-                        status: response.status().as_u16(),
-                    })
-                }
-                _ => startup_error(unreachable(format!("the kernel's websocket: {error}"))),
-            })?;
-        let (mut sink, stream) = socket.split();
-        let (outgoing, mut queue) = mpsc::unbounded_channel::<Message>();
-        let writer = tokio::spawn(async move {
-            while let Some(message) = queue.recv().await {
-                let closing = matches!(message, Message::Close(_));
-                if sink.send(message).await.is_err() || closing {
-                    break;
-                }
-            }
-            let _ = sink.close().await;
-        });
-        let shared = Arc::new(Shared { routes: Mutex::new(Routes::default()) });
-        let reader = tokio::spawn(read_loop(shared.clone(), stream, outgoing.clone(), session_id.clone()));
+        let task = tokio::spawn(link.run(socket, queue));
         Ok(GatewayKernel {
             client,
             kernel_id,
@@ -241,8 +203,15 @@ impl GatewayKernel {
             cwd,
             next_id: AtomicU64::new(1),
             deleted: AtomicBool::new(false),
-            tasks: vec![writer, reader],
+            tasks: vec![task],
         })
+    }
+
+    /// Close the client's end of the channels websocket at once, as a
+    /// network failure would (tests of the reconnection use it).
+    #[doc(hidden)]
+    pub fn drop_connection_for_test(&self) {
+        self.shared.drop_for_test.notify_one();
     }
 
     /// Run host-internal code; an error fails startup.
@@ -429,8 +398,172 @@ impl Drop for GatewayKernel {
     }
 }
 
-/// Read the websocket until it closes, routing each message.
-async fn read_loop<S>(shared: Arc<Shared>, mut stream: S, outgoing: mpsc::UnboundedSender<Message>, session: String)
+/// A kernel's channels websocket.
+type Channels = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<QuickAckStream>>;
+
+/// Open `/api/kernels/{id}/channels` for `session_id` (the token in a header).
+async fn open_channels(endpoint: &Endpoint, kernel_id: &str, session_id: &str) -> Result<Channels, KernelError> {
+    let url = endpoint.channels_url(kernel_id, session_id);
+    let unreachable = |message: String| GatewayError::Unreachable { url: endpoint.url.clone(), message };
+    let mut request = url.as_str().into_client_request().map_err(|e| startup_error(unreachable(e.to_string())))?;
+    if let Some(token) = &endpoint.token {
+        let value = format!("token {token}")
+            .parse()
+            .map_err(|_| startup_error("the gateway token contains characters a header cannot carry"))?;
+        request.headers_mut().insert("Authorization", value);
+    }
+    let parsed = reqwest::Url::parse(&url).map_err(|e| startup_error(unreachable(e.to_string())))?;
+    let host = parsed.host_str().unwrap_or("127.0.0.1").to_string();
+    let port = parsed.port_or_known_default().unwrap_or(80);
+    let stream = QuickAckStream::connect(&host, port).await.map_err(|e| startup_error(unreachable(e.to_string())))?;
+    let connector = if parsed.scheme() == "wss" {
+        super::client::install_crypto();
+        use rustls_platform_verifier::ConfigVerifierExt;
+        let config =
+            rustls::ClientConfig::with_platform_verifier().map_err(|e| startup_error(unreachable(e.to_string())))?;
+        Some(tokio_tungstenite::Connector::Rustls(Arc::new(config)))
+    } else {
+        None
+    };
+    let config = WebSocketConfig::default().max_message_size(Some(512 << 20)).max_frame_size(Some(512 << 20));
+    let (socket, _) = tokio_tungstenite::client_async_tls_with_config(request, stream, Some(config), connector)
+        .await
+        .map_err(|error| match &error {
+        tokio_tungstenite::tungstenite::Error::Http(response) if matches!(response.status().as_u16(), 401 | 403) => {
+            startup_error(GatewayError::Unauthorized { url: endpoint.url.clone(), status: response.status().as_u16() })
+        }
+        _ => startup_error(unreachable(format!("the kernel's websocket: {error}"))),
+    })?;
+    Ok(socket)
+}
+
+/// Bound on one reconnection's handshake: a server waits for a kernel that is
+/// going away (being deleted, say) far longer before it answers.
+const RECONNECT_HANDSHAKE: Duration = Duration::from_secs(5);
+/// Waits before each attempt to reconnect a dropped websocket (about 16 s in all).
+const RECONNECT_DELAYS_MS: [u64; 7] = [100, 250, 500, 1000, 2000, 4000, 8000];
+
+/// How a connection's socket stopped serving.
+enum Ending {
+    /// The socket failed or closed while the kernel may live: reconnect.
+    Broken(String),
+    /// The gateway reported the kernel lost (`restarting`/`dead`).
+    KernelLost(String),
+    /// The kernel was shut down on purpose.
+    Closed,
+}
+
+/// The kernel's connection: carries the outgoing queue to the websocket and
+/// routes what comes back, across reconnections.
+///
+/// A websocket can drop while the kernel lives (a network blip, a proxy
+/// restart). A Jupyter server then buffers the kernel's messages for the
+/// websocket's `session_id` (when it was the kernel's last connection) and
+/// replays them to a new websocket with the same `session_id`, so the
+/// running cell's remaining output and its `execute_reply` still arrive:
+/// the connection reconnects, a few times with backoff, unless the gateway
+/// says the kernel is gone (404), which fails every pending request as
+/// "kernel died".
+struct Link {
+    shared: Arc<Shared>,
+    client: GatewayClient,
+    kernel_id: String,
+    session_id: String,
+    outgoing: mpsc::UnboundedSender<Message>,
+}
+
+impl Link {
+    async fn run(self, mut socket: Channels, mut queue: mpsc::UnboundedReceiver<Message>) {
+        // A message whose send failed goes out first on the next socket.
+        let mut unsent: Option<Message> = None;
+        loop {
+            let (mut sink, mut stream) = socket.split();
+            let writer = async {
+                if let Some(message) = unsent.take()
+                    && let Err(error) = sink.send(message.clone()).await
+                {
+                    return (Ending::Broken(format!("the connection to the gateway failed: {error}")), Some(message));
+                }
+                while let Some(message) = queue.recv().await {
+                    let closing = matches!(message, Message::Close(_));
+                    if let Err(error) = sink.send(message.clone()).await {
+                        let retry = (!closing).then_some(message);
+                        return (Ending::Broken(format!("the connection to the gateway failed: {error}")), retry);
+                    }
+                    if closing {
+                        return (Ending::Closed, None);
+                    }
+                }
+                (Ending::Closed, None)
+            };
+            let (ending, retry) = tokio::select! {
+                ending = read_loop(&self.shared, &mut stream, &self.outgoing, &self.session_id) => (ending, None),
+                written = writer => written,
+                _ = self.shared.drop_for_test.notified() => (Ending::Broken("the connection was dropped".into()), None),
+            };
+            unsent = retry.or(unsent);
+            let reason = match ending {
+                Ending::Closed => {
+                    let _ = sink.close().await;
+                    fail_pending(&self.shared, "the kernel was shut down".into()).await;
+                    return;
+                }
+                Ending::KernelLost(reason) => {
+                    fail_pending(&self.shared, reason).await;
+                    return;
+                }
+                Ending::Broken(reason) => reason,
+            };
+            drop((sink, stream));
+            match self.reconnect(&reason).await {
+                Ok(again) => socket = again,
+                Err(reason) => {
+                    fail_pending(&self.shared, reason).await;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A new websocket for the same `session_id`, or why there is none.
+    async fn reconnect(&self, why: &str) -> Result<Channels, String> {
+        tracing::warn!(target: "evalkit::gateway", "kernel {}: {why}; reconnecting", self.kernel_id);
+        let mut last = why.to_string();
+        for delay in RECONNECT_DELAYS_MS {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+            if self.shared.routes.lock().unwrap().dead.is_some() {
+                return Err(last);
+            }
+            match self.client.kernel_exists(&self.kernel_id).await {
+                Ok(true) => {}
+                Ok(false) => return Err("the gateway no longer has the kernel".into()),
+                Err(error @ GatewayError::Unauthorized { .. }) => return Err(error.to_string()),
+                Err(error) => {
+                    last = error.to_string();
+                    continue;
+                }
+            }
+            let opened = open_channels(self.client.endpoint(), &self.kernel_id, &self.session_id);
+            match tokio::time::timeout(RECONNECT_HANDSHAKE, opened).await {
+                Ok(Ok(socket)) => {
+                    tracing::info!(target: "evalkit::gateway", "kernel {}: reconnected", self.kernel_id);
+                    return Ok(socket);
+                }
+                Ok(Err(error)) => last = error.to_string(),
+                Err(_) => last = format!("no websocket within {}s", RECONNECT_HANDSHAKE.as_secs()),
+            }
+        }
+        Err(format!("the connection to the gateway was lost and could not be restored: {last}"))
+    }
+}
+
+/// Read the websocket until it stops serving, routing each message.
+async fn read_loop<S>(
+    shared: &Shared,
+    stream: &mut S,
+    outgoing: &mpsc::UnboundedSender<Message>,
+    session: &str,
+) -> Ending
 where
     S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
 {
@@ -450,14 +583,18 @@ where
             continue;
         };
         if let Some(state) = kernel_lost(&message) {
-            reason = format!("the gateway reports the kernel {state}");
-            break;
+            return Ending::KernelLost(format!("the gateway reports the kernel {state}"));
         }
-        for (sender, event) in route(&shared, &message, &outgoing, &session) {
+        for (sender, event) in route(shared, &message, outgoing, session) {
             // A consumer that stopped listening just loses the rest.
             let _ = sender.send(event).await;
         }
     }
+    Ending::Broken(reason)
+}
+
+/// The kernel cannot run cells any more: every pending request ends with `reason`.
+async fn fail_pending(shared: &Shared, reason: String) {
     let error = KernelError::Died { backend: Backend::Python, exit: reason, stderr_tail: String::new() };
     let pending = {
         let mut routes = shared.routes.lock().unwrap();

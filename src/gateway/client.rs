@@ -185,6 +185,17 @@ impl GatewayClient {
         self.send("a kernel deletion", self.request(reqwest::Method::DELETE, &path), REQUEST_TIMEOUT).await.map(|_| ())
     }
 
+    /// `GET /api/kernels/{id}`: whether the gateway still has the kernel
+    /// (`false` on 404: it was deleted, culled, or the gateway restarted).
+    pub async fn kernel_exists(&self, kernel_id: &str) -> Result<bool, GatewayError> {
+        let path = format!("/api/kernels/{kernel_id}");
+        match self.send("GET /api/kernels/{id}", self.request(reqwest::Method::GET, &path), REQUEST_TIMEOUT).await {
+            Ok(_) => Ok(true),
+            Err(GatewayError::Status { status: 404, .. }) => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
     /// `GET /api/kernels`: the ids of the kernels the gateway runs.
     pub async fn list_kernels(&self) -> Result<Vec<String>, GatewayError> {
         let answer =
