@@ -141,7 +141,7 @@ impl GatewayKernel {
         let kernel_id = match client.create_kernel(&kernel_name(), &start_env, limit).await {
             // The shared gateway ran out of file descriptors (EMFILE): it cannot
             // recover by itself, so it is replaced by a fresh one, once.
-            Err(error) if local && error.to_string().contains("Too many open files") => {
+            Err(GatewayError::TooManyOpenFiles { .. }) if local => {
                 tracing::warn!(target: "evalkit::gateway", "the shared gateway hit EMFILE; restarting it");
                 let endpoint = local::restart(&options.program, &options.env).await.map_err(startup_error)?;
                 client = GatewayClient::new(endpoint).map_err(startup_error)?;
