@@ -28,7 +28,9 @@ async def scenario_start_progress(session):
 
 
 async def main():
-    params = StdioServerParameters(command=BINARY, args=["mcp", "--cwd", CWD], env=dict(os.environ))
+    # No warm spare: one still starting (slowly, here) when the client leaves could outlive the server.
+    args = ["mcp", "--cwd", CWD, "--spares", "0"]
+    params = StdioServerParameters(command=BINARY, args=args, env=dict(os.environ))
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
