@@ -25,6 +25,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use super::client::{Endpoint, GatewayClient, GatewayError};
+use super::wire::{self, Framing};
 use super::{GatewaySetting, init, local, net::QuickAckStream};
 use crate::backend::Backend;
 use crate::kernel::{
@@ -401,39 +402,74 @@ impl Drop for GatewayKernel {
 /// A kernel's channels websocket.
 type Channels = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<QuickAckStream>>;
 
-/// Open `/api/kernels/{id}/channels` for `session_id` (the token in a header).
-async fn open_channels(endpoint: &Endpoint, kernel_id: &str, session_id: &str) -> Result<Channels, KernelError> {
+/// Open `/api/kernels/{id}/channels` for `session_id` (the token in a
+/// header), in the binary v1 framing where the server speaks it.
+async fn open_channels(
+    endpoint: &Endpoint,
+    kernel_id: &str,
+    session_id: &str,
+) -> Result<(Channels, Framing), KernelError> {
+    use tokio_tungstenite::tungstenite::error::{Error, ProtocolError, SubProtocolError};
     let url = endpoint.channels_url(kernel_id, session_id);
-    let unreachable = |message: String| GatewayError::Unreachable { url: endpoint.url.clone(), message };
-    let mut request = url.as_str().into_client_request().map_err(|e| startup_error(unreachable(e.to_string())))?;
+    match handshake(endpoint, &url, Framing::V1).await {
+        Ok(socket) => Ok((socket, Framing::V1)),
+        // A server without it (jupyter_server 1) answers without a subprotocol.
+        Err(Error::Protocol(ProtocolError::SecWebSocketSubProtocolError(SubProtocolError::NoSubProtocol))) => {
+            let socket =
+                handshake(endpoint, &url, Framing::Json).await.map_err(|error| handshake_error(endpoint, error))?;
+            Ok((socket, Framing::Json))
+        }
+        Err(error) => Err(handshake_error(endpoint, error)),
+    }
+}
+
+/// A failed websocket handshake in words: a refused token says which setting to fix.
+fn handshake_error(endpoint: &Endpoint, error: tokio_tungstenite::tungstenite::Error) -> KernelError {
+    match &error {
+        tokio_tungstenite::tungstenite::Error::Http(response) if matches!(response.status().as_u16(), 401 | 403) => {
+            startup_error(GatewayError::Unauthorized { url: endpoint.url.clone(), status: response.status().as_u16() })
+        }
+        _ => startup_error(GatewayError::Unreachable {
+            url: endpoint.url.clone(),
+            message: format!("the kernel's websocket: {error}"),
+        }),
+    }
+}
+
+async fn handshake(
+    endpoint: &Endpoint,
+    url: &str,
+    framing: Framing,
+) -> Result<Channels, tokio_tungstenite::tungstenite::Error> {
+    use tokio_tungstenite::tungstenite::Error;
+    let mut request = url.into_client_request()?;
     if let Some(token) = &endpoint.token {
-        let value = format!("token {token}")
-            .parse()
-            .map_err(|_| startup_error("the gateway token contains characters a header cannot carry"))?;
+        let value = format!("token {token}").parse().map_err(|_| {
+            Error::Url(tokio_tungstenite::tungstenite::error::UrlError::UnableToConnect(
+                "the gateway token contains characters a header cannot carry".into(),
+            ))
+        })?;
         request.headers_mut().insert("Authorization", value);
     }
-    let parsed = reqwest::Url::parse(&url).map_err(|e| startup_error(unreachable(e.to_string())))?;
+    if framing == Framing::V1 {
+        request.headers_mut().insert("Sec-WebSocket-Protocol", wire::V1_PROTOCOL.parse().expect("a valid header"));
+    }
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| Error::Url(tokio_tungstenite::tungstenite::error::UrlError::UnableToConnect(e.to_string())))?;
     let host = parsed.host_str().unwrap_or("127.0.0.1").to_string();
     let port = parsed.port_or_known_default().unwrap_or(80);
-    let stream = QuickAckStream::connect(&host, port).await.map_err(|e| startup_error(unreachable(e.to_string())))?;
+    let stream = QuickAckStream::connect(&host, port).await?;
     let connector = if parsed.scheme() == "wss" {
         super::client::install_crypto();
         use rustls_platform_verifier::ConfigVerifierExt;
-        let config =
-            rustls::ClientConfig::with_platform_verifier().map_err(|e| startup_error(unreachable(e.to_string())))?;
+        let config = rustls::ClientConfig::with_platform_verifier()
+            .map_err(|e| Error::Url(tokio_tungstenite::tungstenite::error::UrlError::UnableToConnect(e.to_string())))?;
         Some(tokio_tungstenite::Connector::Rustls(Arc::new(config)))
     } else {
         None
     };
     let config = WebSocketConfig::default().max_message_size(Some(512 << 20)).max_frame_size(Some(512 << 20));
-    let (socket, _) = tokio_tungstenite::client_async_tls_with_config(request, stream, Some(config), connector)
-        .await
-        .map_err(|error| match &error {
-        tokio_tungstenite::tungstenite::Error::Http(response) if matches!(response.status().as_u16(), 401 | 403) => {
-            startup_error(GatewayError::Unauthorized { url: endpoint.url.clone(), status: response.status().as_u16() })
-        }
-        _ => startup_error(unreachable(format!("the kernel's websocket: {error}"))),
-    })?;
+    let (socket, _) = tokio_tungstenite::client_async_tls_with_config(request, stream, Some(config), connector).await?;
     Ok(socket)
 }
 
@@ -473,20 +509,28 @@ struct Link {
 }
 
 impl Link {
-    async fn run(self, mut socket: Channels, mut queue: mpsc::UnboundedReceiver<Message>) {
+    async fn run(self, mut socket: (Channels, Framing), mut queue: mpsc::UnboundedReceiver<Message>) {
         // A message whose send failed goes out first on the next socket.
         let mut unsent: Option<Message> = None;
         loop {
-            let (mut sink, mut stream) = socket.split();
+            let framing = socket.1;
+            let (mut sink, mut stream) = socket.0.split();
+            let frame = |message: Message| match (framing, message) {
+                (Framing::V1, Message::Text(text)) => match serde_json::from_str::<Value>(text.as_str()) {
+                    Ok(value) => Message::binary(wire::encode_v1(&value)),
+                    Err(_) => Message::Text(text),
+                },
+                (_, message) => message,
+            };
             let writer = async {
                 if let Some(message) = unsent.take()
-                    && let Err(error) = sink.send(message.clone()).await
+                    && let Err(error) = sink.send(frame(message.clone())).await
                 {
                     return (Ending::Broken(format!("the connection to the gateway failed: {error}")), Some(message));
                 }
                 while let Some(message) = queue.recv().await {
                     let closing = matches!(message, Message::Close(_));
-                    if let Err(error) = sink.send(message.clone()).await {
+                    if let Err(error) = sink.send(frame(message.clone())).await {
                         let retry = (!closing).then_some(message);
                         return (Ending::Broken(format!("the connection to the gateway failed: {error}")), retry);
                     }
@@ -497,7 +541,7 @@ impl Link {
                 (Ending::Closed, None)
             };
             let (ending, retry) = tokio::select! {
-                ending = read_loop(&self.shared, &mut stream, &self.outgoing, &self.session_id) => (ending, None),
+                ending = read_loop(&self.shared, &mut stream, framing, &self.outgoing, &self.session_id) => (ending, None),
                 written = writer => written,
                 _ = self.shared.drop_for_test.notified() => (Ending::Broken("the connection was dropped".into()), None),
             };
@@ -526,7 +570,7 @@ impl Link {
     }
 
     /// A new websocket for the same `session_id`, or why there is none.
-    async fn reconnect(&self, why: &str) -> Result<Channels, String> {
+    async fn reconnect(&self, why: &str) -> Result<(Channels, Framing), String> {
         tracing::warn!(target: "evalkit::gateway", "kernel {}: {why}; reconnecting", self.kernel_id);
         let mut last = why.to_string();
         for delay in RECONNECT_DELAYS_MS {
@@ -561,6 +605,7 @@ impl Link {
 async fn read_loop<S>(
     shared: &Shared,
     stream: &mut S,
+    framing: Framing,
     outgoing: &mpsc::UnboundedSender<Message>,
     session: &str,
 ) -> Ending
@@ -569,8 +614,9 @@ where
 {
     let mut reason = "the gateway closed the kernel's connection".to_string();
     while let Some(item) = stream.next().await {
-        let text = match item {
-            Ok(Message::Text(text)) => text,
+        let message = match item {
+            Ok(Message::Text(text)) => serde_json::from_str::<Value>(text.as_str()).ok(),
+            Ok(Message::Binary(frame)) if framing == Framing::V1 => wire::decode_v1(&frame),
             Ok(Message::Close(_)) => break,
             Ok(_) => continue,
             Err(error) => {
@@ -578,8 +624,8 @@ where
                 break;
             }
         };
-        let Ok(message) = serde_json::from_str::<Value>(text.as_str()) else {
-            tracing::warn!(target: "evalkit::ipc", "skipping a gateway message that is not JSON");
+        let Some(message) = message else {
+            tracing::warn!(target: "evalkit::ipc", "skipping a gateway message evalkit cannot read");
             continue;
         };
         if let Some(state) = kernel_lost(&message) {

@@ -9,7 +9,8 @@
 //!   `sys.path`, the prelude, extension modules);
 //! - [`local`]: the shared local gateway under `~/.evalkit/gateway/`, one per
 //!   user, started on demand and reused by every evalkit process;
-//! - [`net`]: the client socket (no-delay and `TCP_QUICKACK`).
+//! - [`net`]: the client socket (no-delay and `TCP_QUICKACK`);
+//! - [`wire`]: the websocket framings (JSON, or the binary v1 protocol).
 //!
 //! Which gateway, if any, is a [`GatewaySetting`], read from the environment
 //! (`EVALKIT_GATEWAY_URL`, `EVALKIT_GATEWAY_TOKEN`, `EVALKIT_BACKEND`).
@@ -19,6 +20,7 @@ pub mod client;
 pub mod init;
 pub mod local;
 pub mod net;
+pub mod wire;
 
 pub use channels::GatewayKernel;
 pub use client::{Endpoint, GatewayClient, GatewayError};
