@@ -1,5 +1,6 @@
 //! [`GatewayKernel`]: one kernel on a Jupyter gateway, driven over its
-//! `/api/kernels/{id}/channels` websocket (Jupyter's JSON message format).
+//! `/api/kernels/{id}/channels` websocket (Jupyter's message format, in the
+//! framing of [`super::wire`]).
 //!
 //! Every message is routed by `parent_header.msg_id` to the request that
 //! caused it, and mapped onto the [`ExecEvent`]s a process kernel yields:
@@ -7,9 +8,11 @@
 //! `Display`, `execute_result` → `Result`, `error` → `Error`, and `Done`
 //! once both the `execute_reply` and the `idle` status arrived (they come
 //! in either order). A kernel that crashes never replies: the gateway's
-//! `restarting`/`dead` status, or a closed websocket, ends every pending
-//! request with [`KernelError::Died`]. An `input_request` gets an empty
-//! reply and fails the cell with the stdin error of local kernels.
+//! `restarting`/`dead` status ends every pending request with
+//! [`KernelError::Died`]; a websocket that drops is reconnected (with the
+//! same `session_id`), and only a kernel the gateway no longer has, or a gateway out
+//! of reach, ends them so. An `input_request` gets an empty reply and fails
+//! the cell with the stdin error of local kernels.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
