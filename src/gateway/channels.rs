@@ -439,6 +439,7 @@ fn handshake_error(endpoint: &Endpoint, error: tokio_tungstenite::tungstenite::E
     }
 }
 
+/// Connect and upgrade to a websocket, asking for `framing`'s subprotocol.
 async fn handshake(
     endpoint: &Endpoint,
     url: &str,
