@@ -201,5 +201,8 @@ fn renumber(event: EvalEvent, index: usize) -> EvalEvent {
         EvalEvent::Status { event, .. } => EvalEvent::Status { cell: index, event },
         EvalEvent::Error { error, .. } => EvalEvent::Error { cell: index, error },
         EvalEvent::Note { text } => EvalEvent::Note { text },
+        EvalEvent::KernelStarting { waiting, elapsed_ms, .. } => {
+            EvalEvent::KernelStarting { cell: index, waiting, elapsed_ms }
+        }
     }
 }

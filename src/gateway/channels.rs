@@ -1,5 +1,6 @@
 //! [`GatewayKernel`]: one kernel on a Jupyter gateway, driven over its
-//! `/api/kernels/{id}/channels` websocket (Jupyter's JSON message format).
+//! `/api/kernels/{id}/channels` websocket (Jupyter's message format, in the
+//! framing of [`super::wire`]).
 //!
 //! Every message is routed by `parent_header.msg_id` to the request that
 //! caused it, and mapped onto the [`ExecEvent`]s a process kernel yields:
@@ -7,10 +8,12 @@
 //! `Display`, `execute_result` → `Result`, `error` → `Error`, and `Done`
 //! once both the `execute_reply` and the `idle` status arrived (they come
 //! in either order). A kernel that crashes never replies: the gateway's
-//! `restarting`/`dead` status, or a closed websocket, ends every pending
-//! request with [`KernelError::Died`]. An `input_request` gets an empty
-//! reply and fails the cell with the stdin error of local kernels, unless it
-//! carries host-bridge calls (see [`super::bridge`]).
+//! `restarting`/`dead` status ends every pending request with
+//! [`KernelError::Died`]; a websocket that drops is reconnected (with the
+//! same `session_id`), and only a kernel the gateway no longer has, or a gateway out
+//! of reach, ends them so. An `input_request` gets an empty reply and fails
+//! the cell with the stdin error of local kernels, unless it carries
+//! host-bridge calls (see [`super::bridge`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -20,17 +23,19 @@ use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Map, Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use super::bridge::{CallRequest, GatewayBridge};
 use super::client::{Endpoint, GatewayClient, GatewayError};
+use super::wire::{self, Framing};
 use super::{GatewaySetting, init, local, net::QuickAckStream};
 use crate::backend::Backend;
 use crate::kernel::{
-    CellDone, CellError, Completeness, ExecEvent, ExecuteOptions, Execution, KernelError, KernelOptions, handle,
+    CellDone, CellError, Completeness, ExecEvent, ExecuteOptions, Execution, KernelError, KernelOptions, StartObserver,
+    StartStage, handle,
 };
 use crate::protocol::DoneStatus;
 
@@ -71,6 +76,8 @@ struct Shared {
     routes: Mutex<Routes>,
     /// The cells' host-bridge calls.
     bridge: Arc<GatewayBridge>,
+    /// Tells the connection to drop its socket (see [`GatewayKernel::drop_connection_for_test`]).
+    drop_for_test: Notify,
 }
 
 /// A kernel on a Jupyter gateway. Dropping it deletes the kernel (best effort).
@@ -118,11 +125,18 @@ fn kernel_name() -> String {
 impl GatewayKernel {
     /// Find or start the gateway, create a kernel on it, connect its
     /// channels, and run the setup code and the prelude.
-    pub async fn start(options: KernelOptions, setting: &GatewaySetting) -> Result<GatewayKernel, KernelError> {
+    /// `observer` hears each stage as the start enters it.
+    pub async fn start(
+        options: KernelOptions,
+        setting: &GatewaySetting,
+        observer: StartObserver<'_>,
+    ) -> Result<GatewayKernel, KernelError> {
         crate::kernel::validate_cwd(&options.cwd)?;
+        let limit = super::startup_timeout(options.startup_timeout).map_err(startup_error)?;
         let endpoint = match setting {
             GatewaySetting::External { url, token } => Endpoint::new(url.clone(), token.clone()),
             GatewaySetting::SharedLocal => {
+                observer(StartStage::Gateway);
                 local::acquire(&options.program, &options.env).await.map_err(startup_error)?
             }
         };
@@ -130,21 +144,29 @@ impl GatewayKernel {
         let local = setting.is_local();
         let env = init::env_for_kernel(&options.env, local);
         let start_env = init::start_env(&env, &init::username());
-        let limit = options.startup_timeout;
         let mut client = client;
+        observer(StartStage::Kernel);
         let kernel_id = match client.create_kernel(&kernel_name(), &start_env, limit).await {
             // The shared gateway ran out of file descriptors (EMFILE): it cannot
             // recover by itself, so it is replaced by a fresh one, once.
-            Err(error) if local && error.to_string().contains("Too many open files") => {
+            Err(GatewayError::TooManyOpenFiles { .. }) if local => {
                 tracing::warn!(target: "evalkit::gateway", "the shared gateway hit EMFILE; restarting it");
                 let endpoint = local::restart(&options.program, &options.env).await.map_err(startup_error)?;
                 client = GatewayClient::new(endpoint).map_err(startup_error)?;
                 client.create_kernel(&kernel_name(), &start_env, limit).await.map_err(startup_error)?
             }
+            Err(error @ GatewayError::Timeout { .. }) => {
+                return Err(startup_error(format!(
+                    "{error}; if the gateway needs longer to start a kernel, set {} to more seconds",
+                    super::STARTUP_TIMEOUT_VAR
+                )));
+            }
             other => other.map_err(startup_error)?,
         };
         let started = tokio::time::timeout(limit, async {
+            observer(StartStage::Connect);
             let kernel = GatewayKernel::connect(client.clone(), kernel_id.clone(), options.cwd.clone()).await?;
+            observer(StartStage::Setup);
             kernel.run_internal(&init::setup_code(&options.cwd, &env, local)).await?;
             kernel.run_internal(&init::prelude_code()).await?;
             Ok::<_, KernelError>(kernel)
@@ -156,11 +178,12 @@ impl GatewayKernel {
                 let _ = client.delete_kernel(&kernel_id).await;
                 match failed {
                     Ok(Err(error)) => Err(error),
-                    _ => Err(KernelError::StartupTimeout {
-                        backend: Backend::Python,
-                        seconds: limit.as_secs(),
-                        stderr_tail: String::new(),
-                    }),
+                    _ => Err(startup_error(format!(
+                        "the kernel on the gateway did not become ready within {}s; if it needs longer (a remote \
+                         kernel can take minutes), set {} to more seconds",
+                        limit.as_secs(),
+                        super::STARTUP_TIMEOUT_VAR
+                    ))),
                 }
             }
         }
@@ -168,55 +191,9 @@ impl GatewayKernel {
 
     async fn connect(client: GatewayClient, kernel_id: String, cwd: PathBuf) -> Result<GatewayKernel, KernelError> {
         let session_id = new_session_id();
-        let endpoint = client.endpoint().clone();
-        let url = endpoint.channels_url(&kernel_id, &session_id);
-        let unreachable = |message: String| GatewayError::Unreachable { url: endpoint.url.clone(), message };
-        let mut request = url.as_str().into_client_request().map_err(|e| startup_error(unreachable(e.to_string())))?;
-        if let Some(token) = &endpoint.token {
-            let value = format!("token {token}")
-                .parse()
-                .map_err(|_| startup_error("the gateway token contains characters a header cannot carry"))?;
-            request.headers_mut().insert("Authorization", value);
-        }
-        let parsed = reqwest::Url::parse(&url).map_err(|e| startup_error(unreachable(e.to_string())))?;
-        let host = parsed.host_str().unwrap_or("127.0.0.1").to_string();
-        let port = parsed.port_or_known_default().unwrap_or(80);
-        let stream =
-            QuickAckStream::connect(&host, port).await.map_err(|e| startup_error(unreachable(e.to_string())))?;
-        let connector = if parsed.scheme() == "wss" {
-            super::client::install_crypto();
-            use rustls_platform_verifier::ConfigVerifierExt;
-            let config = rustls::ClientConfig::with_platform_verifier()
-                .map_err(|e| startup_error(unreachable(e.to_string())))?;
-            Some(tokio_tungstenite::Connector::Rustls(Arc::new(config)))
-        } else {
-            None
-        };
-        let config = WebSocketConfig::default().max_message_size(Some(512 << 20)).max_frame_size(Some(512 << 20));
-        let (socket, _) = tokio_tungstenite::client_async_tls_with_config(request, stream, Some(config), connector)
-            .await
-            .map_err(|error| match &error {
-                tokio_tungstenite::tungstenite::Error::Http(response)
-                    if matches!(response.status().as_u16(), 401 | 403) =>
-                {
-                    startup_error(GatewayError::Unauthorized {
-                        url: endpoint.url.clone(),
-                        status: response.status().as_u16(),
-                    })
-                }
-                _ => startup_error(unreachable(format!("the kernel's websocket: {error}"))),
-            })?;
-        let (mut sink, stream) = socket.split();
-        let (outgoing, mut queue) = mpsc::unbounded_channel::<Message>();
-        let writer = tokio::spawn(async move {
-            while let Some(message) = queue.recv().await {
-                let closing = matches!(message, Message::Close(_));
-                if sink.send(message).await.is_err() || closing {
-                    break;
-                }
-            }
-            let _ = sink.close().await;
-        });
+        let socket = open_channels(client.endpoint(), &kernel_id, &session_id).await?;
+        let (outgoing, queue) = mpsc::unbounded_channel::<Message>();
+        // The outgoing queue outlives reconnections: the bridge's replies go through it too.
         let shared = Arc::new_cyclic(|me: &std::sync::Weak<Shared>| {
             let me = me.clone();
             let cell_events = Box::new(move |cell: &str| {
@@ -225,9 +202,16 @@ impl GatewayKernel {
                 routes.pending.get(cell).map(|pending| pending.sender.clone())
             });
             let bridge = GatewayBridge::new(outgoing.clone(), session_id.clone(), cell_events);
-            Shared { routes: Mutex::new(Routes::default()), bridge: Arc::new(bridge) }
+            Shared { routes: Mutex::new(Routes::default()), bridge: Arc::new(bridge), drop_for_test: Notify::new() }
         });
-        let reader = tokio::spawn(read_loop(shared.clone(), stream, outgoing.clone(), session_id.clone()));
+        let link = Link {
+            shared: shared.clone(),
+            client: client.clone(),
+            kernel_id: kernel_id.clone(),
+            session_id: session_id.clone(),
+            outgoing: outgoing.clone(),
+        };
+        let task = tokio::spawn(link.run(socket, queue));
         Ok(GatewayKernel {
             client,
             kernel_id,
@@ -237,8 +221,15 @@ impl GatewayKernel {
             cwd,
             next_id: AtomicU64::new(1),
             deleted: AtomicBool::new(false),
-            tasks: vec![writer, reader],
+            tasks: vec![task],
         })
+    }
+
+    /// Close the client's end of the channels websocket at once, as a
+    /// network failure would (tests of the reconnection use it).
+    #[doc(hidden)]
+    pub fn drop_connection_for_test(&self) {
+        self.shared.drop_for_test.notify_one();
     }
 
     /// Run host-internal code; an error fails startup.
@@ -434,15 +425,225 @@ impl Drop for GatewayKernel {
     }
 }
 
-/// Read the websocket until it closes, routing each message.
-async fn read_loop<S>(shared: Arc<Shared>, mut stream: S, outgoing: mpsc::UnboundedSender<Message>, session: String)
+/// A kernel's channels websocket.
+type Channels = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<QuickAckStream>>;
+
+/// Open `/api/kernels/{id}/channels` for `session_id` (the token in a
+/// header), in the binary v1 framing where the server speaks it.
+async fn open_channels(
+    endpoint: &Endpoint,
+    kernel_id: &str,
+    session_id: &str,
+) -> Result<(Channels, Framing), KernelError> {
+    use tokio_tungstenite::tungstenite::error::{Error, ProtocolError, SubProtocolError};
+    let url = endpoint.channels_url(kernel_id, session_id);
+    match handshake(endpoint, &url, Framing::V1).await {
+        Ok(socket) => Ok((socket, Framing::V1)),
+        // A server without it (jupyter_server 1) answers without a subprotocol.
+        Err(Error::Protocol(ProtocolError::SecWebSocketSubProtocolError(SubProtocolError::NoSubProtocol))) => {
+            let socket =
+                handshake(endpoint, &url, Framing::Json).await.map_err(|error| handshake_error(endpoint, error))?;
+            Ok((socket, Framing::Json))
+        }
+        Err(error) => Err(handshake_error(endpoint, error)),
+    }
+}
+
+/// A failed websocket handshake in words: a refused token says which setting to fix.
+fn handshake_error(endpoint: &Endpoint, error: tokio_tungstenite::tungstenite::Error) -> KernelError {
+    match &error {
+        tokio_tungstenite::tungstenite::Error::Http(response) if matches!(response.status().as_u16(), 401 | 403) => {
+            startup_error(GatewayError::Unauthorized { url: endpoint.url.clone(), status: response.status().as_u16() })
+        }
+        _ => startup_error(GatewayError::Unreachable {
+            url: endpoint.url.clone(),
+            message: format!("the kernel's websocket: {error}"),
+        }),
+    }
+}
+
+/// Connect and upgrade to a websocket, asking for `framing`'s subprotocol.
+async fn handshake(
+    endpoint: &Endpoint,
+    url: &str,
+    framing: Framing,
+) -> Result<Channels, tokio_tungstenite::tungstenite::Error> {
+    use tokio_tungstenite::tungstenite::Error;
+    let mut request = url.into_client_request()?;
+    if let Some(token) = &endpoint.token {
+        let value = format!("token {token}").parse().map_err(|_| {
+            Error::Url(tokio_tungstenite::tungstenite::error::UrlError::UnableToConnect(
+                "the gateway token contains characters a header cannot carry".into(),
+            ))
+        })?;
+        request.headers_mut().insert("Authorization", value);
+    }
+    if framing == Framing::V1 {
+        request.headers_mut().insert("Sec-WebSocket-Protocol", wire::V1_PROTOCOL.parse().expect("a valid header"));
+    }
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|e| Error::Url(tokio_tungstenite::tungstenite::error::UrlError::UnableToConnect(e.to_string())))?;
+    let host = parsed.host_str().unwrap_or("127.0.0.1").to_string();
+    let port = parsed.port_or_known_default().unwrap_or(80);
+    let stream = QuickAckStream::connect(&host, port).await?;
+    let connector = if parsed.scheme() == "wss" {
+        super::client::install_crypto();
+        use rustls_platform_verifier::ConfigVerifierExt;
+        let config = rustls::ClientConfig::with_platform_verifier()
+            .map_err(|e| Error::Url(tokio_tungstenite::tungstenite::error::UrlError::UnableToConnect(e.to_string())))?;
+        Some(tokio_tungstenite::Connector::Rustls(Arc::new(config)))
+    } else {
+        None
+    };
+    let config = WebSocketConfig::default().max_message_size(Some(512 << 20)).max_frame_size(Some(512 << 20));
+    let (socket, _) = tokio_tungstenite::client_async_tls_with_config(request, stream, Some(config), connector).await?;
+    Ok(socket)
+}
+
+/// Bound on one reconnection's handshake: a server waits for a kernel that is
+/// going away (being deleted, say) far longer before it answers.
+const RECONNECT_HANDSHAKE: Duration = Duration::from_secs(5);
+/// Waits before each attempt to reconnect a dropped websocket (about 16 s in all).
+const RECONNECT_DELAYS_MS: [u64; 7] = [100, 250, 500, 1000, 2000, 4000, 8000];
+
+/// How a connection's socket stopped serving.
+enum Ending {
+    /// The socket failed or closed while the kernel may live: reconnect.
+    Broken(String),
+    /// The gateway reported the kernel lost (`restarting`/`dead`).
+    KernelLost(String),
+    /// The kernel was shut down on purpose.
+    Closed,
+}
+
+/// The kernel's connection: carries the outgoing queue to the websocket and
+/// routes what comes back, across reconnections.
+///
+/// A websocket can drop while the kernel lives (a network blip, a proxy
+/// restart). A Jupyter server then buffers the kernel's messages for the
+/// websocket's `session_id` (when it was the kernel's last connection) and
+/// replays them to a new websocket with the same `session_id`, so the
+/// running cell's remaining output and its `execute_reply` still arrive:
+/// the connection reconnects, a few times with backoff, unless the gateway
+/// says the kernel is gone (404), which fails every pending request as
+/// "kernel died".
+struct Link {
+    shared: Arc<Shared>,
+    client: GatewayClient,
+    kernel_id: String,
+    session_id: String,
+    outgoing: mpsc::UnboundedSender<Message>,
+}
+
+impl Link {
+    async fn run(self, mut socket: (Channels, Framing), mut queue: mpsc::UnboundedReceiver<Message>) {
+        // A message whose send failed goes out first on the next socket.
+        let mut unsent: Option<Message> = None;
+        loop {
+            let framing = socket.1;
+            let (mut sink, mut stream) = socket.0.split();
+            let frame = |message: Message| match (framing, message) {
+                (Framing::V1, Message::Text(text)) => match serde_json::from_str::<Value>(text.as_str()) {
+                    Ok(value) => Message::binary(wire::encode_v1(&value)),
+                    Err(_) => Message::Text(text),
+                },
+                (_, message) => message,
+            };
+            let writer = async {
+                if let Some(message) = unsent.take()
+                    && let Err(error) = sink.send(frame(message.clone())).await
+                {
+                    return (Ending::Broken(format!("the connection to the gateway failed: {error}")), Some(message));
+                }
+                while let Some(message) = queue.recv().await {
+                    let closing = matches!(message, Message::Close(_));
+                    if let Err(error) = sink.send(frame(message.clone())).await {
+                        let retry = (!closing).then_some(message);
+                        return (Ending::Broken(format!("the connection to the gateway failed: {error}")), retry);
+                    }
+                    if closing {
+                        return (Ending::Closed, None);
+                    }
+                }
+                (Ending::Closed, None)
+            };
+            let (ending, retry) = tokio::select! {
+                ending = read_loop(&self.shared, &mut stream, framing, &self.outgoing, &self.session_id) => (ending, None),
+                written = writer => written,
+                _ = self.shared.drop_for_test.notified() => (Ending::Broken("the connection was dropped".into()), None),
+            };
+            unsent = retry.or(unsent);
+            let reason = match ending {
+                Ending::Closed => {
+                    let _ = sink.close().await;
+                    fail_pending(&self.shared, "the kernel was shut down".into()).await;
+                    return;
+                }
+                Ending::KernelLost(reason) => {
+                    fail_pending(&self.shared, reason).await;
+                    return;
+                }
+                Ending::Broken(reason) => reason,
+            };
+            drop((sink, stream));
+            match self.reconnect(&reason).await {
+                Ok(again) => socket = again,
+                Err(reason) => {
+                    fail_pending(&self.shared, reason).await;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A new websocket for the same `session_id`, or why there is none.
+    async fn reconnect(&self, why: &str) -> Result<(Channels, Framing), String> {
+        tracing::warn!(target: "evalkit::gateway", "kernel {}: {why}; reconnecting", self.kernel_id);
+        let mut last = why.to_string();
+        for delay in RECONNECT_DELAYS_MS {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+            if self.shared.routes.lock().unwrap().dead.is_some() {
+                return Err(last);
+            }
+            match self.client.kernel_exists(&self.kernel_id).await {
+                Ok(true) => {}
+                Ok(false) => return Err("the gateway no longer has the kernel".into()),
+                Err(error @ GatewayError::Unauthorized { .. }) => return Err(error.to_string()),
+                Err(error) => {
+                    last = error.to_string();
+                    continue;
+                }
+            }
+            let opened = open_channels(self.client.endpoint(), &self.kernel_id, &self.session_id);
+            match tokio::time::timeout(RECONNECT_HANDSHAKE, opened).await {
+                Ok(Ok(socket)) => {
+                    tracing::info!(target: "evalkit::gateway", "kernel {}: reconnected", self.kernel_id);
+                    return Ok(socket);
+                }
+                Ok(Err(error)) => last = error.to_string(),
+                Err(_) => last = format!("no websocket within {}s", RECONNECT_HANDSHAKE.as_secs()),
+            }
+        }
+        Err(format!("the connection to the gateway was lost and could not be restored: {last}"))
+    }
+}
+
+/// Read the websocket until it stops serving, routing each message.
+async fn read_loop<S>(
+    shared: &Shared,
+    stream: &mut S,
+    framing: Framing,
+    outgoing: &mpsc::UnboundedSender<Message>,
+    session: &str,
+) -> Ending
 where
     S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
 {
     let mut reason = "the gateway closed the kernel's connection".to_string();
     while let Some(item) = stream.next().await {
-        let text = match item {
-            Ok(Message::Text(text)) => text,
+        let message = match item {
+            Ok(Message::Text(text)) => serde_json::from_str::<Value>(text.as_str()).ok(),
+            Ok(Message::Binary(frame)) if framing == Framing::V1 => wire::decode_v1(&frame),
             Ok(Message::Close(_)) => break,
             Ok(_) => continue,
             Err(error) => {
@@ -450,19 +651,23 @@ where
                 break;
             }
         };
-        let Ok(message) = serde_json::from_str::<Value>(text.as_str()) else {
-            tracing::warn!(target: "evalkit::ipc", "skipping a gateway message that is not JSON");
+        let Some(message) = message else {
+            tracing::warn!(target: "evalkit::ipc", "skipping a gateway message evalkit cannot read");
             continue;
         };
         if let Some(state) = kernel_lost(&message) {
-            reason = format!("the gateway reports the kernel {state}");
-            break;
+            return Ending::KernelLost(format!("the gateway reports the kernel {state}"));
         }
-        for (sender, event) in route(&shared, &message, &outgoing, &session) {
+        for (sender, event) in route(shared, &message, outgoing, session) {
             // A consumer that stopped listening just loses the rest.
             let _ = sender.send(event).await;
         }
     }
+    Ending::Broken(reason)
+}
+
+/// The kernel cannot run cells any more: every pending request ends with `reason`.
+async fn fail_pending(shared: &Shared, reason: String) {
     let error = KernelError::Died { backend: Backend::Python, exit: reason, stderr_tail: String::new() };
     shared.bridge.cancel_all("the kernel's connection ended");
     let pending = {

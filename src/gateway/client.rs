@@ -64,6 +64,11 @@ pub enum GatewayError {
     Unauthorized { url: String, status: u16 },
     #[error("the Jupyter gateway at {url} answered {what} with {status}: {body}")]
     Status { url: String, what: String, status: u16, body: String },
+    #[error(
+        "the Jupyter gateway at {url} ran out of file descriptors answering {what} (EMFILE, \"Too many open files\"): \
+         raise its open-file limit (ulimit -n) or run fewer kernels on it"
+    )]
+    TooManyOpenFiles { url: String, what: String },
     #[error("the Jupyter gateway at {url} did not answer {what} within {seconds}s; check its health and its logs")]
     Timeout { url: String, what: String, seconds: u64 },
     #[error("the Jupyter gateway at {url} sent an answer to {what} evalkit cannot read: {message}")]
@@ -137,6 +142,11 @@ impl GatewayClient {
             .map_err(|_| GatewayError::Timeout { url: url.clone(), what: what.into(), seconds: limit.as_secs() })?
             .map_err(|e| GatewayError::Unreachable { url: url.clone(), message: error_chain(&e) })?;
         if !(200..300).contains(&status) {
+            // The error is at the end of the traceback a Jupyter server sends,
+            // past what is kept of the body below.
+            if status >= 500 && mentions_emfile(&body) {
+                return Err(GatewayError::TooManyOpenFiles { url, what: what.into() });
+            }
             let body: String = body.chars().take(500).collect();
             return Err(GatewayError::Status { url, what: what.into(), status, body });
         }
@@ -185,6 +195,17 @@ impl GatewayClient {
         self.send("a kernel deletion", self.request(reqwest::Method::DELETE, &path), REQUEST_TIMEOUT).await.map(|_| ())
     }
 
+    /// `GET /api/kernels/{id}`: whether the gateway still has the kernel
+    /// (`false` on 404: it was deleted, culled, or the gateway restarted).
+    pub async fn kernel_exists(&self, kernel_id: &str) -> Result<bool, GatewayError> {
+        let path = format!("/api/kernels/{kernel_id}");
+        match self.send("GET /api/kernels/{id}", self.request(reqwest::Method::GET, &path), REQUEST_TIMEOUT).await {
+            Ok(_) => Ok(true),
+            Err(GatewayError::Status { status: 404, .. }) => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
     /// `GET /api/kernels`: the ids of the kernels the gateway runs.
     pub async fn list_kernels(&self) -> Result<Vec<String>, GatewayError> {
         let answer =
@@ -196,6 +217,12 @@ impl GatewayClient {
             })
             .unwrap_or_default())
     }
+}
+
+/// Whether a gateway's error answer says it ran out of file descriptors
+/// (as an `OSError`/`ZMQError` in the traceback of a 500).
+fn mentions_emfile(body: &str) -> bool {
+    body.contains("Too many open files") || body.contains("[Errno 24]")
 }
 
 /// An error and its causes on one line (reqwest's own message is terse).

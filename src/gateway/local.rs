@@ -339,10 +339,17 @@ async fn start(dir: &Path, python: &Path, env: &BTreeMap<String, String>, lock: 
             .stdin(std::process::Stdio::null())
             .stdout(log.try_clone().map_err(|e| e.to_string())?)
             .stderr(log);
+        let nofile = nofile_for_test();
         // Its own session: it outlives this process and its terminal's signals.
-        // SAFETY: setsid is async-signal-safe.
+        // SAFETY: setsid and setrlimit are async-signal-safe.
         unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+                if let Some(limit) = nofile {
+                    let limit = libc::rlimit { rlim_cur: limit, rlim_max: limit };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
                 nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from)
             });
         }
@@ -395,6 +402,13 @@ async fn start(dir: &Path, python: &Path, env: &BTreeMap<String, String>, lock: 
         }
     }
     Err(format!("the shared Jupyter gateway could not start: {last_error}; see {}", dir.join("gateway.log").display()))
+}
+
+/// Tests only, never documented as a setting: the open-file limit the shared
+/// gateway is started with (`EVALKIT_GATEWAY_NOFILE_FOR_TEST=N`), so a test
+/// can drive it into EMFILE with a few kernels.
+fn nofile_for_test() -> Option<u64> {
+    std::env::var("EVALKIT_GATEWAY_NOFILE_FOR_TEST").ok()?.trim().parse().ok()
 }
 
 /// What `evalkit gateway status` prints.

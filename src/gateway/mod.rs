@@ -10,7 +10,8 @@
 //!   `sys.path`, the prelude, extension modules);
 //! - [`local`]: the shared local gateway under `~/.evalkit/gateway/`, one per
 //!   user, started on demand and reused by every evalkit process;
-//! - [`net`]: the client socket (no-delay and `TCP_QUICKACK`).
+//! - [`net`]: the client socket (no-delay and `TCP_QUICKACK`);
+//! - [`wire`]: the websocket framings (JSON, or the binary v1 protocol).
 //!
 //! Which gateway, if any, is a [`GatewaySetting`], read from the environment
 //! (`EVALKIT_GATEWAY_URL`, `EVALKIT_GATEWAY_TOKEN`, `EVALKIT_BACKEND`).
@@ -21,6 +22,7 @@ pub mod client;
 pub mod init;
 pub mod local;
 pub mod net;
+pub mod wire;
 
 pub use channels::GatewayKernel;
 pub use client::{Endpoint, GatewayClient, GatewayError};
@@ -35,6 +37,25 @@ pub const BACKEND_VAR: &str = "EVALKIT_BACKEND";
 pub const KERNEL_NAME_VAR: &str = "EVALKIT_GATEWAY_KERNEL";
 /// The user name sent as `KERNEL_USERNAME` (Enterprise Gateway) [default: the local user, never root].
 pub const USERNAME_VAR: &str = "EVALKIT_GATEWAY_USERNAME";
+
+/// Seconds a gateway kernel may take to start (creation, connection, setup),
+/// overriding the engine's startup timeout: remote kernels can take minutes.
+pub const STARTUP_TIMEOUT_VAR: &str = "EVALKIT_GATEWAY_STARTUP_TIMEOUT";
+
+/// The bound on a gateway kernel's start: `EVALKIT_GATEWAY_STARTUP_TIMEOUT`
+/// seconds when set, else `default`; an unreadable value is an error that says so.
+pub fn startup_timeout(default: std::time::Duration) -> Result<std::time::Duration, String> {
+    match std::env::var(STARTUP_TIMEOUT_VAR) {
+        Ok(value) if !value.trim().is_empty() => match value.trim().parse::<f64>() {
+            Ok(seconds) if seconds.is_finite() && seconds > 0.0 => Ok(std::time::Duration::from_secs_f64(seconds)),
+            _ => Err(format!(
+                "{STARTUP_TIMEOUT_VAR}={value:?} is not a number of seconds: set it to how long a gateway kernel may \
+                 take to start, e.g. 300"
+            )),
+        },
+        _ => Ok(default),
+    }
+}
 
 /// Which gateway runs Python kernels.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use super::{Completeness, ExecEvent, ExecuteOptions, Execution, ExitInfo, Kernel, KernelError, KernelOptions};
+use super::{
+    Completeness, ExecEvent, ExecuteOptions, Execution, ExitInfo, Kernel, KernelError, KernelOptions, StartObserver,
+};
 use crate::backend::Backend;
 use crate::gateway::{GatewayKernel, GatewaySetting};
 
@@ -59,6 +61,16 @@ impl KernelHandle {
     /// Python only: other backends always get a process).
     /// Python kernels then run the extension modules ([`super::extensions`]).
     pub async fn start(options: KernelOptions, transport: &Transport) -> Result<KernelHandle, KernelError> {
+        KernelHandle::start_observed(options, transport, &super::progress::unobserved).await
+    }
+
+    /// [`KernelHandle::start`], telling `observer` each slow stage it enters
+    /// (gateway kernels report theirs; a runner process starts too fast to).
+    pub async fn start_observed(
+        options: KernelOptions,
+        transport: &Transport,
+        observer: StartObserver<'_>,
+    ) -> Result<KernelHandle, KernelError> {
         let extensions =
             match options.backend {
                 Backend::Python => super::extensions::find(&options.cwd).map_err(|reason| {
@@ -69,7 +81,7 @@ impl KernelHandle {
         let backend = options.backend;
         let kernel = match transport {
             Transport::Gateway(setting) if backend == Backend::Python => {
-                KernelHandle::Gateway(GatewayKernel::start(options, setting).await?)
+                KernelHandle::Gateway(GatewayKernel::start(options, setting, observer).await?)
             }
             _ => KernelHandle::Process(Kernel::start(options).await?),
         };

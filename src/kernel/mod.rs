@@ -18,6 +18,7 @@ pub mod extensions;
 pub mod handle;
 mod launch;
 pub mod process;
+pub mod progress;
 pub mod runner_files;
 pub mod zygote;
 
@@ -37,6 +38,7 @@ use crate::backend::{Backend, Runtime};
 use crate::protocol::{self, DoneStatus, ExecuteRequest, MimeBundle, RunnerFrame};
 pub use handle::{KernelHandle, SharedKernel, Transport};
 pub use process::ExitInfo;
+pub use progress::{StartObserver, StartStage};
 
 /// Default bound on spawn → ready → init → prelude.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);

@@ -366,6 +366,7 @@ fn progress_message(event: &EvalEvent) -> Option<String> {
             None => format!("cell {} started", index + 1),
         }),
         EvalEvent::CellFinished { index, status, .. } => Some(format!("cell {}: {}", index + 1, status.as_str())),
+        EvalEvent::KernelStarting { .. } => event.waiting_line(),
         _ => None,
     }
 }

@@ -67,6 +67,8 @@ enum Channel {
 }
 
 struct LiveCell {
+    /// What the cell waits for before it runs ("starting kernel on gateway… (12 s)"), shown instead of "running".
+    waiting: Option<String>,
     /// Still running: the tail ends with a "running" line.
     running: bool,
     tail: VecDeque<(Channel, String)>,
@@ -85,10 +87,16 @@ pub struct CardRenderer<O: Write, E: Write> {
     cell_count: usize,
     live: Option<LiveCell>,
     hidden_lines: usize,
+    /// Off a TTY: when (ms into the wait) a slow kernel start was last reported.
+    waiting_reported: Option<u64>,
 }
 
 /// Redraws of the live tail are at most this frequent by default.
 pub const REDRAW_INTERVAL: Duration = Duration::from_millis(50);
+/// Off a TTY, a kernel start is first reported once it has taken this long…
+const QUIET_START_MS: u64 = 10_000;
+/// …and again this often while it goes on.
+const QUIET_START_REPEAT_MS: u64 = 30_000;
 /// Lines of code shown in a collapsed header.
 const CODE_PREVIEW_LINES: usize = 8;
 
@@ -96,7 +104,7 @@ impl<O: Write, E: Write> CardRenderer<O, E> {
     /// `codes` are the cells' sources (for headers).
     pub fn new(out: O, err: E, options: RenderOptions, codes: Vec<String>) -> Self {
         let cell_count = codes.len();
-        CardRenderer { out, err, options, codes, cell_count, live: None, hidden_lines: 0 }
+        CardRenderer { out, err, options, codes, cell_count, live: None, hidden_lines: 0, waiting_reported: None }
     }
 
     /// Take one streamed event.
@@ -134,6 +142,7 @@ impl<O: Write, E: Write> CardRenderer<O, E> {
                 let line = self.options.style.yellow(&format!("! {text}"));
                 self.write_line(Channel::Err, &line);
             }
+            EvalEvent::KernelStarting { elapsed_ms, .. } => self.kernel_starting(event.waiting_line(), *elapsed_ms),
         }
         let _ = self.out.flush();
         let _ = self.err.flush();
@@ -200,6 +209,7 @@ impl<O: Write, E: Write> CardRenderer<O, E> {
             }
         }
         self.live = Some(LiveCell {
+            waiting: None,
             running: true,
             tail: VecDeque::new(),
             partial: [String::new(), String::new()],
@@ -292,13 +302,46 @@ impl<O: Write, E: Write> CardRenderer<O, E> {
             frame.push_str(&format!("  {line}\n"));
             drawn += 1;
         }
-        if live.running && self.options.headers {
+        if let Some(waiting) = &live.waiting {
+            frame.push_str(&self.options.style.dim(&format!("  ⋯ {waiting}")));
+            frame.push('\n');
+            drawn += 1;
+        } else if live.running && self.options.headers {
             frame.push_str(&self.options.style.dim("  ⋯ running"));
             frame.push('\n');
             drawn += 1;
         }
         live.drawn = drawn;
         let _ = self.out.write_all(frame.as_bytes());
+    }
+
+    /// The cell's kernel is still starting (`line`), or is ready (`None`). On
+    /// a TTY the line replaces "running" in the live tail; off a TTY a start
+    /// that takes long is reported on stderr now and then, so a pipe does not
+    /// look stuck.
+    fn kernel_starting(&mut self, line: Option<String>, elapsed_ms: u64) {
+        if self.options.tty {
+            if let Some(live) = self.live.as_mut() {
+                live.waiting = line;
+                self.redraw_tail(true);
+            } else if let Some(line) = line {
+                let line = self.options.style.dim(&format!("⋯ {line}"));
+                self.write_line(Channel::Err, &line);
+            }
+            return;
+        }
+        let Some(line) = line else {
+            self.waiting_reported = None;
+            return;
+        };
+        let due = match self.waiting_reported {
+            None => elapsed_ms >= QUIET_START_MS,
+            Some(last) => elapsed_ms >= last + QUIET_START_REPEAT_MS,
+        };
+        if due {
+            self.waiting_reported = Some(elapsed_ms);
+            self.write_line(Channel::Err, &format!("⋯ {line}"));
+        }
     }
 
     fn finish_cell(&mut self, status: CellStatus, duration_ms: u64) {

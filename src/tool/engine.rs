@@ -17,7 +17,9 @@ use super::run::{RunRegistry, RunShared};
 use super::watchdog::{PauseGuard, Watchdog};
 use crate::backend::{self, Backend, Runtime};
 use crate::kernel::bridge::BudgetControl;
-use crate::kernel::{Completeness, ExecEvent, ExecuteOptions, KernelError, KernelHandle, KernelOptions, Transport};
+use crate::kernel::{
+    Completeness, ExecEvent, ExecuteOptions, KernelError, KernelHandle, KernelOptions, StartStage, Transport,
+};
 use crate::notebook::{History, HistoryLimits, Notebook, RecordedCell};
 use crate::output::artifacts::{ArtifactError, ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES, DEFAULT_RETENTION};
 use crate::output::limiter::TextLimits;
@@ -407,7 +409,10 @@ impl EvalEngine {
         let key = self.key(&context.session, &cwd, &runtime);
         let slot = self.pool.slot(key, &context.owner);
         let mut guard = slot.lock().await.map_err(|e| EvalError::Kernel(e.to_string()))?;
-        let kernel = self.kernel_for(&runtime, &cwd, &mut guard).await.map_err(|e| EvalError::Kernel(e.to_string()))?;
+        let kernel = self
+            .kernel_for(&runtime, &cwd, &mut guard, 0, &ignore_events)
+            .await
+            .map_err(|e| EvalError::Kernel(e.to_string()))?;
         kernel.check_complete(code).await.map_err(|e| EvalError::Kernel(e.to_string()))
     }
 
@@ -802,11 +807,14 @@ impl EvalEngine {
     }
 
     /// A live kernel for this cell: the slot's, or a new one (replacing a dead one).
+    /// While a new kernel starts, `on_event` hears what cell `cell` waits for.
     async fn kernel_for(
         &self,
         runtime: &Runtime,
         cwd: &Path,
         guard: &mut SlotGuard<'_>,
+        cell: usize,
+        on_event: EventSink<'_>,
     ) -> Result<Arc<KernelHandle>, KernelError> {
         if let Some(kernel) = guard.kernel() {
             if kernel.is_alive() {
@@ -820,7 +828,10 @@ impl EvalEngine {
             kernel.shutdown().await;
         }
         let options = self.kernel_options(runtime, cwd);
-        let spare = self.spares.take(&options).await;
+        // A spare may still be starting: on a gateway that wait is a kernel start too.
+        let on_gateway = matches!(self.config.transport, Transport::Gateway(_)) && runtime.backend == Backend::Python;
+        let report = StartReport::new(cell, on_event, on_gateway.then_some(StartStage::Kernel));
+        let spare = report.run(self.spares.take(&options)).await;
         if self.config.mode == KernelMode::Session {
             // Spares hold no state: they give way before any kernel in use.
             let live = self.pool.live_count(Some(guard.key()));
@@ -830,8 +841,15 @@ impl EvalEngine {
         }
         let kernel = match spare {
             Some(kernel) => Arc::new(kernel),
-            None => Arc::new(KernelHandle::start(options.clone(), &self.config.transport).await?),
+            None => {
+                let observer = |stage: StartStage| report.enter(stage);
+                let started =
+                    report.run(KernelHandle::start_observed(options.clone(), &self.config.transport, &observer)).await;
+                report.finish();
+                Arc::new(started?)
+            }
         };
+        report.finish();
         // Bound to the session when handed out: a spare serves whichever session takes it.
         kernel.set_bridge(self.bridge_hook(&guard.key().session));
         guard.replace_kernel(Some(kernel.clone()));
@@ -863,7 +881,7 @@ impl EvalEngine {
         // A kernel that is dead before the cell starts is replaced, once.
         let mut attempt = 0;
         let (kernel, mut execution) = loop {
-            let started = self.kernel_for(runtime, cwd, guard).await;
+            let started = self.kernel_for(runtime, cwd, guard, cell.index, on_event).await;
             for note in guard.take_notes() {
                 collector.note(note);
             }
@@ -983,6 +1001,75 @@ impl EvalEngine {
             }
         }
         (status, count, error_summary.filter(|_| status != CellStatus::Ok))
+    }
+}
+
+/// Tells a cell's caller what its kernel start waits for: each stage as it
+/// begins, then every second with the time waited, and once when it is over.
+struct StartReport<'a> {
+    cell: usize,
+    on_event: EventSink<'a>,
+    began: Instant,
+    stage: std::sync::Mutex<Option<StartStage>>,
+    shown: std::sync::atomic::AtomicBool,
+}
+
+/// How often a waiting cell hears that its kernel is still starting.
+const START_REPORT_INTERVAL: Duration = Duration::from_secs(1);
+
+impl<'a> StartReport<'a> {
+    /// `first`: the stage assumed until the start reports one (`None`: silent until then).
+    fn new(cell: usize, on_event: EventSink<'a>, first: Option<StartStage>) -> Self {
+        StartReport {
+            cell,
+            on_event,
+            began: Instant::now(),
+            stage: std::sync::Mutex::new(first),
+            shown: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    fn enter(&self, stage: StartStage) {
+        *self.stage.lock().unwrap() = Some(stage);
+        self.show(stage);
+    }
+
+    fn show(&self, stage: StartStage) {
+        self.shown.store(true, Ordering::SeqCst);
+        (self.on_event)(EvalEvent::KernelStarting {
+            cell: self.cell,
+            waiting: Some(stage.describe().to_string()),
+            elapsed_ms: self.began.elapsed().as_millis() as u64,
+        });
+    }
+
+    /// Await `work`, repeating the current stage every second meanwhile.
+    async fn run<T>(&self, work: impl std::future::Future<Output = T>) -> T {
+        tokio::pin!(work);
+        let mut ticks =
+            tokio::time::interval_at(tokio::time::Instant::now() + START_REPORT_INTERVAL, START_REPORT_INTERVAL);
+        loop {
+            tokio::select! {
+                output = &mut work => return output,
+                _ = ticks.tick() => {
+                    let stage = *self.stage.lock().unwrap();
+                    if let Some(stage) = stage {
+                        self.show(stage);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The wait is over (told only if anything was shown, and only once).
+    fn finish(&self) {
+        if self.shown.swap(false, Ordering::SeqCst) {
+            (self.on_event)(EvalEvent::KernelStarting {
+                cell: self.cell,
+                waiting: None,
+                elapsed_ms: self.began.elapsed().as_millis() as u64,
+            });
+        }
     }
 }
 

@@ -143,6 +143,27 @@ pub enum EvalEvent {
     Note {
         text: String,
     },
+    /// The cell waits for its kernel to start (a gateway kernel can take
+    /// minutes): `waiting` says what for ("starting kernel on gateway"),
+    /// repeated every second with the time waited so far, and `None` once the
+    /// kernel is ready. Shown while it lasts, not kept in the result.
+    KernelStarting {
+        cell: usize,
+        waiting: Option<String>,
+        elapsed_ms: u64,
+    },
+}
+
+impl EvalEvent {
+    /// `starting kernel on gateway… (12 s)` for a [`EvalEvent::KernelStarting`] still waiting.
+    pub fn waiting_line(&self) -> Option<String> {
+        match self {
+            EvalEvent::KernelStarting { waiting: Some(waiting), elapsed_ms, .. } => {
+                Some(format!("{waiting}… ({} s)", elapsed_ms / 1000))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Builds an [`EvalResult`] from events.

@@ -36,6 +36,17 @@ fn free_port() -> u16 {
 impl TestGateway {
     /// A gateway on `python`; `rate_limit` keeps Jupyter's IOPub data rate limit on.
     pub async fn start(flavor: Flavor, python: &Path, rate_limit: bool) -> TestGateway {
+        TestGateway::start_with_env(flavor, python, rate_limit, &[]).await
+    }
+
+    /// [`TestGateway::start`] with extra variables in the gateway's environment
+    /// (`JUPYTER_PATH` to give it kernelspecs of the test's own, say).
+    pub async fn start_with_env(
+        flavor: Flavor,
+        python: &Path,
+        rate_limit: bool,
+        env: &[(&str, String)],
+    ) -> TestGateway {
         let dir = tempfile::tempdir().unwrap();
         let token = "test-token-1234".to_string();
         let bin = python.parent().unwrap();
@@ -58,6 +69,7 @@ impl TestGateway {
                 .env("EG_LIST_KERNELS", "True")
                 .env("PATH", &path)
                 .env("JUPYTER_RUNTIME_DIR", dir.path().join("runtime"))
+                .envs(env.iter().map(|(key, value)| (key, value)))
                 .current_dir(dir.path())
                 .stdin(Stdio::null())
                 .stdout(std::fs::File::create(&log).unwrap())

@@ -1,0 +1,62 @@
+//! The shared local gateway out of file descriptors (EMFILE): a kernel start
+//! it refuses restarts it, once, and the start succeeds on the new gateway.
+//! Its own test binary: it sets process-wide variables.
+
+mod common;
+
+use std::time::Duration;
+
+use common::gateway::processes_mentioning;
+use evalkit::gateway::{GatewaySetting, local};
+use evalkit::kernel::{KernelHandle, Transport};
+
+#[tokio::test]
+async fn a_gateway_out_of_file_descriptors_is_restarted_and_the_next_kernel_works() {
+    let state = tempfile::tempdir().unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    // SAFETY: the only test of this binary; nothing else reads the environment meanwhile.
+    unsafe {
+        std::env::set_var(local::DIR_VAR, state.path());
+        // Test-only knob: a shared gateway with few descriptors runs out after a few kernels.
+        std::env::set_var("EVALKIT_GATEWAY_NOFILE_FOR_TEST", "100");
+    }
+    let transport = Transport::Gateway(GatewaySetting::SharedLocal);
+    let mut options = common::options(cwd.path());
+    options.startup_timeout = Duration::from_secs(20);
+
+    let mut kernels = Vec::new();
+    let first = KernelHandle::start(options.clone(), &transport).await.unwrap();
+    let first_gateway = local::read_info(state.path()).expect("gateway.json is written");
+    kernels.push(first);
+    let mut restarted = None;
+    for _ in 0..20 {
+        let kernel = KernelHandle::start(options.clone(), &transport)
+            .await
+            .unwrap_or_else(|error| panic!("a start fails instead of restarting the gateway: {error}"));
+        let now = local::read_info(state.path()).unwrap();
+        if now.pid != first_gateway.pid {
+            restarted = Some((kernel, now));
+            break;
+        }
+        kernels.push(kernel);
+    }
+    let (kernel, gateway) = restarted.expect("the gateway ran out of descriptors within 20 kernels");
+    assert!(kernels.len() >= 2, "the limit allowed only {} kernels", kernels.len());
+    // The kernel that met EMFILE got a fresh gateway and works.
+    let output = kernel.execute("1 + 1").await.unwrap().collect().await.unwrap();
+    assert_eq!(output.results(), ["2"]);
+    assert!(local::healthy(&gateway).await);
+    // The old gateway (and its kernels) are gone.
+    assert!(!local::is_gateway_process(first_gateway.pid));
+    for kernel in &kernels {
+        kernel.shutdown().await;
+    }
+    kernel.shutdown().await;
+    assert!(local::stop().await.unwrap());
+    let marker = state.path().display().to_string();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !processes_mentioning(&marker).is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(processes_mentioning(&marker), Vec::<u32>::new(), "no gateway or kernel is left");
+}

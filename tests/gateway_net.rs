@@ -1,0 +1,204 @@
+//! The gateway backend's connection on a real Jupyter Kernel Gateway: what a
+//! slow kernel start shows while it lasts, and a channels websocket that
+//! drops while a cell runs.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use common::gateway::{Flavor, TestGateway};
+use evalkit::gateway::{GatewayKernel, GatewaySetting};
+use evalkit::kernel::{ExecEvent, KernelError, KernelHandle, Transport};
+use evalkit::protocol::DoneStatus;
+use evalkit::tool::{CallContext, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+fn engine_on(gateway: &TestGateway, dir: &std::path::Path) -> EvalEngine {
+    let mut config = EngineConfig::new(dir);
+    config.python = Some(common::python().display().to_string());
+    config.artifacts_dir = dir.join("artifacts");
+    config.transport =
+        Transport::Gateway(GatewaySetting::External { url: gateway.url.clone(), token: Some(gateway.token.clone()) });
+    EvalEngine::new(config)
+}
+
+/// Run `code`, keeping every event the call streams.
+async fn eval_recorded(engine: &EvalEngine, code: &str) -> (EvalResult, Vec<EvalEvent>) {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let on_event = move |event: EvalEvent| sink.lock().unwrap().push(event);
+    let params = EvalParams::from_json(json!({ "cells": [{ "code": code }] })).unwrap();
+    let result = engine.eval(&params, &CallContext::new("s"), &CancellationToken::new(), &on_event).await.unwrap();
+    let events = events.lock().unwrap().clone();
+    (result, events)
+}
+
+/// A `python3` kernelspec that waits `seconds` before it starts ipykernel: a
+/// gateway whose kernels are slow to come up (as on a cluster).
+fn slow_kernelspec(root: &std::path::Path, seconds: u32) {
+    let spec = root.join("kernels/python3");
+    std::fs::create_dir_all(&spec).unwrap();
+    let argv = json!([
+        "sh",
+        "-c",
+        format!("sleep {seconds}; exec \"$1\" -m ipykernel_launcher -f \"$2\""),
+        "sh",
+        common::python().display().to_string(),
+        "{connection_file}",
+    ]);
+    let kernel = json!({ "argv": argv, "display_name": "slow python", "language": "python" });
+    std::fs::write(spec.join("kernel.json"), kernel.to_string()).unwrap();
+}
+
+#[tokio::test]
+async fn a_slow_gateway_kernel_start_is_shown_while_it_lasts() {
+    let jupyter = tempfile::tempdir().unwrap();
+    slow_kernelspec(jupyter.path(), 3);
+    let env = [("JUPYTER_PATH", jupyter.path().display().to_string())];
+    let gateway = TestGateway::start_with_env(Flavor::KernelGateway, common::python(), false, &env).await;
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine_on(&gateway, dir.path());
+
+    let (result, events) = eval_recorded(&engine, "print('ready')").await;
+    assert_eq!(result.text, "ready\n", "{events:?}");
+    let starting: Vec<(Option<String>, u64)> = events
+        .iter()
+        .filter_map(|event| match event {
+            EvalEvent::KernelStarting { cell: 0, waiting, elapsed_ms } => Some((waiting.clone(), *elapsed_ms)),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        starting.iter().any(|(waiting, _)| waiting.as_deref() == Some("starting kernel on gateway")),
+        "{starting:?}"
+    );
+    // The wait is repeated while it lasts (every second), with the time waited so far.
+    let longest = starting.iter().filter(|(waiting, _)| waiting.is_some()).map(|(_, ms)| *ms).max().unwrap();
+    assert!(longest >= 2000, "{starting:?}");
+    let ticks = starting.iter().filter(|(waiting, _)| waiting.is_some()).count();
+    assert!(ticks >= 3, "{starting:?}");
+    assert_eq!(starting.last().unwrap().0, None, "the wait ends once the kernel is ready: {starting:?}");
+    // All of it before the cell's output; nothing of it kept in the result.
+    let last_wait = events.iter().rposition(|e| matches!(e, EvalEvent::KernelStarting { .. })).unwrap();
+    let first_output = events.iter().position(|e| matches!(e, EvalEvent::Stdout { .. })).unwrap();
+    assert!(last_wait < first_output, "{events:?}");
+    assert!(result.notes.is_empty(), "{:?}", result.notes);
+    let line =
+        EvalEvent::KernelStarting { cell: 0, waiting: Some("starting kernel on gateway".into()), elapsed_ms: 12_400 };
+    assert_eq!(line.waiting_line().as_deref(), Some("starting kernel on gateway… (12 s)"));
+
+    // A warm kernel: no wait to show.
+    let (again, events) = eval_recorded(&engine, "print('again')").await;
+    assert_eq!(again.text, "again\n");
+    assert!(!events.iter().any(|e| matches!(e, EvalEvent::KernelStarting { .. })), "{events:?}");
+
+    engine.dispose_all().await;
+    assert_eq!(gateway.stop(), Vec::<u32>::new(), "no gateway or kernel process is left");
+}
+
+#[tokio::test]
+async fn an_mcp_client_gets_progress_while_a_gateway_kernel_starts() {
+    let jupyter = tempfile::tempdir().unwrap();
+    slow_kernelspec(jupyter.path(), 4);
+    let env = [("JUPYTER_PATH", jupyter.path().display().to_string())];
+    let gateway = TestGateway::start_with_env(Flavor::KernelGateway, common::python(), false, &env).await;
+    let (url, token) = (gateway.url.clone(), gateway.token.clone());
+    tokio::task::spawn_blocking(move || {
+        common::mcp_scenario(
+            "gateway_progress.py",
+            "start_progress",
+            &[("EVALKIT_GATEWAY_URL", &url), ("EVALKIT_GATEWAY_TOKEN", &token)],
+        )
+    })
+    .await
+    .unwrap();
+    // The server deleted its kernels when its client went away.
+    assert_eq!(gateway.kernels().await, Vec::<String>::new());
+    assert_eq!(gateway.stop(), Vec::<u32>::new(), "no gateway or kernel process is left");
+}
+
+/// A kernel on `gateway`, driven directly (the test reaches its connection).
+async fn gateway_kernel(gateway: &TestGateway, dir: &std::path::Path) -> KernelHandle {
+    let options = common::options(dir);
+    let setting = GatewaySetting::External { url: gateway.url.clone(), token: Some(gateway.token.clone()) };
+    KernelHandle::start(options, &Transport::Gateway(setting)).await.unwrap()
+}
+
+fn connection(kernel: &KernelHandle) -> &GatewayKernel {
+    match kernel {
+        KernelHandle::Gateway(kernel) => kernel,
+        KernelHandle::Process(_) => panic!("not a gateway kernel"),
+    }
+}
+
+/// Prints `line 0` … `line 7`, 0.4 s apart.
+const SLOW_LINES: &str =
+    "import time\nfor i in range(8):\n    print('line', i, flush=True)\n    time.sleep(0.4)\n'end'";
+
+#[tokio::test]
+async fn a_dropped_websocket_reconnects_and_the_running_cell_ends_normally() {
+    let gateway = TestGateway::start(Flavor::KernelGateway, common::python(), false).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = gateway_kernel(&gateway, dir.path()).await;
+    let first = kernel.execute("kept = 'yes'").await.unwrap().collect().await.unwrap();
+    assert_eq!(first.done.status, DoneStatus::Ok);
+
+    let mut execution = kernel.execute(SLOW_LINES).await.unwrap();
+    let (mut stdout, mut dropped, mut done, mut results) = (String::new(), 0, None, Vec::new());
+    while let Some(event) = execution.next().await {
+        match event.unwrap() {
+            ExecEvent::Stdout(text) => {
+                stdout.push_str(&text);
+                // Twice during the cell: after line 2 and after line 5.
+                if (dropped == 0 && stdout.contains("line 2\n")) || (dropped == 1 && stdout.contains("line 5\n")) {
+                    connection(&kernel).drop_connection_for_test();
+                    dropped += 1;
+                }
+            }
+            ExecEvent::Result { bundle, .. } => results.push(bundle["text/plain"].clone()),
+            ExecEvent::Done(end) => done = Some(end),
+            _ => {}
+        }
+    }
+    assert_eq!(dropped, 2);
+    let expected: String = (0..8).map(|i| format!("line {i}\n")).collect();
+    assert_eq!(stdout, expected, "every line arrives once, in order");
+    assert_eq!(results, [json!("'end'")]);
+    assert_eq!(done.expect("the cell ends").status, DoneStatus::Ok);
+
+    // The same kernel, state kept, on the new connection.
+    assert!(kernel.is_alive());
+    let after = kernel.execute("kept").await.unwrap().collect().await.unwrap();
+    assert_eq!(after.results(), ["'yes'"]);
+    kernel.shutdown().await;
+    assert_eq!(gateway.kernels().await, Vec::<String>::new());
+    assert_eq!(gateway.stop(), Vec::<u32>::new(), "no gateway or kernel process is left");
+}
+
+#[tokio::test]
+async fn a_kernel_gone_while_disconnected_ends_the_cell_as_died() {
+    let gateway = TestGateway::start(Flavor::KernelGateway, common::python(), false).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kernel = gateway_kernel(&gateway, dir.path()).await;
+    let mut execution = kernel.execute(SLOW_LINES).await.unwrap();
+    let mut outcome = None;
+    while let Some(event) = execution.next().await {
+        match event {
+            Ok(ExecEvent::Stdout(text)) if text.contains("line 1") => {
+                // The socket drops, and meanwhile the kernel is deleted.
+                connection(&kernel).drop_connection_for_test();
+                gateway.client().delete_kernel(connection(&kernel).kernel_id()).await.unwrap();
+            }
+            Ok(ExecEvent::Done(done)) => panic!("the cell cannot end normally: {done:?}"),
+            Err(error) => outcome = Some(error),
+            _ => {}
+        }
+    }
+    let error = outcome.expect("the cell fails");
+    assert!(matches!(error, KernelError::Died { .. }), "{error}");
+    assert!(error.to_string().contains("no longer has the kernel"), "{error}");
+    assert!(!kernel.is_alive());
+    kernel.shutdown().await;
+    assert_eq!(gateway.stop(), Vec::<u32>::new(), "no gateway or kernel process is left");
+}
