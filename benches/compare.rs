@@ -813,10 +813,24 @@ async fn mcp_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, report: &mu
 }
 
 /// A row against mcp-repl, or one saying why it has no figures.
-fn add_peer_row(report: &mut Report, scenario: &str, unit: &str, evalkit: &Series, peer: &Series, problem: &Option<String>) {
+fn add_peer_row(
+    report: &mut Report,
+    scenario: &str,
+    unit: &str,
+    evalkit: &Series,
+    peer: &Series,
+    problem: &Option<String>,
+) {
     match problem {
         Some(why) => report.add(scenario, unit, false, evalkit, None, &format!("mcp-repl unavailable: {why}")),
-        None => report.add(scenario, unit, false, evalkit, Some(peer), "mcp-repl --interpreter python --sandbox danger-full-access"),
+        None => report.add(
+            scenario,
+            unit,
+            false,
+            evalkit,
+            Some(peer),
+            "mcp-repl --interpreter python --sandbox danger-full-access",
+        ),
     }
 }
 
