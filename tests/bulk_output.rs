@@ -22,7 +22,9 @@ fn whole_artifact(engine: &EvalEngine, result: &EvalResult) -> String {
 }
 
 /// Large `os.write` chunks of numbered, multi-byte text (so characters are cut
-/// between the host's reads), with a stderr line and a display between them.
+/// between the host's reads), with stderr lines and a display between them
+/// (the display is the fence: two pipes written in turn with nothing between
+/// them are read in either order, as from any process).
 const MIXED: &str = r#"
 import os, sys
 def block(n):
@@ -31,8 +33,8 @@ for n in range(4):
     os.write(1, block(n))
     if n == 1:
         sys.stderr.write('between\n'); sys.stderr.flush()
-        display('a display')
         os.write(2, b'raw stderr\n')
+        display('a display')
 "#;
 
 fn expected_mixed() -> String {
@@ -41,7 +43,7 @@ fn expected_mixed() -> String {
     for n in 0..4 {
         text.push_str(&block(n));
         if n == 1 {
-            text.push_str("between\n'a display'\nraw stderr\n");
+            text.push_str("between\nraw stderr\n'a display'\n");
         }
     }
     text
@@ -57,7 +59,13 @@ async fn every_byte_reaches_the_artifact_in_order() {
     let expected = expected_mixed();
     let saved = whole_artifact(&engine, &result);
     assert_eq!(saved.len(), expected.len());
-    assert!(saved == expected, "the artifact differs from what the cell wrote");
+    if saved != expected {
+        let at = saved.bytes().zip(expected.bytes()).position(|(a, b)| a != b).unwrap_or(0);
+        let around = |text: &str| {
+            String::from_utf8_lossy(&text.as_bytes()[at.saturating_sub(40)..(at + 80).min(text.len())]).into_owned()
+        };
+        panic!("the artifact differs at byte {at}: {:?} where the cell wrote {:?}", around(&saved), around(&expected));
+    }
     // The bounded text is the head and the tail of the same stream.
     let (head, tail) = result.text.split_once("[… ").expect("a marker");
     assert!(expected.starts_with(head), "{head}");
@@ -71,7 +79,8 @@ async fn every_byte_reaches_the_artifact_in_order() {
 async fn calls_after_bulk_output_keep_their_own_artifacts() {
     let dir = tempfile::tempdir().unwrap();
     let engine = EvalEngine::new(common::engine_config(dir.path()));
-    let big = eval(&engine, "import os\nfor _ in range(40):\n    os.write(1, b'y' * 99 + b'\\n' * 1 + b'z' * 250_000)").await;
+    let big =
+        eval(&engine, "import os\nfor _ in range(40):\n    os.write(1, b'y' * 99 + b'\\n' * 1 + b'z' * 250_000)").await;
     let small = eval(&engine, "print('after')").await;
     assert_eq!(small.text, "after\n");
     let saved = whole_artifact(&engine, &big);
