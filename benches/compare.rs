@@ -172,6 +172,8 @@ fn markdown(report: &Report) -> String {
             None => ("–".into(), "–".into(), "–".into()),
         };
         let ratio = ratio(row).map(|r| format!("{r:.3}×")).unwrap_or_else(|| "–".into());
+        // A `|` in a name would split its cell.
+        let name = name.replace('|', "\\|");
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
             row.scenario,
