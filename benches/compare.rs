@@ -1,7 +1,7 @@
 //! evalkit against Jupyter and against the physical floor, in one run.
 //!
 //! `bench/run` provisions the Jupyter baseline and calls this with
-//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,sandbox,warm,js,output,bulk,spare,pandas,gateway,interrupt,ladder,concurrency]`. Each scenario
+//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,sandbox,warm,js,output,bulk,spare,pandas,mcp,gateway,interrupt,ladder,concurrency]`. Each scenario
 //! interleaves evalkit and its baselines (A B A B …) so machine drift
 //! cancels out, then prints median / p90 and the ratio evalkit ÷ baseline,
 //! and writes the table as JSON and Markdown.
@@ -172,6 +172,8 @@ fn markdown(report: &Report) -> String {
             None => ("–".into(), "–".into(), "–".into()),
         };
         let ratio = ratio(row).map(|r| format!("{r:.3}×")).unwrap_or_else(|| "–".into());
+        // A `|` in a name would split its cell.
+        let name = name.replace('|', "\\|");
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
             row.scenario,
@@ -692,6 +694,197 @@ async fn pandas_ready(plan: &Plan, setup: &Setup, python: &Path, jupyter: &mut J
     report.add(label, "ms", false, &forked, Some(&floor), "");
 }
 
+/// The MCP helper process (bench/mcp_helper.py): a real MCP client over stdio.
+struct McpClient {
+    _child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl McpClient {
+    async fn spawn(python: &Path) -> Self {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/mcp_helper.py");
+        let mut child = Command::new(python)
+            .arg(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the MCP helper");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        McpClient { _child: child, stdin, stdout }
+    }
+
+    /// One command; `Err` carries the helper's account of a failure.
+    async fn call(&mut self, command: Value) -> Result<Value, String> {
+        self.stdin.write_all(format!("{command}\n").as_bytes()).await.map_err(|e| e.to_string())?;
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).await.map_err(|e| e.to_string())?;
+        let answer: Value = serde_json::from_str(&line).map_err(|_| format!("the MCP helper said {line:?}"))?;
+        match answer.get("error") {
+            Some(error) => Err(error.as_str().unwrap_or_default().to_string()),
+            None => Ok(answer),
+        }
+    }
+
+    async fn ms(&mut self, command: Value) -> Result<f64, String> {
+        Ok(self.call(command).await?["ms"].as_f64().unwrap_or(f64::NAN))
+    }
+}
+
+/// How the MCP rows start each contender and ask it for `1+1`.
+struct McpContenders {
+    evalkit: Value,
+    evalkit_call: Value,
+    mcp_repl: Result<(Value, Value), String>,
+    run_argv: Vec<String>,
+    env: BTreeMap<String, String>,
+}
+
+impl McpContenders {
+    fn new(setup: &Setup, jupyter_python: &Path, artifacts: &Path) -> Self {
+        let binary = env!("CARGO_BIN_EXE_evalkit").to_string();
+        let mut env = setup.env.clone();
+        env.insert("EVALKIT_PYTHON".into(), setup.python.display().to_string());
+        env.insert("EVALKIT_ARTIFACTS_DIR".into(), artifacts.display().to_string());
+        let cwd = setup.cwd.display().to_string();
+        let evalkit = json!({"command": binary, "args": ["mcp", "--cwd", cwd], "env": env});
+        let evalkit_call = json!({"tool": "eval", "arguments": {"cells": [{"code": "1+1"}]}, "expect": "2\n"});
+        // mcp-repl lives in the benchmark's venv; its Python is found on PATH, so the
+        // interpreter evalkit uses comes first. It runs under `sh -c` (see mcp_helper.py).
+        let repl = jupyter_python.with_file_name("mcp-repl");
+        let mcp_repl = if repl.is_file() {
+            let python_dir = setup.python.parent().map(|d| d.display().to_string()).unwrap_or_default();
+            let mut repl_env = setup.env.clone();
+            let path = repl_env.get("PATH").cloned().unwrap_or_else(|| "/usr/bin:/bin".into());
+            repl_env.insert("PATH".into(), format!("{python_dir}:{path}"));
+            let server = json!({
+                "command": "sh",
+                "args": ["-c", "\"$0\" \"$@\"; exit $?", repl.display().to_string(),
+                         "--interpreter", "python", "--sandbox", "danger-full-access"],
+                "env": repl_env,
+                "cwd": cwd,
+            });
+            Ok((server, json!({"tool": "repl", "arguments": {"input": "1+1\n"}, "expect": "2"})))
+        } else {
+            Err(format!("{} is not installed (bench/requirements.txt names posit-mcp-repl)", repl.display()))
+        };
+        let run_argv = vec![binary, "run".into(), "--cwd".into(), cwd, "-c".into(), "1+1".into()];
+        McpContenders { evalkit, evalkit_call, mcp_repl, run_argv, env }
+    }
+
+    fn command(op: &str, server: &Value, call: &Value) -> Value {
+        let mut command = call.clone();
+        command["op"] = json!(op);
+        command["server"] = server.clone();
+        command
+    }
+}
+
+/// Through MCP, driven by the Python `mcp` client over stdio: spawn of `evalkit mcp` → the first
+/// `1+1` result, beside `evalkit run`'s spawn → first result and beside mcp-repl (PyPI
+/// `posit-mcp-repl`, a Python REPL server); then the warm `1+1` round trip beside the library's
+/// own warm call and mcp-repl's.
+async fn mcp_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, report: &mut Report) {
+    let dir = tempfile::tempdir().unwrap();
+    let contenders = McpContenders::new(setup, jupyter_python, &dir.path().join("artifacts"));
+    let mut client = McpClient::spawn(jupyter_python).await;
+    let mut repl_problem = contenders.mcp_repl.as_ref().err().cloned();
+    if let Ok((server, _)) = &contenders.mcp_repl {
+        match client.call(json!({"op": "tools", "server": server})).await {
+            Ok(answer) if answer["tools"].as_array().is_some_and(|t| t.iter().any(|t| t["name"] == "repl")) => {}
+            Ok(answer) => repl_problem = Some(format!("it has no `repl` tool: {}", answer["tools"])),
+            Err(error) => repl_problem = Some(format!("it did not start: {error}")),
+        }
+    }
+    let (mut evalkit_cold, mut run_cold, mut repl_cold) =
+        (Series::new("evalkit mcp"), Series::new("evalkit run"), Series::new("mcp-repl"));
+    let run = json!({"op": "run", "argv": contenders.run_argv, "env": contenders.env, "expect": "2"});
+    for _ in 0..plan.cold_runs {
+        let cold = McpContenders::command("cold", &contenders.evalkit, &contenders.evalkit_call);
+        evalkit_cold.values.push(client.ms(cold).await.unwrap_or_else(|e| panic!("evalkit mcp: {e}")));
+        run_cold.values.push(client.ms(run.clone()).await.unwrap_or_else(|e| panic!("evalkit run: {e}")));
+        if let (Ok((server, call)), None) = (&contenders.mcp_repl, &repl_problem) {
+            match client.ms(McpContenders::command("cold", server, call)).await {
+                Ok(ms) => repl_cold.values.push(ms),
+                Err(error) => repl_problem = Some(format!("its first call failed: {error}")),
+            }
+        }
+    }
+    report.add("MCP spawn → first 1+1", "ms", false, &evalkit_cold, Some(&run_cold), "Python mcp client, stdio");
+    add_peer_row(report, "MCP spawn → first 1+1", "ms", &evalkit_cold, &repl_cold, &repl_problem);
+
+    // Warm: one kept server each, the library's engine beside them.
+    let mut start = McpContenders::command("start", &contenders.evalkit, &contenders.evalkit_call);
+    start["name"] = json!("evalkit");
+    client.call(start).await.unwrap_or_else(|e| panic!("evalkit mcp: {e}"));
+    if let (Ok((server, call)), None) = (&contenders.mcp_repl, &repl_problem) {
+        let mut start = McpContenders::command("start", server, call);
+        start["name"] = json!("mcp-repl");
+        if let Err(error) = client.call(start).await {
+            repl_problem = Some(format!("it did not start: {error}"));
+        }
+    }
+    let mut config = EngineConfig::new(&setup.cwd);
+    config.python = Some(setup.python.display().to_string());
+    config.artifacts_dir = dir.path().join("library-artifacts");
+    config.spare = evalkit::session::SpareLimits::OFF;
+    let engine = EvalEngine::new(config);
+    let context = CallContext::new("bench-mcp");
+    let one = EvalParams::code("1+1");
+    for _ in 0..20 {
+        engine.eval(&one, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
+    }
+    let (mut evalkit_warm, mut library_warm, mut repl_warm) =
+        (Series::new("evalkit mcp"), Series::new("evalkit library"), Series::new("mcp-repl"));
+    let batch = 50;
+    let rounds = plan.warm_iterations.div_ceil(batch);
+    for _ in 0..rounds {
+        let answer = client.call(json!({"op": "roundtrip", "name": "evalkit", "n": batch})).await;
+        evalkit_warm.values.extend(ms_list(&answer.unwrap_or_else(|e| panic!("evalkit mcp: {e}"))));
+        for _ in 0..batch {
+            let started = Instant::now();
+            let result = engine.eval(&one, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
+            library_warm.values.push(started.elapsed().as_secs_f64() * 1000.0);
+            assert_eq!(result.text, "2\n");
+        }
+        // mcp-repl answers in tens of milliseconds: a few calls a round keep the run short.
+        if repl_problem.is_none() && contenders.mcp_repl.is_ok() {
+            match client.call(json!({"op": "roundtrip", "name": "mcp-repl", "n": 2})).await {
+                Ok(answer) => repl_warm.values.extend(ms_list(&answer)),
+                Err(error) => repl_problem = Some(format!("a warm call failed: {error}")),
+            }
+        }
+    }
+    engine.dispose_all().await;
+    let _ = client.call(json!({"op": "stop"})).await;
+    report.add("MCP warm round trip of 1+1", "ms", false, &evalkit_warm, Some(&library_warm), "");
+    add_peer_row(report, "MCP warm round trip of 1+1", "ms", &evalkit_warm, &repl_warm, &repl_problem);
+}
+
+/// A row against mcp-repl, or one saying why it has no figures.
+fn add_peer_row(
+    report: &mut Report,
+    scenario: &str,
+    unit: &str,
+    evalkit: &Series,
+    peer: &Series,
+    problem: &Option<String>,
+) {
+    match problem {
+        Some(why) => report.add(scenario, unit, false, evalkit, None, &format!("mcp-repl unavailable: {why}")),
+        None => report.add(
+            scenario,
+            unit,
+            false,
+            evalkit,
+            Some(peer),
+            "mcp-repl --interpreter python --sandbox danger-full-access",
+        ),
+    }
+}
+
 /// The gateway backend on the shared local gateway (in `EVALKIT_GATEWAY_DIR`; bench/run puts it in
 /// bench/.gateway), beside local kernels and jupyter_client: cold start with no gateway running and
 /// with the gateway up, warm round trip, interrupt, and large output.
@@ -967,6 +1160,9 @@ async fn main() {
     }
     if wanted("pandas") {
         pandas_ready(&plan, &setup, &jupyter_python, &mut jupyter, &mut report).await;
+    }
+    if wanted("mcp") {
+        mcp_rows(&plan, &setup, &jupyter_python, &mut report).await;
     }
     if wanted("gateway") {
         gateway_backend(&plan, &setup, &jupyter_python, &mut jupyter, &mut report).await;

@@ -95,41 +95,79 @@ pub fn place_in_child(frames: RawFd, diagnostics: RawFd) -> io::Result<()> {
     Ok(())
 }
 
-/// Incremental UTF-8 decoding of one output stream.
-#[derive(Default)]
+/// How much one read from an output pipe takes at most.
+pub const READ_CHUNK: usize = 1 << 16;
+/// A decoded read at least this long is handed over in the buffer it was
+/// read into (no copy); a shorter one is copied out and the buffer reused, so
+/// small writes do not each hold a whole read buffer.
+const HAND_OVER_MIN: usize = 16 << 10;
+
+/// Incremental UTF-8 decoding of one output stream, in the buffer reads fill.
+///
+/// Bulk output is touched as little as possible on its way: the pipe is read
+/// into [`Utf8Stream::buffer`], validated in place, and a large read becomes
+/// the event's `String` without being copied.
 pub struct Utf8Stream {
-    /// The start of a multi-byte sequence cut by the end of the last read.
-    carry: Vec<u8>,
+    /// Where the next read lands, after the start of a multi-byte sequence
+    /// cut by the end of the last read (at most 3 bytes).
+    buffer: Vec<u8>,
+}
+
+impl Default for Utf8Stream {
+    fn default() -> Self {
+        Utf8Stream { buffer: Vec::with_capacity(READ_CHUNK) }
+    }
 }
 
 impl Utf8Stream {
-    /// Decode `bytes`, keeping an incomplete trailing sequence for the next call.
-    pub fn decode(&mut self, bytes: &[u8]) -> String {
-        let joined;
-        let data: &[u8] = if self.carry.is_empty() {
+    /// The buffer the next read appends to (room for a whole read).
+    pub fn buffer(&mut self) -> &mut Vec<u8> {
+        if self.buffer.capacity() - self.buffer.len() < READ_CHUNK / 2 {
+            self.buffer.reserve_exact(READ_CHUNK);
+        }
+        &mut self.buffer
+    }
+
+    /// The text read so far, keeping an incomplete trailing sequence for the next read.
+    pub fn take(&mut self) -> String {
+        let cut = incomplete_tail(&self.buffer);
+        let complete = self.buffer.len() - cut;
+        if complete == 0 {
+            return String::new();
+        }
+        let bytes = if complete >= HAND_OVER_MIN {
+            let mut next = Vec::with_capacity(READ_CHUNK);
+            next.extend_from_slice(&self.buffer[complete..]);
+            self.buffer.truncate(complete);
+            let mut bytes = std::mem::replace(&mut self.buffer, next);
+            if bytes.len() < bytes.capacity() / 4 * 3 {
+                bytes.shrink_to_fit();
+            }
             bytes
         } else {
-            let mut all = std::mem::take(&mut self.carry);
-            all.extend_from_slice(bytes);
-            joined = all;
-            &joined
+            let bytes = self.buffer[..complete].to_vec();
+            self.buffer.drain(..complete);
+            bytes
         };
-        let cut = incomplete_tail(data);
-        let (text, rest) = data.split_at(data.len() - cut);
-        self.carry.extend_from_slice(rest);
-        match std::str::from_utf8(text) {
-            Ok(text) => text.to_string(),
-            Err(_) => String::from_utf8_lossy(text).into_owned(),
+        match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
         }
+    }
+
+    /// Decode `bytes`, keeping an incomplete trailing sequence for the next call.
+    pub fn decode(&mut self, bytes: &[u8]) -> String {
+        self.buffer.extend_from_slice(bytes);
+        self.take()
     }
 
     /// What is still held (an incomplete sequence at the very end), as U+FFFD.
     pub fn finish(&mut self) -> String {
-        if self.carry.is_empty() {
+        if self.buffer.is_empty() {
             return String::new();
         }
-        let text = String::from_utf8_lossy(&self.carry).into_owned();
-        self.carry.clear();
+        let text = String::from_utf8_lossy(&self.buffer).into_owned();
+        self.buffer.clear();
         text
     }
 }
@@ -176,6 +214,24 @@ mod tests {
             out.push_str(&stream.finish());
             assert_eq!(out, text, "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn large_reads_are_handed_over_and_small_ones_copied_out() {
+        let text = "é".repeat(20_000); // 40 000 bytes
+        let bytes = text.as_bytes();
+        let mut stream = Utf8Stream::default();
+        // A read that cuts the last character: the large part is handed over, the cut kept.
+        stream.buffer().extend_from_slice(&bytes[..30_001]);
+        let first = stream.take();
+        assert_eq!(first.len(), 30_000);
+        stream.buffer().extend_from_slice(&bytes[30_001..]);
+        let second = stream.take();
+        assert_eq!(format!("{first}{second}"), text);
+        assert!(stream.buffer().capacity() >= READ_CHUNK, "a fresh buffer takes the next read");
+        stream.buffer().extend_from_slice(b"small\n");
+        assert_eq!(stream.take(), "small\n");
+        assert_eq!(stream.finish(), "");
     }
 
     #[test]

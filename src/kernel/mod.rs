@@ -51,7 +51,7 @@ const TAIL_LINES: usize = 20;
 /// Output written while no request runs (a background thread or child) is
 /// held for the next request, up to this much; the rest is counted and dropped.
 const MAX_PENDING_OUTPUT: usize = 1 << 20;
-/// One read from an output pipe.
+/// One read from the frame pipe.
 const READ_CHUNK: usize = 1 << 16;
 /// Events buffered per execution before the reader waits for the consumer
 /// (which in turn makes the runner wait: memory stays bounded). An output
@@ -803,8 +803,6 @@ impl Reader {
     async fn run(mut self, ends: channel::HostEnds) {
         let channel::HostEnds { stdout: mut out, stderr: mut err, mut frames, mut diagnostics } = ends;
         let mut frame_buffer = vec![0u8; READ_CHUNK];
-        let mut out_buffer = vec![0u8; READ_CHUNK];
-        let mut err_buffer = vec![0u8; READ_CHUNK];
         let mut diagnostics_buffer = vec![0u8; 8192];
         let (mut out_open, mut err_open, mut diagnostics_open) = (true, true, true);
         loop {
@@ -815,27 +813,31 @@ impl Reader {
                         // Output written before these frames is in the pipes by now: the
                         // Python runner waits for the host to read it (but only so long,
                         // and a loaded host may not have), Node does not wait at all.
-                        let mut events = drain(&out, &mut out_buffer, |chunk| self.output_now(Stream::Stdout, chunk));
-                        events.extend(drain(&err, &mut err_buffer, |chunk| self.output_now(Stream::Stderr, chunk)));
+                        let mut events = self.drain(&out, Stream::Stdout);
+                        events.extend(self.drain(&err, Stream::Stderr));
                         for (id, event) in events {
                             self.deliver(Some(id), event).await;
                         }
                         self.frame_bytes(&frame_buffer[..n]).await
                     }
                 },
-                read = out.read(&mut out_buffer), if out_open => match read {
+                read = out.read_buf(self.stdout.buffer()), if out_open => match read {
                     Ok(0) | Err(_) => out_open = false,
-                    Ok(n) => self.output(Stream::Stdout, &out_buffer[..n]).await,
+                    Ok(_) => self.output(Stream::Stdout).await,
                 },
-                read = err.read(&mut err_buffer), if err_open => match read {
+                read = err.read_buf(self.stderr.buffer()), if err_open => match read {
                     Ok(0) | Err(_) => err_open = false,
-                    Ok(n) => {
+                    Ok(_) => {
                         // When both pipes hold output, stdout's goes first: the runner
-                        // flushes Python's stdout before its stderr.
-                        for (id, event) in drain(&out, &mut out_buffer, |chunk| self.output_now(Stream::Stdout, chunk)) {
+                        // flushes Python's stdout before its stderr. What was just read
+                        // from stderr waits in its buffer meanwhile.
+                        let pending = self.stderr.take();
+                        for (id, event) in self.drain(&out, Stream::Stdout) {
                             self.deliver(Some(id), event).await;
                         }
-                        self.output(Stream::Stderr, &err_buffer[..n]).await
+                        if let Some((id, event)) = self.route_output(Stream::Stderr, pending) {
+                            self.deliver(Some(id), event).await;
+                        }
                     }
                 },
                 read = diagnostics.read(&mut diagnostics_buffer), if diagnostics_open => match read {
@@ -854,12 +856,20 @@ impl Reader {
         }
         let exit = shared.wait_exit(Duration::from_secs(2)).await;
         // Everything the runner wrote is in the pipes now: deliver it before the error.
-        let mut events = drain(&out, &mut out_buffer, |chunk| self.output_now(Stream::Stdout, chunk));
-        events.extend(drain(&err, &mut err_buffer, |chunk| self.output_now(Stream::Stderr, chunk)));
-        drain(&diagnostics, &mut diagnostics_buffer, |chunk| {
-            self.diagnostic(chunk);
-            None
-        });
+        let mut events = self.drain(&out, Stream::Stdout);
+        events.extend(self.drain(&err, Stream::Stderr));
+        let mut total = 0usize;
+        while total < 64 << 20 {
+            match diagnostics.try_read(&mut diagnostics_buffer) {
+                Ok(0) => break,
+                Ok(n) => {
+                    total += n;
+                    self.diagnostic(&diagnostics_buffer[..n]);
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
         for (id, event) in events {
             self.deliver(Some(id), event).await;
         }
@@ -933,18 +943,47 @@ impl Reader {
         push_tail(&mut self.shared.stderr_tail.lock().unwrap(), &text);
     }
 
-    async fn output(&mut self, stream: Stream, bytes: &[u8]) {
-        if let Some((id, event)) = self.output_now(stream, bytes) {
+    async fn output(&mut self, stream: Stream) {
+        if let Some((id, event)) = self.output_now(stream) {
             self.deliver(Some(id), event).await;
         }
     }
 
-    /// Decode a chunk; hold it when no request runs, else return where it goes.
-    fn output_now(&mut self, stream: Stream, bytes: &[u8]) -> Option<(String, ExecEvent)> {
-        let text = match stream {
-            Stream::Stdout => self.stdout.decode(bytes),
-            Stream::Stderr => self.stderr.decode(bytes),
-        };
+    /// The decoder of `stream`, which owns the buffer its reads fill.
+    fn decoder(&mut self, stream: Stream) -> &mut channel::Utf8Stream {
+        match stream {
+            Stream::Stdout => &mut self.stdout,
+            Stream::Stderr => &mut self.stderr,
+        }
+    }
+
+    /// Read what is left in `pipe` without waiting (bounded: a child of the
+    /// kernel may still be writing); the events it makes, in order.
+    fn drain(&mut self, pipe: &pipe::Receiver, stream: Stream) -> Vec<(String, ExecEvent)> {
+        let mut events = Vec::new();
+        let mut total = 0usize;
+        while total < 64 << 20 {
+            match pipe.try_read_buf(self.decoder(stream).buffer()) {
+                Ok(0) => break,
+                Ok(n) => {
+                    total += n;
+                    events.extend(self.output_now(stream));
+                }
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+        events
+    }
+
+    /// Decode what was read; hold it when no request runs, else return where it goes.
+    fn output_now(&mut self, stream: Stream) -> Option<(String, ExecEvent)> {
+        let text = self.decoder(stream).take();
+        self.route_output(stream, text)
+    }
+
+    /// Where decoded output goes: the running request, else held for the next one.
+    fn route_output(&mut self, stream: Stream, text: String) -> Option<(String, ExecEvent)> {
         if text.is_empty() {
             return None;
         }
@@ -1112,29 +1151,6 @@ impl Reader {
             None => tracing::debug!(target: "evalkit::ipc", "event for no pending request {id}: {event:?}"),
         }
     }
-}
-
-/// Read what is left in a pipe without waiting (bounded: a child of the
-/// kernel may still be writing).
-fn drain(
-    pipe: &pipe::Receiver,
-    buffer: &mut [u8],
-    mut on_chunk: impl FnMut(&[u8]) -> Option<(String, ExecEvent)>,
-) -> Vec<(String, ExecEvent)> {
-    let mut events = Vec::new();
-    let mut total = 0usize;
-    while total < 64 << 20 {
-        match pipe.try_read(buffer) {
-            Ok(0) => break,
-            Ok(n) => {
-                total += n;
-                events.extend(on_chunk(&buffer[..n]));
-            }
-            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        }
-    }
-    events
 }
 
 /// What to quote of the cell's stderr when the runner died without a word of

@@ -10,6 +10,8 @@ use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
 
 use sha2::{Digest, Sha256};
 
@@ -77,7 +79,8 @@ impl ArtifactStore {
         ArtifactWriter {
             path: self.root.join(&session_hash).join(format!("{millis}-{seq}.log")),
             id,
-            file: None,
+            sink: Sink::Unopened,
+            opened: false,
             written: 0,
             max_bytes: self.max_bytes,
             capped: false,
@@ -172,12 +175,41 @@ pub fn session_hash(session: &str) -> String {
     Sha256::digest(session.as_bytes()).iter().take(4).map(|b| format!("{b:02x}")).collect()
 }
 
+/// Output past this much goes to the file on a thread of its own, so the
+/// call goes on reading the kernel's pipes while the file system copies.
+const BACKGROUND_AFTER: u64 = 1 << 20;
+/// Bytes handed to that thread at a time.
+const BATCH_BYTES: usize = 256 << 10;
+/// Batches waiting for it at most: a writer that falls behind holds the
+/// call back (as a slow disk always did) instead of growing its memory.
+const QUEUED_BATCHES: usize = 4;
+
+/// Where an artifact's bytes go.
+#[derive(Debug)]
+enum Sink {
+    /// Nothing written yet, so no file.
+    Unopened,
+    /// The first [`BACKGROUND_AFTER`] bytes: written on the caller's thread.
+    Direct(BufWriter<File>),
+    /// Bulk output: batches for the writer thread, in order.
+    Background {
+        batch: Vec<u8>,
+        queue: SyncSender<Vec<u8>>,
+        /// Batches the thread has written, emptied for reuse (no page faults for fresh ones).
+        spent: Receiver<Vec<u8>>,
+        thread: JoinHandle<Result<(), String>>,
+    },
+    /// Finished, or failed.
+    Closed,
+}
+
 /// Appends one call's output to its artifact file.
 #[derive(Debug)]
 pub struct ArtifactWriter {
     id: String,
     path: PathBuf,
-    file: Option<BufWriter<File>>,
+    sink: Sink,
+    opened: bool,
     written: u64,
     max_bytes: u64,
     capped: bool,
@@ -195,7 +227,7 @@ impl ArtifactWriter {
 
     /// Whether anything was written (an empty call leaves no file).
     pub fn exists(&self) -> bool {
-        self.file.is_some()
+        self.opened
     }
 
     pub fn bytes_written(&self) -> u64 {
@@ -216,16 +248,19 @@ impl ArtifactWriter {
         if self.capped || self.failed.is_some() || text.is_empty() {
             return;
         }
-        if self.file.is_none() {
+        if matches!(self.sink, Sink::Unopened) {
             match open_private(&self.path) {
-                Ok(file) => self.file = Some(BufWriter::with_capacity(1 << 16, file)),
+                Ok(file) => {
+                    self.sink = Sink::Direct(BufWriter::with_capacity(1 << 16, file));
+                    self.opened = true;
+                }
                 Err(e) => {
                     self.failed = Some(format!("cannot create {}: {e}", self.path.display()));
+                    self.sink = Sink::Closed;
                     return;
                 }
             }
         }
-        let file = self.file.as_mut().expect("opened above");
         let room = self.max_bytes.saturating_sub(self.written);
         let mut chunk = text;
         if chunk.len() as u64 > room {
@@ -236,32 +271,114 @@ impl ArtifactWriter {
             chunk = &chunk[..cut];
             self.capped = true;
         }
-        let result = file.write_all(chunk.as_bytes()).and_then(|_| {
-            if self.capped {
-                let notice = format!(
-                    "\n[evalkit: artifact capped at {} bytes; the rest of the output was not kept]\n",
-                    self.max_bytes
-                );
-                file.write_all(notice.as_bytes())
-            } else {
-                Ok(())
-            }
-        });
+        self.emit(chunk.as_bytes());
         self.written += chunk.len() as u64;
-        if let Err(e) = result {
-            self.failed = Some(format!("cannot write {}: {e}", self.path.display()));
+        if self.capped {
+            let notice = format!(
+                "\n[evalkit: artifact capped at {} bytes; the rest of the output was not kept]\n",
+                self.max_bytes
+            );
+            self.emit(notice.as_bytes());
+        }
+    }
+
+    /// Send bytes on to the file, moving the writing to its own thread once
+    /// the output is bulk.
+    fn emit(&mut self, bytes: &[u8]) {
+        if bytes.is_empty() {
+            return;
+        }
+        if matches!(self.sink, Sink::Direct(_)) && self.written + bytes.len() as u64 > BACKGROUND_AFTER {
+            self.go_background();
+        }
+        match &mut self.sink {
+            Sink::Direct(file) => {
+                if let Err(e) = file.write_all(bytes) {
+                    self.fail(format!("cannot write {}: {e}", self.path.display()));
+                }
+            }
+            Sink::Background { batch, queue, spent, .. } => {
+                batch.extend_from_slice(bytes);
+                if batch.len() >= BATCH_BYTES {
+                    let next = spent.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH_BYTES + READ_SLACK));
+                    let full = std::mem::replace(batch, next);
+                    if queue.send(full).is_err() {
+                        // The thread stopped on an error: it says which when joined.
+                        self.close();
+                    }
+                }
+            }
+            Sink::Unopened | Sink::Closed => {}
+        }
+    }
+
+    /// Hand the open file to a writer thread (if one cannot start, writing
+    /// simply stays on this thread).
+    fn go_background(&mut self) {
+        let Sink::Direct(file) = std::mem::replace(&mut self.sink, Sink::Closed) else { return };
+        let (queue, batches) = sync_channel::<Vec<u8>>(QUEUED_BATCHES);
+        let (give_back, spent) = sync_channel::<Vec<u8>>(QUEUED_BATCHES + 1);
+        let path = self.path.clone();
+        let file = std::sync::Arc::new(std::sync::Mutex::new(Some(file)));
+        let for_thread = file.clone();
+        let spawned = std::thread::Builder::new().name("evalkit-artifact".into()).spawn(move || {
+            let mut file = for_thread.lock().unwrap().take().expect("handed over once");
+            let fail = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+            for mut batch in batches {
+                file.write_all(&batch).map_err(fail)?;
+                batch.clear();
+                let _ = give_back.try_send(batch);
+            }
+            file.flush().map_err(fail)
+        });
+        self.sink = match spawned {
+            Ok(thread) => {
+                Sink::Background { batch: Vec::with_capacity(BATCH_BYTES + READ_SLACK), queue, spent, thread }
+            }
+            Err(_) => match file.lock().unwrap().take() {
+                Some(file) => Sink::Direct(file),
+                None => Sink::Closed,
+            },
+        };
+    }
+
+    fn fail(&mut self, message: String) {
+        self.failed.get_or_insert(message);
+        self.sink = Sink::Closed;
+    }
+
+    /// Write out what is pending and close the file, waiting for the writer
+    /// thread (if any) to finish, so the artifact is whole when this returns.
+    fn close(&mut self) {
+        match std::mem::replace(&mut self.sink, Sink::Closed) {
+            Sink::Direct(mut file) => {
+                if let Err(e) = file.flush() {
+                    self.fail(format!("cannot write {}: {e}", self.path.display()));
+                }
+            }
+            Sink::Background { batch, queue, thread, .. } => {
+                if !batch.is_empty() {
+                    let _ = queue.send(batch);
+                }
+                drop(queue);
+                match thread.join() {
+                    Ok(Ok(())) => {}
+                    Ok(Err(message)) => self.fail(message),
+                    Err(_) => self.fail(format!("cannot write {}: its writer stopped", self.path.display())),
+                }
+            }
+            Sink::Unopened | Sink::Closed => {}
         }
     }
 
     /// Flush to disk; call at the end of the call.
     pub fn finish(&mut self) {
-        if let Some(file) = self.file.as_mut()
-            && let Err(e) = file.flush()
-        {
-            self.failed = Some(format!("cannot write {}: {e}", self.path.display()));
-        }
+        self.close();
     }
 }
+
+/// Room for one more read beyond a full batch, so a batch is not regrown.
+const READ_SLACK: usize = 64 << 10;
 
 fn open_private(path: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -329,6 +446,42 @@ mod tests {
         assert!(store.path_of(old.id()).is_err());
         assert!(store.path_of(new.id()).is_ok());
         assert!(stray.exists(), "files that are not artifacts are left alone");
+    }
+
+    #[test]
+    fn bulk_output_written_by_the_writer_thread_is_whole_and_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ArtifactStore::new(dir.path(), DEFAULT_MAX_ARTIFACT_BYTES);
+        let mut writer = store.create("s");
+        let mut expected = String::new();
+        for i in 0..4000 {
+            let piece = format!("{i:05} {}\n", "é".repeat(i % 700));
+            writer.write(&piece);
+            expected.push_str(&piece);
+        }
+        assert!(expected.len() as u64 > 2 * BACKGROUND_AFTER, "the test reaches the writer thread");
+        writer.finish();
+        assert!(writer.failure().is_none());
+        assert_eq!(writer.bytes_written(), expected.len() as u64);
+        let (text, size) = store.read(writer.id(), 0, expected.len() + 1).unwrap();
+        assert_eq!(size, expected.len() as u64);
+        assert!(text == expected, "the artifact differs");
+    }
+
+    #[test]
+    fn the_cap_applies_past_the_hand_over_to_the_writer_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ArtifactStore::new(dir.path(), 3 * BACKGROUND_AFTER);
+        let mut writer = store.create("s");
+        let piece = "z".repeat(100_000);
+        for _ in 0..40 {
+            writer.write(&piece);
+        }
+        writer.finish();
+        assert!(writer.was_capped());
+        let (text, size) = store.read(writer.id(), 3 * BACKGROUND_AFTER, 1000).unwrap();
+        assert!(text.starts_with("\n[evalkit: artifact capped at"), "{text}");
+        assert!(size > 3 * BACKGROUND_AFTER && size < 3 * BACKGROUND_AFTER + 200);
     }
 
     #[test]

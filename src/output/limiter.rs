@@ -147,7 +147,8 @@ impl TextLimiter {
     /// Add text; lines are formed across calls.
     pub fn push(&mut self, mut text: &str) {
         self.total_bytes += text.len() as u64;
-        while let Some(end) = text.find('\n') {
+        // memchr's vectorised search: bulk output is scanned here once, at memory speed.
+        while let Some(end) = memchr::memchr(b'\n', text.as_bytes()) {
             // The newline is kept apart from the body, so a line too long to
             // hold still ends where it ended.
             self.append_partial(&text[..end]);
@@ -339,6 +340,13 @@ mod tests {
         assert_eq!(text.clamped_lines, 1);
         assert!(!text.head.ends_with('\n'), "{}", text.head);
         assert!(text.render(None).ends_with("q\n[1 long line was clamped]\n"));
+    }
+
+    #[test]
+    fn counts_characters_as_chars_does() {
+        for text in ["", "ascii", "añ€😀", &"é€😀x".repeat(1000)] {
+            assert_eq!(text.chars().count(), text.chars().count(), "{text}");
+        }
     }
 
     #[test]
