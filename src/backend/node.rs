@@ -87,7 +87,7 @@ pub fn resolve(
         match cached {
             Some(result) => result,
             None => {
-                let result = probe(&candidate, cwd);
+                let result = crate::runtime::memo::remembered("node", &candidate, || probe(&candidate, cwd));
                 cache().lock().unwrap().insert(candidate.clone(), result.clone());
                 result
             }

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use sha2::{Digest, Sha256};
 
 /// Overrides the cache root (mainly for tests and read-only homes).
-pub const CACHE_DIR_VAR: &str = "EVALKIT_CACHE_DIR";
+pub use crate::runtime::memo::CACHE_DIR_VAR;
 
 macro_rules! runner_file {
     ($path:literal) => {
@@ -162,17 +162,7 @@ pub fn runner_hash() -> &'static str {
     HASH.get_or_init(|| crate::backend::python::RUNNER.hash())
 }
 
-/// `$EVALKIT_CACHE_DIR`, else `$XDG_CACHE_HOME/evalkit` (or the platform
-/// cache folder), else a per-user folder under the temp dir.
-pub fn cache_root() -> PathBuf {
-    if let Some(dir) = std::env::var_os(CACHE_DIR_VAR).filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir);
-    }
-    match dirs::cache_dir() {
-        Some(dir) => dir.join("evalkit"),
-        None => std::env::temp_dir().join(format!("evalkit-{}", nix::unistd::getuid())),
-    }
-}
+pub use crate::runtime::memo::cache_root;
 
 /// Make sure the runner is on disk under `root`; return the path of `runner.py`.
 pub fn ensure_runner_in(root: &Path) -> std::io::Result<PathBuf> {

@@ -2,6 +2,7 @@
 
 pub mod discovery;
 pub mod env;
+pub mod memo;
 pub mod probe;
 
 use std::fmt;

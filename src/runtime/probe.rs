@@ -4,16 +4,17 @@
 //! against ~20 ms for the real binary here), so the probe records the real
 //! `sys.executable` and kernels are spawned on that. Results are cached per
 //! (cwd, interpreter) for the life of the process: a shim may pick another
-//! version in another folder.
+//! version in another folder. A real binary's answer is also kept on disk
+//! for the next process ([`super::memo`]).
 
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// How long one probe may take before the candidate is given up.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
@@ -25,7 +26,7 @@ const PROBE_SCRIPT: &str =
     "import json, sys; print(json.dumps({'executable': sys.executable, 'version': '%d.%d.%d' % sys.version_info[:3]}))";
 
 /// What the probe learnt about an interpreter.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 pub struct ProbeInfo {
     /// The real binary (`sys.executable`), used for spawning.
     pub executable: PathBuf,
@@ -33,19 +34,27 @@ pub struct ProbeInfo {
     pub version: String,
 }
 
-fn cache() -> &'static Mutex<HashMap<(PathBuf, PathBuf), ProbeInfo>> {
-    static CACHE: OnceLock<Mutex<HashMap<(PathBuf, PathBuf), ProbeInfo>>> = OnceLock::new();
+/// One slot per (cwd, interpreter): a second caller waits for the first's
+/// probe instead of running its own (an engine start and `evalkit mcp`'s
+/// first kernel ask at the same moment).
+type Slot = Arc<Mutex<Option<ProbeInfo>>>;
+
+fn cache() -> &'static Mutex<HashMap<(PathBuf, PathBuf), Slot>> {
+    static CACHE: OnceLock<Mutex<HashMap<(PathBuf, PathBuf), Slot>>> = OnceLock::new();
     CACHE.get_or_init(Default::default)
 }
 
-/// Probe `interpreter` in `cwd` (cached on success); the error says why it is unusable.
+/// Probe `interpreter` in `cwd` (cached on success, in the process and, for
+/// a real binary, on disk: see [`super::memo`]); the error says why it is unusable.
 pub fn probe(interpreter: &Path, cwd: &Path) -> Result<ProbeInfo, String> {
     let key = (cwd.to_path_buf(), interpreter.to_path_buf());
-    if let Some(info) = cache().lock().unwrap().get(&key) {
+    let slot = cache().lock().unwrap().entry(key).or_default().clone();
+    let mut known = slot.lock().unwrap();
+    if let Some(info) = known.as_ref() {
         return Ok(info.clone());
     }
-    let info = run_probe(interpreter, cwd)?;
-    cache().lock().unwrap().insert(key, info.clone());
+    let info = super::memo::remembered("python", interpreter, || run_probe(interpreter, cwd))?;
+    *known = Some(info.clone());
     Ok(info)
 }
 
