@@ -840,7 +840,12 @@ async fn mcp_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, report: &mu
         (Series::new("evalkit mcp"), Series::new("evalkit library"), Series::new("mcp-repl"));
     let batch = 50;
     let rounds = plan.warm_iterations.div_ceil(batch);
+    let mut raw = RawMcp::start(&contenders.evalkit).await;
+    let mut raw_warm = Series::new("evalkit mcp, bare JSON-RPC");
     for _ in 0..rounds {
+        for _ in 0..batch {
+            raw_warm.values.push(raw.call_ms().await);
+        }
         let answer = client.call(json!({"op": "roundtrip", "name": "evalkit", "n": batch})).await;
         evalkit_warm.values.extend(ms_list(&answer.unwrap_or_else(|e| panic!("evalkit mcp: {e}"))));
         for _ in 0..batch {
@@ -860,7 +865,82 @@ async fn mcp_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, report: &mu
     engine.dispose_all().await;
     let _ = client.call(json!({"op": "stop"})).await;
     report.add("MCP warm round trip of 1+1", "ms", false, &evalkit_warm, Some(&library_warm), "");
+    report.add(
+        "MCP warm round trip of 1+1, bare JSON-RPC",
+        "ms",
+        false,
+        &raw_warm,
+        Some(&library_warm),
+        "request and response lines, no client library",
+    );
     add_peer_row(report, "MCP warm round trip of 1+1", "ms", &evalkit_warm, &repl_warm, &repl_problem);
+}
+
+/// `evalkit mcp` driven by hand: one JSON-RPC line out, one line back, so the
+/// row shows what the MCP layer itself adds to a call (the Python client's
+/// own work per call is most of the other MCP row).
+struct RawMcp {
+    _child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl RawMcp {
+    async fn start(server: &Value) -> Self {
+        let args: Vec<String> =
+            server["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
+        let env: BTreeMap<String, String> = serde_json::from_value(server["env"].clone()).unwrap();
+        let mut child = Command::new(server["command"].as_str().unwrap())
+            .args(args)
+            .env_clear()
+            .envs(env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("evalkit mcp starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut raw = RawMcp { _child: child, stdin, stdout, next_id: 0 };
+        let hello = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}});
+        raw.request("initialize", hello).await;
+        raw.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        for _ in 0..20 {
+            raw.call_ms().await;
+        }
+        raw
+    }
+
+    async fn send(&mut self, message: Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).await.unwrap();
+    }
+
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})).await;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(self.stdout.read_line(&mut line).await.unwrap() > 0, "evalkit mcp ended");
+            let answer: Value = serde_json::from_str(&line).unwrap();
+            if answer["id"] == json!(self.next_id) {
+                return answer;
+            }
+        }
+    }
+
+    async fn call_ms(&mut self) -> f64 {
+        let started = Instant::now();
+        let params = json!({"name": "eval", "arguments": {"cells": [{"code": "1+1"}]}});
+        let answer = self.request("tools/call", params).await;
+        let elapsed = started.elapsed().as_secs_f64() * 1000.0;
+        assert_eq!(answer["result"]["content"][0]["text"], "2\n", "{answer}");
+        elapsed
+    }
 }
 
 /// A row against mcp-repl, or one saying why it has no figures.
