@@ -122,6 +122,23 @@ fn kernel_name() -> String {
     std::env::var(super::KERNEL_NAME_VAR).ok().filter(|n| !n.trim().is_empty()).unwrap_or_else(|| "python3".into())
 }
 
+/// Why one attempt at starting a kernel failed.
+enum StartFailure {
+    /// The shared local gateway ran out of file descriptors (EMFILE): it
+    /// cannot recover by itself, so it is replaced by a fresh one, once.
+    GatewayOutOfFiles,
+    Failed(KernelError),
+}
+
+impl From<KernelError> for StartFailure {
+    fn from(error: KernelError) -> Self {
+        StartFailure::Failed(error)
+    }
+}
+
+/// How often the shared gateway's log is read for EMFILE while a kernel starts.
+const OUT_OF_FILES_POLL: Duration = Duration::from_millis(200);
+
 impl GatewayKernel {
     /// Find or start the gateway, create a kernel on it, connect its
     /// channels, and run the setup code and the prelude.
@@ -132,6 +149,32 @@ impl GatewayKernel {
         observer: StartObserver<'_>,
     ) -> Result<GatewayKernel, KernelError> {
         crate::kernel::validate_cwd(&options.cwd)?;
+        match Self::start_once(&options, setting, observer).await {
+            Ok(kernel) => Ok(kernel),
+            Err(StartFailure::Failed(error)) => Err(error),
+            Err(StartFailure::GatewayOutOfFiles) => {
+                tracing::warn!(target: "evalkit::gateway", "the shared gateway hit EMFILE; restarting it");
+                local::restart(&options.program, &options.env).await.map_err(startup_error)?;
+                match Self::start_once(&options, setting, observer).await {
+                    Ok(kernel) => Ok(kernel),
+                    Err(StartFailure::Failed(error)) => Err(error),
+                    Err(StartFailure::GatewayOutOfFiles) => Err(startup_error(
+                        "the shared Jupyter gateway ran out of file descriptors (EMFILE) again right after a \
+                         restart; raise the open-file limit (ulimit -n) of the evalkit process",
+                    )),
+                }
+            }
+        }
+    }
+
+    /// One attempt; on the shared local gateway it gives up early once the
+    /// gateway's log shows EMFILE (a gateway out of descriptors may not even
+    /// accept the connection, so the start would only time out).
+    async fn start_once(
+        options: &KernelOptions,
+        setting: &GatewaySetting,
+        observer: StartObserver<'_>,
+    ) -> Result<GatewayKernel, StartFailure> {
         let limit = super::startup_timeout(options.startup_timeout).map_err(startup_error)?;
         let endpoint = match setting {
             GatewaySetting::External { url, token } => Endpoint::new(url.clone(), token.clone()),
@@ -142,24 +185,44 @@ impl GatewayKernel {
         };
         let client = GatewayClient::new(endpoint).map_err(startup_error)?;
         let local = setting.is_local();
+        let attempt = Self::create_and_connect(options, client, local, limit, observer);
+        if !local {
+            return attempt.await;
+        }
+        let mark = local::log_mark();
+        let watch = async {
+            loop {
+                tokio::time::sleep(OUT_OF_FILES_POLL).await;
+                if local::out_of_files_since(mark) {
+                    return;
+                }
+            }
+        };
+        tokio::select! {
+            started = attempt => started,
+            // The attempt is dropped; the kernel it may have made goes with the old gateway.
+            _ = watch => Err(StartFailure::GatewayOutOfFiles),
+        }
+    }
+
+    async fn create_and_connect(
+        options: &KernelOptions,
+        client: GatewayClient,
+        local: bool,
+        limit: Duration,
+        observer: StartObserver<'_>,
+    ) -> Result<GatewayKernel, StartFailure> {
         let env = init::env_for_kernel(&options.env, local);
         let start_env = init::start_env(&env, &init::username());
-        let mut client = client;
         observer(StartStage::Kernel);
         let kernel_id = match client.create_kernel(&kernel_name(), &start_env, limit).await {
-            // The shared gateway ran out of file descriptors (EMFILE): it cannot
-            // recover by itself, so it is replaced by a fresh one, once.
-            Err(GatewayError::TooManyOpenFiles { .. }) if local => {
-                tracing::warn!(target: "evalkit::gateway", "the shared gateway hit EMFILE; restarting it");
-                let endpoint = local::restart(&options.program, &options.env).await.map_err(startup_error)?;
-                client = GatewayClient::new(endpoint).map_err(startup_error)?;
-                client.create_kernel(&kernel_name(), &start_env, limit).await.map_err(startup_error)?
-            }
+            Err(GatewayError::TooManyOpenFiles { .. }) if local => return Err(StartFailure::GatewayOutOfFiles),
             Err(error @ GatewayError::Timeout { .. }) => {
                 return Err(startup_error(format!(
                     "{error}; if the gateway needs longer to start a kernel, set {} to more seconds",
                     super::STARTUP_TIMEOUT_VAR
-                )));
+                ))
+                .into());
             }
             other => other.map_err(startup_error)?,
         };
@@ -177,13 +240,14 @@ impl GatewayKernel {
             failed => {
                 let _ = client.delete_kernel(&kernel_id).await;
                 match failed {
-                    Ok(Err(error)) => Err(error),
+                    Ok(Err(error)) => Err(error.into()),
                     _ => Err(startup_error(format!(
                         "the kernel on the gateway did not become ready within {}s; if it needs longer (a remote \
                          kernel can take minutes), set {} to more seconds",
                         limit.as_secs(),
                         super::STARTUP_TIMEOUT_VAR
-                    ))),
+                    ))
+                    .into()),
                 }
             }
         }

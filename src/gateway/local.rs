@@ -79,6 +79,43 @@ pub fn dir() -> PathBuf {
     }
 }
 
+/// The shared gateway's log: where it says it ran out of file descriptors.
+fn log_path(dir: &Path) -> PathBuf {
+    dir.join("gateway.log")
+}
+
+/// How far the shared gateway's log goes now (see [`out_of_files_since`]).
+pub fn log_mark() -> u64 {
+    std::fs::metadata(log_path(&dir())).map(|meta| meta.len()).unwrap_or(0)
+}
+
+/// Whether the shared gateway has logged `EMFILE` ("Too many open files")
+/// since `mark`. A gateway out of descriptors may not even accept the next
+/// connection, so a start would only time out: its log says why at once.
+pub fn out_of_files_since(mark: u64) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut log) = std::fs::File::open(log_path(&dir())) else { return false };
+    let mut text = Vec::new();
+    // Bounded: the end of a busy log is what matters.
+    let start = mark.max(log.metadata().map(|m| m.len()).unwrap_or(0).saturating_sub(1 << 20));
+    if log.seek(SeekFrom::Start(start)).is_err() || log.take(1 << 20).read_to_end(&mut text).is_err() {
+        return false;
+    }
+    // A kernel's own stderr goes to the same log: believe the words only if
+    // the gateway process is indeed (nearly) out of descriptors, where that can be seen.
+    memchr::memmem::find(&text, b"Too many open files").is_some() && descriptors_left().is_none_or(|left| left < 16)
+}
+
+/// How many more files the shared gateway process may open (Linux `/proc`), if known.
+fn descriptors_left() -> Option<u64> {
+    let pid = read_info(&dir())?.pid;
+    let open = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count() as u64;
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).ok()?;
+    let line = limits.lines().find(|line| line.starts_with("Max open files"))?;
+    let soft: u64 = line.split_whitespace().nth(3)?.parse().ok()?;
+    Some(soft.saturating_sub(open))
+}
+
 fn info_path(dir: &Path) -> PathBuf {
     dir.join("gateway.json")
 }
