@@ -2,6 +2,7 @@
 //! and a look at /proc to prove no process is left behind.
 #![allow(dead_code)]
 
+pub mod fake_bridge;
 pub mod gateway;
 
 use std::collections::BTreeMap;
