@@ -211,36 +211,53 @@ fn to_json(report: &Report) -> Value {
     json!({"facts": report.facts, "rows": rows})
 }
 
-/// The Jupyter helper process (bench/jupyter_helper.py).
-struct Jupyter {
+/// A Python helper process that answers one JSON line with one JSON line
+/// (bench/jupyter_helper.py, bench/mcp_helper.py).
+struct HelperProcess {
     _child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
+    name: &'static str,
 }
 
-impl Jupyter {
-    async fn spawn(python: &Path, script: &Path) -> Self {
+impl HelperProcess {
+    async fn spawn(python: &Path, script: &Path, name: &'static str) -> Self {
         let mut child = Command::new(python)
             .arg(script)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .expect("start the Jupyter helper");
+            .unwrap_or_else(|e| panic!("start the {name} helper: {e}"));
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        Jupyter { _child: child, stdin, stdout }
+        HelperProcess { _child: child, stdin, stdout, name }
+    }
+
+    /// One command; `Err` carries the helper's account of a failure.
+    async fn call(&mut self, command: &Value) -> Result<Value, String> {
+        self.stdin.write_all(format!("{command}\n").as_bytes()).await.map_err(|e| e.to_string())?;
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).await.map_err(|e| e.to_string())?;
+        let answer: Value =
+            serde_json::from_str(&line).map_err(|_| format!("the {} helper said {line:?}", self.name))?;
+        match answer.get("error") {
+            Some(error) => Err(error.as_str().map_or_else(|| error.to_string(), str::to_string)),
+            None => Ok(answer),
+        }
+    }
+}
+
+/// The Jupyter helper process (bench/jupyter_helper.py).
+struct Jupyter(HelperProcess);
+
+impl Jupyter {
+    async fn spawn(python: &Path, script: &Path) -> Self {
+        Jupyter(HelperProcess::spawn(python, script, "Jupyter").await)
     }
 
     async fn call(&mut self, command: Value) -> Value {
-        self.stdin.write_all(format!("{command}\n").as_bytes()).await.unwrap();
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).await.unwrap();
-        let answer: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("helper said {line:?}"));
-        if let Some(error) = answer.get("error") {
-            panic!("Jupyter helper failed on {command}: {error}");
-        }
-        answer
+        self.0.call(&command).await.unwrap_or_else(|error| panic!("Jupyter helper failed on {command}: {error}"))
     }
 }
 
@@ -695,37 +712,17 @@ async fn pandas_ready(plan: &Plan, setup: &Setup, python: &Path, jupyter: &mut J
 }
 
 /// The MCP helper process (bench/mcp_helper.py): a real MCP client over stdio.
-struct McpClient {
-    _child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
+struct McpClient(HelperProcess);
 
 impl McpClient {
     async fn spawn(python: &Path) -> Self {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/mcp_helper.py");
-        let mut child = Command::new(python)
-            .arg(script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start the MCP helper");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        McpClient { _child: child, stdin, stdout }
+        McpClient(HelperProcess::spawn(python, &script, "MCP").await)
     }
 
     /// One command; `Err` carries the helper's account of a failure.
     async fn call(&mut self, command: Value) -> Result<Value, String> {
-        self.stdin.write_all(format!("{command}\n").as_bytes()).await.map_err(|e| e.to_string())?;
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).await.map_err(|e| e.to_string())?;
-        let answer: Value = serde_json::from_str(&line).map_err(|_| format!("the MCP helper said {line:?}"))?;
-        match answer.get("error") {
-            Some(error) => Err(error.as_str().unwrap_or_default().to_string()),
-            None => Ok(answer),
-        }
+        self.0.call(&command).await
     }
 
     async fn ms(&mut self, command: Value) -> Result<f64, String> {
