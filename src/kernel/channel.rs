@@ -14,7 +14,7 @@
 //! U+FFFD, and a sequence cut at the end of a read waits for its rest.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{OwnedFd, RawFd};
 
 use tokio::net::unix::pipe;
 
@@ -22,7 +22,8 @@ use tokio::net::unix::pipe;
 pub const FRAMES_FD: RawFd = 3;
 /// The diagnostics pipe's write end as the runner sees it.
 pub const DIAGNOSTICS_FD: RawFd = 4;
-/// Output pipes are enlarged to this, so bursts block the writer less.
+/// Output pipes are enlarged to this (Linux), so bursts block the writer less.
+#[cfg(target_os = "linux")]
 const OUTPUT_PIPE_SIZE: i32 = 1 << 20;
 
 /// The child's ends of the pipes, handed over at spawn.
@@ -66,7 +67,7 @@ pub fn create() -> io::Result<(ChildEnds, HostEnds)> {
 fn grow(fd: &OwnedFd) {
     // SAFETY: F_SETPIPE_SZ on a pipe we own; failure only keeps the default size.
     unsafe {
-        libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, OUTPUT_PIPE_SIZE);
+        libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(fd), libc::F_SETPIPE_SZ, OUTPUT_PIPE_SIZE);
     }
 }
 
