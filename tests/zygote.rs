@@ -48,6 +48,11 @@ impl Probes {
     }
 }
 
+/// The fork servers are per process, and an engine's `dispose_all` lets go
+/// of all of them: the tests of this file run one at a time, so one test's
+/// clean-up never retires the server another test is forking from.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn value(kernel: &Kernel, code: &str) -> String {
     let output = run(kernel, code).await;
     assert!(output.is_ok(), "{code}: {:?} {}", output.errors(), output.stderr());
@@ -62,6 +67,7 @@ fn alive(pid: u32) -> bool {
 
 #[tokio::test]
 async fn a_preloaded_module_was_imported_by_the_zygote_not_the_kernel() {
+    let _serial = SERIAL.lock().await;
     let probes = Probes::new();
     let kernel = Kernel::start(probes.options(probes.path(), &["zyg_probe"])).await.unwrap();
     let zygote = kernel.forked_from().expect("the kernel was forked");
@@ -82,6 +88,7 @@ async fn a_preloaded_module_was_imported_by_the_zygote_not_the_kernel() {
 
 #[tokio::test]
 async fn forked_kernels_take_their_own_env_cwd_path_and_argv() {
+    let _serial = SERIAL.lock().await;
     let probes = Probes::new();
     let one = tempfile::tempdir().unwrap();
     let two = tempfile::tempdir().unwrap();
@@ -104,6 +111,7 @@ async fn forked_kernels_take_their_own_env_cwd_path_and_argv() {
 
 #[tokio::test]
 async fn random_state_differs_between_forked_kernels() {
+    let _serial = SERIAL.lock().await;
     let probes = Probes::new();
     let numpy = python_has("numpy");
     let preload: &[&str] = if numpy { &["zyg_probe", "numpy"] } else { &["zyg_probe"] };
@@ -132,6 +140,7 @@ fn python_has(module: &str) -> bool {
 
 #[tokio::test]
 async fn output_displays_interrupts_and_death_work_on_forked_kernels() {
+    let _serial = SERIAL.lock().await;
     let probes = Probes::new();
     let kernel = Kernel::start(probes.options(probes.path(), &["zyg_probe"])).await.unwrap();
     assert!(kernel.forked_from().is_some());
@@ -183,6 +192,7 @@ async fn output_displays_interrupts_and_death_work_on_forked_kernels() {
 
 #[tokio::test]
 async fn the_shutdown_ladder_and_kill_reach_forked_kernels() {
+    let _serial = SERIAL.lock().await;
     let probes = Probes::new();
     let kernel = Kernel::start(probes.options(probes.path(), &["zyg_probe"])).await.unwrap();
     assert!(kernel.forked_from().is_some());
@@ -203,6 +213,7 @@ async fn the_shutdown_ladder_and_kill_reach_forked_kernels() {
 
 #[tokio::test]
 async fn a_preload_that_starts_a_thread_is_refused_and_kernels_are_spawned() {
+    let _serial = SERIAL.lock().await;
     let probes = Probes::new();
     let kernel = Kernel::start(probes.options(probes.path(), &["zyg_thread"])).await.unwrap();
     assert_eq!(kernel.forked_from(), None, "no fork from a zygote with threads");
@@ -217,6 +228,7 @@ async fn a_preload_that_starts_a_thread_is_refused_and_kernels_are_spawned() {
 
 #[tokio::test]
 async fn a_missing_module_gives_one_error_and_kernels_are_spawned() {
+    let _serial = SERIAL.lock().await;
     let probes = Probes::new();
     let options = probes.options(probes.path(), &["zyg_probe", "zyg_missing_module"]);
     let a = Kernel::start(options.clone()).await.unwrap();
@@ -247,6 +259,7 @@ fn the_cli_names_a_missing_preload_once_and_still_runs() {
 
 #[tokio::test]
 async fn the_zygote_restarts_when_the_preload_list_changes() {
+    let _serial = SERIAL.lock().await;
     let probes = Probes::new();
     let first = Kernel::start(probes.options(probes.path(), &["zyg_probe"])).await.unwrap();
     let changed = Kernel::start(probes.options(probes.path(), &["zyg_probe", "zyg_other"])).await.unwrap();
@@ -285,6 +298,7 @@ fn who(result: &EvalResult) -> (u32, u32, bool) {
 
 #[tokio::test]
 async fn spares_are_forked_and_nothing_outlives_the_engine() {
+    let _serial = SERIAL.lock().await;
     let probes = Probes::new();
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(&probes, dir.path(), SpareLimits { count: 1, idle: None });
@@ -308,6 +322,7 @@ async fn spares_are_forked_and_nothing_outlives_the_engine() {
 
 #[tokio::test]
 async fn a_sandboxed_forked_kernel_cannot_write_outside_the_workspace() {
+    let _serial = SERIAL.lock().await;
     use evalkit::sandbox::{SandboxMode, SandboxPolicy};
     if !evalkit::sandbox::support().filesystem {
         eprintln!("skipped: no Landlock ABI 3 here");
@@ -336,6 +351,7 @@ async fn a_sandboxed_forked_kernel_cannot_write_outside_the_workspace() {
 
 #[tokio::test]
 async fn a_cell_timeout_interrupts_a_forked_kernel_and_keeps_it() {
+    let _serial = SERIAL.lock().await;
     let probes = Probes::new();
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(&probes, dir.path(), SpareLimits::OFF);
@@ -351,6 +367,7 @@ async fn a_cell_timeout_interrupts_a_forked_kernel_and_keeps_it() {
 
 #[tokio::test]
 async fn a_forked_kernel_gets_its_own_memory_cgroup() {
+    let _serial = SERIAL.lock().await;
     use evalkit::sandbox::{LimitMethod, SandboxPolicy};
     if matches!(evalkit::sandbox::support().memory_limit, LimitMethod::Rlimit | LimitMethod::Unavailable) {
         eprintln!("skipped: no memory cgroup here (a forked kernel is then spawned)");
