@@ -192,24 +192,9 @@ async fn a_rate_limited_gateway_says_it_dropped_output() {
     assert_eq!(gateway.stop(), Vec::<u32>::new());
 }
 
-/// The interpreter of the Enterprise Gateway venv (`EVALKIT_TEST_EG_PYTHON`, else `.venv-eg`, which
-/// scripts/test provisions from scripts/eg-requirements.txt: Enterprise Gateway cannot share
-/// `.venv-test`'s jupyter_client and jupyter_server).
-fn enterprise_python() -> std::path::PathBuf {
-    let python = std::env::var_os("EVALKIT_TEST_EG_PYTHON")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-eg/bin/python"));
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/test once (it provisions .venv-eg) or set EVALKIT_TEST_EG_PYTHON",
-        python.display()
-    );
-    python
-}
-
 #[tokio::test]
 async fn cells_run_on_an_enterprise_gateway() {
-    let gateway = TestGateway::start(Flavor::EnterpriseGateway, &enterprise_python(), false).await;
+    let gateway = TestGateway::start(Flavor::EnterpriseGateway, &common::gateway::enterprise_python(), false).await;
     let f = engine_on(&gateway.url, &gateway.token, |config| {
         config.extra_env.insert("EVALKIT_TEST_VALUE".into(), "from-the-host".into());
     });
@@ -221,7 +206,7 @@ async fn cells_run_on_an_enterprise_gateway() {
 
 #[tokio::test]
 async fn interrupts_and_crashes_on_an_enterprise_gateway() {
-    let gateway = TestGateway::start(Flavor::EnterpriseGateway, &enterprise_python(), false).await;
+    let gateway = TestGateway::start(Flavor::EnterpriseGateway, &common::gateway::enterprise_python(), false).await;
     let f = engine_on(&gateway.url, &gateway.token, |_| {});
     check_interrupts_and_crashes(&f).await;
     f.engine.dispose_all().await;

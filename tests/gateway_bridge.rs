@@ -70,24 +70,9 @@ async fn bridge_calls_on_a_kernel_gateway() {
     assert_eq!(gateway.stop(), Vec::<u32>::new(), "no gateway or kernel process is left");
 }
 
-/// The interpreter of the Enterprise Gateway venv (`EVALKIT_TEST_EG_PYTHON`,
-/// else `.venv-eg`, which scripts/test provisions); its ipykernel is an older
-/// major version than `.venv-test`'s.
-fn enterprise_python() -> std::path::PathBuf {
-    let python = std::env::var_os("EVALKIT_TEST_EG_PYTHON")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-eg/bin/python"));
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/test once (it provisions .venv-eg) or set EVALKIT_TEST_EG_PYTHON",
-        python.display()
-    );
-    python
-}
-
 #[tokio::test]
 async fn bridge_calls_on_an_enterprise_gateway() {
-    let gateway = TestGateway::start(Flavor::EnterpriseGateway, &enterprise_python(), false).await;
+    let gateway = TestGateway::start(Flavor::EnterpriseGateway, &common::gateway::enterprise_python(), false).await;
     let f = fixture(&gateway, true);
     answers_errors_and_schemas(&f).await;
     parallel_calls(&f).await;

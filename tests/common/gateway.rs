@@ -173,3 +173,18 @@ impl Drop for TestGateway {
         self.terminate();
     }
 }
+
+/// The interpreter of the Enterprise Gateway venv (`EVALKIT_TEST_EG_PYTHON`, else `.venv-eg`, which
+/// scripts/test provisions from scripts/eg-requirements.txt: Enterprise Gateway cannot share
+/// `.venv-test`'s jupyter_client and jupyter_server).
+pub fn enterprise_python() -> std::path::PathBuf {
+    let python = std::env::var_os("EVALKIT_TEST_EG_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-eg/bin/python"));
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/test once (it provisions .venv-eg) or set EVALKIT_TEST_EG_PYTHON",
+        python.display()
+    );
+    python
+}
