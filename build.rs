@@ -1,9 +1,9 @@
-//! Bakes the git revision into the binary (`EVALKIT_GIT_REVISION`), so
-//! `evalkit --version` and `evalkit doctor` say exactly what was built.
+//! Bakes the git revision into the binary (`CELLBOX_GIT_REVISION`), so
+//! `cellbox --version` and `cellbox doctor` say exactly what was built.
 //!
 //! From a checkout it asks git; from a packaged crate (no `.git`) it reads the
 //! commit cargo recorded in `.cargo_vcs_info.json`; a build environment may
-//! also set `EVALKIT_GIT_REVISION` itself. Otherwise the revision is `unknown`.
+//! also set `CELLBOX_GIT_REVISION` itself. Otherwise the revision is `unknown`.
 
 use std::path::Path;
 use std::process::Command;
@@ -24,9 +24,9 @@ fn packaged_revision(manifest_dir: &Path) -> Option<String> {
 }
 
 fn main() {
-    println!("cargo:rerun-if-env-changed=EVALKIT_GIT_REVISION");
+    println!("cargo:rerun-if-env-changed=CELLBOX_GIT_REVISION");
     let manifest_dir = std::path::PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default());
-    let from_env = std::env::var("EVALKIT_GIT_REVISION").ok().filter(|r| !r.trim().is_empty());
+    let from_env = std::env::var("CELLBOX_GIT_REVISION").ok().filter(|r| !r.trim().is_empty());
     let from_git = || {
         if !manifest_dir.join(".git").exists() {
             return None;
@@ -45,5 +45,5 @@ fn main() {
         git(&["-C", manifest_dir.to_str()?, "rev-parse", "--short=12", "HEAD"])
     };
     let revision = from_env.or_else(from_git).or_else(|| packaged_revision(&manifest_dir));
-    println!("cargo:rustc-env=EVALKIT_GIT_REVISION={}", revision.as_deref().unwrap_or("unknown"));
+    println!("cargo:rustc-env=CELLBOX_GIT_REVISION={}", revision.as_deref().unwrap_or("unknown"));
 }

@@ -2,7 +2,7 @@
 
 Reads a line, json.loads it, compiles and evaluates its code, json.dumps the
 value, writes a line. The benchmark drives it with the same Rust client
-pattern it uses for evalkit.
+pattern it uses for cellbox.
 """
 import json
 import sys

@@ -1,4 +1,4 @@
-"""The Jupyter baseline for the evalkit benchmark, driven over stdin/stdout.
+"""The Jupyter baseline for the cellbox benchmark, driven over stdin/stdout.
 
 Each input line is a JSON command; each answer is one JSON line. Timings are
 measured here, around jupyter_client calls, so the pipe to the orchestrator

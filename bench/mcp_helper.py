@@ -1,4 +1,4 @@
-"""MCP servers for the evalkit benchmark, driven through the official Python MCP client.
+"""MCP servers for the cellbox benchmark, driven through the official Python MCP client.
 
 Each input line is a JSON command; each answer is one JSON line. A server is
 {"command": PATH, "args": [...], "env": {...}, "cwd": DIR}; timings are taken

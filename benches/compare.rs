@@ -1,9 +1,9 @@
-//! evalkit against Jupyter and against the physical floor, in one run.
+//! cellbox against Jupyter and against the physical floor, in one run.
 //!
 //! `bench/run` provisions the Jupyter baseline and calls this with
 //! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,sandbox,warm,js,output,bulk,spare,pandas,mcp,gateway,interrupt,ladder,concurrency]`. Each scenario
-//! interleaves evalkit and its baselines (A B A B …) so machine drift
-//! cancels out, then prints median / p90 and the ratio evalkit ÷ baseline,
+//! interleaves cellbox and its baselines (A B A B …) so machine drift
+//! cancels out, then prints median / p90 and the ratio cellbox ÷ baseline,
 //! and writes the table as JSON and Markdown.
 
 use std::collections::BTreeMap;
@@ -14,10 +14,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use evalkit::kernel::{ExecEvent, Kernel, KernelOptions};
-use evalkit::runtime::{self, DiscoveryInput, EnvActivation, env};
-use evalkit::sandbox::{NetworkMode, SandboxMode, SandboxPolicy};
-use evalkit::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, KernelMode, ignore_events};
+use cellbox::kernel::{ExecEvent, Kernel, KernelOptions};
+use cellbox::runtime::{self, DiscoveryInput, EnvActivation, env};
+use cellbox::sandbox::{NetworkMode, SandboxMode, SandboxPolicy};
+use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, KernelMode, ignore_events};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -85,12 +85,12 @@ impl Series {
     }
 }
 
-/// A table row: evalkit against one baseline.
+/// A table row: cellbox against one baseline.
 struct Row {
     scenario: String,
     unit: String,
     higher_is_better: bool,
-    evalkit: Series,
+    cellbox: Series,
     baseline: Option<Series>,
     note: String,
 }
@@ -106,7 +106,7 @@ impl Report {
         scenario: &str,
         unit: &str,
         higher: bool,
-        evalkit: &Series,
+        cellbox: &Series,
         baseline: Option<&Series>,
         note: &str,
     ) {
@@ -114,7 +114,7 @@ impl Report {
             scenario: scenario.into(),
             unit: unit.into(),
             higher_is_better: higher,
-            evalkit: evalkit.clone(),
+            cellbox: cellbox.clone(),
             baseline: baseline.cloned(),
             note: note.into(),
         };
@@ -139,7 +139,7 @@ fn fmt(value: f64) -> String {
 
 fn ratio(row: &Row) -> Option<f64> {
     let baseline = row.baseline.as_ref()?;
-    Some(row.evalkit.quantile(0.5) / baseline.quantile(0.5))
+    Some(row.cellbox.quantile(0.5) / baseline.quantile(0.5))
 }
 
 fn print_row(row: &Row) {
@@ -150,8 +150,8 @@ fn print_row(row: &Row) {
     println!(
         "{:<34} {:>9} {:>9} {:<6} | {:<22} {:>9} {:>9} | {:>8} {}",
         row.scenario,
-        fmt(row.evalkit.quantile(0.5)),
-        fmt(row.evalkit.quantile(0.9)),
+        fmt(row.cellbox.quantile(0.5)),
+        fmt(row.cellbox.quantile(0.9)),
         row.unit,
         name,
         median,
@@ -163,7 +163,7 @@ fn print_row(row: &Row) {
 
 fn markdown(report: &Report) -> String {
     let mut out = String::from(
-        "| scenario | unit | evalkit median | evalkit p90 | baseline | baseline median | baseline p90 | evalkit ÷ baseline |\n\
+        "| scenario | unit | cellbox median | cellbox p90 | baseline | baseline median | baseline p90 | cellbox ÷ baseline |\n\
          | --- | --- | ---: | ---: | --- | ---: | ---: | ---: |\n",
     );
     for row in &report.rows {
@@ -178,8 +178,8 @@ fn markdown(report: &Report) -> String {
             "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
             row.scenario,
             row.unit,
-            fmt(row.evalkit.quantile(0.5)),
-            fmt(row.evalkit.quantile(0.9)),
+            fmt(row.cellbox.quantile(0.5)),
+            fmt(row.cellbox.quantile(0.9)),
             name,
             median,
             p90,
@@ -201,7 +201,7 @@ fn to_json(report: &Report) -> Value {
                 "scenario": row.scenario,
                 "unit": row.unit,
                 "higher_is_better": row.higher_is_better,
-                "evalkit": stats(&row.evalkit),
+                "cellbox": stats(&row.cellbox),
                 "baseline": row.baseline.as_ref().map(stats),
                 "ratio": ratio(row),
                 "note": row.note,
@@ -272,11 +272,11 @@ struct Setup {
 }
 
 impl Setup {
-    /// Kernel options; `EVALKIT_SANDBOX` and the other sandbox variables
+    /// Kernel options; `CELLBOX_SANDBOX` and the other sandbox variables
     /// run every scenario inside the sandbox.
     fn options(&self) -> KernelOptions {
         let mut options = KernelOptions::new(&self.python, &self.cwd, self.env.clone());
-        options.sandbox = SandboxPolicy::from_env().expect("the EVALKIT_* sandbox variables are valid");
+        options.sandbox = SandboxPolicy::from_env().expect("the CELLBOX_* sandbox variables are valid");
         options
     }
 }
@@ -292,7 +292,7 @@ async fn first_result(setup: &Setup) -> (Kernel, f64) {
 /// Standard-library modules the runner imports at start, beyond a bare interpreter's.
 async fn runner_imports(setup: &Setup) -> Vec<String> {
     let (kernel, _) = first_result(setup).await;
-    let code = "import sys\nsorted(m for m in sys.modules if '.' not in m and not m.startswith('evalkit_kernel'))";
+    let code = "import sys\nsorted(m for m in sys.modules if '.' not in m and not m.startswith('cellbox_kernel'))";
     let output = kernel.execute(code).await.unwrap().collect().await.unwrap();
     kernel.shutdown().await;
     let loaded: Vec<String> = parse_py_list(&output.results()[0]);
@@ -316,13 +316,13 @@ async fn cold_start(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, report: &
     let modules = runner_imports(setup).await;
     report.facts.insert("floor_imports".into(), json!(modules));
     let import_line = format!("import {}", modules.join(", "));
-    let mut evalkit = Series::new("evalkit");
+    let mut cellbox = Series::new("cellbox");
     let mut floor = Series::new("python -c 'import …'");
     let mut bare = Series::new("python -c pass");
     let mut jupyter_series = Series::new("jupyter_client");
     for _ in 0..plan.cold_runs {
         let (kernel, ms) = first_result(setup).await;
-        evalkit.values.push(ms);
+        cellbox.values.push(ms);
         kernel.shutdown().await;
         for (series, code) in [(&mut floor, import_line.as_str()), (&mut bare, "pass")] {
             let started = Instant::now();
@@ -339,9 +339,9 @@ async fn cold_start(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, report: &
         }
         jupyter_series.values.push(jupyter.call(json!({"op": "cold"})).await["ms"].as_f64().unwrap());
     }
-    report.add("cold start → first 1+1", "ms", false, &evalkit, Some(&floor), "floor: the runner's own stdlib imports");
-    report.add("cold start → first 1+1", "ms", false, &evalkit, Some(&bare), "");
-    report.add("cold start → first 1+1", "ms", false, &evalkit, Some(&jupyter_series), "");
+    report.add("cold start → first 1+1", "ms", false, &cellbox, Some(&floor), "floor: the runner's own stdlib imports");
+    report.add("cold start → first 1+1", "ms", false, &cellbox, Some(&bare), "");
+    report.add("cold start → first 1+1", "ms", false, &cellbox, Some(&jupyter_series), "");
 }
 
 /// The sandbox's cold-start cost: the first `1+1` of a kernel under the full
@@ -355,7 +355,7 @@ async fn sandbox_cold_start(plan: &Plan, setup: &Setup, report: &mut Report) {
         max_processes: Some(512),
         ..SandboxPolicy::default()
     };
-    let mut sandboxed = Series::new("evalkit");
+    let mut sandboxed = Series::new("cellbox");
     let mut plain = Series::new("sandbox off");
     for _ in 0..plan.cold_runs {
         for (series, policy) in [(&mut sandboxed, full.clone()), (&mut plain, SandboxPolicy::default())] {
@@ -392,7 +392,7 @@ async fn warm_round_trip(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, repo
         .unwrap();
     let mut floor_in = floor_child.stdin.take().unwrap();
     let mut floor_out = BufReader::new(floor_child.stdout.take().unwrap());
-    let mut evalkit = Series::new("evalkit");
+    let mut cellbox = Series::new("cellbox");
     let mut floor = Series::new("NDJSON echo floor");
     let mut jupyter_series = Series::new("jupyter_client");
     jupyter.call(json!({"op": "start"})).await;
@@ -406,7 +406,7 @@ async fn warm_round_trip(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, repo
         for i in 0..batch {
             let started = Instant::now();
             kernel.execute("1+1").await.unwrap().collect().await.unwrap();
-            evalkit.values.push(started.elapsed().as_secs_f64() * 1000.0);
+            cellbox.values.push(started.elapsed().as_secs_f64() * 1000.0);
             let started = Instant::now();
             floor_in.write_all(format!("{{\"id\":\"{round}-{i}\",\"code\":\"1+1\"}}\n").as_bytes()).await.unwrap();
             line.clear();
@@ -417,14 +417,14 @@ async fn warm_round_trip(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, repo
         jupyter_series.values.extend(ms_list(&jupyter.call(json!({"op": "roundtrip", "n": jupyter_batch})).await));
     }
     kernel.shutdown().await;
-    report.add("warm round trip of 1+1", "ms", false, &evalkit, Some(&floor), "");
-    report.add("warm round trip of 1+1", "ms", false, &evalkit, Some(&jupyter_series), "");
+    report.add("warm round trip of 1+1", "ms", false, &cellbox, Some(&floor), "");
+    report.add("warm round trip of 1+1", "ms", false, &cellbox, Some(&jupyter_series), "");
 }
 
 /// JavaScript cells: cold start → first `1+1` of a Node kernel beside `node -e 1+1`, and the warm
 /// round trip of `1+1` (no Node floor for a round trip: the Python echo floor row above is the protocol's).
 async fn javascript(plan: &Plan, setup: &Setup, report: &mut Report) {
-    let node = match evalkit::backend::node::resolve_from_env(None, &setup.cwd) {
+    let node = match cellbox::backend::node::resolve_from_env(None, &setup.cwd) {
         Ok(node) => node,
         Err(error) => {
             println!("(JavaScript rows skipped: {error})");
@@ -434,14 +434,14 @@ async fn javascript(plan: &Plan, setup: &Setup, report: &mut Report) {
     report.facts.insert("node".into(), json!(node.executable.display().to_string()));
     report.facts.insert("node_version".into(), json!(node.version));
     let options = || KernelOptions::for_runtime(&node, &setup.cwd, setup.env.clone());
-    let mut evalkit = Series::new("evalkit js");
+    let mut cellbox = Series::new("cellbox js");
     let mut floor = Series::new("node -e 1+1");
     for _ in 0..plan.cold_runs {
         let started = Instant::now();
         let kernel = Kernel::start(options()).await.expect("node kernel starts");
         let output = kernel.execute("1+1").await.unwrap().collect().await.unwrap();
         assert_eq!(output.results(), ["2"]);
-        evalkit.values.push(started.elapsed().as_secs_f64() * 1000.0);
+        cellbox.values.push(started.elapsed().as_secs_f64() * 1000.0);
         kernel.shutdown().await;
         let started = Instant::now();
         let status =
@@ -449,12 +449,12 @@ async fn javascript(plan: &Plan, setup: &Setup, report: &mut Report) {
         assert!(status.success());
         floor.values.push(started.elapsed().as_secs_f64() * 1000.0);
     }
-    report.add("JS cold start → first 1+1", "ms", false, &evalkit, Some(&floor), "");
+    report.add("JS cold start → first 1+1", "ms", false, &cellbox, Some(&floor), "");
     let kernel = Kernel::start(options()).await.expect("node kernel starts");
     for _ in 0..50 {
         kernel.execute("1+1").await.unwrap().collect().await.unwrap();
     }
-    let mut warm = Series::new("evalkit js");
+    let mut warm = Series::new("cellbox js");
     for _ in 0..plan.warm_iterations {
         let started = Instant::now();
         kernel.execute("1+1").await.unwrap().collect().await.unwrap();
@@ -472,7 +472,7 @@ async fn with_peak_rss<F: std::future::Future>(work: F) -> (F::Output, f64) {
         let (stop, peak) = (stop.clone(), peak.clone());
         std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
-                if let Some(rss) = evalkit::session::resident_bytes(std::process::id()) {
+                if let Some(rss) = cellbox::session::resident_bytes(std::process::id()) {
                     peak.fetch_max(rss, Ordering::Relaxed);
                 }
                 std::thread::sleep(Duration::from_millis(5));
@@ -497,8 +497,8 @@ async fn output_throughput(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, re
     jupyter.call(json!({"op": "start"})).await;
     let params = EvalParams::from_json(json!({"cells": [{"code": code.clone(), "timeout": 3600}]})).unwrap();
     engine.eval(&EvalParams::code("1"), &context, &CancellationToken::new(), &ignore_events).await.unwrap();
-    let mut evalkit = Series::new("evalkit");
-    let mut rss = Series::new("evalkit");
+    let mut cellbox = Series::new("cellbox");
+    let mut rss = Series::new("cellbox");
     let mut jupyter_series = Series::new("jupyter_client");
     let mut print_floor = Series::new("python print() → /dev/null");
     let mut jupyter_bytes = 0.0;
@@ -525,29 +525,29 @@ async fn output_throughput(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, re
         let (result, peak) = with_peak_rss(engine.eval(&params, &context, &cancel, &ignore_events)).await;
         let result = result.unwrap();
         assert!(!result.is_error && result.truncated);
-        evalkit.values.push(megabytes / started.elapsed().as_secs_f64());
+        cellbox.values.push(megabytes / started.elapsed().as_secs_f64());
         rss.values.push(peak);
         let answer = jupyter.call(json!({"op": "output", "code": code})).await;
         jupyter_bytes = answer["bytes"].as_f64().unwrap();
         jupyter_series.values.push(megabytes / answer["seconds"].as_f64().unwrap());
     }
     let note = format!("Jupyter delivered {:.1} of {megabytes:.0} MB", jupyter_bytes / 1_000_000.0);
-    report.add(&format!("{megabytes:.0} MB of printed lines"), "MB/s", true, &evalkit, Some(&print_floor), "");
-    report.add(&format!("{megabytes:.0} MB of printed lines"), "MB/s", true, &evalkit, Some(&jupyter_series), &note);
+    report.add(&format!("{megabytes:.0} MB of printed lines"), "MB/s", true, &cellbox, Some(&print_floor), "");
+    report.add(&format!("{megabytes:.0} MB of printed lines"), "MB/s", true, &cellbox, Some(&jupyter_series), &note);
     report.add(&format!("host peak RSS during {megabytes:.0} MB"), "MiB", false, &rss, None, "whole benchmark process");
 
     let small = "for i in range(10000):\n    print(i)";
     let small_params = EvalParams::code(small);
-    let mut evalkit_small = Series::new("evalkit");
+    let mut cellbox_small = Series::new("cellbox");
     let mut jupyter_small = Series::new("jupyter_client");
     for _ in 0..(if plan.quick { 2 } else { 5 }) {
         let started = Instant::now();
         engine.eval(&small_params, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
-        evalkit_small.values.push(started.elapsed().as_secs_f64() * 1000.0);
+        cellbox_small.values.push(started.elapsed().as_secs_f64() * 1000.0);
         let answer = jupyter.call(json!({"op": "output", "code": small})).await;
         jupyter_small.values.push(answer["seconds"].as_f64().unwrap() * 1000.0);
     }
-    report.add("10 000 small print() calls", "ms", false, &evalkit_small, Some(&jupyter_small), "");
+    report.add("10 000 small print() calls", "ms", false, &cellbox_small, Some(&jupyter_small), "");
     engine.dispose_all().await;
 }
 
@@ -561,7 +561,7 @@ async fn bulk_output(plan: &Plan, setup: &Setup, report: &mut Report) {
     let mut config = EngineConfig::new(&setup.cwd);
     config.python = Some(setup.python.display().to_string());
     config.artifacts_dir = dir.path().join("artifacts");
-    config.spare = evalkit::session::SpareLimits::OFF;
+    config.spare = cellbox::session::SpareLimits::OFF;
     let engine = EvalEngine::new(config);
     let context = CallContext::new("bench-bulk");
     let params = EvalParams::from_json(json!({"cells": [{"code": code.clone(), "timeout": 3600}]})).unwrap();
@@ -580,9 +580,9 @@ async fn bulk_output(plan: &Plan, setup: &Setup, report: &mut Report) {
          cat.wait()\n\
          print(time.perf_counter() - start)"
     );
-    let mut evalkit = Series::new("evalkit");
+    let mut cellbox = Series::new("cellbox");
     let mut floor = Series::new("python os.write | cat > file");
-    let mut kernel_only = Series::new("evalkit kernel");
+    let mut kernel_only = Series::new("cellbox kernel");
     let (kernel, _) = first_result(setup).await;
     let megabytes = chunks as f64;
     for _ in 0..plan.output_runs.max(2) {
@@ -592,7 +592,7 @@ async fn bulk_output(plan: &Plan, setup: &Setup, report: &mut Report) {
         let started = Instant::now();
         let result = engine.eval(&params, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
         assert!(!result.is_error && result.truncated);
-        evalkit.values.push(megabytes / started.elapsed().as_secs_f64());
+        cellbox.values.push(megabytes / started.elapsed().as_secs_f64());
         let started = Instant::now();
         let mut execution = kernel.execute(&code).await.unwrap();
         while let Some(event) = execution.next().await {
@@ -612,7 +612,7 @@ async fn bulk_output(plan: &Plan, setup: &Setup, report: &mut Report) {
         "",
     );
     let _ = std::fs::remove_file(&sink);
-    report.add(&format!("{megabytes:.0} MB via os.write, 1 MB chunks"), "MB/s", true, &evalkit, Some(&floor), "");
+    report.add(&format!("{megabytes:.0} MB via os.write, 1 MB chunks"), "MB/s", true, &cellbox, Some(&floor), "");
     engine.dispose_all().await;
 }
 
@@ -621,8 +621,8 @@ async fn bulk_output(plan: &Plan, setup: &Setup, report: &mut Report) {
 async fn spare_rows(plan: &Plan, setup: &Setup, report: &mut Report) {
     let runs = if plan.quick { 5 } else { 20 };
     for (label, mode) in [("reset → first 1+1", 0), ("per-call 1+1", 1), ("new session → first 1+1", 2)] {
-        let mut with = Series::new("evalkit, spare");
-        let mut without = Series::new("evalkit, no spare");
+        let mut with = Series::new("cellbox, spare");
+        let mut without = Series::new("cellbox, no spare");
         for spare in [true, false] {
             let dir = tempfile::tempdir().unwrap();
             let mut config = EngineConfig::new(&setup.cwd);
@@ -631,7 +631,7 @@ async fn spare_rows(plan: &Plan, setup: &Setup, report: &mut Report) {
             config.mode = if mode == 1 { KernelMode::PerCall } else { KernelMode::Session };
             config.pool.max_kernels = runs + 4;
             config.spare =
-                if spare { evalkit::session::SpareLimits::default() } else { evalkit::session::SpareLimits::OFF };
+                if spare { cellbox::session::SpareLimits::default() } else { cellbox::session::SpareLimits::OFF };
             let engine = EvalEngine::new(config);
             let cancel = CancellationToken::new();
             engine.eval(&EvalParams::code("1"), &CallContext::new("warm"), &cancel, &ignore_events).await.unwrap();
@@ -686,10 +686,10 @@ async fn pandas_ready(plan: &Plan, setup: &Setup, python: &Path, jupyter: &mut J
     };
     // The fork server's own start (the one-time import) is not part of a kernel's start.
     let (warm, _) = first(options(true)).await;
-    assert!(warm.forked_from().is_some(), "the kernel was forked: {:?}", evalkit::kernel::zygote::problems());
+    assert!(warm.forked_from().is_some(), "the kernel was forked: {:?}", cellbox::kernel::zygote::problems());
     warm.shutdown().await;
-    let mut forked = Series::new("evalkit, preloaded");
-    let mut spawned = Series::new("evalkit, spawned");
+    let mut forked = Series::new("cellbox, preloaded");
+    let mut spawned = Series::new("cellbox, spawned");
     let mut jupyter_series = Series::new("jupyter_client");
     let mut floor = Series::new("python -c 'import pandas'");
     for _ in 0..plan.cold_runs {
@@ -704,7 +704,7 @@ async fn pandas_ready(plan: &Plan, setup: &Setup, python: &Path, jupyter: &mut J
         assert!(status.unwrap().success());
         floor.values.push(started.elapsed().as_secs_f64() * 1000.0);
     }
-    evalkit::kernel::zygote::release_all();
+    cellbox::kernel::zygote::release_all();
     let label = "pandas-ready kernel → first result";
     report.add(label, "ms", false, &forked, Some(&spawned), "`import pandas; 1+1`; --preload pandas");
     report.add(label, "ms", false, &forked, Some(&jupyter_series), "kernel start + import");
@@ -732,8 +732,8 @@ impl McpClient {
 
 /// How the MCP rows start each contender and ask it for `1+1`.
 struct McpContenders {
-    evalkit: Value,
-    evalkit_call: Value,
+    cellbox: Value,
+    cellbox_call: Value,
     mcp_repl: Result<(Value, Value), String>,
     run_argv: Vec<String>,
     env: BTreeMap<String, String>,
@@ -741,15 +741,15 @@ struct McpContenders {
 
 impl McpContenders {
     fn new(setup: &Setup, jupyter_python: &Path, artifacts: &Path) -> Self {
-        let binary = env!("CARGO_BIN_EXE_evalkit").to_string();
+        let binary = env!("CARGO_BIN_EXE_cellbox").to_string();
         let mut env = setup.env.clone();
-        env.insert("EVALKIT_PYTHON".into(), setup.python.display().to_string());
-        env.insert("EVALKIT_ARTIFACTS_DIR".into(), artifacts.display().to_string());
+        env.insert("CELLBOX_PYTHON".into(), setup.python.display().to_string());
+        env.insert("CELLBOX_ARTIFACTS_DIR".into(), artifacts.display().to_string());
         let cwd = setup.cwd.display().to_string();
-        let evalkit = json!({"command": binary, "args": ["mcp", "--cwd", cwd], "env": env});
-        let evalkit_call = json!({"tool": "eval", "arguments": {"cells": [{"code": "1+1"}]}, "expect": "2\n"});
+        let cellbox = json!({"command": binary, "args": ["mcp", "--cwd", cwd], "env": env});
+        let cellbox_call = json!({"tool": "eval", "arguments": {"cells": [{"code": "1+1"}]}, "expect": "2\n"});
         // mcp-repl lives in the benchmark's venv; its Python is found on PATH, so the
-        // interpreter evalkit uses comes first. It runs under `sh -c` (see mcp_helper.py).
+        // interpreter cellbox uses comes first. It runs under `sh -c` (see mcp_helper.py).
         let repl = jupyter_python.with_file_name("mcp-repl");
         let mcp_repl = if repl.is_file() {
             let python_dir = setup.python.parent().map(|d| d.display().to_string()).unwrap_or_default();
@@ -768,7 +768,7 @@ impl McpContenders {
             Err(format!("{} is not installed (bench/requirements.txt names posit-mcp-repl)", repl.display()))
         };
         let run_argv = vec![binary, "run".into(), "--cwd".into(), cwd, "-c".into(), "1+1".into()];
-        McpContenders { evalkit, evalkit_call, mcp_repl, run_argv, env }
+        McpContenders { cellbox, cellbox_call, mcp_repl, run_argv, env }
     }
 
     fn command(op: &str, server: &Value, call: &Value) -> Value {
@@ -779,8 +779,8 @@ impl McpContenders {
     }
 }
 
-/// Through MCP, driven by the Python `mcp` client over stdio: spawn of `evalkit mcp` → the first
-/// `1+1` result, beside `evalkit run`'s spawn → first result and beside mcp-repl (PyPI
+/// Through MCP, driven by the Python `mcp` client over stdio: spawn of `cellbox mcp` → the first
+/// `1+1` result, beside `cellbox run`'s spawn → first result and beside mcp-repl (PyPI
 /// `posit-mcp-repl`, a Python REPL server); then the warm `1+1` round trip beside the library's
 /// own warm call and mcp-repl's.
 async fn mcp_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, report: &mut Report) {
@@ -795,13 +795,13 @@ async fn mcp_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, report: &mu
             Err(error) => repl_problem = Some(format!("it did not start: {error}")),
         }
     }
-    let (mut evalkit_cold, mut run_cold, mut repl_cold) =
-        (Series::new("evalkit mcp"), Series::new("evalkit run"), Series::new("mcp-repl"));
+    let (mut cellbox_cold, mut run_cold, mut repl_cold) =
+        (Series::new("cellbox mcp"), Series::new("cellbox run"), Series::new("mcp-repl"));
     let run = json!({"op": "run", "argv": contenders.run_argv, "env": contenders.env, "expect": "2"});
     for _ in 0..plan.cold_runs {
-        let cold = McpContenders::command("cold", &contenders.evalkit, &contenders.evalkit_call);
-        evalkit_cold.values.push(client.ms(cold).await.unwrap_or_else(|e| panic!("evalkit mcp: {e}")));
-        run_cold.values.push(client.ms(run.clone()).await.unwrap_or_else(|e| panic!("evalkit run: {e}")));
+        let cold = McpContenders::command("cold", &contenders.cellbox, &contenders.cellbox_call);
+        cellbox_cold.values.push(client.ms(cold).await.unwrap_or_else(|e| panic!("cellbox mcp: {e}")));
+        run_cold.values.push(client.ms(run.clone()).await.unwrap_or_else(|e| panic!("cellbox run: {e}")));
         if let (Ok((server, call)), None) = (&contenders.mcp_repl, &repl_problem) {
             match client.ms(McpContenders::command("cold", server, call)).await {
                 Ok(ms) => repl_cold.values.push(ms),
@@ -809,13 +809,13 @@ async fn mcp_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, report: &mu
             }
         }
     }
-    report.add("MCP spawn → first 1+1", "ms", false, &evalkit_cold, Some(&run_cold), "Python mcp client, stdio");
-    add_peer_row(report, "MCP spawn → first 1+1", "ms", &evalkit_cold, &repl_cold, &repl_problem);
+    report.add("MCP spawn → first 1+1", "ms", false, &cellbox_cold, Some(&run_cold), "Python mcp client, stdio");
+    add_peer_row(report, "MCP spawn → first 1+1", "ms", &cellbox_cold, &repl_cold, &repl_problem);
 
     // Warm: one kept server each, the library's engine beside them.
-    let mut start = McpContenders::command("start", &contenders.evalkit, &contenders.evalkit_call);
-    start["name"] = json!("evalkit");
-    client.call(start).await.unwrap_or_else(|e| panic!("evalkit mcp: {e}"));
+    let mut start = McpContenders::command("start", &contenders.cellbox, &contenders.cellbox_call);
+    start["name"] = json!("cellbox");
+    client.call(start).await.unwrap_or_else(|e| panic!("cellbox mcp: {e}"));
     if let (Ok((server, call)), None) = (&contenders.mcp_repl, &repl_problem) {
         let mut start = McpContenders::command("start", server, call);
         start["name"] = json!("mcp-repl");
@@ -826,25 +826,25 @@ async fn mcp_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, report: &mu
     let mut config = EngineConfig::new(&setup.cwd);
     config.python = Some(setup.python.display().to_string());
     config.artifacts_dir = dir.path().join("library-artifacts");
-    config.spare = evalkit::session::SpareLimits::OFF;
+    config.spare = cellbox::session::SpareLimits::OFF;
     let engine = EvalEngine::new(config);
     let context = CallContext::new("bench-mcp");
     let one = EvalParams::code("1+1");
     for _ in 0..20 {
         engine.eval(&one, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
     }
-    let (mut evalkit_warm, mut library_warm, mut repl_warm) =
-        (Series::new("evalkit mcp"), Series::new("evalkit library"), Series::new("mcp-repl"));
+    let (mut cellbox_warm, mut library_warm, mut repl_warm) =
+        (Series::new("cellbox mcp"), Series::new("cellbox library"), Series::new("mcp-repl"));
     let batch = 50;
     let rounds = plan.warm_iterations.div_ceil(batch);
-    let mut raw = RawMcp::start(&contenders.evalkit).await;
-    let mut raw_warm = Series::new("evalkit mcp, bare JSON-RPC");
+    let mut raw = RawMcp::start(&contenders.cellbox).await;
+    let mut raw_warm = Series::new("cellbox mcp, bare JSON-RPC");
     for _ in 0..rounds {
         for _ in 0..batch {
             raw_warm.values.push(raw.call_ms().await);
         }
-        let answer = client.call(json!({"op": "roundtrip", "name": "evalkit", "n": batch})).await;
-        evalkit_warm.values.extend(ms_list(&answer.unwrap_or_else(|e| panic!("evalkit mcp: {e}"))));
+        let answer = client.call(json!({"op": "roundtrip", "name": "cellbox", "n": batch})).await;
+        cellbox_warm.values.extend(ms_list(&answer.unwrap_or_else(|e| panic!("cellbox mcp: {e}"))));
         for _ in 0..batch {
             let started = Instant::now();
             let result = engine.eval(&one, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
@@ -861,7 +861,7 @@ async fn mcp_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, report: &mu
     }
     engine.dispose_all().await;
     let _ = client.call(json!({"op": "stop"})).await;
-    report.add("MCP warm round trip of 1+1", "ms", false, &evalkit_warm, Some(&library_warm), "");
+    report.add("MCP warm round trip of 1+1", "ms", false, &cellbox_warm, Some(&library_warm), "");
     report.add(
         "MCP warm round trip of 1+1, bare JSON-RPC",
         "ms",
@@ -870,10 +870,10 @@ async fn mcp_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, report: &mu
         Some(&library_warm),
         "request and response lines, no client library",
     );
-    add_peer_row(report, "MCP warm round trip of 1+1", "ms", &evalkit_warm, &repl_warm, &repl_problem);
+    add_peer_row(report, "MCP warm round trip of 1+1", "ms", &cellbox_warm, &repl_warm, &repl_problem);
 }
 
-/// `evalkit mcp` driven by hand: one JSON-RPC line out, one line back, so the
+/// `cellbox mcp` driven by hand: one JSON-RPC line out, one line back, so the
 /// row shows what the MCP layer itself adds to a call (the Python client's
 /// own work per call is most of the other MCP row).
 struct RawMcp {
@@ -897,7 +897,7 @@ impl RawMcp {
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
-            .expect("evalkit mcp starts");
+            .expect("cellbox mcp starts");
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         let mut raw = RawMcp { _child: child, stdin, stdout, next_id: 0 };
@@ -922,7 +922,7 @@ impl RawMcp {
         let mut line = String::new();
         loop {
             line.clear();
-            assert!(self.stdout.read_line(&mut line).await.unwrap() > 0, "evalkit mcp ended");
+            assert!(self.stdout.read_line(&mut line).await.unwrap() > 0, "cellbox mcp ended");
             let answer: Value = serde_json::from_str(&line).unwrap();
             if answer["id"] == json!(self.next_id) {
                 return answer;
@@ -945,24 +945,24 @@ fn add_peer_row(
     report: &mut Report,
     scenario: &str,
     unit: &str,
-    evalkit: &Series,
+    cellbox: &Series,
     peer: &Series,
     problem: &Option<String>,
 ) {
     match problem {
-        Some(why) => report.add(scenario, unit, false, evalkit, None, &format!("mcp-repl unavailable: {why}")),
+        Some(why) => report.add(scenario, unit, false, cellbox, None, &format!("mcp-repl unavailable: {why}")),
         None => report.add(
             scenario,
             unit,
             false,
-            evalkit,
+            cellbox,
             Some(peer),
             "mcp-repl --interpreter python --sandbox danger-full-access",
         ),
     }
 }
 
-/// The gateway backend on the shared local gateway (in `EVALKIT_GATEWAY_DIR`; bench/run puts it in
+/// The gateway backend on the shared local gateway (in `CELLBOX_GATEWAY_DIR`; bench/run puts it in
 /// bench/.gateway), beside local kernels and jupyter_client: cold start with no gateway running and
 /// with the gateway up, warm round trip, interrupt, and large output.
 async fn gateway_backend(
@@ -972,8 +972,8 @@ async fn gateway_backend(
     jupyter: &mut Jupyter,
     report: &mut Report,
 ) {
-    use evalkit::gateway::{GatewaySetting, local};
-    use evalkit::kernel::{KernelHandle, Transport};
+    use cellbox::gateway::{GatewaySetting, local};
+    use cellbox::kernel::{KernelHandle, Transport};
     let transport = Transport::Gateway(GatewaySetting::SharedLocal);
     let options = KernelOptions::new(jupyter_python, &setup.cwd, setup.env.clone());
     let first = |options: KernelOptions| {
@@ -987,9 +987,9 @@ async fn gateway_backend(
         }
     };
     let (mut from_nothing, mut gateway_up, mut local_cold, mut jupyter_cold) = (
-        Series::new("evalkit gateway"),
-        Series::new("evalkit gateway"),
-        Series::new("evalkit process"),
+        Series::new("cellbox gateway"),
+        Series::new("cellbox gateway"),
+        Series::new("cellbox process"),
         Series::new("jupyter_client"),
     );
     for _ in 0..plan.cold_runs {
@@ -1013,7 +1013,7 @@ async fn gateway_backend(
     let (local_kernel, _) = first_result(setup).await;
     jupyter.call(json!({"op": "start"})).await;
     let (mut warm, mut local_warm, mut jupyter_warm) =
-        (Series::new("evalkit gateway"), Series::new("evalkit process"), Series::new("jupyter_client"));
+        (Series::new("cellbox gateway"), Series::new("cellbox process"), Series::new("jupyter_client"));
     for _ in 0..20 {
         kernel.execute("1+1").await.unwrap().collect().await.unwrap();
     }
@@ -1030,7 +1030,7 @@ async fn gateway_backend(
     report.add("gateway warm round trip of 1+1", "ms", false, &warm, Some(&local_warm), "");
     report.add("gateway warm round trip of 1+1", "ms", false, &warm, Some(&jupyter_warm), "");
 
-    let (mut interrupt, mut jupyter_interrupt) = (Series::new("evalkit gateway"), Series::new("jupyter_client"));
+    let (mut interrupt, mut jupyter_interrupt) = (Series::new("cellbox gateway"), Series::new("jupyter_client"));
     for _ in 0..plan.interrupt_runs {
         let mut execution = kernel.execute("while True: pass").await.unwrap();
         assert!(matches!(execution.next().await, Some(Ok(ExecEvent::Started))));
@@ -1046,7 +1046,7 @@ async fn gateway_backend(
 
     let megabytes = if plan.quick { plan.output_mb } else { 100 };
     let code = format!("line = 'x' * 99\nfor _ in range({}):\n    print(line)", megabytes * 10_000);
-    let (mut output_gateway, mut output_local) = (Series::new("evalkit gateway"), Series::new("evalkit process"));
+    let (mut output_gateway, mut output_local) = (Series::new("cellbox gateway"), Series::new("cellbox process"));
     for (series, handle) in [(&mut output_gateway, Some(&kernel)), (&mut output_local, None)] {
         let started = Instant::now();
         let mut execution = match handle {
@@ -1071,7 +1071,7 @@ async fn gateway_backend(
 async fn interrupt_latency(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, report: &mut Report) {
     jupyter.call(json!({"op": "start"})).await;
     let (kernel, _) = first_result(setup).await;
-    let mut evalkit = Series::new("evalkit");
+    let mut cellbox = Series::new("cellbox");
     let mut jupyter_series = Series::new("jupyter_client");
     for _ in 0..plan.interrupt_runs {
         let mut execution = kernel.execute("while True: pass").await.unwrap();
@@ -1080,15 +1080,15 @@ async fn interrupt_latency(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, re
         let started = Instant::now();
         kernel.interrupt().unwrap();
         let output = execution.collect().await.unwrap();
-        evalkit.values.push(started.elapsed().as_secs_f64() * 1000.0);
+        cellbox.values.push(started.elapsed().as_secs_f64() * 1000.0);
         assert!(output.done.cancelled);
         jupyter_series.values.push(jupyter.call(json!({"op": "interrupt"})).await["ms"].as_f64().unwrap());
     }
     kernel.shutdown().await;
-    report.add("interrupt → cancelled result", "ms", false, &evalkit, Some(&jupyter_series), "");
+    report.add("interrupt → cancelled result", "ms", false, &cellbox, Some(&jupyter_series), "");
 }
 
-/// A cell that ignores SIGINT, with a 1 s budget: evalkit interrupts, waits
+/// A cell that ignores SIGINT, with a 1 s budget: cellbox interrupts, waits
 /// the interrupt window, then kills the group at once; Jupyter interrupts,
 /// waits as long, then restarts the kernel. Seconds from the call to the
 /// killed result, and to the next cell's answer.
@@ -1105,24 +1105,24 @@ async fn kill_ladder(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, report: 
     .unwrap();
     let next = EvalParams::code("1+1");
     engine.eval(&next, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
-    let (mut evalkit_killed, mut evalkit_next) = (Series::new("evalkit"), Series::new("evalkit"));
+    let (mut cellbox_killed, mut cellbox_next) = (Series::new("cellbox"), Series::new("cellbox"));
     let (mut jupyter_killed, mut jupyter_next) = (Series::new("jupyter_client"), Series::new("jupyter_client"));
-    let window = evalkit::tool::engine::INTERRUPT_ESCALATION.as_secs_f64();
+    let window = cellbox::tool::engine::INTERRUPT_ESCALATION.as_secs_f64();
     for _ in 0..plan.ladder_runs {
         let started = Instant::now();
         let result = engine.eval(&stuck, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
         assert_eq!(result.cells[0].status.as_str(), "killed", "{}", result.text);
-        evalkit_killed.values.push(started.elapsed().as_secs_f64());
+        cellbox_killed.values.push(started.elapsed().as_secs_f64());
         let answer = engine.eval(&next, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
         assert!(answer.text.starts_with("2\n"), "{}", answer.text);
-        evalkit_next.values.push(started.elapsed().as_secs_f64());
+        cellbox_next.values.push(started.elapsed().as_secs_f64());
         let answer = jupyter.call(json!({"op": "ladder", "budget": 1.0, "window": window})).await;
         jupyter_killed.values.push(answer["killed_s"].as_f64().unwrap());
         jupyter_next.values.push(answer["next_s"].as_f64().unwrap());
     }
     engine.dispose_all().await;
-    report.add("stuck cell (1 s budget) → killed", "s", false, &evalkit_killed, Some(&jupyter_killed), "");
-    report.add("stuck cell → next cell answers", "s", false, &evalkit_next, Some(&jupyter_next), "");
+    report.add("stuck cell (1 s budget) → killed", "s", false, &cellbox_killed, Some(&jupyter_killed), "");
+    report.add("stuck cell → next cell answers", "s", false, &cellbox_next, Some(&jupyter_next), "");
 }
 
 async fn concurrency(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, report: &mut Report) {
@@ -1146,7 +1146,7 @@ async fn concurrency(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, report: 
             latencies
         }));
     }
-    let mut latencies = Series::new("evalkit");
+    let mut latencies = Series::new("cellbox");
     for handle in handles {
         latencies.values.extend(handle.await.unwrap());
     }
@@ -1158,11 +1158,11 @@ async fn concurrency(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, report: 
     let mut jupyter_latencies = Series::new("jupyter_client");
     jupyter_latencies.values = ms_list(&answer);
     let cells = (kernels * plan.concurrent_cells) as f64;
-    let evalkit_rate = Series { name: "evalkit".into(), values: vec![cells / total] };
+    let cellbox_rate = Series { name: "cellbox".into(), values: vec![cells / total] };
     let jupyter_rate =
         Series { name: "jupyter_client".into(), values: vec![cells / answer["seconds"].as_f64().unwrap()] };
     let label = format!("{kernels} kernels × {} cells", plan.concurrent_cells);
-    report.add(&format!("{label}: throughput"), "cells/s", true, &evalkit_rate, Some(&jupyter_rate), "");
+    report.add(&format!("{label}: throughput"), "cells/s", true, &cellbox_rate, Some(&jupyter_rate), "");
     let p99 = |s: &Series| Series { name: s.name.clone(), values: vec![s.quantile(0.99)] };
     report.add(&format!("{label}: p99 latency"), "ms", false, &p99(&latencies), Some(&p99(&jupyter_latencies)), "");
 }
@@ -1172,13 +1172,13 @@ async fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
     let out = args.iter().position(|a| a == "--out").and_then(|i| args.get(i + 1)).map(PathBuf::from);
-    let jupyter_python = std::env::var_os("EVALKIT_BENCH_JUPYTER_PYTHON").map(PathBuf::from).unwrap_or_else(|| {
-        eprintln!("set EVALKIT_BENCH_JUPYTER_PYTHON (bench/run does) to a Python with ipykernel and jupyter_client");
+    let jupyter_python = std::env::var_os("CELLBOX_BENCH_JUPYTER_PYTHON").map(PathBuf::from).unwrap_or_else(|| {
+        eprintln!("set CELLBOX_BENCH_JUPYTER_PYTHON (bench/run does) to a Python with ipykernel and jupyter_client");
         std::process::exit(2);
     });
     let plan = Plan::new(quick);
     let cwd = std::env::temp_dir();
-    let explicit = std::env::var("EVALKIT_PYTHON").ok();
+    let explicit = std::env::var("CELLBOX_PYTHON").ok();
     let resolved = runtime::resolve(&DiscoveryInput::from_env(&cwd, explicit), false).unwrap_or_else(|e| panic!("{e}"));
     let setup = Setup {
         python: resolved.executable.clone(),
@@ -1199,7 +1199,7 @@ async fn main() {
     jupyter.call(json!({"op": "stop"})).await;
     report.facts.insert("jupyter_kernel_python".into(), jupyter_kernel["python"].clone());
 
-    println!("evalkit benchmark ({} mode)", if quick { "quick" } else { "full" });
+    println!("cellbox benchmark ({} mode)", if quick { "quick" } else { "full" });
     println!(
         "interpreter: {} (Python {}; found through {})",
         setup.python.display(),

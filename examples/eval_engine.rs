@@ -3,7 +3,7 @@
 //!
 //! Run with `cargo run --example eval_engine`.
 
-use evalkit::tool::{CallContext, EngineConfig, EvalEngine, EvalEvent, EvalParams};
+use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalEvent, EvalParams};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::main]

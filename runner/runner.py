@@ -1,7 +1,7 @@
-"""evalkit kernel: a long-lived Python process driven over NDJSON pipes.
+"""cellbox kernel: a long-lived Python process driven over NDJSON pipes.
 
 The host starts this file as `python -u runner.py`. Everything lives in the
-`evalkit_kernel` package beside it, so that Python caches the compiled modules
+`cellbox_kernel` package beside it, so that Python caches the compiled modules
 (a main script is recompiled on every start; imported modules are not).
 
 Started with `--zygote` it is the fork server instead (see `zygote.py`):
@@ -16,12 +16,12 @@ if __name__ == "__main__":
     # Our folder must not shadow the user's own modules (`import main`, ...).
     if "--zygote" in sys.argv:
         # The fork server: its children run `main()` with this same `__main__`.
-        from evalkit_kernel.zygote import serve
+        from cellbox_kernel.zygote import serve
 
         del sys.path[0]
         serve(sys.argv)
     else:
-        from evalkit_kernel.main import main
+        from cellbox_kernel.main import main
 
         del sys.path[0]
         main()

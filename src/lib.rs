@@ -1,4 +1,4 @@
-//! evalkit: run Python and JavaScript code cells for LLM agents and people,
+//! cellbox: run Python and JavaScript code cells for LLM agents and people,
 //! in long-lived kernels driven over NDJSON pipes.
 //!
 //! - [`backend`] names the runtimes (Python, Node) and how each is found and started.

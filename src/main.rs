@@ -1,4 +1,4 @@
-//! The `evalkit` command line.
+//! The `cellbox` command line.
 
 mod cli;
 
@@ -12,7 +12,7 @@ fn main() -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("evalkit: could not start the async runtime: {error}");
+            eprintln!("cellbox: could not start the async runtime: {error}");
             return ExitCode::from(2);
         }
     };

@@ -258,9 +258,9 @@ mod tests {
 
         use super::*;
 
-        /// Examples per property: `EVALKIT_FUZZ_CASES`, default 200.
+        /// Examples per property: `CELLBOX_FUZZ_CASES`, default 200.
         fn config() -> ProptestConfig {
-            let cases = std::env::var("EVALKIT_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
+            let cases = std::env::var("CELLBOX_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
             ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
         }
 

@@ -8,8 +8,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use evalkit::bridge::{Bridge, BridgeConfig, BridgeLimits};
-use evalkit::tool::{
+use cellbox::bridge::{Bridge, BridgeConfig, BridgeLimits};
+use cellbox::tool::{
     CallContext, CellStatus, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult, ignore_events,
 };
 use serde_json::{Value, json};
@@ -70,7 +70,7 @@ async fn completion_agent_and_tool_are_answered_by_the_bridge() {
     assert_eq!(lines.len(), 3, "{:?}", result.status_events);
     assert_eq!(lines[0]["call"], "completion");
     assert_eq!(lines[0]["model"], "fake-1");
-    let line = evalkit::render::status::status_line(lines[0]);
+    let line = cellbox::render::status::status_line(lines[0]);
     assert!(line.starts_with("completion · fake-1 · "), "{line}");
     f.engine.dispose_all().await;
 }
@@ -265,8 +265,8 @@ async fn every_call_is_wrapped_in_pause_and_resume_events_that_renderers_hide() 
         let resumed = budget.iter().filter(|e| e["action"] == "resume" && e["call"] == event["call"]).count();
         assert_eq!(resumed, 1, "{statuses:?}");
     }
-    assert!(budget.iter().all(|e| evalkit::render::status::is_hidden(e)));
-    assert!(!statuses.iter().filter(|e| e["op"] == "bridge").any(evalkit::render::status::is_hidden));
+    assert!(budget.iter().all(|e| cellbox::render::status::is_hidden(e)));
+    assert!(!statuses.iter().filter(|e| e["op"] == "bridge").any(cellbox::render::status::is_hidden));
     // Not part of what the model reads.
     assert!(result.status_events.iter().all(|s| s.event["op"] != "timeout"), "{:?}", result.status_events);
     assert_eq!(result.text, "['echo: b', 'echo: c']\n");
@@ -276,7 +276,7 @@ async fn every_call_is_wrapped_in_pause_and_resume_events_that_renderers_hide() 
 #[tokio::test]
 async fn a_cell_cannot_pause_its_own_budget_with_a_status_event() {
     let f = fixture(true, |_| {});
-    let code = "display({'application/x-evalkit-status': {'op': 'timeout', 'action': 'pause', 'call': 'x'}}, raw=True)\n\
+    let code = "display({'application/x-cellbox-status': {'op': 'timeout', 'action': 'pause', 'call': 'x'}}, raw=True)\n\
                 while True:\n    pass";
     let result = eval(&f.engine, code, 1.0).await;
     assert_eq!(result.cells[0].status, CellStatus::Timeout, "{}", result.text);

@@ -1,4 +1,4 @@
-//! The CLI's host bridge: `evalkit run` answering completion() from a local
+//! The CLI's host bridge: `cellbox run` answering completion() from a local
 //! fake OpenAI-compatible server and agent() from a fake agent command.
 
 mod common;
@@ -94,10 +94,10 @@ fn read_request(stream: &mut std::net::TcpStream) -> (String, Vec<u8>) {
     (String::new(), Vec::new())
 }
 
-fn evalkit_run(code: &str, env: &[(&str, &str)], extra: &[&str]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_evalkit"));
-    command.arg("run").args(extra).arg("-c").arg(code).env("EVALKIT_PYTHON", common::python());
-    for name in ["EVALKIT_LLM_BASE_URL", "EVALKIT_LLM_API_KEY", "EVALKIT_LLM_MODEL", "EVALKIT_AGENT_COMMAND"] {
+fn cellbox_run(code: &str, env: &[(&str, &str)], extra: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cellbox"));
+    command.arg("run").args(extra).arg("-c").arg(code).env("CELLBOX_PYTHON", common::python());
+    for name in ["CELLBOX_LLM_BASE_URL", "CELLBOX_LLM_API_KEY", "CELLBOX_LLM_MODEL", "CELLBOX_AGENT_COMMAND"] {
         command.env_remove(name);
     }
     command.envs(env.iter().copied()).stdin(Stdio::null()).output().unwrap()
@@ -111,8 +111,8 @@ fn text(bytes: &[u8]) -> String {
 fn completion_goes_to_the_configured_endpoint_with_the_key() {
     let (url, seen) = fake_server();
     let env =
-        [("EVALKIT_LLM_BASE_URL", url.as_str()), ("EVALKIT_LLM_API_KEY", "sk-test-123"), ("EVALKIT_LLM_MODEL", "m-1")];
-    let out = evalkit_run("print(completion('hello', system='be brief', max_tokens=5))", &env, &[]);
+        [("CELLBOX_LLM_BASE_URL", url.as_str()), ("CELLBOX_LLM_API_KEY", "sk-test-123"), ("CELLBOX_LLM_MODEL", "m-1")];
+    let out = cellbox_run("print(completion('hello', system='be brief', max_tokens=5))", &env, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "you said hello\n");
     let seen = seen.lock().unwrap();
@@ -126,18 +126,18 @@ fn completion_goes_to_the_configured_endpoint_with_the_key() {
 fn the_key_and_endpoint_never_enter_the_kernel() {
     let (url, _) = fake_server();
     let env =
-        [("EVALKIT_LLM_BASE_URL", url.as_str()), ("EVALKIT_LLM_API_KEY", "sk-test-123"), ("EVALKIT_LLM_MODEL", "m-1")];
-    let code = "import os\nprint(sorted(k for k in os.environ if k.startswith('EVALKIT_LLM')), any('sk-test-123' in v for v in os.environ.values()))";
-    let out = evalkit_run(code, &env, &[]);
+        [("CELLBOX_LLM_BASE_URL", url.as_str()), ("CELLBOX_LLM_API_KEY", "sk-test-123"), ("CELLBOX_LLM_MODEL", "m-1")];
+    let code = "import os\nprint(sorted(k for k in os.environ if k.startswith('CELLBOX_LLM')), any('sk-test-123' in v for v in os.environ.values()))";
+    let out = cellbox_run(code, &env, &[]);
     assert_eq!(text(&out.stdout), "[] False\n", "{}", text(&out.stderr));
 }
 
 #[test]
 fn schema_becomes_a_json_schema_response_format() {
     let (url, seen) = fake_server();
-    let env = [("EVALKIT_LLM_BASE_URL", url.as_str()), ("EVALKIT_LLM_MODEL", "m-1")];
+    let env = [("CELLBOX_LLM_BASE_URL", url.as_str()), ("CELLBOX_LLM_MODEL", "m-1")];
     let code = "completion('capital?', schema={'type': 'object', 'properties': {'city': {'type': 'string'}}, 'required': ['city']})['city']";
-    let out = evalkit_run(code, &env, &[]);
+    let out = cellbox_run(code, &env, &[]);
     assert_eq!(text(&out.stdout), "'Paris'\n", "{}", text(&out.stderr));
     let format = &seen.lock().unwrap()[0].1["response_format"];
     assert_eq!(format["type"], "json_schema");
@@ -147,8 +147,8 @@ fn schema_becomes_a_json_schema_response_format() {
 #[test]
 fn endpoint_errors_surface_in_the_cell() {
     let (url, _) = fake_server();
-    let env = [("EVALKIT_LLM_BASE_URL", url.as_str()), ("EVALKIT_LLM_MODEL", "m-1")];
-    let out = evalkit_run("completion('error please')", &env, &[]);
+    let env = [("CELLBOX_LLM_BASE_URL", url.as_str()), ("CELLBOX_LLM_MODEL", "m-1")];
+    let out = cellbox_run("completion('error please')", &env, &[]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(
@@ -162,32 +162,32 @@ fn endpoint_errors_surface_in_the_cell() {
 #[test]
 fn a_slow_answer_does_not_count_against_the_timeout() {
     let (url, _) = fake_server();
-    let env = [("EVALKIT_LLM_BASE_URL", url.as_str()), ("EVALKIT_LLM_MODEL", "m-1")];
-    let out = evalkit_run("print(completion('slow one'))", &env, &["--timeout", "1"]);
+    let env = [("CELLBOX_LLM_BASE_URL", url.as_str()), ("CELLBOX_LLM_MODEL", "m-1")];
+    let out = cellbox_run("print(completion('slow one'))", &env, &["--timeout", "1"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "you said slow one\n");
 }
 
 #[test]
 fn without_configuration_completion_says_what_to_set() {
-    let out = evalkit_run("completion('x')", &[], &[]);
+    let out = cellbox_run("completion('x')", &[], &[]);
     assert!(text(&out.stderr).contains("no bridge configured"), "{}", text(&out.stderr));
-    let out = evalkit_run("agent('x')", &[("EVALKIT_LLM_BASE_URL", "http://127.0.0.1:9/v1")], &[]);
-    assert!(text(&out.stderr).contains("set EVALKIT_AGENT_COMMAND"), "{}", text(&out.stderr));
+    let out = cellbox_run("agent('x')", &[("CELLBOX_LLM_BASE_URL", "http://127.0.0.1:9/v1")], &[]);
+    assert!(text(&out.stderr).contains("set CELLBOX_AGENT_COMMAND"), "{}", text(&out.stderr));
 }
 
 #[test]
 fn agent_runs_the_configured_command() {
     // Prompt on stdin; the answer in Claude Code's JSON shape.
     let command =
-        r#"read -r line; printf '{"type":"result","result":"did %s at depth %s"}' "$line" "$EVALKIT_BRIDGE_DEPTH""#;
-    let out = evalkit_run("print(agent('the dishes'))", &[("EVALKIT_AGENT_COMMAND", command)], &[]);
+        r#"read -r line; printf '{"type":"result","result":"did %s at depth %s"}' "$line" "$CELLBOX_BRIDGE_DEPTH""#;
+    let out = cellbox_run("print(agent('the dishes'))", &[("CELLBOX_AGENT_COMMAND", command)], &[]);
     assert_eq!(text(&out.stdout), "did the dishes at depth 1\n", "{}", text(&out.stderr));
     // Prompt as an argument, stdout as it is.
-    let out = evalkit_run("agent('x y')", &[("EVALKIT_AGENT_COMMAND", "echo arg: {prompt}; cat")], &[]);
+    let out = cellbox_run("agent('x y')", &[("CELLBOX_AGENT_COMMAND", "echo arg: {prompt}; cat")], &[]);
     assert_eq!(text(&out.stdout), "'arg: x y'\n", "{}", text(&out.stderr));
     // A failing command's stderr is quoted.
-    let out = evalkit_run("agent('x')", &[("EVALKIT_AGENT_COMMAND", "echo broken >&2; exit 3")], &[]);
+    let out = cellbox_run("agent('x')", &[("CELLBOX_AGENT_COMMAND", "echo broken >&2; exit 3")], &[]);
     assert!(text(&out.stderr).contains("the agent command failed (exit status: 3): broken"), "{}", text(&out.stderr));
 }
 
@@ -197,8 +197,8 @@ fn an_agent_command_cut_short_is_killed_with_its_group() {
     let pidfile = dir.path().join("pid");
     let command = format!("echo $$ > {}; exec sleep 30", pidfile.display());
     let start = std::time::Instant::now();
-    let env = [("EVALKIT_AGENT_COMMAND", command.as_str()), ("EVALKIT_BRIDGE_CALL_TIMEOUT", "1")];
-    let out = evalkit_run("agent('x')", &env, &[]);
+    let env = [("CELLBOX_AGENT_COMMAND", command.as_str()), ("CELLBOX_BRIDGE_CALL_TIMEOUT", "1")];
+    let out = cellbox_run("agent('x')", &env, &[]);
     assert!(text(&out.stderr).contains("took longer than 1s"), "{}", text(&out.stderr));
     assert!(start.elapsed() < Duration::from_secs(20));
     let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();

@@ -4,7 +4,7 @@
 
 mod common;
 
-use evalkit::tool::{CallContext, EvalEngine, EvalParams, EvalResult, ignore_events};
+use cellbox::tool::{CallContext, EvalEngine, EvalParams, EvalResult, ignore_events};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -101,7 +101,7 @@ async fn the_artifact_cap_still_applies_to_bulk_output() {
     let saved = whole_artifact(&engine, &result);
     assert!(saved.starts_with(&"0".repeat(1_000_000)), "the start is kept");
     assert!(saved[..3_000_000].ends_with(&"2".repeat(1_000_000)));
-    assert!(saved[3_000_000..].starts_with("\n[evalkit: artifact capped at 3000000 bytes"), "{}", &saved[3_000_000..]);
+    assert!(saved[3_000_000..].starts_with("\n[cellbox: artifact capped at 3000000 bytes"), "{}", &saved[3_000_000..]);
     assert!(result.text.contains("reached its size cap"), "{}", result.text);
     engine.dispose_all().await;
 }

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Ended, run, run_to_end, start};
-use evalkit::kernel::{Kernel, KernelError};
+use cellbox::kernel::{Kernel, KernelError};
 
 fn died(ended: &Ended) -> String {
     match &ended.outcome {
@@ -17,7 +17,7 @@ fn died(ended: &Ended) -> String {
 
 fn ok(ended: &Ended) {
     assert!(
-        matches!(&ended.outcome, Ok(done) if done.status == evalkit::protocol::DoneStatus::Ok),
+        matches!(&ended.outcome, Ok(done) if done.status == cellbox::protocol::DoneStatus::Ok),
         "{:?}\nstdout: {}\nstderr: {}",
         ended.outcome,
         ended.stdout,

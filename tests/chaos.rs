@@ -5,7 +5,7 @@
 //! that every session still works, no process is left and the host's memory
 //! stayed flat.
 //!
-//! `EVALKIT_CHAOS_SECS` sets the duration (default 20); `EVALKIT_CHAOS_SEED`
+//! `CELLBOX_CHAOS_SECS` sets the duration (default 20); `CELLBOX_CHAOS_SEED`
 //! replays a run's choices (the seed is printed at the start). Timing between
 //! the workers is not replayed, only what each of them chooses to do.
 
@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{eventually, group_members};
-use evalkit::notebook::HistoryLimits;
-use evalkit::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
+use cellbox::notebook::HistoryLimits;
+use cellbox::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::json;
@@ -203,12 +203,12 @@ async fn act(soak: &Soak, rng: &mut Rng, worker: usize, step: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chaos() {
-    let seed: u64 = match std::env::var("EVALKIT_CHAOS_SEED") {
-        Ok(text) => text.parse().expect("EVALKIT_CHAOS_SEED is a number"),
+    let seed: u64 = match std::env::var("CELLBOX_CHAOS_SEED") {
+        Ok(text) => text.parse().expect("CELLBOX_CHAOS_SEED is a number"),
         Err(_) => std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64,
     };
-    let seconds: u64 = std::env::var("EVALKIT_CHAOS_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
-    println!("chaos: seed {seed} for {seconds} s (replay with EVALKIT_CHAOS_SEED={seed})");
+    let seconds: u64 = std::env::var("CELLBOX_CHAOS_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(20);
+    println!("chaos: seed {seed} for {seconds} s (replay with CELLBOX_CHAOS_SEED={seed})");
 
     let dir = tempfile::tempdir().unwrap();
     let mut config = EngineConfig::new(dir.path());

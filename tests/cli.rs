@@ -1,14 +1,14 @@
-//! The `evalkit` binary as a person uses it.
+//! The `cellbox` binary as a person uses it.
 
 mod common;
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-fn evalkit(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_evalkit"))
+fn cellbox(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cellbox"))
         .args(args)
-        .env("EVALKIT_PYTHON", common::python())
+        .env("CELLBOX_PYTHON", common::python())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -26,7 +26,7 @@ fn text(bytes: &[u8]) -> String {
 
 #[test]
 fn run_prints_output_and_results_and_exits_zero() {
-    let out = evalkit(&["run", "-c", "import sys\nprint('hi')\nprint('warn', file=sys.stderr)\n6 * 7"], None);
+    let out = cellbox(&["run", "-c", "import sys\nprint('hi')\nprint('warn', file=sys.stderr)\n6 * 7"], None);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "hi\n42\n");
     assert_eq!(text(&out.stderr), "warn\n");
@@ -37,43 +37,43 @@ fn run_reads_a_file_or_stdin() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("cell.py");
     std::fs::write(&file, "print('from file')").unwrap();
-    let out = evalkit(&["run", file.to_str().unwrap()], None);
+    let out = cellbox(&["run", file.to_str().unwrap()], None);
     assert_eq!(text(&out.stdout), "from file\n");
-    let out = evalkit(&["run"], Some("print('from stdin')"));
+    let out = cellbox(&["run"], Some("print('from stdin')"));
     assert_eq!(text(&out.stdout), "from stdin\n");
-    let out = evalkit(&["run", "-"], Some("print('dash')"));
+    let out = cellbox(&["run", "-"], Some("print('dash')"));
     assert_eq!(text(&out.stdout), "dash\n");
 }
 
 #[test]
 fn run_reports_failures_with_exit_codes() {
-    let out = evalkit(&["run", "-c", "1/0"], None);
+    let out = cellbox(&["run", "-c", "1/0"], None);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("ZeroDivisionError: division by zero"));
     assert!(text(&out.stderr).contains("<cell-1>"));
 
-    let out = evalkit(&["run", "--cwd", "/no/such/dir", "-c", "1"], None);
+    let out = cellbox(&["run", "--cwd", "/no/such/dir", "-c", "1"], None);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("/no/such/dir"), "{}", text(&out.stderr));
 
-    let out = evalkit(&["run", "/no/such/file.py"], None);
+    let out = cellbox(&["run", "/no/such/file.py"], None);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("cannot read /no/such/file.py"));
 
-    let out = evalkit(&["run", "-c", "import os; os._exit(9)"], None);
+    let out = cellbox(&["run", "-c", "import os; os._exit(9)"], None);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("exit code 9"), "{}", text(&out.stderr));
 }
 
 #[test]
 fn setup_check_names_the_interpreter_or_explains() {
-    let out = evalkit(&["setup", "python", "--check"], None);
+    let out = cellbox(&["setup", "python", "--check"], None);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(stdout.contains("explicit interpreter setting"), "{stdout}");
     assert!(stdout.contains("Version:"), "{stdout}");
 
-    let out = evalkit(&["setup", "python", "--check", "--python", "/no/such/python"], None);
+    let out = cellbox(&["setup", "python", "--check", "--python", "/no/such/python"], None);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("/no/such/python (does not exist)"), "{stderr}");
@@ -81,10 +81,10 @@ fn setup_check_names_the_interpreter_or_explains() {
 
 #[test]
 fn ipc_trace_logs_frames_both_ways() {
-    let out = Command::new(env!("CARGO_BIN_EXE_evalkit"))
+    let out = Command::new(env!("CARGO_BIN_EXE_cellbox"))
         .args(["run", "-c", "print('traced')"])
-        .env("EVALKIT_PYTHON", common::python())
-        .env("EVALKIT_PYTHON_IPC_TRACE", "1")
+        .env("CELLBOX_PYTHON", common::python())
+        .env("CELLBOX_PYTHON_IPC_TRACE", "1")
         .output()
         .unwrap();
     let stderr = text(&out.stderr);
@@ -97,10 +97,10 @@ fn ipc_trace_logs_frames_both_ways() {
 #[test]
 fn sigterm_to_the_host_leaves_no_kernel_behind() {
     use std::io::BufRead;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_evalkit"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cellbox"))
         .args(["run", "--timeout", "120", "-c"])
         .arg("import os, subprocess\np = subprocess.Popen(['sleep', '100'])\nprint(os.getpid(), flush=True)\nimport time\ntime.sleep(100)")
-        .env("EVALKIT_PYTHON", common::python())
+        .env("CELLBOX_PYTHON", common::python())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -118,28 +118,28 @@ fn sigterm_to_the_host_leaves_no_kernel_behind() {
 #[test]
 fn params_json_and_artifacts_round_trip() {
     let params = r#"{"cells": [{"code": "for i in range(5000): print(i)", "title": "count"}]}"#;
-    let out = evalkit(&["run", "--json", "--params", "-"], Some(params));
+    let out = cellbox(&["run", "--json", "--params", "-"], Some(params));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(result["cells"][0]["status"], "ok");
     assert_eq!(result["cells"][0]["title"], "count");
     let uri = result["artifact"].as_str().unwrap();
-    let artifact = evalkit(&["artifact", uri], None);
+    let artifact = cellbox(&["artifact", uri], None);
     assert_eq!(artifact.status.code(), Some(0), "{}", text(&artifact.stderr));
     let full = text(&artifact.stdout);
     assert_eq!(full.lines().count(), 5000);
     assert!(full.ends_with("4999\n"));
-    let bad = evalkit(&["artifact", "../../etc/passwd"], None);
+    let bad = cellbox(&["artifact", "../../etc/passwd"], None);
     assert_eq!(bad.status.code(), Some(1));
     assert!(text(&bad.stderr).contains("is not an artifact id"));
-    let broken = evalkit(&["run", "--params", "-"], Some("{\"cells\": [{\"cod\": 1}]}"));
+    let broken = cellbox(&["run", "--params", "-"], Some("{\"cells\": [{\"cod\": 1}]}"));
     assert_eq!(broken.status.code(), Some(2));
     assert!(text(&broken.stderr).contains("cod"), "{}", text(&broken.stderr));
 }
 
 #[test]
 fn a_timeout_exits_124_with_the_annotation() {
-    let out = evalkit(&["run", "--timeout", "1", "-c", "while True: pass"], None);
+    let out = cellbox(&["run", "--timeout", "1", "-c", "while True: pass"], None);
     assert_eq!(out.status.code(), Some(124));
     assert!(text(&out.stderr).contains("timed out after 1s; kernel interrupted"), "{}", text(&out.stderr));
 }

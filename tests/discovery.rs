@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use evalkit::kernel::{Kernel, KernelOptions};
-use evalkit::runtime::{self, DiscoveryInput, EnvActivation, PythonSource, env};
+use cellbox::kernel::{Kernel, KernelOptions};
+use cellbox::runtime::{self, DiscoveryInput, EnvActivation, PythonSource, env};
 
 /// One real venv, made once, copied into place for each case (copying keeps
 /// the tests fast; a venv's `bin/python` symlink stays valid when moved).
@@ -63,7 +63,7 @@ fn each_source_in_order() {
     assert_eq!(found.activation, EnvActivation::None);
 
     input.home = Some(home.clone());
-    let managed = make_venv(&home.join(".evalkit/python-env"));
+    let managed = make_venv(&home.join(".cellbox/python-env"));
     assert_eq!(resolve(&input).source, PythonSource::Managed);
     assert_eq!(resolve(&input).activation, EnvActivation::Venv(managed));
 
@@ -130,7 +130,7 @@ fn failures_say_what_was_tried_and_why() {
     let error = runtime::resolve(&input, false).unwrap_err();
     let text = error.to_string();
     assert!(text.contains("project .venv") && text.contains("broken"), "{text}");
-    assert!(text.contains("Python 3.6.15; evalkit needs 3.8 or newer"), "{text}");
+    assert!(text.contains("Python 3.6.15; cellbox needs 3.8 or newer"), "{text}");
     assert!(text.contains("python (not found on PATH)"), "{text}");
     assert!(text.contains("--python"), "the message says what to do next: {text}");
 

@@ -4,9 +4,9 @@
 mod common;
 
 use common::{run, start};
-use evalkit::kernel::ExecEvent;
+use cellbox::kernel::ExecEvent;
 
-fn result_bundle(output: &evalkit::kernel::CellOutput) -> evalkit::protocol::MimeBundle {
+fn result_bundle(output: &cellbox::kernel::CellOutput) -> cellbox::protocol::MimeBundle {
     output
         .events
         .iter()

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{run, start};
-use evalkit::kernel::ExecEvent;
+use cellbox::kernel::ExecEvent;
 use serde_json::json;
 
 #[tokio::test]

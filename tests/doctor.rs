@@ -1,4 +1,4 @@
-//! `evalkit doctor` on machines made with PATH tricks: no Python and no Node,
+//! `cellbox doctor` on machines made with PATH tricks: no Python and no Node,
 //! both, one of them; the gateway token never shows.
 
 mod common;
@@ -33,22 +33,22 @@ impl Machine {
     }
 
     fn doctor(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_evalkit"));
+        let mut command = Command::new(env!("CARGO_BIN_EXE_cellbox"));
         command.arg("doctor").args(args).current_dir(self.path("cwd"));
-        for var in ["VIRTUAL_ENV", "CONDA_PREFIX", "EVALKIT_PYTHON", "EVALKIT_NODE", "EVALKIT_PY", "EVALKIT_JS"] {
+        for var in ["VIRTUAL_ENV", "CONDA_PREFIX", "CELLBOX_PYTHON", "CELLBOX_NODE", "CELLBOX_PY", "CELLBOX_JS"] {
             command.env_remove(var);
         }
         for var in
-            ["EVALKIT_GATEWAY_URL", "EVALKIT_GATEWAY_TOKEN", "XDG_CACHE_HOME", "XDG_DATA_HOME", "EVALKIT_SANDBOX"]
+            ["CELLBOX_GATEWAY_URL", "CELLBOX_GATEWAY_TOKEN", "XDG_CACHE_HOME", "XDG_DATA_HOME", "CELLBOX_SANDBOX"]
         {
             command.env_remove(var);
         }
         command
             .env("PATH", self.path("bin"))
             .env("HOME", self.path("home"))
-            .env("EVALKIT_CACHE_DIR", self.path("cache"))
-            .env_remove("EVALKIT_ARTIFACTS_DIR")
-            .env_remove("EVALKIT_NETWORK")
+            .env("CELLBOX_CACHE_DIR", self.path("cache"))
+            .env_remove("CELLBOX_ARTIFACTS_DIR")
+            .env_remove("CELLBOX_NETWORK")
             .envs(env.iter().copied())
             .output()
             .unwrap()
@@ -63,10 +63,10 @@ impl Machine {
 }
 
 fn node() -> std::path::PathBuf {
-    std::env::var_os("EVALKIT_TEST_NODE")
+    std::env::var_os("CELLBOX_TEST_NODE")
         .map(Into::into)
-        .or_else(|| evalkit::runtime::discovery::search_path(std::env::var_os("PATH").as_ref(), "node"))
-        .expect("tests need Node.js on PATH (or EVALKIT_TEST_NODE)")
+        .or_else(|| cellbox::runtime::discovery::search_path(std::env::var_os("PATH").as_ref(), "node"))
+        .expect("tests need Node.js on PATH (or CELLBOX_TEST_NODE)")
 }
 
 fn problems(report: &Value) -> Vec<(String, String, String)> {
@@ -104,7 +104,7 @@ fn without_python_or_node_every_candidate_is_listed_and_the_fix_is_given() {
         "{problems:?}"
     );
     assert!(
-        problems.iter().any(|(_, what, fix)| what.contains("Node.js") && fix.contains("EVALKIT_NODE")),
+        problems.iter().any(|(_, what, fix)| what.contains("Node.js") && fix.contains("CELLBOX_NODE")),
         "{problems:?}"
     );
     let text = machine.doctor(&[], &[]);
@@ -151,7 +151,7 @@ fn python_alone_is_enough_to_run_and_node_is_a_warning() {
     let problems = problems(&report);
     assert_eq!(problems.len(), problems.iter().filter(|(s, ..)| s == "warning").count(), "{problems:?}");
     assert!(
-        problems.iter().any(|(_, what, fix)| what.contains("Node.js") && fix.contains("EVALKIT_JS=0")),
+        problems.iter().any(|(_, what, fix)| what.contains("Node.js") && fix.contains("CELLBOX_JS=0")),
         "{problems:?}"
     );
 }
@@ -160,7 +160,7 @@ fn python_alone_is_enough_to_run_and_node_is_a_warning() {
 fn an_explicit_interpreter_that_does_not_exist_is_the_only_candidate() {
     let machine = Machine::new();
     machine.link("node", &node());
-    let (report, code) = machine.json(&[("EVALKIT_PYTHON", "/nowhere/python")]);
+    let (report, code) = machine.json(&[("CELLBOX_PYTHON", "/nowhere/python")]);
     assert_eq!(code, 0, "JavaScript still runs: {report:#}");
     let candidates = report["python"]["candidates"].as_array().unwrap();
     assert_eq!(candidates.len(), 1);
@@ -172,7 +172,7 @@ fn an_explicit_interpreter_that_does_not_exist_is_the_only_candidate() {
 fn the_gateway_token_and_url_credentials_never_show() {
     let machine = Machine::new();
     let env =
-        [("EVALKIT_GATEWAY_URL", "http://alice:hunter2@gateway.test:8888"), ("EVALKIT_GATEWAY_TOKEN", "s3cr3t-token")];
+        [("CELLBOX_GATEWAY_URL", "http://alice:hunter2@gateway.test:8888"), ("CELLBOX_GATEWAY_TOKEN", "s3cr3t-token")];
     for args in [&["--json"][..], &[][..]] {
         let output = machine.doctor(args, &env);
         let text = String::from_utf8_lossy(&output.stdout);

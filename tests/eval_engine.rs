@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{eventually, group_members};
-use evalkit::tool::{
+use cellbox::tool::{
     CallContext, CellStatus, EngineConfig, EvalEngine, EvalError, EvalEvent, EvalParams, EvalResult, KernelMode,
     ignore_events,
 };
@@ -394,7 +394,7 @@ async fn languages_can_be_disabled() {
         )
         .await
         .unwrap_err();
-    assert!(error.to_string().contains("EVALKIT_JS=1"), "{error}");
+    assert!(error.to_string().contains("CELLBOX_JS=1"), "{error}");
     let no_py = fixture(|c| c.exposure.py = false);
     let error = no_py
         .engine
@@ -406,7 +406,7 @@ async fn languages_can_be_disabled() {
         )
         .await
         .unwrap_err();
-    assert!(error.to_string().contains("EVALKIT_PY=1"), "{error}");
+    assert!(error.to_string().contains("CELLBOX_PY=1"), "{error}");
 }
 
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! Extension modules (`~/.evalkit/modules/*.py`, `<cwd>/.evalkit/modules/*.py`)
+//! Extension modules (`~/.cellbox/modules/*.py`, `<cwd>/.cellbox/modules/*.py`)
 //! run after the prelude in every new Python kernel.
 
 mod common;
@@ -6,13 +6,13 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-fn evalkit(cwd: &Path, user_modules: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_evalkit"))
+fn cellbox(cwd: &Path, user_modules: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cellbox"))
         .args(args)
-        .env("EVALKIT_PYTHON", common::python())
-        .env("EVALKIT_MODULES_DIR", user_modules)
-        .env_remove("EVALKIT_BACKEND")
-        .env_remove("EVALKIT_GATEWAY_URL")
+        .env("CELLBOX_PYTHON", common::python())
+        .env("CELLBOX_MODULES_DIR", user_modules)
+        .env_remove("CELLBOX_BACKEND")
+        .env_remove("CELLBOX_GATEWAY_URL")
         .current_dir(cwd)
         .output()
         .unwrap()
@@ -30,8 +30,8 @@ fn user_and_project_modules_load_and_the_project_wins() {
     let user = home.path().join("modules");
     write(&user.join("greet.py"), "def greet():\n    return 'user greet'\n");
     write(&user.join("only_user.py"), "USER_ONLY = 1\n");
-    write(&project.path().join(".evalkit/modules/greet.py"), "def greet():\n    return 'project greet'\n");
-    let output = evalkit(project.path(), &user, &["run", "-c", "print(greet(), USER_ONLY, 'read' in dir())"]);
+    write(&project.path().join(".cellbox/modules/greet.py"), "def greet():\n    return 'project greet'\n");
+    let output = cellbox(project.path(), &user, &["run", "-c", "print(greet(), USER_ONLY, 'read' in dir())"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(stdout, "project greet 1 True\n");
@@ -41,8 +41,8 @@ fn user_and_project_modules_load_and_the_project_wins() {
 fn a_failing_module_is_named_in_a_clear_error() {
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
-    write(&project.path().join(".evalkit/modules/broken.py"), "raise ValueError('bad setup')\n");
-    let output = evalkit(project.path(), &home.path().join("none"), &["run", "-c", "1"]);
+    write(&project.path().join(".cellbox/modules/broken.py"), "raise ValueError('bad setup')\n");
+    let output = cellbox(project.path(), &home.path().join("none"), &["run", "-c", "1"]);
     let all = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     assert!(!output.status.success());
     assert!(all.contains("an extension module failed: ValueError: bad setup"), "{all}");

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{eventually, group_members};
-use evalkit::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalError, EvalParams, EvalResult};
+use cellbox::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalError, EvalParams, EvalResult};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::json;
@@ -46,9 +46,9 @@ fn harness_with(tweak: impl FnOnce(&mut EngineConfig, &Path)) -> Harness {
     config.artifacts_dir = dir.path().join("artifacts");
     config.runner_cache_dir = Some(dir.path().join("runner-cache"));
     config.artifact_retention = None;
-    // EVALKIT_SANDBOX=workspace-write (and the other EVALKIT_* sandbox
+    // CELLBOX_SANDBOX=workspace-write (and the other CELLBOX_* sandbox
     // variables) run the whole catalogue inside the sandbox.
-    config.sandbox = evalkit::sandbox::SandboxPolicy::from_env().expect("the EVALKIT_* sandbox variables are valid");
+    config.sandbox = cellbox::sandbox::SandboxPolicy::from_env().expect("the CELLBOX_* sandbox variables are valid");
     tweak(&mut config, dir.path());
     Harness { engine: Arc::new(EvalEngine::new(config)), dir, groups: Mutex::default() }
 }
@@ -69,7 +69,7 @@ impl Harness {
         let deadline = Duration::from_secs(timeout) + HANG_SLACK;
         let answer = tokio::time::timeout(
             deadline,
-            self.engine.eval(params, context, &CancellationToken::new(), &evalkit::tool::ignore_events),
+            self.engine.eval(params, context, &CancellationToken::new(), &cellbox::tool::ignore_events),
         )
         .await
         .unwrap_or_else(|_| panic!("the host did not answer within {deadline:?}: {:?}", params));
@@ -616,7 +616,7 @@ async fn environment_runner_file_deleted_between_calls() {
 async fn environment_runner_file_modified_between_calls() {
     let h = harness();
     h.start("s").await;
-    let main = runner_folder(&h).join("evalkit_kernel/main.py");
+    let main = runner_folder(&h).join("cellbox_kernel/main.py");
     let original = std::fs::read(&main).unwrap();
     // Same length, so only a content check can notice.
     let mut broken = b"raise SystemExit(9)\n".to_vec();
@@ -634,7 +634,7 @@ async fn environment_cwd_deleted_during_a_session() {
     let h = harness();
     let pid = h.start("s").await;
     let work = h.dir.path().join("work");
-    if h.engine.config().sandbox.mode == evalkit::sandbox::SandboxMode::Off {
+    if h.engine.config().sandbox.mode == cellbox::sandbox::SandboxMode::Off {
         let result = h
             .run("s", "import os, shutil\nprint('before the delete')\nshutil.rmtree(os.getcwd())\nos.getcwd()", 10)
             .await;

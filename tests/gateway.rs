@@ -6,9 +6,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::gateway::{Flavor, TestGateway};
-use evalkit::gateway::GatewaySetting;
-use evalkit::kernel::Transport;
-use evalkit::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
+use cellbox::gateway::GatewaySetting;
+use cellbox::kernel::Transport;
+use cellbox::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -41,7 +41,7 @@ async fn eval(engine: &EvalEngine, code: &str) -> EvalResult {
 async fn cells_run_on_a_kernel_gateway_as_on_local_kernels() {
     let gateway = TestGateway::start(Flavor::KernelGateway, common::python(), false).await;
     let f = engine_on(&gateway.url, &gateway.token, |config| {
-        config.extra_env.insert("EVALKIT_TEST_VALUE".into(), "from-the-host".into());
+        config.extra_env.insert("CELLBOX_TEST_VALUE".into(), "from-the-host".into());
     });
     check_cells(&f).await;
     f.engine.dispose_all().await;
@@ -53,14 +53,14 @@ async fn cells_run_on_a_kernel_gateway_as_on_local_kernels() {
 async fn check_cells(f: &Fixture) {
     let engine = &f.engine;
     // A project extension module runs after the prelude.
-    let modules = f.dir.path().join(".evalkit/modules");
+    let modules = f.dir.path().join(".cellbox/modules");
     std::fs::create_dir_all(&modules).unwrap();
     std::fs::write(modules.join("extra.py"), "def extra():\n    return 'extra ok'\n").unwrap();
     assert_eq!(eval(engine, "extra()").await.text, "'extra ok'\n");
     // State across calls, cwd, environment and sys.path set by the setup code.
     let first = eval(
         engine,
-        "import os, sys\nx = 41\nprint(os.getcwd())\nprint(os.environ.get('EVALKIT_TEST_VALUE'))\nprint(os.getcwd() in sys.path)",
+        "import os, sys\nx = 41\nprint(os.getcwd())\nprint(os.environ.get('CELLBOX_TEST_VALUE'))\nprint(os.getcwd() in sys.path)",
     )
     .await;
     assert!(!first.is_error, "{}", first.text);
@@ -167,7 +167,7 @@ async fn a_bad_token_and_an_unreachable_gateway_give_clear_errors() {
     let refused = eval(&f.engine, "1").await;
     assert!(refused.is_error);
     assert!(refused.text.contains("403") || refused.text.contains("401"), "{}", refused.text);
-    assert!(refused.text.contains("EVALKIT_GATEWAY_TOKEN"), "{}", refused.text);
+    assert!(refused.text.contains("CELLBOX_GATEWAY_TOKEN"), "{}", refused.text);
     f.engine.dispose_all().await;
     assert_eq!(gateway.stop(), Vec::<u32>::new());
 
@@ -196,7 +196,7 @@ async fn a_rate_limited_gateway_says_it_dropped_output() {
 async fn cells_run_on_an_enterprise_gateway() {
     let gateway = TestGateway::start(Flavor::EnterpriseGateway, &common::gateway::enterprise_python(), false).await;
     let f = engine_on(&gateway.url, &gateway.token, |config| {
-        config.extra_env.insert("EVALKIT_TEST_VALUE".into(), "from-the-host".into());
+        config.extra_env.insert("CELLBOX_TEST_VALUE".into(), "from-the-host".into());
     });
     check_cells(&f).await;
     f.engine.dispose_all().await;

@@ -9,10 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::gateway::{Flavor, TestGateway};
-use evalkit::bridge::{Bridge, BridgeConfig};
-use evalkit::gateway::GatewaySetting;
-use evalkit::kernel::Transport;
-use evalkit::tool::{
+use cellbox::bridge::{Bridge, BridgeConfig};
+use cellbox::gateway::GatewaySetting;
+use cellbox::kernel::Transport;
+use cellbox::tool::{
     CallContext, CellStatus, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult, ignore_events,
 };
 use serde_json::{Value, json};
@@ -156,7 +156,7 @@ async fn paused_budget_and_interrupt(f: &Fixture) {
     let result = eval(&f.engine, "completion('sleep:1.5')\nprint('back')\nwhile True:\n    pass", 1.0).await;
     assert_eq!(result.cells[0].status, CellStatus::Timeout, "{}", result.text);
     assert!(result.text.contains("back"), "{}", result.text);
-    let code = "display({'application/x-evalkit-status': {'op': 'timeout', 'action': 'pause', 'call': 'x'}}, raw=True)\n\
+    let code = "display({'application/x-cellbox-status': {'op': 'timeout', 'action': 'pause', 'call': 'x'}}, raw=True)\n\
                 while True:\n    pass";
     assert_eq!(eval(&f.engine, code, 1.0).await.cells[0].status, CellStatus::Timeout);
 

@@ -7,8 +7,8 @@ mod common;
 use std::time::Duration;
 
 use common::gateway::processes_mentioning;
-use evalkit::gateway::{GatewaySetting, local};
-use evalkit::kernel::{KernelHandle, Transport};
+use cellbox::gateway::{GatewaySetting, local};
+use cellbox::kernel::{KernelHandle, Transport};
 
 #[tokio::test]
 async fn a_gateway_out_of_file_descriptors_is_restarted_and_the_next_kernel_works() {
@@ -18,7 +18,7 @@ async fn a_gateway_out_of_file_descriptors_is_restarted_and_the_next_kernel_work
     unsafe {
         std::env::set_var(local::DIR_VAR, state.path());
         // Test-only knob: a shared gateway with few descriptors runs out after a few kernels.
-        std::env::set_var("EVALKIT_GATEWAY_NOFILE_FOR_TEST", "100");
+        std::env::set_var("CELLBOX_GATEWAY_NOFILE_FOR_TEST", "100");
     }
     let transport = Transport::Gateway(GatewaySetting::SharedLocal);
     let mut options = common::options(cwd.path());

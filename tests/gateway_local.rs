@@ -1,6 +1,6 @@
 //! The shared local gateway through the CLI: one `kernel_gateway` for every
-//! evalkit process, found again through `gateway.json`, replaced when stale,
-//! stopped by `evalkit gateway stop`.
+//! cellbox process, found again through `gateway.json`, replaced when stale,
+//! stopped by `cellbox gateway stop`.
 
 mod common;
 
@@ -9,23 +9,23 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use common::gateway::processes_mentioning;
-use evalkit::gateway::local::{GatewayInfo, read_info};
+use cellbox::gateway::local::{GatewayInfo, read_info};
 
-fn evalkit(state: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_evalkit"));
+fn cellbox(state: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cellbox"));
     command
         .args(args)
-        .env("EVALKIT_GATEWAY_DIR", state)
-        .env("EVALKIT_PYTHON", common::python())
-        .env("EVALKIT_BACKEND", "gateway")
-        .env_remove("EVALKIT_GATEWAY_URL")
+        .env("CELLBOX_GATEWAY_DIR", state)
+        .env("CELLBOX_PYTHON", common::python())
+        .env("CELLBOX_BACKEND", "gateway")
+        .env_remove("CELLBOX_GATEWAY_URL")
         .env("NO_COLOR", "1")
         .current_dir(state);
     command
 }
 
 fn run(state: &Path, code: &str) -> Output {
-    evalkit(state, &["run", "-c", code]).output().unwrap()
+    cellbox(state, &["run", "-c", code]).output().unwrap()
 }
 
 fn text(output: &Output) -> String {
@@ -37,7 +37,7 @@ struct StopOnDrop<'a>(&'a Path);
 
 impl Drop for StopOnDrop<'_> {
     fn drop(&mut self) {
-        let _ = evalkit(self.0, &["gateway", "stop"]).output();
+        let _ = cellbox(self.0, &["gateway", "stop"]).output();
     }
 }
 
@@ -46,9 +46,9 @@ fn two_processes_share_one_gateway_which_stops_on_request() {
     let state = tempfile::tempdir().unwrap();
     let dir = state.path();
     let _stop = StopOnDrop(dir);
-    // Two evalkit processes race to a gateway that does not exist yet.
+    // Two cellbox processes race to a gateway that does not exist yet.
     let children: Vec<_> = (0..2)
-        .map(|i| evalkit(dir, &["run", "-c", &format!("import os; print({i}, os.getcwd())")]).output_in_thread())
+        .map(|i| cellbox(dir, &["run", "-c", &format!("import os; print({i}, os.getcwd())")]).output_in_thread())
         .collect();
     let outputs: Vec<Output> = children.into_iter().map(|child| child.join().unwrap()).collect();
     for (i, output) in outputs.iter().enumerate() {
@@ -67,11 +67,11 @@ fn two_processes_share_one_gateway_which_stops_on_request() {
     assert_eq!(String::from_utf8_lossy(&again.stdout), "42\n", "{}", text(&again));
     assert_eq!(read_info(dir).unwrap(), info);
 
-    let status = evalkit(dir, &["gateway", "status"]).output().unwrap();
+    let status = cellbox(dir, &["gateway", "status"]).output().unwrap();
     assert!(text(&status).contains("running and healthy"), "{}", text(&status));
     assert!(text(&status).contains(&info.url()), "{}", text(&status));
 
-    let stop = evalkit(dir, &["gateway", "stop"]).output().unwrap();
+    let stop = cellbox(dir, &["gateway", "stop"]).output().unwrap();
     assert!(stop.status.success(), "{}", text(&stop));
     assert!(read_info(dir).is_none());
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -108,7 +108,7 @@ fn a_stale_gateway_record_is_replaced() {
 #[test]
 fn setup_gateway_check_reports_the_installed_modules() {
     let state = tempfile::tempdir().unwrap();
-    let output = evalkit(state.path(), &["setup", "gateway", "--check"]).output().unwrap();
+    let output = cellbox(state.path(), &["setup", "gateway", "--check"]).output().unwrap();
     assert!(output.status.success(), "{}", text(&output));
     assert!(text(&output).contains("jupyter_kernel_gateway"), "{}", text(&output));
 
@@ -117,12 +117,12 @@ fn setup_gateway_check_reports_the_installed_modules() {
     let venv = bare.path().join("venv");
     let made = Command::new(common::python()).args(["-m", "venv", "--without-pip"]).arg(&venv).status().unwrap();
     assert!(made.success());
-    let missing = evalkit(state.path(), &["run", "--python", venv.join("bin/python").to_str().unwrap(), "-c", "1"])
+    let missing = cellbox(state.path(), &["run", "--python", venv.join("bin/python").to_str().unwrap(), "-c", "1"])
         .output()
         .unwrap();
     assert!(!missing.status.success());
     assert!(text(&missing).contains("pip install jupyter_kernel_gateway ipykernel"), "{}", text(&missing));
-    assert!(text(&missing).contains("evalkit setup gateway"), "{}", text(&missing));
+    assert!(text(&missing).contains("cellbox setup gateway"), "{}", text(&missing));
     assert!(read_info(state.path()).is_none());
 }
 

@@ -7,10 +7,10 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use common::gateway::{Flavor, TestGateway};
-use evalkit::gateway::{GatewayKernel, GatewaySetting};
-use evalkit::kernel::{ExecEvent, KernelError, KernelHandle, Transport};
-use evalkit::protocol::DoneStatus;
-use evalkit::tool::{CallContext, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult};
+use cellbox::gateway::{GatewayKernel, GatewaySetting};
+use cellbox::kernel::{ExecEvent, KernelError, KernelHandle, Transport};
+use cellbox::protocol::DoneStatus;
+use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -108,7 +108,7 @@ async fn an_mcp_client_gets_progress_while_a_gateway_kernel_starts() {
         common::mcp_scenario(
             "gateway_progress.py",
             "start_progress",
-            &[("EVALKIT_GATEWAY_URL", &url), ("EVALKIT_GATEWAY_TOKEN", &token)],
+            &[("CELLBOX_GATEWAY_URL", &url), ("CELLBOX_GATEWAY_TOKEN", &token)],
         )
     })
     .await

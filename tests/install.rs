@@ -1,4 +1,4 @@
-//! `evalkit install` / `uninstall` for every client, on fixture homes
+//! `cellbox install` / `uninstall` for every client, on fixture homes
 //! (HOME is a temporary folder holding the client's file with other settings).
 
 use std::path::Path;
@@ -17,8 +17,8 @@ const CLIENTS: &[(&str, &str, Option<&str>)] = &[
     ("windsurf", ".codeium/windsurf/mcp_config.json", Some("mcpServers")),
 ];
 
-fn evalkit(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_evalkit"))
+fn cellbox(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cellbox"))
         .args(args)
         .env("HOME", home)
         .env_remove("XDG_CONFIG_HOME")
@@ -48,7 +48,7 @@ fn existing(key: Option<&str>) -> String {
     }
 }
 
-/// The evalkit entry's (command, args), and whether the other server is still there.
+/// The cellbox entry's (command, args), and whether the other server is still there.
 fn entry(text: &str, key: Option<&str>) -> (Option<(String, Vec<String>)>, bool) {
     let servers = match key {
         Some(key) => json(text)[key].clone(),
@@ -69,11 +69,11 @@ fn entry(text: &str, key: Option<&str>) -> (Option<(String, Vec<String>)>, bool)
             Value::Object(map)
         }
     };
-    let evalkit = servers.get("evalkit").map(|e| {
+    let cellbox = servers.get("cellbox").map(|e| {
         let args = e["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
         (e["command"].as_str().unwrap().to_string(), args)
     });
-    (evalkit, servers.get("other").is_some())
+    (cellbox, servers.get("other").is_some())
 }
 
 #[test]
@@ -85,16 +85,16 @@ fn install_is_idempotent_keeps_other_settings_and_uninstall_reverts_it_for_every
         let before = existing(key);
         std::fs::write(&path, &before).unwrap();
 
-        let out = ok(evalkit(
+        let out = ok(cellbox(
             home.path(),
-            &["install", "--client", client, "--command", "/opt/evalkit", "--args", "--cwd", "/proj"],
+            &["install", "--client", client, "--command", "/opt/cellbox", "--args", "--cwd", "/proj"],
         ));
         assert!(out.contains("previous file kept"), "{client}: {out}");
         let after = std::fs::read_to_string(&path).unwrap();
         let (installed, other_kept) = entry(&after, key);
         assert_eq!(
             installed,
-            Some(("/opt/evalkit".into(), vec!["mcp".into(), "--cwd".into(), "/proj".into()])),
+            Some(("/opt/cellbox".into(), vec!["mcp".into(), "--cwd".into(), "/proj".into()])),
             "{client}: {after}"
         );
         assert!(other_kept, "{client}: {after}");
@@ -107,23 +107,23 @@ fn install_is_idempotent_keeps_other_settings_and_uninstall_reverts_it_for_every
         if let Some(key) = key {
             assert!(after.find("theme").unwrap() < after.find("zz_last").unwrap(), "{client}: key order kept: {after}");
             assert_eq!(
-                json(&after)[key]["evalkit"].get("type").is_some(),
+                json(&after)[key]["cellbox"].get("type").is_some(),
                 matches!(client, "claude" | "vscode"),
                 "{client}"
             );
         }
-        let backup = home.path().join(format!("{file}.evalkit-backup"));
+        let backup = home.path().join(format!("{file}.cellbox-backup"));
         assert_eq!(std::fs::read_to_string(&backup).unwrap(), before, "{client}");
 
         // Again: nothing to change, nothing written.
-        let out = ok(evalkit(
+        let out = ok(cellbox(
             home.path(),
-            &["install", "--client", client, "--command", "/opt/evalkit", "--args", "--cwd", "/proj"],
+            &["install", "--client", client, "--command", "/opt/cellbox", "--args", "--cwd", "/proj"],
         ));
         assert!(out.contains("nothing to change"), "{client}: {out}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), after, "{client}");
 
-        let out = ok(evalkit(home.path(), &["uninstall", "--client", client]));
+        let out = ok(cellbox(home.path(), &["uninstall", "--client", client]));
         assert!(out.contains("updated"), "{client}: {out}");
         let reverted = std::fs::read_to_string(&path).unwrap();
         let (installed, other_kept) = entry(&reverted, key);
@@ -131,7 +131,7 @@ fn install_is_idempotent_keeps_other_settings_and_uninstall_reverts_it_for_every
         if key.is_none() {
             assert_eq!(reverted, before, "codex: uninstall gives back the file as it was");
         }
-        let out = ok(evalkit(home.path(), &["uninstall", "--client", client]));
+        let out = ok(cellbox(home.path(), &["uninstall", "--client", client]));
         assert!(out.contains("nothing to change"), "{client}: {out}");
     }
 }
@@ -140,17 +140,17 @@ fn install_is_idempotent_keeps_other_settings_and_uninstall_reverts_it_for_every
 fn a_missing_file_is_created_and_dry_run_writes_nothing() {
     let home = tempfile::tempdir().unwrap();
     let all = CLIENTS.iter().map(|c| c.0).collect::<Vec<_>>().join(",");
-    let out = ok(evalkit(home.path(), &["install", "--client", &all, "--command", "/opt/evalkit", "--dry-run"]));
+    let out = ok(cellbox(home.path(), &["install", "--client", &all, "--command", "/opt/cellbox", "--dry-run"]));
     for &(client, file, _) in CLIENTS {
         assert!(!home.path().join(file).exists(), "{client}: dry run wrote {file}");
         assert!(out.contains(&format!("+++ {}", home.path().join(file).display())), "{client}: {out}");
     }
-    assert!(out.contains("+[mcp_servers.evalkit]") && out.contains("+    \"evalkit\": {"), "{out}");
-    ok(evalkit(home.path(), &["install", "--client", &all, "--command", "/opt/evalkit"]));
+    assert!(out.contains("+[mcp_servers.cellbox]") && out.contains("+    \"cellbox\": {"), "{out}");
+    ok(cellbox(home.path(), &["install", "--client", &all, "--command", "/opt/cellbox"]));
     for &(client, file, key) in CLIENTS {
         let text = std::fs::read_to_string(home.path().join(file)).unwrap();
-        assert_eq!(entry(&text, key).0, Some(("/opt/evalkit".into(), vec!["mcp".into()])), "{client}: {text}");
-        assert!(!home.path().join(format!("{file}.evalkit-backup")).exists(), "{client}: nothing to back up");
+        assert_eq!(entry(&text, key).0, Some(("/opt/cellbox".into(), vec!["mcp".into()])), "{client}: {text}");
+        assert!(!home.path().join(format!("{file}.cellbox-backup")).exists(), "{client}: nothing to back up");
     }
 }
 
@@ -158,8 +158,8 @@ fn a_missing_file_is_created_and_dry_run_writes_nothing() {
 fn settings_that_move_the_files_are_followed() {
     let home = tempfile::tempdir().unwrap();
     let codex_home = home.path().join("elsewhere");
-    let output = Command::new(env!("CARGO_BIN_EXE_evalkit"))
-        .args(["install", "--client", "codex,vscode", "--command", "/opt/evalkit"])
+    let output = Command::new(env!("CARGO_BIN_EXE_cellbox"))
+        .args(["install", "--client", "codex,vscode", "--command", "/opt/cellbox"])
         .env("HOME", home.path())
         .env("CODEX_HOME", &codex_home)
         .env("XDG_CONFIG_HOME", home.path().join("xdg"))
@@ -176,10 +176,10 @@ fn bad_input_changes_no_file() {
     std::fs::create_dir_all(home.path().join(".cursor")).unwrap();
     std::fs::write(home.path().join(".cursor/mcp.json"), "{ \"mcpServers\": ").unwrap();
     // An unknown client, or one broken file, and no file is written, the good ones included.
-    let output = evalkit(home.path(), &["install", "--client", "codex,nope", "--command", "/x"]);
+    let output = cellbox(home.path(), &["install", "--client", "codex,nope", "--command", "/x"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("choose one of: claude"));
-    let output = evalkit(home.path(), &["install", "--client", "codex,cursor", "--command", "/x"]);
+    let output = cellbox(home.path(), &["install", "--client", "codex,cursor", "--command", "/x"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("is not valid JSON"), "{output:?}");
     assert!(!home.path().join(".codex/config.toml").exists());

@@ -8,19 +8,19 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use evalkit::backend::{self, Backend};
-use evalkit::kernel::{Kernel, KernelOptions};
-use evalkit::tool::{
+use cellbox::backend::{self, Backend};
+use cellbox::kernel::{Kernel, KernelOptions};
+use cellbox::tool::{
     CallContext, CellStatus, EngineConfig, EvalEngine, EvalError, EvalParams, EvalResult, Exposure, ignore_events,
 };
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-/// The node under test: `$EVALKIT_TEST_NODE`, else what discovery finds on PATH.
+/// The node under test: `$CELLBOX_TEST_NODE`, else what discovery finds on PATH.
 fn node() -> &'static PathBuf {
     static NODE: OnceLock<PathBuf> = OnceLock::new();
     NODE.get_or_init(|| {
-        if let Some(explicit) = std::env::var_os("EVALKIT_TEST_NODE") {
+        if let Some(explicit) = std::env::var_os("CELLBOX_TEST_NODE") {
             return PathBuf::from(explicit);
         }
         backend::node::resolve_from_env(None, &std::env::temp_dir()).expect("tests need Node 18+ on PATH").executable
@@ -265,13 +265,13 @@ async fn the_kernel_layer_drives_node_directly() {
     assert!(common::eventually(Duration::from_secs(3), || common::group_members(pid).is_empty()).await);
 }
 
-fn evalkit(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_evalkit"))
+fn cellbox(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_cellbox"))
         .args(args)
-        .env("EVALKIT_PYTHON", common::python())
-        .env("EVALKIT_NODE", node())
-        .env_remove("EVALKIT_PY")
-        .env_remove("EVALKIT_JS")
+        .env("CELLBOX_PYTHON", common::python())
+        .env("CELLBOX_NODE", node())
+        .env_remove("CELLBOX_PY")
+        .env_remove("CELLBOX_JS")
         .stdin(Stdio::null())
         .output()
         .unwrap()
@@ -279,17 +279,17 @@ fn evalkit(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn the_cli_runs_javascript_code_and_files() {
-    let out = evalkit(&["run", "--lang", "js", "-c", "console.log('hi'); 6 * 7"]);
+    let out = cellbox(&["run", "--lang", "js", "-c", "console.log('hi'); 6 * 7"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n42\n");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("cell.mjs");
     std::fs::write(&file, "const x = await Promise.resolve(5);\nconsole.log(x * 2)").unwrap();
-    let out = evalkit(&["run", file.to_str().unwrap()]);
+    let out = cellbox(&["run", file.to_str().unwrap()]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "10\n", "{}", String::from_utf8_lossy(&out.stderr));
-    let failing = evalkit(&["run", "--lang", "js", "-c", "undefinedName"]);
+    let failing = cellbox(&["run", "--lang", "js", "-c", "undefinedName"]);
     assert_eq!(failing.status.code(), Some(1));
-    let setup = evalkit(&["setup", "node", "--check"]);
+    let setup = cellbox(&["setup", "node", "--check"]);
     assert_eq!(setup.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&setup.stdout).contains("Version:"));
 }

@@ -4,8 +4,8 @@
 mod common;
 
 use common::{run, start};
-use evalkit::kernel::ExecEvent;
-use evalkit::protocol::DoneStatus;
+use cellbox::kernel::ExecEvent;
+use cellbox::protocol::DoneStatus;
 use serde_json::json;
 
 #[tokio::test]
@@ -68,7 +68,7 @@ async fn tracebacks_show_cell_source_and_hide_the_runner() {
     assert!(text.contains("helper(value)"), "{text}");
     assert!(text.contains("File \"<cell-1>\", line 2, in helper"), "{text}");
     assert!(text.contains("return 1 / v"), "source of an earlier cell: {text}");
-    assert!(!text.contains("evalkit_kernel"), "runner frames leak: {text}");
+    assert!(!text.contains("cellbox_kernel"), "runner frames leak: {text}");
 
     let syntax = run(&kernel, "x = (1,\ny = 2").await;
     let error = syntax.errors()[0].clone();

@@ -6,9 +6,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{eventually, group_members, options, python, run, start};
-use evalkit::kernel::{ExecEvent, Kernel, KernelError, KernelOptions};
+use cellbox::kernel::{ExecEvent, Kernel, KernelError, KernelOptions};
 
-async fn wait_started(execution: &mut evalkit::kernel::Execution) {
+async fn wait_started(execution: &mut cellbox::kernel::Execution) {
     match execution.next().await {
         Some(Ok(ExecEvent::Started)) => {}
         other => panic!("expected started, got {other:?}"),
@@ -200,7 +200,7 @@ fn make_executable(path: &std::path::Path) {
 
 #[tokio::test]
 async fn an_orphaned_runner_exits_by_itself() {
-    let runner = evalkit::kernel::runner_files::ensure_runner().unwrap();
+    let runner = cellbox::kernel::runner_files::ensure_runner().unwrap();
     // A shell starts the runner as its own session and exits at once, as a
     // crashed host would. The runner's stdin stays open (the test holds the
     // pipe), so only the host watch can make it leave.
@@ -232,27 +232,27 @@ async fn environment_filtering_keeps_secrets_out_of_user_code() {
         ("DATABASE_URL", "postgres://user:planted@db/x"),
         ("AWS_SECRET_ACCESS_KEY", "planted"),
         ("GITHUB_TOKEN", "planted"),
-        ("EVALKIT_SERVICE_TOKEN", "planted"),
-        ("EVALKIT_MODE", "kept"),
+        ("CELLBOX_SERVICE_TOKEN", "planted"),
+        ("CELLBOX_MODE", "kept"),
         ("LC_TIME", "C"),
     ]
     .iter()
     .map(|(k, v)| (OsString::from(k), OsString::from(v)))
     .collect();
     let extra = std::collections::BTreeMap::from([("CHOSEN".to_string(), "passed-on-purpose".to_string())]);
-    let env = evalkit::runtime::env::kernel_env(planted, &evalkit::runtime::EnvActivation::None, &extra);
+    let env = cellbox::runtime::env::kernel_env(planted, &cellbox::runtime::EnvActivation::None, &extra);
     let kernel = Kernel::start(KernelOptions::new(python(), std::env::temp_dir(), env)).await.unwrap();
     let output = run(
         &kernel,
         "import os, subprocess\n\
          child = subprocess.run(['env'], capture_output=True, text=True).stdout\n\
          print('planted' in repr(dict(os.environ)), 'planted' in child)\n\
-         print(sorted(k for k in os.environ if k in ('EVALKIT_MODE', 'LC_TIME', 'CHOSEN', 'HOME', 'MPLBACKEND', 'PYTHONUNBUFFERED')))",
+         print(sorted(k for k in os.environ if k in ('CELLBOX_MODE', 'LC_TIME', 'CHOSEN', 'HOME', 'MPLBACKEND', 'PYTHONUNBUFFERED')))",
     )
     .await;
     assert_eq!(
         output.stdout(),
-        "False False\n['CHOSEN', 'EVALKIT_MODE', 'HOME', 'LC_TIME', 'MPLBACKEND', 'PYTHONUNBUFFERED']\n"
+        "False False\n['CHOSEN', 'CELLBOX_MODE', 'HOME', 'LC_TIME', 'MPLBACKEND', 'PYTHONUNBUFFERED']\n"
     );
 }
 

@@ -15,26 +15,26 @@ async fn pip_installs_upgrades_and_evicts_by_distribution() {
         format!("w1 = build_wheel({0:?}, '1.0')\nw2 = build_wheel({0:?}, '2.0')", dir.path().display().to_string());
     assert!(run(&kernel, &setup).await.is_ok());
 
-    let install = run(&kernel, "%pip install --no-index --no-deps --disable-pip-version-check $w1\nimport evalkit_probe_mod\nevalkit_probe_mod.VERSION").await;
+    let install = run(&kernel, "%pip install --no-index --no-deps --disable-pip-version-check $w1\nimport cellbox_probe_mod\ncellbox_probe_mod.VERSION").await;
     assert!(install.is_ok(), "{:?}\n{}{}", install.errors(), install.stdout(), install.stderr());
     assert!(
-        install.stdout().contains("Successfully installed evalkit-probe-dist-1.0"),
+        install.stdout().contains("Successfully installed cellbox-probe-dist-1.0"),
         "pip streams its output: {}",
         install.stdout()
     );
     assert_eq!(install.results(), ["1"]);
 
-    let upgrade = run(&kernel, "%pip install --no-index --no-deps --disable-pip-version-check $w2\nimport evalkit_probe_mod\nevalkit_probe_mod.VERSION").await;
+    let upgrade = run(&kernel, "%pip install --no-index --no-deps --disable-pip-version-check $w2\nimport cellbox_probe_mod\ncellbox_probe_mod.VERSION").await;
     assert_eq!(upgrade.results(), ["2"], "the old module was evicted, so the new code is imported without a restart");
     let event = upgrade
         .displays()
         .iter()
-        .find_map(|b| b.get("application/x-evalkit-status").cloned())
+        .find_map(|b| b.get("application/x-cellbox-status").cloned())
         .expect("a pip status event");
     assert_eq!(event["op"], "pip");
     assert_eq!(event["exit_code"], 0);
-    assert_eq!(event["installed"], serde_json::json!(["evalkit-probe-dist"]));
-    assert_eq!(event["evicted"], serde_json::json!(["evalkit_probe_mod"]));
+    assert_eq!(event["installed"], serde_json::json!(["cellbox-probe-dist"]));
+    assert_eq!(event["evicted"], serde_json::json!(["cellbox_probe_mod"]));
 
     let failing = run(&kernel, "%pip install --no-index /no/such/package.whl").await;
     assert!(!failing.is_ok());
@@ -43,6 +43,6 @@ async fn pip_installs_upgrades_and_evicts_by_distribution() {
     assert!(error.evalue.contains("pip exited with status"), "{}", error.evalue);
     assert!(!failing.stderr().is_empty() || !failing.stdout().is_empty(), "pip's own output stays visible");
 
-    let removed = run(&kernel, "%pip uninstall -y evalkit-probe-dist").await;
+    let removed = run(&kernel, "%pip uninstall -y cellbox-probe-dist").await;
     assert!(removed.is_ok(), "{:?}", removed.errors());
 }

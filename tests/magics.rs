@@ -3,11 +3,11 @@
 mod common;
 
 use common::{run, start};
-use evalkit::kernel::{CellOutput, ExecEvent};
+use cellbox::kernel::{CellOutput, ExecEvent};
 use serde_json::Value;
 
 fn statuses(output: &CellOutput) -> Vec<Value> {
-    output.displays().iter().filter_map(|bundle| bundle.get("application/x-evalkit-status").cloned()).collect()
+    output.displays().iter().filter_map(|bundle| bundle.get("application/x-cellbox-status").cloned()).collect()
 }
 
 fn error_of(output: &CellOutput) -> String {
@@ -140,7 +140,7 @@ async fn load_and_run_files() {
     let output = run(&kernel, &format!("%run {}", failing.display())).await;
     let traceback = output.errors()[0].traceback.concat();
     assert!(traceback.contains("fails.py\", line 2, in broken"), "{traceback}");
-    assert!(!traceback.contains("evalkit_kernel"), "{traceback}");
+    assert!(!traceback.contains("cellbox_kernel"), "{traceback}");
 }
 
 #[tokio::test]

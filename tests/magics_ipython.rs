@@ -5,7 +5,7 @@
 mod common;
 
 use common::{run, start};
-use evalkit::kernel::{CellOutput, ExecEvent};
+use cellbox::kernel::{CellOutput, ExecEvent};
 use serde_json::Value;
 
 fn error_of(output: &CellOutput) -> String {
@@ -30,7 +30,7 @@ fn images(output: &CellOutput) -> Vec<(Value, Value)> {
         .collect()
 }
 
-async fn has_matplotlib(kernel: &evalkit::kernel::Kernel) -> bool {
+async fn has_matplotlib(kernel: &cellbox::kernel::Kernel) -> bool {
     run(kernel, "import importlib.util\nimportlib.util.find_spec('matplotlib') is not None").await.results() == ["True"]
 }
 

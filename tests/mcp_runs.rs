@@ -1,4 +1,4 @@
-//! Runs and named sessions of `evalkit mcp`, driven by the official Python MCP
+//! Runs and named sessions of `cellbox mcp`, driven by the official Python MCP
 //! client (tests/mcp/runs.py): `wait` on eval, `eval_wait`, `eval_cancel`,
 //! queueing, `session` and `eval_sessions`, progress on silent cells.
 

@@ -1,4 +1,4 @@
-//! A cell's completion()/agent() under `evalkit mcp`, answered by the real
+//! A cell's completion()/agent() under `cellbox mcp`, answered by the real
 //! Python MCP client's sampling callback (tests/mcp/sampling.py).
 
 mod common;

@@ -1,6 +1,6 @@
-//! `evalkit mcp` driven by the official Python MCP client (tests/mcp/client.py).
+//! `cellbox mcp` driven by the official Python MCP client (tests/mcp/client.py).
 //! The client needs the `mcp` package: `scripts/test` installs it into the
-//! interpreter it passes as EVALKIT_TEST_PYTHON.
+//! interpreter it passes as CELLBOX_TEST_PYTHON.
 
 mod common;
 
@@ -71,11 +71,11 @@ fn sigterm_to_the_server_disposes_its_kernels() {
     use std::io::{BufRead, BufReader, Write};
     use std::process::Stdio;
     let cwd = tempfile::tempdir().unwrap();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_evalkit"))
+    let mut server = Command::new(env!("CARGO_BIN_EXE_cellbox"))
         .args(["mcp", "--cwd"])
         .arg(cwd.path())
-        .env("EVALKIT_PYTHON", common::python())
-        .env("EVALKIT_ARTIFACTS_DIR", cwd.path().join("artifacts"))
+        .env("CELLBOX_PYTHON", common::python())
+        .env("CELLBOX_ARTIFACTS_DIR", cwd.path().join("artifacts"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -112,10 +112,10 @@ fn sigterm_to_the_server_disposes_its_kernels() {
 
 #[test]
 fn javascript_cells_run_beside_python() {
-    scenario_with_env("javascript", &[("EVALKIT_PY", "mix"), ("EVALKIT_JS", "1")]);
+    scenario_with_env("javascript", &[("CELLBOX_PY", "mix"), ("CELLBOX_JS", "1")]);
 }
 
 #[test]
 fn javascript_only_offers_only_javascript() {
-    scenario_with_env("javascript_only", &[("EVALKIT_PY", "0"), ("EVALKIT_JS", "1")]);
+    scenario_with_env("javascript_only", &[("CELLBOX_PY", "0"), ("CELLBOX_JS", "1")]);
 }

@@ -21,11 +21,11 @@ impl Server {
     /// A server whose client declares (or not) the tasks extension.
     fn start(tasks: bool) -> Server {
         let cwd = tempfile::tempdir().unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_evalkit"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cellbox"))
             .args(["mcp", "--cwd"])
             .arg(cwd.path())
-            .env("EVALKIT_PYTHON", common::python())
-            .env("EVALKIT_ARTIFACTS_DIR", cwd.path().join("artifacts"))
+            .env("CELLBOX_PYTHON", common::python())
+            .env("CELLBOX_ARTIFACTS_DIR", cwd.path().join("artifacts"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

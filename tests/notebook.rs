@@ -1,4 +1,4 @@
-//! Notebooks in and out: `evalkit run NOTEBOOK.ipynb`, `--save-notebook` and
+//! Notebooks in and out: `cellbox run NOTEBOOK.ipynb`, `--save-notebook` and
 //! `EvalEngine::export_notebook`, checked with the real nbformat validator
 //! and rendered with the real `jupyter nbconvert`.
 
@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use evalkit::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
+use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -18,12 +18,12 @@ fn venv_bin(name: &str) -> PathBuf {
     path
 }
 
-fn evalkit(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_evalkit"))
+fn cellbox(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cellbox"))
         .args(args)
         .current_dir(cwd)
-        .env("EVALKIT_PYTHON", common::python())
-        .env("EVALKIT_ARTIFACTS_DIR", cwd.join("artifacts"))
+        .env("CELLBOX_PYTHON", common::python())
+        .env("CELLBOX_ARTIFACTS_DIR", cwd.join("artifacts"))
         .env("NO_COLOR", "1")
         .output()
         .unwrap()
@@ -109,7 +109,7 @@ fn a_notebook_runs_and_its_outputs_are_recorded_as_jupyter_does() {
             code("print('after the error')"),
         ],
     );
-    let out = evalkit(&["run", "analysis.ipynb", "-o", "out.ipynb", "--allow-errors"], dir.path());
+    let out = cellbox(&["run", "analysis.ipynb", "-o", "out.ipynb", "--allow-errors"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let written = dir.path().join("out.ipynb");
     assert_valid(&written);
@@ -186,7 +186,7 @@ fn the_first_error_stops_the_run_and_the_notebook_is_still_written() {
                    "outputs": [{"output_type": "stream", "name": "stdout", "text": ["stale\n"]}]}),
         ],
     );
-    let out = evalkit(&["run", "nb.ipynb", "-o", "out.ipynb"], dir.path());
+    let out = cellbox(&["run", "nb.ipynb", "-o", "out.ipynb"], dir.path());
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("ZeroDivisionError"), "{stderr}");
@@ -201,7 +201,7 @@ fn the_first_error_stops_the_run_and_the_notebook_is_still_written() {
 
     // A cell tagged raises-exception may fail without stopping the run.
     write_notebook(dir.path(), "tagged.ipynb", vec![tagged("1/0", "raises-exception"), code("print('went on')")]);
-    let out = evalkit(&["run", "tagged.ipynb", "--inplace"], dir.path());
+    let out = cellbox(&["run", "tagged.ipynb", "--inplace"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(outputs(&read_json(&dir.path().join("tagged.ipynb")), 1)[0]["text"], json!(["went on\n"]));
 }
@@ -243,7 +243,7 @@ fn parameters_are_typed_and_injected_after_the_parameters_cell() {
         "raw",
         "42",
     ];
-    let out = evalkit(&args, dir.path());
+    let out = cellbox(&args, dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let path = dir.path().join("params.ipynb");
     assert_valid(&path);
@@ -276,7 +276,7 @@ fn parameters_are_typed_and_injected_after_the_parameters_cell() {
     );
 
     // Run again in place: the old injected cell is replaced, not stacked.
-    let out = evalkit(&["run", "params.ipynb", "--inplace", "-p", "count", "3"], dir.path());
+    let out = cellbox(&["run", "params.ipynb", "--inplace", "-p", "count", "3"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let nb = read_json(&path);
     assert_eq!(nb["cells"].as_array().unwrap().len(), 4);
@@ -284,7 +284,7 @@ fn parameters_are_typed_and_injected_after_the_parameters_cell() {
 
     // Without a parameters cell, the parameters come first.
     write_notebook(dir.path(), "plain.ipynb", vec![code("print(size * 2)")]);
-    let out = evalkit(&["run", "plain.ipynb", "--inplace", "-p", "size", "21"], dir.path());
+    let out = cellbox(&["run", "plain.ipynb", "--inplace", "-p", "size", "21"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let nb = read_json(&dir.path().join("plain.ipynb"));
     assert_eq!(nb["cells"][0]["metadata"]["tags"], json!(["injected-parameters"]));
@@ -295,44 +295,44 @@ fn parameters_are_typed_and_injected_after_the_parameters_cell() {
 fn bad_inputs_are_explained_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path();
-    let out = evalkit(&["run", "missing.ipynb", "-o", "out.ipynb"], cwd);
+    let out = cellbox(&["run", "missing.ipynb", "-o", "out.ipynb"], cwd);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("cannot read missing.ipynb"), "{}", text(&out.stderr));
 
     std::fs::write(cwd.join("broken.ipynb"), "{\"cells\": [").unwrap();
-    let out = evalkit(&["run", "broken.ipynb", "-o", "out.ipynb"], cwd);
+    let out = cellbox(&["run", "broken.ipynb", "-o", "out.ipynb"], cwd);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("broken.ipynb is not valid JSON"), "{}", text(&out.stderr));
 
     std::fs::write(cwd.join("old.ipynb"), r#"{"nbformat": 3, "nbformat_minor": 0, "metadata": {}, "worksheets": []}"#)
         .unwrap();
-    let out = evalkit(&["run", "old.ipynb", "-o", "out.ipynb"], cwd);
+    let out = cellbox(&["run", "old.ipynb", "-o", "out.ipynb"], cwd);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("nbformat 3") && stderr.contains("--nbformat 4"), "{stderr}");
 
     std::fs::write(cwd.join("package.ipynb"), r#"{"name": "not a notebook"}"#).unwrap();
-    let out = evalkit(&["run", "package.ipynb", "-o", "out.ipynb"], cwd);
+    let out = cellbox(&["run", "package.ipynb", "-o", "out.ipynb"], cwd);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("not a Jupyter notebook"), "{}", text(&out.stderr));
 
     write_notebook(cwd, "ok.ipynb", vec![code("print('ran')")]);
-    let out = evalkit(&["run", "ok.ipynb", "-o", "out.ipynb", "--inplace"], cwd);
+    let out = cellbox(&["run", "ok.ipynb", "-o", "out.ipynb", "--inplace"], cwd);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--inplace"), "{}", text(&out.stderr));
-    let out = evalkit(&["run", "-c", "1", "-p", "a", "1"], cwd);
+    let out = cellbox(&["run", "-c", "1", "-p", "a", "1"], cwd);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("applies to notebooks only"), "{}", text(&out.stderr));
-    let out = evalkit(&["run", "ok.ipynb", "-p", "not-a-name", "1"], cwd);
+    let out = cellbox(&["run", "ok.ipynb", "-p", "not-a-name", "1"], cwd);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("not a Python identifier"), "{}", text(&out.stderr));
-    let out = evalkit(&["run", "ok.ipynb", "--json"], cwd);
+    let out = cellbox(&["run", "ok.ipynb", "--json"], cwd);
     assert_eq!(out.status.code(), Some(2));
     assert!(!cwd.join("out.ipynb").exists(), "no failed run wrote anything");
 
     // Neither -o nor --inplace: the notebook runs, nothing is written, and the user is told.
     let before = std::fs::read_to_string(cwd.join("ok.ipynb")).unwrap();
-    let out = evalkit(&["run", "ok.ipynb"], cwd);
+    let out = cellbox(&["run", "ok.ipynb"], cwd);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "ran\n");
     assert!(text(&out.stderr).contains("not saved (pass -o FILE or --inplace)"), "{}", text(&out.stderr));
@@ -342,7 +342,7 @@ fn bad_inputs_are_explained_and_nothing_is_written() {
 #[test]
 fn save_notebook_records_code_runs_and_params_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let out = evalkit(&["run", "-c", "print('hi')\n6 * 7", "--save-notebook", "c.ipynb"], dir.path());
+    let out = cellbox(&["run", "-c", "print('hi')\n6 * 7", "--save-notebook", "c.ipynb"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let path = dir.path().join("c.ipynb");
     assert_valid(&path);
@@ -352,7 +352,7 @@ fn save_notebook_records_code_runs_and_params_runs() {
 
     let params = json!({"cells": [{"code": "a = 1"}, {"code": "a / 0"}, {"code": "print('skipped')"}]});
     std::fs::write(dir.path().join("params.json"), params.to_string()).unwrap();
-    let out = evalkit(&["run", "--params", "params.json", "--save-notebook", "p.ipynb"], dir.path());
+    let out = cellbox(&["run", "--params", "params.json", "--save-notebook", "p.ipynb"], dir.path());
     assert_eq!(out.status.code(), Some(1));
     let path = dir.path().join("p.ipynb");
     assert_valid(&path);
@@ -407,7 +407,7 @@ async fn a_session_exports_as_a_notebook_and_its_history_survives_reset() {
 fn a_timed_out_cell_stops_even_with_allow_errors_and_exits_124() {
     let dir = tempfile::tempdir().unwrap();
     write_notebook(dir.path(), "slow.ipynb", vec![code("while True: pass"), code("print('never')")]);
-    let out = evalkit(&["run", "slow.ipynb", "--timeout", "1", "--allow-errors", "-o", "out.ipynb"], dir.path());
+    let out = cellbox(&["run", "slow.ipynb", "--timeout", "1", "--allow-errors", "-o", "out.ipynb"], dir.path());
     assert_eq!(out.status.code(), Some(124), "{}", text(&out.stderr));
     let written = dir.path().join("out.ipynb");
     assert_valid(&written);

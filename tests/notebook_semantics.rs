@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{BUILD_WHEEL, options, python, run, start, test_env};
-use evalkit::kernel::{CellOutput, Kernel, KernelOptions};
+use cellbox::kernel::{CellOutput, Kernel, KernelOptions};
 use serde_json::{Value, json};
 
 fn error_of(output: &CellOutput) -> String {
@@ -24,7 +24,7 @@ fn assert_no_runner_frames(output: &CellOutput, what: &str) {
     assert!(!output.errors().is_empty(), "{what}: expected an error");
     for error in output.errors() {
         let text = error.traceback.concat();
-        assert!(!text.contains("evalkit_kernel"), "{what}: a runner frame is visible:\n{text}");
+        assert!(!text.contains("cellbox_kernel"), "{what}: a runner frame is visible:\n{text}");
     }
 }
 
@@ -32,7 +32,7 @@ fn user_displays(output: &CellOutput) -> Vec<Value> {
     output
         .displays()
         .iter()
-        .filter(|bundle| !bundle.contains_key("application/x-evalkit-status"))
+        .filter(|bundle| !bundle.contains_key("application/x-cellbox-status"))
         .map(|bundle| serde_json::to_value(bundle).unwrap())
         .collect()
 }
@@ -186,7 +186,7 @@ async fn display_cell_magics_send_ipythons_bundles() {
     }
     let isolated = run(&kernel, "%%html --isolated\n<i>x</i>").await;
     let metadata = isolated.events.iter().find_map(|event| match event {
-        evalkit::kernel::ExecEvent::Display { metadata, .. } => Some(serde_json::to_value(metadata).unwrap()),
+        cellbox::kernel::ExecEvent::Display { metadata, .. } => Some(serde_json::to_value(metadata).unwrap()),
         _ => None,
     });
     assert_eq!(metadata, Some(json!({"text/html": {"isolated": true}})));
@@ -213,9 +213,9 @@ async fn script_cell_magics() {
     let background = run(&kernel, "%%script --bg sh\necho hi").await;
     assert_eq!(background.errors()[0].ename, "UsageError");
     assert!(background.errors()[0].evalue.contains("--bg (and --proc) is not supported"), "{}", error_of(&background));
-    let missing = run(&kernel, "%%script evalkit-no-such-interpreter\nx").await;
+    let missing = run(&kernel, "%%script cellbox-no-such-interpreter\nx").await;
     assert_eq!(missing.errors()[0].ename, "UsageError");
-    assert!(missing.errors()[0].evalue.contains("cannot run 'evalkit-no-such-interpreter'"), "{}", error_of(&missing));
+    assert!(missing.errors()[0].evalue.contains("cannot run 'cellbox-no-such-interpreter'"), "{}", error_of(&missing));
 
     let file = run(&kernel, "%%file notes/a.txt\nhello").await;
     assert_eq!(file.stdout(), "Writing notes/a.txt\n");
@@ -270,7 +270,7 @@ async fn store_keeps_variables_per_project_across_kernels() {
     run(&second, "%store -d numbers").await;
     assert_eq!(run(&second, "%store -r numbers").await.stdout(), "no stored variable or alias numbers\n");
     assert_eq!(run(&second, "%store -r\nword").await.results(), ["'hi'"]);
-    let folder = std::fs::read_dir(data.path().join("evalkit/store")).unwrap().count();
+    let folder = std::fs::read_dir(data.path().join("cellbox/store")).unwrap().count();
     assert_eq!(folder, 1, "one folder for the project");
     run(&second, "%store -z").await;
     assert_eq!(run(&second, "%store").await.stdout(), "Stored variables and their in-db values:\n");
@@ -320,18 +320,18 @@ async fn pip_falls_back_to_uv_in_a_uv_venv() {
     let kernel = kernel_in(dir.path(), &venv_python, &[("PATH", path.as_str())]).await;
     let install = run(
         &kernel,
-        &format!("%pip install --no-index {}\nimport evalkit_probe_mod\nevalkit_probe_mod.VERSION", paths[0]),
+        &format!("%pip install --no-index {}\nimport cellbox_probe_mod\ncellbox_probe_mod.VERSION", paths[0]),
     )
     .await;
     assert_eq!(install.results(), ["1"], "{}\n{}", error_of(&install), install.stderr());
     let upgrade = run(
         &kernel,
-        &format!("%uv install --no-index {}\nimport evalkit_probe_mod\nevalkit_probe_mod.VERSION", paths[1]),
+        &format!("%uv install --no-index {}\nimport cellbox_probe_mod\ncellbox_probe_mod.VERSION", paths[1]),
     )
     .await;
     assert_eq!(upgrade.results(), ["2"], "%uv evicts the old module: {}", error_of(&upgrade));
     let listed = run(&kernel, "%uv pip list").await;
-    assert!(listed.stdout().contains("evalkit-probe-dist 2.0"), "{}", listed.stdout());
+    assert!(listed.stdout().contains("cellbox-probe-dist 2.0"), "{}", listed.stdout());
     let conda = run(&kernel, "%conda list").await;
     assert!(error_of(&conda).contains("is not in a conda environment"), "{}", error_of(&conda));
 
@@ -370,7 +370,7 @@ async fn figures_use_matplotlibs_repr() {
 
 #[tokio::test]
 async fn an_error_that_ends_its_sentence_gets_one_full_stop() {
-    use evalkit::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
+    use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
     use tokio_util::sync::CancellationToken;
 
     let dir = tempfile::tempdir().unwrap();

@@ -1,9 +1,9 @@
 //! Notebook parity against ipykernel: `bench/parity/parity.py` runs the notebooks of
-//! `tests/notebooks/` cell by cell through ipykernel and through this build's `evalkit mcp`, and
-//! fails when a cell that works under ipykernel fails under evalkit (or when the corpus itself is
+//! `tests/notebooks/` cell by cell through ipykernel and through this build's `cellbox mcp`, and
+//! fails when a cell that works under ipykernel fails under cellbox (or when the corpus itself is
 //! wrong). The default run takes the magic-heavy notebooks, which start no heavy library and so
-//! stay quick; `EVALKIT_PARITY_FULL=1` runs the whole corpus (about a minute on 2 cores) and
-//! `EVALKIT_PARITY_ONLY=NAME,NAME` the named notebooks.
+//! stay quick; `CELLBOX_PARITY_FULL=1` runs the whole corpus (about a minute on 2 cores) and
+//! `CELLBOX_PARITY_ONLY=NAME,NAME` the named notebooks.
 
 mod common;
 
@@ -14,7 +14,7 @@ const QUICK: &str = "05_magics_timing,06_shell_and_files,07_who_and_history,08_h
                      10_pickle_multiprocessing,11_exceptions_xmode";
 
 #[test]
-fn notebooks_run_under_evalkit_as_under_ipykernel() {
+fn notebooks_run_under_cellbox_as_under_ipykernel() {
     let python = common::python();
     let probe = Command::new(python).args(["-c", "import ipykernel, jupyter_client"]).output().unwrap();
     if !probe.status.success() {
@@ -29,13 +29,13 @@ fn notebooks_run_under_evalkit_as_under_ipykernel() {
     let mut command = Command::new(python);
     command
         .arg(format!("{root}/bench/parity/parity.py"))
-        .arg("--evalkit")
-        .arg(env!("CARGO_BIN_EXE_evalkit"))
+        .arg("--cellbox")
+        .arg(env!("CARGO_BIN_EXE_cellbox"))
         .arg("--out")
         .arg(out.path());
-    if let Ok(only) = std::env::var("EVALKIT_PARITY_ONLY") {
+    if let Ok(only) = std::env::var("CELLBOX_PARITY_ONLY") {
         command.args(["--only", &only]);
-    } else if std::env::var_os("EVALKIT_PARITY_FULL").is_none() {
+    } else if std::env::var_os("CELLBOX_PARITY_FULL").is_none() {
         command.args(["--only", &QUICK.replace(' ', "")]);
     }
     let output = command.output().unwrap();
@@ -49,19 +49,19 @@ fn notebooks_run_under_evalkit_as_under_ipykernel() {
     );
     assert!(
         output.status.success(),
-        "cells that work under ipykernel fail under evalkit (see the list above; \
+        "cells that work under ipykernel fail under cellbox (see the list above; \
          bench/parity/run reproduces it)\nstderr:\n{stderr}"
     );
     let report = std::fs::read_to_string(out.path().join("parity.json")).expect("the harness writes its report");
     let report: serde_json::Value = serde_json::from_str(&report).unwrap();
     let total = &report["total"];
     assert!(total["cells"].as_u64().unwrap() > 0, "no cell ran: {total}");
-    assert_eq!(total["fail_under_evalkit"], 0, "{total}");
+    assert_eq!(total["fail_under_cellbox"], 0, "{total}");
     assert_eq!(total["corpus_errors"], 0, "{total}");
 }
 
 /// The harness itself: ipykernel against ipykernel must compare identical cell for cell, so the
-/// normalisation (timings, addresses, folders, profiles) is neither too weak nor tied to evalkit.
+/// normalisation (timings, addresses, folders, profiles) is neither too weak nor tied to cellbox.
 #[test]
 fn harness_finds_ipykernel_identical_to_itself() {
     let python = common::python();

@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use evalkit::kernel::CellError;
-use evalkit::output::display::DisplayPart;
-use evalkit::render::{CardRenderer, RenderOptions, Style};
-use evalkit::tool::{CellReport, CellStatus, EvalEvent, EvalResult, Language};
+use cellbox::kernel::CellError;
+use cellbox::output::display::DisplayPart;
+use cellbox::render::{CardRenderer, RenderOptions, Style};
+use cellbox::tool::{CellReport, CellStatus, EvalEvent, EvalResult, Language};
 use serde_json::json;
 
 fn options(tty: bool) -> RenderOptions {
@@ -18,7 +18,7 @@ fn options(tty: bool) -> RenderOptions {
         preview_lines: 10,
         max_line_chars: 4000,
         inline_images: false,
-        image_dir: std::env::temp_dir().join("evalkit-render-tests"),
+        image_dir: std::env::temp_dir().join("cellbox-render-tests"),
         headers: true,
         redraw_interval: Duration::ZERO,
     }
@@ -182,7 +182,7 @@ fn status_events_are_one_liners() {
 
 #[test]
 fn json_outputs_are_a_capped_tree() {
-    let deep = json!({"name": "evalkit", "sizes": [1, 2, 3], "nested": {"a": {"b": {"c": {"d": {"e": 1}}}}}, "empty": {}, "list": []});
+    let deep = json!({"name": "cellbox", "sizes": [1, 2, 3], "nested": {"a": {"b": {"c": {"d": {"e": 1}}}}}, "empty": {}, "list": []});
     let long: serde_json::Value = (0..60).collect::<Vec<i32>>().into();
     let events = vec![
         started(0, Some("json")),
@@ -218,7 +218,7 @@ fn images_without_a_protocol_are_saved_and_named() {
     ];
     let end = result(vec![report(0, CellStatus::Ok)], &[], None, false);
     let rendered = render(true, &["plt.plot([1, 2])"], &events, &end, |_| {});
-    let dir = std::env::temp_dir().join("evalkit-render-tests");
+    let dir = std::env::temp_dir().join("cellbox-render-tests");
     let path_start = rendered.find(&dir.display().to_string()).expect("the saved file is named");
     let path_end = rendered[path_start..].find(']').unwrap() + path_start;
     let saved = std::path::PathBuf::from(&rendered[path_start..path_end]);

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use evalkit::render::{CardRenderer, RenderOptions, Style};
-use evalkit::tool::{CellReport, CellStatus, EvalEvent, EvalResult, Language};
+use cellbox::render::{CardRenderer, RenderOptions, Style};
+use cellbox::tool::{CellReport, CellStatus, EvalEvent, EvalResult, Language};
 
 fn options(tty: bool) -> RenderOptions {
     RenderOptions {
@@ -14,7 +14,7 @@ fn options(tty: bool) -> RenderOptions {
         preview_lines: 10,
         max_line_chars: 4000,
         inline_images: false,
-        image_dir: std::env::temp_dir().join("evalkit-render-tests"),
+        image_dir: std::env::temp_dir().join("cellbox-render-tests"),
         headers: true,
         redraw_interval: Duration::ZERO,
     }

@@ -1,4 +1,4 @@
-//! `evalkit repl` in a real pseudo-terminal (rexpect): multi-line input,
+//! `cellbox repl` in a real pseudo-terminal (rexpect): multi-line input,
 //! Ctrl-C on a busy cell, history, and leaving no process behind.
 
 mod common;
@@ -10,15 +10,15 @@ use rexpect::session::{PtySession, spawn_command};
 
 fn repl() -> (PtySession, tempfile::TempDir) {
     let home = tempfile::tempdir().unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_evalkit"));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cellbox"));
     command
         .arg("repl")
         .arg("--cwd")
         .arg(home.path())
-        .env("EVALKIT_PYTHON", common::python())
+        .env("CELLBOX_PYTHON", common::python())
         .env("HOME", home.path())
         .env("XDG_STATE_HOME", home.path().join("state"))
-        .env("EVALKIT_ARTIFACTS_DIR", home.path().join("artifacts"))
+        .env("CELLBOX_ARTIFACTS_DIR", home.path().join("artifacts"))
         .env("NO_COLOR", "1")
         .env("TERM", "xterm");
     let mut session = spawn_command(command, Some(20_000)).expect("the repl starts");
@@ -95,7 +95,7 @@ fn history_recalls_earlier_cells() {
     s.exp_string("count 2").unwrap();
     s.send_control('d').unwrap();
     s.exp_eof().unwrap();
-    let saved = std::fs::read_to_string(home.path().join("state/evalkit/repl_history")).unwrap();
+    let saved = std::fs::read_to_string(home.path().join("state/cellbox/repl_history")).unwrap();
     assert!(saved.contains("print('count', counter[0])"), "{saved}");
 }
 
@@ -147,14 +147,14 @@ fn save_writes_the_session_as_a_notebook() {
 #[test]
 fn a_javascript_session_continues_open_brackets_like_node() {
     let home = tempfile::tempdir().unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_evalkit"));
+    let mut command = Command::new(env!("CARGO_BIN_EXE_cellbox"));
     command
         .args(["repl", "--lang", "js", "--cwd"])
         .arg(home.path())
-        .env("EVALKIT_PYTHON", common::python())
+        .env("CELLBOX_PYTHON", common::python())
         .env("HOME", home.path())
         .env("XDG_STATE_HOME", home.path().join("state"))
-        .env("EVALKIT_ARTIFACTS_DIR", home.path().join("artifacts"))
+        .env("CELLBOX_ARTIFACTS_DIR", home.path().join("artifacts"))
         .env("NO_COLOR", "1")
         .env("TERM", "xterm");
     let mut s = spawn_command(command, Some(20_000)).expect("the repl starts");

@@ -6,11 +6,11 @@ mod common;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
-use evalkit::protocol::{RunnerFrame, parse_frame};
+use cellbox::protocol::{RunnerFrame, parse_frame};
 
 #[test]
 fn malformed_lines_get_protocol_errors_and_the_loop_goes_on() {
-    let runner = evalkit::kernel::runner_files::ensure_runner().unwrap();
+    let runner = cellbox::kernel::runner_files::ensure_runner().unwrap();
     let mut child = Command::new(common::python())
         .arg("-u")
         .arg(&runner)

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use evalkit::tool::{
+use cellbox::tool::{
     CallContext, CallOutcome, EngineConfig, EvalEngine, EvalParams, RunError, RunReport, WaitFor, ignore_events,
 };
 use serde_json::json;

@@ -9,8 +9,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use evalkit::sandbox::{NetworkMode, SandboxMode, SandboxPolicy};
-use evalkit::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
+use cellbox::sandbox::{NetworkMode, SandboxMode, SandboxPolicy};
+use cellbox::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -254,7 +254,7 @@ async fn a_memory_error_under_the_rlimit_fallback_names_the_limit() {
     config.python = Some(common::python().display().to_string());
     config.artifacts_dir = fx.outside.join("../artifacts");
     config.runner_cache_dir = Some(fx.outside.join("../runner-cache"));
-    config.extra_env.insert(evalkit::sandbox::ENV_MEMORY_RLIMIT.into(), "1 GiB".into());
+    config.extra_env.insert(cellbox::sandbox::ENV_MEMORY_RLIMIT.into(), "1 GiB".into());
     let engine = EvalEngine::new(config);
     assert!(!eval(&engine, "state = 1").await.is_error);
     let code = "import resource\nresource.setrlimit(resource.RLIMIT_AS, (1 << 30, resource.RLIM_INFINITY))\n\
@@ -272,7 +272,7 @@ async fn pip_under_network_off_says_why_and_how_to_allow_it() {
     let fx = fixture();
     let on = engine(&fx, policy(SandboxMode::WorkspaceWrite, NetworkMode::Off));
     let r =
-        eval(&on, "%pip install --no-cache-dir --index-url http://127.0.0.1:9/simple evalkit-no-such-package").await;
+        eval(&on, "%pip install --no-cache-dir --index-url http://127.0.0.1:9/simple cellbox-no-such-package").await;
     on.dispose_all().await;
     assert!(r.is_error, "{}", r.text);
     assert!(r.text.contains("network is off"), "{}", r.text);
@@ -281,7 +281,7 @@ async fn pip_under_network_off_says_why_and_how_to_allow_it() {
 
 #[test]
 fn sandbox_support_is_probed() {
-    let support = evalkit::sandbox::support();
+    let support = cellbox::sandbox::support();
     let json = serde_json::to_value(&support).unwrap();
     for key in ["os", "landlock_abi", "filesystem", "network", "seccomp", "memory_limit", "process_limit", "notes"] {
         assert!(json.get(key).is_some(), "{key} missing from {json}");
@@ -343,12 +343,12 @@ fn the_mcp_server_takes_sandbox_flags_and_tells_the_model() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/sandbox_client.py");
     let output = std::process::Command::new(common::python())
         .arg(script)
-        .arg(env!("CARGO_BIN_EXE_evalkit"))
+        .arg(env!("CARGO_BIN_EXE_cellbox"))
         .arg(&fx.work)
         .arg(fx.home.join(".ssh/id_ed25519"))
         .env("HOME", &fx.home)
-        .env("EVALKIT_PYTHON", common::python())
-        .env("EVALKIT_ARTIFACTS_DIR", fx.outside.join("../artifacts"))
+        .env("CELLBOX_PYTHON", common::python())
+        .env("CELLBOX_ARTIFACTS_DIR", fx.outside.join("../artifacts"))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{eventually, group_members};
-use evalkit::session::SpareLimits;
-use evalkit::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, EvalResult, KernelMode, ignore_events};
+use cellbox::session::SpareLimits;
+use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, EvalResult, KernelMode, ignore_events};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{eventually, group_members, python, run, run_to_end, test_env};
-use evalkit::kernel::{ExecEvent, Kernel, KernelError, KernelOptions};
-use evalkit::session::SpareLimits;
-use evalkit::tool::{CallContext, EvalEngine, EvalParams, EvalResult, ignore_events};
+use cellbox::kernel::{ExecEvent, Kernel, KernelError, KernelOptions};
+use cellbox::session::SpareLimits;
+use cellbox::tool::{CallContext, EvalEngine, EvalParams, EvalResult, ignore_events};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -218,7 +218,7 @@ async fn a_preload_that_starts_a_thread_is_refused_and_kernels_are_spawned() {
     let kernel = Kernel::start(probes.options(probes.path(), &["zyg_thread"])).await.unwrap();
     assert_eq!(kernel.forked_from(), None, "no fork from a zygote with threads");
     assert_eq!(value(&kernel, "import sys\n'zyg_thread' in sys.modules").await, "False");
-    let problem = evalkit::kernel::zygote::problems()
+    let problem = cellbox::kernel::zygote::problems()
         .into_iter()
         .find(|p| p.contains("'zyg_thread'"))
         .expect("the refusal is recorded");
@@ -236,7 +236,7 @@ async fn a_missing_module_gives_one_error_and_kernels_are_spawned() {
     assert_eq!((a.forked_from(), b.forked_from()), (None, None));
     assert_eq!(value(&a, "1+1").await, "2");
     let problems: Vec<String> =
-        evalkit::kernel::zygote::problems().into_iter().filter(|p| p.contains("zyg_missing_module")).collect();
+        cellbox::kernel::zygote::problems().into_iter().filter(|p| p.contains("zyg_missing_module")).collect();
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(problems[0].contains("ModuleNotFoundError"), "{}", problems[0]);
     a.shutdown().await;
@@ -245,9 +245,9 @@ async fn a_missing_module_gives_one_error_and_kernels_are_spawned() {
 
 #[test]
 fn the_cli_names_a_missing_preload_once_and_still_runs() {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_evalkit"))
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_cellbox"))
         .args(["run", "--preload", "zyg_cli_missing", "-c", "print(6*7)"])
-        .env("EVALKIT_PYTHON", python())
+        .env("CELLBOX_PYTHON", python())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -323,8 +323,8 @@ async fn spares_are_forked_and_nothing_outlives_the_engine() {
 #[tokio::test]
 async fn a_sandboxed_forked_kernel_cannot_write_outside_the_workspace() {
     let _serial = SERIAL.lock().await;
-    use evalkit::sandbox::{SandboxMode, SandboxPolicy};
-    if !evalkit::sandbox::support().filesystem {
+    use cellbox::sandbox::{SandboxMode, SandboxPolicy};
+    if !cellbox::sandbox::support().filesystem {
         eprintln!("skipped: no Landlock ABI 3 here");
         return;
     }
@@ -360,7 +360,7 @@ async fn a_cell_timeout_interrupts_a_forked_kernel_and_keeps_it() {
     let params =
         EvalParams::from_json(json!({"cells": [{"code": "import time\ntime.sleep(60)", "timeout": 1}]})).unwrap();
     let result = engine.eval(&params, &CallContext::new("t"), &CancellationToken::new(), &ignore_events).await.unwrap();
-    assert_eq!(result.cells[0].status, evalkit::tool::CellStatus::Timeout, "{}", result.text);
+    assert_eq!(result.cells[0].status, cellbox::tool::CellStatus::Timeout, "{}", result.text);
     assert_eq!(who(&eval(&engine, "t", WHO).await).0, pid, "the same kernel goes on");
     engine.dispose_all().await;
 }
@@ -368,8 +368,8 @@ async fn a_cell_timeout_interrupts_a_forked_kernel_and_keeps_it() {
 #[tokio::test]
 async fn a_forked_kernel_gets_its_own_memory_cgroup() {
     let _serial = SERIAL.lock().await;
-    use evalkit::sandbox::{LimitMethod, SandboxPolicy};
-    if matches!(evalkit::sandbox::support().memory_limit, LimitMethod::Rlimit | LimitMethod::Unavailable) {
+    use cellbox::sandbox::{LimitMethod, SandboxPolicy};
+    if matches!(cellbox::sandbox::support().memory_limit, LimitMethod::Rlimit | LimitMethod::Unavailable) {
         eprintln!("skipped: no memory cgroup here (a forked kernel is then spawned)");
         return;
     }
@@ -379,7 +379,7 @@ async fn a_forked_kernel_gets_its_own_memory_cgroup() {
     let kernel = Kernel::start(options).await.unwrap();
     assert!(kernel.forked_from().is_some(), "kernels with a memory cgroup are forked too");
     let own = value(&kernel, "import os\nopen('/proc/self/cgroup').read()").await;
-    assert!(own.contains("evalkit-"), "the kernel was moved into its own cgroup: {own}");
+    assert!(own.contains("cellbox-"), "the kernel was moved into its own cgroup: {own}");
     let ended = run_to_end(
         &kernel,
         "x = bytearray(512 << 20)\nfor i in range(0, len(x), 4096):\n    x[i] = 1\nprint('allocated', len(x) >> 20)",
@@ -395,7 +395,7 @@ async fn a_forked_kernel_gets_its_own_memory_cgroup() {
 #[test]
 fn the_zygote_ends_with_the_host_process() {
     let probes = Probes::new();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_evalkit"))
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_cellbox"))
         .args([
             "run",
             "--preload",
@@ -403,7 +403,7 @@ fn the_zygote_ends_with_the_host_process() {
             "-c",
             "import os, sys\nprint('zyg_probe' in sys.modules, os.getppid())",
         ])
-        .env("EVALKIT_PYTHON", python())
+        .env("CELLBOX_PYTHON", python())
         .env("PYTHONPATH", probes.path())
         .output()
         .unwrap();
@@ -415,5 +415,5 @@ fn the_zygote_ends_with_the_host_process() {
     while alive(zygote) && start.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(!alive(zygote), "the fork server {zygote} outlived `evalkit run`");
+    assert!(!alive(zygote), "the fork server {zygote} outlived `cellbox run`");
 }

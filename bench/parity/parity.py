@@ -1,21 +1,21 @@
-"""Notebook parity: run each notebook's code cells through ipykernel and through `evalkit mcp`.
+"""Notebook parity: run each notebook's code cells through ipykernel and through `cellbox mcp`.
 
 For every notebook in the corpus, one ipykernel kernel (started with this interpreter) and one
-`evalkit mcp` session (driven by the official MCP client, one `eval` call per cell) run the code
+`cellbox mcp` session (driven by the official MCP client, one `eval` call per cell) run the code
 cells in order, each in its own fresh working directory. Per cell we compare:
 
 - the status (ok / error), and
 - the normalised text: stdout, stderr, results and displays, in order (see `normalise`).
 
-A cell that works under ipykernel but fails under evalkit is a parity failure: the exit status is 1
+A cell that works under ipykernel but fails under cellbox is a parity failure: the exit status is 1
 when there is any. A cell tagged `raises-exception` (the Jupyter tag for "this cell fails on
 purpose") must fail under ipykernel, and an untagged one must work there; otherwise the corpus
 itself is wrong, which also gives exit status 1.
 
 `--self-check` runs ipykernel on both sides instead: every cell must then compare identical, which
-checks the harness and its normalisation rather than evalkit.
+checks the harness and its normalisation rather than cellbox.
 
-Usage: parity.py [--corpus DIR] [--only NAME[,NAME]] [--evalkit PATH] [--json] [--out DIR] [--self-check]
+Usage: parity.py [--corpus DIR] [--only NAME[,NAME]] [--cellbox PATH] [--json] [--out DIR] [--self-check]
 """
 import argparse
 import asyncio
@@ -40,8 +40,8 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 # Durations printed by %time, %%time, %timeit and %prun: "1.23 ms", "456 ns", "0.001 seconds".
 DURATION = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)? ?(?:ns|µs|μs|us|ms|s|sec|seconds)\b")
-# evalkit shows an image as "[image 1: image/png 640×480]"; ipykernel's side is rendered the same way.
-EVALKIT_IMAGE = re.compile(r"\[image \d+: image/[a-z+]+ [^\]]*\]")
+# cellbox shows an image as "[image 1: image/png 640×480]"; ipykernel's side is rendered the same way.
+CELLBOX_IMAGE = re.compile(r"\[image \d+: image/[a-z+]+ [^\]]*\]")
 # The report of %prun: its counts, rows and their order depend on timing and on the profiler's
 # own frames, so the whole report (summary line to the end of its table) becomes "<profile>".
 PROFILE_SUMMARY = re.compile(r"^\s*\d+ function calls.* in .*$")
@@ -55,7 +55,7 @@ def normalise(text, cwd):
     text = ANSI.sub("", text)  # colours are presentation
     text = text.replace(os.path.realpath(cwd), "<cwd>").replace(cwd, "<cwd>")  # each side has its own folder
     text = ADDRESS.sub("0x…", text)  # object addresses differ per process
-    text = EVALKIT_IMAGE.sub("[image]", text)
+    text = CELLBOX_IMAGE.sub("[image]", text)
     lines = []
     profile = None  # None, "head" (after the summary line) or "table" (after the column header)
     for line in text.split("\n"):
@@ -106,7 +106,7 @@ def load_cells(path):
 
 
 def display_text(data):
-    """One display's text, picked the way evalkit picks it: image, markdown, plain, then HTML."""
+    """One display's text, picked the way cellbox picks it: image, markdown, plain, then HTML."""
     for mime in ("image/png", "image/jpeg"):
         if mime in data:
             return "[image]"
@@ -152,7 +152,7 @@ class Ipykernel:
             except queue.Empty:
                 if timed_out:
                     return "timeout", "".join(parts)
-                # Like evalkit's timeout: interrupt, so the kernel is free for the next cell.
+                # Like cellbox's timeout: interrupt, so the kernel is free for the next cell.
                 timed_out = True
                 self.manager.interrupt_kernel()
                 deadline = time.monotonic() + 10
@@ -199,11 +199,11 @@ def run_ipykernel(cells, cwd):
 
 
 # ---------------------------------------------------------------------------------------------
-# evalkit side
+# cellbox side
 
 
-def evalkit_error_text(text, error):
-    """evalkit's text with its traceback reduced to the error line, like ipykernel's side."""
+def cellbox_error_text(text, error):
+    """cellbox's text with its traceback reduced to the error line, like ipykernel's side."""
     if not error:
         return text
     # What the cell wrote before its traceback is output; the traceback becomes the error line.
@@ -212,13 +212,13 @@ def evalkit_error_text(text, error):
     return head + error_line(error.get("ename"), error.get("evalue")) + "\n"
 
 
-async def run_evalkit_async(binary, cells, cwd, artifacts):
+async def run_cellbox_async(binary, cells, cwd, artifacts):
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
     env = dict(os.environ)
-    env["EVALKIT_PYTHON"] = sys.executable
-    env["EVALKIT_ARTIFACTS_DIR"] = artifacts
+    env["CELLBOX_PYTHON"] = sys.executable
+    env["CELLBOX_ARTIFACTS_DIR"] = artifacts
     params = StdioServerParameters(command=binary, args=["mcp", "--cwd", cwd], env=env)
     results = []
     async with stdio_client(params) as (read, write):
@@ -229,7 +229,7 @@ async def run_evalkit_async(binary, cells, cwd, artifacts):
                 try:
                     result = await session.call_tool("eval", arguments)
                 except Exception as exc:  # the server died or broke the protocol: the rest cannot run
-                    failure = "evalkit mcp failed: {}: {}\n".format(type(exc).__name__, exc)
+                    failure = "cellbox mcp failed: {}: {}\n".format(type(exc).__name__, exc)
                     results += [("crashed", failure, None)] * (len(cells) - len(results))
                     break
                 text = "".join(block.text for block in result.content if block.type == "text")
@@ -246,19 +246,19 @@ def innermost(exc):
     return exc
 
 
-def run_evalkit(binary, cells, cwd, artifacts):
+def run_cellbox(binary, cells, cwd, artifacts):
     try:
-        raw = asyncio.run(run_evalkit_async(binary, cells, cwd, artifacts))
+        raw = asyncio.run(run_cellbox_async(binary, cells, cwd, artifacts))
     except Exception as exc:
         leaf = innermost(exc)
-        sys.exit("could not run `{} mcp`: {}: {} (check the binary, or pass --evalkit PATH)".format(
+        sys.exit("could not run `{} mcp`: {}: {} (check the binary, or pass --cellbox PATH)".format(
             binary, type(leaf).__name__, leaf))
     out = []
     for status, text, error in raw:
-        if text == "(no output)\n":  # evalkit's placeholder for a cell that printed nothing
+        if text == "(no output)\n":  # cellbox's placeholder for a cell that printed nothing
             text = ""
         if status != "ok":
-            text = evalkit_error_text(text, error)
+            text = cellbox_error_text(text, error)
         out.append((status, text))
     return out
 
@@ -294,9 +294,9 @@ def first_difference(left, right):
     return "", ""
 
 
-def compare_notebook(name, cells, jupyter, evalkit, cwds):
+def compare_notebook(name, cells, jupyter, cellbox, cwds):
     rows = []
-    for index, (cell, (j_status, j_text), (e_status, e_text)) in enumerate(zip(cells, jupyter, evalkit), 1):
+    for index, (cell, (j_status, j_text), (e_status, e_text)) in enumerate(zip(cells, jupyter, cellbox), 1):
         j_norm = normalise(j_text, cwds[0])
         e_norm = normalise(e_text, cwds[1])
         rows.append(
@@ -305,35 +305,35 @@ def compare_notebook(name, cells, jupyter, evalkit, cwds):
                 "code": cell["code"],
                 "expect_error": cell["expect_error"],
                 "ipykernel": {"status": j_status, "text": j_norm},
-                "evalkit": {"status": e_status, "text": e_norm},
+                "cellbox": {"status": e_status, "text": e_norm},
                 "same_status": j_status == e_status,
                 "same_text": j_status == e_status and j_norm == e_norm,
             }
         )
-    regressions = [r for r in rows if r["ipykernel"]["status"] == "ok" and r["evalkit"]["status"] != "ok"]
+    regressions = [r for r in rows if r["ipykernel"]["status"] == "ok" and r["cellbox"]["status"] != "ok"]
     corpus_errors = [r for r in rows if (r["ipykernel"]["status"] != "ok") != r["expect_error"]]
     return {
         "notebook": name,
         "cells": len(rows),
         "ipykernel_ok": sum(r["ipykernel"]["status"] == "ok" for r in rows),
-        "evalkit_ok": sum(r["evalkit"]["status"] == "ok" for r in rows),
-        "fail_under_evalkit": len(regressions),
+        "cellbox_ok": sum(r["cellbox"]["status"] == "ok" for r in rows),
+        "fail_under_cellbox": len(regressions),
         "same_text": sum(r["same_text"] for r in rows),
         "regressions": [
             {
                 "cell": r["cell"],
                 "code": first_line(r["code"]),
                 "ipykernel": summary_line(r["ipykernel"]["text"], r["ipykernel"]["status"]),
-                "evalkit": summary_line(r["evalkit"]["text"], r["evalkit"]["status"]),
+                "cellbox": summary_line(r["cellbox"]["text"], r["cellbox"]["status"]),
             }
             for r in regressions
         ],
         "text_differences": [
             dict(
                 zip(
-                    ("cell", "code", "ipykernel", "evalkit"),
+                    ("cell", "code", "ipykernel", "cellbox"),
                     (r["cell"], first_line(r["code"]))
-                    + first_difference(r["ipykernel"]["text"], r["evalkit"]["text"]),
+                    + first_difference(r["ipykernel"]["text"], r["cellbox"]["text"]),
                 )
             )
             for r in rows
@@ -355,13 +355,13 @@ def totals(reports):
     cells = sum(r["cells"] for r in reports)
     same = sum(r["same_text"] for r in reports)
     ok = sum(r["ipykernel_ok"] for r in reports)
-    fail = sum(r["fail_under_evalkit"] for r in reports)
+    fail = sum(r["fail_under_cellbox"] for r in reports)
     return {
         "notebooks": len(reports),
         "cells": cells,
         "ipykernel_ok": ok,
-        "evalkit_ok": sum(r["evalkit_ok"] for r in reports),
-        "fail_under_evalkit": fail,
+        "cellbox_ok": sum(r["cellbox_ok"] for r in reports),
+        "fail_under_cellbox": fail,
         "fail_share": round(fail / ok, 4) if ok else 0.0,
         "same_text": same,
         "same_text_share": round(same / cells, 4) if cells else 0.0,
@@ -370,36 +370,36 @@ def totals(reports):
 
 
 def markdown(reports, total, python, binary):
-    out = ["# Notebook parity: evalkit vs ipykernel", ""]
-    out.append("Interpreter: `{}` (Python {}); evalkit: `{}`".format(python, sys.version.split()[0], binary))
+    out = ["# Notebook parity: cellbox vs ipykernel", ""]
+    out.append("Interpreter: `{}` (Python {}); cellbox: `{}`".format(python, sys.version.split()[0], binary))
     out.append("")
-    out.append("| notebook | cells | ok under ipykernel | fail under evalkit only | identical text |")
+    out.append("| notebook | cells | ok under ipykernel | fail under cellbox only | identical text |")
     out.append("| --- | ---: | ---: | ---: | ---: |")
     for r in reports:
         out.append(
             "| {} | {} | {} | {} | {} ({:.0%}) |".format(
-                r["notebook"], r["cells"], r["ipykernel_ok"], r["fail_under_evalkit"], r["same_text"],
+                r["notebook"], r["cells"], r["ipykernel_ok"], r["fail_under_cellbox"], r["same_text"],
                 r["same_text"] / r["cells"] if r["cells"] else 0,
             )
         )
     out.append(
-        "| **all** | {cells} | {ipykernel_ok} | {fail_under_evalkit} ({fail_share:.1%}) | {same_text} ({same_text_share:.1%}) |".format(
+        "| **all** | {cells} | {ipykernel_ok} | {fail_under_cellbox} ({fail_share:.1%}) | {same_text} ({same_text_share:.1%}) |".format(
             **total
         )
     )
     failing = [(r["notebook"], g) for r in reports for g in r["regressions"]]
     if failing:
-        out += ["", "## Cells that work under ipykernel and fail under evalkit", ""]
+        out += ["", "## Cells that work under ipykernel and fail under cellbox", ""]
         for name, g in failing:
             out.append("- `{}` cell {}: `{}`".format(name, g["cell"], g["code"]))
             out.append("  - ipykernel: `{}`".format(g["ipykernel"]))
-            out.append("  - evalkit: `{}`".format(g["evalkit"]))
+            out.append("  - cellbox: `{}`".format(g["cellbox"]))
     differing = [(r["notebook"], d) for r in reports for d in r["text_differences"]]
     if differing:
         out += ["", "## Cells with the same status and different text (first differing line)", ""]
         for name, d in differing:
-            out.append("- `{}` cell {}: `{}` — ipykernel `{}`, evalkit `{}`".format(
-                name, d["cell"], d["code"], d["ipykernel"], d["evalkit"]))
+            out.append("- `{}` cell {}: `{}` — ipykernel `{}`, cellbox `{}`".format(
+                name, d["cell"], d["code"], d["ipykernel"], d["cellbox"]))
     broken = [(r["notebook"], c) for r in reports for c in r["corpus_errors"]]
     if broken:
         out += ["", "## Corpus errors (status under ipykernel differs from the cell's `raises-exception` tag)", ""]
@@ -415,20 +415,20 @@ def shown(path):
     return path
 
 
-def find_evalkit(explicit):
+def find_cellbox(explicit):
     """The binary to test: the one given, else the debug build when it is the only build (parity
     does not depend on optimisation, and a release build takes minutes), else a fresh release build."""
     if explicit:
         if not os.access(explicit, os.X_OK):
-            sys.exit("--evalkit {}: not an executable file".format(explicit))
+            sys.exit("--cellbox {}: not an executable file".format(explicit))
         return os.path.abspath(explicit)
-    release = os.path.join(ROOT, "target", "release", "evalkit")
-    debug = os.path.join(ROOT, "target", "debug", "evalkit")
+    release = os.path.join(ROOT, "target", "release", "cellbox")
+    debug = os.path.join(ROOT, "target", "debug", "cellbox")
     if os.path.exists(debug) and not os.path.exists(release):
         return debug
     built = subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT)
     if built.returncode != 0:
-        sys.exit("cargo build --release failed; pass --evalkit PATH to use another binary")
+        sys.exit("cargo build --release failed; pass --cellbox PATH to use another binary")
     return release
 
 
@@ -436,7 +436,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", default=os.path.join(ROOT, "tests", "notebooks"))
     parser.add_argument("--only", help="comma-separated notebook names (without .ipynb)")
-    parser.add_argument("--evalkit", help="the evalkit binary (default: target/debug when it is the only build, else target/release, rebuilt)")
+    parser.add_argument("--cellbox", help="the cellbox binary (default: target/debug when it is the only build, else target/release, rebuilt)")
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results"), help="folder for parity.{json,md}")
     parser.add_argument("--no-write", action="store_true", help="do not write the report files")
@@ -454,8 +454,8 @@ def main():
         names = [n for n in names if n in wanted]
     if not names:
         sys.exit("no notebooks in " + args.corpus)
-    binary = "ipykernel (self-check)" if args.self_check else find_evalkit(args.evalkit)
-    # evalkit's environment filter does not pass this on, so without it ipykernel alone would skip
+    binary = "ipykernel (self-check)" if args.self_check else find_cellbox(args.cellbox)
+    # cellbox's environment filter does not pass this on, so without it ipykernel alone would skip
     # writing __pycache__ folders, which `!ls` cells then list on one side only.
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
@@ -464,25 +464,25 @@ def main():
     try:
         for name in names:
             cells = load_cells(os.path.join(args.corpus, name + ".ipynb"))
-            cwds = [os.path.join(scratch, name, side) for side in ("ipykernel", "evalkit")]
+            cwds = [os.path.join(scratch, name, side) for side in ("ipykernel", "cellbox")]
             for cwd in cwds:
                 os.makedirs(cwd)
             started = time.monotonic()
             jupyter = run_ipykernel(cells, cwds[0])
             middle = time.monotonic()
             if args.self_check:
-                evalkit = run_ipykernel(cells, cwds[1])
+                cellbox = run_ipykernel(cells, cwds[1])
             else:
-                evalkit = run_evalkit(binary, cells, cwds[1], os.path.join(scratch, name, "artifacts"))
-            report = compare_notebook(name, cells, jupyter, evalkit, cwds)
-            report["seconds"] = {"ipykernel": round(middle - started, 2), "evalkit": round(time.monotonic() - middle, 2)}
+                cellbox = run_cellbox(binary, cells, cwds[1], os.path.join(scratch, name, "artifacts"))
+            report = compare_notebook(name, cells, jupyter, cellbox, cwds)
+            report["seconds"] = {"ipykernel": round(middle - started, 2), "cellbox": round(time.monotonic() - middle, 2)}
             reports.append(report)
             if not args.json:
                 print(
-                    "{:<28} {:>3} cells  {:>3} ok under ipykernel  {:>3} fail under evalkit only  {:>3} identical"
+                    "{:<28} {:>3} cells  {:>3} ok under ipykernel  {:>3} fail under cellbox only  {:>3} identical"
                     "  ({:.1f} s + {:.1f} s)".format(
-                        name, report["cells"], report["ipykernel_ok"], report["fail_under_evalkit"], report["same_text"],
-                        report["seconds"]["ipykernel"], report["seconds"]["evalkit"],
+                        name, report["cells"], report["ipykernel_ok"], report["fail_under_cellbox"], report["same_text"],
+                        report["seconds"]["ipykernel"], report["seconds"]["cellbox"],
                     ),
                     flush=True,
                 )
@@ -493,7 +493,7 @@ def main():
     document = {
         "python": shown(sys.executable),
         "python_version": sys.version.split()[0],
-        "evalkit": shown(binary),
+        "cellbox": shown(binary),
         "total": total,
         "notebooks": reports,
     }
@@ -512,7 +512,7 @@ def main():
     if args.self_check and total["same_text"] != total["cells"]:
         print("self-check: {} cells differ between two ipykernel runs".format(total["cells"] - total["same_text"]))
         return 1
-    return 1 if total["fail_under_evalkit"] or total["corpus_errors"] else 0
+    return 1 if total["fail_under_cellbox"] or total["corpus_errors"] else 0
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ class Normalise(unittest.TestCase):
         )
         self.assertEqual(parity.normalise(text, "/w"), "before\n<profile>\nafter")
 
-    def test_evalkit_image_placeholder_matches_ipykernel_rendering(self):
+    def test_cellbox_image_placeholder_matches_ipykernel_rendering(self):
         self.assertEqual(parity.normalise("[image 2: image/png 640×480]", "/w"), "[image]")
 
 
@@ -57,14 +57,14 @@ class Errors(unittest.TestCase):
         self.assertEqual(parity.error_line("KeyError", "'x'"), "KeyError: 'x'")
         self.assertEqual(parity.error_line("StopIteration", ""), "StopIteration")
 
-    def test_evalkit_output_before_the_traceback_is_kept(self):
+    def test_cellbox_output_before_the_traceback_is_kept(self):
         text = "partial\nTraceback (most recent call last):\n  File \"<cell-1>\", line 2\nNameError: name 'u' is not defined\n"
         error = {"ename": "NameError", "evalue": "name 'u' is not defined"}
-        self.assertEqual(parity.evalkit_error_text(text, error), "partial\nNameError: name 'u' is not defined\n")
+        self.assertEqual(parity.cellbox_error_text(text, error), "partial\nNameError: name 'u' is not defined\n")
 
 
 class Displays(unittest.TestCase):
-    def test_the_same_preference_as_evalkit(self):
+    def test_the_same_preference_as_cellbox(self):
         self.assertEqual(parity.display_text({"image/png": "..", "text/plain": "<Figure>"}), "[image]")
         self.assertEqual(parity.display_text({"text/markdown": "**m**", "text/plain": "<M object>"}), "**m**")
         self.assertEqual(parity.display_text({"text/html": "<b>t</b>", "text/plain": "   a\n0  1"}), "   a\n0  1")

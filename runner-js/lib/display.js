@@ -11,7 +11,7 @@
 
 const util = require('util');
 
-const STATUS_MIME = 'application/x-evalkit-status';
+const STATUS_MIME = 'application/x-cellbox-status';
 const INSPECT_OPTIONS = { depth: 4, colors: false, maxArrayLength: 100, maxStringLength: 10000, breakLength: 100 };
 
 let publish = () => {};
@@ -111,7 +111,7 @@ display.image = (bytes, mime) => {
   return new MimeData(bundleAs(data, mime || sniffImage(data) || 'image/png'));
 };
 
-/** emitStatus(op, fields): a structured status event (application/x-evalkit-status). */
+/** emitStatus(op, fields): a structured status event (application/x-cellbox-status). */
 function emitStatus(op, fields = {}) {
   publish('display', { [STATUS_MIME]: { op: String(op), ...fields }, 'text/plain': `[${op}]` }, {});
 }

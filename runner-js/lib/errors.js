@@ -18,7 +18,7 @@ function rememberSource(filename, code, original, ranLines = null) {
 
 /** `<cell-N>:line:col` positions of the code that ran, as the cell's own. */
 function mapPositions(frame) {
-  return frame.replace(/(<cell-\d+>|<evalkit>):(\d+):(\d+)/g, (whole, name, line, column) => {
+  return frame.replace(/(<cell-\d+>|<cellbox>):(\d+):(\d+)/g, (whole, name, line, column) => {
     const source = sources.get(name);
     if (!source || !source.original) return whole;
     const mapped = source.original(Number(line), Number(column));
@@ -31,7 +31,7 @@ function isHidden(frame) {
 }
 
 function cellLine(frame) {
-  const match = /(<cell-\d+>|<evalkit>):(\d+):(\d+)/.exec(frame);
+  const match = /(<cell-\d+>|<cellbox>):(\d+):(\d+)/.exec(frame);
   if (!match) return null;
   const source = sources.get(match[1]);
   return source ? { text: source.lines[Number(match[2]) - 1] } : null;
@@ -45,8 +45,8 @@ function quote(frame) {
 
 /** A frame in the runner's wrapper around a cell (its first or last line). */
 function isWrapper(frame) {
-  if (/\((<cell-\d+>|<evalkit>)\)$|at (<cell-\d+>|<evalkit>)$/.test(frame.trim())) return true;
-  const match = /(<cell-\d+>|<evalkit>):(\d+):\d+/.exec(frame);
+  if (/\((<cell-\d+>|<cellbox>)\)$|at (<cell-\d+>|<cellbox>)$/.test(frame.trim())) return true;
+  const match = /(<cell-\d+>|<cellbox>):(\d+):\d+/.exec(frame);
   const source = match && sources.get(match[1]);
   if (!source) return false;
   const line = Number(match[2]);

@@ -35,7 +35,7 @@ class Executor {
     const storeHistory = request.storeHistory !== false;
     if (storeHistory) this.executionCount += 1;
     if (!code.trim()) return { status: 'ok', cancelled: false };
-    const filename = storeHistory ? `<cell-${this.executionCount}>` : '<evalkit>';
+    const filename = storeHistory ? `<cell-${this.executionCount}>` : '<cellbox>';
     let source = code;
     if (request.typescript) {
       try {
@@ -121,7 +121,7 @@ function stripTypes(code) {
   if (typeof stripTypeScriptTypes !== 'function') {
     const error = new Error(
       `TypeScript cells need Node 22.13 or newer (module.stripTypeScriptTypes); this kernel runs Node ${process.versions.node}. ` +
-        'Use JavaScript, or point EVALKIT_NODE at a newer node.',
+        'Use JavaScript, or point CELLBOX_NODE at a newer node.',
     );
     error.name = 'TypeScriptNotSupported';
     throw error;

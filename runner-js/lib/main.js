@@ -98,7 +98,7 @@ class Kernel {
     for (const { error, origin } of pending) {
       const { traceback } = errors.describe(error);
       const what = origin === 'unhandledRejection' ? 'an unhandled promise rejection' : 'an uncaught exception';
-      process.stderr.write(`[evalkit: ${what} happened between cells]\n${traceback.join('')}`);
+      process.stderr.write(`[cellbox: ${what} happened between cells]\n${traceback.join('')}`);
     }
   }
 
@@ -243,7 +243,7 @@ async function serve(argv) {
 /** Run the kernel; a failure of the runner itself goes to the diagnostics fd, exit status 70. */
 function main(argv) {
   serve(argv).catch((error) => {
-    const text = `evalkit runner failed: ${error && error.stack}\n`;
+    const text = `cellbox runner failed: ${error && error.stack}\n`;
     if (activeChannel) activeChannel.diagnose(text);
     else fs.writeSync(2, text);
     process.exit(70);

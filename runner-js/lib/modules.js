@@ -13,7 +13,7 @@ let cached = { cwd: null, require: null };
 
 function requireFromCwd() {
   const cwd = process.cwd();
-  if (cached.cwd !== cwd) cached = { cwd, require: Module.createRequire(path.join(cwd, '[evalkit cell]')) };
+  if (cached.cwd !== cwd) cached = { cwd, require: Module.createRequire(path.join(cwd, '[cellbox cell]')) };
   return cached.require;
 }
 

@@ -43,7 +43,7 @@ class FdWriter extends Writable {
 class StdinNotSupportedError extends Error {
   constructor() {
     super(
-      'stdin is not supported: evalkit cells have no interactive input. ' +
+      'stdin is not supported: cellbox cells have no interactive input. ' +
         'Pass the data in the code instead (a variable, a file, or an argument).',
     );
     this.name = 'StdinNotSupportedError';

@@ -91,7 +91,7 @@ function usesTopLevelAwait(code) {
   }
 }
 
-const IMPORT_FUNCTION = '__evalkit_import';
+const IMPORT_FUNCTION = '__cellbox_import';
 
 function importAssignments(statement, temp) {
   const source = JSON.stringify(statement.source.value);
@@ -161,7 +161,7 @@ function rewrite(code) {
         functions.push(statement.id.name);
         break;
       case 'ImportDeclaration': {
-        const temp = `__evalkit_module_${temps++}`;
+        const temp = `__cellbox_module_${temps++}`;
         globals.push(temp);
         for (const specifier of statement.specifiers) globals.push(specifier.local.name);
         const lines = code.slice(statement.start, statement.end).split('\n').length - 1;

@@ -42,7 +42,7 @@ impl Backend {
         }
     }
 
-    /// The `evalkit setup <name> --check` word for this backend's runtime.
+    /// The `cellbox setup <name> --check` word for this backend's runtime.
     pub fn setup_name(self) -> &'static str {
         match self {
             Backend::Python => "python",

@@ -2,7 +2,7 @@
 //! folder, listed in [`runner_files::NODE_RUNNER_FILES`]).
 //!
 //! Node is found like Python, more simply: the explicit setting (`--node` /
-//! `EVALKIT_NODE`; `~` expanded, relative to the cwd, bare names looked up on
+//! `CELLBOX_NODE`; `~` expanded, relative to the cwd, bare names looked up on
 //! `PATH`) and nothing else when given, else `node` on `PATH`. Each candidate
 //! is probed once per process (`node -p …` with stdin detached and a 15 s
 //! bound) for its real executable and version; Node 18 or newer is required.
@@ -19,7 +19,7 @@ use crate::runtime::EnvActivation;
 use crate::runtime::discovery::{is_executable, search_path};
 
 /// The environment variable naming the node to use (as `--node`).
-pub const NODE_VAR: &str = "EVALKIT_NODE";
+pub const NODE_VAR: &str = "CELLBOX_NODE";
 /// The oldest Node the runner supports.
 pub const MIN_MAJOR: u32 = 18;
 /// How long the probe may take.
@@ -40,7 +40,7 @@ const PROBE_SCRIPT: &str = "process.stdout.write(process.versions.node + '\\n' +
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "no usable Node.js was found: {tried}. Install Node {MIN_MAJOR} or newer on PATH, or name one with --node / \
-     EVALKIT_NODE."
+     CELLBOX_NODE."
 )]
 pub struct NodeUnavailable {
     pub tried: String,
@@ -54,7 +54,7 @@ fn cache() -> &'static Mutex<HashMap<PathBuf, Probed>> {
     CACHE.get_or_init(Default::default)
 }
 
-/// Find and probe node: `explicit` (or `EVALKIT_NODE` when `explicit` is
+/// Find and probe node: `explicit` (or `CELLBOX_NODE` when `explicit` is
 /// `None`), else `node` on `path`.
 pub fn resolve(
     explicit: Option<&str>,
@@ -121,7 +121,7 @@ fn probe(node: &Path, cwd: &Path) -> Probed {
 pub fn check_version(version: &str) -> Result<(), String> {
     let major: u32 = version.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
     if major < MIN_MAJOR {
-        return Err(format!("it is Node {version}; evalkit needs {MIN_MAJOR} or newer"));
+        return Err(format!("it is Node {version}; cellbox needs {MIN_MAJOR} or newer"));
     }
     Ok(())
 }

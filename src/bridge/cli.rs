@@ -1,16 +1,16 @@
-//! The bridge of `evalkit run` and `evalkit repl`, configured by host-only
-//! variables: `EVALKIT_LLM_BASE_URL`, `EVALKIT_LLM_API_KEY`, `EVALKIT_LLM_MODEL`
-//! for `completion()`, `EVALKIT_AGENT_COMMAND` for `agent()`. None of them
+//! The bridge of `cellbox run` and `cellbox repl`, configured by host-only
+//! variables: `CELLBOX_LLM_BASE_URL`, `CELLBOX_LLM_API_KEY`, `CELLBOX_LLM_MODEL`
+//! for `completion()`, `CELLBOX_AGENT_COMMAND` for `agent()`. None of them
 //! reaches a kernel (see `crate::runtime::env`).
 
 use super::command::AgentCommand;
 use super::openai::OpenAiClient;
 use super::{AgentOutput, AgentRequest, BoxFuture, Bridge, BridgeError, Completion, CompletionRequest};
 
-pub const BASE_URL_VAR: &str = "EVALKIT_LLM_BASE_URL";
-pub const API_KEY_VAR: &str = "EVALKIT_LLM_API_KEY";
-pub const MODEL_VAR: &str = "EVALKIT_LLM_MODEL";
-pub const AGENT_COMMAND_VAR: &str = "EVALKIT_AGENT_COMMAND";
+pub const BASE_URL_VAR: &str = "CELLBOX_LLM_BASE_URL";
+pub const API_KEY_VAR: &str = "CELLBOX_LLM_API_KEY";
+pub const MODEL_VAR: &str = "CELLBOX_LLM_MODEL";
+pub const AGENT_COMMAND_VAR: &str = "CELLBOX_AGENT_COMMAND";
 
 /// Completions over HTTP and agents as a command, either of them optional.
 #[derive(Debug, Clone)]
@@ -43,8 +43,8 @@ impl Bridge for CliBridge {
                 Some(llm) => llm.complete(request).await,
                 None => Err(BridgeError::new(
                     "unavailable",
-                    "completion() needs a model endpoint: set EVALKIT_LLM_BASE_URL (and EVALKIT_LLM_API_KEY, \
-                     EVALKIT_LLM_MODEL) where evalkit runs",
+                    "completion() needs a model endpoint: set CELLBOX_LLM_BASE_URL (and CELLBOX_LLM_API_KEY, \
+                     CELLBOX_LLM_MODEL) where cellbox runs",
                 )),
             }
         })
@@ -56,7 +56,7 @@ impl Bridge for CliBridge {
                 Some(command) => command.run(request).await,
                 None => Err(BridgeError::new(
                     "unavailable",
-                    "agent() needs an agent command: set EVALKIT_AGENT_COMMAND where evalkit runs (e.g. \
+                    "agent() needs an agent command: set CELLBOX_AGENT_COMMAND where cellbox runs (e.g. \
                      `claude -p --output-format json`)",
                 )),
             }

@@ -56,20 +56,20 @@ impl AgentCommand {
         let as_argument = self.command.contains(PROMPT_PLACEHOLDER);
         let script = self.command.replace(PROMPT_PLACEHOLDER, "\"$1\"");
         let mut command = tokio::process::Command::new("sh");
-        command.arg("-c").arg(&script).arg("evalkit-agent");
+        command.arg("-c").arg(&script).arg("cellbox-agent");
         if as_argument {
             command.arg(&prompt);
         }
         command
             .env(DEPTH_VAR, self.child_depth.to_string())
-            .env("EVALKIT_AGENT_KIND", &request.agent)
+            .env("CELLBOX_AGENT_KIND", &request.agent)
             .stdin(if as_argument { Stdio::null() } else { Stdio::piped() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
         if let Some(model) = &request.model {
-            command.env("EVALKIT_AGENT_MODEL", model);
+            command.env("CELLBOX_AGENT_MODEL", model);
         }
         let mut child = command.spawn().map_err(|e| {
             BridgeError::new("host", format!("could not start the agent command ({}): {e}", self.command))

@@ -11,7 +11,7 @@
 //!
 //! - [`openai`]: `completion()` through an OpenAI-compatible `/chat/completions`.
 //! - [`command`]: `agent()` through a configured command line (`claude -p`, …).
-//! - [`cli`]: the bridge `evalkit run`/`repl` build from `EVALKIT_LLM_*` / `EVALKIT_AGENT_COMMAND`.
+//! - [`cli`]: the bridge `cellbox run`/`repl` build from `CELLBOX_LLM_*` / `CELLBOX_AGENT_COMMAND`.
 
 pub mod cli;
 pub mod command;
@@ -133,21 +133,21 @@ pub trait Bridge: Send + Sync {
 /// Caps on bridge calls.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BridgeLimits {
-    /// Calls one cell may make (`EVALKIT_BRIDGE_MAX_CALLS`, default 256).
+    /// Calls one cell may make (`CELLBOX_BRIDGE_MAX_CALLS`, default 256).
     pub max_calls_per_cell: u32,
-    /// Calls served at once across the engine (`EVALKIT_BRIDGE_CONCURRENCY`, default 8).
+    /// Calls served at once across the engine (`CELLBOX_BRIDGE_CONCURRENCY`, default 8).
     pub max_concurrency: usize,
-    /// How long one call may take (`EVALKIT_BRIDGE_CALL_TIMEOUT` seconds, default 600).
+    /// How long one call may take (`CELLBOX_BRIDGE_CALL_TIMEOUT` seconds, default 600).
     pub call_timeout: Duration,
     /// How deep bridges may nest: an agent started by a bridge call that runs
-    /// evalkit again is one level deeper (`EVALKIT_BRIDGE_MAX_DEPTH`, default 2).
+    /// cellbox again is one level deeper (`CELLBOX_BRIDGE_MAX_DEPTH`, default 2).
     pub max_depth: u32,
-    /// This host's own depth (`EVALKIT_BRIDGE_DEPTH`, set for agent commands; 0 at the top).
+    /// This host's own depth (`CELLBOX_BRIDGE_DEPTH`, set for agent commands; 0 at the top).
     pub depth: u32,
 }
 
 /// The variable that carries the nesting depth into agent commands.
-pub const DEPTH_VAR: &str = "EVALKIT_BRIDGE_DEPTH";
+pub const DEPTH_VAR: &str = "CELLBOX_BRIDGE_DEPTH";
 
 impl Default for BridgeLimits {
     fn default() -> Self {
@@ -162,22 +162,22 @@ impl Default for BridgeLimits {
 }
 
 impl BridgeLimits {
-    /// The defaults, changed by the `EVALKIT_BRIDGE_*` variables that are set.
+    /// The defaults, changed by the `CELLBOX_BRIDGE_*` variables that are set.
     pub fn from_env() -> Self {
         fn number(name: &str) -> Option<u64> {
             std::env::var(name).ok()?.trim().parse().ok()
         }
         let mut limits = BridgeLimits::default();
-        if let Some(n) = number("EVALKIT_BRIDGE_MAX_CALLS") {
+        if let Some(n) = number("CELLBOX_BRIDGE_MAX_CALLS") {
             limits.max_calls_per_cell = n.min(u32::MAX as u64) as u32;
         }
-        if let Some(n) = number("EVALKIT_BRIDGE_CONCURRENCY") {
+        if let Some(n) = number("CELLBOX_BRIDGE_CONCURRENCY") {
             limits.max_concurrency = (n as usize).max(1);
         }
-        if let Some(n) = number("EVALKIT_BRIDGE_CALL_TIMEOUT") {
+        if let Some(n) = number("CELLBOX_BRIDGE_CALL_TIMEOUT") {
             limits.call_timeout = Duration::from_secs(n.max(1));
         }
-        if let Some(n) = number("EVALKIT_BRIDGE_MAX_DEPTH") {
+        if let Some(n) = number("CELLBOX_BRIDGE_MAX_DEPTH") {
             limits.max_depth = n.min(100) as u32;
         }
         if let Some(n) = number(DEPTH_VAR) {
@@ -265,7 +265,7 @@ impl BridgeHandler for Dispatcher {
                 return Err(BridgeError::new(
                     "limit",
                     format!(
-                        "this cell reached its cap of {} bridge calls (EVALKIT_BRIDGE_MAX_CALLS); split the work \
+                        "this cell reached its cap of {} bridge calls (CELLBOX_BRIDGE_MAX_CALLS); split the work \
                          over several cells",
                         limits.max_calls_per_cell
                     ),
@@ -275,7 +275,7 @@ impl BridgeHandler for Dispatcher {
                 return Err(BridgeError::new(
                     "limit",
                     format!(
-                        "bridge calls are nested {} deep, the limit (EVALKIT_BRIDGE_MAX_DEPTH={}); an agent started \
+                        "bridge calls are nested {} deep, the limit (CELLBOX_BRIDGE_MAX_DEPTH={}); an agent started \
                          by a bridge call cannot start further ones",
                         limits.depth, limits.max_depth
                     ),
@@ -291,7 +291,7 @@ impl BridgeHandler for Dispatcher {
                     return Err(BridgeError::new(
                         "limit",
                         format!(
-                            "the {op} call took longer than {}s (EVALKIT_BRIDGE_CALL_TIMEOUT) and was stopped",
+                            "the {op} call took longer than {}s (CELLBOX_BRIDGE_CALL_TIMEOUT) and was stopped",
                             limits.call_timeout.as_secs()
                         ),
                     ));

@@ -38,7 +38,7 @@ impl OpenAiClient {
     pub fn new(base_url: &str, api_key: Option<String>, model: Option<String>) -> Result<Self, String> {
         let base_url = base_url.trim().trim_end_matches('/').to_string();
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-            return Err(format!("EVALKIT_LLM_BASE_URL must start with http:// or https:// (got {base_url:?})"));
+            return Err(format!("CELLBOX_LLM_BASE_URL must start with http:// or https:// (got {base_url:?})"));
         }
         install_crypto();
         let http = reqwest::Client::builder()
@@ -76,7 +76,7 @@ impl OpenAiClient {
         let model = request.model.clone().or_else(|| self.model.clone()).ok_or_else(|| {
             BridgeError::new(
                 "unavailable",
-                "no model named: pass completion(..., model=...) or set EVALKIT_LLM_MODEL on the host",
+                "no model named: pass completion(..., model=...) or set CELLBOX_LLM_MODEL on the host",
             )
         })?;
         let url = format!("{}/chat/completions", self.base_url);

@@ -1,9 +1,9 @@
-//! `evalkit artifact <id>`: print the full output saved by an earlier call.
+//! `cellbox artifact <id>`: print the full output saved by an earlier call.
 
 use std::io::Write;
 use std::process::ExitCode;
 
-use evalkit::output::artifacts::{ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES};
+use cellbox::output::artifacts::{ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES};
 
 #[derive(Debug, clap::Args)]
 pub struct ArtifactArgs {
@@ -40,7 +40,7 @@ pub fn artifact(args: ArtifactArgs) -> ExitCode {
                 }
             }
             Err(error) => {
-                eprintln!("evalkit: {error}");
+                eprintln!("cellbox: {error}");
                 return ExitCode::from(1);
             }
         }

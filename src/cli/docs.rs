@@ -1,4 +1,4 @@
-//! `evalkit completions bash|zsh|fish` and `evalkit man`: generated from the
+//! `cellbox completions bash|zsh|fish` and `cellbox man`: generated from the
 //! command-line definition itself, so they never drift from it.
 
 use std::process::ExitCode;
@@ -17,7 +17,7 @@ pub enum Shell {
 
 #[derive(Debug, clap::Args)]
 pub struct CompletionsArgs {
-    /// The shell, e.g. `evalkit completions bash > ~/.local/share/bash-completion/completions/evalkit`.
+    /// The shell, e.g. `cellbox completions bash > ~/.local/share/bash-completion/completions/cellbox`.
     shell: Shell,
 }
 
@@ -27,25 +27,25 @@ pub fn completions(args: CompletionsArgs) -> ExitCode {
         Shell::Zsh => clap_complete::Shell::Zsh,
         Shell::Fish => clap_complete::Shell::Fish,
     };
-    clap_complete::generate(shell, &mut Cli::command(), "evalkit", &mut std::io::stdout());
+    clap_complete::generate(shell, &mut Cli::command(), "cellbox", &mut std::io::stdout());
     ExitCode::SUCCESS
 }
 
-/// The man page (roff) for `evalkit` with every subcommand in it.
+/// The man page (roff) for `cellbox` with every subcommand in it.
 pub fn man() -> ExitCode {
     let command = Cli::command();
     let page = clap_mangen::Man::new(command.clone());
     let mut out = Vec::new();
     let rendered = page.render(&mut out).and_then(|()| {
         for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
-            let name = format!("evalkit-{}", sub.get_name());
+            let name = format!("cellbox-{}", sub.get_name());
             let sub = sub.clone().display_name(name).version(super::VERSION);
             clap_mangen::Man::new(sub).render(&mut out)?;
         }
         Ok(())
     });
     if let Err(error) = rendered.and_then(|()| std::io::Write::write_all(&mut std::io::stdout(), &out)) {
-        eprintln!("evalkit: could not write the man page: {error}");
+        eprintln!("cellbox: could not write the man page: {error}");
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS

@@ -1,9 +1,9 @@
-//! `evalkit doctor [--json]`: what evalkit will use here and what is wrong,
+//! `cellbox doctor [--json]`: what cellbox will use here and what is wrong,
 //! on one screen (or as JSON for a bug report).
 
 use std::process::ExitCode;
 
-use evalkit::doctor::{self, DoctorInput, Report, Severity};
+use cellbox::doctor::{self, DoctorInput, Report, Severity};
 
 use super::KernelArgs;
 
@@ -21,7 +21,7 @@ pub async fn doctor(args: DoctorArgs) -> ExitCode {
     let cwd = match args.kernel.cwd() {
         Ok(cwd) => cwd,
         Err(message) => {
-            eprintln!("evalkit: {message}");
+            eprintln!("cellbox: {message}");
             return ExitCode::from(2);
         }
     };
@@ -62,7 +62,7 @@ fn tool_line(name: &str, tool: &doctor::ToolReport) -> String {
 
 /// The report as text, one section a few lines.
 fn render(report: &Report) -> String {
-    let mut out = format!("evalkit {} ({}) on {}\n", report.version, report.revision, report.os);
+    let mut out = format!("cellbox {} ({}) on {}\n", report.version, report.revision, report.os);
     out.push_str(&format!("cwd       {}\n\nPython\n", report.cwd.display()));
     for candidate in &report.python.candidates {
         let mark = if candidate.state == "chosen" { "*" } else { " " };
@@ -103,7 +103,7 @@ fn render(report: &Report) -> String {
     let gateway = &report.gateway;
     out.push_str(&match &gateway.url {
         Some(url) => format!("\nGateway   {url} (token {})\n", if gateway.token_set { "set" } else { "not set" }),
-        None => "\nGateway   not configured (EVALKIT_GATEWAY_URL): kernels run on this machine\n".to_string(),
+        None => "\nGateway   not configured (CELLBOX_GATEWAY_URL): kernels run on this machine\n".to_string(),
     });
     out.push_str("\nFolders\n");
     for folder in &report.folders {

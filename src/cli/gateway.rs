@@ -1,10 +1,10 @@
-//! `evalkit gateway status|stop`: the shared local Jupyter gateway; and
-//! `evalkit setup gateway [--check]`: what it needs installed.
+//! `cellbox gateway status|stop`: the shared local Jupyter gateway; and
+//! `cellbox setup gateway [--check]`: what it needs installed.
 
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use evalkit::gateway::local;
+use cellbox::gateway::local;
 
 use super::KernelArgs;
 
@@ -32,7 +32,7 @@ pub async fn gateway(command: GatewayCommand) -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(message) => {
-                eprintln!("evalkit: {message}");
+                eprintln!("cellbox: {message}");
                 ExitCode::from(1)
             }
         },
@@ -48,7 +48,7 @@ pub async fn setup_gateway(check: bool, kernel: KernelArgs) -> ExitCode {
     let python = match found {
         Ok(python) => python.executable,
         Err(error) => {
-            eprintln!("evalkit: {error}");
+            eprintln!("cellbox: {error}");
             return ExitCode::from(1);
         }
     };
@@ -58,12 +58,12 @@ pub async fn setup_gateway(check: bool, kernel: KernelArgs) -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(message) if check => {
-            eprintln!("evalkit: {message}");
+            eprintln!("cellbox: {message}");
             return ExitCode::from(1);
         }
         Err(_) => {}
     }
-    eprintln!("evalkit: installing jupyter_kernel_gateway and ipykernel into {}", python.display());
+    eprintln!("cellbox: installing jupyter_kernel_gateway and ipykernel into {}", python.display());
     let packages = ["jupyter_kernel_gateway", "ipykernel"];
     let pip = tokio::process::Command::new(&python)
         .args(["-m", "pip", "install"])
@@ -82,7 +82,7 @@ pub async fn setup_gateway(check: bool, kernel: KernelArgs) -> ExitCode {
             .await;
         if !uv.is_ok_and(|status| status.success()) {
             eprintln!(
-                "evalkit: could not install them with pip or uv; run `{}` with {}",
+                "cellbox: could not install them with pip or uv; run `{}` with {}",
                 local::INSTALL_HINT,
                 python.display()
             );
@@ -95,7 +95,7 @@ pub async fn setup_gateway(check: bool, kernel: KernelArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(message) => {
-            eprintln!("evalkit: {message}");
+            eprintln!("cellbox: {message}");
             ExitCode::from(1)
         }
     }

@@ -1,8 +1,8 @@
-//! `evalkit install --client …` and `evalkit uninstall --client …`.
+//! `cellbox install --client …` and `cellbox uninstall --client …`.
 
 use std::process::ExitCode;
 
-use evalkit::install::{self, Change, Home, Server};
+use cellbox::install::{self, Change, Home, Server};
 
 #[derive(Debug, clap::Args)]
 pub struct InstallArgs {
@@ -11,26 +11,26 @@ pub struct InstallArgs {
     #[arg(long, required = true, value_delimiter = ',', value_name = "CLIENT")]
     client: Vec<String>,
     /// The server's name in the client's list.
-    #[arg(long, default_value = "evalkit")]
+    #[arg(long, default_value = "cellbox")]
     name: String,
     /// Show the change to each file as a diff, and write nothing.
     #[arg(long)]
     dry_run: bool,
-    /// The program the client starts [default: this evalkit binary, or `uvx` when it runs from uv's cache].
+    /// The program the client starts [default: this cellbox binary, or `uvx` when it runs from uv's cache].
     #[arg(long, value_name = "PROGRAM")]
     command: Option<String>,
-    /// Extra flags for `evalkit mcp`, e.g. `--args --cwd ~/project --no-js` (everything after --args).
+    /// Extra flags for `cellbox mcp`, e.g. `--args --cwd ~/project --no-js` (everything after --args).
     #[arg(long, num_args = 1.., allow_hyphen_values = true, value_name = "FLAG")]
     args: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]
 pub struct UninstallArgs {
-    /// The agents to remove evalkit from (repeat or separate with commas).
+    /// The agents to remove cellbox from (repeat or separate with commas).
     #[arg(long, required = true, value_delimiter = ',', value_name = "CLIENT")]
     client: Vec<String>,
     /// The server's name in the client's list.
-    #[arg(long, default_value = "evalkit")]
+    #[arg(long, default_value = "cellbox")]
     name: String,
     /// Show the change to each file as a diff, and write nothing.
     #[arg(long)]
@@ -47,7 +47,7 @@ fn run(
     let home = match Home::from_env() {
         Ok(home) => home,
         Err(message) => {
-            eprintln!("evalkit: {message}");
+            eprintln!("cellbox: {message}");
             return ExitCode::from(2);
         }
     };
@@ -57,7 +57,7 @@ fn run(
         match planned {
             Ok(change) => changes.push(change),
             Err(message) => {
-                eprintln!("evalkit: {message}");
+                eprintln!("cellbox: {message}");
                 return ExitCode::from(2);
             }
         }
@@ -75,7 +75,7 @@ fn run(
                 Ok(Some(backup)) => println!("{title}: updated {path} (previous file kept as {})", backup.display()),
                 Ok(None) => println!("{title}: created {path}"),
                 Err(message) => {
-                    eprintln!("evalkit: {title}: {message}");
+                    eprintln!("cellbox: {title}: {message}");
                     failed = true;
                 }
             }
@@ -90,7 +90,7 @@ pub fn install(args: InstallArgs) -> ExitCode {
         None => match std::env::current_exe() {
             Ok(exe) => install::default_launch(&exe),
             Err(e) => {
-                eprintln!("evalkit: cannot tell where this binary is ({e}); pass --command /path/to/evalkit");
+                eprintln!("cellbox: cannot tell where this binary is ({e}); pass --command /path/to/cellbox");
                 return ExitCode::from(2);
             }
         },

@@ -1,10 +1,10 @@
-//! `evalkit mcp`: serve the eval tool over MCP on stdin/stdout.
+//! `cellbox mcp`: serve the eval tool over MCP on stdin/stdout.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use evalkit::tool::{EvalEngine, KernelMode};
+use cellbox::tool::{EvalEngine, KernelMode};
 
 use super::KernelArgs;
 
@@ -31,10 +31,10 @@ pub struct McpArgs {
     /// reset, a per-call call or a new session starts at once (0: none).
     #[arg(long, value_name = "N", default_value_t = 1)]
     spares: usize,
-    /// Refuse Python cells [env: EVALKIT_PY=0].
+    /// Refuse Python cells [env: CELLBOX_PY=0].
     #[arg(long)]
     no_py: bool,
-    /// Refuse JavaScript cells [env: EVALKIT_JS=0].
+    /// Refuse JavaScript cells [env: CELLBOX_JS=0].
     #[arg(long)]
     no_js: bool,
 }
@@ -49,7 +49,7 @@ pub async fn mcp(args: McpArgs) -> ExitCode {
     let mut config = match args.kernel.engine_config() {
         Ok(config) => config,
         Err(message) => {
-            eprintln!("evalkit: {message}");
+            eprintln!("cellbox: {message}");
             return ExitCode::from(2);
         }
     };
@@ -62,20 +62,20 @@ pub async fn mcp(args: McpArgs) -> ExitCode {
     config.pool.max_kernels = args.max_kernels.max(1);
     config.pool.idle_timeout = (args.idle_minutes > 0).then(|| Duration::from_secs(args.idle_minutes * 60));
     config.exposure.py &= !args.no_py;
-    // `--no-py` alone means JavaScript only (as EVALKIT_PY=0).
+    // `--no-py` alone means JavaScript only (as CELLBOX_PY=0).
     config.exposure.js &= !args.no_js;
     config.spare.count = args.spares;
     // Cells' completion()/agent() are answered by the connected client (MCP sampling).
-    let sampling = Arc::new(evalkit::mcp::sampling::SamplingBridge::default());
-    config.bridge = evalkit::bridge::BridgeConfig::new(sampling.clone());
+    let sampling = Arc::new(cellbox::mcp::sampling::SamplingBridge::default());
+    config.bridge = cellbox::bridge::BridgeConfig::new(sampling.clone());
     let engine = Arc::new(EvalEngine::new(config));
     // The first kernel starts now, while the client is still connecting.
     let warm = engine.clone();
     tokio::spawn(async move { warm.prewarm().await });
-    match evalkit::mcp::serve_stdio(engine, Some(sampling)).await {
+    match cellbox::mcp::serve_stdio(engine, Some(sampling)).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("evalkit mcp: {error}");
+            eprintln!("cellbox mcp: {error}");
             ExitCode::from(1)
         }
     }

@@ -15,14 +15,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use evalkit::sandbox::{NetworkMode, SandboxMode, SandboxPolicy, parse_size};
+use cellbox::sandbox::{NetworkMode, SandboxMode, SandboxPolicy, parse_size};
 
 /// `--version`: the crate version and the git revision it was built from.
-pub(crate) const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("EVALKIT_GIT_REVISION"), ")");
+pub(crate) const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("CELLBOX_GIT_REVISION"), ")");
 
 /// Run Python and JavaScript code cells in long-lived kernels.
 #[derive(Debug, Parser)]
-#[command(name = "evalkit", version = VERSION, about)]
+#[command(name = "cellbox", version = VERSION, about)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -38,22 +38,22 @@ enum Command {
     Mcp(mcp::McpArgs),
     /// Print the full output an earlier call saved (`artifact://<id>`).
     Artifact(artifact::ArtifactArgs),
-    /// Show what evalkit will use on this machine and what is wrong, with fixes.
+    /// Show what cellbox will use on this machine and what is wrong, with fixes.
     Doctor(doctor::DoctorArgs),
-    /// Register evalkit's MCP server with agents (Claude Code, Codex, Cursor, VS Code, Gemini CLI, …).
+    /// Register cellbox's MCP server with agents (Claude Code, Codex, Cursor, VS Code, Gemini CLI, …).
     Install(install::InstallArgs),
-    /// Remove evalkit's MCP server from agents' configuration.
+    /// Remove cellbox's MCP server from agents' configuration.
     Uninstall(install::UninstallArgs),
     /// Print a shell completion script (bash, zsh or fish).
     Completions(docs::CompletionsArgs),
-    /// Print the man page (roff): `evalkit man > evalkit.1`.
+    /// Print the man page (roff): `cellbox man > cellbox.1`.
     Man,
     /// Show or stop the shared local Jupyter gateway (`--backend gateway`).
     Gateway {
         #[command(subcommand)]
         what: gateway::GatewayCommand,
     },
-    /// Check or prepare what evalkit needs.
+    /// Check or prepare what cellbox needs.
     Setup {
         #[command(subcommand)]
         what: setup::SetupCommand,
@@ -66,36 +66,36 @@ pub struct KernelArgs {
     /// Working directory of the kernel [default: the current directory].
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// Python interpreter to use (skips discovery) [env: EVALKIT_PYTHON].
+    /// Python interpreter to use (skips discovery) [env: CELLBOX_PYTHON].
     #[arg(long, value_name = "PATH")]
     pub python: Option<String>,
-    /// Node.js to run JavaScript cells with (skips the PATH lookup) [env: EVALKIT_NODE].
+    /// Node.js to run JavaScript cells with (skips the PATH lookup) [env: CELLBOX_NODE].
     #[arg(long, value_name = "PATH")]
     pub node: Option<String>,
-    /// What kernels may read and write: off, workspace-write or read-only [env: EVALKIT_SANDBOX] [default: off].
+    /// What kernels may read and write: off, workspace-write or read-only [env: CELLBOX_SANDBOX] [default: off].
     #[arg(long, value_name = "MODE")]
     pub sandbox: Option<SandboxMode>,
-    /// Network for kernels: on, off or localhost (their own loopback only) [env: EVALKIT_NETWORK] [default: on].
+    /// Network for kernels: on, off or localhost (their own loopback only) [env: CELLBOX_NETWORK] [default: on].
     #[arg(long, value_name = "MODE")]
     pub network: Option<NetworkMode>,
-    /// Another folder kernels may write in workspace-write mode (repeatable) [env: EVALKIT_ALLOW_WRITE, `:`-separated].
+    /// Another folder kernels may write in workspace-write mode (repeatable) [env: CELLBOX_ALLOW_WRITE, `:`-separated].
     #[arg(long = "allow-write", value_name = "PATH")]
     pub allow_write: Vec<PathBuf>,
-    /// Another path kernels may not read, besides ~/.ssh, ~/.aws, … (repeatable) [env: EVALKIT_DENY_READ].
+    /// Another path kernels may not read, besides ~/.ssh, ~/.aws, … (repeatable) [env: CELLBOX_DENY_READ].
     #[arg(long = "deny-read", value_name = "PATH")]
     pub deny_read: Vec<PathBuf>,
-    /// Memory for each kernel and everything it starts, e.g. 4G [env: EVALKIT_MEMORY_LIMIT].
+    /// Memory for each kernel and everything it starts, e.g. 4G [env: CELLBOX_MEMORY_LIMIT].
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub memory_limit: Option<u64>,
-    /// Processes and threads for each kernel and everything it starts [env: EVALKIT_MAX_PROCESSES].
+    /// Processes and threads for each kernel and everything it starts [env: CELLBOX_MAX_PROCESSES].
     #[arg(long, value_name = "N")]
     pub max_processes: Option<u64>,
     /// Where Python kernels run: `process` (a runner process each) or `gateway` (a Jupyter gateway:
-    /// EVALKIT_GATEWAY_URL if set, else the shared local one) [env: EVALKIT_BACKEND].
+    /// CELLBOX_GATEWAY_URL if set, else the shared local one) [env: CELLBOX_BACKEND].
     #[arg(long, value_name = "process|gateway")]
     pub backend: Option<String>,
     /// Modules Python kernels start with already imported, e.g. numpy,pandas: imported once in a fork
-    /// server, each kernel forked from it (Linux; process backend) [env: EVALKIT_PRELOAD].
+    /// server, each kernel forked from it (Linux; process backend) [env: CELLBOX_PRELOAD].
     #[arg(long, value_name = "MODULE,…")]
     pub preload: Option<String>,
 }
@@ -108,36 +108,36 @@ impl KernelArgs {
             Some(dir) => here.join(dir),
             None => here,
         };
-        evalkit::kernel::validate_cwd(&cwd).map_err(|e| e.to_string())?;
+        cellbox::kernel::validate_cwd(&cwd).map_err(|e| e.to_string())?;
         Ok(cwd)
     }
 
     /// An engine configuration for these options (cwd checked first).
-    pub fn engine_config(&self) -> Result<evalkit::tool::EngineConfig, String> {
-        let mut config = evalkit::tool::EngineConfig::new(self.cwd()?);
+    pub fn engine_config(&self) -> Result<cellbox::tool::EngineConfig, String> {
+        let mut config = cellbox::tool::EngineConfig::new(self.cwd()?);
         config.python = self.explicit_python();
         config.node = self.node.clone();
         config.sandbox = self.sandbox_policy()?;
         config.transport = self.transport()?;
         if let Some(list) = &self.preload {
-            config.preload = evalkit::tool::parse_preload(list);
+            config.preload = cellbox::tool::parse_preload(list);
         }
         Ok(config)
     }
 
-    /// [`Self::engine_config`] with the CLI's host bridge (`EVALKIT_LLM_*`, `EVALKIT_AGENT_COMMAND`).
-    pub fn engine_config_with_bridge(&self) -> Result<evalkit::tool::EngineConfig, String> {
+    /// [`Self::engine_config`] with the CLI's host bridge (`CELLBOX_LLM_*`, `CELLBOX_AGENT_COMMAND`).
+    pub fn engine_config_with_bridge(&self) -> Result<cellbox::tool::EngineConfig, String> {
         let mut config = self.engine_config()?;
-        let limits = evalkit::bridge::BridgeLimits::from_env();
-        let bridge = evalkit::bridge::cli::CliBridge::from_env(limits.depth)?;
-        config.bridge = evalkit::bridge::BridgeConfig {
-            bridge: bridge.map(|b| std::sync::Arc::new(b) as std::sync::Arc<dyn evalkit::bridge::Bridge>),
+        let limits = cellbox::bridge::BridgeLimits::from_env();
+        let bridge = cellbox::bridge::cli::CliBridge::from_env(limits.depth)?;
+        config.bridge = cellbox::bridge::BridgeConfig {
+            bridge: bridge.map(|b| std::sync::Arc::new(b) as std::sync::Arc<dyn cellbox::bridge::Bridge>),
             limits,
         };
         Ok(config)
     }
 
-    /// The sandbox policy: the `EVALKIT_*` variables, overridden by the flags;
+    /// The sandbox policy: the `CELLBOX_*` variables, overridden by the flags;
     /// relative paths are taken from the cwd.
     pub fn sandbox_policy(&self) -> Result<SandboxPolicy, String> {
         let mut policy = SandboxPolicy::from_env()?;
@@ -161,32 +161,32 @@ impl KernelArgs {
         Ok(policy.resolved(&self.cwd()?))
     }
 
-    /// `--backend`, else `$EVALKIT_BACKEND`, with `$EVALKIT_GATEWAY_URL` / `$EVALKIT_GATEWAY_TOKEN`.
-    pub fn transport(&self) -> Result<evalkit::kernel::Transport, String> {
-        use evalkit::gateway::{self, GatewaySetting};
+    /// `--backend`, else `$CELLBOX_BACKEND`, with `$CELLBOX_GATEWAY_URL` / `$CELLBOX_GATEWAY_TOKEN`.
+    pub fn transport(&self) -> Result<cellbox::kernel::Transport, String> {
+        use cellbox::gateway::{self, GatewaySetting};
         let backend = self.backend.clone().or_else(|| std::env::var(gateway::BACKEND_VAR).ok());
         let url = std::env::var(gateway::URL_VAR).ok().filter(|url| !url.trim().is_empty());
         let token = std::env::var(gateway::TOKEN_VAR).ok().filter(|token| !token.trim().is_empty());
         Ok(match GatewaySetting::choose(backend.as_deref(), url, token)? {
-            Some(setting) => evalkit::kernel::Transport::Gateway(setting),
-            None => evalkit::kernel::Transport::Process,
+            Some(setting) => cellbox::kernel::Transport::Gateway(setting),
+            None => cellbox::kernel::Transport::Process,
         })
     }
 
-    /// `--python`, else `$EVALKIT_PYTHON`.
+    /// `--python`, else `$CELLBOX_PYTHON`.
     pub fn explicit_python(&self) -> Option<String> {
-        self.python.clone().or_else(|| std::env::var("EVALKIT_PYTHON").ok().filter(|v| !v.trim().is_empty()))
+        self.python.clone().or_else(|| std::env::var("CELLBOX_PYTHON").ok().filter(|v| !v.trim().is_empty()))
     }
 }
 
-/// Log to stderr. `EVALKIT_LOG` (or `RUST_LOG`) sets the filter;
-/// `EVALKIT_PYTHON_IPC_TRACE=1` adds every protocol frame.
+/// Log to stderr. `CELLBOX_LOG` (or `RUST_LOG`) sets the filter;
+/// `CELLBOX_PYTHON_IPC_TRACE=1` adds every protocol frame.
 pub fn init_logging() {
     use tracing_subscriber::EnvFilter;
     let mut filter =
-        std::env::var("EVALKIT_LOG").or_else(|_| std::env::var("RUST_LOG")).unwrap_or_else(|_| "warn".into());
-    if std::env::var(evalkit::kernel::IPC_TRACE_VAR).is_ok_and(|v| v == "1") {
-        filter.push_str(",evalkit::ipc=info");
+        std::env::var("CELLBOX_LOG").or_else(|_| std::env::var("RUST_LOG")).unwrap_or_else(|_| "warn".into());
+    if std::env::var(cellbox::kernel::IPC_TRACE_VAR).is_ok_and(|v| v == "1") {
+        filter.push_str(",cellbox::ipc=info");
     }
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

@@ -1,4 +1,4 @@
-//! `evalkit run NOTEBOOK.ipynb`: run a notebook's code cells in order in one
+//! `cellbox run NOTEBOOK.ipynb`: run a notebook's code cells in order in one
 //! kernel, each cell one eval call, and write the executed notebook.
 //!
 //! Like papermill: every code cell's outputs are cleared first, parameters
@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use evalkit::notebook::{Cell, Notebook, ParamValue, parameters};
-use evalkit::render::{CardRenderer, RenderOptions};
-use evalkit::tool::{CallContext, CellParams, CellStatus, EvalEngine, EvalEvent, EvalParams, KernelMode};
+use cellbox::notebook::{Cell, Notebook, ParamValue, parameters};
+use cellbox::render::{CardRenderer, RenderOptions};
+use cellbox::tool::{CallContext, CellParams, CellStatus, EvalEngine, EvalEvent, EvalParams, KernelMode};
 use tokio_util::sync::CancellationToken;
 
 use super::run::RunArgs;
@@ -86,7 +86,7 @@ pub async fn run_notebook(args: RunArgs, path: &Path) -> Result<ExitCode, String
     config.history.cell_output_bytes = 32 << 20;
     config.history.session_output_bytes = usize::MAX;
     // One pass over the notebook: a spare kernel would only take CPU from it.
-    config.spare = evalkit::session::SpareLimits::OFF;
+    config.spare = cellbox::session::SpareLimits::OFF;
     let engine = Arc::new(EvalEngine::new(config));
     let cancel = CancellationToken::new();
     let terminated = CancellationToken::new();
@@ -137,7 +137,7 @@ pub async fn run_notebook(args: RunArgs, path: &Path) -> Result<ExitCode, String
             let left = runnable.len() - ordinal - 1;
             if left > 0 && status != CellStatus::Ok {
                 eprintln!(
-                    "evalkit: stopped at code cell {} of {}; {left} later cell(s) not run{}",
+                    "cellbox: stopped at code cell {} of {}; {left} later cell(s) not run{}",
                     ordinal + 1,
                     runnable.len(),
                     if status == CellStatus::Error { " (--allow-errors keeps going)" } else { "" }
@@ -161,7 +161,7 @@ pub async fn run_notebook(args: RunArgs, path: &Path) -> Result<ExitCode, String
     match &target {
         Some(target) => notebook.write(target).map_err(|e| e.to_string())?,
         None => eprintln!(
-            "evalkit: ran {} of {} code cell(s); the executed notebook was not saved (pass -o FILE or --inplace)",
+            "cellbox: ran {} of {} code cell(s); the executed notebook was not saved (pass -o FILE or --inplace)",
             statuses.len(),
             runnable.len()
         ),
@@ -172,7 +172,7 @@ pub async fn run_notebook(args: RunArgs, path: &Path) -> Result<ExitCode, String
     Ok(exit_code(&statuses))
 }
 
-/// As `evalkit run`: 130 interrupted, 124 timed out, 1 a cell failed, else 0 (errors
+/// As `cellbox run`: 130 interrupted, 124 timed out, 1 a cell failed, else 0 (errors
 /// allowed by --allow-errors or a `raises-exception` tag do not count).
 fn exit_code(statuses: &[(CellStatus, bool)]) -> ExitCode {
     let has = |wanted: CellStatus| statuses.iter().any(|(status, _)| *status == wanted);

@@ -1,4 +1,4 @@
-//! `evalkit repl`: an interactive session on one retained kernel.
+//! `cellbox repl`: an interactive session on one retained kernel.
 //!
 //! Line editing and history (rustyline); a line is sent when the kernel says
 //! the cell is complete (`for x in y:` continues, `%%bash` ends on a blank
@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use evalkit::render::{CardRenderer, RenderOptions};
-use evalkit::tool::{CallContext, EvalEngine, EvalEvent, EvalParams, Language};
+use cellbox::render::{CardRenderer, RenderOptions};
+use cellbox::tool::{CallContext, EvalEngine, EvalEvent, EvalParams, Language};
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 use tokio_util::sync::CancellationToken;
@@ -42,7 +42,7 @@ const HELP: &str = "\
 Python magics work as in cells: %pip, !cmd, %%bash, %time, ... Ctrl-C interrupts a running cell.";
 
 fn history_path() -> Option<PathBuf> {
-    let dir = dirs::state_dir().or_else(dirs::data_local_dir)?.join("evalkit");
+    let dir = dirs::state_dir().or_else(dirs::data_local_dir)?.join("cellbox");
     std::fs::create_dir_all(&dir).ok()?;
     Some(dir.join("repl_history"))
 }
@@ -57,7 +57,7 @@ pub async fn repl(args: ReplArgs) -> ExitCode {
     let mut config = match args.kernel.engine_config_with_bridge() {
         Ok(config) => config,
         Err(message) => {
-            eprintln!("evalkit: {message}");
+            eprintln!("cellbox: {message}");
             return ExitCode::from(2);
         }
     };
@@ -70,13 +70,13 @@ pub async fn repl(args: ReplArgs) -> ExitCode {
         if available.contains(&Language::Py) || available.is_empty() { Language::Py } else { Language::Js }
     });
     if let Err(error) = engine.check_complete_in(&context, Some(language), "").await {
-        eprintln!("evalkit: {error}");
+        eprintln!("cellbox: {error}");
         return ExitCode::from(2);
     }
     let mut editor = match DefaultEditor::new() {
         Ok(editor) => editor,
         Err(error) => {
-            eprintln!("evalkit: cannot start line editing: {error}");
+            eprintln!("cellbox: cannot start line editing: {error}");
             return ExitCode::from(2);
         }
     };
@@ -85,7 +85,7 @@ pub async fn repl(args: ReplArgs) -> ExitCode {
         let _ = editor.load_history(path);
     }
     println!(
-        "evalkit repl · {} kernel in {} · :help for commands, Ctrl-D to leave",
+        "cellbox repl · {} kernel in {} · :help for commands, Ctrl-D to leave",
         language.backend(),
         engine.config().default_cwd.display()
     );
@@ -104,7 +104,7 @@ pub async fn repl(args: ReplArgs) -> ExitCode {
                 ":last" => match &last_artifact {
                     Some(uri) => match engine.read_artifact(uri, 0, 64 * 1024 * 1024) {
                         Ok((text, _)) => print!("{text}"),
-                        Err(error) => eprintln!("evalkit: {error}"),
+                        Err(error) => eprintln!("cellbox: {error}"),
                     },
                     None => println!("no output yet"),
                 },
@@ -140,9 +140,9 @@ fn save_notebook(engine: &EvalEngine, context: &CallContext, file: &str) {
     match engine.export_notebook(&context.session) {
         Ok(notebook) => match notebook.write(&path) {
             Ok(()) => println!("saved {} cell(s) to {}", notebook.cells.len(), path.display()),
-            Err(error) => eprintln!("evalkit: {error}"),
+            Err(error) => eprintln!("cellbox: {error}"),
         },
-        Err(error) => eprintln!("evalkit: {error}"),
+        Err(error) => eprintln!("cellbox: {error}"),
     }
 }
 
@@ -192,7 +192,7 @@ async fn read_cell(
                 buffer.clear();
             }
             Err(error) => {
-                eprintln!("evalkit: {error}");
+                eprintln!("cellbox: {error}");
                 return (editor, Input::Quit);
             }
         }
@@ -236,7 +236,7 @@ async fn run_cell(
             result.artifact
         }
         Err(error) => {
-            eprintln!("evalkit: {error}");
+            eprintln!("cellbox: {error}");
             None
         }
     }

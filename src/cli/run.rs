@@ -1,4 +1,4 @@
-//! `evalkit run`: run code (or the eval tool's JSON parameters) in a fresh
+//! `cellbox run`: run code (or the eval tool's JSON parameters) in a fresh
 //! kernel, streaming what it prints.
 
 use std::io::Read;
@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use evalkit::render::{CardRenderer, RenderOptions};
-use evalkit::tool::{CallContext, CellStatus, EvalEngine, EvalEvent, EvalParams, EvalResult, KernelMode, Language};
+use cellbox::render::{CardRenderer, RenderOptions};
+use cellbox::tool::{CallContext, CellStatus, EvalEngine, EvalEvent, EvalParams, EvalResult, KernelMode, Language};
 use tokio_util::sync::CancellationToken;
 
 use super::KernelArgs;
@@ -74,13 +74,13 @@ fn parse_key_value(text: &str) -> Result<(String, String), String> {
     }
 }
 
-/// Exit codes: 0 ok, 1 a cell failed, 2 evalkit could not run the code,
+/// Exit codes: 0 ok, 1 a cell failed, 2 cellbox could not run the code,
 /// 124 a cell timed out, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 pub async fn run(args: RunArgs) -> ExitCode {
     match run_inner(args).await {
         Ok(code) => code,
         Err(message) => {
-            eprintln!("evalkit: {message}");
+            eprintln!("cellbox: {message}");
             ExitCode::from(2)
         }
     }
@@ -141,7 +141,7 @@ async fn run_inner(args: RunArgs) -> Result<ExitCode, String> {
     let mut config = args.kernel.engine_config_with_bridge()?;
     config.mode = KernelMode::PerCall;
     // One call: a spare kernel would only take CPU from it.
-    config.spare = evalkit::session::SpareLimits::OFF;
+    config.spare = cellbox::session::SpareLimits::OFF;
     config.extra_env = args.env.iter().cloned().collect();
     let engine = Arc::new(EvalEngine::new(config));
     let cancel = CancellationToken::new();
@@ -165,7 +165,7 @@ async fn run_inner(args: RunArgs) -> Result<ExitCode, String> {
     if let Some(path) = &args.save_notebook {
         match engine.export_notebook(&context.session) {
             Ok(notebook) => notebook.write(path).map_err(|e| e.to_string())?,
-            Err(error) => eprintln!("evalkit: {error}"),
+            Err(error) => eprintln!("cellbox: {error}"),
         }
     }
     if json {
@@ -193,7 +193,7 @@ pub(super) async fn watch_signals(engine: Arc<EvalEngine>, cancel: CancellationT
             _ = interrupt.recv() => {
                 interrupts += 1;
                 if interrupts == 1 {
-                    eprintln!("\nevalkit: interrupting (press Ctrl-C again to stop the kernel)");
+                    eprintln!("\ncellbox: interrupting (press Ctrl-C again to stop the kernel)");
                     cancel.cancel();
                     continue;
                 }

@@ -1,18 +1,18 @@
-//! `evalkit setup python [--check]`: show which interpreter evalkit would use,
-//! or create the managed environment. `evalkit setup node [--check]`: show
+//! `cellbox setup python [--check]`: show which interpreter cellbox would use,
+//! or create the managed environment. `cellbox setup node [--check]`: show
 //! which Node.js runs JavaScript cells, or why none was found.
 
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use evalkit::runtime::{self, DiscoveryInput, discovery};
+use cellbox::runtime::{self, DiscoveryInput, discovery};
 
 use super::KernelArgs;
 
 #[derive(Debug, Subcommand)]
 pub enum SetupCommand {
     /// Resolve the Python interpreter; without --check, first create the
-    /// managed environment ~/.evalkit/python-env if no interpreter is found.
+    /// managed environment ~/.cellbox/python-env if no interpreter is found.
     Python {
         /// Only report: the interpreter, where it came from, its version, or why none was found.
         #[arg(long)]
@@ -21,16 +21,16 @@ pub enum SetupCommand {
         kernel: KernelArgs,
     },
     /// Resolve the Node.js that runs JavaScript cells (18 or newer): --node /
-    /// EVALKIT_NODE, else `node` on PATH. Nothing is installed.
+    /// CELLBOX_NODE, else `node` on PATH. Nothing is installed.
     Node {
-        /// Only report (the same as without it: evalkit does not install Node).
+        /// Only report (the same as without it: cellbox does not install Node).
         #[arg(long)]
         check: bool,
         #[command(flatten)]
         kernel: KernelArgs,
     },
     /// Install what the shared local Jupyter gateway needs (jupyter_kernel_gateway, ipykernel)
-    /// into the interpreter evalkit resolves (creating ~/.evalkit/python-env first if none is found).
+    /// into the interpreter cellbox resolves (creating ~/.cellbox/python-env first if none is found).
     Gateway {
         /// Only report whether they are installed.
         #[arg(long)]
@@ -65,7 +65,7 @@ pub async fn setup(command: SetupCommand) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(error) => {
-            eprintln!("evalkit: {error}");
+            eprintln!("cellbox: {error}");
             ExitCode::from(1)
         }
     }
@@ -79,7 +79,7 @@ pub(super) async fn resolve_or_create(
     check: bool,
 ) -> Result<Result<runtime::ResolvedPython, runtime::DiscoveryError>, ExitCode> {
     let cwd = kernel.cwd().map_err(|message| {
-        eprintln!("evalkit: {message}");
+        eprintln!("cellbox: {message}");
         ExitCode::from(2)
     })?;
     let input = DiscoveryInput::from_env(cwd, kernel.explicit_python());
@@ -91,7 +91,7 @@ pub(super) async fn resolve_or_create(
     let mut result = tokio::task::spawn_blocking(resolve.clone()).await.expect("discovery does not panic");
     if result.is_err() && !check {
         if let Err(message) = create_managed_env(&input).await {
-            eprintln!("evalkit: {message}");
+            eprintln!("cellbox: {message}");
         }
         result = tokio::task::spawn_blocking(resolve).await.expect("discovery does not panic");
     }
@@ -100,30 +100,30 @@ pub(super) async fn resolve_or_create(
 
 /// What this OS can enforce, and the policy these options ask for.
 fn print_sandbox(kernel: &KernelArgs) {
-    let support = evalkit::sandbox::support();
+    let support = cellbox::sandbox::support();
     println!("{}", support.to_text());
     match kernel.sandbox_policy() {
         Ok(policy) => println!(
             "sandbox policy:     {} (network {}{}{})",
             policy.mode,
             policy.network,
-            policy.memory_limit.map(|m| format!(", memory {}", evalkit::sandbox::format_size(m))).unwrap_or_default(),
+            policy.memory_limit.map(|m| format!(", memory {}", cellbox::sandbox::format_size(m))).unwrap_or_default(),
             policy.max_processes.map(|n| format!(", at most {n} processes")).unwrap_or_default()
         ),
         Err(message) => println!("sandbox policy:     invalid: {message}"),
     }
-    println!("preload:            {}", evalkit::kernel::zygote::platform_note());
+    println!("preload:            {}", cellbox::kernel::zygote::platform_note());
 }
 
-/// `python3 -m venv ~/.evalkit/python-env` with any python3 on PATH.
+/// `python3 -m venv ~/.cellbox/python-env` with any python3 on PATH.
 pub(super) async fn create_managed_env(input: &DiscoveryInput) -> Result<(), String> {
-    let home = input.home.as_ref().ok_or("no home folder to create ~/.evalkit/python-env in")?;
+    let home = input.home.as_ref().ok_or("no home folder to create ~/.cellbox/python-env in")?;
     let root = discovery::managed_env_root(home);
     let base = ["python3", "python"]
         .into_iter()
         .find_map(|name| discovery::search_path(input.path.as_ref(), name))
         .ok_or("no python3 on PATH to create the managed environment with; install Python 3.8 or newer")?;
-    eprintln!("evalkit: creating {} with {}", root.display(), base.display());
+    eprintln!("cellbox: creating {} with {}", root.display(), base.display());
     let status = tokio::process::Command::new(&base)
         .args(["-m", "venv"])
         .arg(&root)
@@ -141,13 +141,13 @@ async fn setup_node(kernel: KernelArgs) -> ExitCode {
     let cwd = match kernel.cwd() {
         Ok(cwd) => cwd,
         Err(message) => {
-            eprintln!("evalkit: {message}");
+            eprintln!("cellbox: {message}");
             return ExitCode::from(2);
         }
     };
     let explicit = kernel.node.clone();
     let found =
-        tokio::task::spawn_blocking(move || evalkit::backend::node::resolve_from_env(explicit.as_deref(), &cwd))
+        tokio::task::spawn_blocking(move || cellbox::backend::node::resolve_from_env(explicit.as_deref(), &cwd))
             .await
             .expect("discovery does not panic");
     match found {
@@ -157,7 +157,7 @@ async fn setup_node(kernel: KernelArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(error) => {
-            eprintln!("evalkit: {error}");
+            eprintln!("cellbox: {error}");
             ExitCode::from(1)
         }
     }

@@ -1,4 +1,4 @@
-//! `evalkit doctor`: everything evalkit will use on this machine, and what is
+//! `cellbox doctor`: everything cellbox will use on this machine, and what is
 //! wrong with it, in one report a user can read and paste into a bug report.
 //!
 //! The report is plain data ([`Report`], serialisable for `--json`); the
@@ -23,16 +23,16 @@ use crate::tool::params::{DEFAULT_TIMEOUT_SECS, TIMEOUT_RANGE};
 pub use sandbox::{SandboxEntry, sandbox_entries};
 
 /// The variable naming a Jupyter Kernel Gateway to run kernels on.
-pub const GATEWAY_URL_VAR: &str = "EVALKIT_GATEWAY_URL";
+pub const GATEWAY_URL_VAR: &str = "CELLBOX_GATEWAY_URL";
 /// The variable holding that gateway's token (never printed).
-pub const GATEWAY_TOKEN_VAR: &str = "EVALKIT_GATEWAY_TOKEN";
+pub const GATEWAY_TOKEN_VAR: &str = "CELLBOX_GATEWAY_TOKEN";
 
 /// How long a version question (`uv --version`, `python -m pip --version`) may take.
 const TOOL_TIMEOUT: Duration = Duration::from_secs(15);
 /// Folder sizes stop counting after this many entries, so a huge cache cannot stall the report.
 const MAX_ENTRIES_COUNTED: usize = 200_000;
 
-/// What `evalkit doctor` reports.
+/// What `cellbox doctor` reports.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub version: String,
@@ -75,7 +75,7 @@ pub struct PythonCandidate {
     pub detail: String,
 }
 
-/// A program evalkit may run: whether it is there, where, which version.
+/// A program cellbox may run: whether it is there, where, which version.
 #[derive(Debug, Clone, Serialize)]
 pub struct ToolReport {
     pub found: bool,
@@ -84,7 +84,7 @@ pub struct ToolReport {
     pub detail: String,
 }
 
-/// Which languages cells may use (`EVALKIT_PY`, `EVALKIT_JS`) and which can run.
+/// Which languages cells may use (`CELLBOX_PY`, `CELLBOX_JS`) and which can run.
 #[derive(Debug, Clone, Serialize)]
 pub struct Languages {
     pub python_enabled: bool,
@@ -101,7 +101,7 @@ pub struct Gateway {
     pub token_set: bool,
 }
 
-/// A folder evalkit writes to, and what it holds.
+/// A folder cellbox writes to, and what it holds.
 #[derive(Debug, Clone, Serialize)]
 pub struct Folder {
     pub name: String,
@@ -144,7 +144,7 @@ pub struct Problem {
 }
 
 /// What the report is about: the working directory and the explicit settings
-/// (`--python`/`EVALKIT_PYTHON`, `--node`/`EVALKIT_NODE`).
+/// (`--python`/`CELLBOX_PYTHON`, `--node`/`CELLBOX_NODE`).
 #[derive(Debug, Clone)]
 pub struct DoctorInput {
     pub cwd: PathBuf,
@@ -157,7 +157,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// The git revision baked in at build time (see build.rs).
 pub fn revision() -> &'static str {
-    env!("EVALKIT_GIT_REVISION")
+    env!("CELLBOX_GIT_REVISION")
 }
 
 /// Look at everything, probing interpreters and tools (this blocks: run it
@@ -249,7 +249,7 @@ fn examine_python(input: &DoctorInput) -> PythonReport {
     match resolved {
         Ok(python) => PythonReport {
             why: if python.source == runtime::PythonSource::Explicit {
-                "named explicitly (--python / EVALKIT_PYTHON): nothing else is tried".into()
+                "named explicitly (--python / CELLBOX_PYTHON): nothing else is tried".into()
             } else {
                 format!("the first working candidate in discovery order ({})", python.source)
             },
@@ -333,7 +333,7 @@ fn folders() -> Vec<Folder> {
     let cache = crate::kernel::runner_files::cache_root();
     let artifacts = ArtifactStore::default_root();
     let home = dirs::home_dir().unwrap_or_default();
-    let store = dirs::data_dir().unwrap_or_else(|| home.join(".local/share")).join("evalkit").join("store");
+    let store = dirs::data_dir().unwrap_or_else(|| home.join(".local/share")).join("cellbox").join("store");
     let managed = discovery::managed_env_root(&home);
     [
         ("cache (runner files)", cache, Some(crate::kernel::runner_files::CACHE_DIR_VAR)),
@@ -406,20 +406,20 @@ fn problems(report: &Report) -> Vec<Problem> {
         add(
             if js_runs { Severity::Warning } else { Severity::Error },
             "no usable Python interpreter: Python cells cannot run".into(),
-            "install Python 3.8 or newer on PATH, run `evalkit setup python` to create ~/.evalkit/python-env, or name \
-             one with --python / EVALKIT_PYTHON",
+            "install Python 3.8 or newer on PATH, run `cellbox setup python` to create ~/.cellbox/python-env, or name \
+             one with --python / CELLBOX_PYTHON",
         );
     }
     if langs.javascript_enabled && !langs.javascript_available {
         add(
             if python_runs { Severity::Warning } else { Severity::Error },
             format!("no usable Node.js: JavaScript cells cannot run ({})", report.node.detail),
-            "install Node.js 18 or newer on PATH or name it with --node / EVALKIT_NODE; if you only need Python, set \
-             EVALKIT_JS=0",
+            "install Node.js 18 or newer on PATH or name it with --node / CELLBOX_NODE; if you only need Python, set \
+             CELLBOX_JS=0",
         );
     }
     if !langs.python_enabled && !langs.javascript_enabled {
-        add(Severity::Error, "both languages are turned off".into(), "unset EVALKIT_PY and EVALKIT_JS");
+        add(Severity::Error, "both languages are turned off".into(), "unset CELLBOX_PY and CELLBOX_JS");
     }
     if python_runs && !report.pip.found && !report.uv.found {
         add(
@@ -432,7 +432,7 @@ fn problems(report: &Report) -> Vec<Problem> {
         add(
             Severity::Warning,
             format!("{GATEWAY_URL_VAR} is set but {GATEWAY_TOKEN_VAR} is not"),
-            "set EVALKIT_GATEWAY_TOKEN if the gateway asks for a token (most do)",
+            "set CELLBOX_GATEWAY_TOKEN if the gateway asks for a token (most do)",
         );
     }
     for folder in &report.folders[..2] {
@@ -448,7 +448,7 @@ fn problems(report: &Report) -> Vec<Problem> {
     problems
 }
 
-/// Why evalkit could not create files in `dir` (or its first existing parent), if it could not.
+/// Why cellbox could not create files in `dir` (or its first existing parent), if it could not.
 fn unwritable(dir: &Path) -> Option<String> {
     let existing = dir.ancestors().find(|d| d.exists())?;
     if !existing.is_dir() {

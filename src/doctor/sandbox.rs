@@ -1,5 +1,5 @@
 //! The sandbox section of the report: what this OS can enforce (from
-//! [`crate::sandbox::support`]) and the policy the `EVALKIT_*` variables ask for.
+//! [`crate::sandbox::support`]) and the policy the `CELLBOX_*` variables ask for.
 
 use serde::Serialize;
 
@@ -62,19 +62,19 @@ pub fn sandbox_entries() -> Vec<SandboxEntry> {
     ];
     let policy = match SandboxPolicy::from_env() {
         Ok(policy) => format!("sandbox {}, network {}", policy.mode, policy.network),
-        Err(error) => format!("the EVALKIT_SANDBOX* settings are invalid: {error}"),
+        Err(error) => format!("the CELLBOX_SANDBOX* settings are invalid: {error}"),
     };
     entries.push(SandboxEntry { name: "policy in force".into(), status: "info".into(), detail: policy });
     entries
 }
 
-/// Whether preloaded kernels are forked here, and what `EVALKIT_PRELOAD` asks for.
+/// Whether preloaded kernels are forked here, and what `CELLBOX_PRELOAD` asks for.
 fn preload_detail() -> String {
     let modules = crate::tool::preload_from_env();
     let asked = if modules.is_empty() {
-        "EVALKIT_PRELOAD is not set".to_string()
+        "CELLBOX_PRELOAD is not set".to_string()
     } else {
-        format!("EVALKIT_PRELOAD={}", modules.join(","))
+        format!("CELLBOX_PRELOAD={}", modules.join(","))
     };
     format!("{}; {asked}", crate::kernel::zygote::platform_note())
 }

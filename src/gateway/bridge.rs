@@ -28,7 +28,7 @@ use crate::kernel::{ExecEvent, KernelError};
 use crate::protocol::BridgeResult;
 
 /// How an input_request carrying bridge calls begins (`MARKER` in `bridge_stdin.py`).
-pub const MARKER: &str = "evalkit-bridge/1 ";
+pub const MARKER: &str = "cellbox-bridge/1 ";
 
 /// How long a request with no answer ready is held before it is answered
 /// empty, so that calls queued in the kernel meanwhile are sent.
@@ -167,7 +167,7 @@ impl GatewayBridge {
         let reply = json!({
             "header": {
                 "msg_id": format!("{}_bridge_{msg_id}", self.session), "msg_type": "input_reply",
-                "session": self.session, "username": "evalkit", "version": "5.3",
+                "session": self.session, "username": "cellbox", "version": "5.3",
             },
             "parent_header": parent, "metadata": {}, "content": { "value": value }, "channel": "stdin", "buffers": [],
         });

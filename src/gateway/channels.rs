@@ -46,9 +46,9 @@ const EXECUTION_BUFFER: usize = 32;
 const INTERRUPT_REPEAT: Duration = Duration::from_secs(1);
 /// How many times a kernel deletion is tried (300 ms apart).
 const DELETE_ATTEMPTS: usize = 15;
-/// The name `input()` raises under, as in evalkit's own kernels.
+/// The name `input()` raises under, as in cellbox's own kernels.
 const STDIN_ERROR_NAME: &str = "StdinNotSupportedError";
-const STDIN_ERROR_TEXT: &str = "input() is not supported: evalkit cells have no interactive stdin. Pass the data in \
+const STDIN_ERROR_TEXT: &str = "input() is not supported: cellbox cells have no interactive stdin. Pass the data in \
                                 the code instead (a variable, a file, or an argument).";
 /// The text a Jupyter server sends in place of output it dropped.
 const RATE_LIMIT_TEXT: &str = "data rate exceeded";
@@ -117,7 +117,7 @@ fn new_session_id() -> String {
     digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
-/// The kernelspec to start (`EVALKIT_GATEWAY_KERNEL`, default `python3`).
+/// The kernelspec to start (`CELLBOX_GATEWAY_KERNEL`, default `python3`).
 fn kernel_name() -> String {
     std::env::var(super::KERNEL_NAME_VAR).ok().filter(|n| !n.trim().is_empty()).unwrap_or_else(|| "python3".into())
 }
@@ -153,14 +153,14 @@ impl GatewayKernel {
             Ok(kernel) => Ok(kernel),
             Err(StartFailure::Failed(error)) => Err(error),
             Err(StartFailure::GatewayOutOfFiles) => {
-                tracing::warn!(target: "evalkit::gateway", "the shared gateway hit EMFILE; restarting it");
+                tracing::warn!(target: "cellbox::gateway", "the shared gateway hit EMFILE; restarting it");
                 local::restart(&options.program, &options.env).await.map_err(startup_error)?;
                 match Self::start_once(&options, setting, observer).await {
                     Ok(kernel) => Ok(kernel),
                     Err(StartFailure::Failed(error)) => Err(error),
                     Err(StartFailure::GatewayOutOfFiles) => Err(startup_error(
                         "the shared Jupyter gateway ran out of file descriptors (EMFILE) again right after a \
-                         restart; raise the open-file limit (ulimit -n) of the evalkit process",
+                         restart; raise the open-file limit (ulimit -n) of the cellbox process",
                     )),
                 }
             }
@@ -311,7 +311,7 @@ impl GatewayKernel {
         let message = json!({
             "header": {
                 "msg_id": msg_id, "msg_type": msg_type, "session": self.session_id,
-                "username": "evalkit", "version": "5.3",
+                "username": "cellbox", "version": "5.3",
             },
             "parent_header": {}, "metadata": {}, "content": content, "channel": channel, "buffers": [],
         });
@@ -441,11 +441,11 @@ impl GatewayKernel {
                 match self.client.delete_kernel(&self.kernel_id).await {
                     Ok(()) | Err(GatewayError::Status { status: 404, .. }) => break,
                     Err(error @ (GatewayError::Unreachable { .. } | GatewayError::Unauthorized { .. })) => {
-                        tracing::warn!(target: "evalkit::gateway", "kernel {} was not deleted: {error}", self.kernel_id);
+                        tracing::warn!(target: "cellbox::gateway", "kernel {} was not deleted: {error}", self.kernel_id);
                         break;
                     }
                     Err(error) if attempt == DELETE_ATTEMPTS => {
-                        tracing::warn!(target: "evalkit::gateway", "kernel {} was not deleted: {error}", self.kernel_id);
+                        tracing::warn!(target: "cellbox::gateway", "kernel {} was not deleted: {error}", self.kernel_id);
                     }
                     Err(_) => tokio::time::sleep(Duration::from_millis(300)).await,
                 }
@@ -662,7 +662,7 @@ impl Link {
 
     /// A new websocket for the same `session_id`, or why there is none.
     async fn reconnect(&self, why: &str) -> Result<(Channels, Framing), String> {
-        tracing::warn!(target: "evalkit::gateway", "kernel {}: {why}; reconnecting", self.kernel_id);
+        tracing::warn!(target: "cellbox::gateway", "kernel {}: {why}; reconnecting", self.kernel_id);
         let mut last = why.to_string();
         for delay in RECONNECT_DELAYS_MS {
             tokio::time::sleep(Duration::from_millis(delay)).await;
@@ -681,7 +681,7 @@ impl Link {
             let opened = open_channels(self.client.endpoint(), &self.kernel_id, &self.session_id);
             match tokio::time::timeout(RECONNECT_HANDSHAKE, opened).await {
                 Ok(Ok(socket)) => {
-                    tracing::info!(target: "evalkit::gateway", "kernel {}: reconnected", self.kernel_id);
+                    tracing::info!(target: "cellbox::gateway", "kernel {}: reconnected", self.kernel_id);
                     return Ok(socket);
                 }
                 Ok(Err(error)) => last = error.to_string(),
@@ -716,7 +716,7 @@ where
             }
         };
         let Some(message) = message else {
-            tracing::warn!(target: "evalkit::ipc", "skipping a gateway message evalkit cannot read");
+            tracing::warn!(target: "cellbox::ipc", "skipping a gateway message cellbox cannot read");
             continue;
         };
         if let Some(state) = kernel_lost(&message) {
@@ -789,7 +789,7 @@ fn route(shared: &Shared, message: &Value, outgoing: &mpsc::UnboundedSender<Mess
             if rate_limited && !pending.rate_noted {
                 pending.rate_noted = true;
                 events.push(ExecEvent::Stderr(
-                    "[evalkit: the gateway dropped part of this cell's output (IOPub rate limit). Run the gateway \
+                    "[cellbox: the gateway dropped part of this cell's output (IOPub rate limit). Run the gateway \
                      with --ZMQChannelsWebsocketConnection.iopub_data_rate_limit=0 to keep it all, or print less.]\n"
                         .into(),
                 ));
@@ -824,7 +824,7 @@ fn route(shared: &Shared, message: &Value, outgoing: &mpsc::UnboundedSender<Mess
             let reply = json!({
                 "header": {
                     "msg_id": format!("{session}_input_{parent}"), "msg_type": "input_reply",
-                    "session": session, "username": "evalkit", "version": "5.3",
+                    "session": session, "username": "cellbox", "version": "5.3",
                 },
                 "parent_header": message.get("header").cloned().unwrap_or(Value::Null),
                 "metadata": {}, "content": { "value": "" }, "channel": "stdin", "buffers": [],
@@ -856,7 +856,7 @@ fn route(shared: &Shared, message: &Value, outgoing: &mpsc::UnboundedSender<Mess
     events.into_iter().map(|event| (sender.clone(), Ok(event))).collect()
 }
 
-/// A traceback entry as evalkit's own tracebacks have them: no colour
+/// A traceback entry as cellbox's own tracebacks have them: no colour
 /// codes, ending with a newline (Jupyter's entries are joined by front ends).
 fn traceback_line(entry: &str) -> String {
     let mut line = strip_ansi(entry);

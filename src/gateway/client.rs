@@ -53,12 +53,12 @@ impl Endpoint {
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum GatewayError {
     #[error(
-        "could not reach the Jupyter gateway at {url} ({message}). Check the URL (EVALKIT_GATEWAY_URL) and that the \
+        "could not reach the Jupyter gateway at {url} ({message}). Check the URL (CELLBOX_GATEWAY_URL) and that the \
          gateway is running and reachable from here"
     )]
     Unreachable { url: String, message: String },
     #[error(
-        "the Jupyter gateway at {url} refused the request ({status}): set EVALKIT_GATEWAY_TOKEN to the gateway's \
+        "the Jupyter gateway at {url} refused the request ({status}): set CELLBOX_GATEWAY_TOKEN to the gateway's \
          token (it is sent as an `Authorization: token …` header)"
     )]
     Unauthorized { url: String, status: u16 },
@@ -71,7 +71,7 @@ pub enum GatewayError {
     TooManyOpenFiles { url: String, what: String },
     #[error("the Jupyter gateway at {url} did not answer {what} within {seconds}s; check its health and its logs")]
     Timeout { url: String, what: String, seconds: u64 },
-    #[error("the Jupyter gateway at {url} sent an answer to {what} evalkit cannot read: {message}")]
+    #[error("the Jupyter gateway at {url} sent an answer to {what} cellbox cannot read: {message}")]
     BadAnswer { url: String, what: String, message: String },
     #[error("the Jupyter gateway URL {url:?} is not usable: {message}. Use http://host:port or https://host/path")]
     BadUrl { url: String, message: String },

@@ -4,31 +4,31 @@
 //! and passes on only the variables it whitelists (`KG_ENV_WHITELIST`,
 //! `KERNEL_*`; Enterprise Gateway: `EG_CLIENT_ENVS`, and no `$`, backquote or
 //! newline in values). So the kernel's cwd, its filtered environment and
-//! `sys.path` are set by code instead, then the prelude installs evalkit's
+//! `sys.path` are set by code instead, then the prelude installs cellbox's
 //! helpers.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// The glue that installs evalkit's helpers in an IPython kernel.
+/// The glue that installs cellbox's helpers in an IPython kernel.
 const PRELUDE: &str = include_str!("prelude.py");
 
 /// The runner's own helpers (`env`, `read`, `write`, `log`, `phase`), sent as
 /// source so gateway kernels offer exactly what local kernels do.
-const HELPERS: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/evalkit_kernel/helpers.py"));
+const HELPERS: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/cellbox_kernel/helpers.py"));
 
 /// The runner's host-bridge modules (the cell-side API, its schema check and
 /// the Bridge it calls through), in import order, sent as source like
 /// [`HELPERS`]; `bridge_stdin` carries the calls over the Jupyter stdin
 /// channel (see [`super::bridge`]).
 const BRIDGE_MODULES: &[(&str, &str)] = &[
-    ("schema_check", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/evalkit_kernel/schema_check.py"))),
-    ("bridge", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/evalkit_kernel/bridge.py"))),
-    ("bridge_stdin", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/evalkit_kernel/bridge_stdin.py"))),
-    ("bridge_api", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/evalkit_kernel/bridge_api.py"))),
+    ("schema_check", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/cellbox_kernel/schema_check.py"))),
+    ("bridge", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/cellbox_kernel/bridge.py"))),
+    ("bridge_stdin", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/cellbox_kernel/bridge_stdin.py"))),
+    ("bridge_api", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/cellbox_kernel/bridge_api.py"))),
 ];
 
-/// The code that gives an IPython kernel evalkit's helpers (`env`, `read`,
+/// The code that gives an IPython kernel cellbox's helpers (`env`, `read`,
 /// `write`, `log`, `phase`, `emit_status`, `display`) and the bridge calls
 /// (`completion`, `agent`, `parallel`, `pipeline`, `tool`, …).
 pub fn prelude_code() -> String {
@@ -36,10 +36,10 @@ pub fn prelude_code() -> String {
     // pairs a valid list literal.
     let source = serde_json::to_string(HELPERS).expect("a string serializes");
     let modules = serde_json::to_string(BRIDGE_MODULES).expect("strings serialize");
-    format!("_evalkit_helpers_source = {source}\n_evalkit_bridge_sources = {modules}\n{PRELUDE}")
+    format!("_cellbox_helpers_source = {source}\n_cellbox_bridge_sources = {modules}\n{PRELUDE}")
 }
 
-/// Variables that describe the machine evalkit runs on, not the one a remote
+/// Variables that describe the machine cellbox runs on, not the one a remote
 /// kernel runs on: never sent to an external gateway's kernels.
 const MACHINE_VARS: &[&str] = &[
     "PATH",
@@ -86,7 +86,7 @@ pub fn start_env(env: &BTreeMap<String, String>, username: &str) -> BTreeMap<Str
     start
 }
 
-/// The user name to send: `EVALKIT_GATEWAY_USERNAME`, else the local user,
+/// The user name to send: `CELLBOX_GATEWAY_USERNAME`, else the local user,
 /// but never `root` (Enterprise Gateway refuses to start kernels as root).
 pub fn username() -> String {
     let name = std::env::var(super::USERNAME_VAR)
@@ -96,7 +96,7 @@ pub fn username() -> String {
         .filter(|name| !name.trim().is_empty() && acceptable_for_gateway(name));
     match name {
         Some(name) if name != "root" => name,
-        _ => "evalkit".to_string(),
+        _ => "cellbox".to_string(),
     }
 }
 
@@ -112,16 +112,16 @@ pub fn setup_code(cwd: &Path, env: &BTreeMap<String, String>, require_cwd: bool)
     let cwd = py_str(&cwd.display().to_string());
     let env = py_str(&serde_json::to_string(env).expect("maps serialize"));
     let change = if require_cwd {
-        format!("_evalkit_os.chdir({cwd})\n")
+        format!("_cellbox_os.chdir({cwd})\n")
     } else {
-        format!("if _evalkit_os.path.isdir({cwd}):\n    _evalkit_os.chdir({cwd})\n")
+        format!("if _cellbox_os.path.isdir({cwd}):\n    _cellbox_os.chdir({cwd})\n")
     };
     format!(
-        "import os as _evalkit_os, sys as _evalkit_sys, json as _evalkit_json\n\
+        "import os as _cellbox_os, sys as _cellbox_sys, json as _cellbox_json\n\
          {change}\
-         _evalkit_os.environ.update(_evalkit_json.loads({env}))\n\
-         if _evalkit_os.getcwd() not in _evalkit_sys.path:\n    _evalkit_sys.path.insert(0, _evalkit_os.getcwd())\n\
-         del _evalkit_os, _evalkit_sys, _evalkit_json\n"
+         _cellbox_os.environ.update(_cellbox_json.loads({env}))\n\
+         if _cellbox_os.getcwd() not in _cellbox_sys.path:\n    _cellbox_sys.path.insert(0, _cellbox_os.getcwd())\n\
+         del _cellbox_os, _cellbox_sys, _cellbox_json\n"
     )
 }
 

@@ -1,6 +1,6 @@
 //! The shared local gateway: one `python -m kernel_gateway` on 127.0.0.1 for
-//! every evalkit process of the user, kept under `~/.evalkit/gateway/`
-//! (0700; `EVALKIT_GATEWAY_DIR` moves it).
+//! every cellbox process of the user, kept under `~/.cellbox/gateway/`
+//! (0700; `CELLBOX_GATEWAY_DIR` moves it).
 //!
 //! - `gateway.lock`: an exclusive file lock taken while a process looks for,
 //!   or starts, the gateway (the OS releases it if that process dies); the
@@ -16,8 +16,8 @@
 //! no way to learn a port chosen by the gateway itself), retried on another
 //! port when that one was taken meanwhile; with the IOPub rate limit off (so
 //! large output is never dropped), no-delay on its sockets, and idle-kernel
-//! culling so kernels of crashed clients are reaped. It outlives evalkit
-//! processes; `evalkit gateway stop` ends it (SIGTERM, stdin from /dev/null).
+//! culling so kernels of crashed clients are reaped. It outlives cellbox
+//! processes; `cellbox gateway stop` ends it (SIGTERM, stdin from /dev/null).
 
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, Write};
@@ -31,8 +31,8 @@ use serde::{Deserialize, Serialize};
 
 use super::client::{Endpoint, GatewayClient};
 
-/// Moves the shared gateway's folder (default `~/.evalkit/gateway`).
-pub const DIR_VAR: &str = "EVALKIT_GATEWAY_DIR";
+/// Moves the shared gateway's folder (default `~/.cellbox/gateway`).
+pub const DIR_VAR: &str = "CELLBOX_GATEWAY_DIR";
 /// How long a new gateway gets to answer its health check.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long to wait for another process that holds the lock.
@@ -75,7 +75,7 @@ impl GatewayInfo {
 pub fn dir() -> PathBuf {
     match std::env::var_os(DIR_VAR).filter(|dir| !dir.is_empty()) {
         Some(dir) => PathBuf::from(dir),
-        None => dirs::home_dir().unwrap_or_else(std::env::temp_dir).join(".evalkit").join("gateway"),
+        None => dirs::home_dir().unwrap_or_else(std::env::temp_dir).join(".cellbox").join("gateway"),
     }
 }
 
@@ -202,7 +202,7 @@ impl Lock {
             if std::time::Instant::now() >= deadline {
                 let holder = std::fs::read_to_string(&path).unwrap_or_default();
                 return Err(format!(
-                    "another evalkit process has held {} for {}s ({}); if it is stuck, stop it or delete the file",
+                    "another cellbox process has held {} for {}s ({}); if it is stuck, stop it or delete the file",
                     path.display(),
                     limit.as_secs(),
                     holder.trim()
@@ -319,7 +319,7 @@ pub async fn check_modules(python: &Path) -> Result<String, String> {
         let missing = stderr.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or_default().trim().to_string();
         return Err(format!(
             "the shared Jupyter gateway needs jupyter_kernel_gateway and ipykernel in {} ({missing}). Install them \
-             with `{INSTALL_HINT}` for that interpreter, or run `evalkit setup gateway`",
+             with `{INSTALL_HINT}` for that interpreter, or run `cellbox setup gateway`",
             python.display()
         ));
     }
@@ -442,13 +442,13 @@ async fn start(dir: &Path, python: &Path, env: &BTreeMap<String, String>, lock: 
 }
 
 /// Tests only, never documented as a setting: the open-file limit the shared
-/// gateway is started with (`EVALKIT_GATEWAY_NOFILE_FOR_TEST=N`), so a test
+/// gateway is started with (`CELLBOX_GATEWAY_NOFILE_FOR_TEST=N`), so a test
 /// can drive it into EMFILE with a few kernels.
 fn nofile_for_test() -> Option<u64> {
-    std::env::var("EVALKIT_GATEWAY_NOFILE_FOR_TEST").ok()?.trim().parse().ok()
+    std::env::var("CELLBOX_GATEWAY_NOFILE_FOR_TEST").ok()?.trim().parse().ok()
 }
 
-/// What `evalkit gateway status` prints.
+/// What `cellbox gateway status` prints.
 pub async fn status() -> String {
     let dir = dir();
     match read_info(&dir) {

@@ -8,13 +8,13 @@
 //! - [`bridge`]: the cells' host-bridge calls, carried by the stdin channel;
 //! - [`init`]: the code run in every new gateway kernel (cwd, environment,
 //!   `sys.path`, the prelude, extension modules);
-//! - [`local`]: the shared local gateway under `~/.evalkit/gateway/`, one per
-//!   user, started on demand and reused by every evalkit process;
+//! - [`local`]: the shared local gateway under `~/.cellbox/gateway/`, one per
+//!   user, started on demand and reused by every cellbox process;
 //! - [`net`]: the client socket (no-delay and `TCP_QUICKACK`);
 //! - [`wire`]: the websocket framings (JSON, or the binary v1 protocol).
 //!
 //! Which gateway, if any, is a [`GatewaySetting`], read from the environment
-//! (`EVALKIT_GATEWAY_URL`, `EVALKIT_GATEWAY_TOKEN`, `EVALKIT_BACKEND`).
+//! (`CELLBOX_GATEWAY_URL`, `CELLBOX_GATEWAY_TOKEN`, `CELLBOX_BACKEND`).
 
 pub mod bridge;
 pub mod channels;
@@ -28,21 +28,21 @@ pub use channels::GatewayKernel;
 pub use client::{Endpoint, GatewayClient, GatewayError};
 
 /// The URL of an external gateway; setting it selects the gateway backend.
-pub const URL_VAR: &str = "EVALKIT_GATEWAY_URL";
+pub const URL_VAR: &str = "CELLBOX_GATEWAY_URL";
 /// The token of the external gateway (sent as `Authorization: token …`).
-pub const TOKEN_VAR: &str = "EVALKIT_GATEWAY_TOKEN";
+pub const TOKEN_VAR: &str = "CELLBOX_GATEWAY_TOKEN";
 /// `gateway` selects the shared local gateway; `process` (default) runner processes.
-pub const BACKEND_VAR: &str = "EVALKIT_BACKEND";
+pub const BACKEND_VAR: &str = "CELLBOX_BACKEND";
 /// The kernelspec to start on the gateway [default: `python3`].
-pub const KERNEL_NAME_VAR: &str = "EVALKIT_GATEWAY_KERNEL";
+pub const KERNEL_NAME_VAR: &str = "CELLBOX_GATEWAY_KERNEL";
 /// The user name sent as `KERNEL_USERNAME` (Enterprise Gateway) [default: the local user, never root].
-pub const USERNAME_VAR: &str = "EVALKIT_GATEWAY_USERNAME";
+pub const USERNAME_VAR: &str = "CELLBOX_GATEWAY_USERNAME";
 
 /// Seconds a gateway kernel may take to start (creation, connection, setup),
 /// overriding the engine's startup timeout: remote kernels can take minutes.
-pub const STARTUP_TIMEOUT_VAR: &str = "EVALKIT_GATEWAY_STARTUP_TIMEOUT";
+pub const STARTUP_TIMEOUT_VAR: &str = "CELLBOX_GATEWAY_STARTUP_TIMEOUT";
 
-/// The bound on a gateway kernel's start: `EVALKIT_GATEWAY_STARTUP_TIMEOUT`
+/// The bound on a gateway kernel's start: `CELLBOX_GATEWAY_STARTUP_TIMEOUT`
 /// seconds when set, else `default`; an unreadable value is an error that says so.
 pub fn startup_timeout(default: std::time::Duration) -> Result<std::time::Duration, String> {
     match std::env::var(STARTUP_TIMEOUT_VAR) {
@@ -60,21 +60,21 @@ pub fn startup_timeout(default: std::time::Duration) -> Result<std::time::Durati
 /// Which gateway runs Python kernels.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GatewaySetting {
-    /// A gateway someone else runs: evalkit only talks to it.
+    /// A gateway someone else runs: cellbox only talks to it.
     External {
         /// Base URL (`http://host:8888`, `https://…/gateway`).
         url: String,
         /// Sent as `Authorization: token …`, never in the query string.
         token: Option<String>,
     },
-    /// One `python -m kernel_gateway` on 127.0.0.1 shared by every evalkit
+    /// One `python -m kernel_gateway` on 127.0.0.1 shared by every cellbox
     /// process of the user, started on the resolved interpreter.
     SharedLocal,
 }
 
 impl GatewaySetting {
-    /// From `EVALKIT_GATEWAY_URL` (+ `EVALKIT_GATEWAY_TOKEN`), else
-    /// `EVALKIT_BACKEND=gateway`; `None` for runner processes.
+    /// From `CELLBOX_GATEWAY_URL` (+ `CELLBOX_GATEWAY_TOKEN`), else
+    /// `CELLBOX_BACKEND=gateway`; `None` for runner processes.
     pub fn from_env() -> Result<Option<GatewaySetting>, String> {
         let url = std::env::var(URL_VAR).ok().filter(|url| !url.trim().is_empty());
         let token = std::env::var(TOKEN_VAR).ok().filter(|token| !token.trim().is_empty());
@@ -82,7 +82,7 @@ impl GatewaySetting {
         GatewaySetting::choose(backend.as_deref(), url, token)
     }
 
-    /// The setting for a `--backend` / `EVALKIT_BACKEND` value and an optional external URL.
+    /// The setting for a `--backend` / `CELLBOX_BACKEND` value and an optional external URL.
     pub fn choose(
         backend: Option<&str>,
         url: Option<String>,
@@ -101,7 +101,7 @@ impl GatewaySetting {
         }
     }
 
-    /// Whether evalkit manages the gateway process itself.
+    /// Whether cellbox manages the gateway process itself.
     pub fn is_local(&self) -> bool {
         matches!(self, GatewaySetting::SharedLocal)
     }

@@ -1,27 +1,27 @@
-"""evalkit's helpers in a Jupyter kernel: the same names and status events as
-in evalkit's own kernels, built on IPython's display. The host puts the
-source of the runner's `helpers.py` in `_evalkit_helpers_source` first, and
-the sources of the runner's bridge modules in `_evalkit_bridge_sources`
+"""cellbox's helpers in a Jupyter kernel: the same names and status events as
+in cellbox's own kernels, built on IPython's display. The host puts the
+source of the runner's `helpers.py` in `_cellbox_helpers_source` first, and
+the sources of the runner's bridge modules in `_cellbox_bridge_sources`
 (name → source, in import order)."""
 
 
-def _evalkit_install_prelude(namespace, helpers_source):
+def _cellbox_install_prelude(namespace, helpers_source):
     from IPython.display import display as _display
 
     def emit_status(op, **fields):
-        """Send a structured status event (`application/x-evalkit-status`)."""
+        """Send a structured status event (`application/x-cellbox-status`)."""
         event = {"op": op}
         event.update(fields)
-        _display({"application/x-evalkit-status": event, "text/plain": "[%s]" % op}, raw=True)
+        _display({"application/x-cellbox-status": event, "text/plain": "[%s]" % op}, raw=True)
 
-    scope = {"__name__": "evalkit_helpers"}
-    exec(compile(helpers_source, "<evalkit helpers>", "exec"), scope)
+    scope = {"__name__": "cellbox_helpers"}
+    exec(compile(helpers_source, "<cellbox helpers>", "exec"), scope)
     for helper in (emit_status,) + tuple(scope["make_helpers"](emit_status)):
         namespace[helper.__name__] = helper
     namespace["display"] = _display
 
 
-def _evalkit_install_bridge(namespace, sources):
+def _cellbox_install_bridge(namespace, sources):
     """Load the runner's bridge modules as a package of their own (their
     relative imports find each other in sys.modules), connect the bridge to
     this kernel's stdin channel, and put the cell-side API into `namespace`."""
@@ -30,7 +30,7 @@ def _evalkit_install_bridge(namespace, sources):
 
     from IPython import get_ipython
 
-    package_name = "_evalkit_gateway"
+    package_name = "_cellbox_gateway"
     package = sys.modules.get(package_name)
     if package is None:
         package = types.ModuleType(package_name)
@@ -40,7 +40,7 @@ def _evalkit_install_bridge(namespace, sources):
             module = types.ModuleType("%s.%s" % (package_name, name))
             module.__package__ = package_name
             sys.modules[module.__name__] = module
-            exec(compile(source, "<evalkit %s>" % name, "exec"), module.__dict__)
+            exec(compile(source, "<cellbox %s>" % name, "exec"), module.__dict__)
             setattr(package, name, module)
         package.bridge_stdin.connect(package.bridge.BRIDGE, get_ipython().kernel)
     api = package.bridge_api
@@ -48,6 +48,6 @@ def _evalkit_install_bridge(namespace, sources):
         namespace[name] = getattr(api, name)
 
 
-_evalkit_install_prelude(globals(), _evalkit_helpers_source)
-_evalkit_install_bridge(globals(), _evalkit_bridge_sources)
-del _evalkit_install_prelude, _evalkit_helpers_source, _evalkit_install_bridge, _evalkit_bridge_sources
+_cellbox_install_prelude(globals(), _cellbox_helpers_source)
+_cellbox_install_bridge(globals(), _cellbox_bridge_sources)
+del _cellbox_install_prelude, _cellbox_helpers_source, _cellbox_install_bridge, _cellbox_bridge_sources

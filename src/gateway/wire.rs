@@ -57,7 +57,7 @@ pub fn encode_v1(message: &Value) -> Vec<u8> {
 }
 
 /// A v1 frame as the message the JSON framing would carry (binary buffers
-/// are left out: evalkit's cells send none it reads); `None` if malformed.
+/// are left out: cellbox's cells send none it reads); `None` if malformed.
 pub fn decode_v1(frame: &[u8]) -> Option<Value> {
     let word = |index: usize| -> Option<usize> {
         let bytes = frame.get(8 * index..8 * index + 8)?;

@@ -1,4 +1,4 @@
-//! The agents evalkit can register itself with: where each keeps its MCP
+//! The agents cellbox can register itself with: where each keeps its MCP
 //! servers and in which shape. Each entry cites the client's documentation.
 
 use std::path::PathBuf;

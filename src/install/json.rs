@@ -47,7 +47,7 @@ fn parse(text: &str, what: &str) -> Result<Value, String> {
     }
 }
 
-/// `text` with `server` registered under `key` (fields evalkit does not
+/// `text` with `server` registered under `key` (fields cellbox does not
 /// write, such as `env`, are kept); `None` when it already is.
 pub fn install(text: &str, key: &str, stdio_type: bool, server: &Server, what: &str) -> Result<Option<String>, String> {
     let current = parse(text, what)?;

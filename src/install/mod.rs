@@ -1,10 +1,10 @@
-//! `evalkit install --client …` / `evalkit uninstall --client …`: register
-//! evalkit's MCP server in an agent's own configuration file, or take it out.
+//! `cellbox install --client …` / `cellbox uninstall --client …`: register
+//! cellbox's MCP server in an agent's own configuration file, or take it out.
 //!
 //! A change is planned first ([`plan_install`], [`plan_uninstall`]): the file's
 //! text before and after, so `--dry-run` can show it and a second run can see
 //! there is nothing to do. Applying keeps the previous file as
-//! `<file>.evalkit-backup` and replaces the file in one rename, keeping its
+//! `<file>.cellbox-backup` and replaces the file in one rename, keeping its
 //! permissions (`~/.claude.json` is private).
 
 pub mod clients;
@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 pub use clients::{CLIENTS, Client, Format, find};
 
 /// The suffix of the copy kept before a file is changed.
-pub const BACKUP_SUFFIX: &str = ".evalkit-backup";
+pub const BACKUP_SUFFIX: &str = ".cellbox-backup";
 
 /// Where the clients' files are: the home folder and the variables that move them.
 #[derive(Debug, Clone)]
@@ -161,13 +161,13 @@ pub fn plan_uninstall(client: &'static Client, home: &Home, name: &str) -> Resul
     Ok(Change { client, path, before, after })
 }
 
-/// How the client should start evalkit: this binary by its absolute path,
-/// or `uvx evalkit` when this binary lives in uv's throwaway cache (a path
+/// How the client should start cellbox: this binary by its absolute path,
+/// or `uvx cellbox` when this binary lives in uv's throwaway cache (a path
 /// that would vanish on the next `uv cache clean`).
 pub fn default_launch(exe: &Path) -> (String, Vec<String>) {
     let text = exe.to_string_lossy();
     let ephemeral = text.contains("/uv/archive-v") || text.contains("/.cache/uv/");
-    if ephemeral { ("uvx".into(), vec!["evalkit".into()]) } else { (text.into_owned(), Vec::new()) }
+    if ephemeral { ("uvx".into(), vec!["cellbox".into()]) } else { (text.into_owned(), Vec::new()) }
 }
 
 #[cfg(test)]
@@ -176,15 +176,15 @@ mod tests {
 
     fn server(args: &[&str]) -> Server {
         Server {
-            name: "evalkit".into(),
-            command: "/opt/evalkit".into(),
+            name: "cellbox".into(),
+            command: "/opt/cellbox".into(),
             args: args.iter().map(|a| a.to_string()).collect(),
         }
     }
 
     #[test]
     fn json_keeps_comments_order_and_other_fields() {
-        let text = "{\n  // mine\n  \"zeta\": 1,\n  \"servers\": {\n    \"other\": {\"command\": \"x\"},\n    \"evalkit\": {\"command\": \"old\", \"env\": {\"A\": \"1\"}}\n  },\n  \"alpha\": true\n}\n";
+        let text = "{\n  // mine\n  \"zeta\": 1,\n  \"servers\": {\n    \"other\": {\"command\": \"x\"},\n    \"cellbox\": {\"command\": \"old\", \"env\": {\"A\": \"1\"}}\n  },\n  \"alpha\": true\n}\n";
         let out = json::install(text, "servers", true, &server(&["mcp"]), "f").unwrap().unwrap();
         assert!(out.contains("// mine"), "{out}");
         assert!(out.find("zeta").unwrap() < out.find("alpha").unwrap(), "{out}");
@@ -192,13 +192,13 @@ mod tests {
             jsonc_parser::parse_to_serde_value::<Option<serde_json::Value>>(&out, &Default::default())
                 .unwrap()
                 .unwrap();
-        assert_eq!(value["servers"]["evalkit"]["command"], "/opt/evalkit");
-        assert_eq!(value["servers"]["evalkit"]["type"], "stdio");
-        assert_eq!(value["servers"]["evalkit"]["env"]["A"], "1");
+        assert_eq!(value["servers"]["cellbox"]["command"], "/opt/cellbox");
+        assert_eq!(value["servers"]["cellbox"]["type"], "stdio");
+        assert_eq!(value["servers"]["cellbox"]["env"]["A"], "1");
         assert_eq!(value["servers"]["other"]["command"], "x");
         assert_eq!(json::install(&out, "servers", true, &server(&["mcp"]), "f").unwrap(), None);
-        let removed = json::uninstall(&out, "servers", "evalkit", "f").unwrap().unwrap();
-        assert!(!removed.contains("evalkit") && removed.contains("other") && removed.contains("// mine"), "{removed}");
+        let removed = json::uninstall(&out, "servers", "cellbox", "f").unwrap().unwrap();
+        assert!(!removed.contains("cellbox") && removed.contains("other") && removed.contains("// mine"), "{removed}");
     }
 
     #[test]
@@ -207,12 +207,12 @@ mod tests {
         let out = toml::install(text, &server(&["mcp", "--no-js"]), "f").unwrap().unwrap();
         assert!(out.starts_with("# my settings\nmodel = \"o3\"\n"), "{out}");
         assert!(
-            out.contains("[mcp_servers.evalkit]\ncommand = \"/opt/evalkit\"\nargs = [\"mcp\", \"--no-js\"]"),
+            out.contains("[mcp_servers.cellbox]\ncommand = \"/opt/cellbox\"\nargs = [\"mcp\", \"--no-js\"]"),
             "{out}"
         );
         assert!(!out.contains("[mcp_servers]\n"), "{out}");
         assert_eq!(toml::install(&out, &server(&["mcp", "--no-js"]), "f").unwrap(), None);
-        let back = toml::uninstall(&out, "evalkit", "f").unwrap().unwrap();
+        let back = toml::uninstall(&out, "cellbox", "f").unwrap().unwrap();
         assert_eq!(back, text);
     }
 
@@ -227,8 +227,8 @@ mod tests {
 
     #[test]
     fn a_binary_in_uvs_cache_is_launched_through_uvx() {
-        let (command, args) = default_launch(Path::new("/home/u/.cache/uv/archive-v0/abc/bin/evalkit"));
-        assert_eq!((command.as_str(), args), ("uvx", vec!["evalkit".to_string()]));
-        assert_eq!(default_launch(Path::new("/usr/local/bin/evalkit")).0, "/usr/local/bin/evalkit");
+        let (command, args) = default_launch(Path::new("/home/u/.cache/uv/archive-v0/abc/bin/cellbox"));
+        assert_eq!((command.as_str(), args), ("uvx", vec!["cellbox".to_string()]));
+        assert_eq!(default_launch(Path::new("/usr/local/bin/cellbox")).0, "/usr/local/bin/cellbox");
     }
 }

@@ -34,7 +34,7 @@ pub struct BridgeCall {
 pub struct BridgeReply {
     /// What the cell's call returns.
     pub value: Value,
-    /// Fields of the status event (`application/x-evalkit-status`) emitted
+    /// Fields of the status event (`application/x-cellbox-status`) emitted
     /// when the call ends, e.g. `{"op": "bridge", "call": "completion", "model": …}`.
     pub status: Option<serde_json::Map<String, Value>>,
 }
@@ -112,7 +112,7 @@ pub const BUDGET_STATUS_OP: &str = "timeout";
 
 /// What the message of a call made without any handler says.
 pub const NO_BRIDGE: &str = "no bridge configured: this host does not answer completion()/agent()/tool() calls \
-     (the CLI answers them once EVALKIT_LLM_BASE_URL or EVALKIT_AGENT_COMMAND is set; a library embedder passes a \
+     (the CLI answers them once CELLBOX_LLM_BASE_URL or CELLBOX_AGENT_COMMAND is set; a library embedder passes a \
      Bridge in EngineConfig)";
 
 /// Calls in flight and per-cell counts.
@@ -162,7 +162,7 @@ pub(crate) trait CallSink: Send + Sync + 'static {
 pub(crate) fn status_display(fields: serde_json::Map<String, Value>) -> super::ExecEvent {
     let mut bundle = serde_json::Map::new();
     let op = fields.get("op").and_then(Value::as_str).unwrap_or("bridge").to_string();
-    bundle.insert("application/x-evalkit-status".into(), Value::Object(fields));
+    bundle.insert("application/x-cellbox-status".into(), Value::Object(fields));
     bundle.insert("text/plain".into(), Value::String(format!("[{op}]")));
     super::ExecEvent::Display { bundle, metadata: serde_json::Map::new() }
 }

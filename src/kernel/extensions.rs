@@ -1,8 +1,8 @@
 //! Extension modules: Python files run in every new Python kernel right
 //! after the prelude, so a user or a project can add helpers of their own.
 //!
-//! They come from `~/.evalkit/modules/*.py` (or `$EVALKIT_MODULES_DIR`) and
-//! `<cwd>/.evalkit/modules/*.py`; a project module replaces a user module of
+//! They come from `~/.cellbox/modules/*.py` (or `$CELLBOX_MODULES_DIR`) and
+//! `<cwd>/.cellbox/modules/*.py`; a project module replaces a user module of
 //! the same file name. Each runs in the cell namespace, in name order, with
 //! its own file name in tracebacks. The host reads them, so they work the
 //! same for runner processes and for kernels on a remote gateway.
@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Moves the user's extension modules folder (default `~/.evalkit/modules`).
-pub const USER_DIR_VAR: &str = "EVALKIT_MODULES_DIR";
+/// Moves the user's extension modules folder (default `~/.cellbox/modules`).
+pub const USER_DIR_VAR: &str = "CELLBOX_MODULES_DIR";
 
 /// One module to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,14 +24,14 @@ pub struct Extension {
 pub fn user_dir() -> Option<PathBuf> {
     match std::env::var_os(USER_DIR_VAR).filter(|dir| !dir.is_empty()) {
         Some(dir) => Some(PathBuf::from(dir)),
-        None => dirs::home_dir().map(|home| home.join(".evalkit").join("modules")),
+        None => dirs::home_dir().map(|home| home.join(".cellbox").join("modules")),
     }
 }
 
 /// The modules for a kernel in `cwd`, by file name (project over user).
 pub fn find(cwd: &Path) -> Result<Vec<Extension>, String> {
     let mut found: BTreeMap<String, PathBuf> = BTreeMap::new();
-    for dir in user_dir().into_iter().chain([cwd.join(".evalkit").join("modules")]) {
+    for dir in user_dir().into_iter().chain([cwd.join(".cellbox").join("modules")]) {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
         for entry in entries.flatten() {
             let path = entry.path();

@@ -29,7 +29,7 @@ pub enum Transport {
 }
 
 impl Transport {
-    /// The transport `EVALKIT_GATEWAY_URL` / `EVALKIT_BACKEND` ask for, or an
+    /// The transport `CELLBOX_GATEWAY_URL` / `CELLBOX_BACKEND` ask for, or an
     /// error naming the bad value.
     pub fn from_env() -> Result<Transport, String> {
         Ok(match GatewaySetting::from_env()? {

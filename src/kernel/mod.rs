@@ -42,8 +42,8 @@ pub use progress::{StartObserver, StartStage};
 
 /// Default bound on spawn → ready → init → prelude.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
-/// Set to `1` to log every frame both ways (target `evalkit::ipc`).
-pub const IPC_TRACE_VAR: &str = "EVALKIT_PYTHON_IPC_TRACE";
+/// Set to `1` to log every frame both ways (target `cellbox::ipc`).
+pub const IPC_TRACE_VAR: &str = "CELLBOX_PYTHON_IPC_TRACE";
 /// How much of the runner's own diagnostics is kept for error messages.
 const STDERR_TAIL_BYTES: usize = 16 * 1024;
 /// How many lines of it an error message quotes.
@@ -123,10 +123,10 @@ pub enum KernelError {
     #[error("working directory {path} {reason}; pass an existing directory")]
     InvalidCwd { path: PathBuf, reason: String },
     #[error(
-        "could not write the runner to the cache folder {path}: {message} (set EVALKIT_CACHE_DIR to a writable folder)"
+        "could not write the runner to the cache folder {path}: {message} (set CELLBOX_CACHE_DIR to a writable folder)"
     )]
     RunnerInstall { path: PathBuf, message: String },
-    #[error("could not start {program}: {message}. Check it with `evalkit setup {} --check`", .backend.setup_name())]
+    #[error("could not start {program}: {message}. Check it with `cellbox setup {} --check`", .backend.setup_name())]
     Spawn { backend: Backend, program: PathBuf, message: String },
     #[error("the {backend} kernel did not become ready within {seconds}s{}", tail_note(.stderr_tail))]
     StartupTimeout { backend: Backend, seconds: u64, stderr_tail: String },
@@ -462,7 +462,7 @@ impl Kernel {
             typescript: options.typescript,
         };
         if self.shared.trace {
-            tracing::info!(target: "evalkit::ipc", "host → runner {}", protocol::redacted(&request));
+            tracing::info!(target: "cellbox::ipc", "host → runner {}", protocol::redacted(&request));
         }
         self.send(id, protocol::encode_request(&request), EXECUTION_BUFFER, true).await
     }
@@ -670,7 +670,7 @@ impl Shared {
     /// Write one line on the request pipe (no-op once it is closed).
     async fn write_line(&self, line: &str) {
         if self.trace {
-            tracing::info!(target: "evalkit::ipc", "host → runner {}", line.trim_end());
+            tracing::info!(target: "cellbox::ipc", "host → runner {}", line.trim_end());
         }
         if let Some(pipe) = self.stdin.lock().await.as_mut() {
             let _ = pipe.write_all(line.as_bytes()).await;
@@ -924,12 +924,12 @@ impl Reader {
 
     async fn frame_line(&mut self, line: &[u8]) {
         if self.shared.trace {
-            tracing::info!(target: "evalkit::ipc", "runner → host {}", String::from_utf8_lossy(line).trim_end());
+            tracing::info!(target: "cellbox::ipc", "runner → host {}", String::from_utf8_lossy(line).trim_end());
         }
         match protocol::parse_frame(line) {
             Ok(frame) => self.route(frame).await,
             Err(error) => {
-                tracing::warn!(target: "evalkit::ipc", "skipping a line the runner sent that is not a frame ({error})")
+                tracing::warn!(target: "cellbox::ipc", "skipping a line the runner sent that is not a frame ({error})")
             }
         }
     }
@@ -937,7 +937,7 @@ impl Reader {
     fn diagnostic(&mut self, bytes: &[u8]) {
         let text = String::from_utf8_lossy(bytes);
         if self.shared.trace {
-            tracing::info!(target: "evalkit::ipc", "runner diagnostics: {}", text.trim_end());
+            tracing::info!(target: "cellbox::ipc", "runner diagnostics: {}", text.trim_end());
         }
         push_tail(&mut self.diagnostics, &text);
         push_tail(&mut self.shared.stderr_tail.lock().unwrap(), &text);
@@ -988,7 +988,7 @@ impl Reader {
             return None;
         }
         if self.shared.trace {
-            tracing::info!(target: "evalkit::ipc", "runner {stream:?}: {} bytes", text.len());
+            tracing::info!(target: "cellbox::ipc", "runner {stream:?}: {} bytes", text.len());
         }
         if stream == Stream::Stderr {
             push_tail(&mut self.recent_stderr, &text);
@@ -1051,7 +1051,7 @@ impl Reader {
         }
         let dropped = std::mem::take(&mut self.dropped_bytes);
         if dropped > 0 {
-            let note = format!("[evalkit: {dropped} bytes of background output were dropped]\n");
+            let note = format!("[cellbox: {dropped} bytes of background output were dropped]\n");
             self.send(id, ExecEvent::Stderr(note), false).await;
         }
     }
@@ -1125,7 +1125,7 @@ impl Reader {
 
     async fn deliver(&mut self, id: Option<String>, event: ExecEvent) {
         let Some(id) = id else {
-            tracing::debug!(target: "evalkit::ipc", "frame for no request: {event:?}");
+            tracing::debug!(target: "cellbox::ipc", "frame for no request: {event:?}");
             return;
         };
         if !matches!(event, ExecEvent::Done(_) | ExecEvent::Completeness(_)) && self.is_running(&id) {
@@ -1148,7 +1148,7 @@ impl Reader {
                     self.shared.routes.lock().unwrap().pending.remove(id);
                 }
             }
-            None => tracing::debug!(target: "evalkit::ipc", "event for no pending request {id}: {event:?}"),
+            None => tracing::debug!(target: "cellbox::ipc", "event for no pending request {id}: {event:?}"),
         }
     }
 }

@@ -1,8 +1,8 @@
 //! The runners (Python's and Node's), embedded in the binary and written to a
 //! private cache folder on demand.
 //!
-//! Files go to `<cache>/evalkit/runner-<hash>/` (`runner-js-<hash>/` for
-//! Node), where `<hash>` covers every file of that runner, so two evalkit
+//! Files go to `<cache>/cellbox/runner-<hash>/` (`runner-js-<hash>/` for
+//! Node), where `<hash>` covers every file of that runner, so two cellbox
 //! versions never share one. The folder is created
 //! with mode 0700 and each file is written atomically (temp file + rename).
 //! [`ensure_runner`] re-checks the files before every spawn: a temp cleaner
@@ -27,40 +27,40 @@ macro_rules! runner_file {
 /// Every runner file: (path inside the runner folder, content).
 pub const RUNNER_FILES: &[(&str, &str)] = &[
     runner_file!("runner.py"),
-    runner_file!("evalkit_kernel/__init__.py"),
-    runner_file!("evalkit_kernel/autoreload.py"),
-    runner_file!("evalkit_kernel/bridge.py"),
-    runner_file!("evalkit_kernel/bridge_api.py"),
-    runner_file!("evalkit_kernel/bridge_stdin.py"),
-    runner_file!("evalkit_kernel/capture.py"),
-    runner_file!("evalkit_kernel/channel.py"),
-    runner_file!("evalkit_kernel/display.py"),
-    runner_file!("evalkit_kernel/execute.py"),
-    runner_file!("evalkit_kernel/expansion.py"),
-    runner_file!("evalkit_kernel/import_hooks.py"),
-    runner_file!("evalkit_kernel/interrupts.py"),
-    runner_file!("evalkit_kernel/ipython_compat.py"),
-    runner_file!("evalkit_kernel/magics.py"),
-    runner_file!("evalkit_kernel/magics_catalog.py"),
-    runner_file!("evalkit_kernel/magics_config.py"),
-    runner_file!("evalkit_kernel/helpers.py"),
-    runner_file!("evalkit_kernel/magics_debug.py"),
-    runner_file!("evalkit_kernel/magics_ext.py"),
-    runner_file!("evalkit_kernel/magics_history.py"),
-    runner_file!("evalkit_kernel/magics_inspect.py"),
-    runner_file!("evalkit_kernel/magics_namespace.py"),
-    runner_file!("evalkit_kernel/magics_packages.py"),
-    runner_file!("evalkit_kernel/magics_scripts.py"),
-    runner_file!("evalkit_kernel/magics_shell.py"),
-    runner_file!("evalkit_kernel/main.py"),
-    runner_file!("evalkit_kernel/mpl.py"),
-    runner_file!("evalkit_kernel/prelude.py"),
-    runner_file!("evalkit_kernel/protocol.py"),
-    runner_file!("evalkit_kernel/schema_check.py"),
-    runner_file!("evalkit_kernel/slist.py"),
-    runner_file!("evalkit_kernel/transform.py"),
-    runner_file!("evalkit_kernel/usermain.py"),
-    runner_file!("evalkit_kernel/zygote.py"),
+    runner_file!("cellbox_kernel/__init__.py"),
+    runner_file!("cellbox_kernel/autoreload.py"),
+    runner_file!("cellbox_kernel/bridge.py"),
+    runner_file!("cellbox_kernel/bridge_api.py"),
+    runner_file!("cellbox_kernel/bridge_stdin.py"),
+    runner_file!("cellbox_kernel/capture.py"),
+    runner_file!("cellbox_kernel/channel.py"),
+    runner_file!("cellbox_kernel/display.py"),
+    runner_file!("cellbox_kernel/execute.py"),
+    runner_file!("cellbox_kernel/expansion.py"),
+    runner_file!("cellbox_kernel/import_hooks.py"),
+    runner_file!("cellbox_kernel/interrupts.py"),
+    runner_file!("cellbox_kernel/ipython_compat.py"),
+    runner_file!("cellbox_kernel/magics.py"),
+    runner_file!("cellbox_kernel/magics_catalog.py"),
+    runner_file!("cellbox_kernel/magics_config.py"),
+    runner_file!("cellbox_kernel/helpers.py"),
+    runner_file!("cellbox_kernel/magics_debug.py"),
+    runner_file!("cellbox_kernel/magics_ext.py"),
+    runner_file!("cellbox_kernel/magics_history.py"),
+    runner_file!("cellbox_kernel/magics_inspect.py"),
+    runner_file!("cellbox_kernel/magics_namespace.py"),
+    runner_file!("cellbox_kernel/magics_packages.py"),
+    runner_file!("cellbox_kernel/magics_scripts.py"),
+    runner_file!("cellbox_kernel/magics_shell.py"),
+    runner_file!("cellbox_kernel/main.py"),
+    runner_file!("cellbox_kernel/mpl.py"),
+    runner_file!("cellbox_kernel/prelude.py"),
+    runner_file!("cellbox_kernel/protocol.py"),
+    runner_file!("cellbox_kernel/schema_check.py"),
+    runner_file!("cellbox_kernel/slist.py"),
+    runner_file!("cellbox_kernel/transform.py"),
+    runner_file!("cellbox_kernel/usermain.py"),
+    runner_file!("cellbox_kernel/zygote.py"),
 ];
 
 macro_rules! js_runner_file {
@@ -152,9 +152,9 @@ fn forget_bytecode(source: &Path) {
 }
 
 /// The code the host runs once in every new kernel (and after a reset).
-pub const PRELUDE_CODE: &str = "import evalkit_kernel.prelude as _evalkit_prelude\n\
-_evalkit_prelude.install(globals())\n\
-del _evalkit_prelude\n";
+pub const PRELUDE_CODE: &str = "import cellbox_kernel.prelude as _cellbox_prelude\n\
+_cellbox_prelude.install(globals())\n\
+del _cellbox_prelude\n";
 
 /// First 16 hex digits of the SHA-256 over all runner files.
 pub fn runner_hash() -> &'static str {
@@ -247,7 +247,7 @@ mod tests {
         std::fs::remove_dir_all(runner.parent().unwrap()).unwrap();
         let again = ensure_runner_in(&root).unwrap();
         assert_eq!(again, runner);
-        let main = again.parent().unwrap().join("evalkit_kernel/main.py");
+        let main = again.parent().unwrap().join("cellbox_kernel/main.py");
         assert!(main.is_file());
         let original = std::fs::read(&main).unwrap();
         std::fs::write(&main, vec![b'#'; original.len()]).unwrap();

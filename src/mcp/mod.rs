@@ -1,4 +1,4 @@
-//! `evalkit mcp`: the eval tool as a Model Context Protocol server over stdio.
+//! `cellbox mcp`: the eval tool as a Model Context Protocol server over stdio.
 //!
 //! stdout carries the protocol and nothing else; logs go to stderr. One
 //! connection is one session and one owner: state lasts across the
@@ -51,7 +51,7 @@ pub const PROGRESS_HEARTBEAT: Duration = Duration::from_secs(5);
 
 /// What a model is told about using the server.
 pub const INSTRUCTIONS: &str = "\
-evalkit runs Python code for you in a persistent kernel (like a Jupyter notebook without Jupyter).
+cellbox runs Python code for you in a persistent kernel (like a Jupyter notebook without Jupyter).
 - Use the `eval` tool with one or more cells. Variables, imports and functions persist across calls.
 - The last expression of a cell is shown; print() output and errors (with tracebacks) come back too;
   display(obj) and matplotlib figures come back as images, tables or JSON.
@@ -144,7 +144,7 @@ impl EvalServer {
         let base = match (self.offers(Backend::Python), self.offers(Backend::Node)) {
             (true, true) => format!("{INSTRUCTIONS}\n{JS_INSTRUCTIONS}"),
             (false, true) => format!(
-                "evalkit runs JavaScript code for you in a persistent Node.js kernel (Python is not available \
+                "cellbox runs JavaScript code for you in a persistent Node.js kernel (Python is not available \
                  here).\n{JS_INSTRUCTIONS}\n- Output is bounded; the full output is kept as an artifact://<id> \
                  resource. Cells have timeouts (default 30 s); there is no interactive input."
             ),
@@ -303,7 +303,7 @@ impl EvalServer {
         let next = offset + text.len() as u64;
         if next < size {
             text.push_str(&format!(
-                "\n[evalkit: {} more bytes; read {SCHEME}{id}?offset={next} for the next page]\n",
+                "\n[cellbox: {} more bytes; read {SCHEME}{id}?offset={next} for the next page]\n",
                 size - next
             ));
         }
@@ -441,7 +441,7 @@ impl ServerHandler for EvalServer {
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder().enable_tools().enable_resources().enable_tasks().build();
         let mut info = ServerConfig::new(capabilities).with_instructions(self.instructions());
-        info.server_info.name = "evalkit".into();
+        info.server_info.name = "cellbox".into();
         info.server_info.version = env!("CARGO_PKG_VERSION").into();
         info
     }

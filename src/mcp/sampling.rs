@@ -136,7 +136,7 @@ fn no_sampling() -> BridgeError {
     BridgeError::new(
         "unavailable",
         "this MCP client does not offer sampling; completion() and agent() need a client that declares the sampling \
-         capability (or run the code with `evalkit run` and EVALKIT_LLM_BASE_URL set)",
+         capability (or run the code with `cellbox run` and CELLBOX_LLM_BASE_URL set)",
     )
 }
 

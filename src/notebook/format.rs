@@ -9,7 +9,7 @@ use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// The nbformat minor version evalkit writes (4.5: cells carry ids).
+/// The nbformat minor version cellbox writes (4.5: cells carry ids).
 pub const WRITTEN_MINOR: u32 = 5;
 
 /// A notebook that cannot be read, and what to do about it.
@@ -24,7 +24,7 @@ pub enum NotebookError {
     #[error("{what} is not a Jupyter notebook: {reason}")]
     NotANotebook { what: String, reason: String },
     #[error(
-        "{what} is an nbformat {major} notebook; evalkit reads nbformat 4. Convert it first: jupyter nbconvert --to \
+        "{what} is an nbformat {major} notebook; cellbox reads nbformat 4. Convert it first: jupyter nbconvert --to \
          notebook --nbformat 4 FILE"
     )]
     UnsupportedVersion { what: String, major: u64 },

@@ -69,8 +69,8 @@ impl CellRecorder {
         let note = self.builder.was_cut().then(|| {
             let mib = output_bytes.div_ceil(1 << 20).max(1);
             match artifact {
-                Some(uri) => format!("[evalkit: output past {mib} MiB was not kept here; the full text is in {uri}]"),
-                None => format!("[evalkit: output past {mib} MiB was not kept here]"),
+                Some(uri) => format!("[cellbox: output past {mib} MiB was not kept here; the full text is in {uri}]"),
+                None => format!("[cellbox: output past {mib} MiB was not kept here]"),
             }
         });
         let outputs = self.builder.finish(execution_count, note.as_deref());
@@ -103,7 +103,7 @@ impl History {
             old.outputs = vec![Output::Stream {
                 name: "stderr".into(),
                 text: MultilineString(format!(
-                    "[evalkit: outputs dropped to keep this session's history under {} MiB]\n",
+                    "[cellbox: outputs dropped to keep this session's history under {} MiB]\n",
                     limits.session_output_bytes >> 20
                 )),
             }];

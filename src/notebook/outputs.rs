@@ -3,7 +3,7 @@
 //! stdout/stderr become `stream` outputs (consecutive writes to one stream
 //! merged), displays `display_data`, the cell's value `execute_result` (with
 //! the execution count, known when the cell is done), and exceptions `error`.
-//! Status events (`application/x-evalkit-status`) are evalkit's own progress
+//! Status events (`application/x-cellbox-status`) are cellbox's own progress
 //! signals, not outputs: they are left out, and the text a magic prints
 //! (`%time`'s `Wall time: …`) is already in the streams.
 

@@ -8,7 +8,7 @@ use super::format::{Cell, CodeCell};
 
 /// The tag of the cell that holds a notebook's default parameters.
 pub const PARAMETERS_TAG: &str = "parameters";
-/// The tag of the cell evalkit (like papermill) writes with the given values.
+/// The tag of the cell cellbox (like papermill) writes with the given values.
 pub const INJECTED_TAG: &str = "injected-parameters";
 
 /// A parameter's value, typed.

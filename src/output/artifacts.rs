@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 use sha2::{Digest, Sha256};
 
 /// Overrides where artifacts are kept.
-pub const ARTIFACTS_DIR_VAR: &str = "EVALKIT_ARTIFACTS_DIR";
+pub const ARTIFACTS_DIR_VAR: &str = "CELLBOX_ARTIFACTS_DIR";
 
 /// URI scheme of artifact links.
 pub const SCHEME: &str = "artifact://";
@@ -55,7 +55,7 @@ impl ArtifactStore {
         ArtifactStore { root: root.into(), max_bytes, sequence: AtomicU64::new(1) }
     }
 
-    /// `$EVALKIT_ARTIFACTS_DIR`, else `<cache>/evalkit/artifacts`.
+    /// `$CELLBOX_ARTIFACTS_DIR`, else `<cache>/cellbox/artifacts`.
     pub fn default_root() -> PathBuf {
         match std::env::var_os(ARTIFACTS_DIR_VAR).filter(|d| !d.is_empty()) {
             Some(dir) => PathBuf::from(dir),
@@ -275,7 +275,7 @@ impl ArtifactWriter {
         self.written += chunk.len() as u64;
         if self.capped {
             let notice = format!(
-                "\n[evalkit: artifact capped at {} bytes; the rest of the output was not kept]\n",
+                "\n[cellbox: artifact capped at {} bytes; the rest of the output was not kept]\n",
                 self.max_bytes
             );
             self.emit(notice.as_bytes());
@@ -321,7 +321,7 @@ impl ArtifactWriter {
         let path = self.path.clone();
         let file = std::sync::Arc::new(std::sync::Mutex::new(Some(file)));
         let for_thread = file.clone();
-        let spawned = std::thread::Builder::new().name("evalkit-artifact".into()).spawn(move || {
+        let spawned = std::thread::Builder::new().name("cellbox-artifact".into()).spawn(move || {
             let mut file = for_thread.lock().unwrap().take().expect("handed over once");
             let fail = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
             for mut batch in batches {
@@ -480,7 +480,7 @@ mod tests {
         writer.finish();
         assert!(writer.was_capped());
         let (text, size) = store.read(writer.id(), 3 * BACKGROUND_AFTER, 1000).unwrap();
-        assert!(text.starts_with("\n[evalkit: artifact capped at"), "{text}");
+        assert!(text.starts_with("\n[cellbox: artifact capped at"), "{text}");
         assert!(size > 3 * BACKGROUND_AFTER && size < 3 * BACKGROUND_AFTER + 200);
     }
 
@@ -494,6 +494,6 @@ mod tests {
         writer.finish();
         assert!(writer.was_capped());
         let (text, _) = store.read(writer.id(), 0, 1000).unwrap();
-        assert!(text.starts_with("0123456789\n[evalkit: artifact capped at 10 bytes"), "{text}");
+        assert!(text.starts_with("0123456789\n[cellbox: artifact capped at 10 bytes"), "{text}");
     }
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::protocol::MimeBundle;
 
 /// The MIME type of status events emitted by the prelude and magics.
-pub const STATUS_MIME: &str = "application/x-evalkit-status";
+pub const STATUS_MIME: &str = "application/x-cellbox-status";
 
 /// One piece of a display.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,7 +24,7 @@ pub enum DisplayPart {
     Status(Value),
 }
 
-/// Split a bundle into the parts evalkit keeps. A status event is only a status event.
+/// Split a bundle into the parts cellbox keeps. A status event is only a status event.
 pub fn split_bundle(bundle: &MimeBundle) -> Vec<DisplayPart> {
     if let Some(status) = bundle.get(STATUS_MIME) {
         return vec![DisplayPart::Status(status.clone())];

@@ -52,7 +52,7 @@ impl RenderOptions {
             preview_lines: 10,
             max_line_chars: 4000,
             inline_images: tty && super::images::terminal_protocol().is_some(),
-            image_dir: std::env::temp_dir().join("evalkit-images"),
+            image_dir: std::env::temp_dir().join("cellbox-images"),
             headers: true,
             redraw_interval: REDRAW_INTERVAL,
         }
@@ -164,7 +164,7 @@ impl<O: Write, E: Write> CardRenderer<O, E> {
         if let Some(uri) = &result.artifact
             && (self.hidden_lines > 0 || result.truncated)
         {
-            let line = self.options.style.dim(&format!("full output: {uri}  (evalkit artifact {uri})"));
+            let line = self.options.style.dim(&format!("full output: {uri}  (cellbox artifact {uri})"));
             self.write_line(Channel::Err, &line);
         }
         let _ = self.out.flush();

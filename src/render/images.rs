@@ -15,7 +15,7 @@ pub enum Protocol {
     Sixel,
 }
 
-/// The terminal's image protocol, from `EVALKIT_IMAGES` (`kitty`, `iterm`,
+/// The terminal's image protocol, from `CELLBOX_IMAGES` (`kitty`, `iterm`,
 /// `sixel`, `none`) or else from what the terminal says about itself in its
 /// environment. The terminal is never queried: a terminal that does not
 /// answer a query would hang the session.
@@ -23,7 +23,7 @@ pub fn terminal_protocol() -> Option<Protocol> {
     static CHOICE: std::sync::OnceLock<Option<Protocol>> = std::sync::OnceLock::new();
     *CHOICE.get_or_init(|| {
         let var = |name: &str| std::env::var(name).unwrap_or_default();
-        match var("EVALKIT_IMAGES").to_ascii_lowercase().as_str() {
+        match var("CELLBOX_IMAGES").to_ascii_lowercase().as_str() {
             "kitty" => return Some(Protocol::Kitty),
             "iterm" | "iterm2" => return Some(Protocol::Iterm),
             "sixel" => return Some(Protocol::Sixel),

@@ -1,5 +1,5 @@
-//! Rendering calls for people at a terminal: cell cards for `evalkit run`,
-//! the interactive view of `evalkit repl`, status one-liners, JSON trees and
+//! Rendering calls for people at a terminal: cell cards for `cellbox run`,
+//! the interactive view of `cellbox repl`, status one-liners, JSON trees and
 //! images.
 
 pub mod card;

@@ -1,4 +1,4 @@
-//! Status events (`application/x-evalkit-status`) as one line each.
+//! Status events (`application/x-cellbox-status`) as one line each.
 
 use serde_json::Value;
 

@@ -3,7 +3,7 @@
 //!
 //! Order: an explicit interpreter setting (which skips all others) →
 //! `VIRTUAL_ENV` → `CONDA_PREFIX` → `<cwd>/.venv` → `<cwd>/venv` → the managed
-//! environment `~/.evalkit/python-env` → `python`, then `python3`, on `PATH`.
+//! environment `~/.cellbox/python-env` → `python`, then `python3`, on `PATH`.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -14,7 +14,7 @@ use super::env::EnvActivation;
 /// Where a candidate interpreter came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PythonSource {
-    /// The caller named the interpreter (`--python`, `EVALKIT_PYTHON`).
+    /// The caller named the interpreter (`--python`, `CELLBOX_PYTHON`).
     Explicit,
     /// `$VIRTUAL_ENV`, an activated virtual environment.
     VirtualEnv,
@@ -24,7 +24,7 @@ pub enum PythonSource {
     ProjectDotVenv,
     /// `<cwd>/venv`.
     ProjectVenv,
-    /// `~/.evalkit/python-env`, the environment evalkit manages.
+    /// `~/.cellbox/python-env`, the environment cellbox manages.
     Managed,
     /// A `python`/`python3` found on `PATH`.
     Path,
@@ -38,7 +38,7 @@ impl fmt::Display for PythonSource {
             PythonSource::CondaPrefix => "CONDA_PREFIX",
             PythonSource::ProjectDotVenv => "project .venv",
             PythonSource::ProjectVenv => "project venv",
-            PythonSource::Managed => "managed environment ~/.evalkit/python-env",
+            PythonSource::Managed => "managed environment ~/.cellbox/python-env",
             PythonSource::Path => "PATH",
         })
     }
@@ -132,9 +132,9 @@ pub fn project_venv_source(input: &DiscoveryInput) -> Option<Candidate> {
     Some(venv_candidate(PythonSource::ProjectVenv, input.cwd.join("venv")))
 }
 
-/// `~/.evalkit/python-env`.
+/// `~/.cellbox/python-env`.
 pub fn managed_env_root(home: &Path) -> PathBuf {
-    home.join(".evalkit").join("python-env")
+    home.join(".cellbox").join("python-env")
 }
 
 pub fn managed_source(input: &DiscoveryInput) -> Option<Candidate> {

@@ -69,8 +69,8 @@ pub const ALLOWED_VARS: &[&str] = &[
     "WAYLAND_DISPLAY",
 ];
 
-/// Name prefixes passed through (locale categories, XDG folders, evalkit's own settings).
-pub const ALLOWED_PREFIXES: &[&str] = &["LC_", "XDG_", "EVALKIT_"];
+/// Name prefixes passed through (locale categories, XDG folders, cellbox's own settings).
+pub const ALLOWED_PREFIXES: &[&str] = &["LC_", "XDG_", "CELLBOX_"];
 
 /// Credentials stripped even when an allow rule matches them.
 pub const DENIED_VARS: &[&str] = &[
@@ -96,13 +96,13 @@ pub const DENIED_VARS: &[&str] = &[
     "HUGGING_FACE_HUB_TOKEN",
     "REPLICATE_API_TOKEN",
     // The host bridge's own settings: the host answers bridge calls, the kernel never needs them.
-    "EVALKIT_LLM_BASE_URL",
-    "EVALKIT_LLM_API_KEY",
-    "EVALKIT_LLM_MODEL",
-    "EVALKIT_AGENT_COMMAND",
+    "CELLBOX_LLM_BASE_URL",
+    "CELLBOX_LLM_API_KEY",
+    "CELLBOX_LLM_MODEL",
+    "CELLBOX_AGENT_COMMAND",
 ];
 
-/// Name endings that mark a credential, whatever the prefix (`EVALKIT_FOO_API_KEY`).
+/// Name endings that mark a credential, whatever the prefix (`CELLBOX_FOO_API_KEY`).
 pub const DENIED_SUFFIXES: &[&str] = &["_API_KEY", "_SECRET", "_SECRET_KEY", "_TOKEN", "_PASSWORD", "_ACCESS_KEY"];
 
 /// True for names that must never reach the kernel unless passed explicitly.
@@ -188,18 +188,18 @@ mod tests {
         let env = filter_env(vars(&[
             ("PATH", "/bin"),
             ("LC_TIME", "C"),
-            ("EVALKIT_PYTHON_IPC_TRACE", "1"),
+            ("CELLBOX_PYTHON_IPC_TRACE", "1"),
             ("DATABASE_URL", "postgres://u:p@h/db"),
             ("AWS_SECRET_ACCESS_KEY", "x"),
             ("GITHUB_TOKEN", "x"),
         ]));
-        assert_eq!(env.keys().collect::<Vec<_>>(), ["EVALKIT_PYTHON_IPC_TRACE", "LC_TIME", "PATH"]);
+        assert_eq!(env.keys().collect::<Vec<_>>(), ["CELLBOX_PYTHON_IPC_TRACE", "LC_TIME", "PATH"]);
     }
 
     #[test]
     fn denylist_wins_over_prefixes() {
-        let env = filter_env(vars(&[("EVALKIT_OPENAI_API_KEY", "sk"), ("XDG_SECRET", "x"), ("EVALKIT_MODE", "a")]));
-        assert_eq!(env.keys().collect::<Vec<_>>(), ["EVALKIT_MODE"]);
+        let env = filter_env(vars(&[("CELLBOX_OPENAI_API_KEY", "sk"), ("XDG_SECRET", "x"), ("CELLBOX_MODE", "a")]));
+        assert_eq!(env.keys().collect::<Vec<_>>(), ["CELLBOX_MODE"]);
         assert!(is_denied("anthropic_api_key"));
     }
 

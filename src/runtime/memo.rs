@@ -1,6 +1,6 @@
-//! Probe answers kept on disk between evalkit processes.
+//! Probe answers kept on disk between cellbox processes.
 //!
-//! Every `evalkit run` and every `evalkit mcp` start used to run the
+//! Every `cellbox run` and every `cellbox mcp` start used to run the
 //! interpreter (and `node`) once just to learn its version and real path:
 //! ~20–40 ms per start, in series with the kernel's own start. The answer
 //! cannot change while the binary does not, so it is kept under
@@ -16,21 +16,21 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
-/// Where evalkit keeps caches: `$EVALKIT_CACHE_DIR`, else
-/// `$XDG_CACHE_HOME/evalkit` (or the platform cache folder), else a
+/// Where cellbox keeps caches: `$CELLBOX_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/cellbox` (or the platform cache folder), else a
 /// per-user folder under the temp dir.
 pub fn cache_root() -> PathBuf {
     if let Some(dir) = std::env::var_os(CACHE_DIR_VAR).filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
     }
     match dirs::cache_dir() {
-        Some(dir) => dir.join("evalkit"),
-        None => std::env::temp_dir().join(format!("evalkit-{}", nix::unistd::getuid())),
+        Some(dir) => dir.join("cellbox"),
+        None => std::env::temp_dir().join(format!("cellbox-{}", nix::unistd::getuid())),
     }
 }
 
 /// The variable that moves [`cache_root`].
-pub const CACHE_DIR_VAR: &str = "EVALKIT_CACHE_DIR";
+pub const CACHE_DIR_VAR: &str = "CELLBOX_CACHE_DIR";
 
 /// What identifies one build of a binary on disk.
 fn identity(program: &Path) -> Option<(PathBuf, [i64; 6])> {

@@ -12,7 +12,7 @@ pub use discovery::{Candidate, DiscoveryInput, PythonSource};
 pub use env::EnvActivation;
 
 /// Set to `1` to skip the probe: the first existing executable candidate is used as is.
-pub const SKIP_CHECK_VAR: &str = "EVALKIT_PYTHON_SKIP_CHECK";
+pub const SKIP_CHECK_VAR: &str = "CELLBOX_PYTHON_SKIP_CHECK";
 
 /// An interpreter that was found (and, unless the check is skipped, run once).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,15 +49,15 @@ impl fmt::Display for DiscoveryError {
         }
         write!(
             f,
-            "Install Python 3.8 or newer on PATH, create a venv with `python3 -m venv ~/.evalkit/python-env`, \
-             or name one with --python / EVALKIT_PYTHON."
+            "Install Python 3.8 or newer on PATH, create a venv with `python3 -m venv ~/.cellbox/python-env`, \
+             or name one with --python / CELLBOX_PYTHON."
         )
     }
 }
 
 impl std::error::Error for DiscoveryError {}
 
-/// Whether probing is skipped (`EVALKIT_PYTHON_SKIP_CHECK=1`).
+/// Whether probing is skipped (`CELLBOX_PYTHON_SKIP_CHECK=1`).
 pub fn skip_check_from_env() -> bool {
     std::env::var(SKIP_CHECK_VAR).map(|v| matches!(v.trim(), "1" | "true" | "yes")).unwrap_or(false)
 }

@@ -35,7 +35,7 @@ pub struct ProbeInfo {
 }
 
 /// One slot per (cwd, interpreter): a second caller waits for the first's
-/// probe instead of running its own (an engine start and `evalkit mcp`'s
+/// probe instead of running its own (an engine start and `cellbox mcp`'s
 /// first kernel ask at the same moment).
 type Slot = Arc<Mutex<Option<ProbeInfo>>>;
 
@@ -76,7 +76,7 @@ pub fn check_version(version: &str) -> Result<(), String> {
     let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
     let found = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
     if found < MIN_VERSION {
-        return Err(format!("it is Python {version}; evalkit needs {}.{} or newer", MIN_VERSION.0, MIN_VERSION.1));
+        return Err(format!("it is Python {version}; cellbox needs {}.{} or newer", MIN_VERSION.0, MIN_VERSION.1));
     }
     Ok(())
 }

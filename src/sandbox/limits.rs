@@ -50,7 +50,7 @@ impl Controller {
 /// A place where kernels' cgroups can be made: the parent folder and its version.
 #[derive(Debug, Clone)]
 pub struct CgroupParent {
-    /// The folder new groups are made in (evalkit's own group).
+    /// The folder new groups are made in (cellbox's own group).
     pub dir: PathBuf,
     /// A cgroup v2 group (else a v1 hierarchy).
     pub v2: bool,
@@ -132,7 +132,7 @@ impl Cgroup {
     /// Create a fresh group under `parent` and set its limit.
     pub fn create(parent: &CgroupParent, controller: Controller, limit: u64) -> Result<Cgroup, String> {
         sweep_stale(&parent.dir);
-        let name = format!("evalkit-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let name = format!("cellbox-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
         let dir = parent.dir.join(name);
         fs::create_dir(&dir).map_err(|e| format!("could not create the cgroup {}: {e}", dir.display()))?;
         let group = Cgroup { dir, v2: parent.v2, controller };
@@ -205,7 +205,7 @@ fn sweep_stale(parent: &Path) {
     let Ok(entries) = fs::read_dir(parent) else { return };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_prefix("evalkit-").and_then(|r| r.split('-').next()?.parse::<i32>().ok()) else {
+        let Some(pid) = name.strip_prefix("cellbox-").and_then(|r| r.split('-').next()?.parse::<i32>().ok()) else {
             continue;
         };
         // SAFETY: signal 0 only checks that the pid exists.

@@ -37,10 +37,10 @@ use limits::{Cgroup, Controller};
 
 /// Set in the kernel's environment when the memory limit is an rlimit: the
 /// limit as people read it (`4 GiB`).
-pub const ENV_MEMORY_RLIMIT: &str = "EVALKIT_MEMORY_RLIMIT";
+pub const ENV_MEMORY_RLIMIT: &str = "CELLBOX_MEMORY_RLIMIT";
 
 /// How to start without the sandbox, for error messages.
-const HOW_TO_DISABLE: &str = "run without it with `--sandbox off --network on` (or EVALKIT_SANDBOX=off), without --memory-limit / --max-processes";
+const HOW_TO_DISABLE: &str = "run without it with `--sandbox off --network on` (or CELLBOX_SANDBOX=off), without --memory-limit / --max-processes";
 
 /// Why a policy cannot be enforced here. The message names what is missing.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -192,7 +192,7 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
     let home = env.get("HOME").map(PathBuf::from).or_else(dirs::home_dir).unwrap_or_else(|| PathBuf::from("/"));
     if policy.mode != SandboxMode::Off {
         let tmp = tempfile::Builder::new()
-            .prefix("evalkit-kernel-")
+            .prefix("cellbox-kernel-")
             .tempdir()
             .map_err(|e| fail(format!("could not create the kernel's private temp dir: {e}")))?;
         let tmp_path = tmp.path().to_path_buf();
@@ -249,7 +249,7 @@ fn interpreter_caches(home: &Path, env: &BTreeMap<String, String>) -> Vec<PathBu
         var("UV_CACHE_DIR").unwrap_or_else(|| cache.join("uv")),
         var("MPLCONFIGDIR").unwrap_or_else(|| config.join("matplotlib")),
         cache.join("matplotlib"),
-        data.join("evalkit/store"),
+        data.join("cellbox/store"),
     ];
     out.retain(|p| p.is_absolute());
     out

@@ -58,17 +58,17 @@ pub struct SandboxPolicy {
 }
 
 /// The environment variables that set a policy (as the CLI flags do).
-pub const ENV_SANDBOX: &str = "EVALKIT_SANDBOX";
+pub const ENV_SANDBOX: &str = "CELLBOX_SANDBOX";
 /// `on`, `off` or `localhost`.
-pub const ENV_NETWORK: &str = "EVALKIT_NETWORK";
+pub const ENV_NETWORK: &str = "CELLBOX_NETWORK";
 /// Extra writable folders, separated by `:`.
-pub const ENV_ALLOW_WRITE: &str = "EVALKIT_ALLOW_WRITE";
+pub const ENV_ALLOW_WRITE: &str = "CELLBOX_ALLOW_WRITE";
 /// Extra unreadable paths, separated by `:`.
-pub const ENV_DENY_READ: &str = "EVALKIT_DENY_READ";
+pub const ENV_DENY_READ: &str = "CELLBOX_DENY_READ";
 /// A size such as `4G`, `512M` or a number of bytes.
-pub const ENV_MEMORY_LIMIT: &str = "EVALKIT_MEMORY_LIMIT";
+pub const ENV_MEMORY_LIMIT: &str = "CELLBOX_MEMORY_LIMIT";
 /// A number of processes and threads.
-pub const ENV_MAX_PROCESSES: &str = "EVALKIT_MAX_PROCESSES";
+pub const ENV_MAX_PROCESSES: &str = "CELLBOX_MAX_PROCESSES";
 
 impl SandboxPolicy {
     /// True when nothing at all is restricted: the kernel starts as before.
@@ -79,7 +79,7 @@ impl SandboxPolicy {
             && self.max_processes.is_none()
     }
 
-    /// The policy the `EVALKIT_*` variables describe (unset ones keep the default).
+    /// The policy the `CELLBOX_*` variables describe (unset ones keep the default).
     pub fn from_env() -> Result<SandboxPolicy, String> {
         Self::from_lookup(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
     }
@@ -188,8 +188,8 @@ pub fn default_secret_paths(home: &Path) -> Vec<PathBuf> {
         ".config/google-chrome",
         ".config/chromium",
         ".config/BraveSoftware",
-        ".evalkit/credentials",
-        ".evalkit/credentials.json",
+        ".cellbox/credentials",
+        ".cellbox/credentials.json",
     ]
     .iter()
     .map(|p| home.join(p))

@@ -1,6 +1,6 @@
 //! What this OS can enforce, found by trying (a short-lived forked child
-//! for namespaces, the real cgroup folders for limits), for `evalkit doctor`
-//! and `evalkit setup --check`.
+//! for namespaces, the real cgroup folders for limits), for `cellbox doctor`
+//! and `cellbox setup --check`.
 
 use serde::Serialize;
 
@@ -105,7 +105,7 @@ pub fn support() -> SandboxSupport {
     if root {
         notes.push(
             "kernels run as root: Landlock, the namespaces and seccomp still hold, but root keeps its other powers \
-             (run evalkit as an ordinary user for a stronger boundary)"
+             (run cellbox as an ordinary user for a stronger boundary)"
                 .into(),
         );
     }

@@ -55,21 +55,21 @@ impl Default for Exposure {
 }
 
 impl Exposure {
-    /// Apply `EVALKIT_PY`, then `EVALKIT_JS`; an unset or unreadable value keeps the setting.
+    /// Apply `CELLBOX_PY`, then `CELLBOX_JS`; an unset or unreadable value keeps the setting.
     ///
-    /// `EVALKIT_PY` takes a mode: `0`/`bash` → JavaScript only, `1`/`py` →
+    /// `CELLBOX_PY` takes a mode: `0`/`bash` → JavaScript only, `1`/`py` →
     /// Python only, `mix`/`both` → both; `true`/`yes`/`on` and
-    /// `false`/`no`/`off` turn Python alone on or off. `EVALKIT_JS` is a
+    /// `false`/`no`/`off` turn Python alone on or off. `CELLBOX_JS` is a
     /// boolean (`1`/`true`/`yes`/`on`, `0`/`false`/`no`/`off`) applied last.
     pub fn with_env_overrides(self) -> Self {
         let mut exposure = self;
-        if let Ok(value) = std::env::var("EVALKIT_PY") {
+        if let Ok(value) = std::env::var("CELLBOX_PY") {
             exposure = exposure.with_py_mode(&value);
         }
-        Exposure { js: flag("EVALKIT_JS").unwrap_or(exposure.js), ..exposure }
+        Exposure { js: flag("CELLBOX_JS").unwrap_or(exposure.js), ..exposure }
     }
 
-    /// Apply one `EVALKIT_PY` value (see [`Exposure::with_env_overrides`]).
+    /// Apply one `CELLBOX_PY` value (see [`Exposure::with_env_overrides`]).
     pub fn with_py_mode(self, value: &str) -> Self {
         match value.trim().to_ascii_lowercase().as_str() {
             "0" | "bash" => Exposure { py: false, js: true },
@@ -111,7 +111,7 @@ pub struct EngineConfig {
     pub default_cwd: PathBuf,
     /// An explicit interpreter (skips discovery).
     pub python: Option<String>,
-    /// An explicit node for JavaScript cells (else `EVALKIT_NODE`, then `PATH`).
+    /// An explicit node for JavaScript cells (else `CELLBOX_NODE`, then `PATH`).
     pub node: Option<String>,
     /// Variables added to every kernel's environment on purpose.
     pub extra_env: BTreeMap<String, String>,
@@ -138,17 +138,17 @@ pub struct EngineConfig {
     /// `workspace-write` mode the workspace is `default_cwd`'s tree.
     pub sandbox: crate::sandbox::SandboxPolicy,
     /// How Python kernels are reached: runner processes, or a Jupyter gateway
-    /// (`EVALKIT_GATEWAY_URL` / `EVALKIT_BACKEND=gateway`; an unreadable value keeps processes).
+    /// (`CELLBOX_GATEWAY_URL` / `CELLBOX_BACKEND=gateway`; an unreadable value keeps processes).
     pub transport: Transport,
     /// Modules Python kernels start with already imported: they are imported
     /// once in a fork server and each kernel is forked from it (empty: off;
-    /// default from `EVALKIT_PRELOAD`). Process transport only.
+    /// default from `CELLBOX_PRELOAD`). Process transport only.
     pub preload: Vec<String>,
 }
 
 impl EngineConfig {
     /// Defaults: session mode, 50 KiB / 3000-line text, artifacts in the cache
-    /// folder, languages as `EVALKIT_PY` / `EVALKIT_JS` say (both on by default).
+    /// folder, languages as `CELLBOX_PY` / `CELLBOX_JS` say (both on by default).
     pub fn new(default_cwd: impl Into<PathBuf>) -> Self {
         EngineConfig {
             mode: KernelMode::Session,
@@ -175,7 +175,7 @@ impl EngineConfig {
 }
 
 /// The variable with the modules to preload, comma-separated.
-pub const PRELOAD_VAR: &str = "EVALKIT_PRELOAD";
+pub const PRELOAD_VAR: &str = "CELLBOX_PRELOAD";
 
 /// Split a preload list (`numpy, pandas,matplotlib.pyplot`): trimmed, empty
 /// entries dropped, duplicates dropped (the first stays).
@@ -189,7 +189,7 @@ pub fn parse_preload(list: &str) -> Vec<String> {
     modules
 }
 
-/// `EVALKIT_PRELOAD`, parsed (unset: nothing).
+/// `CELLBOX_PRELOAD`, parsed (unset: nothing).
 pub fn preload_from_env() -> Vec<String> {
     std::env::var(PRELOAD_VAR).map(|list| parse_preload(&list)).unwrap_or_default()
 }
@@ -333,7 +333,7 @@ impl EvalEngine {
 
     /// Start a warm spare for the default cwd and language now, in the
     /// background, so the first call does not wait for an interpreter start
-    /// (`evalkit mcp` does this when it starts). Does nothing when spares are
+    /// (`cellbox mcp` does this when it starts). Does nothing when spares are
     /// off or no runtime is found (the first call then reports why).
     pub async fn prewarm(&self) {
         if !self.spares.enabled() {
@@ -695,20 +695,20 @@ impl EvalEngine {
         let exposure = self.config.exposure;
         if !exposure.py && !exposure.js {
             return Err(EvalError::LanguageDisabled(
-                "Both Python and JavaScript cells are disabled here (EVALKIT_PY / EVALKIT_JS). Enable one of them."
+                "Both Python and JavaScript cells are disabled here (CELLBOX_PY / CELLBOX_JS). Enable one of them."
                     .into(),
             ));
         }
         if !exposure.py && plan.iter().any(|c| c.language == Language::Py) {
             return Err(EvalError::LanguageDisabled(
-                ("Python cells are disabled here (EVALKIT_PY=0/bash or the `py` setting). Set EVALKIT_PY=mix for both \
-                  languages, or EVALKIT_PY=1 for Python only; or use a JavaScript cell (language \"js\").")
+                ("Python cells are disabled here (CELLBOX_PY=0/bash or the `py` setting). Set CELLBOX_PY=mix for both \
+                  languages, or CELLBOX_PY=1 for Python only; or use a JavaScript cell (language \"js\").")
                     .into(),
             ));
         }
         if !exposure.js && plan.iter().any(|c| c.language.backend() == Backend::Node) {
             return Err(EvalError::LanguageDisabled(
-                "JavaScript cells are disabled here (EVALKIT_JS=0 or the `js` setting). Set EVALKIT_JS=1 to enable \
+                "JavaScript cells are disabled here (CELLBOX_JS=0 or the `js` setting). Set CELLBOX_JS=1 to enable \
                  them, or use a Python cell (language \"py\")."
                     .into(),
             ));

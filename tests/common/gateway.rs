@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use evalkit::gateway::{Endpoint, GatewayClient};
+use cellbox::gateway::{Endpoint, GatewayClient};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 
@@ -80,7 +80,7 @@ impl TestGateway {
                     .arg("--ZMQChannelsWebsocketConnection.iopub_data_rate_limit=0");
             }
             if flavor == Flavor::EnterpriseGateway {
-                command.env("EG_CLIENT_ENVS", "EVALKIT_TEST_VALUE");
+                command.env("EG_CLIENT_ENVS", "CELLBOX_TEST_VALUE");
             }
             std::os::unix::process::CommandExt::process_group(&mut command, 0);
             let mut child = command.spawn().expect("the gateway starts");
@@ -174,16 +174,16 @@ impl Drop for TestGateway {
     }
 }
 
-/// The interpreter of the Enterprise Gateway venv (`EVALKIT_TEST_EG_PYTHON`, else `.venv-eg`, which
+/// The interpreter of the Enterprise Gateway venv (`CELLBOX_TEST_EG_PYTHON`, else `.venv-eg`, which
 /// scripts/test provisions from scripts/eg-requirements.txt: Enterprise Gateway cannot share
 /// `.venv-test`'s jupyter_client and jupyter_server).
 pub fn enterprise_python() -> std::path::PathBuf {
-    let python = std::env::var_os("EVALKIT_TEST_EG_PYTHON")
+    let python = std::env::var_os("CELLBOX_TEST_EG_PYTHON")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-eg/bin/python"));
     assert!(
         python.exists(),
-        "{} is missing: run scripts/test once (it provisions .venv-eg) or set EVALKIT_TEST_EG_PYTHON",
+        "{} is missing: run scripts/test once (it provisions .venv-eg) or set CELLBOX_TEST_EG_PYTHON",
         python.display()
     );
     python

@@ -10,14 +10,14 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use evalkit::kernel::{CellOutput, Kernel, KernelOptions};
-use evalkit::runtime::{self, DiscoveryInput, EnvActivation, env};
+use cellbox::kernel::{CellOutput, Kernel, KernelOptions};
+use cellbox::runtime::{self, DiscoveryInput, EnvActivation, env};
 
-/// The interpreter under test: `$EVALKIT_TEST_PYTHON`, else what discovery finds on PATH.
+/// The interpreter under test: `$CELLBOX_TEST_PYTHON`, else what discovery finds on PATH.
 pub fn python() -> &'static PathBuf {
     static PYTHON: OnceLock<PathBuf> = OnceLock::new();
     PYTHON.get_or_init(|| {
-        if let Some(explicit) = std::env::var_os("EVALKIT_TEST_PYTHON") {
+        if let Some(explicit) = std::env::var_os("CELLBOX_TEST_PYTHON") {
             return PathBuf::from(explicit);
         }
         let mut input = DiscoveryInput::from_env(std::env::temp_dir(), None);
@@ -80,18 +80,18 @@ pub async fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> boo
 }
 
 /// Python that defines `build_wheel(folder, version)`: a pure-Python wheel of
-/// the distribution `evalkit-probe-dist` (import name `evalkit_probe_mod`,
+/// the distribution `cellbox-probe-dist` (import name `cellbox_probe_mod`,
 /// `VERSION` = the major version), built on the spot so installs need no network.
 pub const BUILD_WHEEL: &str = r#"
 import os, zipfile
 def build_wheel(folder, version):
-    info = "evalkit_probe_dist-%s.dist-info" % version
-    path = os.path.join(folder, "evalkit_probe_dist-%s-py3-none-any.whl" % version)
+    info = "cellbox_probe_dist-%s.dist-info" % version
+    path = os.path.join(folder, "cellbox_probe_dist-%s-py3-none-any.whl" % version)
     files = {
-        "evalkit_probe_mod/__init__.py": "VERSION = %s\n" % version.split(".")[0],
-        info + "/METADATA": "Metadata-Version: 2.1\nName: evalkit-probe-dist\nVersion: %s\n" % version,
-        info + "/WHEEL": "Wheel-Version: 1.0\nGenerator: evalkit-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-        info + "/top_level.txt": "evalkit_probe_mod\n",
+        "cellbox_probe_mod/__init__.py": "VERSION = %s\n" % version.split(".")[0],
+        info + "/METADATA": "Metadata-Version: 2.1\nName: cellbox-probe-dist\nVersion: %s\n" % version,
+        info + "/WHEEL": "Wheel-Version: 1.0\nGenerator: cellbox-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        info + "/top_level.txt": "cellbox_probe_mod\n",
     }
     with zipfile.ZipFile(path, "w") as wheel:
         for name, text in files.items():
@@ -103,12 +103,12 @@ def build_wheel(folder, version):
 pub struct Ended {
     pub stdout: String,
     pub stderr: String,
-    pub outcome: Result<evalkit::kernel::CellDone, evalkit::kernel::KernelError>,
+    pub outcome: Result<cellbox::kernel::CellDone, cellbox::kernel::KernelError>,
 }
 
 /// Run `code` and keep everything it printed, even when the kernel dies.
 pub async fn run_to_end(kernel: &Kernel, code: &str) -> Ended {
-    use evalkit::kernel::{ExecEvent, KernelError};
+    use cellbox::kernel::{ExecEvent, KernelError};
     let mut ended = Ended { stdout: String::new(), stderr: String::new(), outcome: Err(KernelError::Closed) };
     let mut execution = kernel.execute(code).await.expect("request sent");
     let limit = Duration::from_secs(60);
@@ -125,7 +125,7 @@ pub async fn run_to_end(kernel: &Kernel, code: &str) -> Ended {
 }
 
 /// Run `scenario` of the Python MCP client script `tests/mcp/<script>` against
-/// this build's `evalkit mcp` in a fresh cwd (returned, so a test can look at
+/// this build's `cellbox mcp` in a fresh cwd (returned, so a test can look at
 /// what the scenario left there); fails the test with the script's output.
 pub fn mcp_scenario(script: &str, scenario: &str, env: &[(&str, &str)]) -> tempfile::TempDir {
     let cwd = tempfile::tempdir().unwrap();
@@ -133,11 +133,11 @@ pub fn mcp_scenario(script: &str, scenario: &str, env: &[(&str, &str)]) -> tempf
     let output = std::process::Command::new(python())
         .envs(env.iter().copied())
         .arg(script)
-        .arg(env!("CARGO_BIN_EXE_evalkit"))
+        .arg(env!("CARGO_BIN_EXE_cellbox"))
         .arg(cwd.path())
         .arg(scenario)
-        .env("EVALKIT_PYTHON", python())
-        .env("EVALKIT_ARTIFACTS_DIR", cwd.path().join("artifacts"))
+        .env("CELLBOX_PYTHON", python())
+        .env("CELLBOX_ARTIFACTS_DIR", cwd.path().join("artifacts"))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -153,8 +153,8 @@ pub fn mcp_scenario(script: &str, scenario: &str, env: &[(&str, &str)]) -> tempf
 
 /// An engine configuration rooted in `dir` (its cwd) on the interpreter under
 /// test, with artifacts kept inside `dir`.
-pub fn engine_config(dir: &Path) -> evalkit::tool::EngineConfig {
-    let mut config = evalkit::tool::EngineConfig::new(dir);
+pub fn engine_config(dir: &Path) -> cellbox::tool::EngineConfig {
+    let mut config = cellbox::tool::EngineConfig::new(dir);
     config.python = Some(python().display().to_string());
     config.artifacts_dir = dir.join("artifacts");
     config

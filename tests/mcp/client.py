@@ -1,6 +1,6 @@
-"""Drive `evalkit mcp` with the official Python MCP client, one scenario per run.
+"""Drive `cellbox mcp` with the official Python MCP client, one scenario per run.
 
-Usage: client.py EVALKIT_BINARY CWD SCENARIO
+Usage: client.py CELLBOX_BINARY CWD SCENARIO
 Prints what it checked; any failed check raises, so the exit status says it all.
 """
 import os
@@ -73,7 +73,7 @@ async def scenario_error(session, init):
 
 
 async def scenario_plot(session, init):
-    code = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('evalkit')"
+    code = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('cellbox')"
     result = await call(session, [{"code": code}])
     assert not result.is_error, text_of(result)
     images = [block for block in result.content if block.type == "image"]

@@ -1,7 +1,7 @@
-"""Drive `evalkit mcp` on a gateway whose kernels are slow to start, with the
+"""Drive `cellbox mcp` on a gateway whose kernels are slow to start, with the
 official Python MCP client: the wait shows up as progress notifications.
 
-Usage: gateway_progress.py EVALKIT_BINARY CWD SCENARIO
+Usage: gateway_progress.py CELLBOX_BINARY CWD SCENARIO
 """
 import os
 import sys

@@ -1,6 +1,6 @@
-"""Drive runs and named sessions of `evalkit mcp` with the official Python MCP client.
+"""Drive runs and named sessions of `cellbox mcp` with the official Python MCP client.
 
-Usage: runs.py EVALKIT_BINARY CWD SCENARIO
+Usage: runs.py CELLBOX_BINARY CWD SCENARIO
 Prints what it checked; any failed check raises, so the exit status says it all.
 """
 import os

@@ -1,6 +1,6 @@
-"""Drive `evalkit mcp` with the official Python MCP client answering sampling.
+"""Drive `cellbox mcp` with the official Python MCP client answering sampling.
 
-Usage: sampling.py EVALKIT_BINARY CWD SCENARIO
+Usage: sampling.py CELLBOX_BINARY CWD SCENARIO
 The client's sampling callback plays the model: it echoes what it was asked,
 so the cell's output shows what reached the client.
 Prints what it checked; any failed check raises, so the exit status says it all.

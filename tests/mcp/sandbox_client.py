@@ -1,8 +1,8 @@
-"""Drive `evalkit mcp` started with sandbox flags through the official Python
+"""Drive `cellbox mcp` started with sandbox flags through the official Python
 MCP client: the instructions must tell the model what it may write and that
 it has no network, and a cell must really be confined.
 
-Usage: sandbox_client.py EVALKIT_BINARY CWD SECRET_PATH
+Usage: sandbox_client.py CELLBOX_BINARY CWD SECRET_PATH
 """
 import os
 import sys

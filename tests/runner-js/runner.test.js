@@ -66,7 +66,7 @@ test('output and displays arrive in order', () =>
     assert.strictEqual(kinds[0], 'stdout');
     assert.strictEqual(kinds[kinds.length - 1], 'done');
     assert.deepStrictEqual(out.displays[0]['application/json'], { a: 1 });
-    assert.deepStrictEqual(out.displays[1]['application/x-evalkit-status'], { op: 'phase', title: 't' });
+    assert.deepStrictEqual(out.displays[1]['application/x-cellbox-status'], { op: 'phase', title: 't' });
   }));
 
 test('images from buffers, html and markdown', () =>

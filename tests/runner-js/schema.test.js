@@ -54,7 +54,7 @@ function pythonVerdicts() {
   const script = `
 import json, sys
 sys.path.insert(0, ${JSON.stringify(path.join(__dirname, '../../runner'))})
-from evalkit_kernel.schema_check import SchemaError, validate
+from cellbox_kernel.schema_check import SchemaError, validate
 out = []
 for schema, value in json.load(sys.stdin):
     try:
@@ -64,7 +64,7 @@ for schema, value in json.load(sys.stdin):
         out.append(error.path)
 print(json.dumps(out))
 `;
-  const python = process.env.EVALKIT_TEST_PYTHON || 'python3';
+  const python = process.env.CELLBOX_TEST_PYTHON || 'python3';
   return JSON.parse(execFileSync(python, ['-c', script], { input: JSON.stringify(cases) }).toString());
 }
 

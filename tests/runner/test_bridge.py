@@ -12,9 +12,9 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "runner"))
 
-from evalkit_kernel import protocol  # noqa: E402
-from evalkit_kernel.bridge import Bridge, BridgeError  # noqa: E402
-from evalkit_kernel.schema_check import SchemaError, parse_json, validate  # noqa: E402
+from cellbox_kernel import protocol  # noqa: E402
+from cellbox_kernel.bridge import Bridge, BridgeError  # noqa: E402
+from cellbox_kernel.schema_check import SchemaError, parse_json, validate  # noqa: E402
 
 
 class FakeHost:

@@ -13,8 +13,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "runner"))
 
-from evalkit_kernel.bridge import Bridge, BridgeError  # noqa: E402
-from evalkit_kernel.bridge_stdin import MARKER, StdinTransport  # noqa: E402
+from cellbox_kernel.bridge import Bridge, BridgeError  # noqa: E402
+from cellbox_kernel.bridge_stdin import MARKER, StdinTransport  # noqa: E402
 
 
 class FakeStdinHost:

@@ -18,14 +18,14 @@ import tempfile
 import textwrap
 import unittest
 
-from evalkit_kernel import display, magics_ext, mpl
-from evalkit_kernel.execute import Executor
-from evalkit_kernel.magics import Magics, UsageError
+from cellbox_kernel import display, magics_ext, mpl
+from cellbox_kernel.execute import Executor
+from cellbox_kernel.magics import Magics, UsageError
 
 HAVE_IPYTHON = importlib.util.find_spec("IPython") is not None
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 
-# IPython's `%%!` is `%%sx` under another spelling; evalkit cells write `!!cmd` (or `%sx`) instead.
+# IPython's `%%!` is `%%sx` under another spelling; cellbox cells write `!!cmd` (or `%sx`) instead.
 SPELLED_OTHERWISE = frozenset(("!",))
 
 
@@ -52,7 +52,7 @@ class Kernel:
         self.displays = []
         self.executor = Executor(_Gate(), self._error, _Capture())
         self.magics = Magics(self.executor)
-        builtins.__evalkit_magic__ = self.magics
+        builtins.__cellbox_magic__ = self.magics
         display.set_sink(lambda kind, data, metadata: self.displays.append((kind, data, metadata)))
 
     def _error(self, ename, evalue, traceback):
@@ -311,7 +311,7 @@ class ProfileTests(unittest.TestCase):
     def test_prun_head_matches_ipython(self):
         ipython = _ipython()
         kernel = Kernel()
-        for shell in ("ipython", "evalkit"):
+        for shell in ("ipython", "cellbox"):
             code = "def g(n):\n    return sum(range(n))\n"
             _ipython_out(ipython, code) if shell == "ipython" else kernel.run(code)
         theirs = _ipython_out(ipython, magic="prun", args="-l 3 -s cumulative g(10)").splitlines()
@@ -520,14 +520,14 @@ class CoverageTests(unittest.TestCase):
                         unexplained.append(name)
                 else:
                     unexplained.append(name)
-        self.assertEqual(missing, [], "IPython magics evalkit neither has nor explains")
+        self.assertEqual(missing, [], "IPython magics cellbox neither has nor explains")
         self.assertEqual(unexplained, [])
 
     def test_lazy_table_names_every_magic_of_its_module(self):
-        from evalkit_kernel import magics_ext
+        from cellbox_kernel import magics_ext
 
         for module, (lines, cells) in magics_ext.LAZY_MAGICS.items():
-            loaded = importlib.import_module("evalkit_kernel." + module)
+            loaded = importlib.import_module("cellbox_kernel." + module)
             with self.subTest(module=module):
                 self.assertEqual(sorted(lines), sorted(getattr(loaded, "LINE_MAGICS", {})))
                 self.assertEqual(sorted(cells), sorted(getattr(loaded, "CELL_MAGICS", {})))
@@ -536,16 +536,16 @@ class CoverageTests(unittest.TestCase):
         import subprocess
 
         code = (
-            "import sys\nfrom evalkit_kernel.execute import Executor\nfrom evalkit_kernel.magics import Magics\n"
+            "import sys\nfrom cellbox_kernel.execute import Executor\nfrom cellbox_kernel.magics import Magics\n"
             "class C:\n    def sync(self): pass\n"
             "Magics(Executor(None, None, C()))\n"
-            "print(sorted(m for m in sys.modules if m.startswith('evalkit_kernel.magics_') or m in ('inspect', 'evalkit_kernel.autoreload')))"
+            "print(sorted(m for m in sys.modules if m.startswith('cellbox_kernel.magics_') or m in ('inspect', 'cellbox_kernel.autoreload')))"
         )
         env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(display.__file__)))
         out = subprocess.run([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, check=True).stdout
         loaded = set(ast.literal_eval(out.decode().strip()))
-        lazy = {"evalkit_kernel." + name for name in magics_ext.LAZY_MAGICS} - {"evalkit_kernel.magics_ext", "evalkit_kernel.magics_history"}
-        self.assertEqual(loaded & (lazy | {"inspect", "evalkit_kernel.autoreload"}), set())
+        lazy = {"cellbox_kernel." + name for name in magics_ext.LAZY_MAGICS} - {"cellbox_kernel.magics_ext", "cellbox_kernel.magics_history"}
+        self.assertEqual(loaded & (lazy | {"inspect", "cellbox_kernel.autoreload"}), set())
 
     def test_lsmagic_layout(self):
         kernel = Kernel()

@@ -11,7 +11,7 @@ The contracts checked:
   of lines as the compiler counts them; valid Python without magics comes back
   byte for byte.
 
-`EVALKIT_FUZZ_CASES=N` runs N examples per property (default 100, a few
+`CELLBOX_FUZZ_CASES=N` runs N examples per property (default 100, a few
 seconds). Without Hypothesis installed (a bare interpreter) the tests are
 skipped and say why.
 """
@@ -19,8 +19,8 @@ import json
 import os
 import unittest
 
-from evalkit_kernel import protocol
-from evalkit_kernel.transform import transform_cell
+from cellbox_kernel import protocol
+from cellbox_kernel.transform import transform_cell
 
 try:
     from hypothesis import HealthCheck, given, settings
@@ -31,7 +31,7 @@ else:
     HAVE_HYPOTHESIS = True
     # No example database: runs leave no files behind in the work tree.
     FUZZ = settings(
-        max_examples=int(os.environ.get("EVALKIT_FUZZ_CASES", "100")),
+        max_examples=int(os.environ.get("CELLBOX_FUZZ_CASES", "100")),
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),
@@ -163,7 +163,7 @@ class TransformProperties(unittest.TestCase):
             out = transform_cell(source)
             compile(out, "<cell>", "exec")
             self.assertEqual(line_count(out), line_count(source))
-            self.assertIn("__evalkit_magic__", out)
+            self.assertIn("__cellbox_magic__", out)
 
     else:
 

@@ -10,11 +10,11 @@ import sys
 import tempfile
 import unittest
 
-from evalkit_kernel.magics import expand
-from evalkit_kernel.slist import SList
-from evalkit_kernel.transform import transform_cell
+from cellbox_kernel.magics import expand
+from cellbox_kernel.slist import SList
+from cellbox_kernel.transform import transform_cell
 
-M = "__evalkit_magic__"
+M = "__cellbox_magic__"
 
 CASES = [
     ("%ls -la", M + ".line('ls', '-la')\n"),
@@ -103,7 +103,7 @@ def _calls(source, owner):
             continue
         target = node.func.value
         is_owner = (owner == "ipython" and isinstance(target, ast.Call) and getattr(target.func, "id", "") == "get_ipython") or (
-            owner == "evalkit" and getattr(target, "id", "") == M
+            owner == "cellbox" and getattr(target, "id", "") == M
         )
         if not is_owner:
             continue
@@ -125,14 +125,14 @@ class IPythonOracleTests(unittest.TestCase):
             if source.startswith("x += !") or "%2" in source or source == "x ?":
                 continue
             theirs = [(_METHOD_NAMES[m], args) for m, args in _calls(manager.transform_cell(source), "ipython")]
-            ours = _calls(transform_cell(source), "evalkit")
+            ours = _calls(transform_cell(source), "cellbox")
             with self.subTest(source=source):
                 self.assertEqual(ours, sorted(theirs))
 
 
 class CheckCompleteTests(unittest.TestCase):
     def test_interactive_rules(self):
-        from evalkit_kernel.transform import check_complete
+        from cellbox_kernel.transform import check_complete
 
         self.assertEqual(check_complete("x = 1\n"), ("complete", ""))
         self.assertEqual(check_complete("for i in range(3):\n"), ("incomplete", "    "))

@@ -36,7 +36,7 @@ class PreloadTest(unittest.TestCase):
             f.write(textwrap.dedent(code))
 
     def preload(self, *names):
-        code = "from evalkit_kernel.zygote import preload; print(preload(%r))" % (list(names),)
+        code = "from cellbox_kernel.zygote import preload; print(preload(%r))" % (list(names),)
         return _run_isolated(code, self.dir.name)
 
     def test_plain_modules_are_accepted(self):
@@ -60,7 +60,7 @@ class FreshStateTest(unittest.TestCase):
         code = textwrap.dedent(
             """
             import os, random, tempfile
-            from evalkit_kernel import zygote
+            from cellbox_kernel import zygote
             random.seed(7)
             tempfile.gettempdir()
             read, write = os.pipe()

@@ -158,7 +158,7 @@ fn unavailable(options: &KernelOptions) -> Option<String> {
     None
 }
 
-/// What `evalkit setup python --check` says about preloading on this OS.
+/// What `cellbox setup python --check` says about preloading on this OS.
 pub fn platform_note() -> &'static str {
     if cfg!(target_os = "linux") {
         "preloaded kernels (--preload) are forked from a fork server"
@@ -386,7 +386,7 @@ impl Zygote {
         let reader_socket = host.try_clone().map_err(|e| fail(e.to_string()))?;
         let reader_routes = routes.clone();
         std::thread::Builder::new()
-            .name("evalkit-zygote".into())
+            .name("cellbox-zygote".into())
             .spawn(move || {
                 wire::read_loop(reader_socket, &reader_routes);
                 let _ = process.kill();

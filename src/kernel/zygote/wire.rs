@@ -19,7 +19,7 @@ use tokio::sync::{oneshot, watch};
 
 use crate::kernel::process::{self, ExitInfo};
 
-/// What the zygote says (see `runner/evalkit_kernel/zygote.py`).
+/// What the zygote says (see `runner/cellbox_kernel/zygote.py`).
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Message {

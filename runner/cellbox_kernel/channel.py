@@ -186,7 +186,7 @@ class Channel:
 
         def dup2(fd, fd2, inheritable=True):
             if fd2 in private:
-                raise OSError(errno.EBUSY, "fd %d is reserved by the evalkit kernel" % fd2)
+                raise OSError(errno.EBUSY, "fd %d is reserved by the cellbox kernel" % fd2)
             return raw_dup2(fd, fd2, inheritable)
 
         def _exit(status):
@@ -279,7 +279,7 @@ class Channel:
     def note(self, notes):
         """Tell the cell, on stderr, what was repaired."""
         if notes:
-            text = "".join("[evalkit: %s]\n" % note for note in notes)
+            text = "".join("[cellbox: %s]\n" % note for note in notes)
             try:
                 _raw_write(self.saved[2], text.encode("utf-8", "replace"))
             except OSError:

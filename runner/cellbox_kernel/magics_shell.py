@@ -3,7 +3,7 @@ SList), `%alias` / `%unalias` (named shell commands with `%s` and `%l`
 placeholders), and `%store` (variables kept on disk for later kernels).
 
 `%store` keeps one pickle file per variable in
-`$XDG_DATA_HOME/evalkit/store/<first 16 hex digits of sha256(project dir)>/`
+`$XDG_DATA_HOME/cellbox/store/<first 16 hex digits of sha256(project dir)>/`
 (`~/.local/share` when XDG_DATA_HOME is unset), where the project directory
 is the kernel's working directory when it started: each project has its own
 store, and nothing is written inside the project.
@@ -163,7 +163,7 @@ class _Shell:
 
         base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
         digest = hashlib.sha256(os.path.abspath(self._project).encode("utf-8", "surrogateescape")).hexdigest()[:16]
-        return os.path.join(base, "evalkit", "store", digest)
+        return os.path.join(base, "cellbox", "store", digest)
 
     def _path(self, name):
         if not name.isidentifier():

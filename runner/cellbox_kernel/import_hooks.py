@@ -23,7 +23,7 @@ class _Loader:
         try:
             self._callback(module)
         except Exception as error:  # an adapter must never break the import
-            sys.stderr.write("[evalkit] adapting %s failed: %s\n" % (module.__name__, error))
+            sys.stderr.write("[cellbox] adapting %s failed: %s\n" % (module.__name__, error))
 
     def __getattr__(self, name):
         return getattr(self._loader, name)

@@ -18,7 +18,7 @@ import re
 import tokenize
 
 # Set in builtins by the kernel; the generated code calls its methods.
-MAGIC_OBJECT = "__evalkit_magic__"
+MAGIC_OBJECT = "__cellbox_magic__"
 
 _CELL_MAGIC = re.compile(r"^%%(?P<name>[A-Za-z_][\w.]*)(?P<rest>.*)$")
 _LINE_MAGIC = re.compile(r"^(?P<indent>[ \t]*)%(?P<name>[A-Za-z_][\w.]*)(?P<rest>.*)$")

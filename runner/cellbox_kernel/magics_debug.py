@@ -3,7 +3,7 @@
 There is no interactive debugger here (cells have no stdin), so `%debug`
 prints the post-mortem a debugger would start from: every frame of the last
 error with its local variables. `%pdb on` prints that after each error.
-Traceback styles follow IPython's: Plain (Python's own format, evalkit's
+Traceback styles follow IPython's: Plain (Python's own format, cellbox's
 default), Context (numbered source lines around each frame), Verbose (Context
 plus argument values and the variables of each failing line), Minimal (only
 the exception) and Docs (the failing cell line and the exception).
@@ -164,7 +164,7 @@ def format_exception(error, tb, mode):
 
 def post_mortem(error, tb):
     """Every frame of the error, innermost last, with its local variables."""
-    out = ["Post-mortem of %s: %s (no interactive debugger in evalkit; frames and their local variables follow)\n" % (type(error).__name__, _short_repr(str(error), 200))]
+    out = ["Post-mortem of %s: %s (no interactive debugger in cellbox; frames and their local variables follow)\n" % (type(error).__name__, _short_repr(str(error), 200))]
     for frame, lineno in _frames(tb):
         filename = frame.f_code.co_filename
         out.append("> %s(%d)%s()\n" % (filename, lineno, frame.f_code.co_name))
@@ -221,7 +221,7 @@ def debug(shell, args, frame):
     local variables); there is no interactive debugger to step through code."""
     if args.strip():
         raise UsageError(
-            "%debug with code needs an interactive debugger, which evalkit does not have (cells have no stdin). "
+            "%debug with code needs an interactive debugger, which cellbox does not have (cells have no stdin). "
             "Run the code, then use %debug alone to print the post-mortem of its error."
         )
     state = shell.debug
@@ -229,13 +229,13 @@ def debug(shell, args, frame):
         raise UsageError("No traceback has been produced, nothing to debug.")
     error, trace = state.last
     sys.stdout.write("".join(post_mortem(error, trace)))
-    print("No interactive debugger is available in evalkit (cells have no stdin): the post-mortem above is printed instead.")
+    print("No interactive debugger is available in cellbox (cells have no stdin): the post-mortem above is printed instead.")
     return None
 
 
 def debug_cell(shell, args, body, frame):
     raise UsageError(
-        "%%debug runs a cell under an interactive debugger, which evalkit does not have (cells have no stdin). "
+        "%%debug runs a cell under an interactive debugger, which cellbox does not have (cells have no stdin). "
         "Run the cell normally, then use %debug to print the post-mortem of its error."
     )
 
@@ -254,7 +254,7 @@ def pdb(shell, args, frame):
     else:
         raise UsageError("Incorrect argument. Use on/1, off/0, or nothing for a toggle.")
     if state.automatic_pdb:
-        print("Automatic pdb calling has been turned ON (no interactive debugger in evalkit: after an error, "
+        print("Automatic pdb calling has been turned ON (no interactive debugger in cellbox: after an error, "
               "its frames and their local variables are printed with the traceback)")
     else:
         print("Automatic pdb calling has been turned OFF")

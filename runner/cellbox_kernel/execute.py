@@ -102,7 +102,7 @@ class Executor:
             filename = "<cell-%d>" % self.execution_count
         else:
             self._internal_count += 1
-            filename = "<evalkit-internal-%d>" % self._internal_count
+            filename = "<cellbox-internal-%d>" % self._internal_count
         self._remember_source(filename, code)
         try:
             exec_code, eval_code = self._compile(code, filename, show_last=not silent)
@@ -222,13 +222,13 @@ class Executor:
             evalue = str(error)
         except BaseException:
             evalue = "<unprintable %s>" % type(error).__name__
-        limit = os.environ.get("EVALKIT_MEMORY_RLIMIT") if isinstance(error, MemoryError) else None
+        limit = os.environ.get("CELLBOX_MEMORY_RLIMIT") if isinstance(error, MemoryError) else None
         if limit:
             # The sandbox's memory limit is an address-space rlimit here: say
             # that the limit, not the machine, ran out.
             note = "memory limit exceeded (%s)" % limit
             evalue = "%s; %s" % (evalue, note) if evalue else note
-            lines = list(lines) + ["[evalkit: %s; the kernel is kept]\n" % note]
+            lines = list(lines) + ["[cellbox: %s; the kernel is kept]\n" % note]
         self._sync_output()
         self._emit_error(type(error).__name__, evalue, lines)
 

@@ -125,7 +125,7 @@ def parallel(thunks, *, max_concurrency=None):
             slots.release()
             break
         worker = threading.Thread(
-            target=run, args=(index, thunk, contextvars.copy_context()), name="evalkit-parallel", daemon=True
+            target=run, args=(index, thunk, contextvars.copy_context()), name="cellbox-parallel", daemon=True
         )
         worker.start()
     else:

@@ -39,7 +39,7 @@ StdinNotSupportedError.__module__ = "builtins"  # print the bare name in traceba
 
 def _input_not_supported(prompt=""):
     raise StdinNotSupportedError(
-        "input() is not supported: evalkit cells have no interactive stdin. "
+        "input() is not supported: cellbox cells have no interactive stdin. "
         "Pass the data in the code instead (a variable, a file, or an argument)."
     )
 
@@ -167,7 +167,7 @@ class Kernel:
         self.executor = Executor(gate, self._emit_error, capture)
         display.set_sink(self._publish)
         BRIDGE.connect(writer.send, lambda: self._request_id, _flush_python_output)
-        builtins.__evalkit_magic__ = Magics(self.executor)
+        builtins.__cellbox_magic__ = Magics(self.executor)
         ipython_compat.install()
         mpl.install()
 
@@ -281,10 +281,10 @@ def main():
         import errno
         import traceback
 
-        text = "evalkit runner failed:\n" + traceback.format_exc()
+        text = "cellbox runner failed:\n" + traceback.format_exc()
         if isinstance(error, OSError) and error.errno == errno.EBADF:
             text = (
-                "evalkit runner failed: its protocol channel was closed by code outside Python (a C "
+                "cellbox runner failed: its protocol channel was closed by code outside Python (a C "
                 "extension or ctypes closed the runner's private file descriptors); the kernel must restart.\n"
                 + text
             )
@@ -319,7 +319,7 @@ def _serve(channel):
     host_pid = _host_pid(sys.argv)
     # User code sees what the interactive interpreter shows, not our arguments.
     sys.argv = [""]
-    threading.Thread(target=_watch_parent, args=(parent_pid, host_pid), name="evalkit-parent-watch", daemon=True).start()
+    threading.Thread(target=_watch_parent, args=(parent_pid, host_pid), name="cellbox-parent-watch", daemon=True).start()
 
     kernel = Kernel(writer, capture, gate, channel)
     reader = protocol.RequestReader(channel.requests)
@@ -333,7 +333,7 @@ def _serve(channel):
         }
     )
     requests = queue.Queue()
-    threading.Thread(target=_read_requests, args=(reader, requests), name="evalkit-requests", daemon=True).start()
+    threading.Thread(target=_read_requests, args=(reader, requests), name="cellbox-requests", daemon=True).start()
     while True:
         request = requests.get()
         if request is None:

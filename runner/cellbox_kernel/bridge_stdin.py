@@ -1,4 +1,4 @@
-"""Bridge calls over the Jupyter stdin channel, for kernels evalkit drives
+"""Bridge calls over the Jupyter stdin channel, for kernels cellbox drives
 through a Jupyter gateway.
 
 Such a kernel has no pipe to the host: the only way back is the protocol's
@@ -20,12 +20,12 @@ import json
 import sys
 import threading
 
-MARKER = "evalkit-bridge/1 "
+MARKER = "cellbox-bridge/1 "
 """How an input_request carrying bridge calls begins (the host answers those)."""
 
 _NOT_ANSWERED = (
     "this kernel's host does not answer bridge calls over the Jupyter stdin channel "
-    "(its reply was not an evalkit bridge answer: %r)"
+    "(its reply was not an cellbox bridge answer: %r)"
 )
 
 
@@ -63,7 +63,7 @@ class StdinTransport:
             if self._pumping:
                 return
             self._pumping = True
-        pump = threading.Thread(target=contextvars.Context().run, args=(self._pump,), name="evalkit-bridge")
+        pump = threading.Thread(target=contextvars.Context().run, args=(self._pump,), name="cellbox-bridge")
         pump.daemon = True
         pump.start()
 

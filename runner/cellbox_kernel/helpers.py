@@ -3,7 +3,7 @@
 `emit_status`.
 
 Standard library only and no relative imports: the Jupyter gateway backend
-sends this file's source to kernels that have no evalkit runner, so both
+sends this file's source to kernels that have no cellbox runner, so both
 kinds of kernel offer the very same helpers. The model reads the docstrings:
 keep them short and exact.
 """

@@ -23,11 +23,11 @@ _CONDA_PREFIX_COMMANDS = frozenset(("install", "list", "remove", "uninstall", "u
 def network_note():
     """Why a download may have failed: the host started this kernel with its
     network off (a sandbox), which pip's own error cannot know about."""
-    mode = os.environ.get("EVALKIT_NETWORK", "on").strip().lower()
+    mode = os.environ.get("CELLBOX_NETWORK", "on").strip().lower()
     if mode in ("off", "localhost"):
         return (
             "; the network is off for this kernel (sandbox network: %s), so nothing can be downloaded: "
-            "start evalkit with --network on (or EVALKIT_NETWORK=on) to install packages" % mode
+            "start cellbox with --network on (or CELLBOX_NETWORK=on) to install packages" % mode
         )
     return ""
 _CONDA_YES_COMMANDS = frozenset(("install", "remove", "uninstall", "update", "upgrade"))
@@ -125,7 +125,7 @@ def _conda(tool, args):
     if not os.path.exists(os.path.join(sys.prefix, "conda-meta", "history")):
         raise PackageManagerError(
             "%%%s: this kernel's Python (%s) is not in a conda environment; use %%pip instead, "
-            "or start evalkit with a conda environment's python." % (tool, sys.executable)
+            "or start cellbox with a conda environment's python." % (tool, sys.executable)
         )
     executable = _conda_executable(tool)
     if executable is None:

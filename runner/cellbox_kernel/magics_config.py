@@ -5,7 +5,7 @@ Notebooks start with `%matplotlib inline` and `%config InlineBackend.figure_form
 figures always come back as images (there are no GUI windows), and
 `InlineBackend.figure_format(s)` really chooses their format. The other
 common `%config` settings are accepted and listed, so a notebook's setup cell
-runs; the ones evalkit has no use for are kept but change nothing.
+runs; the ones cellbox has no use for are kept but change nothing.
 """
 import ast
 import sys
@@ -27,22 +27,22 @@ _SETTINGS = {
         "figure_formats": ({"png"}, "several formats at once, e.g. {'png', 'svg'}"),
         "print_figure_kwargs": ({"bbox_inches": "tight"}, "keyword arguments for savefig()"),
         "rc": ({}, "matplotlib rc settings applied by %matplotlib inline"),
-        "close_figures": (True, "close figures after each cell (always, in evalkit)"),
+        "close_figures": (True, "close figures after each cell (always, in cellbox)"),
     },
     "IPCompleter": {
-        "greedy": (False, "accepted; completion is not offered by evalkit"),
-        "use_jedi": (True, "accepted; completion is not offered by evalkit"),
-        "evaluation": ("limited", "accepted; completion is not offered by evalkit"),
-        "limit_to__all__": (False, "accepted; completion is not offered by evalkit"),
+        "greedy": (False, "accepted; completion is not offered by cellbox"),
+        "use_jedi": (True, "accepted; completion is not offered by cellbox"),
+        "evaluation": ("limited", "accepted; completion is not offered by cellbox"),
+        "limit_to__all__": (False, "accepted; completion is not offered by cellbox"),
     },
     "InteractiveShell": {
-        "ast_node_interactivity": ("last_expr", "accepted; evalkit shows the last expression's value"),
-        "autocall": (0, "accepted; evalkit has no autocall"),
-        "colors": ("nocolor", "accepted; evalkit prints plain text"),
+        "ast_node_interactivity": ("last_expr", "accepted; cellbox shows the last expression's value"),
+        "autocall": (0, "accepted; cellbox has no autocall"),
+        "colors": ("nocolor", "accepted; cellbox prints plain text"),
         "xmode": ("Plain", "the traceback style, as %xmode"),
         "cache_size": (1000, "accepted; Out keeps every output"),
         "pdb": (False, "print the post-mortem after errors, as %pdb"),
-        "automagic": (False, "accepted; magics need their % prefix in evalkit"),
+        "automagic": (False, "accepted; magics need their % prefix in cellbox"),
     },
     "HistoryManager": {"enabled": (True, "accepted; history lives for the kernel's life")},
     "ZMQInteractiveShell": {"ast_node_interactivity": ("last_expr", "accepted; as InteractiveShell")},
@@ -96,7 +96,7 @@ def matplotlib(shell, args, frame):
     if not name or name == "auto":
         print("Using matplotlib backend: inline")
     elif name.lower() not in ("inline", "agg"):
-        print("evalkit shows figures inline as images: the %s backend's windows are not available here." % name)
+        print("cellbox shows figures inline as images: the %s backend's windows are not available here." % name)
     return None
 
 
@@ -135,7 +135,7 @@ def config(shell, args, frame):
     owner, _, name = target.strip().partition(".")
     if owner not in _SETTINGS or name not in _SETTINGS[owner]:
         known = ", ".join("%s.%s" % (o, n) for o in sorted(_SETTINGS) for n in sorted(_SETTINGS[o]))
-        raise UsageError("evalkit does not know the setting %r; it accepts: %s" % (target.strip(), known))
+        raise UsageError("cellbox does not know the setting %r; it accepts: %s" % (target.strip(), known))
     try:
         value = ast.literal_eval(text.strip())
     except (ValueError, SyntaxError):

@@ -22,7 +22,7 @@ def _replace_with_fffd(error):
 
 # Lone surrogates (from filenames, `surrogateescape` data, ...) cannot be
 # encoded as UTF-8; they become U+FFFD instead of breaking a frame.
-codecs.register_error("evalkit.fffd", _replace_with_fffd)
+codecs.register_error("cellbox.fffd", _replace_with_fffd)
 
 
 def jsonable(value, depth=0):
@@ -57,12 +57,12 @@ def encode_frame(frame):
         text = json.dumps(frame, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError):
         text = json.dumps(jsonable(frame), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return (text + "\n").encode("utf-8", "evalkit.fffd")
+    return (text + "\n").encode("utf-8", "cellbox.fffd")
 
 
 def quote(text):
     """A JSON string literal for `text`, as UTF-8 bytes."""
-    return json.dumps(text, ensure_ascii=False).encode("utf-8", "evalkit.fffd")
+    return json.dumps(text, ensure_ascii=False).encode("utf-8", "cellbox.fffd")
 
 
 class FrameWriter:

@@ -177,7 +177,7 @@ def _become_kernel(request, fds, base_path, closing):
         import traceback
 
         try:
-            os.write(4, ("evalkit zygote child failed:\n" + traceback.format_exc()).encode("utf-8", "replace"))
+            os.write(4, ("cellbox zygote child failed:\n" + traceback.format_exc()).encode("utf-8", "replace"))
         except OSError:
             pass
     _finish(code)

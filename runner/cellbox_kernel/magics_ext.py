@@ -3,7 +3,7 @@
 Notebooks and IPython extensions talk to "the shell": they push names into
 the user namespace, register magics and hook the cell lifecycle. `Shell` is
 the small part of IPython's InteractiveShell they commonly use, backed by
-evalkit's executor and magics tables. `%load_ext NAME` imports NAME and calls
+cellbox's executor and magics tables. `%load_ext NAME` imports NAME and calls
 its `load_ipython_extension(shell)`; `autoreload` is built in, so it works
 with no IPython installed.
 """
@@ -13,7 +13,7 @@ import sys
 
 from .magics import UsageError
 
-# Extensions evalkit provides itself (IPython's live inside IPython): name -> runner module.
+# Extensions cellbox provides itself (IPython's live inside IPython): name -> runner module.
 _BUILTIN_EXTENSIONS = {"autoreload": "autoreload", "IPython.extensions.autoreload": "autoreload"}
 
 EVENTS = ("pre_execute", "pre_run_cell", "post_execute", "post_run_cell", "shell_initialized")
@@ -147,12 +147,12 @@ class Shell:
         return self._debug
 
     def get_ipython(self):
-        """The evalkit shell (IPython's `get_ipython()`): `user_ns`, `push`,
+        """The cellbox shell (IPython's `get_ipython()`): `user_ns`, `push`,
         `run_line_magic`, `run_cell_magic`, `register_magic_function`, `events`."""
         return self
 
     def __repr__(self):
-        return "<evalkit shell: get_ipython() without IPython>"
+        return "<cellbox shell: get_ipython() without IPython>"
 
     # the namespace -------------------------------------------------------
 

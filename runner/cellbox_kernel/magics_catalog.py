@@ -11,29 +11,29 @@ from . import display
 from .magics import UsageError
 
 # Magics that only make sense with an interactive front end (or a feature
-# evalkit does not have): name -> why, and what to do instead.
+# cellbox does not have): name -> why, and what to do instead.
 UNAVAILABLE_LINE = {
-    "edit": "%edit opens a text editor, and evalkit has no editor or terminal: write files with %%writefile, run them with %run",
-    "ed": "%ed opens a text editor, and evalkit has no editor or terminal: write files with %%writefile, run them with %run",
-    "gui": "%gui starts a GUI event loop, and evalkit has no windows: figures are captured as images (%matplotlib inline)",
-    "qtconsole": "%qtconsole opens a Qt console window, and evalkit has no windows",
-    "connect_info": "%connect_info describes a Jupyter kernel's connection files, and evalkit kernels are not Jupyter kernels",
+    "edit": "%edit opens a text editor, and cellbox has no editor or terminal: write files with %%writefile, run them with %run",
+    "ed": "%ed opens a text editor, and cellbox has no editor or terminal: write files with %%writefile, run them with %run",
+    "gui": "%gui starts a GUI event loop, and cellbox has no windows: figures are captured as images (%matplotlib inline)",
+    "qtconsole": "%qtconsole opens a Qt console window, and cellbox has no windows",
+    "connect_info": "%connect_info describes a Jupyter kernel's connection files, and cellbox kernels are not Jupyter kernels",
     "clear": "%clear clears a terminal screen, and cell output is not a screen",
     "autosave": "%autosave sets a notebook's save interval, and there is no notebook file here",
     "man": "%man shows a manual page in a pager, and cells have no pager: use !man -P cat NAME",
-    "doctest_mode": "%doctest_mode switches prompts and output to doctest style, and evalkit has no prompts",
-    "pastebin": "%pastebin uploads code to a web service, and evalkit does not send your code anywhere: use %save FILE RANGE",
+    "doctest_mode": "%doctest_mode switches prompts and output to doctest style, and cellbox has no prompts",
+    "pastebin": "%pastebin uploads code to a web service, and cellbox does not send your code anywhere: use %save FILE RANGE",
     "logstart": "session logging is not available: %history -f FILE or %save FILE 1-N writes the session's code to a file",
     "logon": "session logging is not available: %history -f FILE or %save FILE 1-N writes the session's code to a file",
     "logoff": "session logging is not available: %history -f FILE or %save FILE 1-N writes the session's code to a file",
     "logstate": "session logging is not available: %history -f FILE or %save FILE 1-N writes the session's code to a file",
     "logstop": "session logging is not available: %history -f FILE or %save FILE 1-N writes the session's code to a file",
-    "macro": "macros run through IPython's input prefilter, which evalkit does not have: use %rerun RANGE, or %save FILE RANGE and %run FILE",
-    "rehashx": "%rehashx turns every command on PATH into a magic; evalkit runs commands with !cmd",
+    "macro": "macros run through IPython's input prefilter, which cellbox does not have: use %rerun RANGE, or %save FILE RANGE and %run FILE",
+    "rehashx": "%rehashx turns every command on PATH into a magic; cellbox runs commands with !cmd",
     "sc": "%sc is IPython's old shell capture: use var = !cmd",
-    "bookmark": "bookmarks live in IPython's profile database, which evalkit does not have: keep the path in a variable and use %cd $var",
-    "code_wrap": "%code_wrap changes how IPython compiles cells, which evalkit does not support",
-    "killbgscripts": "evalkit has no background scripts to kill",
+    "bookmark": "bookmarks live in IPython's profile database, which cellbox does not have: keep the path in a variable and use %cd $var",
+    "code_wrap": "%code_wrap changes how IPython compiles cells, which cellbox does not support",
+    "killbgscripts": "cellbox has no background scripts to kill",
 }
 UNAVAILABLE_CELL = {
     "code_wrap": UNAVAILABLE_LINE["code_wrap"],
@@ -70,7 +70,7 @@ def lsmagic_text(shell):
 
 
 def lsmagic(shell, args, frame):
-    """`%lsmagic`: every line and cell magic evalkit has."""
+    """`%lsmagic`: every line and cell magic cellbox has."""
     print(lsmagic_text(shell))
     return None
 
@@ -78,7 +78,7 @@ def lsmagic(shell, args, frame):
 def magic(shell, args, frame):
     """`%magic`: how magics work here, and each one's description."""
     print(
-        "evalkit magics: IPython's syntax, run without IPython.\n\n"
+        "cellbox magics: IPython's syntax, run without IPython.\n\n"
         "  %name args     a line magic (anywhere a statement can be, also `x = %name args`)\n"
         "  %%name args    a cell magic: the first line of a cell; the rest is its body\n"
         "  !cmd, x = !cmd a shell command (its output as a list with `x = !cmd`)\n"
@@ -94,9 +94,9 @@ def magic(shell, args, frame):
 
 
 def quickref(shell, args, frame):
-    """`%quickref`: a one-screen reference of the notebook syntax evalkit accepts."""
+    """`%quickref`: a one-screen reference of the notebook syntax cellbox accepts."""
     print(
-        "evalkit quick reference\n\n"
+        "cellbox quick reference\n\n"
         "obj?, ?obj, %pinfo obj      details about an object (obj??: with its source)\n"
         "%magic, %lsmagic            the magics and what they do\n"
         "!cmd, x = !cmd, !!cmd       shell commands\n"
@@ -224,7 +224,7 @@ def autoawait(shell, args, frame):
     if not word:
         print("IPython autoawait is `on`, and set to use `asyncio`")
     elif word not in ("on", "true", "1", "asyncio"):
-        raise UsageError("evalkit always runs top-level await on asyncio; %%autoawait %s is not available" % args.strip())
+        raise UsageError("cellbox always runs top-level await on asyncio; %%autoawait %s is not available" % args.strip())
     return None
 
 
@@ -234,7 +234,7 @@ def automagic(shell, args, frame):
     if word in ("off", "0", "false"):
         print("Automagic is OFF, % prefix IS needed for line magics.")
         return None
-    raise UsageError("evalkit has no automagic: a magic needs its % prefix (a bare name is Python)")
+    raise UsageError("cellbox has no automagic: a magic needs its % prefix (a bare name is Python)")
 
 
 def autocall(shell, args, frame):
@@ -242,14 +242,14 @@ def autocall(shell, args, frame):
     if args.strip() in ("0", ""):
         print("Automatic calling is: Off")
         return None
-    raise UsageError("evalkit has no autocall: call functions with parentheses")
+    raise UsageError("cellbox has no autocall: call functions with parentheses")
 
 
 _THEMES = ("nocolor", "neutral", "linux", "lightbg", "pride", "gruvbox-dark")
 
 
 def colors(shell, args, frame):
-    """`%colors scheme`: accepted; evalkit's output is plain text."""
+    """`%colors scheme`: accepted; cellbox's output is plain text."""
     if args.strip().lower() not in _THEMES:
         raise UsageError("%%colors needs one of %s" % ", ".join(_THEMES))
     return None

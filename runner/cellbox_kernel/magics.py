@@ -1,8 +1,8 @@
 """The magics themselves: what `%name`, `%%name`, `!cmd` and `var = !cmd` do.
 
 The transformer turns each form into a call on the `Magics` object the
-kernel puts in builtins as `__evalkit_magic__`. Behaviour follows IPython's;
-each magic also emits a status event (`application/x-evalkit-status`).
+kernel puts in builtins as `__cellbox_magic__`. Behaviour follows IPython's;
+each magic also emits a status event (`application/x-cellbox-status`).
 """
 import math
 import os

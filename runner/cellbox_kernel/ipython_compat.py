@@ -1,7 +1,7 @@
 """`IPython.display` without an IPython shell.
 
 Outside a running IPython, IPython's own `display()` just prints. When user
-code imports IPython, evalkit's `display` replaces it, so
+code imports IPython, cellbox's `display` replaces it, so
 `from IPython.display import display, HTML; display(HTML("<b>x</b>"))` shows
 rich output. IPython is never required: nothing happens until it is imported.
 """

@@ -7,7 +7,7 @@ does not lose the others, and `text/plain` is always present.
 import base64
 import sys
 
-STATUS_MIME = "application/x-evalkit-status"
+STATUS_MIME = "application/x-cellbox-status"
 
 # Checked in this order after `_repr_mimebundle_`; a key already produced by
 # the mimebundle is not asked for again.
@@ -58,7 +58,7 @@ def _describe(error):
 
 
 def _warn(obj, method, error):
-    sys.stderr.write("[evalkit] %s.%s failed: %s\n" % (type(obj).__name__, method, _describe(error)))
+    sys.stderr.write("[cellbox] %s.%s failed: %s\n" % (type(obj).__name__, method, _describe(error)))
 
 
 def _real_method(obj, name):
@@ -222,7 +222,7 @@ class DisplayHandle:
 
 
 def emit_status(op, **fields):
-    """Send a structured status event (`application/x-evalkit-status`)."""
+    """Send a structured status event (`application/x-cellbox-status`)."""
     event = {"op": op}
     event.update(fields)
     publish("display", {STATUS_MIME: event, "text/plain": "[%s]" % op})

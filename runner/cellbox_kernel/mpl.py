@@ -66,7 +66,7 @@ def _emit_open_figures(plt):
         try:
             data, metadata = figure_bundle(figure)
         except Exception as error:
-            sys.stderr.write("[evalkit] could not render figure %s: %s\n" % (number, error))
+            sys.stderr.write("[cellbox] could not render figure %s: %s\n" % (number, error))
             data = None
         finally:
             plt.close(figure)
@@ -101,4 +101,4 @@ def after_cell():
     try:
         _emit_open_figures(plt)
     except Exception as error:
-        sys.stderr.write("[evalkit] matplotlib capture failed: %s\n" % error)
+        sys.stderr.write("[cellbox] matplotlib capture failed: %s\n" % error)

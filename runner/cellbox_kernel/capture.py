@@ -57,7 +57,7 @@ class OutputCapture:
         self._channel = channel
         self._running = False
         self._diversions = []
-        thread = threading.Thread(target=self._tick, name="evalkit-output", daemon=True)
+        thread = threading.Thread(target=self._tick, name="cellbox-output", daemon=True)
         thread.start()
 
     def begin(self, request_id):
@@ -127,7 +127,7 @@ class _Diversion:
         self._stop = threading.Event()
         self._thread = None
         if self._streams:
-            self._thread = threading.Thread(target=self._pump, name="evalkit-capture", daemon=True)
+            self._thread = threading.Thread(target=self._pump, name="cellbox-capture", daemon=True)
             self._thread.start()
 
     def _pump(self):

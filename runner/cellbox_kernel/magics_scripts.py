@@ -101,7 +101,7 @@ def script(args, body, frame):
     options, command = _script_parser().parse_known_args(shlex.split(args))
     if options.bg or options.proc:
         raise UsageError(
-            "%%script --bg (and --proc) is not supported: evalkit cells run one at a time and a "
+            "%%script --bg (and --proc) is not supported: cellbox cells run one at a time and a "
             "background script would outlive its cell. Run it in the foreground, or start it "
             "yourself with subprocess.Popen."
         )
