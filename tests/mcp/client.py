@@ -1,9 +1,12 @@
 """Drive `cellbox mcp` with the official Python MCP client, one scenario per run.
 
 Usage: client.py CELLBOX_BINARY CWD SCENARIO
+CELLBOX_BINARY is a path, or else a command line split like a shell would
+(`"uvx --offline --from ./cellbox.whl cellbox"`); `mcp --cwd CWD` is appended.
 Prints what it checked; any failed check raises, so the exit status says it all.
 """
 import os
+import shlex
 import sys
 import time
 
@@ -212,7 +215,8 @@ SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if na
 
 
 async def main():
-    params = StdioServerParameters(command=BINARY, args=["mcp", "--cwd", CWD], env=dict(os.environ))
+    command, *prefix = [BINARY] if os.path.exists(BINARY) else shlex.split(BINARY)
+    params = StdioServerParameters(command=command, args=prefix + ["mcp", "--cwd", CWD], env=dict(os.environ))
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
