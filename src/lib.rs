@@ -26,4 +26,5 @@ pub mod render;
 pub mod runtime;
 pub mod sandbox;
 pub mod session;
+pub mod settings;
 pub mod tool;

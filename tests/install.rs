@@ -185,3 +185,46 @@ fn bad_input_changes_no_file() {
     assert!(!home.path().join(".codex/config.toml").exists());
     assert_eq!(std::fs::read_to_string(home.path().join(".cursor/mcp.json")).unwrap(), "{ \"mcpServers\": ");
 }
+
+/// The binary copied to where a channel puts it registers itself the way that channel starts it,
+/// and `doctor --json` names the channel.
+#[test]
+fn each_channel_registers_the_command_it_was_installed_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let cargo_root = dir.path().join("cargo");
+    std::fs::create_dir(&cargo_root).unwrap();
+    std::fs::write(cargo_root.join(".crates2.json"), "{}").unwrap();
+    // (where the channel puts the binary, the channel, the command a client runs; None: the binary's path)
+    let cases: [(&str, &str, Option<&[&str]>); 5] = [
+        ("npm/_npx/0a1b/node_modules/@cellbox/linux-x64/bin", "npx", Some(&["npx", "-y", "cellbox", "mcp"])),
+        ("uv/archive-v0/xyz/bin", "uvx", Some(&["uvx", "cellbox", "mcp"])),
+        ("lib/node_modules/cellbox/node_modules/@cellbox/linux-x64/bin", "npm", None),
+        ("pipx/venvs/cellbox/bin", "pipx", None),
+        ("cargo/bin", "cargo", None),
+    ];
+    for (folder, channel, launch) in cases {
+        let bin = dir.path().join(folder);
+        std::fs::create_dir_all(&bin).unwrap();
+        let exe = bin.join("cellbox");
+        // A copy, not a link: the binary finds its own path through /proc/self/exe, which resolves links.
+        std::fs::copy(env!("CARGO_BIN_EXE_cellbox"), &exe).unwrap();
+        let run = |args: &[&str]| {
+            Command::new(&exe).args(args).env("HOME", &home).env_remove("XDG_CONFIG_HOME").output().unwrap()
+        };
+        let written = ok(run(&["install", "--client", "cursor"]));
+        assert!(written.contains("created"), "{written}");
+        let config = std::fs::read_to_string(home.join(".cursor/mcp.json")).unwrap();
+        let (command, args) = entry(&config, Some("mcpServers")).0.expect("an entry");
+        let registered: Vec<String> = std::iter::once(command).chain(args).collect();
+        let expected: Vec<String> = match launch {
+            Some(launch) => launch.iter().map(|part| part.to_string()).collect(),
+            None => vec![exe.to_string_lossy().into_owned(), "mcp".into()],
+        };
+        assert_eq!(registered, expected, "{channel}");
+        std::fs::remove_file(home.join(".cursor/mcp.json")).unwrap();
+        let report: Value = serde_json::from_slice(&run(&["doctor", "--json"]).stdout).unwrap();
+        assert_eq!(report["installed"]["channel"], channel, "{}", report["installed"]);
+    }
+}

@@ -41,7 +41,7 @@ ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 # Durations printed by %time, %%time, %timeit and %prun: "1.23 ms", "456 ns", "0.001 seconds".
 DURATION = re.compile(r"\d+(?:\.\d+)?(?:e[+-]?\d+)? ?(?:ns|µs|μs|us|ms|s|sec|seconds)\b")
 # cellbox shows an image as "[image 1: image/png 640×480]"; ipykernel's side is rendered the same way.
-CELLBOX_IMAGE = re.compile(r"\[image \d+: image/[a-z+]+ [^\]]*\]")
+IMAGE_PLACEHOLDER = re.compile(r"\[image \d+: image/[a-z+]+ [^\]]*\]")
 # The report of %prun: its counts, rows and their order depend on timing and on the profiler's
 # own frames, so the whole report (summary line to the end of its table) becomes "<profile>".
 PROFILE_SUMMARY = re.compile(r"^\s*\d+ function calls.* in .*$")
@@ -55,7 +55,7 @@ def normalise(text, cwd):
     text = ANSI.sub("", text)  # colours are presentation
     text = text.replace(os.path.realpath(cwd), "<cwd>").replace(cwd, "<cwd>")  # each side has its own folder
     text = ADDRESS.sub("0x…", text)  # object addresses differ per process
-    text = CELLBOX_IMAGE.sub("[image]", text)
+    text = IMAGE_PLACEHOLDER.sub("[image]", text)
     lines = []
     profile = None  # None, "head" (after the summary line) or "table" (after the column header)
     for line in text.split("\n"):

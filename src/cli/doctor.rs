@@ -63,6 +63,15 @@ fn tool_line(name: &str, tool: &doctor::ToolReport) -> String {
 /// The report as text, one section a few lines.
 fn render(report: &Report) -> String {
     let mut out = format!("cellbox {} ({}) on {}\n", report.version, report.revision, report.os);
+    if let Some(installed) = &report.installed {
+        let launch: Vec<&str> =
+            std::iter::once(installed.command.as_str()).chain(installed.args.iter().map(String::as_str)).collect();
+        out.push_str(&format!(
+            "installed {}: `cellbox install --client …` registers `{} mcp`\n",
+            installed.channel.title(),
+            launch.join(" ")
+        ));
+    }
     out.push_str(&format!("cwd       {}\n\nPython\n", report.cwd.display()));
     for candidate in &report.python.candidates {
         let mark = if candidate.state == "chosen" { "*" } else { " " };

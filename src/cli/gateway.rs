@@ -3,8 +3,8 @@
 
 use std::process::ExitCode;
 
-use clap::Subcommand;
 use cellbox::gateway::local;
+use clap::Subcommand;
 
 use super::KernelArgs;
 

@@ -16,7 +16,8 @@ pub struct InstallArgs {
     /// Show the change to each file as a diff, and write nothing.
     #[arg(long)]
     dry_run: bool,
-    /// The program the client starts [default: this cellbox binary, or `uvx` when it runs from uv's cache].
+    /// The program the client starts [default: as this binary was installed: `npx -y cellbox` from npx's
+    /// cache, `uvx cellbox` from uv's, else this binary's path (pipx, uv tool, pip, npm, cargo)].
     #[arg(long, value_name = "PROGRAM")]
     command: Option<String>,
     /// Extra flags for `cellbox mcp`, e.g. `--args --cwd ~/project --no-js` (everything after --args).
@@ -87,8 +88,8 @@ fn run(
 pub fn install(args: InstallArgs) -> ExitCode {
     let (command, mut server_args) = match args.command {
         Some(command) => (command, Vec::new()),
-        None => match std::env::current_exe() {
-            Ok(exe) => install::default_launch(&exe),
+        None => match install::channel::current() {
+            Ok(installed) => (installed.command, installed.args),
             Err(e) => {
                 eprintln!("cellbox: cannot tell where this binary is ({e}); pass --command /path/to/cellbox");
                 return ExitCode::from(2);

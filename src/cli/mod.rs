@@ -14,8 +14,8 @@ mod setup;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
 use cellbox::sandbox::{NetworkMode, SandboxMode, SandboxPolicy, parse_size};
+use clap::{Parser, Subcommand};
 
 /// `--version`: the crate version and the git revision it was built from.
 pub(crate) const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("CELLBOX_GIT_REVISION"), ")");
@@ -48,6 +48,11 @@ enum Command {
     Completions(docs::CompletionsArgs),
     /// Print the man page (roff): `cellbox man > cellbox.1`.
     Man,
+    /// Print reference tables generated from the code (the docs are made from them).
+    Docs {
+        #[command(subcommand)]
+        what: docs::DocsCommand,
+    },
     /// Show or stop the shared local Jupyter gateway (`--backend gateway`).
     Gateway {
         #[command(subcommand)]
@@ -204,6 +209,7 @@ pub async fn dispatch(cli: Cli) -> ExitCode {
         Command::Install(args) => install::install(args),
         Command::Completions(args) => docs::completions(args),
         Command::Man => docs::man(),
+        Command::Docs { what } => docs::docs(what),
         Command::Uninstall(args) => install::uninstall(args),
         Command::Mcp(args) => mcp::mcp(args).await,
         Command::Repl(args) => repl::repl(args).await,

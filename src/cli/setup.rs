@@ -4,8 +4,8 @@
 
 use std::process::ExitCode;
 
-use clap::Subcommand;
 use cellbox::runtime::{self, DiscoveryInput, discovery};
+use clap::Subcommand;
 
 use super::KernelArgs;
 

@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::backend;
+use crate::install::channel::{self, Installed};
 use crate::output::artifacts::{ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES, DEFAULT_RETENTION};
 use crate::output::limiter::TextLimits;
 use crate::runtime::{self, DiscoveryInput, discovery, probe};
@@ -39,6 +40,9 @@ pub struct Report {
     /// The git revision the binary was built from (`unknown` outside a checkout).
     pub revision: String,
     pub os: String,
+    /// How this binary was installed and how `cellbox install --client` registers it
+    /// (absent when the binary cannot tell its own path).
+    pub installed: Option<Installed>,
     pub cwd: PathBuf,
     pub python: PythonReport,
     pub node: ToolReport,
@@ -184,6 +188,7 @@ pub fn examine(input: &DoctorInput) -> Report {
         version: VERSION.to_string(),
         revision: revision().to_string(),
         os: format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
+        installed: channel::current().ok(),
         cwd: input.cwd.clone(),
         python,
         node,

@@ -7,6 +7,7 @@
 //! `<file>.cellbox-backup` and replaces the file in one rename, keeping its
 //! permissions (`~/.claude.json` is private).
 
+pub mod channel;
 pub mod clients;
 mod json;
 mod toml;
@@ -161,15 +162,6 @@ pub fn plan_uninstall(client: &'static Client, home: &Home, name: &str) -> Resul
     Ok(Change { client, path, before, after })
 }
 
-/// How the client should start cellbox: this binary by its absolute path,
-/// or `uvx cellbox` when this binary lives in uv's throwaway cache (a path
-/// that would vanish on the next `uv cache clean`).
-pub fn default_launch(exe: &Path) -> (String, Vec<String>) {
-    let text = exe.to_string_lossy();
-    let ephemeral = text.contains("/uv/archive-v") || text.contains("/.cache/uv/");
-    if ephemeral { ("uvx".into(), vec!["cellbox".into()]) } else { (text.into_owned(), Vec::new()) }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,12 +215,5 @@ mod tests {
         let error = json::install("{\"mcpServers\": 3}", "mcpServers", false, &server(&[]), "f.json").unwrap_err();
         assert!(error.contains("mcpServers"), "{error}");
         assert!(toml::install("a = [", &server(&[]), "c.toml").unwrap_err().contains("not valid TOML"));
-    }
-
-    #[test]
-    fn a_binary_in_uvs_cache_is_launched_through_uvx() {
-        let (command, args) = default_launch(Path::new("/home/u/.cache/uv/archive-v0/abc/bin/cellbox"));
-        assert_eq!((command.as_str(), args), ("uvx", vec!["cellbox".to_string()]));
-        assert_eq!(default_launch(Path::new("/usr/local/bin/cellbox")).0, "/usr/local/bin/cellbox");
     }
 }
