@@ -175,24 +175,29 @@ def printed_text(stdout):
 
 
 def fastmcp_cli(binary, cases, env):
-    """`fastmcp call --command …`: prints what the FastMCP client makes of the result."""
+    """`fastmcp call --command … --target eval`: prints structuredContent as JSON when the result
+    has it, the text blocks otherwise, "Error: <text>" on isError (fastmcp/cli/client.py,
+    _format_call_result_text); --json prints the whole result (snake_case keys)."""
     from importlib.metadata import version
 
     fastmcp = Path(sys.executable).parent / "fastmcp"
     rows = {}
     for case, arguments in cases.items():
         problems = []
-        shown, _ = run([str(fastmcp), "call", "--command", f"{binary} mcp", "eval", json.dumps(arguments)], env)
-        problems += ["shown (stdout): " + p for p in expect(case, shown.stdout)]
-        raw, _ = run([str(fastmcp), "call", "--command", f"{binary} mcp", "eval", json.dumps(arguments), "--json"], env)
+        base = [str(fastmcp), "call", "--command", f"{binary} mcp", "--target", "eval", "--input-json", json.dumps(arguments)]
+        shown, _ = run(base, env)
+        problems += ["shown (stdout): " + p for p in expect(case, printed_text(shown.stdout))]
+        raw, _ = run(base + ["--json"], env)
         try:
             result = json.loads(raw.stdout)
-        except ValueError:
+            names = {"is_error": "isError", "structured_content": "structuredContent"}
+            result = {names.get(k, k): v for k, v in result.items()}
+            for block in result.get("content") or []:
+                if "mime_type" in block:
+                    block["mimeType"] = block.pop("mime_type")
+        except (ValueError, AttributeError):
             result = {"client_error": f"--json stdout is not JSON (exit {raw.returncode}): {raw.stdout[-200:]!r} {raw.stderr[-300:]!r}"}
-        if isinstance(result, dict) and "content" in result:
-            problems += check_result(case, result)
-        else:
-            problems.append(f"--json printed {str(result)[:200]}")
+        problems += check_result(case, result)
         rows[case] = problems
     return version("fastmcp"), rows
 
@@ -202,8 +207,8 @@ CLIENTS = {
     "python-sdk": (sdk_client("python"), "CallToolResult: content + structuredContent (host's pick)"),
     "typescript-sdk": (sdk_client("ts"), "CallToolResult: content + structuredContent (host's pick)"),
     "inspector-cli": (inspector, "whole result JSON (content + structuredContent)"),
-    "mcporter": (mcporter, "structuredContent (its .json if any) before text"),
-    "fastmcp-cli": (fastmcp_cli, "stdout of fastmcp call"),
+    "mcporter": (mcporter, "structuredContent.json, else structuredContent, before text"),
+    "fastmcp-cli": (fastmcp_cli, "structuredContent as JSON (content text on isError)"),
 }
 SHORT_CLIENTS = ("python-sdk", "typescript-sdk")
 
