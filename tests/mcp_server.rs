@@ -21,6 +21,11 @@ fn initialize_and_list_tools() {
 }
 
 #[test]
+fn every_tool_result_validates_against_its_output_schema_and_carries_its_text() {
+    scenario("schemas");
+}
+
+#[test]
 fn state_persists_across_calls_and_reset_clears_it() {
     scenario("state");
 }

@@ -15,16 +15,17 @@
 //! Each tool's annotations and result-size hint come from one table in [`manners`].
 
 pub mod manners;
+pub mod output;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ServerCapabilities,
-    ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, InitializeRequestParams, InitializeResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
@@ -33,12 +34,13 @@ use tokio::sync::watch;
 
 use crate::backend::Backend;
 use crate::output::artifacts::SCHEME;
-use crate::tool::{CallContext, CallOutcome, EvalEngine, EvalEvent, EvalParams, EvalResult, Language};
+use crate::tool::{CallContext, CallOutcome, EvalEngine, EvalEvent, EvalParams, Language};
 
 mod rounds;
 mod runs;
 pub mod sampling;
 mod tasks;
+pub mod versions;
 
 /// Largest piece of an artifact one `resources/read` returns; larger artifacts
 /// end with a line naming the URI of the next page.
@@ -185,7 +187,7 @@ impl EvalServer {
             Self::sessions_tool(),
         ]
         .into_iter()
-        .map(|tool| manners::dress(tool, max_text_bytes))
+        .map(|tool| output::with_output_schema(manners::dress(tool, max_text_bytes)))
         .collect()
     }
 
@@ -227,26 +229,35 @@ impl EvalServer {
             None | Some(Value::Null) => None,
             Some(Value::String(path)) if !path.trim().is_empty() => Some(path.clone()),
             Some(other) => {
-                return CallToolResult::error(vec![ContentBlock::text(format!(
+                return output::error_result(format!(
                     "path must be a file name such as \"analysis.ipynb\", got {other}"
-                ))]);
+                ));
             }
         };
         let notebook = match self.engine.export_notebook(&self.context.session) {
             Ok(notebook) => notebook,
-            Err(error) => return CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
+            Err(error) => return output::error_result(error.to_string()),
         };
         match path {
-            None => CallToolResult::success(vec![ContentBlock::text(notebook.to_json_string())]),
+            None => {
+                let text = notebook.to_json_string();
+                let exported =
+                    output::ExportOutput { text: text.clone(), path: None, cells: Some(notebook.cells.len()) };
+                output::text_result(text, &exported, false)
+            }
             Some(path) => {
                 let target = self.engine.config().default_cwd.join(path);
                 match notebook.write(&target) {
-                    Ok(()) => CallToolResult::success(vec![ContentBlock::text(format!(
-                        "Saved {} cell(s) to {}",
-                        notebook.cells.len(),
-                        target.display()
-                    ))]),
-                    Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
+                    Ok(()) => {
+                        let text = format!("Saved {} cell(s) to {}", notebook.cells.len(), target.display());
+                        let exported = output::ExportOutput {
+                            text: text.clone(),
+                            path: Some(target.display().to_string()),
+                            cells: Some(notebook.cells.len()),
+                        };
+                        output::text_result(text, &exported, false)
+                    }
+                    Err(error) => output::error_result(error.to_string()),
                 }
             }
         }
@@ -255,21 +266,21 @@ impl EvalServer {
     async fn call_eval(&self, mut arguments: Value, context: RequestContext<RoleServer>) -> CallToolResult {
         let name = match runs::take_session(&mut arguments) {
             Ok(name) => name,
-            Err(message) => return CallToolResult::error(vec![ContentBlock::text(message)]),
+            Err(message) => return output::error_result(message),
         };
         let session = self.session_context(&name);
         let _busy = self.note_call(&name, &arguments);
         let params = match EvalParams::from_json(arguments) {
             Ok(params) => params,
-            Err(error) => return CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
+            Err(error) => return output::error_result(error.to_string()),
         };
         if params.wait == Some(0.0)
             && let Some(run) = self.engine.current_run(&session.session)
         {
-            return CallToolResult::error(vec![ContentBlock::text(format!(
+            return output::error_result(format!(
                 "Session {name:?} is busy with {run}, and wait: 0 does not queue. Wait for it with eval_wait, \
                  stop it with eval_cancel, or pass another session."
-            ))]);
+            ));
         }
         let (progress_tx, progress_rx) = watch::channel(None::<String>);
         let reporter = context.meta.get_progress_token().map(|token| {
@@ -287,9 +298,9 @@ impl EvalServer {
             let _ = reporter.await;
         }
         match outcome {
-            Ok(CallOutcome::Finished(result)) => to_tool_result(result),
-            Ok(CallOutcome::Running(report)) => runs::running_result(report),
-            Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
+            Ok(CallOutcome::Finished(result)) => output::eval_result(result),
+            Ok(CallOutcome::Running(report)) => output::running_result(report),
+            Err(error) => output::error_result(error.to_string()),
         }
     }
 
@@ -417,44 +428,9 @@ fn heartbeat_message(last: Option<&str>, elapsed: Duration) -> String {
     }
 }
 
-/// Text first, then images; details as structured content.
-fn to_tool_result(result: EvalResult) -> CallToolResult {
-    let mut content = vec![ContentBlock::text(result.text.clone())];
-    for image in &result.images {
-        content.push(ContentBlock::image(image.image.data.clone(), image.image.mime.clone()));
-    }
-    let structured = json!({
-        "cells": result.cells,
-        "json": result.json,
-        "status_events": result.status_events,
-        "artifact": result.artifact,
-        "truncated": result.truncated,
-        "notes": result.notes,
-    });
-    let mut tool_result =
-        if result.is_error { CallToolResult::error(content) } else { CallToolResult::success(content) };
-    tool_result.structured_content = Some(structured);
-    tool_result
-}
-
-impl ServerHandler for EvalServer {
-    fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools().enable_resources().enable_tasks().build();
-        let mut info = ServerConfig::new(capabilities).with_instructions(self.instructions());
-        info.server_info.name = "cellbox".into();
-        info.server_info.version = env!("CARGO_PKG_VERSION").into();
-        info
-    }
-
-    async fn list_tools(
-        &self,
-        _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.tools()))
-    }
-
-    async fn call_tool(
+impl EvalServer {
+    /// A tool call, answered as the newest protocol answers it ([`output::for_version`] adapts it).
+    async fn dispatch_tool(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
@@ -470,7 +446,7 @@ impl ServerHandler for EvalServer {
             "eval_reset" => {
                 let name = match runs::take_session(&mut arguments) {
                     Ok(name) => name,
-                    Err(message) => return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into()),
+                    Err(message) => return Ok(output::error_result(message).into()),
                 };
                 let stopped = self.engine.reset_session(&self.session_context(&name).session).await;
                 let text = if stopped == 0 {
@@ -478,7 +454,8 @@ impl ServerHandler for EvalServer {
                 } else {
                     "The kernel was restarted: all variables, imports and functions are cleared."
                 };
-                Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+                let reset = output::ResetOutput { text: text.to_string(), restarted: Some(stopped > 0) };
+                Ok(output::text_result(text.to_string(), &reset, false).into())
             }
             "eval_export_notebook" => Ok(self.call_export(&arguments).into()),
             other => Err(McpError::invalid_params(
@@ -489,6 +466,58 @@ impl ServerHandler for EvalServer {
                 None,
             )),
         }
+    }
+}
+
+impl ServerHandler for EvalServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder().enable_tools().enable_resources().enable_tasks().build();
+        let mut info = ServerConfig::new(capabilities).with_instructions(self.instructions());
+        info.server_info.name = "cellbox".into();
+        info.server_info.version = env!("CARGO_PKG_VERSION").into();
+        info
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        result.capabilities = versions::capabilities(result.capabilities, &result.protocol_version);
+        Ok(result)
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(versions::SUPPORTED)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let mut tools = self.tools();
+        if !output::has_structured_content(context.protocol_version().as_ref()) {
+            for tool in &mut tools {
+                tool.output_schema = None;
+            }
+        }
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let version = context.protocol_version();
+        let response = self.dispatch_tool(request, context).await?;
+        Ok(match response {
+            CallToolResponse::Complete(result) => output::for_version(result, version.as_ref()).into(),
+            other => other,
+        })
     }
 
     async fn get_task(

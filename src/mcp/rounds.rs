@@ -14,8 +14,8 @@ use std::sync::atomic::Ordering;
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CreateMessageRequest, CreateMessageResult,
-    InputRequest, InputRequiredResult, ProtocolVersion,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CreateMessageRequest, CreateMessageResult, InputRequest,
+    InputRequiredResult, ProtocolVersion,
 };
 use rmcp::service::RequestContext;
 use serde_json::Value;
@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::sampling::Asked;
-use super::{EvalServer, runs, to_tool_result};
+use super::{EvalServer, output, runs};
 use crate::tool::{CallOutcome, EvalParams};
 
 /// The key of the one sampling request each round asks.
@@ -53,14 +53,14 @@ impl EvalServer {
         context: &RequestContext<RoleServer>,
     ) -> CallToolResponse {
         let Some(sampling) = self.sampling.clone() else {
-            return CallToolResult::error(vec![ContentBlock::text("sampling is not set up on this server")]).into();
+            return output::error_result("sampling is not set up on this server").into();
         };
         if let Some(state) = request.request_state {
             let Some(parked) = self.parked.lock().unwrap().remove(&state) else {
-                return CallToolResult::error(vec![ContentBlock::text(format!(
+                return output::error_result(format!(
                     "requestState {state:?} names no waiting eval call (it was answered already, or the server \
                      restarted); run the cells again"
-                ))])
+                ))
                 .into();
             };
             let answer = match request.input_responses.and_then(|mut responses| responses.remove(ASK_KEY)) {
@@ -73,14 +73,14 @@ impl EvalServer {
         }
         let name = match runs::take_session(&mut arguments) {
             Ok(name) => name,
-            Err(message) => return CallToolResult::error(vec![ContentBlock::text(message)]).into(),
+            Err(message) => return output::error_result(message).into(),
         };
         let session = self.session_context(&name);
         // Listed by eval_sessions; a call spanning rounds is not counted as in flight.
         drop(self.note_call(&name, &arguments));
         let params = match EvalParams::from_json(arguments) {
             Ok(params) => params,
-            Err(error) => return CallToolResult::error(vec![ContentBlock::text(error.to_string())]).into(),
+            Err(error) => return output::error_result(error.to_string()).into(),
         };
         let declared = context.client_capabilities().is_some_and(|caps| caps.sampling.is_some());
         let asks = sampling.open_rounds(&session.session, declared);
@@ -89,9 +89,9 @@ impl EvalServer {
         let task = tokio::spawn(async move {
             let cancel = CancellationToken::new();
             match engine.call(&params, &session, &cancel, &|_| {}).await {
-                Ok(CallOutcome::Finished(result)) => to_tool_result(result),
-                Ok(CallOutcome::Running(report)) => runs::running_result(report),
-                Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
+                Ok(CallOutcome::Finished(result)) => output::eval_result(result),
+                Ok(CallOutcome::Running(report)) => output::running_result(report),
+                Err(error) => output::error_result(error.to_string()),
             }
         });
         self.drive(task, asks, key).await
@@ -111,7 +111,7 @@ impl EvalServer {
                 }
                 match finished {
                     Ok(result) => result.into(),
-                    Err(error) => CallToolResult::error(vec![ContentBlock::text(format!("the eval call failed: {error}"))]).into(),
+                    Err(error) => output::error_result(format!("the eval call failed: {error}")).into(),
                 }
             }
             Some(asked) = asks.recv() => {

@@ -10,12 +10,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rmcp::RoleServer;
-use rmcp::model::{CallToolResult, ContentBlock, Tool};
+use rmcp::model::{CallToolResult, Tool};
 use rmcp::service::RequestContext;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::{EvalServer, progress_message, report_progress};
+use super::{EvalServer, output, progress_message, report_progress};
 use crate::tool::engine::INTERRUPT_ESCALATION;
 use crate::tool::{CallContext, RunError, RunReport, WaitFor};
 
@@ -213,7 +213,7 @@ impl EvalServer {
         });
         let (run, wait) = match prepared {
             Ok(prepared) => prepared,
-            Err(message) => return CallToolResult::error(vec![ContentBlock::text(message)]),
+            Err(message) => return output::error_result(message),
         };
         let reporter = self.follow_run(&run, &context);
         let outcome = tokio::select! {
@@ -232,10 +232,10 @@ impl EvalServer {
             take_session(&mut arguments).and_then(|name| self.chosen_run(&arguments, &self.session_context(&name)));
         let run = match run {
             Ok(run) => run,
-            Err(message) => return CallToolResult::error(vec![ContentBlock::text(message)]),
+            Err(message) => return output::error_result(message),
         };
         if let Err(error) = self.engine.cancel(&run) {
-            return CallToolResult::error(vec![ContentBlock::text(error.to_string())]);
+            return output::error_result(error.to_string());
         }
         // The interrupt, then the kill the ladder ends with, then a margin.
         let ladder = INTERRUPT_ESCALATION + Duration::from_secs(5);
@@ -279,20 +279,19 @@ impl EvalServer {
                 line.push_str(&format!(", last cell: {last}"));
             }
             lines.push(line);
-            listed.push(json!({
-                "name": name,
-                "busy": busy,
-                "run": run,
-                "started_unix": started,
-                "languages": languages,
-                "kernels": kernels,
-                "resident_bytes": memory,
-                "last_cell": entry.last_cell,
-            }));
+            listed.push(output::SessionEntry {
+                name,
+                busy,
+                run,
+                started_unix: started,
+                languages: languages.iter().map(|language| language.to_string()).collect(),
+                kernels,
+                resident_bytes: memory,
+                last_cell: entry.last_cell,
+            });
         }
-        let mut result = CallToolResult::success(vec![ContentBlock::text(lines.join("\n") + "\n")]);
-        result.structured_content = Some(json!({ "sessions": listed }));
-        result
+        let text = lines.join("\n") + "\n";
+        output::text_result(text.clone(), &output::SessionsOutput { text, sessions: listed }, false)
     }
 
     /// Progress notifications for a wait on `run`, when the client asked for them.
@@ -320,31 +319,16 @@ impl EvalServer {
 pub(super) fn run_result(outcome: Result<RunReport, RunError>) -> CallToolResult {
     match outcome {
         Ok(RunReport { result: Some(result), run, .. }) => {
-            let mut tool_result = super::to_tool_result(result);
+            let mut tool_result = output::eval_result(result);
             if let Some(Value::Object(map)) = tool_result.structured_content.as_mut() {
                 map.insert("run".into(), json!(run));
                 map.insert("running".into(), json!(false));
             }
             tool_result
         }
-        Ok(report) => running_result(report),
-        Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
+        Ok(report) => output::running_result(report),
+        Err(error) => output::error_result(error.to_string()),
     }
-}
-
-/// A run still going: the output so far, each cell's state and the handle.
-pub(super) fn running_result(report: RunReport) -> CallToolResult {
-    let mut result = CallToolResult::success(vec![ContentBlock::text(report.text.clone())]);
-    result.structured_content = Some(json!({
-        "run": report.run,
-        "running": true,
-        "cells": report.cells,
-        "queued_behind": report.queued_behind,
-        "elapsed_ms": report.elapsed_ms,
-        "artifact": report.artifact,
-        "truncated": report.truncated,
-    }));
-    result
 }
 
 #[cfg(test)]

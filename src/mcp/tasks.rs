@@ -11,13 +11,13 @@
 use std::time::Duration;
 
 use rmcp::RoleServer;
-use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, CreateTaskResult};
+use rmcp::model::{CallToolResponse, CreateTaskResult};
 use rmcp::service::RequestContext;
 use rmcp::task_manager::{TaskExit, TaskOptions};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{EvalServer, progress_message, runs, to_tool_result};
+use super::{EvalServer, output, progress_message, runs};
 use crate::tool::{EvalEvent, EvalParams};
 
 /// How long a finished task stays readable beyond the longest time its cells may take.
@@ -26,22 +26,26 @@ const TASK_RETENTION_MARGIN: Duration = Duration::from_secs(10 * 60);
 impl EvalServer {
     /// Whether this `eval` call should run as a task: the client declared the
     /// extension and the call did not ask for the `wait` model instead.
+    /// The extension exists from protocol 2026-07-28 on: a client that declares it on an older
+    /// version (where `extensions` is not defined) gets plain results, as it expects.
     pub(super) fn runs_as_task(arguments: &Value, context: &RequestContext<RoleServer>) -> bool {
+        let version = context.protocol_version();
+        let defined = version.as_ref().is_some_and(super::versions::has_extensions);
         let declared = context.client_capabilities().is_some_and(|caps| caps.supports_tasks());
-        declared && arguments.get("wait").is_none_or(Value::is_null)
+        defined && declared && arguments.get("wait").is_none_or(Value::is_null)
     }
 
     /// Start `eval` as a task and return its seed state at once.
     pub(super) fn call_eval_task(&self, mut arguments: Value) -> CallToolResponse {
         let name = match runs::take_session(&mut arguments) {
             Ok(name) => name,
-            Err(message) => return CallToolResult::error(vec![ContentBlock::text(message)]).into(),
+            Err(message) => return output::error_result(message).into(),
         };
         let session = self.session_context(&name);
         let params = match EvalParams::from_json(arguments).and_then(|params| params.plan().map(|plan| (params, plan)))
         {
             Ok(found) => found,
-            Err(error) => return CallToolResult::error(vec![ContentBlock::text(error.to_string())]).into(),
+            Err(error) => return output::error_result(error.to_string()).into(),
         };
         let (params, plan) = params;
         // The task must stay readable for as long as its cells may run (a
@@ -72,8 +76,8 @@ impl EvalServer {
                     return Err(TaskExit::Cancelled);
                 }
                 Ok(match outcome {
-                    Ok(result) => to_tool_result(result),
-                    Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
+                    Ok(result) => output::eval_result(result),
+                    Err(error) => output::error_result(error.to_string()),
                 })
             })
         });

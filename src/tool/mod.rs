@@ -11,5 +11,5 @@ pub use engine::{
     parse_preload, preload_from_env,
 };
 pub use params::{CellParams, EvalParams, Language};
-pub use result::{CellReport, CellStatus, EvalEvent, EvalResult};
+pub use result::{CellReport, CellStatus, ErrorSummary, EvalEvent, EvalResult, JsonOutput, StatusEvent};
 pub use run::{CallOutcome, RUN_SCHEME, RunCell, RunError, RunReport, RunSummary, SessionKernel, WaitFor};

@@ -16,7 +16,7 @@ use crate::output::limiter::{TextLimiter, TextLimits};
 pub const MAX_IMAGES_PER_CALL: usize = 16;
 
 /// How a cell ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CellStatus {
     Ok,
@@ -45,7 +45,7 @@ impl CellStatus {
 }
 
 /// Per-cell details.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CellReport {
     /// 0-based position in the call.
     pub index: usize,
@@ -61,7 +61,7 @@ pub struct CellReport {
 }
 
 /// The exception a cell raised.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ErrorSummary {
     pub ename: String,
     pub evalue: String,
@@ -74,13 +74,13 @@ pub struct ImageOutput {
     pub image: PreparedImage,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct JsonOutput {
     pub cell: usize,
     pub value: Value,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct StatusEvent {
     pub cell: usize,
     pub event: Value,

@@ -55,7 +55,7 @@ pub enum WaitFor {
 }
 
 /// One cell's state, as a read reports it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RunCell {
     pub index: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -560,7 +560,7 @@ pub struct RunSummary {
 }
 
 /// One kernel a session holds, as [`EvalEngine::session_kernels`] lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct SessionKernel {
     /// `python` or `node`.
     pub backend: String,

@@ -4,6 +4,7 @@
 
 pub mod fake_bridge;
 pub mod gateway;
+pub mod raw_mcp;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -211,6 +211,52 @@ async def scenario_one_plus_one(session, init):
     print("one plus one ok")
 
 
+async def scenario_schemas(session, init):
+    """Every tool's real results, successes and errors, validate against the tool's declared
+    outputSchema, and carry the model-facing text (and image references) in structuredContent too."""
+    import jsonschema
+
+    tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    assert all(tool.output_schema for tool in tools.values()), [t.name for t in tools.values() if not t.output_schema]
+    checked = {}
+
+    def check(name, result):
+        jsonschema.validate(result.structured_content, tools[name].output_schema)
+        assert result.structured_content["text"] == text_of(result), (name, result.structured_content, text_of(result))
+        images = [index for index, block in enumerate(result.content) if block.type == "image"]
+        refs = [image["content_index"] for image in result.structured_content.get("images", [])]
+        assert refs == images, (name, refs, images)
+        checked.setdefault(name, set()).add("error" if result.is_error else "ok")
+        return result
+
+    check("eval", await call(session, [{"code": "print('hello from cellbox')\n6 * 7"}]))
+    check("eval", await call(session, [{"code": "1/0"}]))
+    check("eval", await call(session, [{"cod": "1"}]))
+    plot = check("eval", await call(session, [{"code": "import matplotlib.pyplot as plt\nplt.plot([1, 2]);"}]))
+    assert plot.structured_content["images"][0]["mime_type"] == "image/png", plot.structured_content
+    long = check("eval", await call(session, [{"code": "for i in range(20000): print(i)"}]))
+    assert "artifact://" in long.structured_content["text"] and long.structured_content["truncated"], long.structured_content
+    running = check("eval", await call(session, [{"code": "import time; print('started'); time.sleep(30)"}], wait=0.5))
+    run = running.structured_content["run"]
+    assert running.structured_content["running"] is True, running.structured_content
+    check("eval_wait", await session.call_tool("eval_wait", {"run": run, "wait": 0.2}))
+    cancelled = check("eval_cancel", await session.call_tool("eval_cancel", {"run": run}))
+    # A cancelled run ends in error (its cell was interrupted), with its output so far.
+    assert cancelled.is_error and "started" in cancelled.structured_content["text"], cancelled.structured_content
+    check("eval_wait", await session.call_tool("eval_wait", {"run": "run://no-such-run"}))
+    check("eval_cancel", await session.call_tool("eval_cancel", {"run": "run://no-such-run"}))
+    check("eval_sessions", await session.call_tool("eval_sessions", {}))
+    check("eval_export_notebook", await session.call_tool("eval_export_notebook", {}))
+    check("eval_export_notebook", await session.call_tool("eval_export_notebook", {"path": "s.ipynb"}))
+    check("eval_export_notebook", await session.call_tool("eval_export_notebook", {"path": 3}))
+    check("eval_reset", await session.call_tool("eval_reset", {}))
+    check("eval_reset", await session.call_tool("eval_reset", {"session": "no spaces allowed?"}))
+    assert set(checked) == set(tools), (checked, set(tools))
+    both = [name for name in checked if name not in ("eval_sessions", "eval_cancel")]
+    assert all(checked[name] == {"ok", "error"} for name in both), checked
+    print("schemas ok:", {name: sorted(kinds) for name, kinds in sorted(checked.items())})
+
+
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}
 
 

@@ -1,0 +1,101 @@
+//! `cellbox mcp` driven over raw JSON-RPC lines, for what the SDK clients
+//! cannot show: the exact `initialize`/`server/discover` answers of each
+//! protocol version, tasks, and requests carrying per-request `_meta`.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{Value, json};
+
+/// A running `cellbox mcp` with its own working folder and artifacts.
+pub struct RawServer {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next: u64,
+    /// Sent as `_meta` with every request (the 2026-07-28 lifecycle), when set.
+    pub request_meta: Option<Value>,
+    _cwd: tempfile::TempDir,
+}
+
+impl RawServer {
+    /// A server not yet initialised.
+    pub fn spawn() -> RawServer {
+        let cwd = tempfile::tempdir().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cellbox"))
+            .args(["mcp", "--cwd"])
+            .arg(cwd.path())
+            .env("CELLBOX_PYTHON", super::python())
+            .env("CELLBOX_ARTIFACTS_DIR", cwd.path().join("artifacts"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        RawServer { child, stdin, stdout, next: 0, request_meta: None, _cwd: cwd }
+    }
+
+    /// A server initialised with `initialize` at `version`, the client declaring `capabilities`.
+    pub fn initialized(version: &str, capabilities: Value) -> (RawServer, Value) {
+        let mut server = RawServer::spawn();
+        let answer = server.request(
+            "initialize",
+            json!({"protocolVersion": version, "capabilities": capabilities, "clientInfo": {"name": "raw", "version": "1"}}),
+        );
+        server.notify("notifications/initialized");
+        (server, answer)
+    }
+
+    /// A server spoken to in the 2026-07-28 lifecycle: no `initialize`, every request with its `_meta`.
+    pub fn stateless(capabilities: Value) -> RawServer {
+        let mut server = RawServer::spawn();
+        server.request_meta = Some(json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+        }));
+        server
+    }
+
+    pub fn notify(&mut self, method: &str) {
+        writeln!(self.stdin, "{}", json!({"jsonrpc": "2.0", "method": method})).unwrap();
+    }
+
+    /// Send a request and return its whole response (notifications in between are skipped).
+    pub fn request(&mut self, method: &str, mut params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        if let (Some(meta), Some(map)) = (&self.request_meta, params.as_object_mut()) {
+            map.insert("_meta".into(), meta.clone());
+        }
+        writeln!(self.stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
+        loop {
+            let mut line = String::new();
+            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "the server closed its output");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    /// `tools/call` of `eval`: the result.
+    pub fn eval(&mut self, arguments: Value) -> Value {
+        self.request("tools/call", json!({"name": "eval", "arguments": arguments}))["result"].clone()
+    }
+}
+
+impl Drop for RawServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The text of a tool result's first content block.
+pub fn text(result: &Value) -> String {
+    result["content"][0]["text"].as_str().unwrap_or_default().to_string()
+}
