@@ -3,8 +3,8 @@
 
 mod common;
 
-use common::{Ended, run, run_to_end, start};
 use cellbox::kernel::{Kernel, KernelError};
+use common::{Ended, run, run_to_end, start};
 
 fn died(ended: &Ended) -> String {
     match &ended.outcome {

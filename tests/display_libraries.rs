@@ -3,8 +3,8 @@
 
 mod common;
 
-use common::{run, start};
 use cellbox::kernel::ExecEvent;
+use common::{run, start};
 
 fn result_bundle(output: &cellbox::kernel::CellOutput) -> cellbox::protocol::MimeBundle {
     output

@@ -3,8 +3,8 @@
 
 mod common;
 
-use common::{run, start};
 use cellbox::kernel::ExecEvent;
+use common::{run, start};
 use serde_json::json;
 
 #[tokio::test]

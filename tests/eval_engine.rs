@@ -5,11 +5,11 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{eventually, group_members};
 use cellbox::tool::{
     CallContext, CellStatus, EngineConfig, EvalEngine, EvalError, EvalEvent, EvalParams, EvalResult, KernelMode,
     ignore_events,
 };
+use common::{eventually, group_members};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{eventually, group_members};
 use cellbox::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalError, EvalParams, EvalResult};
+use common::{eventually, group_members};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::json;

@@ -5,10 +5,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::gateway::{Flavor, TestGateway};
 use cellbox::gateway::GatewaySetting;
 use cellbox::kernel::Transport;
 use cellbox::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
+use common::gateway::{Flavor, TestGateway};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -8,13 +8,13 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::gateway::{Flavor, TestGateway};
 use cellbox::bridge::{Bridge, BridgeConfig};
 use cellbox::gateway::GatewaySetting;
 use cellbox::kernel::Transport;
 use cellbox::tool::{
     CallContext, CellStatus, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult, ignore_events,
 };
+use common::gateway::{Flavor, TestGateway};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

@@ -6,9 +6,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::gateway::processes_mentioning;
 use cellbox::gateway::{GatewaySetting, local};
 use cellbox::kernel::{KernelHandle, Transport};
+use common::gateway::processes_mentioning;
 
 #[tokio::test]
 async fn a_gateway_out_of_file_descriptors_is_restarted_and_the_next_kernel_works() {

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::gateway::processes_mentioning;
 use cellbox::gateway::local::{GatewayInfo, read_info};
+use common::gateway::processes_mentioning;
 
 fn cellbox(state: &Path, args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_cellbox"));

@@ -6,11 +6,11 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use common::gateway::{Flavor, TestGateway};
 use cellbox::gateway::{GatewayKernel, GatewaySetting};
 use cellbox::kernel::{ExecEvent, KernelError, KernelHandle, Transport};
 use cellbox::protocol::DoneStatus;
 use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult};
+use common::gateway::{Flavor, TestGateway};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -3,9 +3,9 @@
 
 mod common;
 
-use common::{run, start};
 use cellbox::kernel::ExecEvent;
 use cellbox::protocol::DoneStatus;
+use common::{run, start};
 use serde_json::json;
 
 #[tokio::test]

@@ -5,8 +5,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{eventually, group_members, options, python, run, start};
 use cellbox::kernel::{ExecEvent, Kernel, KernelError, KernelOptions};
+use common::{eventually, group_members, options, python, run, start};
 
 async fn wait_started(execution: &mut cellbox::kernel::Execution) {
     match execution.next().await {

@@ -2,8 +2,8 @@
 
 mod common;
 
-use common::{run, start};
 use cellbox::kernel::{CellOutput, ExecEvent};
+use common::{run, start};
 use serde_json::Value;
 
 fn statuses(output: &CellOutput) -> Vec<Value> {

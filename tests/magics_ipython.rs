@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::{run, start};
 use cellbox::kernel::{CellOutput, ExecEvent};
+use common::{run, start};
 use serde_json::Value;
 
 fn error_of(output: &CellOutput) -> String {

@@ -7,8 +7,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{BUILD_WHEEL, options, python, run, start, test_env};
 use cellbox::kernel::{CellOutput, Kernel, KernelOptions};
+use common::{BUILD_WHEEL, options, python, run, start, test_env};
 use serde_json::{Value, json};
 
 fn error_of(output: &CellOutput) -> String {

@@ -7,9 +7,9 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{eventually, group_members};
 use cellbox::session::SpareLimits;
 use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, EvalResult, KernelMode, ignore_events};
+use common::{eventually, group_members};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

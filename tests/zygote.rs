@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{eventually, group_members, python, run, run_to_end, test_env};
 use cellbox::kernel::{ExecEvent, Kernel, KernelError, KernelOptions};
 use cellbox::session::SpareLimits;
 use cellbox::tool::{CallContext, EvalEngine, EvalParams, EvalResult, ignore_events};
+use common::{eventually, group_members, python, run, run_to_end, test_env};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -724,3 +724,80 @@ fn forget_gone(dir: &Path) {
 pub fn follow_cached(candidate: &Path, input: &DiscoveryInput) -> Outcome {
     follow_cached_in(&super::memo::cache_root(), candidate, input)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pyenv_version_files_take_the_first_word_of_each_line() {
+        assert_eq!(read_pyenv_version_file("3.11.7\n"), ["3.11.7"]);
+        assert_eq!(read_pyenv_version_file("# comment\n\n 3.12.1 extra\r\nsystem\n"), ["3.12.1", "system"]);
+        assert!(read_pyenv_version_file("\n# nothing\n").is_empty());
+    }
+
+    #[test]
+    fn tool_versions_name_python_or_not() {
+        assert_eq!(
+            tool_versions_python("nodejs 20\npython 3.11.7 system # two\n"),
+            Some(vec!["3.11.7".into(), "system".into()])
+        );
+        assert_eq!(tool_versions_python("# python 3.1\nnodejs 20\n"), None);
+    }
+
+    #[test]
+    fn mise_toml_versions_and_what_is_left_to_mise() {
+        assert_eq!(mise_toml_python("[tools]\npython = \"3.12\"\n").unwrap(), Some(vec!["3.12".into()]));
+        assert_eq!(mise_toml_python("[tools]\npython = [\"3.12\", \"3.11\"]\n").unwrap().unwrap().len(), 2);
+        assert_eq!(mise_toml_python("[env]\nA = \"1\"\n").unwrap(), None);
+        assert!(mise_toml_python("[tools]\npython = { version = \"3.12\", virtualenv = \".venv\" }\n").is_err());
+        assert!(mise_toml_python("[tools]\n\"asdf:python\" = \"3.12\"\n").is_err());
+        assert!(mise_toml_python("[tools\n").is_err());
+    }
+
+    #[test]
+    fn the_shim_names_its_pyenv_root() {
+        let shim = "#!/usr/bin/env bash\nexport PYENV_ROOT=\"/home/u/.pyenv\"\nexec \"/home/u/.pyenv/libexec/pyenv\" exec \"$program\" \"$@\"\n";
+        assert_eq!(pyenv_root_in(shim), Some(PathBuf::from("/home/u/.pyenv")));
+        assert_eq!(pyenv_root_in("export PYENV_ROOT=\"$HOME/.pyenv\"\n"), None, "not a literal path");
+    }
+
+    #[test]
+    fn which_hooks_acting_only_when_nothing_was_found_are_harmless() {
+        let dir = tempfile::tempdir().unwrap();
+        let which = dir.path().join("pyenv.d/which");
+        std::fs::create_dir_all(&which).unwrap();
+        let hook = which.join("h.bash");
+        std::fs::write(&hook, "# x\nif [ ! -x \"${PYENV_COMMAND_PATH}\" ]; then\n  PYENV_COMMAND_PATH=/x\nfi\n")
+            .unwrap();
+        assert!(only_if_not_found(&hook));
+        std::fs::write(&hook, "if [ ! -x \"${PYENV_COMMAND_PATH}\" ]; then\n  :\nfi\nPYENV_COMMAND_PATH=/x\n").unwrap();
+        assert!(!only_if_not_found(&hook), "code after the guard acts every time");
+        std::fs::write(&hook, "PYENV_COMMAND_PATH=/x\n").unwrap();
+        assert!(!only_if_not_found(&hook));
+    }
+
+    #[test]
+    fn descriptions_shorten_the_home_folder() {
+        let followed = Followed {
+            manager: Manager::Pyenv,
+            shim: "/home/u/.pyenv/shims/python3".into(),
+            interpreter: "/home/u/.pyenv/versions/3.11.7/bin/python3".into(),
+            version: "3.11.7".into(),
+            origin: "/home/u/.pyenv/version".into(),
+        };
+        assert_eq!(
+            followed.describe(Some(Path::new("/home/u"))),
+            "pyenv shim ~/.pyenv/shims/python3 → ~/.pyenv/versions/3.11.7/bin/python3 (version 3.11.7, from ~/.pyenv/version)"
+        );
+        assert_eq!(tilde(Path::new("/opt/x"), Some(Path::new("/home/u"))), "/opt/x");
+    }
+
+    #[test]
+    fn a_real_binary_is_no_shim() {
+        let dir = tempfile::tempdir().unwrap();
+        let binary = dir.path().join("python3");
+        std::fs::write(&binary, b"\x7fELF").unwrap();
+        assert_eq!(follow(&binary, &DiscoveryInput::default()), Outcome::NotAShim);
+    }
+}
