@@ -276,8 +276,16 @@ fn pyenv_global_version_nested_python_version_and_pyenv_version() {
     assert_eq!(found.origin, fake.path("project/.python-version").display().to_string());
     assert_eq!(found.version, "3.99.2");
 
-    // PYENV_VERSION wins over both; `python-` prefixes are pyenv's too.
+    // PYENV_DIR is looked at first, then the working folder.
     let mut input = fake.input("project/src/deep");
+    std::fs::create_dir_all(fake.path("elsewhere/pinned")).unwrap();
+    input.manager_vars.insert("PYENV_DIR".into(), fake.path("elsewhere").display().to_string());
+    assert_eq!(followed(fake.follow(&input)).version, "3.99.2", "nothing under PYENV_DIR: the cwd's file");
+    std::fs::write(fake.path("elsewhere/.python-version"), "3.99.1\n").unwrap();
+    assert_eq!(followed(fake.follow(&input)).version, "3.99.1");
+    input.manager_vars.remove("PYENV_DIR");
+
+    // PYENV_VERSION wins over both; `python-` prefixes are pyenv's too.
     input.manager_vars.insert("PYENV_VERSION".into(), "python-3.99.1".into());
     let found = followed(fake.follow(&input));
     assert_eq!(found.interpreter, fake.root().join("versions/3.99.1/bin/python3"));

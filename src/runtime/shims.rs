@@ -191,6 +191,11 @@ fn absolute(cwd: &Path, path: &str) -> PathBuf {
     if path.is_absolute() { path.to_path_buf() } else { cwd.join(path) }
 }
 
+/// The folder as a process started in it sees it (`getcwd`: symlinks resolved).
+fn physical(dir: &Path) -> PathBuf {
+    std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
+}
+
 /// `start` and its ancestors, deepest first.
 fn upward(start: &Path) -> impl Iterator<Item = &Path> {
     start.ancestors()
@@ -325,8 +330,12 @@ fn pyenv_follow(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Result<Followed,
     let (names, origin) = match var(input, "PYENV_VERSION") {
         Some(value) => (value.split(':').map(str::to_string).collect::<Vec<_>>(), "PYENV_VERSION".to_string()),
         None => {
-            let start = var(input, "PYENV_DIR").map(|d| absolute(&input.cwd, d)).unwrap_or_else(|| input.cwd.clone());
-            let file = find_upward(&start, ".python-version", watched).unwrap_or_else(|| {
+            // pyenv looks from PYENV_DIR upward, then from the working folder upward.
+            let cwd = physical(&input.cwd);
+            let start = var(input, "PYENV_DIR").map(|d| physical(&absolute(&cwd, d))).unwrap_or_else(|| cwd.clone());
+            let local = find_upward(&start, ".python-version", watched)
+                .or_else(|| if start != cwd { find_upward(&cwd, ".python-version", watched) } else { None });
+            let file = local.unwrap_or_else(|| {
                 let global = root.join("version");
                 watched.push(global.clone());
                 global
@@ -478,7 +487,7 @@ fn asdf_follow(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Result<Followed, 
         Some(value) => (value.split_whitespace().map(str::to_string).collect(), "ASDF_PYTHON_VERSION".to_string()),
         None => {
             let mut found = None;
-            for dir in upward(&input.cwd).map(Path::to_path_buf).chain([home.clone()]) {
+            for dir in upward(&physical(&input.cwd)).map(Path::to_path_buf).chain([home.clone()]) {
                 let file = dir.join(name);
                 watched.push(file.clone());
                 if let Some(versions) = std::fs::read_to_string(&file).ok().and_then(|t| tool_versions_python(&t)) {
@@ -579,7 +588,7 @@ fn mise_config_version(
             return Err(format!("{} exists", system.display()));
         }
     }
-    for dir in upward(&input.cwd) {
+    for dir in upward(&physical(&input.cwd)) {
         for name in MISE_UNREAD {
             let file = dir.join(name);
             watched.push(file.clone());
