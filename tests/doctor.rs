@@ -182,3 +182,36 @@ fn the_gateway_token_and_url_credentials_never_show() {
     let (report, _) = machine.json(&env);
     assert_eq!(report["gateway"]["token_set"], true);
 }
+
+#[test]
+fn a_pyenv_shim_is_shown_followed_to_its_interpreter() {
+    use std::os::unix::fs::PermissionsExt;
+    let machine = Machine::new();
+    let root = machine.path("home/.pyenv");
+    let shim = root.join("shims/python3");
+    std::fs::create_dir_all(shim.parent().unwrap()).unwrap();
+    std::fs::write(
+        &shim,
+        format!(
+            "#!/usr/bin/env bash\nexport PYENV_ROOT=\"{0}\"\nexec \"{0}/libexec/pyenv\" exec \"python3\" \"$@\"\n",
+            root.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(root.join("versions/3.99.1/bin")).unwrap();
+    std::os::unix::fs::symlink(common::python(), root.join("versions/3.99.1/bin/python3")).unwrap();
+    std::fs::write(root.join("version"), "3.99.1\n").unwrap();
+    let path = root.join("shims").display().to_string();
+    let env = [("PATH", path.as_str()), ("PYENV_VERSION", "")];
+    let (report, _) = machine.json(&env);
+    let found = report["python"]["found"].as_str().unwrap();
+    assert_eq!(
+        found,
+        "PATH: pyenv shim ~/.pyenv/shims/python3 → ~/.pyenv/versions/3.99.1/bin/python3 (version 3.99.1, from ~/.pyenv/version)"
+    );
+    assert_eq!(report["python"]["shim"]["manager"], "pyenv");
+    assert_eq!(report["python"]["shim"]["origin"], root.join("version").display().to_string());
+    let text = String::from_utf8(machine.doctor(&[], &env).stdout).unwrap();
+    assert!(text.contains(&format!("  found:  {found}")), "{text}");
+}

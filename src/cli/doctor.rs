@@ -92,6 +92,9 @@ fn render(report: &Report) -> String {
         )),
         None => out.push_str(&format!("  chosen: none: {}\n", report.python.why)),
     }
+    if let Some(found) = &report.python.found {
+        out.push_str(&format!("  found:  {found}\n"));
+    }
     out.push_str("\nTools\n");
     for (name, tool) in [("node", &report.node), ("uv", &report.uv), ("pip", &report.pip)] {
         out.push_str("  ");

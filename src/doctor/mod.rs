@@ -65,6 +65,11 @@ pub struct PythonReport {
     pub version: Option<String>,
     /// Why it was chosen, or why none was.
     pub why: String,
+    /// How the chosen interpreter was found, in one line: its source, and a
+    /// version manager's shim followed (or probed as it is, and why).
+    pub found: Option<String>,
+    /// The shim followed to the chosen interpreter, when it was one.
+    pub shim: Option<runtime::Followed>,
 }
 
 /// One place discovery looks.
@@ -258,14 +263,18 @@ fn examine_python(input: &DoctorInput) -> PythonReport {
             } else {
                 format!("the first working candidate in discovery order ({})", python.source)
             },
+            found: Some(python.how_found(discovery_input.home.as_deref())),
             chosen: Some(python.executable),
             version: python.version,
+            shim: python.via,
             candidates,
         },
         Err(_) => PythonReport {
             candidates,
             chosen: None,
             version: None,
+            found: None,
+            shim: None,
             why: "no candidate exists and runs as Python 3.8 or newer".into(),
         },
     }

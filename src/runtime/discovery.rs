@@ -4,7 +4,10 @@
 //! Order: an explicit interpreter setting (which skips all others) →
 //! `VIRTUAL_ENV` → `CONDA_PREFIX` → `<cwd>/.venv` → `<cwd>/venv` → the managed
 //! environment `~/.cellbox/python-env` → `python`, then `python3`, on `PATH`.
+//! A candidate that is a version manager's shim (pyenv, asdf, mise) is then
+//! followed to the interpreter it would run ([`super::shims`]).
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -63,10 +66,13 @@ pub struct DiscoveryInput {
     pub conda_prefix: Option<OsString>,
     pub home: Option<PathBuf>,
     pub path: Option<OsString>,
+    /// The version managers' variables ([`super::shims::MANAGER_VARS`]) that are set.
+    pub manager_vars: BTreeMap<String, String>,
 }
 
 impl DiscoveryInput {
-    /// Read `VIRTUAL_ENV`, `CONDA_PREFIX`, `HOME` and `PATH` from this process.
+    /// Read `VIRTUAL_ENV`, `CONDA_PREFIX`, `HOME`, `PATH` and the version
+    /// managers' variables from this process.
     pub fn from_env(cwd: impl Into<PathBuf>, explicit: Option<String>) -> Self {
         DiscoveryInput {
             cwd: cwd.into(),
@@ -75,6 +81,7 @@ impl DiscoveryInput {
             conda_prefix: std::env::var_os("CONDA_PREFIX").filter(|v| !v.is_empty()),
             home: dirs::home_dir(),
             path: std::env::var_os("PATH"),
+            manager_vars: super::shims::manager_vars_from_env(),
         }
     }
 }

@@ -7,7 +7,8 @@
 //! `<cache>/probes/`, valid for the exact file it came from (device, inode,
 //! size, modification and change times of the resolved binary). Scripts
 //! (`#!`, e.g. version-manager shims) are never remembered: their answer
-//! depends on the folder and the environment, not on the file.
+//! depends on the folder and the environment, not on the file; nor are mise's
+//! shims, links to the `mise` binary itself.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -38,7 +39,8 @@ fn identity(program: &Path) -> Option<(PathBuf, [i64; 6])> {
     let meta = std::fs::metadata(&real).ok()?;
     let mut head = [0u8; 2];
     let script = std::io::Read::read_exact(&mut std::fs::File::open(&real).ok()?, &mut head).is_ok() && &head == b"#!";
-    if script || !meta.is_file() {
+    let mise_shim = real.file_name().is_some_and(|name| name == "mise");
+    if script || mise_shim || !meta.is_file() {
         return None;
     }
     let stamp = [

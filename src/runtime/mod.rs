@@ -4,12 +4,14 @@ pub mod discovery;
 pub mod env;
 pub mod memo;
 pub mod probe;
+pub mod shims;
 
 use std::fmt;
 use std::path::PathBuf;
 
 pub use discovery::{Candidate, DiscoveryInput, PythonSource};
 pub use env::EnvActivation;
+pub use shims::{Followed, Manager};
 
 /// Set to `1` to skip the probe: the first existing executable candidate is used as is.
 pub const SKIP_CHECK_VAR: &str = "CELLBOX_PYTHON_SKIP_CHECK";
@@ -25,6 +27,26 @@ pub struct ResolvedPython {
     /// `major.minor.patch`, when probed.
     pub version: Option<String>,
     pub activation: EnvActivation,
+    /// The shim `interpreter` is, followed to the interpreter it runs
+    /// (`executable` comes from probing that one, not the shim).
+    pub via: Option<Followed>,
+    /// Why `interpreter`, a version manager's shim, was probed as it is
+    /// instead of being followed.
+    pub unfollowed: Option<String>,
+}
+
+impl ResolvedPython {
+    /// How the interpreter was found, in one line: the source, and the shim
+    /// followed or probed.
+    pub fn how_found(&self, home: Option<&std::path::Path>) -> String {
+        match (&self.via, &self.unfollowed) {
+            (Some(followed), _) => format!("{}: {}", self.source, followed.describe(home)),
+            (None, Some(why)) => {
+                format!("{}: {} (probed as a shim: {why})", self.source, shims::tilde(&self.interpreter, home))
+            }
+            (None, None) => format!("{}: {}", self.source, shims::tilde(&self.interpreter, home)),
+        }
+    }
 }
 
 /// One candidate that was tried and why it was not used.
@@ -63,7 +85,9 @@ pub fn skip_check_from_env() -> bool {
 }
 
 /// Try each candidate in order; the first that exists and (unless
-/// `skip_check`) runs as Python 3.8+ wins.
+/// `skip_check`) runs as Python 3.8+ wins. A version manager's shim is
+/// followed to its interpreter first (from the cache when nothing changed),
+/// so the probe runs, or is remembered for, the real binary.
 pub fn resolve(input: &DiscoveryInput, skip_check: bool) -> Result<ResolvedPython, DiscoveryError> {
     let mut attempts = Vec::new();
     for candidate in discovery::candidates(input) {
@@ -79,16 +103,24 @@ pub fn resolve(input: &DiscoveryInput, skip_check: bool) -> Result<ResolvedPytho
             attempts.push(Attempt { source, interpreter, problem });
             continue;
         }
+        let (via, unfollowed) = match shims::follow_cached(&interpreter, input) {
+            shims::Outcome::Followed(followed, _) => (Some(followed), None),
+            shims::Outcome::Uncertain { manager, why } => (None, Some(format!("{manager}: {why}"))),
+            shims::Outcome::NotAShim => (None, None),
+        };
+        let run = via.as_ref().map_or(&interpreter, |f| &f.interpreter).clone();
         if skip_check {
             return Ok(ResolvedPython {
                 source,
-                executable: interpreter.clone(),
+                executable: run,
                 interpreter,
                 version: None,
                 activation,
+                via,
+                unfollowed,
             });
         }
-        match probe::probe(&interpreter, &input.cwd) {
+        match probe::probe(&run, &input.cwd) {
             Ok(info) => {
                 return Ok(ResolvedPython {
                     source,
@@ -96,6 +128,8 @@ pub fn resolve(input: &DiscoveryInput, skip_check: bool) -> Result<ResolvedPytho
                     executable: info.executable,
                     version: Some(info.version),
                     activation,
+                    via,
+                    unfollowed,
                 });
             }
             Err(problem) => attempts.push(Attempt { source, interpreter, problem }),
