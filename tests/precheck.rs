@@ -91,6 +91,31 @@ async fn magics_and_shell_lines_pass_the_check_and_run() {
 }
 
 #[tokio::test]
+async fn a_reset_waits_for_the_check() {
+    let f = fixture(|_| {});
+    eval(&f.engine, json!({"cells": [{"code": "kept = 1"}]})).await;
+    let pid = f.engine.kernel_pids();
+    // Blocked by the check: the reset did not happen either.
+    let blocked = eval(&f.engine, json!({"check": "syntax", "reset": true, "cells": [{"code": "x = (\n"}]})).await;
+    assert_eq!(statuses(&blocked), [CellStatus::Error]);
+    assert_eq!(f.engine.kernel_pids(), pid);
+    assert_eq!(eval(&f.engine, json!({"cells": [{"code": "kept"}]})).await.text, "1\n");
+    // Passed: the reset happens.
+    let reset =
+        eval(&f.engine, json!({"check": "syntax", "reset": true, "cells": [{"code": "'kept' in dir()"}]})).await;
+    assert_eq!(reset.text, "False\n");
+    assert_ne!(f.engine.kernel_pids(), pid);
+    f.engine.dispose_all().await;
+    // A fresh session: the kernel started for the check serves the reset cell.
+    let g = fixture(|config| config.spare = cellbox::session::SpareLimits::OFF);
+    let first =
+        eval(&g.engine, json!({"check": "syntax", "reset": true, "cells": [{"code": "import os\nos.getpid()"}]})).await;
+    assert_eq!(first.text.trim(), g.engine.kernel_pids()[0].to_string());
+    assert_eq!(first.cells[0].execution_count, Some(1));
+    g.engine.dispose_all().await;
+}
+
+#[tokio::test]
 async fn compiler_errors_beyond_the_parser_are_caught() {
     let f = fixture(|_| {});
     let result = eval(&f.engine, json!({"check": "syntax", "cells": [{"code": "print('no')\nreturn 5"}]})).await;

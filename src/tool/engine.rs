@@ -663,7 +663,9 @@ impl EvalEngine {
         let mut kernels: Vec<(Runtime, SlotGuard<'_>)> = runtimes.into_iter().zip(guards).collect();
         // Off (the default): no exchange with the kernel before the cells.
         let check = params.check.unwrap_or(self.config.check);
-        if check == CheckMode::Off || self.precheck(&plan, &cwd, &mut kernels, check, &mut collector, on_event).await {
+        if check == CheckMode::Off
+            || self.precheck(&mut plan, &cwd, &mut kernels, check, &mut collector, on_event).await
+        {
             self.run_cells(&plan, &cwd, &mut kernels, &mut collector, cancel, on_event).await;
         }
         self.remember(&context.session, collector.take_recorded());
@@ -695,7 +697,7 @@ impl EvalEngine {
     /// that fails) says so in a note and lets the cells run.
     async fn precheck(
         &self,
-        plan: &[PlannedCell],
+        plan: &mut [PlannedCell],
         cwd: &Path,
         kernels: &mut [(Runtime, SlotGuard<'_>)],
         check: CheckMode,
@@ -705,13 +707,21 @@ impl EvalEngine {
         let lint = check == CheckMode::Lint;
         // (cell index, what the check found), in backend order.
         let mut found: Vec<(usize, crate::protocol::CheckedCell)> = Vec::new();
+        // Cells whose `reset` the check's fresh kernel already satisfies.
+        let mut fresh: Vec<usize> = Vec::new();
         for (runtime, guard) in kernels.iter_mut() {
             let cells: Vec<&PlannedCell> =
                 plan.iter().filter(|cell| cell.language.backend() == runtime.backend).collect();
             let Some(first) = cells.first() else { continue };
             // The kernel the first such cell would use (started now if needed;
-            // a start failure is left for that cell to report).
+            // a start failure is left for that cell to report). A kernel the
+            // first cell resets is asked as it is (the check reads no state
+            // but the linter's names) and reset only if the cells run.
+            let had_kernel = guard.kernel().is_some_and(|kernel| kernel.is_alive());
             let started = self.kernel_for(runtime, cwd, guard, first.index, on_event).await;
+            if started.is_ok() && !had_kernel && first.reset {
+                fresh.push(first.index);
+            }
             for note in guard.take_notes() {
                 collector.note(note);
             }
@@ -737,6 +747,10 @@ impl EvalEngine {
                 }
             }
         }
+        for index in fresh {
+            plan[index].reset = false;
+        }
+        let plan: &[PlannedCell] = plan;
         found.sort_by_key(|(index, _)| *index);
         let errors: Vec<(usize, &crate::protocol::SyntaxProblem)> =
             found.iter().filter_map(|(index, checked)| checked.error.as_ref().map(|error| (*index, error))).collect();
