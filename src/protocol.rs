@@ -47,6 +47,66 @@ pub struct CompleteRequest {
     pub code: String,
 }
 
+/// Host → runner: check cells before any of them runs. The runner compiles
+/// each (after its magic transform) without executing it, and with `lint`
+/// also runs `ruff check` on it; answered by a `checked` frame. Nothing runs
+/// and the kernel's state is untouched.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckRequest {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub id: String,
+    pub cells: Vec<CheckCell>,
+    pub lint: bool,
+}
+
+/// One cell of a [`CheckRequest`].
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckCell {
+    /// 1-based position in the call, as messages name it ("Cell 2, line 3").
+    pub number: usize,
+    pub code: String,
+    /// TypeScript (the Node runner strips its types before parsing).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub typescript: bool,
+}
+
+/// What the check found in one cell, in the request's order.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+pub struct CheckedCell {
+    /// The cell does not compile.
+    #[serde(default)]
+    pub error: Option<SyntaxProblem>,
+    /// What the linter reported (empty without `lint`).
+    #[serde(default)]
+    pub findings: Vec<LintFinding>,
+}
+
+/// A cell's compile error, with its traceback lines (the caret included).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+pub struct SyntaxProblem {
+    pub ename: String,
+    pub evalue: String,
+    #[serde(default)]
+    pub traceback: Vec<String>,
+    /// 1-based line of the error in the cell, when known.
+    #[serde(default)]
+    pub line: Option<u64>,
+}
+
+/// One linter finding.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+pub struct LintFinding {
+    #[serde(default)]
+    pub line: u64,
+    #[serde(default)]
+    pub column: u64,
+    /// The rule (`F401`); empty when the linter gave none.
+    #[serde(default)]
+    pub code: String,
+    pub message: String,
+}
+
 /// Host → runner: exit cleanly.
 pub const EXIT_FRAME: &str = "{\"type\":\"exit\"}";
 
@@ -106,6 +166,15 @@ pub enum RunnerFrame {
         #[serde(default)]
         indent: String,
     },
+    /// The answer to a `check` request: one entry per cell, and notes about
+    /// the check itself (the linter was not found, ...).
+    Checked {
+        id: String,
+        #[serde(default)]
+        cells: Vec<CheckedCell>,
+        #[serde(default)]
+        notes: Vec<String>,
+    },
     /// A cell asks the host for work (`completion`, `agent`, `tool`): answered
     /// by a [`BridgeResult`] with the same `id` on the request pipe.
     #[serde(rename = "bridge_call")]
@@ -125,9 +194,10 @@ impl RunnerFrame {
     pub fn request_id(&self) -> Option<&str> {
         match self {
             RunnerFrame::Ready { .. } => None,
-            RunnerFrame::Started { id } | RunnerFrame::Done { id, .. } | RunnerFrame::Completeness { id, .. } => {
-                Some(id)
-            }
+            RunnerFrame::Started { id }
+            | RunnerFrame::Done { id, .. }
+            | RunnerFrame::Completeness { id, .. }
+            | RunnerFrame::Checked { id, .. } => Some(id),
             RunnerFrame::BridgeCall { cell, .. } => cell.as_deref(),
             RunnerFrame::Stdout { id, .. }
             | RunnerFrame::Stderr { id, .. }
@@ -235,11 +305,19 @@ mod tests {
             r#"{"type":"error","id":"a","ename":"E","evalue":"v","traceback":["t"]}"#,
             r#"{"type":"done","id":"a","status":"ok","executionCount":3,"cancelled":false}"#,
             r#"{"type":"bridge_call","id":"b1","cell":"a","op":"completion","args":{"prompt":"hi"}}"#,
+            r#"{"type":"checked","id":"k1","cells":[{"error":null,"findings":[]},{"error":{"ename":"SyntaxError","evalue":"x","traceback":["  ^\n"],"line":2}}],"notes":["n"]}"#,
         ];
         for line in lines {
             parse_frame(line.as_bytes()).unwrap_or_else(|e| panic!("{line}: {e}"));
         }
         assert_eq!(parse_frame(lines[8].as_bytes()).unwrap().request_id(), Some("a"));
+        match parse_frame(lines[9].as_bytes()).unwrap() {
+            RunnerFrame::Checked { id, cells, notes } => {
+                assert_eq!((id.as_str(), cells.len(), notes.len()), ("k1", 2, 1));
+                assert_eq!(cells[1].error.as_ref().unwrap().line, Some(2));
+            }
+            other => panic!("{other:?}"),
+        }
         assert_eq!(
             parse_frame(lines[7].as_bytes()).unwrap(),
             RunnerFrame::Done { id: "a".into(), status: DoneStatus::Ok, execution_count: 3, cancelled: false }

@@ -79,6 +79,12 @@ pub const ENV_VARS: &[EnvVar] = &[
         "",
         "Modules Python kernels start with already imported (as `--preload`), through a fork server (Linux, process kernels).",
     ),
+    user(
+        "CELLBOX_CHECK",
+        "off|syntax|lint",
+        "off",
+        "Check each call's cells before running any (as `--check`; the eval tool's `check` overrides it): `syntax` runs none if a cell does not parse, `lint` also adds `ruff check` findings on Python cells as notes.",
+    ),
     // Where kernels run.
     user(
         "CELLBOX_BACKEND",

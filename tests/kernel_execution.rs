@@ -26,6 +26,7 @@ async fn every_frame_type_arrives_in_order() {
             ExecEvent::Error(_) => "error",
             ExecEvent::Done(_) => "done",
             ExecEvent::Completeness(_) => "completeness",
+            ExecEvent::Checked(_) => "checked",
             ExecEvent::Budget(_) => "budget",
         });
     }

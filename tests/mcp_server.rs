@@ -36,6 +36,11 @@ fn a_failing_cell_is_an_error_result() {
 }
 
 #[test]
+fn pre_run_checks_through_the_tool_argument() {
+    scenario("check");
+}
+
+#[test]
 fn a_matplotlib_plot_is_image_content() {
     scenario("plot");
 }

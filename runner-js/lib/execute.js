@@ -29,6 +29,36 @@ class Executor {
     this.abandon = null; // rejects the running cell's wait (interrupt, uncaught error)
   }
 
+  /**
+   * The pre-run check of one cell: parse it (types stripped first for
+   * TypeScript) exactly as `run` would, without running it. Returns null, or
+   * the error with its line and caret ({ ename, evalue, traceback, line }).
+   */
+  syntaxError(code, number, typescript) {
+    const where = `Cell ${number}`;
+    let source = code;
+    if (typescript) {
+      try {
+        source = stripTypes(code);
+      } catch (error) {
+        if (error.code !== 'ERR_INVALID_TYPESCRIPT_SYNTAX') return null; // no type stripping here: run reports it
+        const described = errors.describe(error);
+        return { ename: described.ename, evalue: described.evalue, traceback: described.traceback, line: null };
+      }
+    }
+    try {
+      transform.rewrite(source);
+      return null;
+    } catch (error) {
+      if (!(error instanceof SyntaxError)) return null;
+      const described = errors.describeSyntax(error, where, source);
+      const line = error.loc ? error.loc.line : null;
+      // "Cell 2, line 3" as the Python check says it.
+      described.traceback[0] = `  ${where}, line ${line || 1}\n`;
+      return { ...described, line };
+    }
+  }
+
   /** Run `code`; returns { status, cancelled }. */
   async run(request) {
     const { code, silent } = request;

@@ -146,6 +146,23 @@ class Kernel {
     this.send({ type: 'completeness', id: request.id, ...answer });
   }
 
+  /** The pre-run check: parse each cell without running it (no linter for JavaScript). */
+  check(request) {
+    const cells = Array.isArray(request.cells) ? request.cells : [];
+    const notes = [];
+    if (!transform.available()) {
+      notes.push('Syntax check: this Node does not expose its parser (acorn), so JavaScript cells were not checked.');
+    }
+    const results = cells.map((cell, index) => {
+      const code = cell && typeof cell.code === 'string' ? cell.code : '';
+      const number = cell && Number.isInteger(cell.number) ? cell.number : index + 1;
+      const error = transform.available() ? this.executor.syntaxError(code, number, Boolean(cell && cell.typescript)) : null;
+      return { error, findings: [] };
+    });
+    if (request.lint === true && cells.length) notes.push('Lint: JavaScript/TypeScript cells are not linted.');
+    this.send({ type: 'checked', id: request.id, cells: results, notes });
+  }
+
   protocolError(message, id) {
     this.send({ type: 'error', id: id || null, ename: 'ProtocolError', evalue: message, traceback: [] });
     if (id) this.send({ type: 'done', id, status: 'error', executionCount: this.executor.executionCount, cancelled: false });
@@ -231,6 +248,8 @@ async function serve(argv) {
       process.exit(0);
     } else if (request.type === 'complete') {
       kernel.complete(request);
+    } else if (request.type === 'check' && typeof request.id === 'string') {
+      kernel.check(request);
     } else if (typeof request.id !== 'string' || typeof request.code !== 'string') {
       kernel.protocolError('an execute request needs a string "id" and a string "code"', typeof request.id === 'string' ? request.id : null);
     } else {

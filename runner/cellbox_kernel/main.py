@@ -343,6 +343,12 @@ def _serve(channel):
             continue
         if isinstance(request, protocol.ExitRequest):
             break
+        if isinstance(request, protocol.CheckRequest):
+            from .precheck import check_cells
+
+            cells, notes = check_cells(request.cells, request.lint, kernel.executor.namespace)
+            writer.send({"type": "checked", "id": request.id, "cells": cells, "notes": notes})
+            continue
         if isinstance(request, protocol.CompleteRequest):
             status, indent = check_complete(request.code)
             writer.send({"type": "completeness", "id": request.id, "status": status, "indent": indent})

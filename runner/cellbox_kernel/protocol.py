@@ -160,6 +160,18 @@ class CompleteRequest:
         self.code = code
 
 
+class CheckRequest:
+    """The host asks to check cells before any of them runs: compile each
+    (after the magic transform) without running it, and lint it when `lint`."""
+
+    __slots__ = ("id", "cells", "lint")
+
+    def __init__(self, id, cells, lint):
+        self.id = id
+        self.cells = cells  # [(number, code)], number 1-based in the call
+        self.lint = lint
+
+
 class BridgeResult:
     """The host's answer to a `bridge_call` (read while a cell runs)."""
 
@@ -219,6 +231,19 @@ def parse_request(line):
         if request_id is None or not isinstance(message.get("code"), str):
             raise ProtocolError("complete request needs an 'id' and 'code' as a string", request_id)
         return CompleteRequest(request_id, message["code"])
+    if kind == "check":
+        cells = message.get("cells")
+        if request_id is None or not isinstance(cells, list):
+            raise ProtocolError("check request needs an 'id' and 'cells' as a list", request_id)
+        parsed = []
+        for cell in cells:
+            if not isinstance(cell, dict) or not isinstance(cell.get("code"), str):
+                raise ProtocolError("each checked cell needs 'code' as a string", request_id)
+            number = cell.get("number")
+            if not isinstance(number, int) or isinstance(number, bool):
+                number = len(parsed) + 1
+            parsed.append((number, cell["code"]))
+        return CheckRequest(request_id, parsed, message.get("lint") is True)
     if kind == "bridge_result":
         if request_id is None or not isinstance(message.get("ok"), bool):
             raise ProtocolError("bridge_result needs an 'id' and 'ok' as a boolean")

@@ -12,6 +12,11 @@ use super::KernelArgs;
 pub struct McpArgs {
     #[command(flatten)]
     kernel: KernelArgs,
+    /// Check cells before running them: `syntax` runs none if a cell does not parse (the error
+    /// shows its caret); `lint` also adds `ruff check` findings on Python cells as notes
+    /// [env: CELLBOX_CHECK] [default: off].
+    #[arg(long, value_name = "off|syntax|lint")]
+    check: Option<cellbox::tool::CheckMode>,
     /// Keep kernels across calls (`session`) or start one per call (`per-call`).
     #[arg(long, value_enum, default_value = "session")]
     mode: Mode,
@@ -65,6 +70,7 @@ pub async fn mcp(args: McpArgs) -> ExitCode {
     // `--no-py` alone means JavaScript only (as CELLBOX_PY=0).
     config.exposure.js &= !args.no_js;
     config.spare.count = args.spares;
+    config.check = args.check.unwrap_or(config.check);
     // Cells' completion()/agent() are answered by the connected client (MCP sampling).
     let sampling = Arc::new(cellbox::mcp::sampling::SamplingBridge::default());
     config.bridge = cellbox::bridge::BridgeConfig::new(sampling.clone());

@@ -83,6 +83,7 @@ pub async fn run_notebook(args: RunArgs, path: &Path) -> Result<ExitCode, String
     let mut config = kernel.engine_config_with_bridge()?;
     config.mode = KernelMode::Session;
     config.extra_env = args.env.iter().cloned().collect();
+    config.check = args.check.unwrap_or(config.check);
     config.history.cell_output_bytes = 32 << 20;
     config.history.session_output_bytes = usize::MAX;
     // One pass over the notebook: a spare kernel would only take CPU from it.

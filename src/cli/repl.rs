@@ -22,6 +22,11 @@ use super::KernelArgs;
 pub struct ReplArgs {
     #[command(flatten)]
     kernel: KernelArgs,
+    /// Check cells before running them: `syntax` runs none if a cell does not parse (the error
+    /// shows its caret); `lint` also adds `ruff check` findings on Python cells as notes
+    /// [env: CELLBOX_CHECK] [default: off].
+    #[arg(long, value_name = "off|syntax|lint")]
+    check: Option<cellbox::tool::CheckMode>,
     /// Timeout of each cell in seconds (1..3600).
     #[arg(long, value_name = "SECONDS", default_value_t = 3600.0)]
     timeout: f64,
@@ -62,6 +67,7 @@ pub async fn repl(args: ReplArgs) -> ExitCode {
         }
     };
     config.pool.idle_timeout = None;
+    config.check = args.check.unwrap_or(config.check);
     let engine = Arc::new(EvalEngine::new(config));
     let context = CallContext::new(format!("repl-{}", std::process::id()));
     // The kernel starts now, so the first prompt answers at once.

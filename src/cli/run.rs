@@ -58,6 +58,11 @@ pub struct RunArgs {
     /// Also save the cells that ran, with their outputs, as a notebook (.ipynb).
     #[arg(long, value_name = "FILE")]
     pub(super) save_notebook: Option<PathBuf>,
+    /// Check cells before running them: `syntax` runs none if a cell does not parse (the error
+    /// shows its caret); `lint` also adds `ruff check` findings on Python cells as notes
+    /// [env: CELLBOX_CHECK] [default: off].
+    #[arg(long, value_name = "off|syntax|lint")]
+    pub(super) check: Option<cellbox::tool::CheckMode>,
     #[command(flatten)]
     pub(super) kernel: KernelArgs,
 }
@@ -143,6 +148,7 @@ async fn run_inner(args: RunArgs) -> Result<ExitCode, String> {
     // One call: a spare kernel would only take CPU from it.
     config.spare = cellbox::session::SpareLimits::OFF;
     config.extra_env = args.env.iter().cloned().collect();
+    config.check = args.check.unwrap_or(config.check);
     let engine = Arc::new(EvalEngine::new(config));
     let cancel = CancellationToken::new();
     let terminated = CancellationToken::new();

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::{
-    Completeness, ExecEvent, ExecuteOptions, Execution, ExitInfo, Kernel, KernelError, KernelOptions, StartObserver,
+    CheckReport, Completeness, ExecEvent, ExecuteOptions, Execution, ExitInfo, Kernel, KernelError, KernelOptions,
+    StartObserver,
 };
 use crate::backend::Backend;
 use crate::gateway::{GatewayKernel, GatewaySetting};
@@ -131,6 +132,19 @@ impl KernelHandle {
         match self {
             KernelHandle::Process(kernel) => kernel.check_complete(code).await,
             KernelHandle::Gateway(kernel) => kernel.check_complete(code).await,
+        }
+    }
+
+    /// Check cells before running them (see [`Kernel::check`]). `None` on a
+    /// gateway kernel, which is not asked: its kernel speaks Jupyter, not our runner.
+    pub async fn check(
+        &self,
+        cells: Vec<crate::protocol::CheckCell>,
+        lint: bool,
+    ) -> Result<Option<CheckReport>, KernelError> {
+        match self {
+            KernelHandle::Process(kernel) => kernel.check(cells, lint).await.map(Some),
+            KernelHandle::Gateway(_) => Ok(None),
         }
     }
 

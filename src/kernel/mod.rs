@@ -195,6 +195,8 @@ pub enum ExecEvent {
     Done(CellDone),
     /// The answer to [`Kernel::check_complete`].
     Completeness(Completeness),
+    /// The answer to [`Kernel::check`].
+    Checked(CheckReport),
     /// The host started or finished work on the cell's behalf (a bridge
     /// call): the cell's time budget waits meanwhile. Only the host makes
     /// these; nothing a cell prints or displays can.
@@ -208,6 +210,21 @@ pub struct Completeness {
     pub status: String,
     /// The indent to offer on the next line when incomplete.
     pub indent: String,
+}
+
+/// What a pre-run check found: one entry per cell asked about, in order,
+/// and notes about the check itself (the linter was not found, ...).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CheckReport {
+    pub cells: Vec<protocol::CheckedCell>,
+    pub notes: Vec<String>,
+}
+
+impl CheckReport {
+    /// Whether any cell failed to compile.
+    pub fn has_errors(&self) -> bool {
+        self.cells.iter().any(|cell| cell.error.is_some())
+    }
 }
 
 type EventSender = mpsc::Sender<Result<ExecEvent, KernelError>>;
@@ -243,7 +260,7 @@ impl Execution {
             return None;
         }
         let item = self.events.recv().await.unwrap_or(Err(KernelError::Closed));
-        if matches!(item, Ok(ExecEvent::Done(_)) | Ok(ExecEvent::Completeness(_)) | Err(_)) {
+        if matches!(item, Ok(ExecEvent::Done(_) | ExecEvent::Completeness(_) | ExecEvent::Checked(_)) | Err(_)) {
             self.finished = true;
         }
         Some(item)
@@ -510,6 +527,27 @@ impl Kernel {
         while let Some(item) = execution.next().await {
             if let ExecEvent::Completeness(answer) = item? {
                 return Ok(answer);
+            }
+        }
+        Err(KernelError::Closed)
+    }
+
+    /// Check `cells` without running anything: the Python runner compiles
+    /// each after its magic transform (and with `lint` runs `ruff check` when
+    /// it finds it); the Node runner parses each as it would run it. The
+    /// kernel's state is untouched.
+    pub async fn check(&self, cells: Vec<protocol::CheckCell>, lint: bool) -> Result<CheckReport, KernelError> {
+        let id = format!("k{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let request = protocol::CheckRequest { kind: "check", id: id.clone(), cells, lint };
+        let mut line = serde_json::to_string(&request).expect("requests serialize");
+        if self.shared.trace {
+            tracing::info!(target: "cellbox::ipc", "host → runner {line}");
+        }
+        line.push('\n');
+        let mut execution = self.send(id, line, 4, false).await?;
+        while let Some(item) = execution.next().await {
+            if let ExecEvent::Checked(report) = item? {
+                return Ok(report);
             }
         }
         Err(KernelError::Closed)
@@ -1088,6 +1126,7 @@ impl Reader {
             RunnerFrame::Completeness { id, status, indent } => {
                 (Some(id), ExecEvent::Completeness(Completeness { status, indent }))
             }
+            RunnerFrame::Checked { id, cells, notes } => (Some(id), ExecEvent::Checked(CheckReport { cells, notes })),
             RunnerFrame::BridgeCall { id, cell, op, args } => {
                 self.bridge_call(id, cell, op, args).await;
                 return;
@@ -1128,10 +1167,10 @@ impl Reader {
             tracing::debug!(target: "cellbox::ipc", "frame for no request: {event:?}");
             return;
         };
-        if !matches!(event, ExecEvent::Done(_) | ExecEvent::Completeness(_)) && self.is_running(&id) {
+        let done = matches!(event, ExecEvent::Done(_) | ExecEvent::Completeness(_) | ExecEvent::Checked(_));
+        if !done && self.is_running(&id) {
             self.ensure_started(&id).await;
         }
-        let done = matches!(event, ExecEvent::Done(_) | ExecEvent::Completeness(_));
         self.send(&id, event, done).await;
     }
 

@@ -82,6 +82,8 @@ that does not respond is restarted. `reset: true` (top-level or per cell) restar
 For long work pass `wait` (seconds): when it elapses with cells still running, the call returns the output
 so far and a run://<id> handle while the cells go on; continue with eval_wait, stop with eval_cancel.
 `session` names an independent kernel set (default \"default\").
+`check: \"syntax\"` parses every cell before any runs (a syntax error runs none and shows the
+caret); `check: \"lint\"` also returns `ruff check` findings as notes, never blocking.
 input() is not supported.";
 
 /// What a model is told about JavaScript cells, when they are offered.

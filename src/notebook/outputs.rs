@@ -73,7 +73,11 @@ impl OutputBuilder {
                         .collect(),
                 });
             }
-            ExecEvent::Started | ExecEvent::Done(_) | ExecEvent::Completeness(_) | ExecEvent::Budget(_) => {}
+            ExecEvent::Started
+            | ExecEvent::Done(_)
+            | ExecEvent::Completeness(_)
+            | ExecEvent::Checked(_)
+            | ExecEvent::Budget(_) => {}
         }
     }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::params::{EvalParams, Language, ParamsError, PlannedCell};
+use super::params::{CheckMode, EvalParams, Language, ParamsError, PlannedCell};
 use super::result::{CellReport, CellStatus, Collector, ErrorSummary, EvalEvent, EvalResult};
 use super::run::{RunRegistry, RunShared};
 use super::watchdog::{PauseGuard, Watchdog};
@@ -26,6 +26,9 @@ use crate::output::limiter::TextLimits;
 use crate::protocol::DoneStatus;
 use crate::runtime::{self, DiscoveryInput, env};
 use crate::session::{KernelKey, KernelPool, PoolLimits, SlotGuard, SpareLimits, SparePool};
+
+/// Lint findings shown as notes per call; more are counted.
+const MAX_LINT_NOTES: usize = 30;
 
 /// After an interrupt, how long the kernel gets to finish the cell before it is killed.
 pub const INTERRUPT_ESCALATION: Duration = Duration::from_secs(5);
@@ -144,6 +147,9 @@ pub struct EngineConfig {
     /// once in a fork server and each kernel is forked from it (empty: off;
     /// default from `CELLBOX_PRELOAD`). Process transport only.
     pub preload: Vec<String>,
+    /// Checks run before each call's cells unless the call says otherwise
+    /// (default from `CELLBOX_CHECK`: off).
+    pub check: CheckMode,
 }
 
 impl EngineConfig {
@@ -170,6 +176,7 @@ impl EngineConfig {
             sandbox: crate::sandbox::SandboxPolicy::default(),
             transport: Transport::from_env().unwrap_or_default(),
             preload: preload_from_env(),
+            check: CheckMode::from_env(),
         }
     }
 }
@@ -654,7 +661,13 @@ impl EvalEngine {
             }
         }
         let mut kernels: Vec<(Runtime, SlotGuard<'_>)> = runtimes.into_iter().zip(guards).collect();
-        self.run_cells(&plan, &cwd, &mut kernels, &mut collector, cancel, on_event).await;
+        // Off (the default): no exchange with the kernel before the cells.
+        let check = params.check.unwrap_or(self.config.check);
+        if check == CheckMode::Off
+            || self.precheck(&mut plan, &cwd, &mut kernels, check, &mut collector, on_event).await
+        {
+            self.run_cells(&plan, &cwd, &mut kernels, &mut collector, cancel, on_event).await;
+        }
         self.remember(&context.session, collector.take_recorded());
         match self.config.mode {
             KernelMode::Session => {
@@ -671,6 +684,123 @@ impl EvalEngine {
             }
         }
         Ok(collector.finish())
+    }
+
+    /// Check the call's cells before any runs (`check` is not off): one
+    /// `check` request to each kernel the call uses, which parses every cell
+    /// of its language without running it (Python: compiled after the magic
+    /// transform; JavaScript/TypeScript: parsed as the Node runner would) and,
+    /// for `lint`, runs `ruff check` on the Python cells. Returns whether the
+    /// cells may run; when one does not parse, its error (with the caret) is
+    /// the result, every other cell is skipped and nothing ran. Lint findings
+    /// become notes. A check that cannot be made (a gateway kernel, a kernel
+    /// that fails) says so in a note and lets the cells run.
+    async fn precheck(
+        &self,
+        plan: &mut [PlannedCell],
+        cwd: &Path,
+        kernels: &mut [(Runtime, SlotGuard<'_>)],
+        check: CheckMode,
+        collector: &mut Collector,
+        on_event: EventSink<'_>,
+    ) -> bool {
+        let lint = check == CheckMode::Lint;
+        // (cell index, what the check found), in backend order.
+        let mut found: Vec<(usize, crate::protocol::CheckedCell)> = Vec::new();
+        // Cells whose `reset` the check's fresh kernel already satisfies.
+        let mut fresh: Vec<usize> = Vec::new();
+        for (runtime, guard) in kernels.iter_mut() {
+            let cells: Vec<&PlannedCell> =
+                plan.iter().filter(|cell| cell.language.backend() == runtime.backend).collect();
+            let Some(first) = cells.first() else { continue };
+            // The kernel the first such cell would use (started now if needed;
+            // a start failure is left for that cell to report). A kernel the
+            // first cell resets is asked as it is (the check reads no state
+            // but the linter's names) and reset only if the cells run.
+            let had_kernel = guard.kernel().is_some_and(|kernel| kernel.is_alive());
+            let started = self.kernel_for(runtime, cwd, guard, first.index, on_event).await;
+            if started.is_ok() && !had_kernel && first.reset {
+                fresh.push(first.index);
+            }
+            for note in guard.take_notes() {
+                collector.note(note);
+            }
+            let Ok(kernel) = started else { continue };
+            let request = cells
+                .iter()
+                .map(|cell| crate::protocol::CheckCell {
+                    number: cell.index + 1,
+                    code: cell.code.clone(),
+                    typescript: cell.language == Language::Ts,
+                })
+                .collect();
+            match kernel.check(request, lint).await {
+                Ok(Some(answer)) => {
+                    for note in answer.notes {
+                        collector.note(note);
+                    }
+                    found.extend(cells.iter().map(|cell| cell.index).zip(answer.cells));
+                }
+                Ok(None) => collector.note("Pre-run check: not on gateway kernels; these cells ran unchecked."),
+                Err(error) => {
+                    collector.note(format!("Pre-run check could not be made ({error}); the cells ran unchecked."))
+                }
+            }
+        }
+        for index in fresh {
+            plan[index].reset = false;
+        }
+        let plan: &[PlannedCell] = plan;
+        found.sort_by_key(|(index, _)| *index);
+        let errors: Vec<(usize, &crate::protocol::SyntaxProblem)> =
+            found.iter().filter_map(|(index, checked)| checked.error.as_ref().map(|error| (*index, error))).collect();
+        if errors.is_empty() {
+            let findings: Vec<_> = found
+                .iter()
+                .flat_map(|(index, checked)| checked.findings.iter().map(move |finding| (*index, finding)))
+                .collect();
+            for (index, finding) in findings.iter().take(MAX_LINT_NOTES) {
+                let place = if plan.len() > 1 { format!("cell {}, ", index + 1) } else { String::new() };
+                let rule = if finding.code.is_empty() { String::new() } else { format!("{} ", finding.code) };
+                collector
+                    .note(format!("Lint ({place}line {}:{}): {rule}{}", finding.line, finding.column, finding.message));
+            }
+            if findings.len() > MAX_LINT_NOTES {
+                collector.note(format!("Lint: {} more finding(s) not shown.", findings.len() - MAX_LINT_NOTES));
+            }
+            return true;
+        }
+        for cell in plan {
+            let Some((_, error)) = errors.iter().find(|(index, _)| *index == cell.index) else {
+                collector.finish_cell(report(cell, CellStatus::Skipped, 0, None, None));
+                continue;
+            };
+            on_event(EvalEvent::CellStarted { index: cell.index, title: cell.title.clone() });
+            collector.begin_cell(cell.index, cell.title.as_deref());
+            let shown = crate::kernel::CellError {
+                ename: error.ename.clone(),
+                evalue: error.evalue.clone(),
+                traceback: error.traceback.clone(),
+            };
+            if let Some(streamed) = collector.event(cell.index, ExecEvent::Error(shown)) {
+                on_event(streamed);
+            }
+            on_event(EvalEvent::CellFinished { index: cell.index, status: CellStatus::Error, duration_ms: 0 });
+            let summary = ErrorSummary { ename: error.ename.clone(), evalue: error.evalue.clone() };
+            collector.finish_cell(report(cell, CellStatus::Error, 0, None, Some(summary)));
+        }
+        let places: Vec<String> = errors
+            .iter()
+            .map(|(index, error)| match error.line {
+                Some(line) => format!("cell {} (line {line})", index + 1),
+                None => format!("cell {}", index + 1),
+            })
+            .collect();
+        let what = if places.len() == 1 { "has a syntax error" } else { "have syntax errors" };
+        let none = if plan.len() == 1 { "it was not run" } else { "no cell was run" };
+        collector
+            .note(format!("Syntax check: {} {what}; {none} and the kernel's state is unchanged.", places.join(", ")));
+        false
     }
 
     /// A call that never reached its kernel: every cell gets `status`.

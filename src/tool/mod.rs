@@ -10,6 +10,6 @@ pub use engine::{
     CallContext, EngineConfig, EvalEngine, EvalError, ExportError, Exposure, KernelMode, PRELOAD_VAR, ignore_events,
     parse_preload, preload_from_env,
 };
-pub use params::{CellParams, EvalParams, Language};
+pub use params::{CellParams, CheckMode, EvalParams, Language};
 pub use result::{CellReport, CellStatus, ErrorSummary, EvalEvent, EvalResult, JsonOutput, StatusEvent};
 pub use run::{CallOutcome, RUN_SCHEME, RunCell, RunError, RunReport, RunSummary, SessionKernel, WaitFor};

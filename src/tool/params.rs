@@ -32,6 +32,59 @@ pub struct EvalParams {
     /// the call ends. `0` starts the run and returns at once (failing if the session is busy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait: Option<f64>,
+    /// Check the cells before running any: "syntax" parses every cell first (Python after its
+    /// magics, so `%time` and `!cmd` are fine; JavaScript/TypeScript as Node's runner does) and, if
+    /// one does not parse, runs none and shows the error with its caret; "lint" does that and also
+    /// runs `ruff check` on Python cells (when installed), adding its findings as notes without
+    /// blocking the run; "off" checks nothing. Default: the server's setting (off unless started
+    /// with `--check` or `CELLBOX_CHECK`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckMode>,
+}
+
+/// Which checks run before a call's cells (see [`EvalParams::check`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckMode {
+    /// No check: the cells run as they are (no exchange with the kernel before them).
+    #[default]
+    Off,
+    /// Parse every cell first; a syntax error stops the call before any cell runs.
+    Syntax,
+    /// `syntax`, plus `ruff check` findings as notes (never blocking).
+    Lint,
+}
+
+impl CheckMode {
+    /// The variable that sets the default (`off`, `syntax`, `lint`).
+    pub const ENV_VAR: &'static str = "CELLBOX_CHECK";
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckMode::Off => "off",
+            CheckMode::Syntax => "syntax",
+            CheckMode::Lint => "lint",
+        }
+    }
+
+    /// `CELLBOX_CHECK`; unset, empty or unreadable: off.
+    pub fn from_env() -> CheckMode {
+        std::env::var(Self::ENV_VAR).ok().and_then(|value| value.parse().ok()).unwrap_or_default()
+    }
+}
+
+impl std::str::FromStr for CheckMode {
+    type Err = String;
+
+    /// `off`/`syntax`/`lint`; also `0`/`no`/`false`/`none` for off and `1`/`on`/`yes`/`true` for syntax.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "" | "off" | "0" | "no" | "false" | "none" => Ok(CheckMode::Off),
+            "syntax" | "1" | "on" | "yes" | "true" => Ok(CheckMode::Syntax),
+            "lint" | "ruff" => Ok(CheckMode::Lint),
+            other => Err(format!("unknown check {other:?}; use off, syntax or lint")),
+        }
+    }
 }
 
 /// One cell.
@@ -225,6 +278,18 @@ mod tests {
             EvalParams::from_json(json!({"cells": [{"code": "1", "language": "python"}]})).unwrap().cells[0].language,
             Some(Language::Py)
         );
+    }
+
+    #[test]
+    fn check_modes_parse() {
+        let params = EvalParams::from_json(json!({"cells": [{"code": "1"}], "check": "lint"})).unwrap();
+        assert_eq!(params.check, Some(CheckMode::Lint));
+        assert_eq!(EvalParams::code("1").check, None);
+        assert!(EvalParams::from_json(json!({"cells": [{"code": "1"}], "check": "pylint"})).is_err());
+        assert_eq!("Syntax".parse::<CheckMode>(), Ok(CheckMode::Syntax));
+        assert_eq!("".parse::<CheckMode>(), Ok(CheckMode::Off));
+        assert!("maybe".parse::<CheckMode>().is_err());
+        assert!(EvalParams::json_schema().to_string().contains("\"lint\""));
     }
 
     #[test]

@@ -276,7 +276,7 @@ impl Collector {
             recorder.event(&event);
         }
         match event {
-            ExecEvent::Started | ExecEvent::Done(_) | ExecEvent::Completeness(_) => None,
+            ExecEvent::Started | ExecEvent::Done(_) | ExecEvent::Completeness(_) | ExecEvent::Checked(_) => None,
             // Streamed for embedders that follow the budget; not part of the result.
             ExecEvent::Budget(control) => {
                 Some(EvalEvent::Status { cell, event: Value::Object(control.status_fields()) })

@@ -75,6 +75,26 @@ async def scenario_error(session, init):
     print("error ok")
 
 
+async def scenario_check(session, init):
+    tools = await session.list_tools()
+    schema = [tool for tool in tools.tools if tool.name == "eval"][0].input_schema
+    assert "check" in schema["properties"], schema["properties"].keys()
+    cells = [{"code": "checked = 1"}, {"code": "y = (\n"}, {"code": "print('unseen')"}]
+    result = await call(session, cells, check="syntax")
+    assert result.is_error
+    text = text_of(result)
+    assert "Cell 2, line 1" in text and "^" in text and "unseen" not in text, text
+    statuses = [cell["status"] for cell in result.structured_content["cells"]]
+    assert statuses == ["skipped", "error", "skipped"], statuses
+    after = await call(session, [{"code": "'checked' in dir()"}])
+    assert text_of(after).strip() == "False", text_of(after)
+    linted = await call(session, [{"code": "import os\nprint('ran')"}], check="lint")
+    assert not linted.is_error, text_of(linted)
+    notes = linted.structured_content["notes"]
+    assert "ran" in text_of(linted) and any("F401" in note for note in notes), notes
+    print("check ok")
+
+
 async def scenario_plot(session, init):
     code = "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.title('cellbox')"
     result = await call(session, [{"code": code}])

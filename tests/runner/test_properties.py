@@ -39,7 +39,7 @@ else:
 
 SKIP_REASON = "Hypothesis is not installed for this interpreter (pip install hypothesis to run the property tests)"
 
-REQUEST_KINDS = (protocol.Request, protocol.ExitRequest, protocol.CompleteRequest)
+REQUEST_KINDS = (protocol.Request, protocol.ExitRequest, protocol.CompleteRequest, protocol.CheckRequest)
 
 
 def line_count(text):
@@ -102,8 +102,8 @@ class ProtocolProperties(unittest.TestCase):
             lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
             max_leaves=12,
         )
-        fields = st.sampled_from(["type", "id", "code", "silent", "storeHistory", "cwd", "env"])
-        kinds = st.sampled_from(["execute", "exit", "complete", "bogus"]) | json_values
+        fields = st.sampled_from(["type", "id", "code", "silent", "storeHistory", "cwd", "env", "cells", "lint"])
+        kinds = st.sampled_from(["execute", "exit", "complete", "check", "bogus"]) | json_values
 
         @FUZZ
         @given(st.dictionaries(fields, json_values, max_size=7), kinds)
