@@ -252,7 +252,7 @@ async fn environment_filtering_keeps_secrets_out_of_user_code() {
     .await;
     assert_eq!(
         output.stdout(),
-        "False False\n['CHOSEN', 'CELLBOX_MODE', 'HOME', 'LC_TIME', 'MPLBACKEND', 'PYTHONUNBUFFERED']\n"
+        "False False\n['CELLBOX_MODE', 'CHOSEN', 'HOME', 'LC_TIME', 'MPLBACKEND', 'PYTHONUNBUFFERED']\n"
     );
 }
 
