@@ -1,0 +1,60 @@
+//! asdf: python-plugin shims; the version comes from `ASDF_PYTHON_VERSION` or `.tool-versions`.
+
+use super::*;
+
+pub fn asdf(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Option<Result<Followed, String>> {
+    if !shim.head.contains("asdf exec") && !shim.head.contains("# asdf-plugin:") {
+        return None;
+    }
+    Some(asdf_follow(shim, watched))
+}
+
+fn asdf_follow(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Result<Followed, String> {
+    let input = shim.input;
+    let plugins: Vec<&str> =
+        shim.head.lines().filter_map(|l| l.trim().strip_prefix("# asdf-plugin:")?.split_whitespace().next()).collect();
+    if plugins.is_empty() || plugins.iter().any(|p| *p != "python") {
+        return Err("the shim is not (only) the python plugin's".into());
+    }
+    let home = input.home.clone().ok_or("no home folder")?;
+    let data = var(input, "ASDF_DATA_DIR").map(PathBuf::from).unwrap_or_else(|| home.join(".asdf"));
+    let shims = data.join("shims");
+    if shim.path.parent() != Some(shims.as_path()) {
+        return Err(format!("the shim is not in {}", shims.display()));
+    }
+    let config = var(input, "ASDF_CONFIG_FILE").map(PathBuf::from).unwrap_or_else(|| home.join(".asdfrc"));
+    watched.push(config.clone());
+    if std::fs::read_to_string(&config).is_ok_and(|t| {
+        t.lines().any(|l| l.split('#').next().unwrap_or("").replace(' ', "").starts_with("legacy_version_file=yes"))
+    }) {
+        return Err(format!("{} turns legacy version files on", config.display()));
+    }
+    let plugin_bin = data.join("plugins/python/bin");
+    for script in ["exec-path", "list-bin-paths", "exec-env"] {
+        let file = plugin_bin.join(script);
+        watched.push(file.clone());
+        if file.exists() {
+            return Err(format!("the python plugin's {script} script may change its choice"));
+        }
+    }
+    let name = var(input, "ASDF_DEFAULT_TOOL_VERSIONS_FILENAME").unwrap_or(".tool-versions");
+    let (versions, origin) = match var(input, "ASDF_PYTHON_VERSION") {
+        Some(value) => (value.split_whitespace().map(str::to_string).collect(), "ASDF_PYTHON_VERSION".to_string()),
+        None => {
+            let mut found = None;
+            for dir in upward(&physical(&input.cwd)).map(Path::to_path_buf).chain([home.clone()]) {
+                let file = dir.join(name);
+                watched.push(file.clone());
+                if let Some(versions) = std::fs::read_to_string(&file).ok().and_then(|t| tool_versions_python(&t)) {
+                    found = Some((versions, file.display().to_string()));
+                    break;
+                }
+            }
+            found.ok_or("no .tool-versions names a python version")?
+        }
+    };
+    pick_install(shim, Manager::Asdf, &data.join("installs/python"), &shims, &versions, origin, watched)
+}
+
+/// Config files mise reads that this resolver does not: with any of them in
+/// a folder on the way up, mise is not followed.
