@@ -25,11 +25,11 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, InitializeRequestParams, InitializeResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Resource, ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig, Tool,
+    Resource, ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::backend::Backend;
@@ -95,7 +95,6 @@ impl EvalServer {
     fn offers(&self, backend: Backend) -> bool {
         self.languages.iter().any(|language| language.backend() == backend)
     }
-
 
     fn call_export(&self, arguments: &Value) -> CallToolResult {
         let path = match arguments.get("path") {
@@ -194,7 +193,6 @@ impl EvalServer {
         Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type("text/plain")]))
     }
 }
-
 
 /// `artifact://<id>` or `artifact://<id>?offset=N` (`agent://<id>` alike).
 fn parse_artifact_uri(uri: &str) -> Option<(&str, u64)> {

@@ -2,6 +2,9 @@
 
 use super::*;
 
+/// asdf: `ASDF_PYTHON_VERSION`, else the first `.tool-versions` naming
+/// python from the cwd upward, else `~/.tool-versions`; installs under
+/// `$ASDF_DATA_DIR/installs/python/<version>`.
 pub fn asdf(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Option<Result<Followed, String>> {
     if !shim.head.contains("asdf exec") && !shim.head.contains("# asdf-plugin:") {
         return None;
@@ -55,6 +58,3 @@ fn asdf_follow(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Result<Followed, 
     };
     pick_install(shim, Manager::Asdf, &data.join("installs/python"), &shims, &versions, origin, watched)
 }
-
-/// Config files mise reads that this resolver does not: with any of them in
-/// a folder on the way up, mise is not followed.

@@ -2,6 +2,7 @@
 
 use super::*;
 
+/// What identifies one state of a file or folder; `None` when it is absent.
 fn stamp(path: &Path) -> Option<[i64; 5]> {
     let meta = std::fs::metadata(path).ok()?;
     Some([
@@ -107,5 +108,5 @@ fn forget_gone(dir: &Path) {
 
 /// [`follow_cached_in`] the default cache root.
 pub fn follow_cached(candidate: &Path, input: &DiscoveryInput) -> Outcome {
-    follow_cached_in(&super::memo::cache_root(), candidate, input)
+    follow_cached_in(&super::super::memo::cache_root(), candidate, input)
 }

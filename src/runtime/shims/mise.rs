@@ -2,6 +2,8 @@
 
 use super::*;
 
+/// Config files mise reads that this resolver does not: with any of them in
+/// a folder on the way up, mise is not followed.
 const MISE_UNREAD: &[&str] = &[
     "mise.local.toml",
     ".mise.local.toml",
@@ -121,7 +123,3 @@ fn mise_config_version(
     }
     Err("no mise config names a python version".into())
 }
-
-// ---------------------------------------------------------------- the cache
-
-/// What identifies one state of a file or folder; `None` when it is absent.

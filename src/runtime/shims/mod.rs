@@ -240,10 +240,7 @@ fn system_program(input: &DiscoveryInput, skip: &Path, program: &str, watched: &
     None
 }
 
-// ---------------------------------------------------------------- pyenv
-
-/// The value of `export PYENV_ROOT="…"` in a pyenv shim.
-
+/// `python` versions in a `.tool-versions` file (`None`: the file names no python).
 pub fn tool_versions_python(text: &str) -> Option<Vec<String>> {
     text.lines().map(|line| line.split('#').next().unwrap_or("")).find_map(|line| {
         let mut words = line.split_whitespace();
@@ -295,10 +292,6 @@ fn pick_install(
     }
     Err(format!("no version in {} has `{program}`", versions.join(" ")))
 }
-
-/// asdf: `ASDF_PYTHON_VERSION`, else the first `.tool-versions` naming
-/// python from the cwd upward, else `~/.tool-versions`; installs under
-/// `$ASDF_DATA_DIR/installs/python/<version>`.
 
 #[cfg(test)]
 mod tests {

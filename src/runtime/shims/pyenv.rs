@@ -2,6 +2,7 @@
 
 use super::*;
 
+/// The value of `export PYENV_ROOT="…"` in a pyenv shim.
 pub(super) fn pyenv_root_in(head: &str) -> Option<PathBuf> {
     head.lines().find_map(|line| {
         let value = line.trim().strip_prefix("export PYENV_ROOT=")?;
@@ -157,7 +158,3 @@ fn pyenv_follow(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Result<Followed,
     }
     Err(format!("no version in {} has `{program}`", names.join(":")))
 }
-
-// ---------------------------------------------------------------- asdf and mise
-
-/// `python` versions in a `.tool-versions` file (`None`: the file names no python).
