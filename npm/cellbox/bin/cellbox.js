@@ -55,9 +55,16 @@ function binaryPath() {
 
 const child = spawn(binaryPath(), process.argv.slice(2), { stdio: "inherit", windowsHide: true });
 
-const forwarded = ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGBREAK"].filter((signal) => {
+// Ctrl-C and Ctrl-\ at a terminal reach the whole foreground process group, the binary included:
+// relaying them too would deliver each twice (a second Ctrl-C means more than the first to
+// `cellbox run`), so the launcher only outlives them. Signals sent to the launcher alone (a client
+// stopping its MCP server) are relayed.
+const TERMINAL = ["SIGINT", "SIGQUIT"];
+const forwarded = [...TERMINAL, "SIGTERM", "SIGHUP", "SIGBREAK"].filter((signal) => {
   try {
-    process.on(signal, () => child.kill(signal));
+    process.on(signal, () => {
+      if (!TERMINAL.includes(signal)) child.kill(signal);
+    });
     return true;
   } catch (_) {
     return false; // not a signal on this platform
