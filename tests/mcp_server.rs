@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
 fn scenario(name: &str) -> tempfile::TempDir {
@@ -78,44 +77,11 @@ fn closing_the_connection_leaves_no_python_process() {
 
 #[test]
 fn sigterm_to_the_server_disposes_its_kernels() {
-    use std::io::{BufRead, BufReader, Write};
-    use std::process::Stdio;
-    let cwd = tempfile::tempdir().unwrap();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_cellbox"))
-        .args(["mcp", "--cwd"])
-        .arg(cwd.path())
-        .env("CELLBOX_PYTHON", common::python())
-        .env("CELLBOX_ARTIFACTS_DIR", cwd.path().join("artifacts"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = server.stdin.take().unwrap();
-    let mut stdout = BufReader::new(server.stdout.take().unwrap());
-    let mut send = |line: &str| writeln!(stdin, "{line}").unwrap();
-    send(
-        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#,
-    );
-    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
-    send(
-        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"eval","arguments":{"cells":[{"code":"import os; os.getpid()"}]}}}"#,
-    );
-    let mut pid = None;
-    for _ in 0..10 {
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        let message: serde_json::Value = serde_json::from_str(&line).unwrap();
-        if message["id"] == 2 {
-            let text = message["result"]["content"][0]["text"].as_str().unwrap().trim().to_string();
-            pid = Some(text.parse::<u32>().unwrap());
-            break;
-        }
-    }
-    let pid = pid.expect("the eval call answered");
+    let (mut server, _) = common::raw_mcp::RawServer::initialized("2025-06-18", serde_json::json!({}));
+    let result = server.eval(serde_json::json!({"cells": [{"code": "import os; os.getpid()"}]}));
+    let pid: u32 = common::raw_mcp::text(&result).trim().parse().expect("the eval call answered a pid");
     assert_eq!(common::group_members(pid).len(), 1);
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(server.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
-    let status = server.wait().unwrap();
+    let status = server.terminate();
     assert!(status.success() || status.code().is_some(), "{status:?}");
     assert!(common::group_members(pid).is_empty(), "kernel {pid} outlived the server");
 }

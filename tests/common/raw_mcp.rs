@@ -82,6 +82,13 @@ impl RawServer {
         }
     }
 
+    /// SIGTERM to the server, and its exit status once it is gone.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        self.child.wait().unwrap()
+    }
+
     /// `tools/call` of `eval`: the result.
     pub fn eval(&mut self, arguments: Value) -> Value {
         self.request("tools/call", json!({"name": "eval", "arguments": arguments}))["result"].clone()
