@@ -327,7 +327,10 @@ mod tests {
     fn files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap().flatten() {
             let path = entry.path();
-            if path.is_dir() {
+            // Installed packages (a venv, node_modules) are not the product's code.
+            let name = entry.file_name();
+            let installed = name.to_string_lossy().starts_with('.') || name == "node_modules";
+            if path.is_dir() && !installed {
                 files(&path, out);
             } else if path.extension().is_some_and(|e| ["rs", "py", "js"].iter().any(|x| e == *x)) {
                 out.push(path);
