@@ -266,6 +266,14 @@ fn off_sends_no_check_request_and_the_flag_and_variable_turn_it_on() {
     let (code, _, stderr) = run_traced(&["run", "--check", "bogus", "-c", "1"], &[]);
     assert_eq!(code, Some(2));
     assert!(stderr.contains("use off, syntax or lint"), "{stderr}");
+
+    // A bad variable is an error too, not a silent "off".
+    let (code, stdout, stderr) = run_traced(&["run", "-c", "print('never')"], &[("CELLBOX_CHECK", "bogus")]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stdout.is_empty() && stderr.contains("CELLBOX_CHECK") && stderr.contains("use off, syntax or lint"),
+        "{stderr}"
+    );
 }
 
 #[tokio::test]

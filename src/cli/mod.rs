@@ -119,6 +119,7 @@ impl KernelArgs {
 
     /// An engine configuration for these options (cwd checked first).
     pub fn engine_config(&self) -> Result<cellbox::tool::EngineConfig, String> {
+        cellbox::tool::CheckMode::validate_env()?;
         let mut config = cellbox::tool::EngineConfig::new(self.cwd()?);
         config.python = self.explicit_python();
         config.node = self.node.clone();

@@ -67,9 +67,18 @@ impl CheckMode {
         }
     }
 
-    /// `CELLBOX_CHECK`; unset, empty or unreadable: off.
+    /// `CELLBOX_CHECK`; unset, empty or unreadable: off (front ends call [`Self::validate_env`] first,
+    /// so a bad value is an error there, not a silent off).
     pub fn from_env() -> CheckMode {
         std::env::var(Self::ENV_VAR).ok().and_then(|value| value.parse().ok()).unwrap_or_default()
+    }
+
+    /// An error naming the variable when `CELLBOX_CHECK` is set to something that is not a check.
+    pub fn validate_env() -> Result<(), String> {
+        match std::env::var(Self::ENV_VAR) {
+            Ok(value) => value.parse::<CheckMode>().map(drop).map_err(|error| format!("{}: {error}", Self::ENV_VAR)),
+            Err(_) => Ok(()),
+        }
     }
 }
 
