@@ -222,6 +222,27 @@ async fn crash_sigkill_from_outside_between_cells() {
     h.finish().await;
 }
 
+/// The kernel dies after it took the next request but before it began the
+/// cell (as when the OOM killer strikes during a call): the cell never ran, so
+/// it is not blamed; it runs on a fresh kernel, which the result mentions.
+#[tokio::test]
+async fn crash_after_the_request_before_the_cell_began() {
+    let h = harness();
+    let pid = h.start("s").await;
+    // From now on this runner dies on taking a request, before it acknowledges it.
+    let trap = "import os, signal, sys\n\
+                runner = sys.modules['cellbox_kernel.main'].Kernel\n\
+                runner.handle = lambda self, request: os.kill(os.getpid(), signal.SIGKILL)";
+    let armed = h.run("s", trap, 10).await;
+    assert_eq!(status(&armed), CellStatus::Ok, "{}", armed.text);
+    let next = h.next_call_works("s").await;
+    assert_eq!(status(&next), CellStatus::Ok, "{}", next.text);
+    assert!(next.text.contains("previous kernel had died (killed by signal 9"), "{}", next.text);
+    assert!(!next.text.contains("during this cell"), "{}", next.text);
+    assert!(!h.engine.kernel_pids().contains(&pid));
+    h.finish().await;
+}
+
 #[tokio::test]
 async fn crash_memory_error_keeps_the_kernel() {
     let h = harness();

@@ -164,6 +164,20 @@ async fn a_crash_keeps_the_last_output() {
 }
 
 #[tokio::test]
+async fn a_kernel_killed_between_calls_is_not_blamed_on_the_next_cell() {
+    let f = fixture(|_| {});
+    let pid: i32 = js(&f.engine, "process.pid").await.text.trim().parse().unwrap();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+    assert!(common::eventually(Duration::from_secs(60), || common::group_members(pid as u32).is_empty()).await);
+    let next = js(&f.engine, "process.pid").await;
+    assert!(!next.is_error, "{}", next.text);
+    assert!(next.text.contains("previous kernel had died (killed by signal 9"), "{}", next.text);
+    assert!(!next.text.contains("during this cell"), "{}", next.text);
+    assert_ne!(next.text.lines().next().unwrap().parse::<i32>().unwrap(), pid);
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
 async fn stdin_reads_fail_fast() {
     let f = fixture(|_| {});
     let result = js(&f.engine, "require('fs').readFileSync(0, 'utf8')").await;

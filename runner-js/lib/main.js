@@ -73,8 +73,8 @@ class Kernel {
 
   /**
    * Write a frame. `hold` keeps it back until the next frame that is not held,
-   * so a quick cell's started/result/done leave in one write and the host
-   * wakes once (the host needs no `started` to attribute output).
+   * so a quick cell's result and done leave in one write and the host wakes
+   * once for them.
    */
   send(frame, hold = false) {
     let line;
@@ -105,7 +105,9 @@ class Kernel {
   async handle(request) {
     this.requestId = request.id;
     this.executor.requestId = request.id;
-    this.send({ type: 'started', id: request.id }, true);
+    // Written at once, before any of the cell runs: the host blames a
+    // kernel's death on this cell only once it has read this frame.
+    this.send({ type: 'started', id: request.id });
     let outcome = { status: 'error', cancelled: false };
     try {
       if (this.applyContext(request)) {

@@ -195,7 +195,9 @@ class Kernel:
 
     def handle(self, request):
         self._request_id = request.id
-        self._writer.send_raw(b'{"type":"started","id":%s}\n' % protocol.quote(request.id), hold=True)
+        # Written at once, before any of the cell runs: the host blames a
+        # kernel's death on this cell only once it has read this frame.
+        self._writer.send_raw(b'{"type":"started","id":%s}\n' % protocol.quote(request.id))
         self._capture.begin(request.id)
         outcome = None
         try:
@@ -302,8 +304,9 @@ def _serve(channel):
     try:
         import faulthandler
 
-        # A crash in C code leaves every thread's Python stack in the cell's
-        # stderr, which reaches the host even though the process is gone.
+        # A crash in C code leaves every thread's Python stack on the
+        # diagnostics pipe, which the host reads even though the process is
+        # gone: the cell's part of it is shown, the whole kept.
         faulthandler.enable(file=channel.fault_file(), all_threads=True)
     except Exception:
         pass

@@ -69,8 +69,8 @@ class FrameWriter:
     """Writes whole frames to the protocol fd, one writer at a time.
 
     `send(frame, hold=True)` keeps a frame back until the next frame that is
-    not held, or `flush()`: a quick cell's started/result/done then leave in
-    one write, and the host wakes once instead of three times. The output
+    not held, or `flush()`: a quick cell's result and done then leave in one
+    write, and the host wakes once for both. The output
     thread calls `flush()` every few milliseconds while a cell runs, so a held
     frame is never late by more than that.
 

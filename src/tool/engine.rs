@@ -275,6 +275,11 @@ enum Fate {
         exit: String,
         last_words: String,
     },
+    /// The kernel died before the runner acknowledged the cell (its `started`
+    /// frame): the cell never ran, so it is not to blame and may run elsewhere.
+    DiedBeforeStart {
+        exit: String,
+    },
 }
 
 /// What faulthandler writes first when the runner crashes in C code.
@@ -951,11 +956,12 @@ impl EvalEngine {
                 return Ok(kernel);
             }
             guard.replace_kernel(None);
+            // After the shutdown its exit status is known, not only that it ended.
+            kernel.shutdown().await;
             let exit = kernel.exit_description().unwrap_or_else(|| "it stopped".into());
             guard.add_note(format!(
                 "The previous kernel had died ({exit}); a new one was started and earlier state is lost."
             ));
-            kernel.shutdown().await;
         }
         let options = self.kernel_options(runtime, cwd);
         // A spare may still be starting: on a gateway that wait is a kernel start too.
@@ -1008,99 +1014,110 @@ impl EvalEngine {
             collector.note(message.clone());
             (CellStatus::Error, None, Some(ErrorSummary { ename: "KernelError".into(), evalue: message }))
         };
-        // A kernel that is dead before the cell starts is replaced, once.
-        let mut attempt = 0;
-        let (kernel, mut execution) = loop {
-            let started = self.kernel_for(runtime, cwd, guard, cell.index, on_event).await;
-            for note in guard.take_notes() {
-                collector.note(note);
-            }
-            let kernel = match started {
-                Ok(kernel) => kernel,
-                Err(error) => return failure(collector, error),
-            };
-            let options = ExecuteOptions { typescript: cell.language == Language::Ts, ..Default::default() };
-            match kernel.execute_with(&cell.code, options).await {
-                Ok(execution) => break (kernel, execution),
-                Err(_) if attempt == 0 => attempt += 1,
-                Err(error) => return failure(collector, error),
-            }
-        };
-
-        let watchdog = Watchdog::new(cell.timeout);
-        let session = guard.key().session.clone();
-        self.budgets.lock().unwrap().insert(session.clone(), watchdog.clone());
-        let _budget = BudgetEntry { budgets: &self.budgets, session };
-        // Bridge calls in flight: the budget waits until each has resumed.
-        let mut paused_calls: std::collections::HashMap<String, PauseGuard> = std::collections::HashMap::new();
-        let mut interrupted: Option<(CellStatus, Instant)> = None;
-        let mut error_summary = None;
-        let mut crash_reported = false;
-        let (status, count, fate) = loop {
-            let escalation = async {
-                match interrupted {
-                    Some((_, at)) => tokio::time::sleep_until(at + INTERRUPT_ESCALATION).await,
-                    None => std::future::pending().await,
+        // A kernel that died before the runner acknowledged the cell never ran
+        // it: the cell runs on a fresh kernel, once.
+        let mut fresh_start_left = true;
+        loop {
+            // A kernel that is dead before the cell starts is replaced, once.
+            let mut attempt = 0;
+            let (kernel, mut execution) = loop {
+                let started = self.kernel_for(runtime, cwd, guard, cell.index, on_event).await;
+                for note in guard.take_notes() {
+                    collector.note(note);
+                }
+                let kernel = match started {
+                    Ok(kernel) => kernel,
+                    Err(error) => return failure(collector, error),
+                };
+                let options = ExecuteOptions { typescript: cell.language == Language::Ts, ..Default::default() };
+                match kernel.execute_with(&cell.code, options).await {
+                    Ok(execution) => break (kernel, execution),
+                    Err(_) if attempt == 0 => attempt += 1,
+                    Err(error) => return failure(collector, error),
                 }
             };
-            tokio::select! {
-                biased;
-                item = execution.next() => match item {
-                    Some(Ok(ExecEvent::Done(done))) => {
-                        let status = match (done.status, done.cancelled, interrupted) {
-                            (_, true, Some((reason, _))) => reason,
-                            (_, true, None) => CellStatus::Cancelled,
-                            (DoneStatus::Ok, _, _) => CellStatus::Ok,
-                            (DoneStatus::Error, _, _) => CellStatus::Error,
-                        };
-                        break (status, Some(done.execution_count), Fate::Alive);
+
+            let watchdog = Watchdog::new(cell.timeout);
+            let session = guard.key().session.clone();
+            self.budgets.lock().unwrap().insert(session.clone(), watchdog.clone());
+            let _budget = BudgetEntry { budgets: &self.budgets, session };
+            // Bridge calls in flight: the budget waits until each has resumed.
+            let mut paused_calls: std::collections::HashMap<String, PauseGuard> = std::collections::HashMap::new();
+            let mut interrupted: Option<(CellStatus, Instant)> = None;
+            let mut error_summary = None;
+            let mut crash_reported = false;
+            // Whether the runner has said it began this cell: only then can the
+            // kernel's death be the cell's doing.
+            let mut acknowledged = false;
+            let (status, count, fate) = loop {
+                let escalation = async {
+                    match interrupted {
+                        Some((_, at)) => tokio::time::sleep_until(at + INTERRUPT_ESCALATION).await,
+                        None => std::future::pending().await,
                     }
-                    Some(Ok(event)) => {
-                        if let ExecEvent::Budget(control) = &event {
-                            match control {
-                                BudgetControl::Pause { call } => { paused_calls.insert(call.clone(), watchdog.pause()); }
-                                BudgetControl::Resume { call } => { paused_calls.remove(call); }
+                };
+                tokio::select! {
+                    biased;
+                    item = execution.next() => match item {
+                        Some(Ok(ExecEvent::Done(done))) => {
+                            let status = match (done.status, done.cancelled, interrupted) {
+                                (_, true, Some((reason, _))) => reason,
+                                (_, true, None) => CellStatus::Cancelled,
+                                (DoneStatus::Ok, _, _) => CellStatus::Ok,
+                                (DoneStatus::Error, _, _) => CellStatus::Error,
+                            };
+                            break (status, Some(done.execution_count), Fate::Alive);
+                        }
+                        Some(Ok(event)) => {
+                            acknowledged |= matches!(event, ExecEvent::Started);
+                            if let ExecEvent::Budget(control) = &event {
+                                match control {
+                                    BudgetControl::Pause { call } => { paused_calls.insert(call.clone(), watchdog.pause()); }
+                                    BudgetControl::Resume { call } => { paused_calls.remove(call); }
+                                }
+                            }
+                            if let ExecEvent::Stderr(text) = &event {
+                                crash_reported |= text.contains(FAULTHANDLER_HEADLINE);
+                            }
+                            if let ExecEvent::Error(error) = &event {
+                                error_summary = Some(ErrorSummary { ename: error.ename.clone(), evalue: error.evalue.clone() });
+                            }
+                            if let Some(streamed) = collector.event(cell.index, event) {
+                                on_event(streamed);
                             }
                         }
-                        if let ExecEvent::Stderr(text) = &event {
-                            crash_reported |= text.contains(FAULTHANDLER_HEADLINE);
+                        Some(Err(KernelError::Died { exit, .. })) if !acknowledged => {
+                            break (CellStatus::Error, None, Fate::DiedBeforeStart { exit });
                         }
-                        if let ExecEvent::Error(error) = &event {
-                            error_summary = Some(ErrorSummary { ename: error.ename.clone(), evalue: error.evalue.clone() });
+                        Some(Err(KernelError::Died { exit, stderr_tail, .. })) => {
+                            // A crash the cell's own stderr already explains (faulthandler's
+                            // stacks) is not quoted twice; the runner's own failures are.
+                            let last_words = if crash_reported { String::new() } else { last_lines(&stderr_tail, DIED_QUOTE_LINES) };
+                            break (CellStatus::Error, None, Fate::Died { exit, last_words });
                         }
-                        if let Some(streamed) = collector.event(cell.index, event) {
-                            on_event(streamed);
-                        }
+                        Some(Err(_)) | None => break (interrupted.map_or(CellStatus::Error, |(r, _)| r), None, Fate::Died { exit: "it was shut down".into(), last_words: String::new() }),
+                    },
+                    _ = watchdog.expired(), if interrupted.is_none() => {
+                        let _ = kernel.interrupt();
+                        interrupted = Some((CellStatus::Timeout, Instant::now()));
                     }
-                    Some(Err(KernelError::Died { exit, stderr_tail, .. })) => {
-                        // A crash the cell's own stderr already explains (faulthandler's
-                        // stacks) is not quoted twice; the runner's own failures are.
-                        let last_words = if crash_reported { String::new() } else { last_lines(&stderr_tail, DIED_QUOTE_LINES) };
-                        break (CellStatus::Error, None, Fate::Died { exit, last_words });
+                    _ = cancel.cancelled(), if interrupted.is_none() => {
+                        let _ = kernel.interrupt();
+                        interrupted = Some((CellStatus::Cancelled, Instant::now()));
                     }
-                    Some(Err(_)) | None => break (interrupted.map_or(CellStatus::Error, |(r, _)| r), None, Fate::Died { exit: "it was shut down".into(), last_words: String::new() }),
-                },
-                _ = watchdog.expired(), if interrupted.is_none() => {
-                    let _ = kernel.interrupt();
-                    interrupted = Some((CellStatus::Timeout, Instant::now()));
+                    _ = escalation => {
+                        // It ignored the interrupt: it cannot read an `exit` frame either.
+                        kernel.terminate_stuck().await;
+                        break (CellStatus::Killed, None, Fate::Killed);
+                    }
                 }
-                _ = cancel.cancelled(), if interrupted.is_none() => {
-                    let _ = kernel.interrupt();
-                    interrupted = Some((CellStatus::Cancelled, Instant::now()));
-                }
-                _ = escalation => {
-                    // It ignored the interrupt: it cannot read an `exit` frame either.
-                    kernel.terminate_stuck().await;
-                    break (CellStatus::Killed, None, Fate::Killed);
-                }
-            }
-        };
-        let seconds = cell.timeout.as_secs();
-        let reason = match interrupted.map(|(reason, _)| reason) {
-            Some(CellStatus::Timeout) => format!("eval cell timed out after {seconds}s"),
-            _ => "eval cell was cancelled".to_string(),
-        };
-        match fate {
+            };
+            let seconds = cell.timeout.as_secs();
+            let reason = match interrupted.map(|(reason, _)| reason) {
+                Some(CellStatus::Timeout) => format!("eval cell timed out after {seconds}s"),
+                _ => "eval cell was cancelled".to_string(),
+            };
+            match fate {
             Fate::Alive if matches!(status, CellStatus::Timeout | CellStatus::Cancelled) => collector.note(format!(
                 "{reason}; kernel interrupted but remains running. Reset the kernel via {{ reset: true }} if state \
                  appears corrupted."
@@ -1129,8 +1146,25 @@ impl EvalEngine {
                 ));
                 error_summary.get_or_insert(ErrorSummary { ename: "KernelDied".into(), evalue: exit });
             }
+            Fate::DiedBeforeStart { exit } => {
+                guard.replace_kernel(None);
+                kernel.shutdown().await;
+                if std::mem::take(&mut fresh_start_left) {
+                    guard.add_note(format!(
+                        "The previous kernel had died ({exit}); a new one was started and earlier state is lost."
+                    ));
+                    continue;
+                }
+                collector.note(format!(
+                    "The {} kernel died again before it could begin this cell ({exit}); the cell did not run. \
+                     Earlier state is lost; check the kernel's environment with `cellbox doctor`.",
+                    runtime.backend
+                ));
+                error_summary = Some(ErrorSummary { ename: "KernelDied".into(), evalue: exit });
+            }
         }
-        (status, count, error_summary.filter(|_| status != CellStatus::Ok))
+            return (status, count, error_summary.filter(|_| status != CellStatus::Ok));
+        }
     }
 }
 
