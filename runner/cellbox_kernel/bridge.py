@@ -2,8 +2,8 @@
 
 A cell asks the host for work (a model completion, a sub-agent, a host tool)
 by writing a `bridge_call` frame on the frames fd; the host answers with a
-`bridge_result` on the request pipe, which the runner's request thread reads
-even while the cell runs and hands to `deliver()`. Many calls may be in flight
+`bridge_result` on the request pipe, which a helper thread reads while any
+call waits (requests.py) and hands to `deliver()`. Many calls may be in flight
 at once (threads, asyncio, `parallel`); each caller waits for the answer with
 its own id. No port is opened and no secret is handed to the kernel.
 """
@@ -48,6 +48,9 @@ class Bridge:
         self._send = None
         self._cell = lambda: None
         self._flush = lambda: None
+        # Called once a call waits for its answer, so that someone reads the
+        # request pipe while the cell runs (see requests.py).
+        self.on_call = lambda: None
 
     def connect(self, send_frame, current_cell, flush_output):
         """Wire the bridge to the runner: how to write a frame, which request
@@ -63,6 +66,7 @@ class Bridge:
         with self._lock:
             call_id = "b%d" % next(self._ids)
             self._pending[call_id] = waiter
+        self.on_call()
         self._flush()
         try:
             self._send({"type": "bridge_call", "id": call_id, "cell": cell, "op": op, "args": args})
@@ -100,7 +104,8 @@ class Bridge:
         return _unwrap(answer)
 
     def deliver(self, result):
-        """Hand the host's answer to its caller (called by the request thread)."""
+        """Hand the host's answer to its caller (called by whichever thread
+        reads the request pipe)."""
         with self._lock:
             waiter = self._pending.pop(result.id, None)
         if waiter is None:

@@ -8,7 +8,6 @@ between requests, watch for the host's death, then send the `ready` handshake.
 import builtins
 import io
 import os
-import queue
 import signal
 import sys
 import threading
@@ -21,6 +20,7 @@ from .channel import Channel
 from .execute import Executor
 from .interrupts import InterruptGate, block_interrupts_in_this_thread
 from .magics import Magics
+from .requests import Requests
 from .transform import check_complete
 
 # How often an orphaned runner checks whether its host is still alive.
@@ -134,29 +134,6 @@ def _watch_parent(parent_pid, host_pid):
             os._exit(1)
 
 
-def _read_requests(reader, requests):
-    """Read the request pipe on a thread of its own, so bridge answers reach
-    their callers while a cell runs; everything else queues for the main loop
-    (None at end of input)."""
-    block_interrupts_in_this_thread()
-    while True:
-        line = reader.read_line()
-        if not line:
-            requests.put(None)
-            return
-        try:
-            request = protocol.parse_request(line)
-        except protocol.ProtocolError as error:
-            requests.put(error)
-            continue
-        if isinstance(request, protocol.BridgeResult):
-            BRIDGE.deliver(request)
-            continue
-        requests.put(request)
-        if isinstance(request, protocol.ExitRequest):
-            return
-
-
 class Kernel:
     def __init__(self, writer, capture, gate, channel):
         self._writer = writer
@@ -172,20 +149,33 @@ class Kernel:
         mpl.install()
 
     def _publish(self, kind, data, metadata):
-        frame = {"type": kind, "id": self._request_id, "bundle": data}
-        if metadata:
-            frame["metadata"] = metadata
         if kind == "result":
             # Only `done` (and figures still open) follow a result: it waits
             # to leave with them in one write, after the end of the cell's
             # output has reached the host (capture.end).
-            self._writer.send(frame, hold=True)
+            text = data.get("text/plain")
+            if not metadata and len(data) == 1 and type(text) is str:
+                # The common result, a repr, is formatted directly (as `done` is).
+                self._writer.send_raw(
+                    b'{"type":"result","id":%s,"bundle":{"text/plain":%s}}\n'
+                    % (protocol.quote(self._request_id), protocol.quote(text)),
+                    hold=True,
+                )
+                return
+            self._writer.send(self._frame(kind, data, metadata), hold=True)
             return
+        frame = self._frame(kind, data, metadata)
         self._capture.sync()
         # User code goes on after a display: output it writes next must not
         # reach the host before the display does.
         self._writer.send(frame)
         self._channel.wait_frames_read()
+
+    def _frame(self, kind, data, metadata):
+        frame = {"type": kind, "id": self._request_id, "bundle": data}
+        if metadata:
+            frame["metadata"] = metadata
+        return frame
 
     def _emit_error(self, ename, evalue, traceback_lines):
         self._writer.send(
@@ -335,10 +325,9 @@ def _serve(channel):
             "executable": sys.executable,
         }
     )
-    requests = queue.Queue()
-    threading.Thread(target=_read_requests, args=(reader, requests), name="cellbox-requests", daemon=True).start()
+    requests = Requests(reader, BRIDGE)
     while True:
-        request = requests.get()
+        request = requests.next()
         if request is None:
             break
         if isinstance(request, protocol.ProtocolError):

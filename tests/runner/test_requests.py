@@ -1,0 +1,127 @@
+"""Unit tests of who reads the request pipe: the main thread between cells,
+a helper thread only while a bridge call waits, and nothing read by one is
+lost to the other.
+
+Run as `python -m unittest` with runner/ on sys.path.
+"""
+import json
+import os
+import sys
+import threading
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "runner"))
+
+from cellbox_kernel import protocol  # noqa: E402
+from cellbox_kernel.bridge import Bridge  # noqa: E402
+from cellbox_kernel.requests import Requests  # noqa: E402
+
+
+class Pipe:
+    """The host's end of a request pipe, and the runner's Requests over it."""
+
+    def __init__(self, test):
+        read_fd, self.write_fd = os.pipe()
+        self.calls = []
+        self.sent = threading.Condition()
+        self.bridge = Bridge()
+        self.bridge.connect(self._call_sent, lambda: "r1", lambda: None)
+        self.requests = Requests(protocol.RequestReader(read_fd), self.bridge)
+        test.addCleanup(self.close)
+
+    def _call_sent(self, frame):
+        with self.sent:
+            self.calls.append(frame)
+            self.sent.notify_all()
+
+    def wait_for_calls(self, count):
+        with self.sent:
+            if not self.sent.wait_for(lambda: len(self.calls) >= count, 10):
+                raise AssertionError("only %d of %d bridge calls were sent" % (len(self.calls), count))
+
+    def write(self, *frames):
+        os.write(self.write_fd, b"".join(json.dumps(frame).encode() + b"\n" for frame in frames))
+
+    def answer(self, call, value):
+        self.write({"type": "bridge_result", "id": call["id"], "ok": True, "value": value})
+
+    def close(self):
+        if self.write_fd is not None:
+            os.close(self.write_fd)
+            self.write_fd = None
+
+
+def execute(request_id):
+    return {"id": request_id, "code": "1+1"}
+
+
+def call_in_thread(pipe):
+    """A bridge call from a thread; returns the thread and where its answer lands."""
+    answers = []
+    thread = threading.Thread(target=lambda: answers.append(pipe.bridge.call("tool", {})), daemon=True)
+    thread.start()
+    return thread, answers
+
+
+class RequestsTests(unittest.TestCase):
+    def test_between_cells_requests_come_in_order_and_end_with_none(self):
+        pipe = Pipe(self)
+        pipe.write(execute("a"), {"type": "complete", "id": "c", "code": "x"}, execute("b"))
+        self.assertEqual(pipe.requests.next().id, "a")
+        self.assertEqual(pipe.requests.next().id, "c")
+        self.assertEqual(pipe.requests.next().id, "b")
+        pipe.close()
+        self.assertIsNone(pipe.requests.next())
+
+    def test_a_bad_line_is_a_protocol_error_and_reading_goes_on(self):
+        pipe = Pipe(self)
+        os.write(pipe.write_fd, b"not json\n")
+        pipe.write(execute("a"))
+        self.assertIsInstance(pipe.requests.next(), protocol.ProtocolError)
+        self.assertEqual(pipe.requests.next().id, "a")
+
+    def test_a_waiting_call_is_answered_while_the_main_thread_runs_a_cell(self):
+        pipe = Pipe(self)
+        thread, answers = call_in_thread(pipe)
+        pipe.wait_for_calls(1)
+        # The next request arrives before the answer: it waits for the main thread.
+        pipe.write(execute("next"))
+        pipe.answer(pipe.calls[0], 42)
+        thread.join(10)
+        self.assertEqual(answers, [42])
+        self.assertEqual(pipe.requests.next().id, "next")
+
+    def test_the_main_thread_gets_requests_while_a_call_from_an_old_cell_still_waits(self):
+        pipe = Pipe(self)
+        thread, answers = call_in_thread(pipe)
+        pipe.wait_for_calls(1)
+        got = []
+        main = threading.Thread(target=lambda: got.append(pipe.requests.next()), daemon=True)
+        main.start()
+        pipe.write(execute("next"))
+        main.join(10)
+        self.assertEqual([request.id for request in got], ["next"])
+        pipe.answer(pipe.calls[0], "late")
+        thread.join(10)
+        self.assertEqual(answers, ["late"])
+
+    def test_an_answer_read_between_cells_reaches_its_caller(self):
+        pipe = Pipe(self)
+        thread, answers = call_in_thread(pipe)
+        pipe.wait_for_calls(1)
+        pipe.answer(pipe.calls[0], 7)
+        thread.join(10)
+        pipe.write(execute("a"))
+        self.assertEqual(pipe.requests.next().id, "a")
+        self.assertEqual(answers, [7])
+
+    def test_end_of_input_during_a_call_reaches_the_main_thread(self):
+        pipe = Pipe(self)
+        call_in_thread(pipe)
+        pipe.wait_for_calls(1)
+        pipe.close()
+        self.assertIsNone(pipe.requests.next())
+
+
+if __name__ == "__main__":
+    unittest.main()
