@@ -3,7 +3,9 @@
 
 mod common;
 
-use cellbox::kernel::{Kernel, KernelError};
+use std::time::Duration;
+
+use cellbox::kernel::{ExecEvent, Kernel, KernelError};
 use common::{Ended, run, run_to_end, start};
 
 fn died(ended: &Ended) -> String {
@@ -26,20 +28,38 @@ fn ok(ended: &Ended) {
 }
 
 #[tokio::test]
-async fn output_written_before_a_segfault_arrives_with_every_threads_stack() {
+async fn output_written_before_a_segfault_arrives_then_the_cells_stack() {
     let kernel = start().await;
     let code = "import os, ctypes\nprint('flushed print', flush=True)\n\
                 os.write(1, b'filler\\n' * 2000 + b'last words\\n'); ctypes.string_at(0)";
-    let ended = run_to_end(&kernel, code).await;
-    let message = died(&ended);
-    assert_eq!(ended.stdout.matches("filler\n").count(), 2000);
-    assert!(ended.stdout.starts_with("flushed print\n"), "{}", &ended.stdout[..40]);
-    assert!(ended.stdout.ends_with("last words\n"));
-    assert!(ended.stderr.contains("Fatal Python error: Segmentation fault"), "{}", ended.stderr);
-    assert!(ended.stderr.contains("<cell-1>"), "the cell's frame is in the stack: {}", ended.stderr);
-    assert!(ended.stderr.contains("_tick"), "other threads too: {}", ended.stderr);
+    let mut execution = kernel.execute(code).await.expect("request sent");
+    let (mut stdout, mut stderr, mut dumps, mut message) = (String::new(), String::new(), Vec::new(), None);
+    let limit = Duration::from_secs(60);
+    while let Some(item) = tokio::time::timeout(limit, execution.next()).await.expect("the cell ends") {
+        match item {
+            Ok(ExecEvent::Stdout(text)) => stdout.push_str(&text),
+            Ok(ExecEvent::Stderr(text)) => stderr.push_str(&text),
+            Ok(ExecEvent::CrashDump(dump)) => dumps.push(dump),
+            Ok(_) => {}
+            Err(error @ KernelError::Died { .. }) => message = Some(error.to_string()),
+            Err(error) => panic!("{error}"),
+        }
+    }
+    let message = message.expect("the kernel died");
+    assert_eq!(stdout.matches("filler\n").count(), 2000);
+    assert!(stdout.starts_with("flushed print\n"), "{}", &stdout[..40]);
+    assert!(stdout.ends_with("last words\n"));
+    // Stderr has the cell's part of faulthandler's dump: its headline and the cell's frames.
+    assert!(stderr.starts_with("Fatal Python error: Segmentation fault\n"), "{stderr}");
+    let traceback = "Traceback (most recent call last):\n  File \"<cell-1>\", line 3, in <module>\n";
+    assert!(stderr.contains(traceback), "{stderr}");
+    assert!(!stderr.contains("cellbox_kernel") && !stderr.contains("_tick"), "no runner frame or thread: {stderr}");
+    // The whole dump follows, once: every thread, the runner's frames included.
+    assert_eq!(dumps.len(), 1, "{dumps:?}");
+    assert!(dumps[0].contains("_tick") && dumps[0].contains("cellbox_kernel/execute.py"), "{}", dumps[0]);
     assert!(message.contains("SIGSEGV"), "{message}");
     assert!(message.contains("Segmentation fault"), "the message quotes the last lines: {message}");
+    assert!(!message.contains("cellbox_kernel"), "{message}");
     assert!(!kernel.is_alive());
 }
 
@@ -147,6 +167,21 @@ async fn a_forked_child_writes_output_and_exits_without_harm() {
     let output = run(&kernel, code).await;
     assert_eq!(output.results(), vec!["'parent'"]);
     assert!(output.stdout().contains("child exits"), "{}", output.stdout());
+    assert_eq!(run(&kernel, "1 + 1").await.results(), vec!["2"]);
+}
+
+/// A forked child's crash is its own: its stacks are on the cell's stderr (not
+/// on the runner's closed diagnostics fd) and the kernel goes on.
+#[tokio::test]
+async fn a_forked_childs_crash_shows_on_stderr_and_the_kernel_lives() {
+    let kernel = start().await;
+    let code = "import os, ctypes\npid = os.fork()\nif pid == 0:\n    ctypes.string_at(0)\n\
+                print('child ended by signal', os.waitpid(pid, 0)[1] & 0x7f)";
+    let ended = run_to_end(&kernel, code).await;
+    ok(&ended);
+    assert_eq!(ended.stdout, "child ended by signal 11\n");
+    assert!(ended.stderr.starts_with("Fatal Python error: Segmentation fault"), "{}", ended.stderr);
+    assert!(ended.stderr.contains("File \"<cell-1>\", line 4 in <module>"), "{}", ended.stderr);
     assert_eq!(run(&kernel, "1 + 1").await.results(), vec!["2"]);
 }
 

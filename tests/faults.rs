@@ -158,6 +158,83 @@ async fn crash_segfault_after_writing() {
     .await;
 }
 
+/// What a reader of the result sees of a segfault: faulthandler's headline
+/// and the cell's frames as a cell's traceback shows them (with their lines),
+/// nothing of the runner. The whole dump is in the call's full output.
+#[tokio::test]
+async fn crash_segfault_shows_the_cells_frames_and_keeps_the_whole_dump() {
+    let h = harness();
+    h.start("s").await; // cell 1
+    let code = "import ctypes\ndef read(address):\n    return ctypes.string_at(address)\nread(0)";
+    let result = h.run("s", code, 10).await;
+    assert_eq!(status(&result), CellStatus::Error, "{}", result.text);
+    assert!(
+        result.text.starts_with(
+            "Fatal Python error: Segmentation fault\n\nTraceback (most recent call last):\n  \
+             File \"<cell-2>\", line 4, in <module>\n    read(0)\n  \
+             File \"<cell-2>\", line 3, in read\n    return ctypes.string_at(address)\n  \
+             File \""
+        ),
+        "{}",
+        result.text
+    );
+    assert_has(&result, "ctypes/__init__.py\", line ");
+    assert_has(&result, "The Python kernel died during this cell (killed by signal 11 (SIGSEGV))");
+    assert_no_runner(&result.text);
+    let full = whole_output(&h, &result);
+    assert!(full.starts_with(&result.text[..result.text.find("The Python kernel died").unwrap()]), "{full}");
+    assert!(full.contains("\n[cellbox: the kernel's whole crash dump"), "{full}");
+    for runner in ["cellbox_kernel/execute.py", "runner.py", "_tick", "_watch_parent"] {
+        assert!(full.contains(runner), "the whole dump has {runner:?}:\n{full}");
+    }
+    h.next_call_works("s").await;
+    h.finish().await;
+}
+
+/// Threads the user's code started are shown (the crashing one first, from an
+/// earlier cell's function with its line); the runner's own threads are not.
+#[tokio::test]
+async fn crash_in_a_users_thread_shows_the_users_threads_only() {
+    let h = harness();
+    let define = "import ctypes, threading, time\n\
+                  def crash():\n    time.sleep(0.2)\n    ctypes.string_at(0)\n\
+                  def idle():\n    while True:\n        time.sleep(0.01)";
+    let defined = h.run("s", define, 10).await;
+    assert_eq!(status(&defined), CellStatus::Ok, "{}", defined.text);
+    let code = "threading.Thread(target=idle, daemon=True).start()\n\
+                worker = threading.Thread(target=crash)\nworker.start()\nworker.join()";
+    let result = h.run("s", code, 10).await;
+    assert_eq!(status(&result), CellStatus::Error, "{}", result.text);
+    assert_has(
+        &result,
+        "Traceback (most recent call last):\n  File \"<cell-1>\", line 4, in crash\n    ctypes.string_at(0)\n",
+    );
+    assert_has(&result, " (most recent call last):\n  File \"<cell-1>\", line 7, in idle\n    time.sleep(0.01)\n");
+    assert_has(&result, " (most recent call last):\n  File \"<cell-2>\", line 4, in <module>\n    worker.join()\n");
+    assert_eq!(result.text.matches("(most recent call last)").count(), 3, "three threads: {}", result.text);
+    assert_no_runner(&result.text);
+    h.next_call_works("s").await;
+    h.finish().await;
+}
+
+/// What only the runner's files and threads name, and faulthandler's own order of frames.
+const RUNNER_MARKS: [&str; 6] =
+    ["cellbox_kernel", "runner.py", "_tick", "_watch_parent", "_read_requests", "most recent call first"];
+
+/// Nothing of the runner.
+fn assert_no_runner(text: &str) {
+    for mark in RUNNER_MARKS {
+        assert!(!text.contains(mark), "{mark:?} in:\n{text}");
+    }
+}
+
+/// The call's whole saved output.
+fn whole_output(h: &Harness, result: &EvalResult) -> String {
+    let uri = result.artifact.as_deref().expect("the output is saved");
+    let (text, _) = h.engine.read_artifact(uri, 0, 1 << 20).unwrap();
+    text
+}
+
 #[tokio::test]
 async fn crash_channel_closed_by_c_code_is_explained() {
     let code = "print('before the crash', flush=True)\nimport ctypes\nlibc = ctypes.CDLL(None)\n\

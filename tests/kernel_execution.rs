@@ -28,6 +28,7 @@ async fn every_frame_type_arrives_in_order() {
             ExecEvent::Completeness(_) => "completeness",
             ExecEvent::Checked(_) => "checked",
             ExecEvent::Budget(_) => "budget",
+            ExecEvent::CrashDump(_) => "crash dump",
         });
     }
     assert_eq!(kinds, ["started", "stdout", "stderr", "display", "error", "done"]);

@@ -143,9 +143,12 @@ class Channel:
         self.on_fork_child = []  # callbacks run in a forked child (the writer stops)
 
     def fault_file(self):
-        """Where faulthandler writes a crash's stacks: the cell's stderr pipe,
-        through a private fd, so it arrives even when user code moved fd 2."""
-        return _FdFile(self.saved[2])
+        """Where faulthandler writes a crash's stacks: the diagnostics pipe,
+        which the host reads even after this process is gone and which no
+        cell output shares (the host shows the cell's part of the dump and
+        keeps the whole of it). A forked child writes to its stderr instead
+        (see `_in_forked_child`)."""
+        return _FdFile(self.diagnostics)
 
     def diagnose(self, text):
         """Write the runner's own failure text where the host keeps it;
@@ -214,6 +217,14 @@ class Channel:
                 self._raw_close(fd)
             except OSError:
                 pass
+        # Its crash is its own, not the runner's: the stacks go to its stderr
+        # (never to the closed diagnostics fd, whose number may be reused).
+        faulthandler = sys.modules.get("faulthandler")
+        if faulthandler is not None and faulthandler.is_enabled():
+            try:
+                faulthandler.enable(file=_FdFile(self.saved[2]), all_threads=True)
+            except Exception:
+                faulthandler.disable()
         self.private = frozenset()
         self._measurable = False
         for callback in self.on_fork_child:

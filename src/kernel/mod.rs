@@ -14,6 +14,7 @@
 
 pub mod bridge;
 pub mod channel;
+mod crash_dump;
 pub mod extensions;
 pub mod handle;
 mod launch;
@@ -46,6 +47,9 @@ pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 pub const IPC_TRACE_VAR: &str = "CELLBOX_PYTHON_IPC_TRACE";
 /// How much of the runner's own diagnostics is kept for error messages.
 const STDERR_TAIL_BYTES: usize = 16 * 1024;
+/// How much of them the reader keeps to quote at its death: enough for
+/// faulthandler's dump of a process with many threads.
+const DIAGNOSTICS_BYTES: usize = 4 << 20;
 /// How many lines of it an error message quotes.
 const TAIL_LINES: usize = 20;
 /// Output written while no request runs (a background thread or child) is
@@ -201,6 +205,11 @@ pub enum ExecEvent {
     /// call): the cell's time budget waits meanwhile. Only the host makes
     /// these; nothing a cell prints or displays can.
     Budget(bridge::BudgetControl),
+    /// The Python runner crashed in C code during this cell: faulthandler's
+    /// whole dump, every thread with the runner's own frames, for the record
+    /// (the call's full output), not for display. The cell's part of it came
+    /// just before as [`ExecEvent::Stderr`] (see [`crash_dump`]).
+    CrashDump(String),
 }
 
 /// Whether some code is a whole cell yet, as a REPL asks after each line.
@@ -340,6 +349,8 @@ struct Shared {
     zygote: Mutex<Option<Arc<zygote::Zygote>>>,
     /// That fork server's pid.
     forked_from: Option<u32>,
+    /// The cells' code, quoted in a crash dump.
+    cells: Mutex<crash_dump::CellSources>,
 }
 
 #[derive(Default)]
@@ -394,8 +405,9 @@ impl Kernel {
             sandbox: launched.guard,
             forked_from: launched.zygote.as_ref().map(|zygote| zygote.pid),
             zygote: Mutex::new(launched.zygote),
+            cells: Mutex::default(),
         });
-        let stderr_task = tokio::spawn(Reader::new(shared.clone()).run(host_ends));
+        let stderr_task = tokio::spawn(Reader::new(shared.clone(), crash_dump::runner_roots(&runner)).run(host_ends));
 
         let kill_guard = KillGuard(pid);
         let ready = match tokio::time::timeout(options.startup_timeout, ready_rx).await {
@@ -480,6 +492,9 @@ impl Kernel {
         };
         if self.shared.trace {
             tracing::info!(target: "cellbox::ipc", "host → runner {}", protocol::redacted(&request));
+        }
+        if !request.silent && request.store_history {
+            self.shared.cells.lock().unwrap().sent(&id, code);
         }
         self.send(id, protocol::encode_request(&request), EXECUTION_BUFFER, true).await
     }
@@ -816,14 +831,17 @@ struct Reader {
     dropped_bytes: usize,
     /// A partial frame line.
     line: Vec<u8>,
-    /// The runner's own diagnostics (fd 4), quoted when it dies.
+    /// The runner's own diagnostics (fd 4), quoted when it dies: its failure
+    /// messages, faulthandler's dump when it crashed.
     diagnostics: String,
+    /// The runner's folder, as its frames may name it (see [`crash_dump`]).
+    runner_roots: Vec<String>,
     /// The last of fd 2, quoted when the runner died without diagnostics.
     recent_stderr: String,
 }
 
 impl Reader {
-    fn new(shared: Arc<Shared>) -> Self {
+    fn new(shared: Arc<Shared>, runner_roots: Vec<String>) -> Self {
         Reader {
             shared,
             stdout: channel::Utf8Stream::default(),
@@ -834,6 +852,7 @@ impl Reader {
             dropped_bytes: 0,
             line: Vec::with_capacity(1 << 16),
             diagnostics: String::new(),
+            runner_roots,
             recent_stderr: String::new(),
         }
     }
@@ -922,11 +941,7 @@ impl Reader {
                  outside Python, such as a C extension, probably closed the runner's private file descriptors"
             );
         }
-        let quoted = if self.diagnostics.trim().is_empty() {
-            crash_report(&self.recent_stderr)
-        } else {
-            self.diagnostics.clone()
-        };
+        let quoted = self.last_words().await;
         let error = KernelError::Died { backend: shared.backend, exit, stderr_tail: quoted };
         shared.bridge_state.lock().unwrap().cancel(None);
         let (error, pending, ready) = {
@@ -977,8 +992,25 @@ impl Reader {
         if self.shared.trace {
             tracing::info!(target: "cellbox::ipc", "runner diagnostics: {}", text.trim_end());
         }
-        push_tail(&mut self.diagnostics, &text);
-        push_tail(&mut self.shared.stderr_tail.lock().unwrap(), &text);
+        push_tail(&mut self.diagnostics, &text, DIAGNOSTICS_BYTES);
+        push_tail(&mut self.shared.stderr_tail.lock().unwrap(), &text, STDERR_TAIL_BYTES);
+    }
+
+    /// What the `Died` error quotes; a crash dump goes to the running
+    /// request first (see [`crash_dump::last_words`]).
+    async fn last_words(&mut self) -> String {
+        let running = self.shared.routes.lock().unwrap().running.front().cloned();
+        let words = {
+            let cells = self.shared.cells.lock().unwrap();
+            let running = running.as_deref().map(|id| (id, &*cells));
+            crash_dump::last_words(&self.diagnostics, &self.recent_stderr, running, &self.runner_roots)
+        };
+        if let Some(id) = running {
+            for event in words.events {
+                self.deliver(Some(id.clone()), event).await;
+            }
+        }
+        words.quoted
     }
 
     async fn output(&mut self, stream: Stream) {
@@ -1029,7 +1061,7 @@ impl Reader {
             tracing::info!(target: "cellbox::ipc", "runner {stream:?}: {} bytes", text.len());
         }
         if stream == Stream::Stderr {
-            push_tail(&mut self.recent_stderr, &text);
+            push_tail(&mut self.recent_stderr, &text, STDERR_TAIL_BYTES);
         }
         let current = self.shared.routes.lock().unwrap().running.front().cloned();
         match current {
@@ -1037,7 +1069,7 @@ impl Reader {
             None => {
                 if stream == Stream::Stderr {
                     // Outside a request: startup failures of the interpreter itself.
-                    push_tail(&mut self.shared.stderr_tail.lock().unwrap(), &text);
+                    push_tail(&mut self.shared.stderr_tail.lock().unwrap(), &text, STDERR_TAIL_BYTES);
                 }
                 self.hold(stream, text);
                 None
@@ -1138,7 +1170,8 @@ impl Reader {
             match event {
                 // Synthesized by ensure_started, before any output of the request.
                 ExecEvent::Started => return,
-                ExecEvent::Done(_) => {
+                ExecEvent::Done(done) => {
+                    self.shared.cells.lock().unwrap().done(&request, done.execution_count);
                     // Whatever its threads still wait for is of no use now.
                     self.shared.cancel_bridge_calls(Some(&request), "its cell has finished");
                     self.shared.bridge_state.lock().unwrap().counts.remove(&request);
@@ -1192,26 +1225,11 @@ impl Reader {
     }
 }
 
-/// What to quote of the cell's stderr when the runner died without a word of
-/// its own: faulthandler's report (its first line and the crashing thread's
-/// stack), else the last lines.
-fn crash_report(stderr: &str) -> String {
-    let Some(start) = stderr.rfind("Fatal Python error") else {
-        return stderr.to_string();
-    };
-    let report = &stderr[start..];
-    let headline = report.lines().next().unwrap_or_default();
-    match report.find("Current thread") {
-        Some(current) => format!("{headline}\n{}", &report[current..]),
-        None => report.to_string(),
-    }
-}
-
-/// Append `text` to a bounded tail.
-fn push_tail(tail: &mut String, text: &str) {
+/// Append `text` to a tail of at most `limit` bytes.
+fn push_tail(tail: &mut String, text: &str, limit: usize) {
     tail.push_str(text);
-    if tail.len() > STDERR_TAIL_BYTES {
-        let mut cut = tail.len() - STDERR_TAIL_BYTES;
+    if tail.len() > limit {
+        let mut cut = tail.len() - limit;
         while !tail.is_char_boundary(cut) {
             cut += 1;
         }

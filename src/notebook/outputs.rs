@@ -77,7 +77,9 @@ impl OutputBuilder {
             | ExecEvent::Done(_)
             | ExecEvent::Completeness(_)
             | ExecEvent::Checked(_)
-            | ExecEvent::Budget(_) => {}
+            | ExecEvent::Budget(_)
+            // The cell's part of a crash dump came as stderr.
+            | ExecEvent::CrashDump(_) => {}
         }
     }
 

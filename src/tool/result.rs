@@ -15,6 +15,10 @@ use crate::output::limiter::{TextLimiter, TextLimits};
 /// Images kept per call; more are counted in a note.
 pub const MAX_IMAGES_PER_CALL: usize = 16;
 
+/// Heads a crashed kernel's whole dump in the full output (the result's text
+/// has the cell's part of it).
+pub const CRASH_DUMP_LABEL: &str = "[cellbox: the kernel's whole crash dump, its own threads and frames included]\n";
+
 /// How a cell ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -245,6 +249,20 @@ impl Collector {
         self.at_line_start = text.ends_with('\n');
     }
 
+    /// Text for the full output (the artifact) alone, under `label`, on lines of its own.
+    fn record_only(&mut self, label: &str, text: &str) {
+        let mut record = String::new();
+        if !self.at_line_start {
+            record.push('\n');
+        }
+        record.push_str(label);
+        record.push_str(text);
+        if !text.ends_with('\n') {
+            record.push('\n');
+        }
+        self.artifact.write(&record);
+    }
+
     fn line(&mut self, text: &str) {
         if !self.at_line_start {
             self.text("\n");
@@ -288,6 +306,11 @@ impl Collector {
             ExecEvent::Stderr(text) => {
                 self.text(&text);
                 Some(EvalEvent::Stderr { cell, text })
+            }
+            // The cell's part of it was stderr; the whole is for the full output only.
+            ExecEvent::CrashDump(dump) => {
+                self.record_only(CRASH_DUMP_LABEL, &dump);
+                None
             }
             ExecEvent::Display { bundle, .. } => self.display(cell, split_bundle(&bundle), false),
             ExecEvent::Result { bundle, .. } => self.display(cell, split_bundle(&bundle), true),
