@@ -39,12 +39,26 @@ async fn sigint_cancels_a_busy_cell_and_keeps_state() {
 async fn sigint_between_cells_is_ignored() {
     let kernel = start().await;
     run(&kernel, "x = 1").await;
+    // Between cells the runner's handler drops SIGINT (the gate is disarmed
+    // before `done`): nothing is left to interrupt the next cell.
     kernel.interrupt().unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(kernel.is_alive());
     let output = run(&kernel, "x + 1").await;
     assert_eq!(output.results(), ["2"]);
     assert!(!output.done.cancelled);
+}
+
+#[tokio::test]
+async fn a_cells_own_sigint_handler_ends_with_the_cell() {
+    let kernel = start().await;
+    run(&kernel, "import signal\ndef loud(*_):\n    raise RuntimeError('the cell handler ran')\nsignal.signal(signal.SIGINT, loud)").await;
+    // Had the cell's handler outlived it, this SIGINT would raise in the runner's own loop.
+    kernel.interrupt().unwrap();
+    let output = run(&kernel, "x = 41\nx + 1").await;
+    assert_eq!(output.results(), ["42"], "{output:?}");
+    assert!(!output.done.cancelled);
+    assert!(kernel.is_alive());
 }
 
 #[tokio::test]

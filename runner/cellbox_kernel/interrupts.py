@@ -2,17 +2,23 @@
 
 The host interrupts a cell by sending SIGINT to the kernel's process group.
 While a cell runs, the gate raises KeyboardInterrupt in user code; outside a
-cell the signal is ignored, so a late or stray interrupt never kills the kernel.
-A frame being written when the signal lands is finished first.
+cell the gate's handler drops the signal, so a late or stray interrupt never
+kills the kernel. A frame being written when the signal lands is finished first.
+
+The handler stays installed between cells and a flag says whether a cell runs:
+setting a handler is a system call and costs more than a quick cell's own work,
+so it is set again only when a cell replaced it.
 """
 import signal
 import threading
 
 try:  # the C module: no enum conversion on every cell
-    from _signal import SIG_IGN, SIGINT
+    from _signal import SIGINT
+    from _signal import getsignal as _get_handler
     from _signal import signal as _set_handler
 except ImportError:  # pragma: no cover - other interpreters
-    from signal import SIG_IGN, SIGINT
+    from signal import SIGINT
+    from signal import getsignal as _get_handler
     from signal import signal as _set_handler
 
 
@@ -23,19 +29,26 @@ class InterruptGate:
         self._deferred = False
         self.received = False  # a SIGINT arrived during the current cell
         self._main = threading.get_ident()
-        _set_handler(SIGINT, SIG_IGN)
+        self._handler = self._on_sigint  # one bound method, compared by identity
+        _set_handler(SIGINT, self._handler)
 
     def arm(self):
         """Let SIGINT raise KeyboardInterrupt (call right before user code)."""
         self.received = False
         self._deferred = False
         self._armed = True
-        _set_handler(SIGINT, self._on_sigint)
+        self._reinstall()
 
     def disarm(self):
         """Ignore SIGINT again (call right after user code)."""
         self._armed = False
-        _set_handler(SIGINT, SIG_IGN)
+        self._reinstall()
+
+    def _reinstall(self):
+        """Put the gate's handler back if user code replaced it (a cell's
+        `signal.signal(SIGINT, ...)` lasts until the cell ends)."""
+        if _get_handler(SIGINT) is not self._handler:
+            _set_handler(SIGINT, self._handler)
 
     def enter_critical(self):
         """Mark the start of a frame write; only the main thread counts."""
