@@ -43,7 +43,10 @@ class EventManager:
             raise ValueError("Function %r is not registered as a %s callback" % (function, event))
 
     def trigger(self, event, *args, **kwargs):
-        for function in list(self.callbacks[event]):
+        callbacks = self.callbacks[event]
+        if not callbacks:  # the usual case, on every cell
+            return
+        for function in list(callbacks):
             try:
                 function(*args, **kwargs)
             except (Exception, KeyboardInterrupt):

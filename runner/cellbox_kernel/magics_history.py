@@ -35,25 +35,32 @@ class History:
 
     def store_input(self, number, code):
         """Before cell `number` runs: `In[number]`, `_i<number>`, and `_i`/`_ii`/`_iii` move back."""
-        while len(self.inputs) < number:
-            self.inputs.append("")
-        self.inputs[number:] = [code]
-        previous = self.namespace.get("_i00", "")
-        self.recent = [previous, self.recent[0], self.recent[1]]
-        self.namespace.update({"_i": self.recent[0], "_ii": self.recent[1], "_iii": self.recent[2]})
-        self.namespace["_i%d" % number] = code
-        self.namespace["_i00"] = code
+        inputs = self.inputs
+        while len(inputs) < number:
+            inputs.append("")
+        inputs[number:] = [code]
+        namespace = self.namespace
+        recent = self.recent
+        self.recent = recent = [namespace.get("_i00", ""), recent[0], recent[1]]
+        namespace["_i"], namespace["_ii"], namespace["_iii"] = recent
+        namespace["_i%d" % number] = code
+        namespace["_i00"] = code
 
     def store_output(self, number, value):
         """A displayed value: `Out[number]`, `_number`, and `_`/`__`/`___` move
         back, unless the user assigned one of those names themselves."""
         if value is self.outputs:
             return
-        own = any(name in self.namespace and self.namespace[name] is not self.unders[name] for name in _UNDERS)
-        self.unders = {"_": value, "__": self.unders["_"], "___": self.unders["__"]}
+        namespace, unders = self.namespace, self.unders
+        own = False
+        for name in _UNDERS:
+            if name in namespace and namespace[name] is not unders[name]:
+                own = True
+                break
+        self.unders = unders = {"_": value, "__": unders["_"], "___": unders["__"]}
         if not own:
-            self.namespace.update(self.unders)
-        self.namespace["_%d" % number] = value
+            namespace.update(unders)
+        namespace["_%d" % number] = value
         self.outputs[number] = value
 
     def note_directory(self):
