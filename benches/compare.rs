@@ -148,7 +148,7 @@ fn print_row(row: &Row) {
         None => ("–".into(), "–".into(), "–".into()),
     };
     println!(
-        "{:<34} {:>9} {:>9} {:<6} | {:<22} {:>9} {:>9} | {:>8} {}",
+        "{:<34} {:>9} {:>9} {:<6} | {:<24} {:>9} {:>9} | {:>8} {}",
         row.scenario,
         fmt(row.cellbox.quantile(0.5)),
         fmt(row.cellbox.quantile(0.9)),
@@ -262,7 +262,23 @@ impl Jupyter {
 }
 
 fn ms_list(value: &Value) -> Vec<f64> {
-    value["ms"].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default()
+    number_list(value, "ms")
+}
+
+fn number_list(value: &Value, key: &str) -> Vec<f64> {
+    value[key].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default()
+}
+
+/// CPU time this process (all its threads) has used so far, in µs.
+fn cpu_micros() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let micros = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+    micros(usage.ru_utime) + micros(usage.ru_stime)
 }
 
 struct Setup {
@@ -1046,7 +1062,9 @@ fn add_peer_row(
 
 /// The gateway backend on the shared local gateway (in `CELLBOX_GATEWAY_DIR`; bench/run puts it in
 /// bench/.gateway), beside local kernels and jupyter_client: cold start with no gateway running and
-/// with the gateway up, warm round trip, interrupt, and large output.
+/// with the gateway up, warm round trip, interrupt, and large output. "jupyter_client" talks to its
+/// own kernel over ZeroMQ; "jupyter_client, gateway" sends jupyter_client's messages over the same
+/// gateway, to a kernel of its own there (bench/jupyter_helper.py, `GatewayKernel`).
 async fn gateway_backend(
     plan: &Plan,
     setup: &Setup,
@@ -1094,25 +1112,53 @@ async fn gateway_backend(
     let (kernel, _) = first(options.clone()).await;
     let (local_kernel, _) = first_result(setup).await;
     jupyter.call(json!({"op": "start"})).await;
-    let (mut warm, mut local_warm, mut jupyter_warm) =
-        (Series::new("cellbox gateway"), Series::new("cellbox process"), Series::new("jupyter_client"));
+    // jupyter_client's messages over the same gateway, to a kernel of its own there.
+    let info = local::read_info(&local::dir()).expect("the shared gateway is recorded");
+    jupyter.call(json!({"op": "gateway_start", "url": info.url(), "token": info.token})).await;
+    // Every series here waits for what cellbox's result needs: the execute_reply and the idle status.
+    let via_gateway = || json!({"via": "gateway", "reply": true});
+    let (mut warm, mut local_warm, mut jupyter_warm, mut jupyter_gateway_warm) = (
+        Series::new("cellbox gateway"),
+        Series::new("cellbox process"),
+        Series::new("jupyter_client"),
+        Series::new("jupyter_client, gateway"),
+    );
+    let (mut warm_cpu, mut jupyter_gateway_cpu) =
+        (Series::new("cellbox gateway"), Series::new("jupyter_client, gateway"));
     for _ in 0..20 {
         kernel.execute("1+1").await.unwrap().collect().await.unwrap();
     }
+    // Batches in turn, so drift of the machine's load reaches every series alike.
     let rounds = plan.warm_iterations.min(200);
-    for _ in 0..rounds {
-        let started = Instant::now();
-        kernel.execute("1+1").await.unwrap().collect().await.unwrap();
-        warm.values.push(started.elapsed().as_secs_f64() * 1000.0);
-        let started = Instant::now();
-        local_kernel.execute("1+1").await.unwrap().collect().await.unwrap();
-        local_warm.values.push(started.elapsed().as_secs_f64() * 1000.0);
+    let batch = 20;
+    for _ in 0..rounds.div_ceil(batch) {
+        for _ in 0..batch {
+            let (started, used) = (Instant::now(), cpu_micros());
+            kernel.execute("1+1").await.unwrap().collect().await.unwrap();
+            warm.values.push(started.elapsed().as_secs_f64() * 1000.0);
+            warm_cpu.values.push(cpu_micros() - used);
+            let started = Instant::now();
+            local_kernel.execute("1+1").await.unwrap().collect().await.unwrap();
+            local_warm.values.push(started.elapsed().as_secs_f64() * 1000.0);
+        }
+        let mut command = via_gateway();
+        command["op"] = json!("roundtrip");
+        command["n"] = json!(batch);
+        let answer = jupyter.call(command).await;
+        jupyter_gateway_warm.values.extend(ms_list(&answer));
+        jupyter_gateway_cpu.values.extend(number_list(&answer, "cpu_ms").iter().map(|ms| ms * 1000.0));
+        let command = json!({"op": "roundtrip", "n": batch / 4, "reply": true});
+        jupyter_warm.values.extend(ms_list(&jupyter.call(command).await));
     }
-    jupyter_warm.values.extend(ms_list(&jupyter.call(json!({"op": "roundtrip", "n": rounds.min(50)})).await));
     report.add("gateway warm round trip of 1+1", "ms", false, &warm, Some(&local_warm), "");
-    report.add("gateway warm round trip of 1+1", "ms", false, &warm, Some(&jupyter_warm), "");
+    let note = "to the execute_reply and the idle status";
+    report.add("gateway warm round trip of 1+1", "ms", false, &warm, Some(&jupyter_warm), note);
+    report.add("gateway warm round trip of 1+1", "ms", false, &warm, Some(&jupyter_gateway_warm), note);
+    let note = "CPU time of the client's process, all threads";
+    report.add("gateway 1+1: client CPU per round trip", "µs", false, &warm_cpu, Some(&jupyter_gateway_cpu), note);
 
-    let (mut interrupt, mut jupyter_interrupt) = (Series::new("cellbox gateway"), Series::new("jupyter_client"));
+    let (mut interrupt, mut jupyter_interrupt, mut jupyter_gateway_interrupt) =
+        (Series::new("cellbox gateway"), Series::new("jupyter_client"), Series::new("jupyter_client, gateway"));
     for _ in 0..plan.interrupt_runs {
         let mut execution = kernel.execute("while True: pass").await.unwrap();
         assert!(matches!(execution.next().await, Some(Ok(ExecEvent::Started))));
@@ -1122,29 +1168,46 @@ async fn gateway_backend(
         let output = execution.collect().await.unwrap();
         interrupt.values.push(started.elapsed().as_secs_f64() * 1000.0);
         assert!(output.done.cancelled);
-        jupyter_interrupt.values.push(jupyter.call(json!({"op": "interrupt"})).await["ms"].as_f64().unwrap());
+        jupyter_interrupt.values.push(jupyter.call(json!({"op": "interrupt"})).await["done_ms"].as_f64().unwrap());
+        let mut command = via_gateway();
+        command["op"] = json!("interrupt");
+        jupyter_gateway_interrupt.values.push(jupyter.call(command).await["done_ms"].as_f64().unwrap());
     }
-    report.add("gateway interrupt → cancelled result", "ms", false, &interrupt, Some(&jupyter_interrupt), "");
+    let note = "to the execute_reply and the idle status (as JupyterLab and execute_interactive wait)";
+    report.add("gateway interrupt → cancelled result", "ms", false, &interrupt, Some(&jupyter_interrupt), note);
+    report.add("gateway interrupt → cancelled result", "ms", false, &interrupt, Some(&jupyter_gateway_interrupt), note);
 
     let megabytes = if plan.quick { plan.output_mb } else { 100 };
     let code = format!("line = 'x' * 99\nfor _ in range({}):\n    print(line)", megabytes * 10_000);
-    let (mut output_gateway, mut output_local) = (Series::new("cellbox gateway"), Series::new("cellbox process"));
-    for (series, handle) in [(&mut output_gateway, Some(&kernel)), (&mut output_local, None)] {
-        let started = Instant::now();
-        let mut execution = match handle {
-            Some(kernel) => kernel.execute(&code).await.unwrap(),
-            None => local_kernel.execute(&code).await.unwrap(),
-        };
-        let mut bytes = 0usize;
-        while let Some(event) = execution.next().await {
-            if let Ok(ExecEvent::Stdout(text)) = event {
-                bytes += text.len();
+    let (mut output_gateway, mut output_local, mut output_jupyter) =
+        (Series::new("cellbox gateway"), Series::new("cellbox process"), Series::new("jupyter_client, gateway"));
+    for _ in 0..plan.output_runs {
+        for (series, handle) in [(&mut output_gateway, Some(&kernel)), (&mut output_local, None)] {
+            let started = Instant::now();
+            let mut execution = match handle {
+                Some(kernel) => kernel.execute(&code).await.unwrap(),
+                None => local_kernel.execute(&code).await.unwrap(),
+            };
+            let mut bytes = 0usize;
+            while let Some(event) = execution.next().await {
+                if let Ok(ExecEvent::Stdout(text)) = event {
+                    bytes += text.len();
+                }
             }
+            assert_eq!(bytes, megabytes * 1_000_000, "all output arrives");
+            series.values.push(megabytes as f64 / started.elapsed().as_secs_f64());
         }
-        assert_eq!(bytes, megabytes * 1_000_000, "all output arrives");
-        series.values.push(megabytes as f64 / started.elapsed().as_secs_f64());
+        let mut command = via_gateway();
+        command["op"] = json!("output");
+        command["code"] = json!(code);
+        let answer = jupyter.call(command).await;
+        assert_eq!(answer["bytes"].as_f64(), Some((megabytes * 1_000_000) as f64), "all of Jupyter's output arrives");
+        output_jupyter.values.push(megabytes as f64 / answer["seconds"].as_f64().unwrap());
     }
-    report.add(&format!("gateway: {megabytes} MB of print()"), "MB/s", true, &output_gateway, Some(&output_local), "");
+    let label = format!("gateway: {megabytes} MB of print()");
+    report.add(&label, "MB/s", true, &output_gateway, Some(&output_local), "");
+    report.add(&label, "MB/s", true, &output_gateway, Some(&output_jupyter), "");
+    jupyter.call(json!({"op": "gateway_stop"})).await;
     kernel.shutdown().await;
     local_kernel.shutdown().await;
     let _ = local::stop().await;
@@ -1291,7 +1354,7 @@ async fn main() {
     println!("jupyter kernel: {}", jupyter_kernel["python"].as_str().unwrap_or("?"));
     println!();
     println!(
-        "{:<34} {:>9} {:>9} {:<6} | {:<22} {:>9} {:>9} | {:>8}",
+        "{:<34} {:>9} {:>9} {:<6} | {:<24} {:>9} {:>9} | {:>8}",
         "scenario", "median", "p90", "unit", "baseline", "median", "p90", "ratio"
     );
     let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)).cloned();
