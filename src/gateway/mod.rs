@@ -5,6 +5,8 @@
 //!   with the token in the `Authorization` header and errors that say what to fix;
 //! - [`channels`]: [`GatewayKernel`], the websocket side, mapping Jupyter
 //!   messages onto the same [`crate::kernel::ExecEvent`]s a process kernel yields;
+//!   `route` holds the requests in flight and what each message means for
+//!   them, `link` the websocket itself (its framing, reconnection);
 //! - [`bridge`]: the cells' host-bridge calls, carried by the stdin channel;
 //! - [`init`]: the code run in every new gateway kernel (cwd, environment,
 //!   `sys.path`, the prelude, extension modules);
@@ -20,8 +22,10 @@ pub mod bridge;
 pub mod channels;
 pub mod client;
 pub mod init;
+mod link;
 pub mod local;
 pub mod net;
+mod route;
 pub mod wire;
 
 pub use channels::GatewayKernel;

@@ -1,0 +1,211 @@
+//! The requests in flight on a gateway kernel, and what each Jupyter message
+//! means for the request it answers ([`route`]).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::sync::{Notify, mpsc};
+use tokio_tungstenite::tungstenite::Message;
+
+use super::bridge::{CallRequest, GatewayBridge};
+use crate::kernel::{CellDone, CellError, Completeness, ExecEvent, KernelError};
+use crate::protocol::DoneStatus;
+
+/// The name `input()` raises under, as in cellbox's own kernels.
+const STDIN_ERROR_NAME: &str = "StdinNotSupportedError";
+const STDIN_ERROR_TEXT: &str = "input() is not supported: cellbox cells have no interactive stdin. Pass the data in \
+                                the code instead (a variable, a file, or an argument).";
+/// The text a Jupyter server sends in place of output it dropped.
+const RATE_LIMIT_TEXT: &str = "data rate exceeded";
+
+pub(super) type EventSender = mpsc::Sender<Result<ExecEvent, KernelError>>;
+
+/// One request in flight.
+pub(super) struct Pending {
+    pub sender: EventSender,
+    pub started: bool,
+    pub idle: bool,
+    pub reply: Option<CellDone>,
+    pub stdin_requested: bool,
+    pub rate_noted: bool,
+}
+
+#[derive(Default)]
+pub(super) struct Routes {
+    pub pending: HashMap<String, Pending>,
+    /// Set once the kernel can no longer run cells: the error new requests get.
+    pub dead: Option<KernelError>,
+}
+
+pub(super) struct Shared {
+    pub routes: Mutex<Routes>,
+    /// The cells' host-bridge calls.
+    pub bridge: Arc<GatewayBridge>,
+    /// Tells the connection to drop its socket (see [`super::GatewayKernel::drop_connection_for_test`]).
+    pub drop_for_test: Notify,
+}
+
+/// `restarting` or `dead`: the kernel's state is gone (a crash the gateway saw).
+pub(super) fn kernel_lost(message: &Value) -> Option<&str> {
+    if message.pointer("/header/msg_type").and_then(Value::as_str) != Some("status") {
+        return None;
+    }
+    match message.pointer("/content/execution_state").and_then(Value::as_str)? {
+        state @ ("restarting" | "dead" | "autorestarting") => Some(state),
+        _ => None,
+    }
+}
+
+pub(super) type Delivery = (EventSender, Result<ExecEvent, KernelError>);
+
+/// What `message` means for the request it answers.
+pub(super) fn route(
+    shared: &Shared,
+    message: &Value,
+    outgoing: &mpsc::UnboundedSender<Message>,
+    session: &str,
+) -> Vec<Delivery> {
+    let msg_type = message.pointer("/header/msg_type").and_then(Value::as_str).unwrap_or_default();
+    let Some(parent) = message.pointer("/parent_header/msg_id").and_then(Value::as_str) else { return Vec::new() };
+    let content = message.get("content").cloned().unwrap_or(Value::Null);
+    if msg_type == "input_request"
+        && let Some(request) = CallRequest::from_content(&content)
+    {
+        let running = shared.routes.lock().unwrap().pending.contains_key(parent);
+        let header = message.get("header").cloned().unwrap_or(Value::Null);
+        shared.bridge.on_request(header, running.then(|| parent.to_string()), request);
+        return Vec::new();
+    }
+    let mut routes = shared.routes.lock().unwrap();
+    let Some(pending) = routes.pending.get_mut(parent) else { return Vec::new() };
+    let mut events = Vec::new();
+    if !pending.started && msg_type != "is_complete_reply" {
+        pending.started = true;
+        events.push(ExecEvent::Started);
+    }
+    let text = |key: &str| content.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+    let data = |key: &str| content.get(key).and_then(Value::as_object).cloned().unwrap_or_default();
+    let mut finished = None;
+    match msg_type {
+        "status" if content.get("execution_state").and_then(Value::as_str) == Some("idle") => pending.idle = true,
+        "stream" => {
+            let chunk = text("text");
+            let rate_limited = chunk.contains(RATE_LIMIT_TEXT);
+            events.push(if text("name") == "stderr" { ExecEvent::Stderr(chunk) } else { ExecEvent::Stdout(chunk) });
+            if rate_limited && !pending.rate_noted {
+                pending.rate_noted = true;
+                events.push(ExecEvent::Stderr(
+                    "[cellbox: the gateway dropped part of this cell's output (IOPub rate limit). Run the gateway \
+                     with --ZMQChannelsWebsocketConnection.iopub_data_rate_limit=0 to keep it all, or print less.]\n"
+                        .into(),
+                ));
+            }
+        }
+        "display_data" | "update_display_data" => {
+            events.push(ExecEvent::Display { bundle: data("data"), metadata: data("metadata") })
+        }
+        "execute_result" => events.push(ExecEvent::Result { bundle: data("data"), metadata: data("metadata") }),
+        "error" => events.push(ExecEvent::Error(CellError {
+            ename: text("ename"),
+            evalue: text("evalue"),
+            traceback: content
+                .get("traceback")
+                .and_then(Value::as_array)
+                .map(|lines| lines.iter().filter_map(Value::as_str).map(traceback_line).collect())
+                .unwrap_or_default(),
+        })),
+        "execute_reply" => {
+            let status = text("status");
+            pending.reply = Some(CellDone {
+                status: if status == "ok" { DoneStatus::Ok } else { DoneStatus::Error },
+                execution_count: content.get("execution_count").and_then(Value::as_u64).unwrap_or(0),
+                cancelled: text("ename") == "KeyboardInterrupt",
+            });
+        }
+        "is_complete_reply" => {
+            finished = Some(ExecEvent::Completeness(Completeness { status: text("status"), indent: text("indent") }));
+        }
+        "input_request" => {
+            pending.stdin_requested = true;
+            let reply = json!({
+                "header": {
+                    "msg_id": format!("{session}_input_{parent}"), "msg_type": "input_reply",
+                    "session": session, "username": "cellbox", "version": "5.3",
+                },
+                "parent_header": message.get("header").cloned().unwrap_or(Value::Null),
+                "metadata": {}, "content": { "value": "" }, "channel": "stdin", "buffers": [],
+            });
+            let _ = outgoing.send(Message::text(reply.to_string()));
+        }
+        _ => {}
+    }
+    if finished.is_none()
+        && pending.idle
+        && let Some(mut done) = pending.reply
+    {
+        if pending.stdin_requested {
+            events.push(ExecEvent::Error(CellError {
+                ename: STDIN_ERROR_NAME.into(),
+                evalue: STDIN_ERROR_TEXT.into(),
+                traceback: vec![format!("{STDIN_ERROR_NAME}: {STDIN_ERROR_TEXT}")],
+            }));
+            done.status = DoneStatus::Error;
+        }
+        finished = Some(ExecEvent::Done(done));
+    }
+    let sender = pending.sender.clone();
+    if let Some(last) = finished {
+        events.push(last);
+        routes.pending.remove(parent);
+        shared.bridge.cell_ended(parent);
+    }
+    events.into_iter().map(|event| (sender.clone(), Ok(event))).collect()
+}
+
+/// A traceback entry as cellbox's own tracebacks have them: no colour
+/// codes, ending with a newline (Jupyter's entries are joined by front ends).
+fn traceback_line(entry: &str) -> String {
+    let mut line = strip_ansi(entry);
+    if !line.ends_with('\n') {
+        line.push('\n');
+    }
+    line
+}
+
+/// A traceback line without its terminal colour codes.
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' && chars.peek() == Some(&'[') {
+            chars.next();
+            for code in chars.by_ref() {
+                if ('@'..='~').contains(&code) {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_colour_codes() {
+        assert_eq!(strip_ansi("\u{1b}[0;31mZeroDivisionError\u{1b}[0m: x"), "ZeroDivisionError: x");
+    }
+
+    #[test]
+    fn restarting_and_dead_mean_the_kernel_is_lost() {
+        let status = |state: &str| json!({"header": {"msg_type": "status"}, "content": {"execution_state": state}});
+        assert_eq!(kernel_lost(&status("restarting")), Some("restarting"));
+        assert_eq!(kernel_lost(&status("dead")), Some("dead"));
+        assert_eq!(kernel_lost(&status("busy")), None);
+    }
+}
