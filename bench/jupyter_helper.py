@@ -6,8 +6,10 @@ is not part of them. Commands:
   {"op": "cold", "code": C}              start a kernel, run C (default 1+1) to its result, return ms; stop it
   {"op": "start"} / {"op": "stop"}       the warm kernel for the other scenarios
   {"op": "roundtrip", "n": N}            N x execute("1+1") + wait for idle; ms each, and this
-                                         process's CPU ms each ("reply": true: and the execute_reply)
-  {"op": "output", "code": C}            run C, drain iopub; seconds, bytes received, messages ("reply")
+                                         process's CPU ms each ("reply": true: and the execute_reply;
+                                         "store_history": true: sent so, as jupyter_client's default)
+  {"op": "output", "code": C}            run C, drain iopub; seconds, bytes received, messages ("reply",
+                                         "store_history")
   {"op": "interrupt"}                    ms from interrupt to the execute reply of `while True: pass`
                                          ("ms"), and to both the reply and the idle status ("done_ms")
   {"op": "concurrent", "kernels": K, "cells": N}   K kernels x N cells at once; latencies
@@ -56,11 +58,11 @@ def _stop(pair):
     manager.shutdown_kernel(now=True)
 
 
-def _execute(client, code, timeout=600, reply=False):
+def _execute(client, code, timeout=600, reply=False, store_history=False):
     """Run code; return (stdout bytes received, iopub messages) once idle, and, with `reply`,
     its execute_reply arrived too (what jupyter_client's execute_interactive and JupyterLab
     wait for)."""
-    msg_id = client.execute(code, store_history=False)
+    msg_id = client.execute(code, store_history=store_history)
     received = 0
     messages = 0
     while True:
@@ -138,7 +140,7 @@ def roundtrip(command):
     cpu = []
     for _ in range(command["n"]):
         started, used = time.perf_counter(), time.process_time()
-        _execute(client, "1+1", reply=command.get("reply", False))
+        _execute(client, "1+1", reply=command.get("reply", False), store_history=command.get("store_history", False))
         times.append((time.perf_counter() - started) * 1000.0)
         cpu.append((time.process_time() - used) * 1000.0)
     return {"ms": times, "cpu_ms": cpu}
@@ -146,7 +148,9 @@ def roundtrip(command):
 
 def output(command):
     started = time.perf_counter()
-    received, messages = _execute(_client(command), command["code"], reply=command.get("reply", False))
+    received, messages = _execute(
+        _client(command), command["code"], reply=command.get("reply", False),
+        store_history=command.get("store_history", False))
     return {"seconds": time.perf_counter() - started, "bytes": received, "messages": messages}
 
 

@@ -1115,8 +1115,9 @@ async fn gateway_backend(
     // jupyter_client's messages over the same gateway, to a kernel of its own there.
     let info = local::read_info(&local::dir()).expect("the shared gateway is recorded");
     jupyter.call(json!({"op": "gateway_start", "url": info.url(), "token": info.token})).await;
-    // Every series here waits for what cellbox's result needs: the execute_reply and the idle status.
-    let via_gateway = || json!({"via": "gateway", "reply": true});
+    // Every series here sends what cellbox sends (store_history on: cells are numbered, `_` is kept)
+    // and waits for what cellbox's result needs: the execute_reply and the idle status.
+    let via_gateway = || json!({"via": "gateway", "reply": true, "store_history": true});
     let (mut warm, mut local_warm, mut jupyter_warm, mut jupyter_gateway_warm) = (
         Series::new("cellbox gateway"),
         Series::new("cellbox process"),
@@ -1147,11 +1148,11 @@ async fn gateway_backend(
         let answer = jupyter.call(command).await;
         jupyter_gateway_warm.values.extend(ms_list(&answer));
         jupyter_gateway_cpu.values.extend(number_list(&answer, "cpu_ms").iter().map(|ms| ms * 1000.0));
-        let command = json!({"op": "roundtrip", "n": batch / 4, "reply": true});
+        let command = json!({"op": "roundtrip", "n": batch / 4, "reply": true, "store_history": true});
         jupyter_warm.values.extend(ms_list(&jupyter.call(command).await));
     }
     report.add("gateway warm round trip of 1+1", "ms", false, &warm, Some(&local_warm), "");
-    let note = "to the execute_reply and the idle status";
+    let note = "store_history on; to the execute_reply and the idle status";
     report.add("gateway warm round trip of 1+1", "ms", false, &warm, Some(&jupyter_warm), note);
     report.add("gateway warm round trip of 1+1", "ms", false, &warm, Some(&jupyter_gateway_warm), note);
     let note = "CPU time of the client's process, all threads";
