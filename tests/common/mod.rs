@@ -68,6 +68,32 @@ pub fn group_members(pgid: u32) -> Vec<u32> {
     members
 }
 
+/// How long a test waits for something that must happen soon (a process to
+/// leave, a spare to be ready, a cell to reach a line) before it calls that a
+/// failure, and how long a call may go unanswered before it counts as hung.
+/// Far above what a loaded machine needs: a wait ends as soon as its
+/// condition holds, so only a real failure ever waits this long. Speed is
+/// measured in bench/, never asserted here.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Whether `pid` has left the process table, zombie included: its parent has
+/// collected its exit status. For a kernel the host spawned, the host then
+/// knows it died (its exit watch fires as the status is collected), so a
+/// call made after this is not a race with the death.
+pub fn reaped(pid: u32) -> bool {
+    !Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Python that blocks until the file `path` exists: a cell held open until
+/// the test releases it (by creating the file), not for a time that a loaded
+/// machine may or may not honour.
+pub fn gate(path: &Path) -> String {
+    format!(
+        "import os as _os, time as _time\nwhile not _os.path.exists({:?}):\n    _time.sleep(0.02)\n",
+        path.display().to_string()
+    )
+}
+
 /// Wait until `check` holds, up to `limit`.
 pub async fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
