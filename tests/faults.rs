@@ -13,18 +13,19 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cellbox::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalError, EvalParams, EvalResult};
-use common::{eventually, group_members};
+use common::{PATIENCE, eventually, group_members, reaped};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 /// How long past a cell's own timeout a call may take before the host counts as hung:
-/// the interrupt window (5 s), the kill (< 1 s) and slack for a loaded machine.
-const HANG_SLACK: Duration = Duration::from_secs(20);
+/// the interrupt window (5 s) and the kill (< 1 s) fit many times over, so a
+/// loaded machine is never the reason a call misses it.
+const HANG_SLACK: Duration = PATIENCE;
 
 struct Harness {
     engine: Arc<EvalEngine>,
@@ -108,7 +109,7 @@ impl Harness {
         assert!(!groups.is_empty(), "the test saw a kernel");
         for group in groups {
             assert!(
-                eventually(Duration::from_secs(3), || group_members(group).is_empty()).await,
+                eventually(PATIENCE, || group_members(group).is_empty()).await,
                 "process group {group} left behind: {:?}",
                 group_members(group)
             );
@@ -133,7 +134,7 @@ async fn crash_case(code: &str, how: &str) {
     assert_eq!(status(&result), CellStatus::Error, "{}", result.text);
     assert_has(&result, "before the crash");
     assert_has(&result, &format!("The Python kernel died during this cell ({how}"));
-    assert!(eventually(Duration::from_secs(3), || group_members(pid).is_empty()).await);
+    assert!(eventually(PATIENCE, || group_members(pid).is_empty()).await);
     let next = h.next_call_works("s").await;
     assert_ne!(h.engine.kernel_pids(), vec![pid]);
     assert!(!next.text.contains("died"), "the death was reported once: {}", next.text);
@@ -274,12 +275,17 @@ async fn crash_sys_exit_keeps_the_kernel() {
 async fn crash_sigkill_from_outside_during_a_cell() {
     let h = harness();
     let pid = h.start("s").await;
+    // The kill comes once the cell has printed (it says so with a file), not after a guess at how long that takes.
+    let printed = h.dir.path().join("work/printed");
+    let code = format!(
+        "import sys, time\nprint('before the crash')\nsys.stdout.flush()\nopen({:?}, 'w').close()\ntime.sleep(30)",
+        printed.display().to_string()
+    );
     let killer = tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(700)).await;
+        assert!(eventually(PATIENCE, || printed.exists()).await, "the cell never reached its sleep");
         kill(Pid::from_raw(pid as i32), Signal::SIGKILL).unwrap();
     });
-    let result =
-        h.run("s", "import sys, time\nprint('before the crash')\nsys.stdout.flush()\ntime.sleep(30)", 30).await;
+    let result = h.run("s", &code, 30).await;
     killer.await.unwrap();
     assert_eq!(status(&result), CellStatus::Error, "{}", result.text);
     assert_has(&result, "before the crash");
@@ -360,13 +366,11 @@ async fn crash_real_out_of_memory_under_rlimit_as() {
 async fn stuck_case(code: &str) {
     let h = harness();
     let pid = h.start("s").await;
-    let started = Instant::now();
+    // The call answering at all (within HANG_SLACK of the 1 s budget) is the promise; how fast is bench/'s business.
     let result = h.run("s", code, 1).await;
-    let took = started.elapsed();
     assert_eq!(status(&result), CellStatus::Killed, "{}", result.text);
     assert_has(&result, "before the hang");
     assert_has(&result, "the kernel has been killed and will be recreated on the next call");
-    assert!(took < Duration::from_millis(7_500), "the kill ladder took {took:?}");
     assert!(group_members(pid).is_empty(), "the stuck kernel is gone when the call returns");
     h.next_call_works("s").await;
     h.finish().await;
@@ -428,9 +432,8 @@ async fn hang_non_daemon_thread_at_reset_and_exit() {
     let code =
         "import threading, time\nthreading.Thread(target=time.sleep, args=(1000,)).start()\nprint('before the reset')";
     assert_has(&h.run("s", code, 10).await, "before the reset");
-    let started = Instant::now();
-    assert_eq!(tokio::time::timeout(HANG_SLACK, h.engine.reset_session("s")).await.unwrap(), 1);
-    assert!(started.elapsed() < Duration::from_secs(6), "reset took {:?}", started.elapsed());
+    // The thread sleeps for 1000 s: a reset that answers at all did not wait for it.
+    assert_eq!(tokio::time::timeout(HANG_SLACK, h.engine.reset_session("s")).await.expect("reset answers"), 1);
     assert!(group_members(pid).is_empty());
     h.next_call_works("s").await;
     h.run("s", code, 10).await;
@@ -526,12 +529,24 @@ async fn flood_fifty_threads_printing_at_once() {
 async fn flood_output_after_the_cell_ends_arrives_in_the_next() {
     let h = harness();
     h.start("s").await;
-    let code = "import subprocess, threading, time\n\
-                threading.Thread(target=lambda: (time.sleep(0.3), print('late from a thread', flush=True))).start()\n\
-                subprocess.Popen(['sh', '-c', 'sleep 0.3; echo late from a child'])\nprint('cell done')";
-    let result = h.run("s", code, 10).await;
+    // Both write once the test opens the gate (after the cell ended), then say so with a file.
+    let work = h.dir.path().join("work");
+    let (go, thread_done, child_done) = (work.join("go"), work.join("thread-done"), work.join("child-done"));
+    let code = format!(
+        "import subprocess, threading\n\
+         def late():\n{gate}    print('late from a thread', flush=True)\n    open({thread_done:?}, 'w').close()\n\
+         threading.Thread(target=late).start()\n\
+         subprocess.Popen(['sh', '-c', 'while [ ! -e \"$1\" ]; do sleep 0.02; done; echo late from a child; : > \"$2\"', \
+         'sh', {go:?}, {child_done:?}])\nprint('cell done')",
+        gate = common::gate(&go).lines().map(|line| format!("    {line}\n")).collect::<String>(),
+        thread_done = thread_done.display().to_string(),
+        go = go.display().to_string(),
+        child_done = child_done.display().to_string(),
+    );
+    let result = h.run("s", &code, 10).await;
     assert_eq!(result.text, "cell done\n");
-    tokio::time::sleep(Duration::from_millis(900)).await;
+    std::fs::write(&go, "").unwrap();
+    assert!(eventually(PATIENCE, || thread_done.exists() && child_done.exists()).await, "the late writers wrote");
     let next = h.next_call_works("s").await;
     assert!(next.text.contains("late from a thread\n") && next.text.contains("late from a child\n"), "{}", next.text);
     h.finish().await;
@@ -654,9 +669,8 @@ async fn channel_atexit_handlers_do_not_hold_shutdown() {
     let pid = h.start("s").await;
     let code = "import atexit, time\natexit.register(print, 'atexit ran')\natexit.register(time.sleep, 1000)\nprint('registered')";
     assert_has(&h.run("s", code, 10).await, "registered");
-    let started = Instant::now();
-    h.engine.reset_session("s").await;
-    assert!(started.elapsed() < Duration::from_secs(6), "reset took {:?}", started.elapsed());
+    // The handler sleeps for 1000 s: a reset that answers at all did not wait for it.
+    tokio::time::timeout(HANG_SLACK, h.engine.reset_session("s")).await.expect("reset answers");
     assert!(group_members(pid).is_empty());
     h.next_call_works("s").await;
     h.finish().await;
@@ -851,7 +865,7 @@ async fn concurrency_eight_sessions_with_random_kills() {
         let (h, stop) = (h.clone(), stop.clone());
         tokio::spawn(async move {
             let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-            let mut kills = 0;
+            let mut kills = Vec::new();
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 tokio::time::sleep(Duration::from_millis(150)).await;
                 h.note_groups();
@@ -860,8 +874,9 @@ async fn concurrency_eight_sessions_with_random_kills() {
                 state ^= state >> 7;
                 state ^= state << 17;
                 if !pids.is_empty() {
-                    let _ = kill(Pid::from_raw(pids[state as usize % pids.len()] as i32), Signal::SIGKILL);
-                    kills += 1;
+                    let victim = pids[state as usize % pids.len()];
+                    let _ = kill(Pid::from_raw(victim as i32), Signal::SIGKILL);
+                    kills.push(victim);
                 }
             }
             kills
@@ -887,10 +902,12 @@ async fn concurrency_eight_sessions_with_random_kills() {
         session.await.unwrap();
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    assert!(killer.await.unwrap() > 0, "the test killed something");
-    // The killer's last SIGKILL may land just before it stops: let the host
-    // notice that death, so the check below is not a cell racing the kill.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let killed = killer.await.unwrap();
+    assert!(!killed.is_empty(), "the test killed something");
+    // The killer's last SIGKILL may land just before it stops: wait until the
+    // host has collected every victim's exit, so the check below is not a
+    // cell racing the kill.
+    assert!(eventually(PATIENCE, || killed.iter().all(|pid| reaped(*pid))).await, "killed kernels were reaped");
     for session in 0..8 {
         h.next_call_works(&format!("s{session}")).await;
     }
