@@ -265,8 +265,15 @@ async fn the_kernel_layer_drives_node_directly() {
     let env = common::test_env(&[]);
     let options = KernelOptions::for_backend(Backend::Node, node(), std::env::temp_dir(), env);
     let kernel = Kernel::start(options).await.expect("a node kernel starts");
-    let execution = kernel.execute("let n = 0; while (true) { n++ }").await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut execution = kernel.execute("let n = 0; console.log('spinning'); while (true) { n++ }").await.unwrap();
+    // Interrupted once the loop runs (console.log writes at once), not after a guess at how long that takes.
+    loop {
+        match execution.next().await {
+            Some(Ok(cellbox::kernel::ExecEvent::Stdout(_))) => break,
+            Some(Ok(_)) => {}
+            other => panic!("the cell ended before its loop: {other:?}"),
+        }
+    }
     kernel.interrupt().unwrap();
     let out = execution.collect().await.unwrap();
     assert!(out.done.cancelled, "{out:?}");
@@ -276,7 +283,7 @@ async fn the_kernel_layer_drives_node_directly() {
     assert_eq!(complete.status, "incomplete");
     let pid = kernel.pid();
     kernel.shutdown().await;
-    assert!(common::eventually(Duration::from_secs(3), || common::group_members(pid).is_empty()).await);
+    assert!(common::eventually(common::PATIENCE, || common::group_members(pid).is_empty()).await);
 }
 
 fn cellbox(args: &[&str]) -> std::process::Output {

@@ -175,9 +175,9 @@ async fn values_json_cannot_carry_still_arrive() {
 #[tokio::test]
 async fn stdin_is_an_empty_source_and_input_fails_at_once() {
     let kernel = start().await;
-    let started = std::time::Instant::now();
-    let output = run(&kernel, "input('name? ')").await;
-    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // A read that waited for input would never end: a cell that ends at all did not wait.
+    let output =
+        tokio::time::timeout(common::PATIENCE, run(&kernel, "input('name? ')")).await.expect("input() returns");
     let error = output.errors()[0].clone();
     assert_eq!(error.ename, "StdinNotSupportedError");
     assert!(error.evalue.contains("not supported"), "{}", error.evalue);
@@ -195,8 +195,18 @@ async fn execution_count_counts_user_cells_only() {
 #[tokio::test]
 async fn output_between_cells_is_delivered_with_the_next_one() {
     let kernel = start().await;
-    run(&kernel, "import threading, time\nthreading.Timer(0.2, lambda: print('late')).start()").await;
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    // The thread prints once the first cell is over (the test opens the gate), then says so with a file.
+    let dir = tempfile::tempdir().unwrap();
+    let (go, printed) = (dir.path().join("go"), dir.path().join("printed"));
+    let code = format!(
+        "import threading\ndef late():\n{}    print('late', flush=True)\n    open({:?}, 'w').close()\n\
+         threading.Thread(target=late).start()",
+        common::gate(&go).lines().map(|line| format!("    {line}\n")).collect::<String>(),
+        printed.display().to_string()
+    );
+    assert_eq!(run(&kernel, &code).await.stdout(), "");
+    std::fs::write(&go, "").unwrap();
+    assert!(common::eventually(common::PATIENCE, || printed.exists()).await, "the thread printed");
     assert_eq!(run(&kernel, "pass").await.stdout(), "late\n");
 }
 

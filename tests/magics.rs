@@ -172,16 +172,24 @@ async fn shell_lines_stream_capture_and_expand() {
 #[tokio::test]
 async fn shell_output_streams_live() {
     let kernel = start().await;
-    let mut execution = kernel.execute("!for i in 1 2 3; do echo tick $i; sleep 0.3; done").await.unwrap();
-    let mut arrivals = Vec::new();
-    let started = std::time::Instant::now();
-    while let Some(event) = execution.next().await {
-        if let Ok(ExecEvent::Stdout(text)) = event.as_ref() {
-            arrivals.push((started.elapsed(), text.clone()));
+    // The command prints its first line, then waits until the test has seen
+    // that line: output held back until the command ends would never arrive.
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let command = format!("!echo tick 1; while [ ! -e '{0}' ]; do sleep 0.02; done; echo tick 2", go.display());
+    let mut execution = kernel.execute(&command).await.unwrap();
+    let mut stdout = String::new();
+    while !stdout.contains("tick 1\n") {
+        match tokio::time::timeout(common::PATIENCE, execution.next()).await.expect("the first line arrives live") {
+            Some(Ok(ExecEvent::Stdout(text))) => stdout.push_str(&text),
+            Some(Ok(_)) => {}
+            other => panic!("the command ended before its first line arrived: {other:?} (stdout {stdout:?})"),
         }
     }
-    assert!(arrivals.len() >= 2, "{arrivals:?}");
-    assert!(arrivals[0].0 < std::time::Duration::from_millis(500), "first line arrived late: {arrivals:?}");
+    assert_eq!(stdout, "tick 1\n");
+    std::fs::write(&go, "").unwrap();
+    let rest = execution.collect().await.unwrap();
+    assert_eq!(rest.stdout(), "tick 2\n");
 }
 
 #[tokio::test]

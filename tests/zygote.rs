@@ -13,7 +13,7 @@ use std::time::Duration;
 use cellbox::kernel::{ExecEvent, Kernel, KernelError, KernelOptions};
 use cellbox::session::SpareLimits;
 use cellbox::tool::{CallContext, EvalEngine, EvalParams, EvalResult, ignore_events};
-use common::{eventually, group_members, python, run, run_to_end, test_env};
+use common::{PATIENCE, eventually, group_members, python, run, run_to_end, test_env};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -165,7 +165,7 @@ async fn output_displays_interrupts_and_death_work_on_forked_kernels() {
     }
     kernel.interrupt().unwrap();
     let mut interrupted = false;
-    while let Some(event) = tokio::time::timeout(Duration::from_secs(20), execution.next()).await.unwrap() {
+    while let Some(event) = tokio::time::timeout(PATIENCE, execution.next()).await.unwrap() {
         match event.unwrap() {
             ExecEvent::Error(error) => interrupted = error.ename == "KeyboardInterrupt",
             ExecEvent::Done(done) => assert!(done.cancelled),
@@ -187,7 +187,7 @@ async fn output_displays_interrupts_and_death_work_on_forked_kernels() {
         other => panic!("expected the kernel to die, got {other:?}"),
     }
     kernel.shutdown().await;
-    assert!(eventually(Duration::from_secs(5), || group_members(kernel.pid()).is_empty()).await);
+    assert!(eventually(PATIENCE, || group_members(kernel.pid()).is_empty()).await);
 }
 
 #[tokio::test]
@@ -201,11 +201,18 @@ async fn the_shutdown_ladder_and_kill_reach_forked_kernels() {
 
     // A kernel that ignores SIGTERM and is stuck in a cell is killed.
     let stuck = Kernel::start(probes.options(probes.path(), &["zyg_probe"])).await.unwrap();
-    let _running = stuck
+    let mut running = stuck
         .execute("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('x', flush=True)\ntime.sleep(60)")
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Stopped once SIGTERM is ignored (the cell printed after that), not after a guess at how long that takes.
+    loop {
+        match tokio::time::timeout(PATIENCE, running.next()).await.expect("the cell prints") {
+            Some(Ok(ExecEvent::Stdout(_))) => break,
+            Some(Ok(_)) => {}
+            other => panic!("the cell ended before it printed: {other:?}"),
+        }
+    }
     let exit = stuck.terminate_stuck().await.expect("an exit status");
     assert_eq!(exit.signal, Some(9), "{exit:?}");
     assert!(group_members(stuck.pid()).is_empty());
@@ -270,7 +277,7 @@ async fn the_zygote_restarts_when_the_preload_list_changes() {
     // The retired zygote still serves its kernel, and ends with it.
     assert!(alive(z1));
     first.shutdown().await;
-    assert!(eventually(Duration::from_secs(5), || !alive(z1)).await, "the retired zygote ended");
+    assert!(eventually(PATIENCE, || !alive(z1)).await, "the retired zygote ended");
     changed.shutdown().await;
 }
 
@@ -304,7 +311,7 @@ async fn spares_are_forked_and_nothing_outlives_the_engine() {
     let engine = engine(&probes, dir.path(), SpareLimits { count: 1, idle: None });
     let (first, zygote, preloaded) = who(&eval(&engine, "a", WHO).await);
     assert!(preloaded);
-    assert!(eventually(Duration::from_secs(20), || !engine.spare_pids().is_empty()).await, "a spare is ready");
+    assert!(eventually(PATIENCE, || !engine.spare_pids().is_empty()).await, "a spare is ready");
     let spare = engine.spare_pids()[0];
     let (second, parent, preloaded) = who(&eval(&engine, "b", WHO).await);
     assert_eq!(second, spare, "the new session took the spare");
@@ -313,7 +320,7 @@ async fn spares_are_forked_and_nothing_outlives_the_engine() {
     let mut kernels = engine.kernel_pids();
     kernels.extend(engine.spare_pids());
     engine.dispose_all().await;
-    let gone = eventually(Duration::from_secs(10), || {
+    let gone = eventually(PATIENCE, || {
         kernels.iter().chain([&first, &second]).all(|pid| group_members(*pid).is_empty()) && !alive(zygote)
     })
     .await;
@@ -412,7 +419,7 @@ fn the_zygote_ends_with_the_host_process() {
     let line = stdout.lines().find(|l| l.starts_with("True ")).unwrap_or_else(|| panic!("{stdout}"));
     let zygote: u32 = line[5..].trim().parse().unwrap();
     let start = std::time::Instant::now();
-    while alive(zygote) && start.elapsed() < Duration::from_secs(5) {
+    while alive(zygote) && start.elapsed() < PATIENCE {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(!alive(zygote), "the fork server {zygote} outlived `cellbox run`");
