@@ -4,7 +4,6 @@
 mod common;
 
 use std::process::Command;
-use std::time::Duration;
 
 use rexpect::session::{PtySession, spawn_command};
 
@@ -21,13 +20,24 @@ fn repl() -> (PtySession, tempfile::TempDir) {
         .env("CELLBOX_ARTIFACTS_DIR", home.path().join("artifacts"))
         .env("NO_COLOR", "1")
         .env("TERM", "xterm");
-    let mut session = spawn_command(command, Some(20_000)).expect("the repl starts");
+    // Each expectation waits up to this long: far above what a loaded machine needs.
+    let patience = common::PATIENCE.as_millis() as u64;
+    let mut session = spawn_command(command, Some(patience)).expect("the repl starts");
     session.exp_string(">>> ").expect("first prompt");
     (session, home)
 }
 
 fn run(session: &mut PtySession, line: &str) {
     session.send_line(line).unwrap();
+}
+
+/// Whether `check` holds within [`common::PATIENCE`] (checked every 20 ms).
+fn wait_until(check: impl Fn() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + common::PATIENCE;
+    while !check() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    check()
 }
 
 #[test]
@@ -59,8 +69,11 @@ fn ctrl_c_interrupts_a_cell_and_keeps_state() {
     let (mut s, _home) = repl();
     run(&mut s, "kept = 'still here'");
     s.exp_string(">>> ").unwrap();
-    run(&mut s, "while True: pass");
-    std::thread::sleep(Duration::from_millis(700));
+    // One line that keeps printing a marker (not in its own echo; the repeats
+    // get past the renderer's redraw throttle): Ctrl-C comes once the loop
+    // runs, not after a guess at how long that takes.
+    run(&mut s, r#"exec("import time\nwhile True:\n    print('spin' + 'ning', flush=True)\n    time.sleep(0.2)")"#);
+    s.exp_string("spinning").unwrap();
     s.send_control('c').unwrap();
     s.exp_string("KeyboardInterrupt").unwrap();
     s.exp_string("cancelled").unwrap();
@@ -109,15 +122,16 @@ fn leaving_stops_the_kernel() {
     s.exp_string(">>> ").unwrap();
     run(&mut s, ":reset");
     s.exp_string("kernel restarted").unwrap();
-    assert!(common::group_members(pid).is_empty(), ":reset stops the old kernel");
+    // The runner is gone; its `sleep` child was sent SIGTERM, then SIGKILL at the latest.
+    let gone = || common::group_members(pid).is_empty();
+    assert!(wait_until(gone), ":reset stops the old kernel: {:?} left", common::group_members(pid));
     run(&mut s, "print('pid', __import__('os').getpid())");
     let (_, pid) = s.exp_regex(r"pid (\d+)").unwrap();
     let pid: u32 = pid.trim_start_matches("pid ").parse().unwrap();
     s.exp_string(">>> ").unwrap();
     s.send_control('d').unwrap();
     s.exp_eof().unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(common::group_members(pid).is_empty(), "kernel {pid} outlived the repl");
+    assert!(wait_until(|| common::group_members(pid).is_empty()), "kernel {pid} outlived the repl");
 }
 
 #[test]

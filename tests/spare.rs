@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use cellbox::session::SpareLimits;
 use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, EvalResult, KernelMode, ignore_events};
-use common::{eventually, group_members};
+use common::{PATIENCE, eventually, group_members, reaped};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -40,7 +40,7 @@ async fn pid_in(engine: &EvalEngine, session: &str) -> u32 {
 
 /// Wait for a ready spare and return its pid.
 async fn ready_spare(engine: &EvalEngine) -> u32 {
-    assert!(eventually(Duration::from_secs(20), || !engine.spare_pids().is_empty()).await, "no spare became ready");
+    assert!(eventually(PATIENCE, || !engine.spare_pids().is_empty()).await, "no spare became ready");
     engine.spare_pids()[0]
 }
 
@@ -116,8 +116,8 @@ async fn per_call_calls_take_the_spare() {
     let first = pid_in(&f.engine, "s").await;
     let spare = ready_spare(&f.engine).await;
     assert_eq!(pid_in(&f.engine, "s").await, spare);
-    assert!(eventually(Duration::from_secs(5), || group_members(first).is_empty()).await);
-    assert!(eventually(Duration::from_secs(5), || group_members(spare).is_empty()).await);
+    assert!(eventually(PATIENCE, || group_members(first).is_empty()).await);
+    assert!(eventually(PATIENCE, || group_members(spare).is_empty()).await);
     f.engine.dispose_all().await;
 }
 
@@ -127,7 +127,8 @@ async fn a_dead_kernel_is_replaced_by_the_spare() {
     let first = pid_in(&f.engine, "s").await;
     let spare = ready_spare(&f.engine).await;
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(first as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
-    assert!(eventually(Duration::from_secs(5), || group_members(first).is_empty()).await);
+    // Once its exit is collected the host knows it is dead: the next call is no race with the kill.
+    assert!(eventually(PATIENCE, || reaped(first)).await);
     let result = eval_params(&f.engine, "s", json!({"cells": [{"code": "import os\nos.getpid()"}]})).await;
     assert!(result.text.starts_with(&spare.to_string()), "{}", result.text);
     assert!(result.text.contains("had died"), "the call is told: {}", result.text);
@@ -140,8 +141,7 @@ async fn spares_expire_and_dispose_leaves_nothing() {
     pid_in(&f.engine, "a").await;
     let spare = ready_spare(&f.engine).await;
     assert!(
-        eventually(Duration::from_secs(10), || f.engine.spare_pids().is_empty() && group_members(spare).is_empty())
-            .await,
+        eventually(PATIENCE, || f.engine.spare_pids().is_empty() && group_members(spare).is_empty()).await,
         "an idle spare is shut down"
     );
     let g = fixture(|_| {});
