@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use cellbox::gateway::GatewaySetting;
 use cellbox::kernel::Transport;
 use cellbox::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
@@ -138,14 +136,12 @@ async fn check_interrupts_and_crashes(f: &Fixture) {
     assert_eq!(eval(engine, "kept").await.text, "'yes'\n", "the kernel keeps its state after an interrupt");
 
     // A cell that ignores interrupts: interrupt, then the kernel is replaced.
-    let started = Instant::now();
     let stuck = eval_params(
         engine,
         json!({ "cells": [{ "code": "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(60)", "timeout": 1 }] }),
     )
     .await;
     assert_eq!(stuck.cells[0].status, CellStatus::Killed, "{}", stuck.text);
-    assert!(started.elapsed() < Duration::from_secs(30));
     let after = eval(engine, "'kept' in dir()").await;
     assert_eq!(after.text, "False\n", "a fresh kernel replaced the stuck one");
 
@@ -174,11 +170,9 @@ async fn a_bad_token_and_an_unreachable_gateway_give_clear_errors() {
     // Nothing listens there any more.
     let port = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap().local_addr().unwrap().port();
     let f = engine_on(&format!("http://127.0.0.1:{port}"), "t", |_| {});
-    let started = Instant::now();
-    let unreachable = eval(&f.engine, "1").await;
+    let unreachable = tokio::time::timeout(common::PATIENCE, eval(&f.engine, "1")).await.expect("no hang");
     assert!(unreachable.is_error);
     assert!(unreachable.text.contains("could not reach the Jupyter gateway"), "{}", unreachable.text);
-    assert!(started.elapsed() < Duration::from_secs(20), "no hang");
 }
 
 #[tokio::test]

@@ -22,7 +22,7 @@ async fn a_gateway_out_of_file_descriptors_is_restarted_and_the_next_kernel_work
     }
     let transport = Transport::Gateway(GatewaySetting::SharedLocal);
     let mut options = common::options(cwd.path());
-    options.startup_timeout = Duration::from_secs(20);
+    options.startup_timeout = common::PATIENCE;
 
     let mut kernels = Vec::new();
     let first = KernelHandle::start(options.clone(), &transport).await.unwrap();
@@ -54,7 +54,7 @@ async fn a_gateway_out_of_file_descriptors_is_restarted_and_the_next_kernel_work
     kernel.shutdown().await;
     assert!(local::stop().await.unwrap());
     let marker = state.path().display().to_string();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + common::PATIENCE;
     while !processes_mentioning(&marker).is_empty() && std::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

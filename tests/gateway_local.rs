@@ -74,7 +74,7 @@ fn two_processes_share_one_gateway_which_stops_on_request() {
     let stop = cellbox(dir, &["gateway", "stop"]).output().unwrap();
     assert!(stop.status.success(), "{}", text(&stop));
     assert!(read_info(dir).is_none());
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + common::PATIENCE;
     while !processes_mentioning(&dir.display().to_string()).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }

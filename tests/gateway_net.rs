@@ -132,9 +132,17 @@ fn connection(kernel: &KernelHandle) -> &GatewayKernel {
     }
 }
 
-/// Prints `line 0` … `line 7`, 0.4 s apart.
-const SLOW_LINES: &str =
-    "import time\nfor i in range(8):\n    print('line', i, flush=True)\n    time.sleep(0.4)\n'end'";
+/// Prints `line 0` … `line 7`, and waits after `line 2` and `line 5` until
+/// the test creates the files `held` names (so the test drops the connection
+/// while the cell is mid-way, whatever the machine's speed).
+fn held_lines(held: [&std::path::Path; 2]) -> String {
+    let [first, second] = held.map(|path| path.display().to_string());
+    format!(
+        "import os, time\ndef wait(path):\n    while not os.path.exists(path):\n        time.sleep(0.02)\n\
+         for i in range(8):\n    print('line', i, flush=True)\n    if i == 2: wait({first:?})\n\
+         \x20   if i == 5: wait({second:?})\n'end'"
+    )
+}
 
 #[tokio::test]
 async fn a_dropped_websocket_reconnects_and_the_running_cell_ends_normally() {
@@ -144,15 +152,18 @@ async fn a_dropped_websocket_reconnects_and_the_running_cell_ends_normally() {
     let first = kernel.execute("kept = 'yes'").await.unwrap().collect().await.unwrap();
     assert_eq!(first.done.status, DoneStatus::Ok);
 
-    let mut execution = kernel.execute(SLOW_LINES).await.unwrap();
+    let gates = [dir.path().join("after-2"), dir.path().join("after-5")];
+    let mut execution = kernel.execute(&held_lines([&gates[0], &gates[1]])).await.unwrap();
     let (mut stdout, mut dropped, mut done, mut results) = (String::new(), 0, None, Vec::new());
     while let Some(event) = execution.next().await {
         match event.unwrap() {
             ExecEvent::Stdout(text) => {
                 stdout.push_str(&text);
-                // Twice during the cell: after line 2 and after line 5.
+                // Twice during the cell: after line 2 and after line 5, each
+                // while the cell waits; then the cell goes on printing.
                 if (dropped == 0 && stdout.contains("line 2\n")) || (dropped == 1 && stdout.contains("line 5\n")) {
                     connection(&kernel).drop_connection_for_test();
+                    std::fs::write(&gates[dropped], "").unwrap();
                     dropped += 1;
                 }
             }
@@ -181,7 +192,9 @@ async fn a_kernel_gone_while_disconnected_ends_the_cell_as_died() {
     let gateway = TestGateway::start(Flavor::KernelGateway, common::python(), false).await;
     let dir = tempfile::tempdir().unwrap();
     let kernel = gateway_kernel(&gateway, dir.path()).await;
-    let mut execution = kernel.execute(SLOW_LINES).await.unwrap();
+    // The gates are never opened: the cell waits after line 2 until its kernel is deleted.
+    let never = [dir.path().join("never"), dir.path().join("never")];
+    let mut execution = kernel.execute(&held_lines([&never[0], &never[1]])).await.unwrap();
     let mut outcome = None;
     while let Some(event) = execution.next().await {
         match event {

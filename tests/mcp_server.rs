@@ -68,7 +68,7 @@ fn cancelling_a_call_interrupts_the_cell_and_keeps_state() {
 fn closing_the_connection_leaves_no_python_process() {
     let cwd = scenario("close");
     let pid: u32 = std::fs::read_to_string(cwd.path().join("kernel.pid")).unwrap().trim().parse().unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + common::PATIENCE;
     while !common::group_members(pid).is_empty() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -20,7 +20,7 @@ fn task(server: &mut RawServer, id: &str) -> Value {
 
 /// Poll `tasks/get` (the client's side of the protocol) until `done` holds.
 fn task_until(server: &mut RawServer, id: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + common::PATIENCE;
     loop {
         let task = task(server, id);
         if done(&task) {

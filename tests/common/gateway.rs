@@ -122,11 +122,12 @@ impl TestGateway {
     }
 
     /// Stop the gateway (SIGTERM: it shuts its kernels down) and return the
-    /// pids of any process left that used its runtime folder or is the gateway.
+    /// pids of any process left that used its runtime folder or is the gateway
+    /// (after waiting up to [`super::PATIENCE`] for them to leave).
     pub fn stop(mut self) -> Vec<u32> {
         self.terminate();
         let marker = self._dir.path().display().to_string();
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Instant::now() + super::PATIENCE;
         loop {
             let left = processes_mentioning(&marker);
             if left.is_empty() || Instant::now() > deadline {
