@@ -18,7 +18,7 @@ fn options(tty: bool) -> RenderOptions {
         preview_lines: 10,
         max_line_chars: 4000,
         inline_images: false,
-        image_dir: std::env::temp_dir().join("cellbox-render-tests"),
+        image_dir: std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("render-images"),
         headers: true,
         redraw_interval: Duration::ZERO,
     }
@@ -218,7 +218,7 @@ fn images_without_a_protocol_are_saved_and_named() {
     ];
     let end = result(vec![report(0, CellStatus::Ok)], &[], None, false);
     let rendered = render(true, &["plt.plot([1, 2])"], &events, &end, |_| {});
-    let dir = std::env::temp_dir().join("cellbox-render-tests");
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("render-images");
     let path_start = rendered.find(&dir.display().to_string()).expect("the saved file is named");
     let path_end = rendered[path_start..].find(']').unwrap() + path_start;
     let saved = std::path::PathBuf::from(&rendered[path_start..path_end]);

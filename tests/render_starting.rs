@@ -14,7 +14,7 @@ fn options(tty: bool) -> RenderOptions {
         preview_lines: 10,
         max_line_chars: 4000,
         inline_images: false,
-        image_dir: std::env::temp_dir().join("cellbox-render-tests"),
+        image_dir: std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("render-images"),
         headers: true,
         redraw_interval: Duration::ZERO,
     }
