@@ -18,8 +18,9 @@ def text_of(result):
     return "".join(block.text for block in result.content if block.type == "text")
 
 
-def gate(name, seconds=30):
-    """Python that waits for the file `name` (at most `seconds`), so the test decides when a cell ends."""
+def gate(name, seconds=300):
+    """Python that waits for the file `name` (at most `seconds`, so a failed test leaves no cell running for
+    long), so the test decides when a cell ends."""
     path = os.path.join(CWD, name)
     return (
         "import os, time\n"
@@ -40,19 +41,31 @@ async def timed(coroutine):
     return result, time.monotonic() - started
 
 
+async def read_until(session, first, needle):
+    """The text of the run `first` started, read with eval_wait until it holds `needle` (the cell got
+    there, which a `wait` of any length does not promise on a loaded machine)."""
+    text = text_of(first)
+    deadline = time.monotonic() + 60
+    while needle not in text:
+        assert time.monotonic() < deadline, text
+        more = await session.call_tool("eval_wait", {"run": first.structured_content["run"], "wait": 0.5})
+        text += text_of(more)
+    return text
+
+
 async def scenario_wait(session, init):
     assert "eval_wait" in (init.instructions or "") and "`wait`" in init.instructions, init.instructions
     tools = {tool.name: tool for tool in (await session.list_tools()).tools}
     assert "wait" in tools["eval"].input_schema["properties"], tools["eval"].input_schema
     assert "session" in tools["eval"].input_schema["properties"]
-    code = "print('training started', flush=True)\n" + gate("go", 30) + "print('released')\n'done'"
-    first, elapsed = await timed(session.call_tool("eval", {"cells": [{"code": code, "timeout": 60}], "wait": 2}))
-    assert 1.5 <= elapsed < 10, elapsed
+    code = "print('training started', flush=True)\n" + gate("go") + "print('released')\n'done'"
+    first, elapsed = await timed(session.call_tool("eval", {"cells": [{"code": code, "timeout": 600}], "wait": 2}))
+    assert elapsed >= 1.5, elapsed  # the server waited its whole wait
     assert not first.is_error, text_of(first)
     run = first.structured_content["run"]
     assert run.startswith("run://") and first.structured_content["running"], first.structured_content
-    assert "training started" in text_of(first) and run in text_of(first), text_of(first)
-    assert first.structured_content["cells"][0]["state"] == "running", first.structured_content
+    assert run in text_of(first), text_of(first)
+    assert "training started" in await read_until(session, first, "training started")
 
     messages = []
 
@@ -70,8 +83,9 @@ async def scenario_wait(session, init):
 
     async with anyio.create_task_group() as group:
         group.start_soon(open_the_gate)
-        done, elapsed = await timed(session.call_tool("eval_wait", {"run": run, "wait": 30}))
-    assert elapsed < 20, elapsed
+        done, elapsed = await timed(session.call_tool("eval_wait", {"run": run, "wait": 120}))
+    # Back when the run ended, not after the whole wait (the margin is the client's own work on a busy machine).
+    assert elapsed < 60, elapsed
     assert not done.is_error and not done.structured_content["running"], text_of(done)
     assert text_of(done) == "released\n'done'\n", text_of(done)
     assert done.structured_content["cells"][0]["status"] == "ok"
@@ -85,8 +99,10 @@ async def scenario_cancel(session, init):
     cells = [{"code": "import time\nprint('sleeping', flush=True)\ntime.sleep(60)", "timeout": 120}, {"code": "print('never')"}]
     first = await session.call_tool("eval", {"cells": cells, "wait": 1})
     run = first.structured_content["run"]
-    cancelled, elapsed = await timed(session.call_tool("eval_cancel", {"run": run}))
-    assert elapsed < 15, elapsed
+    # Cancelled once the cell runs (it printed), not after a guess at how long that takes.
+    await read_until(session, first, "sleeping")
+    # (Had the interrupt failed, the cell would end after its 60 s as ok, not cancelled.)
+    cancelled = await session.call_tool("eval_cancel", {"run": run})
     assert cancelled.is_error, text_of(cancelled)
     statuses = [cell["status"] for cell in cancelled.structured_content["cells"]]
     assert statuses == ["cancelled", "skipped"], cancelled.structured_content
@@ -157,11 +173,12 @@ async def scenario_silent_progress(session, init):
 
     code = "import time\ntime.sleep(12)\n'awake'"
     result = await session.call_tool("eval", {"cells": [{"code": code}]}, progress_callback=on_progress)
-    total = time.monotonic() - started
     assert text_of(result) == "'awake'\n", text_of(result)
-    times = [0.0] + [stamp for stamp, _ in stamps] + [total]
+    # Gaps between notifications only: the call's own end also includes the client's work on the result
+    # (it validates it against the tool's schema), which a busy machine can stretch by seconds.
+    times = [0.0] + [stamp for stamp, _ in stamps]
     gaps = [later - earlier for earlier, later in zip(times, times[1:])]
-    assert max(gaps) <= 10, stamps
+    assert max(gaps) <= 10 and times[-1] >= 12 - 10, stamps
     assert any("still running" in (message or "") for _, message in stamps), stamps
     print("silent progress ok:", stamps)
 

@@ -41,6 +41,13 @@ class Runner {
     }
   }
 
+  /** Wait until an event `predicate` picks has arrived, leaving it for the next run() to collect. */
+  async waitUntil(predicate) {
+    while (!this.events.some(predicate)) {
+      await new Promise((resolve) => this.waiters.push(resolve));
+    }
+  }
+
   async ready() {
     const [ready] = (await this.waitFor((e) => e.type === 'ready')).slice(-1);
     return ready;

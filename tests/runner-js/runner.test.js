@@ -4,6 +4,9 @@
 
 const test = require('node:test');
 const assert = require('node:assert');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
 const { Runner } = require('./harness');
 
 async function withRunner(body) {
@@ -93,8 +96,14 @@ test('stdin reads fail fast', () =>
 
 test('errors thrown later by timers never crash the kernel', () =>
   withRunner(async (r) => {
-    await r.run('setTimeout(() => { throw new Error("later") }, 1); Promise.reject(new Error("nobody"))\n1');
-    await new Promise((ok) => setTimeout(ok, 50));
+    // The timer says (with a file) that it runs, then throws: the next cell is
+    // sent once it has, not after a guess at how long that takes. (Node reports
+    // the error before it reads another request.)
+    const fired = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cellbox-runner-')), 'fired');
+    const timer = `setTimeout(() => { require("fs").writeFileSync(${JSON.stringify(fired)}, ""); throw new Error("later") }, 1)`;
+    await r.run(`${timer}; Promise.reject(new Error("nobody"))\n1`);
+    while (!fs.existsSync(fired)) await new Promise((ok) => setTimeout(ok, 10));
+    fs.rmSync(path.dirname(fired), { recursive: true });
     const next = await r.run('2');
     assert.match(next.stderr, /later/);
     assert.deepStrictEqual(next.results, ['2']);
@@ -105,12 +114,18 @@ test('errors thrown later by timers never crash the kernel', () =>
 test('SIGINT breaks a synchronous loop and abandons an await; state is kept', () =>
   withRunner(async (r) => {
     await r.run('let kept = 5');
-    const loop = r.run('while (true) {}');
-    setTimeout(() => r.interrupt(), 200);
+    // Each SIGINT comes once the cell is where the test wants it (it printed;
+    // console.log writes at once), not after a guess: one sent between cells
+    // would be ignored.
+    const loop = r.run('console.log("spinning"); while (true) {}');
+    await r.waitUntil((e) => e.type === 'stdout' && e.data.includes('spinning'));
+    r.interrupt();
     const out = await loop;
     assert.strictEqual(out.done.cancelled, true);
-    const pending = r.run('await new Promise(() => {})');
-    setTimeout(() => r.interrupt(), 200);
+    // Printed a turn of the event loop after the synchronous part, so the cell awaits.
+    const pending = r.run('await new Promise((ok) => setTimeout(ok, 0)); console.log("awaiting"); await new Promise(() => {})');
+    await r.waitUntil((e) => e.type === 'stdout' && e.data.includes('awaiting'));
+    r.interrupt();
     assert.strictEqual((await pending).done.cancelled, true);
     assert.deepStrictEqual((await r.run('kept')).results, ['5']);
   }));
