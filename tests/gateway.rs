@@ -167,8 +167,11 @@ async fn a_bad_token_and_an_unreachable_gateway_give_clear_errors() {
     f.engine.dispose_all().await;
     assert_eq!(gateway.stop(), Vec::<u32>::new());
 
-    // Nothing listens there any more.
-    let port = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap().local_addr().unwrap().port();
+    // Nothing listens there: a socket bound to the port (so nobody else can
+    // take it meanwhile) that never listens refuses every connection.
+    let held = tokio::net::TcpSocket::new_v4().unwrap();
+    held.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let port = held.local_addr().unwrap().port();
     let f = engine_on(&format!("http://127.0.0.1:{port}"), "t", |_| {});
     let unreachable = tokio::time::timeout(common::PATIENCE, eval(&f.engine, "1")).await.expect("no hang");
     assert!(unreachable.is_error);
