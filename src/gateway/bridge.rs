@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use tokio_tungstenite::tungstenite::Message;
 
+use super::wire::Outgoing;
 use crate::kernel::bridge::{self, BridgeHook, BridgeState, CallSink};
 use crate::kernel::{ExecEvent, KernelError};
 use crate::protocol::BridgeResult;
@@ -84,13 +84,13 @@ pub(super) struct GatewayBridge {
     hook: Mutex<Option<BridgeHook>>,
     calls: Mutex<BridgeState>,
     polls: Mutex<Polls>,
-    outgoing: mpsc::UnboundedSender<Message>,
+    outgoing: mpsc::UnboundedSender<Outgoing>,
     session: String,
     cell_events: CellEvents,
 }
 
 impl GatewayBridge {
-    pub fn new(outgoing: mpsc::UnboundedSender<Message>, session: String, cell_events: CellEvents) -> Self {
+    pub fn new(outgoing: mpsc::UnboundedSender<Outgoing>, session: String, cell_events: CellEvents) -> Self {
         GatewayBridge {
             hook: Mutex::new(None),
             calls: Mutex::new(BridgeState::default()),
@@ -171,7 +171,7 @@ impl GatewayBridge {
             },
             "parent_header": parent, "metadata": {}, "content": { "value": value }, "channel": "stdin", "buffers": [],
         });
-        let _ = self.outgoing.send(Message::text(reply.to_string()));
+        let _ = self.outgoing.send(Outgoing::Message(reply));
     }
 }
 
@@ -221,9 +221,8 @@ mod tests {
     }
 
     /// The results of the next input_reply sent, and the msg_id it answers.
-    async fn next_reply(queue: &mut mpsc::UnboundedReceiver<Message>) -> (String, Value) {
-        let message = queue.recv().await.expect("a reply");
-        let reply: Value = serde_json::from_str(message.to_text().unwrap()).unwrap();
+    async fn next_reply(queue: &mut mpsc::UnboundedReceiver<Outgoing>) -> (String, Value) {
+        let Some(Outgoing::Message(reply)) = queue.recv().await else { panic!("a reply") };
         assert_eq!(reply["header"]["msg_type"], "input_reply");
         let value: Value = serde_json::from_str(reply["content"]["value"].as_str().unwrap()).unwrap();
         (reply["parent_header"]["msg_id"].as_str().unwrap().to_string(), value["results"].clone())

@@ -17,7 +17,7 @@ use super::channels::startup_error;
 use super::client::{Endpoint, GatewayClient, GatewayError};
 use super::net::QuickAckStream;
 use super::route::{Shared, kernel_lost, route};
-use super::wire::{self, Framing};
+use super::wire::{self, Framing, Outgoing};
 use crate::backend::Backend;
 use crate::kernel::KernelError;
 
@@ -91,10 +91,19 @@ async fn handshake(
     } else {
         None
     };
-    let config = WebSocketConfig::default().max_message_size(Some(512 << 20)).max_frame_size(Some(512 << 20));
+    let config = WebSocketConfig::default()
+        .read_buffer_size(READ_CHUNK)
+        .max_message_size(Some(512 << 20))
+        .max_frame_size(Some(512 << 20));
     let (socket, _) = tokio_tungstenite::client_async_tls_with_config(request, stream, Some(config), connector).await?;
     Ok(socket)
 }
+
+/// The most one read from the socket takes. tungstenite zeroes this much of
+/// its buffer before every read, even one that finds nothing: its default
+/// (128 KiB) made that memset the largest single cost of a round trip's few
+/// small messages; large output arrives this much at a time.
+const READ_CHUNK: usize = 16 << 10;
 
 /// Bound on one reconnection's handshake: a server waits for a kernel that is
 /// going away (being deleted, say) far longer before it answers.
@@ -128,37 +137,38 @@ pub(super) struct Link {
     pub client: GatewayClient,
     pub kernel_id: String,
     pub session_id: String,
-    pub outgoing: mpsc::UnboundedSender<Message>,
+    pub outgoing: mpsc::UnboundedSender<Outgoing>,
 }
 
 impl Link {
-    pub async fn run(self, mut socket: (Channels, Framing), mut queue: mpsc::UnboundedReceiver<Message>) {
+    pub async fn run(self, mut socket: (Channels, Framing), mut queue: mpsc::UnboundedReceiver<Outgoing>) {
+        fn failed(error: tokio_tungstenite::tungstenite::Error) -> Ending {
+            Ending::Broken(format!("the connection to the gateway failed: {error}"))
+        }
         // A message whose send failed goes out first on the next socket.
-        let mut unsent: Option<Message> = None;
+        let mut unsent: Option<Value> = None;
         loop {
             let framing = socket.1;
             let (mut sink, mut stream) = socket.0.split();
-            let frame = |message: Message| match (framing, message) {
-                (Framing::V1, Message::Text(text)) => match serde_json::from_str::<Value>(text.as_str()) {
-                    Ok(value) => Message::binary(wire::encode_v1(&value)),
-                    Err(_) => Message::Text(text),
-                },
-                (_, message) => message,
-            };
             let writer = async {
                 if let Some(message) = unsent.take()
-                    && let Err(error) = sink.send(frame(message.clone())).await
+                    && let Err(error) = sink.send(wire::frame(framing, &message)).await
                 {
-                    return (Ending::Broken(format!("the connection to the gateway failed: {error}")), Some(message));
+                    return (failed(error), Some(message));
                 }
-                while let Some(message) = queue.recv().await {
-                    let closing = matches!(message, Message::Close(_));
-                    if let Err(error) = sink.send(frame(message.clone())).await {
-                        let retry = (!closing).then_some(message);
-                        return (Ending::Broken(format!("the connection to the gateway failed: {error}")), retry);
-                    }
-                    if closing {
-                        return (Ending::Closed, None);
+                while let Some(item) = queue.recv().await {
+                    match item {
+                        Outgoing::Message(message) => {
+                            if let Err(error) = sink.send(wire::frame(framing, &message)).await {
+                                return (failed(error), Some(message));
+                            }
+                        }
+                        Outgoing::Close => {
+                            return match sink.send(Message::Close(None)).await {
+                                Ok(()) => (Ending::Closed, None),
+                                Err(error) => (failed(error), None),
+                            };
+                        }
                     }
                 }
                 (Ending::Closed, None)
@@ -229,7 +239,7 @@ async fn read_loop<S>(
     shared: &Shared,
     stream: &mut S,
     framing: Framing,
-    outgoing: &mpsc::UnboundedSender<Message>,
+    outgoing: &mpsc::UnboundedSender<Outgoing>,
     session: &str,
 ) -> Ending
 where
@@ -254,7 +264,7 @@ where
         if let Some(state) = kernel_lost(&message) {
             return Ending::KernelLost(format!("the gateway reports the kernel {state}"));
         }
-        for (sender, event) in route(shared, &message, outgoing, session) {
+        for (sender, event) in route(shared, message, outgoing, session) {
             // A consumer that stopped listening just loses the rest.
             let _ = sender.send(event).await;
         }
@@ -271,6 +281,7 @@ async fn fail_pending(shared: &Shared, reason: String) {
         let error = routes.dead.get_or_insert(error).clone();
         std::mem::take(&mut routes.pending).into_values().map(move |p| (p.sender, error.clone())).collect::<Vec<_>>()
     };
+    shared.progress.notify_waiters();
     for (sender, error) in pending {
         let _ = sender.send(Err(error)).await;
     }

@@ -4,11 +4,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, mpsc};
-use tokio_tungstenite::tungstenite::Message;
 
 use super::bridge::{CallRequest, GatewayBridge};
+use super::wire::Outgoing;
 use crate::kernel::{CellDone, CellError, Completeness, ExecEvent, KernelError};
 use crate::protocol::DoneStatus;
 
@@ -44,6 +44,9 @@ pub(super) struct Shared {
     pub bridge: Arc<GatewayBridge>,
     /// Tells the connection to drop its socket (see [`super::GatewayKernel::drop_connection_for_test`]).
     pub drop_for_test: Notify,
+    /// Woken when a request starts running, when one ends, and when the
+    /// kernel is lost (an interrupt waits for these, not on a timer).
+    pub progress: Notify,
 }
 
 /// `restarting` or `dead`: the kernel's state is gone (a crash the gateway saw).
@@ -59,22 +62,26 @@ pub(super) fn kernel_lost(message: &Value) -> Option<&str> {
 
 pub(super) type Delivery = (EventSender, Result<ExecEvent, KernelError>);
 
-/// What `message` means for the request it answers.
+/// What `message` means for the request it answers. Its parts are moved
+/// into the events, not copied (a stream message can carry megabytes).
 pub(super) fn route(
     shared: &Shared,
-    message: &Value,
-    outgoing: &mpsc::UnboundedSender<Message>,
+    message: Value,
+    outgoing: &mpsc::UnboundedSender<Outgoing>,
     session: &str,
 ) -> Vec<Delivery> {
-    let msg_type = message.pointer("/header/msg_type").and_then(Value::as_str).unwrap_or_default();
-    let Some(parent) = message.pointer("/parent_header/msg_id").and_then(Value::as_str) else { return Vec::new() };
-    let content = message.get("content").cloned().unwrap_or(Value::Null);
+    let Value::Object(mut message) = message else { return Vec::new() };
+    let header = message.remove("header").unwrap_or(Value::Null);
+    let mut content = message.remove("content").unwrap_or(Value::Null);
+    let msg_type = header.get("msg_type").and_then(Value::as_str).unwrap_or_default();
+    let Some(parent) = message.get("parent_header").and_then(|p| p.get("msg_id")).and_then(Value::as_str) else {
+        return Vec::new();
+    };
     if msg_type == "input_request"
         && let Some(request) = CallRequest::from_content(&content)
     {
         let running = shared.routes.lock().unwrap().pending.contains_key(parent);
-        let header = message.get("header").cloned().unwrap_or(Value::Null);
-        shared.bridge.on_request(header, running.then(|| parent.to_string()), request);
+        shared.bridge.on_request(header.clone(), running.then(|| parent.to_string()), request);
         return Vec::new();
     }
     let mut routes = shared.routes.lock().unwrap();
@@ -83,16 +90,17 @@ pub(super) fn route(
     if !pending.started && msg_type != "is_complete_reply" {
         pending.started = true;
         events.push(ExecEvent::Started);
+        shared.progress.notify_waiters();
     }
-    let text = |key: &str| content.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
-    let data = |key: &str| content.get(key).and_then(Value::as_object).cloned().unwrap_or_default();
+    let content = &mut content;
     let mut finished = None;
     match msg_type {
         "status" if content.get("execution_state").and_then(Value::as_str) == Some("idle") => pending.idle = true,
         "stream" => {
-            let chunk = text("text");
+            let chunk = take_text(content, "text");
             let rate_limited = chunk.contains(RATE_LIMIT_TEXT);
-            events.push(if text("name") == "stderr" { ExecEvent::Stderr(chunk) } else { ExecEvent::Stdout(chunk) });
+            let stderr = content.get("name").and_then(Value::as_str) == Some("stderr");
+            events.push(if stderr { ExecEvent::Stderr(chunk) } else { ExecEvent::Stdout(chunk) });
             if rate_limited && !pending.rate_noted {
                 pending.rate_noted = true;
                 events.push(ExecEvent::Stderr(
@@ -102,13 +110,13 @@ pub(super) fn route(
                 ));
             }
         }
-        "display_data" | "update_display_data" => {
-            events.push(ExecEvent::Display { bundle: data("data"), metadata: data("metadata") })
-        }
-        "execute_result" => events.push(ExecEvent::Result { bundle: data("data"), metadata: data("metadata") }),
+        "display_data" | "update_display_data" => events
+            .push(ExecEvent::Display { bundle: take_map(content, "data"), metadata: take_map(content, "metadata") }),
+        "execute_result" => events
+            .push(ExecEvent::Result { bundle: take_map(content, "data"), metadata: take_map(content, "metadata") }),
         "error" => events.push(ExecEvent::Error(CellError {
-            ename: text("ename"),
-            evalue: text("evalue"),
+            ename: take_text(content, "ename"),
+            evalue: take_text(content, "evalue"),
             traceback: content
                 .get("traceback")
                 .and_then(Value::as_array)
@@ -116,15 +124,16 @@ pub(super) fn route(
                 .unwrap_or_default(),
         })),
         "execute_reply" => {
-            let status = text("status");
+            let text = |key: &str| content.get(key).and_then(Value::as_str);
             pending.reply = Some(CellDone {
-                status: if status == "ok" { DoneStatus::Ok } else { DoneStatus::Error },
+                status: if text("status") == Some("ok") { DoneStatus::Ok } else { DoneStatus::Error },
                 execution_count: content.get("execution_count").and_then(Value::as_u64).unwrap_or(0),
-                cancelled: text("ename") == "KeyboardInterrupt",
+                cancelled: text("ename") == Some("KeyboardInterrupt"),
             });
         }
         "is_complete_reply" => {
-            finished = Some(ExecEvent::Completeness(Completeness { status: text("status"), indent: text("indent") }));
+            let (status, indent) = (take_text(content, "status"), take_text(content, "indent"));
+            finished = Some(ExecEvent::Completeness(Completeness { status, indent }));
         }
         "input_request" => {
             pending.stdin_requested = true;
@@ -133,10 +142,10 @@ pub(super) fn route(
                     "msg_id": format!("{session}_input_{parent}"), "msg_type": "input_reply",
                     "session": session, "username": "cellbox", "version": "5.3",
                 },
-                "parent_header": message.get("header").cloned().unwrap_or(Value::Null),
+                "parent_header": header,
                 "metadata": {}, "content": { "value": "" }, "channel": "stdin", "buffers": [],
             });
-            let _ = outgoing.send(Message::text(reply.to_string()));
+            let _ = outgoing.send(Outgoing::Message(reply));
         }
         _ => {}
     }
@@ -158,9 +167,26 @@ pub(super) fn route(
     if let Some(last) = finished {
         events.push(last);
         routes.pending.remove(parent);
+        shared.progress.notify_waiters();
         shared.bridge.cell_ended(parent);
     }
     events.into_iter().map(|event| (sender.clone(), Ok(event))).collect()
+}
+
+/// The string `content[key]`, moved out (empty when missing).
+fn take_text(content: &mut Value, key: &str) -> String {
+    match content.get_mut(key).map(Value::take) {
+        Some(Value::String(text)) => text,
+        _ => String::new(),
+    }
+}
+
+/// The object `content[key]`, moved out (empty when missing).
+fn take_map(content: &mut Value, key: &str) -> Map<String, Value> {
+    match content.get_mut(key).map(Value::take) {
+        Some(Value::Object(map)) => map,
+        _ => Map::new(),
+    }
 }
 
 /// A traceback entry as cellbox's own tracebacks have them: no colour

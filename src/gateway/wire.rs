@@ -14,6 +14,18 @@
 //! buffers), each part JSON.
 
 use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+
+/// What the kernel's side queues for its channels websocket: messages stay
+/// JSON values until the writer frames them in the socket's framing (so a
+/// v1 socket never serializes a message to text and parses it back).
+#[derive(Debug)]
+pub enum Outgoing {
+    /// A Jupyter message as the JSON framing has it (`channel` included).
+    Message(Value),
+    /// Close the websocket: the kernel is being shut down.
+    Close,
+}
 
 /// The websocket subprotocol of the binary framing.
 pub const V1_PROTOCOL: &str = "v1.kernel.websocket.jupyter.org";
@@ -25,6 +37,14 @@ pub enum Framing {
     Json,
     /// `v1.kernel.websocket.jupyter.org` binary frames.
     V1,
+}
+
+/// `message` framed for a socket speaking `framing`.
+pub fn frame(framing: Framing, message: &Value) -> Message {
+    match framing {
+        Framing::V1 => Message::binary(encode_v1(message)),
+        Framing::Json => Message::text(message.to_string()),
+    }
 }
 
 /// The four JSON parts of a message, in wire order.
