@@ -1182,7 +1182,8 @@ async fn gateway_backend(
     let code = format!("line = 'x' * 99\nfor _ in range({}):\n    print(line)", megabytes * 10_000);
     let (mut output_gateway, mut output_local, mut output_jupyter) =
         (Series::new("cellbox gateway"), Series::new("cellbox process"), Series::new("jupyter_client, gateway"));
-    for _ in 0..plan.output_runs {
+    // At least three runs each: one run of each is too few for a ratio on a loaded machine.
+    for _ in 0..plan.output_runs.max(3) {
         for (series, handle) in [(&mut output_gateway, Some(&kernel)), (&mut output_local, None)] {
             let started = Instant::now();
             let mut execution = match handle {
