@@ -144,6 +144,15 @@ fn held_lines(held: [&std::path::Path; 2]) -> String {
     )
 }
 
+/// How often the gateway took over a dropped connection's session: it started
+/// buffering the kernel's messages for it (after it noticed the close), or a
+/// new websocket replaced the stale one. Either way no later message is lost;
+/// messages sent into the broken socket before that can be (docs/jupyter-gateway.md).
+fn sessions_taken_over(gateway: &TestGateway) -> usize {
+    let log = std::fs::read_to_string(&gateway.log).unwrap_or_default();
+    log.matches("Starting buffering for").count() + log.matches("Replacing stale connection").count()
+}
+
 #[tokio::test]
 async fn a_dropped_websocket_reconnects_and_the_running_cell_ends_normally() {
     let gateway = TestGateway::start(Flavor::KernelGateway, common::python(), false).await;
@@ -160,9 +169,18 @@ async fn a_dropped_websocket_reconnects_and_the_running_cell_ends_normally() {
             ExecEvent::Stdout(text) => {
                 stdout.push_str(&text);
                 // Twice during the cell: after line 2 and after line 5, each
-                // while the cell waits; then the cell goes on printing.
+                // while the cell waits; the cell goes on printing once the
+                // gateway has taken the session over, not into a socket it
+                // has not yet noticed is gone.
                 if (dropped == 0 && stdout.contains("line 2\n")) || (dropped == 1 && stdout.contains("line 5\n")) {
+                    let before = sessions_taken_over(&gateway);
                     connection(&kernel).drop_connection_for_test();
+                    let taken = common::eventually(common::PATIENCE, || sessions_taken_over(&gateway) > before).await;
+                    assert!(
+                        taken,
+                        "the gateway never noticed the close: {}",
+                        std::fs::read_to_string(&gateway.log).unwrap()
+                    );
                     std::fs::write(&gates[dropped], "").unwrap();
                     dropped += 1;
                 }
