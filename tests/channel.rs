@@ -259,3 +259,44 @@ async fn code_outside_python_closing_the_channel_is_named_and_ends_the_kernel() 
     assert!(!kernel.is_alive());
     assert!(matches!(kernel.execute("1").await, Err(KernelError::Died { .. } | KernelError::Closed)));
 }
+
+/// The events of one cell, in the order the host delivered them.
+async fn events_of(kernel: &Kernel, code: &str) -> Vec<ExecEvent> {
+    let mut execution = kernel.execute(code).await.expect("request sent");
+    let mut events = Vec::new();
+    while let Some(item) = tokio::time::timeout(common::PATIENCE, execution.next()).await.expect("the cell ends") {
+        events.push(item.expect("the kernel lives"));
+    }
+    events
+}
+
+#[tokio::test]
+async fn a_result_or_error_never_overtakes_the_prints_before_it() {
+    // The runner holds a result (or error) frame back to send it with `done`,
+    // and its output thread sends held frames and flushes Python's streams
+    // while a cell runs. A hook after the result keeps the cell going while
+    // that thread ticks, and a stream that takes a while to flush widens the
+    // window between the two: the print must still arrive first.
+    let kernel = start().await;
+    let setup = "import sys, time, threading, posix\n\
+                 get_ipython().events.register('post_run_cell', lambda result: time.sleep(0.2))\n\
+                 class SlowStream:\n\
+                 \x20   def __init__(self): self.parts, self.lock = [], threading.Lock()\n\
+                 \x20   def write(self, text):\n\
+                 \x20       with self.lock: self.parts.append(text)\n\
+                 \x20       return len(text)\n\
+                 \x20   def flush(self):\n\
+                 \x20       with self.lock:\n\
+                 \x20           if self.parts:\n\
+                 \x20               time.sleep(0.05); posix.write(1, ''.join(self.parts).encode()); self.parts = []\n\
+                 sys.stdout = SlowStream()";
+    ok(&run_to_end(&kernel, setup).await);
+    let result = (|e: &ExecEvent| matches!(e, ExecEvent::Result { .. })) as fn(&ExecEvent) -> bool;
+    let error = (|e: &ExecEvent| matches!(e, ExecEvent::Error(_))) as fn(&ExecEvent) -> bool;
+    for (code, is_end) in [("print('before')\n6 * 7", result), ("print('before')\n1 / 0", error)] {
+        let events = events_of(&kernel, code).await;
+        let printed = events.iter().position(|e| matches!(e, ExecEvent::Stdout(text) if text.contains("before")));
+        let ended = events.iter().position(is_end);
+        assert!(printed.is_some() && ended.is_some() && printed < ended, "{code}: {events:?}");
+    }
+}

@@ -91,8 +91,8 @@ class OutputCapture:
             if self._running:
                 time.sleep(_FLUSH_INTERVAL)
                 if self._running:
-                    self._writer.flush()
                     flush_python_streams()
+                    self._writer.flush()
             else:
                 time.sleep(_IDLE_INTERVAL)
 

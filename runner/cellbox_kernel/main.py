@@ -151,8 +151,10 @@ class Kernel:
     def _publish(self, kind, data, metadata):
         if kind == "result":
             # Only `done` (and figures still open) follow a result: it waits
-            # to leave with them in one write, after the end of the cell's
-            # output has reached the host (capture.end).
+            # to leave with them in one write. The output thread may send it
+            # sooner (a post-run hook can take a while), so what the cell
+            # printed before it is flushed to the host's pipe first.
+            _flush_python_output()
             text = data.get("text/plain")
             if not metadata and len(data) == 1 and type(text) is str:
                 # The common result, a repr, is formatted directly (as `done` is).
@@ -178,6 +180,7 @@ class Kernel:
         return frame
 
     def _emit_error(self, ename, evalue, traceback_lines):
+        _flush_python_output()  # held as a result is, see _publish
         self._writer.send(
             {"type": "error", "id": self._request_id, "ename": ename, "evalue": evalue, "traceback": traceback_lines},
             hold=True,
