@@ -299,7 +299,7 @@ async fn crash_sigkill_from_outside_between_cells() {
     let h = harness();
     let pid = h.start("s").await;
     kill(Pid::from_raw(pid as i32), Signal::SIGKILL).unwrap();
-    assert!(eventually(Duration::from_secs(3), || group_members(pid).is_empty()).await);
+    assert!(eventually(PATIENCE, || group_members(pid).is_empty()).await);
     let next = h.next_call_works("s").await;
     assert!(next.text.contains("previous kernel had died (killed by signal 9"), "{}", next.text);
     h.finish().await;
