@@ -141,6 +141,7 @@ class Kernel:
         self._pid = os.getpid()
         self._channel = channel
         self._request_id = None
+        self._quoted_id = b'""'  # the running request's id as a JSON string
         self.executor = Executor(gate, self._emit_error, capture)
         display.set_sink(self._publish)
         BRIDGE.connect(writer.send, lambda: self._request_id, _flush_python_output)
@@ -160,7 +161,7 @@ class Kernel:
                 # The common result, a repr, is formatted directly (as `done` is).
                 self._writer.send_raw(
                     b'{"type":"result","id":%s,"bundle":{"text/plain":%s}}\n'
-                    % (protocol.quote(self._request_id), protocol.quote(text)),
+                    % (self._quoted_id, protocol.quote(text)),
                     hold=True,
                 )
                 return
@@ -188,9 +189,10 @@ class Kernel:
 
     def handle(self, request):
         self._request_id = request.id
+        self._quoted_id = quoted_id = protocol.quote(request.id)
         # Written at once, before any of the cell runs: the host blames a
         # kernel's death on this cell only once it has read this frame.
-        self._writer.send_raw(b'{"type":"started","id":%s}\n' % protocol.quote(request.id))
+        self._writer.send_raw(b'{"type":"started","id":%s}\n' % quoted_id)
         self._capture.begin(request.id)
         outcome = None
         try:
@@ -207,7 +209,7 @@ class Kernel:
             self._writer.send_raw(
                 b'{"type":"done","id":%s,"status":"%s","executionCount":%d,"cancelled":%s}\n'
                 % (
-                    protocol.quote(request.id),
+                    quoted_id,
                     status.encode("ascii"),
                     self.executor.execution_count,
                     b"true" if cancelled else b"false",

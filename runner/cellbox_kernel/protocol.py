@@ -51,18 +51,25 @@ def jsonable(value, depth=0):
         return "<unrepresentable %s>" % type(value).__name__
 
 
+# json.dumps with keyword arguments builds a new encoder on every call, which
+# costs more than encoding a small frame; these are built once (encoding keeps
+# no state in the encoder, so threads may share them).
+_encode = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+_encode_string = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def encode_frame(frame):
     """Serialize one frame to bytes, never raising for odd values."""
     try:
-        text = json.dumps(frame, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = _encode(frame)
     except (TypeError, ValueError, RecursionError):
-        text = json.dumps(jsonable(frame), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = _encode(jsonable(frame))
     return (text + "\n").encode("utf-8", "cellbox.fffd")
 
 
 def quote(text):
     """A JSON string literal for `text`, as UTF-8 bytes."""
-    return json.dumps(text, ensure_ascii=False).encode("utf-8", "cellbox.fffd")
+    return _encode_string(text).encode("utf-8", "cellbox.fffd")
 
 
 class FrameWriter:
