@@ -219,7 +219,7 @@ fn make_executable(path: &std::path::Path) {
 
 #[tokio::test]
 async fn an_orphaned_runner_exits_by_itself() {
-    let runner = cellbox::kernel::runner_files::ensure_runner().unwrap();
+    let runner = cellbox::backend::runner_files::ensure_runner().unwrap();
     // A shell starts the runner as its own session and exits at once, as a
     // crashed host would. The runner's stdin stays open (the test holds the
     // pipe), so only the host watch can make it leave.

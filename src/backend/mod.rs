@@ -13,11 +13,12 @@
 
 pub mod node;
 pub mod python;
+pub mod runner_files;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::kernel::runner_files::RunnerSet;
+use runner_files::RunnerSet;
 use crate::runtime::EnvActivation;
 
 /// Which runtime runs a kernel's cells.

@@ -14,7 +14,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use super::{Backend, Runtime};
-use crate::kernel::runner_files::{self, RunnerSet};
+use super::runner_files::{self, RunnerSet};
 use crate::runtime::EnvActivation;
 use crate::runtime::discovery::{is_executable, search_path};
 

@@ -2,7 +2,7 @@
 //! [`runner_files::RUNNER_FILES`]), found by [`crate::runtime`]'s discovery
 //! (explicit setting, venvs, conda, the managed env, `PATH`).
 
-use crate::kernel::runner_files::{self, RunnerSet};
+use super::runner_files::{self, RunnerSet};
 
 /// The Python runner.
 pub static RUNNER: RunnerSet = RunnerSet {

@@ -20,7 +20,6 @@ pub mod handle;
 mod launch;
 pub mod process;
 pub mod progress;
-pub mod runner_files;
 pub mod zygote;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -79,7 +78,7 @@ pub struct KernelOptions {
     pub startup_timeout: Duration,
     /// Log every frame (env values redacted).
     pub trace: bool,
-    /// Where the runner files are written [default: [`runner_files::cache_root`]].
+    /// Where the runner files are written [default: [`crate::backend::runner_files::cache_root`]].
     pub cache_dir: Option<PathBuf>,
     /// What the OS enforces around the kernel and everything it starts
     /// (default: nothing). Applied inside every spawn.
@@ -377,7 +376,7 @@ impl Kernel {
     /// `preload` is set: see [`launch`]), wait for it to be ready, run init and prelude.
     pub async fn start(options: KernelOptions) -> Result<Kernel, KernelError> {
         validate_cwd(&options.cwd)?;
-        let cache = options.cache_dir.clone().unwrap_or_else(runner_files::cache_root);
+        let cache = options.cache_dir.clone().unwrap_or_else(crate::backend::runner_files::cache_root);
         let backend = options.backend;
         let runner = backend
             .runner()
