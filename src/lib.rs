@@ -21,6 +21,7 @@ pub mod kernel;
 pub mod mcp;
 pub mod notebook;
 pub mod output;
+pub mod paths;
 pub mod protocol;
 pub mod render;
 pub mod runtime;

@@ -15,8 +15,7 @@ use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
 
-/// Overrides the cache root (mainly for tests and read-only homes).
-pub use crate::runtime::memo::CACHE_DIR_VAR;
+use crate::paths::cache_root;
 
 macro_rules! runner_file {
     ($path:literal) => {
@@ -164,7 +163,6 @@ pub fn runner_hash() -> &'static str {
     HASH.get_or_init(|| crate::backend::python::RUNNER.hash())
 }
 
-pub use crate::runtime::memo::cache_root;
 
 /// Make sure the runner is on disk under `root`; return the path of `runner.py`.
 pub fn ensure_runner_in(root: &Path) -> std::io::Result<PathBuf> {

@@ -344,13 +344,13 @@ fn without_userinfo(url: &str) -> String {
 }
 
 fn folders() -> Vec<Folder> {
-    let cache = crate::backend::runner_files::cache_root();
+    let cache = crate::paths::cache_root();
     let artifacts = ArtifactStore::default_root();
     let home = dirs::home_dir().unwrap_or_default();
     let store = dirs::data_dir().unwrap_or_else(|| home.join(".local/share")).join("cellbox").join("store");
     let managed = discovery::managed_env_root(&home);
     [
-        ("cache (runner files)", cache, Some(crate::backend::runner_files::CACHE_DIR_VAR)),
+        ("cache (runner files)", cache, Some(crate::paths::CACHE_DIR_VAR)),
         ("artifacts", artifacts, Some(crate::output::artifacts::ARTIFACTS_DIR_VAR)),
         ("%store variables", store, Some("XDG_DATA_HOME")),
         ("managed Python environment", managed, None),

@@ -78,7 +78,7 @@ pub struct KernelOptions {
     pub startup_timeout: Duration,
     /// Log every frame (env values redacted).
     pub trace: bool,
-    /// Where the runner files are written [default: [`crate::backend::runner_files::cache_root`]].
+    /// Where the runner files are written [default: [`crate::paths::cache_root`]].
     pub cache_dir: Option<PathBuf>,
     /// What the OS enforces around the kernel and everything it starts
     /// (default: nothing). Applied inside every spawn.
@@ -376,7 +376,7 @@ impl Kernel {
     /// `preload` is set: see [`launch`]), wait for it to be ready, run init and prelude.
     pub async fn start(options: KernelOptions) -> Result<Kernel, KernelError> {
         validate_cwd(&options.cwd)?;
-        let cache = options.cache_dir.clone().unwrap_or_else(crate::backend::runner_files::cache_root);
+        let cache = options.cache_dir.clone().unwrap_or_else(crate::paths::cache_root);
         let backend = options.backend;
         let runner = backend
             .runner()

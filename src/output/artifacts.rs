@@ -59,7 +59,7 @@ impl ArtifactStore {
     pub fn default_root() -> PathBuf {
         match std::env::var_os(ARTIFACTS_DIR_VAR).filter(|d| !d.is_empty()) {
             Some(dir) => PathBuf::from(dir),
-            None => crate::backend::runner_files::cache_root().join("artifacts"),
+            None => crate::paths::cache_root().join("artifacts"),
         }
     }
 

@@ -17,21 +17,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
-/// Where cellbox keeps caches: `$CELLBOX_CACHE_DIR`, else
-/// `$XDG_CACHE_HOME/cellbox` (or the platform cache folder), else a
-/// per-user folder under the temp dir.
-pub fn cache_root() -> PathBuf {
-    if let Some(dir) = std::env::var_os(CACHE_DIR_VAR).filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir);
-    }
-    match dirs::cache_dir() {
-        Some(dir) => dir.join("cellbox"),
-        None => std::env::temp_dir().join(format!("cellbox-{}", nix::unistd::getuid())),
-    }
-}
-
-/// The variable that moves [`cache_root`].
-pub const CACHE_DIR_VAR: &str = "CELLBOX_CACHE_DIR";
+use crate::paths::cache_root;
 
 /// What identifies one build of a binary on disk.
 fn identity(program: &Path) -> Option<(PathBuf, [i64; 6])> {

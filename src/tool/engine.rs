@@ -132,7 +132,7 @@ pub struct EngineConfig {
     /// How much output each session's notebook history keeps ([`EvalEngine::export_notebook`]).
     pub history: HistoryLimits,
     /// Where kernels' runner files are written (`None`: the cache folder,
-    /// see [`crate::backend::runner_files::cache_root`]). Lets a host or a test
+    /// see [`crate::paths::cache_root`]). Lets a host or a test
     /// keep its own copy.
     pub runner_cache_dir: Option<PathBuf>,
     /// Who answers the cells' `completion()`/`agent()`/`tool()` calls, and their limits.

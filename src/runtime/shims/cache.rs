@@ -108,5 +108,5 @@ fn forget_gone(dir: &Path) {
 
 /// [`follow_cached_in`] the default cache root.
 pub fn follow_cached(candidate: &Path, input: &DiscoveryInput) -> Outcome {
-    follow_cached_in(&super::super::memo::cache_root(), candidate, input)
+    follow_cached_in(&crate::paths::cache_root(), candidate, input)
 }
