@@ -45,7 +45,7 @@ async fn ls_env_and_set_env() {
     let set = run(&kernel, "%set_env EK_C 3\nimport os\nos.environ['EK_C']").await;
     assert_eq!(set.stdout(), "env: EK_C=3\n");
     assert_eq!(set.results(), ["'3'"]);
-    assert_eq!(run(&kernel, "everything = %env\ntype(everything)").await.results(), ["<class 'dict'>"]);
+    assert_eq!(run(&kernel, "everything = %env\ntype(everything)").await.results(), ["dict"]);
     let missing = run(&kernel, "%env EK_NOT_SET_ANYWHERE").await;
     assert!(error_of(&missing).contains("UsageError: Environment does not have key"), "{}", error_of(&missing));
 }

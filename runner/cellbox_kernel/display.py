@@ -7,6 +7,8 @@ does not lose the others, and `text/plain` is always present.
 import base64
 import sys
 
+from . import pretty
+
 STATUS_MIME = "application/x-cellbox-status"
 
 # Checked in this order after `_repr_mimebundle_`; a key already produced by
@@ -108,19 +110,36 @@ def figure_png(figure):
 float_text = None
 
 # Types whose only representation is their repr (the common results).
-_PLAIN_TYPES = (int, float, complex, str, bytes, bool, tuple, set, frozenset, range, type(None))
+_PLAIN_TYPES = (int, float, complex, str, bytes, bool, range, type(None))
+# Builtin containers have no rich representation either.
+_CONTAINER_TYPES = (tuple, list, dict, set, frozenset)
+
+
+def result_text(obj):
+    """The text/plain of a cell result: IPython's pretty-printed form (pretty.py),
+    or repr() under `%pprint` off."""
+    try:
+        return pretty.result_text(obj, float_text)
+    except Exception:
+        return safe_repr(obj)
 
 
 def mime_bundle(obj, include=None, exclude=None, as_json=False):
     """Build (data, metadata) for `obj`.
 
     `as_json` adds `application/json` for plain dicts and lists, which is
-    what `display()` does for them.
+    what `display()` does for them; without it (a cell result), text/plain is
+    IPython's pretty-printed text.
     """
     if type(obj) in _PLAIN_TYPES:
         if float_text is not None and type(obj) is float:
             return {"text/plain": float_text(obj) or safe_repr(obj)}, {}
         return {"text/plain": safe_repr(obj)}, {}
+    if type(obj) in _CONTAINER_TYPES:
+        if not as_json:
+            return {"text/plain": result_text(obj)}, {}
+        if type(obj) not in (list, dict):
+            return {"text/plain": safe_repr(obj)}, {}
     data, metadata = {}, {}
     if _is_matplotlib_figure(obj):
         try:
@@ -158,7 +177,7 @@ def mime_bundle(obj, include=None, exclude=None, as_json=False):
     if as_json and "application/json" not in data and type(obj) in (dict, list):
         data["application/json"] = obj
     if "text/plain" not in data:
-        data["text/plain"] = safe_repr(obj)
+        data["text/plain"] = safe_repr(obj) if as_json else result_text(obj)
     if include is not None:
         data = {k: v for k, v in data.items() if k in include or k == "text/plain"}
     if exclude is not None:

@@ -55,6 +55,7 @@ pub const RUNNER_FILES: &[(&str, &str)] = &[
     runner_file!("cellbox_kernel/mpl.py"),
     runner_file!("cellbox_kernel/precheck.py"),
     runner_file!("cellbox_kernel/prelude.py"),
+    runner_file!("cellbox_kernel/pretty.py"),
     runner_file!("cellbox_kernel/protocol.py"),
     runner_file!("cellbox_kernel/requests.py"),
     runner_file!("cellbox_kernel/schema_check.py"),
