@@ -72,18 +72,22 @@ def _laid_out(obj, float_text, max_width):
 # Exact types whose pretty text is their repr wherever they stand.
 _SCALARS = frozenset((int, bool, type(None), str, bytes, complex, range))
 _FLAT_ITEMS = frozenset((int, bool, type(None), str, bytes, complex, float))
-_FLAT_CONTAINERS = frozenset((list, tuple, dict, set, frozenset))
+_BRACKETS = {list: ("[", "]"), tuple: ("(", ")"), dict: ("{", "}"), set: ("{", "}"), frozenset: ("frozenset({", "})")}
 
 
 def _one_line(obj, float_text):
-    """The text of a scalar, or of a short flat container of scalars when it
-    fits on one line; None when the layout engine is needed."""
+    """The text of a scalar, or of a flat container of scalars (shorter than
+    MAX_ITEMS); None when the layout engine is needed.
+
+    A flat container fits on one line, or else its group is the first with
+    breakables, so every separator breaks: one item per line, under the
+    opening bracket."""
     kind = type(obj)
     if kind in _SCALARS:
         return repr(obj)
     if kind is float:
         return _float(obj, float_text)
-    if kind not in _FLAT_CONTAINERS or len(obj) > 26:
+    if kind not in _BRACKETS or len(obj) >= MAX_ITEMS:
         return None
     floats = False
     for item in obj.values() if kind is dict else ():
@@ -94,23 +98,23 @@ def _one_line(obj, float_text):
         if type(item) not in _FLAT_ITEMS:
             return None
         floats = floats or type(item) is float
-    if kind is set or kind is frozenset:
-        words = [_item(item, float_text) for item in _sorted(obj)]
-        if not words:
-            line = kind.__name__ + "()"
-        elif kind is set:
-            line = "{" + ", ".join(words) + "}"
-        else:
-            line = "frozenset({" + ", ".join(words) + "})"
-    elif not floats or float_text is None:
+    if not obj:
+        return kind.__name__ + "()" if kind is set or kind is frozenset else repr(obj)
+    if kind is not set and kind is not frozenset and (not floats or float_text is None):
         line = repr(obj)  # the same text: items' reprs joined by ", "
-    elif kind is dict:
-        line = "{" + ", ".join(_item(key, float_text) + ": " + _item(obj[key], float_text) for key in obj) + "}"
-    elif kind is list:
-        line = "[" + ", ".join(_item(item, float_text) for item in obj) + "]"
+        if len(line) <= MAX_WIDTH:
+            return line
+    if kind is dict:
+        words = [_item(key, float_text) + ": " + _item(value, float_text) for key, value in obj.items()]
     else:
-        line = "(" + ", ".join(_item(item, float_text) for item in obj) + ("," if len(obj) == 1 else "") + ")"
-    return line if len(line) <= MAX_WIDTH else None
+        words = [_item(item, float_text) for item in (_sorted(obj) if kind is set or kind is frozenset else obj)]
+    opening, closing = _BRACKETS[kind]
+    if kind is tuple and len(words) == 1:
+        closing = ",)"
+    line = opening + ", ".join(words) + closing
+    if len(line) <= MAX_WIDTH:
+        return line
+    return opening + (",\n" + " " * len(opening)).join(words) + closing
 
 
 def _item(value, float_text):

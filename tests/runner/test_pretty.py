@@ -502,9 +502,12 @@ class PrettyRules(unittest.TestCase):
         self.assertEqual(pretty.pretty(Broken()), "Broken:\n    [0,\n     1,\n     2,\n     3,\n     4]\n    done")
 
     def test_one_line_path_matches_the_engine(self):
-        for value in [1, 2.5, "s", None, True, (1,), (), [1, "a", None], {1: 2.5}, {3, 1}, frozenset(), [0] * 26, ["x" * 80]]:
+        wide = [list(range(100)), tuple(range(50)), {i: str(i) * 5 for i in range(40)}, frozenset(range(99))]
+        wide += [{"w%d" % i for i in range(60)}, ("x" * 80,), ["x" * 80, 1], list(range(999)), list(range(1000))]
+        for value in [1, 2.5, "s", None, True, (1,), (), [1, "a", None], {1: 2.5}, {3, 1}, frozenset(), [0] * 26] + wide:
             self.assertEqual(pretty.pretty(value), engine(value), value)
         self.assertEqual(pretty.pretty([1.5, 2.0], lambda f: "%.1f" % f), "[1.5, 2.0]")
+        self.assertEqual(pretty.pretty([0.5] * 40, lambda f: "%.3f" % f), engine([0.5] * 40, lambda f: "%.3f" % f))
 
     def test_pprint_toggle_and_result_text(self):
         self.assertEqual(pretty.result_text(int), "int")
