@@ -13,6 +13,11 @@ const { Writable, Readable } = require('stream');
 const { Console } = require('console');
 const { writeAll } = require('./channel');
 
+function toBytes(chunk, encoding) {
+  if (typeof chunk !== 'string') return chunk;
+  return Buffer.from(chunk, !encoding || encoding === 'buffer' ? 'utf8' : encoding);
+}
+
 class FdWriter extends Writable {
   constructor(fd) {
     super({ decodeStrings: false });
@@ -20,10 +25,30 @@ class FdWriter extends Writable {
     this.isTTY = false;
   }
 
+  // `write` goes straight to the fd instead of through Writable's queue. A
+  // SIGINT stops the cell's script wherever it is, Node's stream code
+  // included: a queue stopped half-way stays marked busy and holds back every
+  // later write for the kernel's life. A direct write has no such state.
+  write(chunk, encoding, callback) {
+    if (typeof encoding === 'function') {
+      callback = encoding;
+      encoding = undefined;
+    }
+    try {
+      writeAll(this.fd, toBytes(chunk, encoding));
+    } catch (error) {
+      if (callback) process.nextTick(callback, error);
+      else process.nextTick(() => this.emit('error', error));
+      return false;
+    }
+    if (callback) process.nextTick(callback, null);
+    return true;
+  }
+
+  // Only `end(chunk)` still comes through the queue.
   _write(chunk, encoding, callback) {
     try {
-      const bytes = typeof chunk === 'string' ? Buffer.from(chunk, encoding === 'buffer' ? 'utf8' : encoding) : chunk;
-      writeAll(this.fd, bytes);
+      writeAll(this.fd, toBytes(chunk, encoding));
       callback();
     } catch (error) {
       callback(error);

@@ -143,3 +143,20 @@ test('child processes write to the cell output', () =>
     const out = await r.run('require("child_process").execSync("echo child", {stdio: "inherit"}); 3');
     assert.strictEqual(out.stdout, 'child\n');
   }));
+
+test('a write stopped half-way by an interrupt does not hold back later output', () =>
+  withRunner(async (r) => {
+    // A SIGINT terminates the cell's script wherever it is, Node's stream code
+    // included. A vm timeout terminates the same way, at a point that is
+    // almost always inside a write here.
+    const code =
+      'const vm = require("vm");\n' +
+      'for (let i = 0; i < 20; i++) {\n' +
+      '  try { vm.runInThisContext("for (;;) process.stdout.write(\\"x\\")", { timeout: 5 }); } catch (e) {}\n' +
+      '}\n' +
+      'console.log("\\nstill writing")';
+    const out = await r.run(code);
+    assert.strictEqual(out.done.status, 'ok', JSON.stringify(out.errors));
+    assert.ok(out.stdout.endsWith('\nstill writing\n'), out.stdout.slice(-80));
+    assert.strictEqual((await r.run('console.log("next cell"); 1')).stdout, 'next cell\n');
+  }));
