@@ -1,8 +1,9 @@
 //! Notebook parity against ipykernel: `bench/parity/parity.py` runs the notebooks of
 //! `tests/notebooks/` cell by cell through ipykernel and through this build's `cellbox mcp`, and
-//! fails when a cell that works under ipykernel fails under cellbox (or when the corpus itself is
-//! wrong). The default run takes the magic-heavy notebooks, which start no heavy library and so
-//! stay quick; `CELLBOX_PARITY_FULL=1` runs the whole corpus (about a minute on 2 cores) and
+//! fails when a cell that works under ipykernel fails under cellbox, when a deterministic cell's
+//! result text differs (see the harness's docstring), or when the corpus itself is wrong. The
+//! default run takes the magic-heavy notebooks, which start no heavy library and so stay quick;
+//! `CELLBOX_PARITY_FULL=1` runs the whole corpus (about a minute on 2 cores) and
 //! `CELLBOX_PARITY_ONLY=NAME,NAME` the named notebooks.
 
 mod common;
@@ -49,8 +50,8 @@ fn notebooks_run_under_cellbox_as_under_ipykernel() {
     );
     assert!(
         output.status.success(),
-        "cells that work under ipykernel fail under cellbox (see the list above; \
-         bench/parity/run reproduces it)\nstderr:\n{stderr}"
+        "cells that work under ipykernel fail under cellbox, or their results read differently \
+         (see the lists above; bench/parity/run reproduces it)\nstderr:\n{stderr}"
     );
     let report = std::fs::read_to_string(out.path().join("parity.json")).expect("the harness writes its report");
     let report: serde_json::Value = serde_json::from_str(&report).unwrap();
@@ -58,6 +59,7 @@ fn notebooks_run_under_cellbox_as_under_ipykernel() {
     assert!(total["cells"].as_u64().unwrap() > 0, "no cell ran: {total}");
     assert_eq!(total["fail_under_cellbox"], 0, "{total}");
     assert_eq!(total["corpus_errors"], 0, "{total}");
+    assert_eq!(total["result_differences"], 0, "results read differently under cellbox: {total}");
 }
 
 /// The harness itself: ipykernel against ipykernel must compare identical cell for cell, so the

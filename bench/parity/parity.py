@@ -8,8 +8,13 @@ cells in order, each in its own fresh working directory. Per cell we compare:
 - the normalised text: stdout, stderr, results and displays, in order (see `normalise`).
 
 A cell that works under ipykernel but fails under cellbox is a parity failure: the exit status is 1
-when there is any. A cell tagged `raises-exception` (the Jupyter tag for "this cell fails on
-purpose") must fail under ipykernel, and an untagged one must work there; otherwise the corpus
+when there is any. So is a cell whose result reads differently under cellbox: when ipykernel shows a
+cell's `execute_result` by its `text/plain` (not by its HTML or image), that text must end cellbox's
+text of the cell, before whatever followed the result there (figures drawn at the cell's end).
+Addresses (`0x…`), folders and timings are normalised as for the whole text; a cell whose result
+cannot repeat (a clock, unseeded randomness, string hashing) carries the tag `nondeterministic`, and
+its result is not compared. A cell tagged `raises-exception` (the Jupyter tag for "this cell fails
+on purpose") must fail under ipykernel, and an untagged one must work there; otherwise the corpus
 itself is wrong, which also gives exit status 1.
 
 `--self-check` runs ipykernel on both sides instead: every cell must then compare identical, which
@@ -97,7 +102,9 @@ def load_cells(path):
         if isinstance(source, list):
             source = "".join(source)
         tags = cell.get("metadata", {}).get("tags", [])
-        cells.append({"code": source, "expect_error": "raises-exception" in tags})
+        cells.append(
+            {"code": source, "expect_error": "raises-exception" in tags, "deterministic": "nondeterministic" not in tags}
+        )
     return cells
 
 
@@ -141,9 +148,11 @@ class Ipykernel:
         self.client.wait_for_ready(timeout=60)
 
     def run(self, code):
-        """(status, raw text) of one cell; text is stream, results, displays, pager and error in order."""
+        """(status, raw text, result) of one cell; text is stream, results, displays, pager and error in
+        order; result is None or (the result's text, the text that followed it)."""
         msg_id = self.client.execute(code)
         parts = []
+        result_at = None  # the index of the execute_result in parts
         deadline = time.monotonic() + CELL_TIMEOUT
         timed_out = False
         while True:
@@ -151,7 +160,7 @@ class Ipykernel:
                 msg = self.client.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
             except queue.Empty:
                 if timed_out:
-                    return "timeout", "".join(parts)
+                    return "timeout", "".join(parts), None
                 # Like cellbox's timeout: interrupt, so the kernel is free for the next cell.
                 timed_out = True
                 self.manager.interrupt_kernel()
@@ -164,9 +173,12 @@ class Ipykernel:
                 parts.append(content["text"])
             elif kind in ("execute_result", "display_data"):
                 text = display_text(content["data"])
+                if kind == "execute_result" and text == content["data"].get("text/plain"):
+                    result_at = len(parts)  # a result shown by its text (not its HTML or image)
                 parts.append(text if text.endswith("\n") else text + "\n")
             elif kind == "clear_output":
                 parts.clear()
+                result_at = None
             elif kind == "status" and content["execution_state"] == "idle":
                 break
         reply = self.client.get_shell_msg(timeout=CELL_TIMEOUT)
@@ -178,11 +190,12 @@ class Ipykernel:
                 parts.append(page if page.endswith("\n") else page + "\n")
         status = reply["content"]["status"]
         if timed_out:
-            return "timeout", "".join(parts)
+            return "timeout", "".join(parts), None
         if status == "error":
             parts.append(error_line(reply["content"].get("ename"), reply["content"].get("evalue")) + "\n")
-            return "error", "".join(parts)
-        return "ok", "".join(parts)
+            return "error", "".join(parts), None
+        result = None if result_at is None else (parts[result_at], "".join(parts[result_at + 1 :]))
+        return "ok", "".join(parts), result
 
     def close(self):
         self.client.stop_channels()
@@ -259,7 +272,7 @@ def run_cellbox(binary, cells, cwd, artifacts):
             text = ""
         if status != "ok":
             text = cellbox_error_text(text, error)
-        out.append((status, text))
+        out.append((status, text, None))
     return out
 
 
@@ -294,11 +307,32 @@ def first_difference(left, right):
     return "", ""
 
 
+def result_shown(result, text, cwd):
+    """Whether the other side's (normalised) `text` of a cell shows ipykernel's `result` = (result
+    text, text after it) as its result: the result ends the text once what followed it is taken off.
+    Returns (same, the result's normalised text, the other side's lines in its place)."""
+    expected, after = (normalise(part, cwd) for part in result)
+    body = text
+    if after:
+        if not body.endswith(after):
+            return False, expected, "(what follows the result differs)"
+        body = body[: -len(after)].rstrip("\n")
+    same = body == expected or body.endswith("\n" + expected)
+    shown = "\n".join(body.split("\n")[-max(1, expected.count("\n") + 1) :])
+    return same, expected, shown
+
+
 def compare_notebook(name, cells, jupyter, cellbox, cwds):
     rows = []
-    for index, (cell, (j_status, j_text), (e_status, e_text)) in enumerate(zip(cells, jupyter, cellbox), 1):
+    for index, (cell, (j_status, j_text, j_result), (e_status, e_text, _)) in enumerate(
+        zip(cells, jupyter, cellbox), 1
+    ):
         j_norm = normalise(j_text, cwds[0])
         e_norm = normalise(e_text, cwds[1])
+        result = None
+        if j_result is not None and e_status == "ok" and cell["deterministic"]:
+            same, expected, shown = result_shown(j_result, e_norm, cwds[0])
+            result = {"same": same, "ipykernel": expected, "cellbox": shown}
         rows.append(
             {
                 "cell": index,
@@ -308,6 +342,7 @@ def compare_notebook(name, cells, jupyter, cellbox, cwds):
                 "cellbox": {"status": e_status, "text": e_norm},
                 "same_status": j_status == e_status,
                 "same_text": j_status == e_status and j_norm == e_norm,
+                "result": result,
             }
         )
     regressions = [r for r in rows if r["ipykernel"]["status"] == "ok" and r["cellbox"]["status"] != "ok"]
@@ -319,6 +354,13 @@ def compare_notebook(name, cells, jupyter, cellbox, cwds):
         "cellbox_ok": sum(r["cellbox"]["status"] == "ok" for r in rows),
         "fail_under_cellbox": len(regressions),
         "same_text": sum(r["same_text"] for r in rows),
+        "results_compared": sum(r["result"] is not None for r in rows),
+        "result_differences": [
+            {"cell": r["cell"], "code": first_line(r["code"]), "ipykernel": r["result"]["ipykernel"],
+             "cellbox": r["result"]["cellbox"]}
+            for r in rows
+            if r["result"] is not None and not r["result"]["same"]
+        ],
         "regressions": [
             {
                 "cell": r["cell"],
@@ -366,6 +408,8 @@ def totals(reports):
         "same_text": same,
         "same_text_share": round(same / cells, 4) if cells else 0.0,
         "corpus_errors": sum(len(r["corpus_errors"]) for r in reports),
+        "results_compared": sum(r["results_compared"] for r in reports),
+        "result_differences": sum(len(r["result_differences"]) for r in reports),
     }
 
 
@@ -394,6 +438,14 @@ def markdown(reports, total, python, binary):
             out.append("- `{}` cell {}: `{}`".format(name, g["cell"], g["code"]))
             out.append("  - ipykernel: `{}`".format(g["ipykernel"]))
             out.append("  - cellbox: `{}`".format(g["cellbox"]))
+    results = [(r["notebook"], d) for r in reports for d in r["result_differences"]]
+    out += ["", "Results compared: {results_compared}, differing: {result_differences}.".format(**total)]
+    if results:
+        out += ["", "## Cells whose result text differs", ""]
+        for name, d in results:
+            out.append("- `{}` cell {}: `{}`".format(name, d["cell"], d["code"]))
+            out.append("  - ipykernel: `{}`".format(d["ipykernel"][:400].replace("\n", "⏎")))
+            out.append("  - cellbox: `{}`".format(d["cellbox"][:400].replace("\n", "⏎")))
     differing = [(r["notebook"], d) for r in reports for d in r["text_differences"]]
     if differing:
         out += ["", "## Cells with the same status and different text (first differing line)", ""]
@@ -480,8 +532,9 @@ def main():
             if not args.json:
                 print(
                     "{:<28} {:>3} cells  {:>3} ok under ipykernel  {:>3} fail under cellbox only  {:>3} identical"
-                    "  ({:.1f} s + {:.1f} s)".format(
+                    "  {:>3}/{:<3} results differ  ({:.1f} s + {:.1f} s)".format(
                         name, report["cells"], report["ipykernel_ok"], report["fail_under_cellbox"], report["same_text"],
+                        len(report["result_differences"]), report["results_compared"],
                         report["seconds"]["ipykernel"], report["seconds"]["cellbox"],
                     ),
                     flush=True,
@@ -512,7 +565,7 @@ def main():
     if args.self_check and total["same_text"] != total["cells"]:
         print("self-check: {} cells differ between two ipykernel runs".format(total["cells"] - total["same_text"]))
         return 1
-    return 1 if total["fail_under_cellbox"] or total["corpus_errors"] else 0
+    return 1 if total["fail_under_cellbox"] or total["corpus_errors"] or total["result_differences"] else 0
 
 
 if __name__ == "__main__":

@@ -71,6 +71,14 @@ class Displays(unittest.TestCase):
         html = {"text/html": "<p>x</p>", "text/plain": "<IPython.core.display.HTML object>"}
         self.assertEqual(parity.display_text(html), "<p>x</p>")
 
+    def test_result_must_end_the_text_before_what_followed_it(self):
+        result = ("{'a': 1,\n 'b': 2}\n", "[image]\n")
+        self.assertEqual(parity.result_shown(result, "printed\n{'a': 1,\n 'b': 2}\n[image]", "/w")[0], True)
+        same, expected, shown = parity.result_shown(result, "printed\n{'a': 1, 'b': 2}\n[image]", "/w")
+        self.assertEqual((same, expected, shown), (False, "{'a': 1,\n 'b': 2}", "printed\n{'a': 1, 'b': 2}"))
+        self.assertEqual(parity.result_shown(("<f at 0x7f01>\n", ""), "<f at 0x…>", "/w")[0], True)
+        self.assertEqual(parity.result_shown(("x\n", "[image]\n"), "x", "/w")[1:], ("x", "(what follows the result differs)"))
+
     def test_first_difference(self):
         self.assertEqual(parity.first_difference("a\nb", "a\nc"), ("b", "c"))
         self.assertEqual(parity.first_difference("a\nb", "a"), ("b", "(end)"))
