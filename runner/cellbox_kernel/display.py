@@ -28,12 +28,23 @@ _sink = None
 # Functions that may take a display instead of sending it (`%%capture`); the
 # innermost one that returns True keeps it.
 _diversions = []
+# (accepts(obj), render(obj) -> (data, metadata), step): bundles for objects
+# of other libraries that have no repr methods (matplotlib's figures, added by
+# mpl.py). Library support registers here, so this module imports none of it.
+_renderers = []
 
 
 def set_sink(sink):
     """Install the function that sends a frame: sink(kind, bundle, metadata)."""
     global _sink
     _sink = sink
+
+
+def add_renderer(accepts, render, step):
+    """Render the objects `accepts(obj)` picks with `render(obj)` -> (data,
+    metadata), before their repr methods are asked; if it raises, a warning
+    names `step` (the method that failed) and the repr methods still run."""
+    _renderers.append((accepts, render, step))
 
 
 def push_diversion(divert):
@@ -92,20 +103,6 @@ def _split(result):
     return result, {}
 
 
-def _is_matplotlib_figure(obj):
-    module = getattr(type(obj), "__module__", "") or ""
-    return module.startswith("matplotlib.figure") and hasattr(obj, "savefig")
-
-
-def figure_png(figure):
-    """Render a matplotlib figure to base64 PNG."""
-    import io
-
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", bbox_inches="tight")
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
 # Set by %precision: float -> text (or None for the usual repr).
 float_text = None
 
@@ -141,13 +138,13 @@ def mime_bundle(obj, include=None, exclude=None, as_json=False):
         if type(obj) not in (list, dict):
             return {"text/plain": safe_repr(obj)}, {}
     data, metadata = {}, {}
-    if _is_matplotlib_figure(obj):
-        try:
-            from .mpl import figure_bundle
-
-            data, metadata = figure_bundle(obj)
-        except Exception as error:
-            _warn(obj, "savefig", error)
+    for accepts, render, step in _renderers:
+        if accepts(obj):
+            try:
+                data, metadata = render(obj)
+            except Exception as error:
+                _warn(obj, step, error)
+            break
     method = _real_method(obj, "_repr_mimebundle_")
     if method is not None:
         try:

@@ -48,6 +48,19 @@ def figure_bundle(figure):
     return data, metadata
 
 
+def is_figure(obj):
+    """A matplotlib figure (checked by its class's module, so matplotlib is
+    never imported here)."""
+    module = getattr(type(obj), "__module__", "") or ""
+    return module.startswith("matplotlib.figure") and hasattr(obj, "savefig")
+
+
+# Registered on import rather than in install(): the executor imports this
+# module, so wherever cells run, a figure shown with display() or left as a
+# cell's value is an image, whether or not pyplot has been adapted yet.
+display.add_renderer(is_figure, figure_bundle, "savefig")
+
+
 def apply_rc(rc):
     """matplotlib rc settings from `InlineBackend.rc` (once matplotlib is loaded)."""
     matplotlib = sys.modules.get("matplotlib")
