@@ -16,7 +16,7 @@ import sys
 import traceback
 import types
 
-from .magics import UsageError
+from .magics.framework import UsageError
 
 _MODES = {"0": 0, "off": 0, "1": 1, "explicit": 1, "2": 2, "all": 2, "3": 3, "complete": 3}
 

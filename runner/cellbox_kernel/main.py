@@ -19,7 +19,7 @@ from .capture import OutputCapture, flush_python_streams
 from .channel import Channel
 from .execute import Executor
 from .interrupts import InterruptGate, block_interrupts_in_this_thread
-from .magics import Magics
+from .magics.dispatch import Magics
 from .requests import Requests
 from .transform import check_complete
 

@@ -18,9 +18,11 @@ import tempfile
 import textwrap
 import unittest
 
-from cellbox_kernel import display, magics_ext, mpl
+from cellbox_kernel import display, mpl
 from cellbox_kernel.execute import Executor
-from cellbox_kernel.magics import Magics, UsageError
+from cellbox_kernel.magics import dispatch
+from cellbox_kernel.magics.dispatch import Magics
+from cellbox_kernel.magics.framework import UsageError
 
 HAVE_IPYTHON = importlib.util.find_spec("IPython") is not None
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
@@ -527,10 +529,8 @@ class CoverageTests(unittest.TestCase):
         self.assertEqual(unexplained, [])
 
     def test_lazy_table_names_every_magic_of_its_module(self):
-        from cellbox_kernel import magics_ext
-
-        for module, (lines, cells) in magics_ext.LAZY_MAGICS.items():
-            loaded = importlib.import_module("cellbox_kernel." + module)
+        for module, (lines, cells) in dispatch.LAZY_GROUPS.items():
+            loaded = importlib.import_module("cellbox_kernel.magics." + module)
             with self.subTest(module=module):
                 self.assertEqual(sorted(lines), sorted(getattr(loaded, "LINE_MAGICS", {})))
                 self.assertEqual(sorted(cells), sorted(getattr(loaded, "CELL_MAGICS", {})))
@@ -539,15 +539,16 @@ class CoverageTests(unittest.TestCase):
         import subprocess
 
         code = (
-            "import sys\nfrom cellbox_kernel.execute import Executor\nfrom cellbox_kernel.magics import Magics\n"
+            "import sys\nfrom cellbox_kernel.execute import Executor\nfrom cellbox_kernel.magics.dispatch import Magics\n"
             "class C:\n    def sync(self): pass\n"
             "Magics(Executor(None, None, C()))\n"
-            "print(sorted(m for m in sys.modules if m.startswith('cellbox_kernel.magics_') or m in ('inspect', 'cellbox_kernel.autoreload')))"
+            "print(sorted(m for m in sys.modules if m.startswith('cellbox_kernel.magics.') or m in ('inspect', 'cellbox_kernel.autoreload')))"
         )
         env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(display.__file__)))
         out = subprocess.run([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, check=True).stdout
         loaded = set(ast.literal_eval(out.decode().strip()))
-        lazy = {"cellbox_kernel." + name for name in magics_ext.LAZY_MAGICS} - {"cellbox_kernel.magics_ext", "cellbox_kernel.magics_history"}
+        # history is not lazy as a module: the shell keeps the In/Out lists from the start.
+        lazy = {"cellbox_kernel.magics." + name for name in dispatch.LAZY_GROUPS} - {"cellbox_kernel.magics.history"}
         self.assertEqual(loaded & (lazy | {"inspect", "cellbox_kernel.autoreload"}), set())
 
     def test_lsmagic_layout(self):

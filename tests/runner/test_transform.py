@@ -10,7 +10,7 @@ import sys
 import tempfile
 import unittest
 
-from cellbox_kernel.magics import expand
+from cellbox_kernel.expansion import expand
 from cellbox_kernel.slist import SList
 from cellbox_kernel.transform import transform_cell
 

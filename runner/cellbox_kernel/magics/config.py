@@ -10,8 +10,8 @@ runs; the ones cellbox has no use for are kept but change nothing.
 import ast
 import sys
 
-from . import mpl
-from .magics import UsageError
+from .. import mpl
+from .framework import UsageError
 
 # IPython's names for matplotlib's backends, used when matplotlib is too old
 # to list its own (IPython's fallback list, plus `auto`).

@@ -9,9 +9,12 @@ with no IPython installed.
 """
 import builtins
 import importlib
+import os
 import sys
 
-from .magics import UsageError
+from . import display
+from .magics.framework import UsageError
+from .magics.history import History
 
 # Extensions cellbox provides itself (IPython's live inside IPython): name -> runner module.
 _BUILTIN_EXTENSIONS = {"autoreload": "autoreload", "IPython.extensions.autoreload": "autoreload"}
@@ -113,9 +116,10 @@ class ExecutionResult:
 class Shell:
     """`get_ipython()`: the user namespace, magics, events and extensions.
 
-    Attributes other runner modules keep here: `history` (magics_history),
-    `settings` (magics_config) and `debug` (magics_debug); the last two are
-    created when first used, so a kernel that never needs them never imports them.
+    It also keeps what the magic groups remember between cells: `history`
+    (magics/history.py), `settings` (magics/config.py) and `debug`
+    (magics/debug.py), the last two created when first used, so a kernel that
+    never needs them never imports them; and the directories and aliases below.
     """
 
     def __init__(self, kernel, magics):
@@ -129,14 +133,17 @@ class Shell:
         self._debug = None
         self.last_error = None  # (error, traceback) of the last failed cell
         self.hidden = ("In", "Out", "get_ipython")
-        self.directory_stack = []
+        self.directory_stack = []  # %pushd / %popd
+        self.previous_directory = None  # %cd -
+        self.start_directory = os.getcwd()  # the project whose variables %store keeps
+        self.aliases = {}  # name -> magics.system.Alias
         kernel.hooks = self
         builtins.get_ipython = self.get_ipython
 
     @property
     def settings(self):
         if self._settings is None:
-            from .magics_config import Settings
+            from .magics.config import Settings
 
             self._settings = Settings()
         return self._settings
@@ -144,7 +151,7 @@ class Shell:
     @property
     def debug(self):
         if self._debug is None:
-            from .magics_debug import DebugState
+            from .magics.debug import DebugState
 
             self._debug = DebugState(self)
         return self._debug
@@ -369,106 +376,10 @@ def _user_cell_magic(func):
     return call
 
 
-# the magics ---------------------------------------------------------------
-
-
-def load_ext(shell, args, frame):
-    """`%load_ext module`: load an IPython extension (its load_ipython_extension(ip))."""
-    name = args.strip()
-    if not name:
-        raise UsageError("Missing module name.")
-    if shell.load_extension(name) == "already loaded":
-        print('The %s extension is already loaded. To reload it, use:\n  %%reload_ext %s' % (name, name))
-    return None
-
-
-def unload_ext(shell, args, frame):
-    """`%unload_ext module`: call the extension's unload_ipython_extension(ip)."""
-    name = args.strip()
-    if not name:
-        raise UsageError("Missing module name.")
-    outcome = shell.unload_extension(name)
-    if outcome == "no unload function":
-        print("The %s extension doesn't define how to unload it." % name)
-    elif outcome == "not loaded":
-        print("The %s extension is not loaded." % name)
-    return None
-
-
-def reload_ext(shell, args, frame):
-    """`%reload_ext module`: unload, re-import and load an extension again."""
-    name = args.strip()
-    if not name:
-        raise UsageError("Missing module name.")
-    shell.reload_extension(name)
-    return None
-
-
-LINE_MAGICS = {"load_ext": load_ext, "unload_ext": unload_ext, "reload_ext": reload_ext}
-
-
-# Magics of the other runner modules, by name: each module is imported when
-# one of its magics is first used (or listed), not when the kernel starts.
-LAZY_MAGICS = {
-    "magics_ext": (("load_ext", "unload_ext", "reload_ext"), ()),
-    "magics_history": (("history", "hist", "recall", "rep", "rerun", "save", "dhist"), ()),
-    "magics_config": (("matplotlib", "pylab", "config", "precision", "pprint"), ()),
-    "magics_debug": (("xmode", "tb", "debug", "pdb", "prun"), ("prun", "debug")),
-    "magics_inspect": (("pinfo", "pinfo2", "pdoc", "pdef", "psource", "pfile", "psearch"), ()),
-    "magics_namespace": (("who_ls", "reset", "reset_selective", "xdel"), ()),
-    "magics_catalog": (
-        (
-            "lsmagic", "magic", "quickref", "alias_magic", "pushd", "popd", "dirs", "page", "pycat", "loadpy",
-            "less", "more", "autoawait", "automagic", "autocall", "colors", "notebook",
-            "edit", "ed", "gui", "qtconsole", "connect_info", "clear", "autosave", "man", "doctest_mode",
-            "pastebin", "logstart", "logon", "logoff", "logstate", "logstop", "macro", "rehashx", "sc",
-            "bookmark", "code_wrap", "killbgscripts",
-        ),
-        ("code_wrap", "HTML", "SVG"),
-    ),
-}  # fmt: skip
-
-
-class LazyMagic:
-    """A table entry that imports its module on first use; `__doc__` and
-    `unavailable` (set on magics that cannot work here) come from the real function."""
-
-    def __init__(self, shell, module, kind, name):
-        self._shell = shell
-        self._where = (module, kind, name)
-        self._function = None
-
-    def _resolve(self):
-        if self._function is None:
-            module, kind, name = self._where
-            loaded = importlib.import_module("." + module, __package__)
-            self._function = (loaded.LINE_MAGICS if kind == "line" else loaded.CELL_MAGICS)[name]
-        return self._function
-
-    def __call__(self, *args):
-        return self._resolve()(self._shell, *args)
-
-    @property
-    def __doc__(self):
-        return self._resolve().__doc__
-
-    def __getattr__(self, attribute):
-        if attribute == "unavailable":
-            return getattr(self._resolve(), "unavailable")
-        raise AttributeError(attribute)
-
-
 def install(kernel, magics):
-    """Create the shell (`get_ipython()`) and its history, and register the
-    magics of the help, history, settings, debugging, namespace and catalog modules."""
-    from . import display, magics_history
-
+    """Create the shell (`get_ipython()`) with its history, and let %precision
+    choose how float results are shown."""
     shell = Shell(kernel, magics)
-    shell.history = magics_history.History(kernel.namespace)
+    shell.history = History(kernel.namespace)
     display.float_text = lambda value: shell._settings.format_float(value) if shell._settings is not None else None
-    for module, (lines, cells) in LAZY_MAGICS.items():
-        for name in lines:
-            magics.line_table()[name] = LazyMagic(shell, module, "line", name)
-        for name in cells:
-            magics.cell_table()[name] = LazyMagic(shell, module, "cell", name)
     return shell

@@ -1,5 +1,5 @@
-"""Magics that manage the user namespace: %who_ls, %reset (with IPython's
-options), %reset_selective, %xdel.
+"""Magics that show and manage the user namespace: %who, %whos, %who_ls,
+%reset (with IPython's options), %reset_selective, %xdel.
 
 `%reset` keeps IPython's meaning: names go, the input history stays, outputs
 go unless `-s`. There is no confirmation prompt (cells have no stdin), so
@@ -7,17 +7,63 @@ go unless `-s`. There is no confirmation prompt (cells have no stdin), so
 """
 import re
 
-from . import display
-from .magics import UsageError
+from .. import display
+from .framework import UsageError
 
 
-def _user_names(shell, types=()):
-    return shell._magics._user_names(tuple(types))
+def user_names(shell, type_filter=()):
+    """The names the user defined (not `_`-prefixed, not the prelude's or the
+    shell's), sorted; only those whose type name is in `type_filter`, if given."""
+    kernel = shell._kernel
+    hidden = kernel.hidden_names()
+    names = []
+    for name, value in kernel.namespace.items():
+        if name.startswith("_") or name in hidden:
+            continue
+        if type_filter and type(value).__name__ not in type_filter:
+            continue
+        names.append(name)
+    return sorted(names)
+
+
+def who(shell, args, frame):
+    """`%who [type ...]`: the names you defined."""
+    names = user_names(shell, tuple(args.split()))
+    if not names:
+        print("Interactive namespace is empty.")
+    else:
+        print("\t".join(names))
+    return None
+
+
+def whos(shell, args, frame):
+    """`%whos [type ...]`: IPython's table of Variable / Type / Data/Info."""
+    names = user_names(shell, tuple(args.split()))
+    if not names:
+        print("Interactive namespace is empty.")
+        return None
+    values = [shell._kernel.namespace[name] for name in names]
+    types = [type(value).__name__ for value in values]
+    separation = 3
+    name_width = max(max(len(n) for n in names), len("Variable")) + separation
+    type_width = max(max(len(t) for t in types), len("Type")) + separation
+    lines = [
+        "Variable".ljust(name_width) + "Type".ljust(type_width) + " Data/Info",
+        "-" * (name_width + type_width + len("Data/Info") + 1),
+    ]
+    for name, value, kind in zip(names, values, types):
+        text = display.safe_repr(value) if not isinstance(value, str) else value
+        text = text.replace("\n", "\\n")
+        if len(text) >= 50:
+            text = text[:25] + "<...>" + text[-25:]
+        lines.append(name.ljust(name_width) + kind.ljust(type_width) + " " + text)
+    print("\n".join(lines))
+    return None
 
 
 def who_ls(shell, args, frame):
     """`%who_ls [type ...]`: your names, sorted, as a list."""
-    return _user_names(shell, args.split())
+    return user_names(shell, tuple(args.split()))
 
 
 def reset(shell, args, frame):
@@ -57,7 +103,7 @@ def reset(shell, args, frame):
             if numpy is None:
                 print("reset array only works if Numpy is available.")
                 continue
-            for name in _user_names(shell):
+            for name in user_names(shell):
                 if isinstance(shell.user_ns.get(name), numpy.ndarray):
                     del shell.user_ns[name]
         else:
@@ -74,7 +120,7 @@ def reset_selective(shell, args, frame):
         pattern = re.compile(" ".join(words))
     except re.error as error:
         raise TypeError("regex must be a string or compiled pattern: %s" % error)
-    for name in _user_names(shell):
+    for name in user_names(shell):
         if pattern.search(name):
             del shell.user_ns[name]
     return None
@@ -101,4 +147,11 @@ def xdel(shell, args, frame):
     return None
 
 
-LINE_MAGICS = {"who_ls": who_ls, "reset": reset, "reset_selective": reset_selective, "xdel": xdel}
+LINE_MAGICS = {
+    "who": who,
+    "whos": whos,
+    "who_ls": who_ls,
+    "reset": reset,
+    "reset_selective": reset_selective,
+    "xdel": xdel,
+}

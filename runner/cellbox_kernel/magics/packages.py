@@ -11,13 +11,16 @@ import shlex
 import subprocess
 import sys
 
-from . import display
+from .. import display
 
 # `uv pip` subcommands: `%uv install x` means `uv pip install x`.
 _UV_PIP_COMMANDS = frozenset(("install", "uninstall", "list", "freeze", "show", "sync", "compile", "check", "tree"))
 # As IPython: conda commands that act on an environment get `--prefix`,
 # and those that would ask for confirmation get `--yes` (cells have no stdin).
 _CONDA_PREFIX_COMMANDS = frozenset(("install", "list", "remove", "uninstall", "update", "upgrade"))
+_CONDA_YES_COMMANDS = frozenset(("install", "remove", "uninstall", "update", "upgrade"))
+_CONDA_ENV_FLAGS = frozenset(("-p", "--prefix", "-n", "--name"))
+_CONDA_YES_FLAGS = frozenset(("-y", "--yes"))
 
 
 def network_note():
@@ -30,24 +33,19 @@ def network_note():
             "start cellbox with --network on (or CELLBOX_NETWORK=on) to install packages" % mode
         )
     return ""
-_CONDA_YES_COMMANDS = frozenset(("install", "remove", "uninstall", "update", "upgrade"))
-_CONDA_ENV_FLAGS = frozenset(("-p", "--prefix", "-n", "--name"))
-_CONDA_YES_FLAGS = frozenset(("-y", "--yes"))
 
 
 class PackageManagerError(RuntimeError):
     """The package manager is missing or exited with an error."""
 
 
+class PipError(RuntimeError):
+    """pip exited with an error; its output is above in the cell."""
+
+
+# Shown by their bare names in tracebacks, as IPython's own errors are.
 PackageManagerError.__module__ = "builtins"
-
-
-def register(magics):
-    """Add the package-manager line magics to a `Magics` object's table."""
-    table = magics._line_magics
-    table["uv"] = uv
-    for tool in ("conda", "mamba", "micromamba"):
-        table[tool] = _conda_magic(tool)
+PipError.__module__ = "builtins"
 
 
 def has_pip():
@@ -93,7 +91,25 @@ def _uv_pip(uv_path, words):
     return [uv_path, "pip"] + words + ["--python", sys.executable]
 
 
-def uv(args, frame):
+def pip(shell, args, frame):
+    """`%pip ...`: run this interpreter's pip; then forget the modules of every
+    distribution it installed or upgraded, so the next import loads the new code."""
+    before = _distributions()
+    command = pip_command(shlex.split(args))
+    code = subprocess.call(command, stdin=subprocess.DEVNULL)
+    after = _distributions()
+    changed = sorted(name for name, version in after.items() if before.get(name) != version)
+    evicted = _evict_modules(changed)
+    import importlib
+
+    importlib.invalidate_caches()
+    display.emit_status("pip", args=args, installed=changed, evicted=evicted, exit_code=code)
+    if code != 0:
+        raise PipError("pip exited with status %d; its output is above%s" % (code, network_note()))
+    return None
+
+
+def uv(shell, args, frame):
     """`%uv pip ARGS` (or `%uv install ...`, `%uv list`, ... as `uv pip ...`):
     uv's pip interface for this interpreter. Any other `%uv ARGS` runs `uv
     ARGS` as is (e.g. `%uv --version`)."""
@@ -114,7 +130,7 @@ def uv(args, frame):
 
 
 def _conda_magic(tool):
-    def conda_like(args, frame):
+    def conda_like(shell, args, frame):
         return _conda(tool, args)
 
     conda_like.__doc__ = "`%%%s ARGS`: run %s for this kernel's environment (`--prefix sys.prefix`)." % (tool, tool)
@@ -161,8 +177,6 @@ def _conda_executable(tool):
 def run_and_evict(command, op, args):
     """Run a package manager (output streaming), then evict the modules of
     every distribution it installed, upgraded or removed; raise on failure."""
-    from .magics import _distributions, _evict_modules
-
     before = _distributions()
     try:
         code = subprocess.call(command, stdin=subprocess.DEVNULL)
@@ -180,3 +194,68 @@ def run_and_evict(command, op, args):
             "%s exited with status %d; its output is above%s" % (os.path.basename(command[0]), code, network_note())
         )
     return None
+
+
+def _normalize(name):
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _distributions():
+    """{normalized distribution name: version} of what is installed now."""
+    try:
+        from importlib import metadata
+    except ImportError:  # pragma: no cover - Python < 3.8
+        return {}
+    found = {}
+    for dist in metadata.distributions():
+        try:
+            name = dist.metadata["Name"]
+        except Exception:
+            continue
+        if name:
+            found[_normalize(name)] = dist.version
+    return found
+
+
+def import_names(distribution):
+    """The top-level import names a distribution provides (top_level.txt, else RECORD)."""
+    from importlib import metadata
+
+    try:
+        dist = metadata.distribution(distribution)
+    except Exception:
+        return set()
+    names = set()
+    top_level = dist.read_text("top_level.txt")
+    if top_level:
+        names.update(line.strip() for line in top_level.splitlines() if line.strip())
+    for entry in dist.files or ():
+        parts = entry.parts
+        if not parts or parts[0].endswith((".dist-info", ".egg-info", ".data")) or parts[0] in ("..", "__pycache__"):
+            continue
+        head = parts[0]
+        if len(parts) == 1:
+            if head.endswith(".py"):
+                names.add(head[:-3])
+            elif head.endswith((".so", ".pyd")):
+                names.add(head.split(".")[0])
+        else:
+            names.add(head)
+    return {name for name in names if name.isidentifier()}
+
+
+def _evict_modules(distributions):
+    """Remove from sys.modules every module of these distributions; return the roots."""
+    roots = set()
+    for distribution in distributions:
+        roots.update(import_names(distribution))
+    for module in list(sys.modules):
+        if module.split(".", 1)[0] in roots:
+            del sys.modules[module]
+    return sorted(roots)
+
+
+LINE_MAGICS = {"pip": pip, "uv": uv}
+LINE_MAGICS.update((tool, _conda_magic(tool)) for tool in ("conda", "mamba", "micromamba"))

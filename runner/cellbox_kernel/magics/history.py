@@ -8,8 +8,8 @@ history `_dh`/`%dhist`. History lives for the kernel's life (no database).
 import os
 import re
 
-from . import display
-from .magics import UsageError
+from .. import display
+from .framework import UsageError
 
 _UNDERS = ("_", "__", "___")
 

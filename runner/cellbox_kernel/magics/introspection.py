@@ -11,7 +11,7 @@ import os
 import re
 import types
 
-from .magics import UsageError
+from .framework import UsageError
 
 _SIMPLE_CALLABLES = (
     types.FunctionType,
@@ -110,7 +110,7 @@ def info_fields(obj, name, label, detail):
             add("Source", _source(obj))
         else:
             add("Docstring", _doc(obj) or "<no docstring>")
-        add("File", _file(obj))
+        add("File", _file(inspect.unwrap(obj)))  # a group's magic, not the table entry around it
         return fields
     if inspect.isclass(obj) or isinstance(obj, _SIMPLE_CALLABLES):
         short = name.split(".")[-1] if inspect.isclass(obj) else name

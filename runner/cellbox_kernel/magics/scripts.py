@@ -1,7 +1,7 @@
 """Cell magics that hand the cell to something else: a display (`%%html`,
 `%%markdown`, `%%latex`, `%%svg`, `%%javascript`/`%%js`) or another program
-(`%%script CMD`, `%%python`, `%%python3`, `%%perl`, `%%ruby`, `%%pypy`), plus
-`%%file` as IPython's other name for `%%writefile`.
+(`%%script CMD`, `%%python`, `%%python3`, `%%perl`, `%%ruby`, `%%pypy`), and
+`%%bash` / `%%sh`.
 
 Display bundles carry IPython's MIME types and its `text/plain`
 (`<IPython.core.display.HTML object>`, ...), so a front end sees what Jupyter
@@ -12,7 +12,8 @@ import os
 import shlex
 import subprocess
 
-from . import display
+from .. import display
+from .framework import UsageError
 
 # IPython's display classes: (magic names, MIME type, class name for text/plain).
 _DISPLAYS = (
@@ -28,28 +29,8 @@ _DISPLAYS = (
 _INTERPRETERS = ("perl", "ruby", "python", "python2", "python3", "pypy")
 
 
-class UsageError(Exception):
-    """A script magic was called with arguments it cannot use."""
-
-
-UsageError.__module__ = "builtins"
-
-
-def register(magics):
-    """Add these cell magics to a `Magics` object's table."""
-    table = magics._cell_magics
-    for names, mime, class_name in _DISPLAYS:
-        for name in names:
-            table[name] = _display_magic(name, mime, class_name)
-    table["script"] = script
-    for name in _INTERPRETERS:
-        table[name] = _interpreter_magic(name)
-    if "writefile" in table:
-        table["file"] = table["writefile"]
-
-
 def _display_magic(name, mime, class_name):
-    def show(args, body, frame):
+    def show(shell, args, body, frame):
         words = shlex.split(args)
         metadata = None
         if name == "html" and "--isolated" in words:
@@ -94,7 +75,7 @@ def _script_parser():
     return parser
 
 
-def script(args, body, frame):
+def script(shell, args, body, frame):
     """`%%script [--out VAR] [--err VAR] [--no-raise-error] CMD [args]`: run CMD
     with the cell on its stdin. A failing program raises CalledProcessError
     (unless `--no-raise-error`), as in IPython 9."""
@@ -111,10 +92,10 @@ def script(args, body, frame):
 
 
 def _interpreter_magic(name):
-    def run_with(args, body, frame):
+    def run_with(shell, args, body, frame):
         options, extra = _script_parser().parse_known_args(shlex.split(args))
         if options.bg or options.proc:
-            return script(args, body, frame)  # the same clear error
+            return script(shell, args, body, frame)  # the same clear error
         return _run([name] + extra, body, frame, options)
 
     run_with.__doc__ = "`%%%%%s`: run the cell with %s (a shortcut for `%%%%script %s`)." % (name, name, name)
@@ -151,3 +132,25 @@ def _run(command, body, frame, options):
     if options.raise_error and process.returncode != 0:
         raise subprocess.CalledProcessError(process.returncode, body)
     return None
+
+
+def bash(shell, args, body, frame):
+    return _shell_script(shell, ["bash"] + shlex.split(args), body)
+
+
+def sh(shell, args, body, frame):
+    return _shell_script(shell, ["sh"] + shlex.split(args), body)
+
+
+def _shell_script(shell, command, body):
+    """The older implementation: the cell is `-c`'s argument, stdin is empty,
+    and the exit code lands in `_exit_code` (no error is raised)."""
+    code = subprocess.call(command + ["-c", body], stdin=subprocess.DEVNULL)
+    shell._kernel.namespace["_exit_code"] = code
+    display.emit_status("shell", shell=command[0], exit_code=code)
+    return None
+
+
+CELL_MAGICS = {"bash": bash, "sh": sh, "script": script}
+CELL_MAGICS.update((name, _display_magic(name, mime, class_name)) for names, mime, class_name in _DISPLAYS for name in names)
+CELL_MAGICS.update((name, _interpreter_magic(name)) for name in _INTERPRETERS)

@@ -7,8 +7,8 @@ front end, each of which raises a UsageError saying why it cannot work here.
 import json
 import os
 
-from . import display
-from .magics import UsageError
+from .. import display
+from .framework import UsageError
 
 # Magics that only make sense with an interactive front end (or a feature
 # cellbox does not have): name -> why, and what to do instead.

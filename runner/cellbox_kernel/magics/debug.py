@@ -14,8 +14,8 @@ import re
 import sys
 import traceback
 
-from . import display
-from .magics import UsageError, _split_options
+from .. import display
+from .framework import UsageError
 
 MODES = ("Plain", "Context", "Verbose", "Minimal", "Docs")
 _WIDTH = 75
@@ -307,7 +307,7 @@ def _profile(shell, options, statement, frame):
 
     if not statement.strip():
         raise UsageError("%prun needs a statement to profile")
-    from .transform import transform_cell
+    from ..transform import transform_cell
 
     code = compile(transform_cell(statement), "<string>", "exec")
     profiler = cProfile.Profile()
