@@ -4,7 +4,7 @@
 mod common;
 
 use cellbox::gateway::GatewaySetting;
-use cellbox::kernel::Transport;
+use cellbox::session::Transport;
 use cellbox::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
 use common::gateway::{Flavor, TestGateway};
 use serde_json::json;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use cellbox::bridge::{Bridge, BridgeConfig};
 use cellbox::gateway::GatewaySetting;
-use cellbox::kernel::Transport;
+use cellbox::session::Transport;
 use cellbox::tool::{
     CallContext, CellStatus, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult, ignore_events,
 };

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use cellbox::gateway::{GatewaySetting, local};
-use cellbox::kernel::{KernelHandle, Transport};
+use cellbox::session::{KernelHandle, Transport};
 use common::gateway::processes_mentioning;
 
 #[tokio::test]

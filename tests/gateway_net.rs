@@ -7,7 +7,8 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use cellbox::gateway::{GatewayKernel, GatewaySetting};
-use cellbox::kernel::{ExecEvent, KernelError, KernelHandle, Transport};
+use cellbox::kernel::{ExecEvent, KernelError};
+use cellbox::session::{KernelHandle, Transport};
 use cellbox::protocol::DoneStatus;
 use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult};
 use common::gateway::{Flavor, TestGateway};

@@ -21,7 +21,7 @@ pub(super) async fn gateway_backend(
     report: &mut Report,
 ) {
     use cellbox::gateway::{GatewaySetting, local};
-    use cellbox::kernel::{KernelHandle, Transport};
+    use cellbox::session::{KernelHandle, Transport};
     let transport = Transport::Gateway(GatewaySetting::SharedLocal);
     let options = KernelOptions::new(jupyter_python, &setup.cwd, setup.env.clone());
     let first = |options: KernelOptions| {

@@ -168,14 +168,14 @@ impl KernelArgs {
     }
 
     /// `--backend`, else `$CELLBOX_BACKEND`, with `$CELLBOX_GATEWAY_URL` / `$CELLBOX_GATEWAY_TOKEN`.
-    pub fn transport(&self) -> Result<cellbox::kernel::Transport, String> {
+    pub fn transport(&self) -> Result<cellbox::session::Transport, String> {
         use cellbox::gateway::{self, GatewaySetting};
         let backend = self.backend.clone().or_else(|| std::env::var(gateway::BACKEND_VAR).ok());
         let url = std::env::var(gateway::URL_VAR).ok().filter(|url| !url.trim().is_empty());
         let token = std::env::var(gateway::TOKEN_VAR).ok().filter(|token| !token.trim().is_empty());
         Ok(match GatewaySetting::choose(backend.as_deref(), url, token)? {
-            Some(setting) => cellbox::kernel::Transport::Gateway(setting),
-            None => cellbox::kernel::Transport::Process,
+            Some(setting) => cellbox::session::Transport::Gateway(setting),
+            None => cellbox::session::Transport::Process,
         })
     }
 

@@ -31,7 +31,8 @@ use super::wire::Outgoing;
 use super::{GatewaySetting, init, local};
 use crate::backend::Backend;
 use crate::kernel::{
-    Completeness, ExecEvent, ExecuteOptions, Execution, KernelError, KernelOptions, StartObserver, StartStage, handle,
+    Completeness, ExecEvent, ExecuteOptions, Execution, KernelError, KernelOptions, StartObserver, StartStage,
+    execution_from,
 };
 
 /// Events buffered per request before the websocket reader waits for the consumer.
@@ -301,7 +302,7 @@ impl GatewayKernel {
             self.shared.routes.lock().unwrap().pending.remove(&msg_id);
             return Err(self.dead_error());
         }
-        Ok(handle::execution_from(msg_id, events))
+        Ok(execution_from(msg_id, events))
     }
 
     fn dead_error(&self) -> KernelError {

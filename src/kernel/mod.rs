@@ -16,7 +16,6 @@ pub mod bridge;
 pub mod channel;
 mod crash_dump;
 pub mod extensions;
-pub mod handle;
 mod launch;
 pub mod process;
 pub mod progress;
@@ -36,7 +35,6 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::backend::{Backend, Runtime};
 use crate::protocol::{self, DoneStatus, ExecuteRequest, MimeBundle, RunnerFrame};
-pub use handle::{KernelHandle, SharedKernel, Transport};
 pub use process::ExitInfo;
 pub use progress::{StartObserver, StartStage};
 
@@ -286,6 +284,11 @@ impl Execution {
         }
         Err(KernelError::Closed)
     }
+}
+
+/// An [`Execution`] fed by another transport through `events`.
+pub(crate) fn execution_from(id: String, events: mpsc::Receiver<Result<ExecEvent, KernelError>>) -> Execution {
+    Execution { id, events, finished: false }
 }
 
 /// Everything one request produced, for callers that do not stream.

@@ -8,6 +8,7 @@
 //! kernels, keeps the number of live kernels bounded, and recycles kernels
 //! that grew past a memory limit.
 
+pub mod handle;
 pub mod spare;
 
 use std::collections::{HashMap, HashSet};
@@ -17,7 +18,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::kernel::KernelHandle as Kernel;
+use handle::KernelHandle as Kernel;
+pub use handle::{KernelHandle, SharedKernel, Transport};
 pub use spare::{SpareLimits, SparePool};
 
 /// Limits of the pool. Every limit can be turned off with `None`.

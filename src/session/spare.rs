@@ -19,7 +19,8 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::kernel::{KernelError, KernelHandle as Kernel, KernelOptions, Transport};
+use super::handle::{KernelHandle as Kernel, Transport};
+use crate::kernel::{KernelError, KernelOptions};
 
 /// How many spares to keep, and for how long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

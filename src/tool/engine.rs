@@ -17,15 +17,13 @@ use super::run::{RunRegistry, RunShared};
 use super::watchdog::{PauseGuard, Watchdog};
 use crate::backend::{self, Backend, Runtime};
 use crate::kernel::bridge::BudgetControl;
-use crate::kernel::{
-    Completeness, ExecEvent, ExecuteOptions, KernelError, KernelHandle, KernelOptions, StartStage, Transport,
-};
+use crate::kernel::{Completeness, ExecEvent, ExecuteOptions, KernelError, KernelOptions, StartStage};
 use crate::notebook::{History, HistoryLimits, Notebook, RecordedCell};
 use crate::output::artifacts::{ArtifactError, ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES, DEFAULT_RETENTION};
 use crate::output::limiter::TextLimits;
 use crate::protocol::DoneStatus;
 use crate::runtime::{self, DiscoveryInput, env};
-use crate::session::{KernelKey, KernelPool, PoolLimits, SlotGuard, SpareLimits, SparePool};
+use crate::session::{KernelHandle, KernelKey, KernelPool, PoolLimits, SlotGuard, SpareLimits, SparePool, Transport};
 
 /// Lint findings shown as notes per call; more are counted.
 const MAX_LINT_NOTES: usize = 30;

@@ -10,14 +10,11 @@
 
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
-
-use super::{
-    CheckReport, Completeness, ExecEvent, ExecuteOptions, Execution, ExitInfo, Kernel, KernelError, KernelOptions,
-    StartObserver,
-};
 use crate::backend::Backend;
 use crate::gateway::{GatewayKernel, GatewaySetting};
+use crate::kernel::{
+    CheckReport, Completeness, ExecuteOptions, Execution, ExitInfo, Kernel, KernelError, KernelOptions, StartObserver,
+};
 
 /// How new kernels are reached: a local runner process, or a Jupyter gateway.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -60,9 +57,9 @@ pub enum KernelHandle {
 impl KernelHandle {
     /// Start a kernel of `options.backend` over `transport` (gateways carry
     /// Python only: other backends always get a process).
-    /// Python kernels then run the extension modules ([`super::extensions`]).
+    /// Python kernels then run the extension modules ([`crate::kernel::extensions`]).
     pub async fn start(options: KernelOptions, transport: &Transport) -> Result<KernelHandle, KernelError> {
-        KernelHandle::start_observed(options, transport, &super::progress::unobserved).await
+        KernelHandle::start_observed(options, transport, &crate::kernel::progress::unobserved).await
     }
 
     /// [`KernelHandle::start`], telling `observer` each slow stage it enters
@@ -72,13 +69,12 @@ impl KernelHandle {
         transport: &Transport,
         observer: StartObserver<'_>,
     ) -> Result<KernelHandle, KernelError> {
-        let extensions =
-            match options.backend {
-                Backend::Python => super::extensions::find(&options.cwd).map_err(|reason| {
-                    KernelError::StartupFailed { backend: options.backend, reason, stderr_tail: String::new() }
-                })?,
-                Backend::Node => Vec::new(),
-            };
+        let extensions = match options.backend {
+            Backend::Python => crate::kernel::extensions::find(&options.cwd).map_err(|reason| {
+                KernelError::StartupFailed { backend: options.backend, reason, stderr_tail: String::new() }
+            })?,
+            Backend::Node => Vec::new(),
+        };
         let backend = options.backend;
         let kernel = match transport {
             Transport::Gateway(setting) if backend == Backend::Python => {
@@ -86,7 +82,7 @@ impl KernelHandle {
             }
             _ => KernelHandle::Process(Kernel::start(options).await?),
         };
-        if let Some(code) = super::extensions::load_code(&extensions)
+        if let Some(code) = crate::kernel::extensions::load_code(&extensions)
             && let Err(error) = kernel.run_setup(&code).await
         {
             kernel.shutdown().await;
@@ -214,7 +210,7 @@ impl KernelHandle {
 
     /// Who answers the cells' bridge calls from now on (a process kernel's
     /// come on its frames pipe, a gateway kernel's on the stdin channel).
-    pub fn set_bridge(&self, hook: super::bridge::BridgeHook) {
+    pub fn set_bridge(&self, hook: crate::kernel::bridge::BridgeHook) {
         match self {
             KernelHandle::Process(kernel) => kernel.set_bridge(hook),
             KernelHandle::Gateway(kernel) => kernel.set_bridge(hook),
@@ -238,8 +234,3 @@ impl From<Kernel> for KernelHandle {
 
 /// A shared handle, as the pool keeps it.
 pub type SharedKernel = Arc<KernelHandle>;
-
-/// An [`Execution`] fed by another transport through `events`.
-pub(crate) fn execution_from(id: String, events: mpsc::Receiver<Result<ExecEvent, KernelError>>) -> Execution {
-    Execution { id, events, finished: false }
-}
