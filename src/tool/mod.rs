@@ -1,15 +1,16 @@
 //! The eval tool: parameters, the engine that runs calls, and their results.
 
+pub mod call;
+pub mod config;
 pub mod engine;
 pub mod params;
 pub mod result;
 pub mod run;
 pub mod watchdog;
 
-pub use engine::{
-    CallContext, EngineConfig, EvalEngine, EvalError, ExportError, Exposure, KernelMode, PRELOAD_VAR, ignore_events,
-    parse_preload, preload_from_env,
-};
+pub use call::{CallContext, EvalError, ExportError, ignore_events};
+pub use config::{EngineConfig, Exposure, KernelMode, PRELOAD_VAR, parse_preload, preload_from_env};
+pub use engine::EvalEngine;
 pub use params::{CellParams, CheckMode, EvalParams, Language};
 pub use result::{CellReport, CellStatus, ErrorSummary, EvalEvent, EvalResult, JsonOutput, StatusEvent};
 pub use run::{CallOutcome, RUN_SCHEME, RunCell, RunError, RunReport, RunSummary, SessionKernel, WaitFor};

@@ -1,0 +1,53 @@
+//! What a call brings and what can stop it: the caller's [`CallContext`], the sink its events
+//! stream through, and the errors of a call that could not start.
+
+use super::params::ParamsError;
+use super::result::EvalEvent;
+use crate::kernel::KernelError;
+
+/// Who is calling: the session whose kernels to use, and the owner that
+/// keeps them alive (disposed with [`EvalEngine::dispose_owner`](super::EvalEngine::dispose_owner)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallContext {
+    pub session: String,
+    pub owner: String,
+}
+
+impl CallContext {
+    /// A session that is its own owner.
+    pub fn new(session: impl Into<String>) -> Self {
+        let session = session.into();
+        CallContext { owner: session.clone(), session }
+    }
+}
+
+/// A call that could not start. Everything else is reported in [`EvalResult`](super::EvalResult).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum EvalError {
+    #[error(transparent)]
+    Params(#[from] ParamsError),
+    /// The cwd is missing or not a directory (the kernel layer's own error).
+    #[error(transparent)]
+    InvalidCwd(KernelError),
+    #[error("{0}")]
+    LanguageDisabled(String),
+    #[error("the Python backend is not available: {0}")]
+    PythonUnavailable(String),
+    #[error("the JavaScript backend is not available: {0}")]
+    NodeUnavailable(String),
+    #[error("{0}")]
+    Kernel(String),
+}
+
+/// Why a session cannot be exported as a notebook.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExportError {
+    #[error("session {0:?} has not run any Python cell yet, so there is no notebook to save; run a cell first")]
+    NoHistory(String),
+}
+
+/// Events are streamed through this while a call runs.
+pub type EventSink<'a> = &'a (dyn Fn(EvalEvent) + Send + Sync);
+
+/// A sink that drops every event.
+pub fn ignore_events(_: EvalEvent) {}

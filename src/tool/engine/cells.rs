@@ -1,0 +1,574 @@
+//! Running a call's cells: the precheck, a kernel for each cell, one cell under its watchdog, and
+//! what its end is reported as.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{EvalEngine, INTERRUPT_ESCALATION};
+use crate::backend::{Backend, Runtime};
+use crate::kernel::bridge::BudgetControl;
+use crate::kernel::{ExecEvent, ExecuteOptions, KernelError, StartStage};
+use crate::protocol::DoneStatus;
+use crate::session::{KernelHandle, SlotGuard, Transport};
+use crate::tool::call::EventSink;
+use crate::tool::config::KernelMode;
+use crate::tool::params::{CheckMode, Language, PlannedCell};
+use crate::tool::result::{CellReport, CellStatus, Collector, ErrorSummary, EvalEvent, EvalResult};
+use crate::tool::watchdog::{PauseGuard, Watchdog};
+
+/// Lint findings shown as notes per call; more are counted.
+const MAX_LINT_NOTES: usize = 30;
+
+enum Fate {
+    Alive,
+    Killed,
+    /// How it ended, and the last lines of the runner's own diagnostics.
+    Died {
+        exit: String,
+        last_words: String,
+    },
+    /// The kernel died before the runner acknowledged the cell (its `started`
+    /// frame): the cell never ran, so it is not to blame and may run elsewhere.
+    DiedBeforeStart {
+        exit: String,
+    },
+}
+
+/// What faulthandler writes first when the runner crashes in C code.
+const FAULTHANDLER_HEADLINE: &str = "Fatal Python error";
+/// How many lines of a dead runner's diagnostics a result quotes.
+const DIED_QUOTE_LINES: usize = 12;
+
+/// The last `count` non-empty lines of `text`, trimmed.
+fn last_lines(text: &str, count: usize) -> String {
+    let lines: Vec<&str> = text.trim().lines().collect();
+    lines[lines.len().saturating_sub(count)..].join("\n")
+}
+
+impl EvalEngine {
+    /// Check the call's cells before any runs (`check` is not off): one
+    /// `check` request to each kernel the call uses, which parses every cell
+    /// of its language without running it (Python: compiled after the magic
+    /// transform; JavaScript/TypeScript: parsed as the Node runner would) and,
+    /// for `lint`, runs `ruff check` on the Python cells. Returns whether the
+    /// cells may run; when one does not parse, its error (with the caret) is
+    /// the result, every other cell is skipped and nothing ran. Lint findings
+    /// become notes. A check that cannot be made (a gateway kernel, a kernel
+    /// that fails) says so in a note and lets the cells run.
+    pub(super) async fn precheck(
+        &self,
+        plan: &mut [PlannedCell],
+        cwd: &Path,
+        kernels: &mut [(Runtime, SlotGuard<'_>)],
+        check: CheckMode,
+        collector: &mut Collector,
+        on_event: EventSink<'_>,
+    ) -> bool {
+        let lint = check == CheckMode::Lint;
+        // (cell index, what the check found), in backend order.
+        let mut found: Vec<(usize, crate::protocol::CheckedCell)> = Vec::new();
+        // Cells whose `reset` the check's fresh kernel already satisfies.
+        let mut fresh: Vec<usize> = Vec::new();
+        for (runtime, guard) in kernels.iter_mut() {
+            let cells: Vec<&PlannedCell> =
+                plan.iter().filter(|cell| cell.language.backend() == runtime.backend).collect();
+            let Some(first) = cells.first() else { continue };
+            // The kernel the first such cell would use (started now if needed;
+            // a start failure is left for that cell to report). A kernel the
+            // first cell resets is asked as it is (the check reads no state
+            // but the linter's names) and reset only if the cells run.
+            let had_kernel = guard.kernel().is_some_and(|kernel| kernel.is_alive());
+            let started = self.kernel_for(runtime, cwd, guard, first.index, on_event).await;
+            if started.is_ok() && !had_kernel && first.reset {
+                fresh.push(first.index);
+            }
+            for note in guard.take_notes() {
+                collector.note(note);
+            }
+            let Ok(kernel) = started else { continue };
+            let request = cells
+                .iter()
+                .map(|cell| crate::protocol::CheckCell {
+                    number: cell.index + 1,
+                    code: cell.code.clone(),
+                    typescript: cell.language == Language::Ts,
+                })
+                .collect();
+            match kernel.check(request, lint).await {
+                Ok(Some(answer)) => {
+                    for note in answer.notes {
+                        collector.note(note);
+                    }
+                    found.extend(cells.iter().map(|cell| cell.index).zip(answer.cells));
+                }
+                Ok(None) => collector.note("Pre-run check: not on gateway kernels; these cells ran unchecked."),
+                Err(error) => {
+                    collector.note(format!("Pre-run check could not be made ({error}); the cells ran unchecked."))
+                }
+            }
+        }
+        for index in fresh {
+            plan[index].reset = false;
+        }
+        let plan: &[PlannedCell] = plan;
+        found.sort_by_key(|(index, _)| *index);
+        let errors: Vec<(usize, &crate::protocol::SyntaxProblem)> =
+            found.iter().filter_map(|(index, checked)| checked.error.as_ref().map(|error| (*index, error))).collect();
+        if errors.is_empty() {
+            let findings: Vec<_> = found
+                .iter()
+                .flat_map(|(index, checked)| checked.findings.iter().map(move |finding| (*index, finding)))
+                .collect();
+            for (index, finding) in findings.iter().take(MAX_LINT_NOTES) {
+                let place = if plan.len() > 1 { format!("cell {}, ", index + 1) } else { String::new() };
+                let rule = if finding.code.is_empty() { String::new() } else { format!("{} ", finding.code) };
+                collector
+                    .note(format!("Lint ({place}line {}:{}): {rule}{}", finding.line, finding.column, finding.message));
+            }
+            if findings.len() > MAX_LINT_NOTES {
+                collector.note(format!("Lint: {} more finding(s) not shown.", findings.len() - MAX_LINT_NOTES));
+            }
+            return true;
+        }
+        for cell in plan {
+            let Some((_, error)) = errors.iter().find(|(index, _)| *index == cell.index) else {
+                collector.finish_cell(report(cell, CellStatus::Skipped, 0, None, None));
+                continue;
+            };
+            on_event(EvalEvent::CellStarted { index: cell.index, title: cell.title.clone() });
+            collector.begin_cell(cell.index, cell.title.as_deref());
+            let shown = crate::kernel::CellError {
+                ename: error.ename.clone(),
+                evalue: error.evalue.clone(),
+                traceback: error.traceback.clone(),
+            };
+            if let Some(streamed) = collector.event(cell.index, ExecEvent::Error(shown)) {
+                on_event(streamed);
+            }
+            on_event(EvalEvent::CellFinished { index: cell.index, status: CellStatus::Error, duration_ms: 0 });
+            let summary = ErrorSummary { ename: error.ename.clone(), evalue: error.evalue.clone() };
+            collector.finish_cell(report(cell, CellStatus::Error, 0, None, Some(summary)));
+        }
+        let places: Vec<String> = errors
+            .iter()
+            .map(|(index, error)| match error.line {
+                Some(line) => format!("cell {} (line {line})", index + 1),
+                None => format!("cell {}", index + 1),
+            })
+            .collect();
+        let what = if places.len() == 1 { "has a syntax error" } else { "have syntax errors" };
+        let none = if plan.len() == 1 { "it was not run" } else { "no cell was run" };
+        collector
+            .note(format!("Syntax check: {} {what}; {none} and the kernel's state is unchanged.", places.join(", ")));
+        false
+    }
+
+    /// A call that never reached its kernel: every cell gets `status`.
+    pub(super) fn unstarted(
+        &self,
+        plan: &[PlannedCell],
+        mut collector: Collector,
+        status: CellStatus,
+        note: String,
+        on_event: EventSink<'_>,
+    ) -> EvalResult {
+        for (position, cell) in plan.iter().enumerate() {
+            let status = if position == 0 { status } else { CellStatus::Skipped };
+            collector.finish_cell(report(cell, status, 0, None, None));
+        }
+        on_event(EvalEvent::Note { text: note.clone() });
+        collector.note(note);
+        collector.finish()
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn run_cells(
+        &self,
+        plan: &[PlannedCell],
+        cwd: &Path,
+        kernels: &mut [(Runtime, SlotGuard<'_>)],
+        collector: &mut Collector,
+        cancel: &CancellationToken,
+        on_event: EventSink<'_>,
+    ) {
+        let mut failed: Option<usize> = None;
+        for cell in plan {
+            if failed.is_some() {
+                collector.finish_cell(report(cell, CellStatus::Skipped, 0, None, None));
+                continue;
+            }
+            on_event(EvalEvent::CellStarted { index: cell.index, title: cell.title.clone() });
+            collector.begin_cell(cell.index, cell.title.as_deref());
+            let started = Instant::now();
+            let (runtime, guard) = kernels
+                .iter_mut()
+                .find(|(runtime, _)| runtime.backend == cell.language.backend())
+                .expect("a runtime was chosen for every cell's backend");
+            let (status, count, error) = self.run_cell(cell, runtime, cwd, guard, collector, cancel, on_event).await;
+            let duration_ms = started.elapsed().as_millis() as u64;
+            on_event(EvalEvent::CellFinished { index: cell.index, status, duration_ms });
+            collector.finish_cell(report(cell, status, duration_ms, count, error));
+            if status != CellStatus::Ok {
+                failed = Some(cell.index);
+            }
+        }
+        if let Some(index) = failed {
+            let cell = &plan[index];
+            let report = &collector.cells()[index];
+            let what = match (report.status, &report.error) {
+                (CellStatus::Timeout, _) => "timed out".to_string(),
+                (CellStatus::Cancelled, _) => "was cancelled".to_string(),
+                (CellStatus::Killed, _) => "was killed".to_string(),
+                (_, Some(error)) if error.evalue.is_empty() => format!("failed: {}", error.ename),
+                (_, Some(error)) => format!("failed: {}: {}", error.ename, error.evalue),
+                (status, None) => format!("failed ({})", status.as_str()),
+            };
+            let name = match &cell.title {
+                Some(title) => format!("Cell {} ({title})", index + 1),
+                None => format!("Cell {}", index + 1),
+            };
+            let skipped = plan.len() - index - 1;
+            // An error message that ends its own sentence gets no second full stop.
+            let stop = if what.ends_with(['.', '!', '?']) { "" } else { "." };
+            let mut note = format!("{name} {what}{stop}");
+            if skipped == 1 {
+                note.push_str(&format!(" Cell {} was not run.", index + 2));
+            } else if skipped > 1 {
+                note.push_str(&format!(" Cells {}–{} were not run.", index + 2, plan.len()));
+            }
+            if plan.len() > 1 {
+                collector.note(note);
+            }
+        }
+    }
+
+    /// A live kernel for this cell: the slot's, or a new one (replacing a dead one).
+    /// While a new kernel starts, `on_event` hears what cell `cell` waits for.
+    pub(super) async fn kernel_for(
+        &self,
+        runtime: &Runtime,
+        cwd: &Path,
+        guard: &mut SlotGuard<'_>,
+        cell: usize,
+        on_event: EventSink<'_>,
+    ) -> Result<Arc<KernelHandle>, KernelError> {
+        if let Some(kernel) = guard.kernel() {
+            if kernel.is_alive() {
+                return Ok(kernel);
+            }
+            guard.replace_kernel(None);
+            // After the shutdown its exit status is known, not only that it ended.
+            kernel.shutdown().await;
+            let exit = kernel.exit_description().unwrap_or_else(|| "it stopped".into());
+            guard.add_note(format!(
+                "The previous kernel had died ({exit}); a new one was started and earlier state is lost."
+            ));
+        }
+        let options = self.kernel_options(runtime, cwd);
+        // A spare may still be starting: on a gateway that wait is a kernel start too.
+        let on_gateway = matches!(self.config.transport, Transport::Gateway(_)) && runtime.backend == Backend::Python;
+        let report = StartReport::new(cell, on_event, on_gateway.then_some(StartStage::Kernel));
+        let spare = report.run(self.spares.take(&options)).await;
+        if self.config.mode == KernelMode::Session {
+            // Spares hold no state: they give way before any kernel in use.
+            let live = self.pool.live_count(Some(guard.key()));
+            let allowed = self.pool.limits().max_kernels.saturating_sub(live + 1);
+            self.spares.shed(allowed, Some(&options)).await;
+            self.pool.make_room(guard.key()).await;
+        }
+        let kernel = match spare {
+            Some(kernel) => Arc::new(kernel),
+            None => {
+                let observer = |stage: StartStage| report.enter(stage);
+                let started =
+                    report.run(KernelHandle::start_observed(options.clone(), &self.config.transport, &observer)).await;
+                report.finish();
+                Arc::new(started?)
+            }
+        };
+        report.finish();
+        // Bound to the session when handed out: a spare serves whichever session takes it.
+        kernel.set_bridge(self.bridge_hook(&guard.key().session));
+        guard.replace_kernel(Some(kernel.clone()));
+        self.fill_spare(&options);
+        Ok(kernel)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn run_cell(
+        &self,
+        cell: &PlannedCell,
+        runtime: &Runtime,
+        cwd: &Path,
+        guard: &mut SlotGuard<'_>,
+        collector: &mut Collector,
+        cancel: &CancellationToken,
+        on_event: EventSink<'_>,
+    ) -> (CellStatus, Option<u64>, Option<ErrorSummary>) {
+        if cell.reset
+            && let Some(old) = guard.replace_kernel(None)
+        {
+            self.pool.retire(old);
+        }
+        let failure = |collector: &mut Collector, error: KernelError| {
+            let message = error.to_string();
+            collector.note(message.clone());
+            (CellStatus::Error, None, Some(ErrorSummary { ename: "KernelError".into(), evalue: message }))
+        };
+        // A kernel that died before the runner acknowledged the cell never ran
+        // it: the cell runs on a fresh kernel, once.
+        let mut fresh_start_left = true;
+        loop {
+            // A kernel that is dead before the cell starts is replaced, once.
+            let mut attempt = 0;
+            let (kernel, mut execution) = loop {
+                let started = self.kernel_for(runtime, cwd, guard, cell.index, on_event).await;
+                for note in guard.take_notes() {
+                    collector.note(note);
+                }
+                let kernel = match started {
+                    Ok(kernel) => kernel,
+                    Err(error) => return failure(collector, error),
+                };
+                let options = ExecuteOptions { typescript: cell.language == Language::Ts, ..Default::default() };
+                match kernel.execute_with(&cell.code, options).await {
+                    Ok(execution) => break (kernel, execution),
+                    Err(_) if attempt == 0 => attempt += 1,
+                    Err(error) => return failure(collector, error),
+                }
+            };
+
+            let watchdog = Watchdog::new(cell.timeout);
+            let session = guard.key().session.clone();
+            self.budgets.lock().unwrap().insert(session.clone(), watchdog.clone());
+            let _budget = BudgetEntry { budgets: &self.budgets, session };
+            // Bridge calls in flight: the budget waits until each has resumed.
+            let mut paused_calls: std::collections::HashMap<String, PauseGuard> = std::collections::HashMap::new();
+            let mut interrupted: Option<(CellStatus, Instant)> = None;
+            let mut error_summary = None;
+            let mut crash_reported = false;
+            // Whether the runner has said it began this cell: only then can the
+            // kernel's death be the cell's doing.
+            let mut acknowledged = false;
+            let (status, count, fate) = loop {
+                let escalation = async {
+                    match interrupted {
+                        Some((_, at)) => tokio::time::sleep_until(at + INTERRUPT_ESCALATION).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    biased;
+                    item = execution.next() => match item {
+                        Some(Ok(ExecEvent::Done(done))) => {
+                            let status = match (done.status, done.cancelled, interrupted) {
+                                (_, true, Some((reason, _))) => reason,
+                                (_, true, None) => CellStatus::Cancelled,
+                                (DoneStatus::Ok, _, _) => CellStatus::Ok,
+                                (DoneStatus::Error, _, _) => CellStatus::Error,
+                            };
+                            break (status, Some(done.execution_count), Fate::Alive);
+                        }
+                        Some(Ok(event)) => {
+                            acknowledged |= matches!(event, ExecEvent::Started);
+                            if let ExecEvent::Budget(control) = &event {
+                                match control {
+                                    BudgetControl::Pause { call } => { paused_calls.insert(call.clone(), watchdog.pause()); }
+                                    BudgetControl::Resume { call } => { paused_calls.remove(call); }
+                                }
+                            }
+                            if let ExecEvent::Stderr(text) = &event {
+                                crash_reported |= text.contains(FAULTHANDLER_HEADLINE);
+                            }
+                            if let ExecEvent::Error(error) = &event {
+                                error_summary = Some(ErrorSummary { ename: error.ename.clone(), evalue: error.evalue.clone() });
+                            }
+                            if let Some(streamed) = collector.event(cell.index, event) {
+                                on_event(streamed);
+                            }
+                        }
+                        Some(Err(KernelError::Died { exit, .. })) if !acknowledged => {
+                            break (CellStatus::Error, None, Fate::DiedBeforeStart { exit });
+                        }
+                        Some(Err(KernelError::Died { exit, stderr_tail, .. })) => {
+                            // A crash the cell's own stderr already explains (faulthandler's
+                            // stacks) is not quoted twice; the runner's own failures are.
+                            let last_words = if crash_reported { String::new() } else { last_lines(&stderr_tail, DIED_QUOTE_LINES) };
+                            break (CellStatus::Error, None, Fate::Died { exit, last_words });
+                        }
+                        Some(Err(_)) | None => break (interrupted.map_or(CellStatus::Error, |(r, _)| r), None, Fate::Died { exit: "it was shut down".into(), last_words: String::new() }),
+                    },
+                    _ = watchdog.expired(), if interrupted.is_none() => {
+                        let _ = kernel.interrupt();
+                        interrupted = Some((CellStatus::Timeout, Instant::now()));
+                    }
+                    _ = cancel.cancelled(), if interrupted.is_none() => {
+                        let _ = kernel.interrupt();
+                        interrupted = Some((CellStatus::Cancelled, Instant::now()));
+                    }
+                    _ = escalation => {
+                        // It ignored the interrupt: it cannot read an `exit` frame either.
+                        kernel.terminate_stuck().await;
+                        break (CellStatus::Killed, None, Fate::Killed);
+                    }
+                }
+            };
+            let seconds = cell.timeout.as_secs();
+            let reason = match interrupted.map(|(reason, _)| reason) {
+                Some(CellStatus::Timeout) => format!("eval cell timed out after {seconds}s"),
+                _ => "eval cell was cancelled".to_string(),
+            };
+            match fate {
+            Fate::Alive if matches!(status, CellStatus::Timeout | CellStatus::Cancelled) => collector.note(format!(
+                "{reason}; kernel interrupted but remains running. Reset the kernel via {{ reset: true }} if state \
+                 appears corrupted."
+            )),
+            Fate::Alive => {}
+            Fate::Killed => {
+                guard.replace_kernel(None);
+                collector.note(format!(
+                    "{reason}; the kernel did not respond to the interrupt within {}s, so the kernel has been killed \
+                     and will be recreated on the next call.",
+                    INTERRUPT_ESCALATION.as_secs()
+                ));
+            }
+            Fate::Died { exit, last_words } => {
+                guard.replace_kernel(None);
+                kernel.shutdown().await;
+                let quoted = if last_words.is_empty() {
+                    String::new()
+                } else {
+                    format!(" Its last diagnostics:\n{last_words}\n")
+                };
+                collector.note(format!(
+                    "The {} kernel died during this cell ({exit}).{quoted} The cell was not retried: it may have \
+                     partly run, so check for side effects. The next call starts a fresh kernel; earlier state is lost.",
+                    runtime.backend
+                ));
+                error_summary.get_or_insert(ErrorSummary { ename: "KernelDied".into(), evalue: exit });
+            }
+            Fate::DiedBeforeStart { exit } => {
+                guard.replace_kernel(None);
+                kernel.shutdown().await;
+                if std::mem::take(&mut fresh_start_left) {
+                    guard.add_note(format!(
+                        "The previous kernel had died ({exit}); a new one was started and earlier state is lost."
+                    ));
+                    continue;
+                }
+                collector.note(format!(
+                    "The {} kernel died again before it could begin this cell ({exit}); the cell did not run. \
+                     Earlier state is lost; check the kernel's environment with `cellbox doctor`.",
+                    runtime.backend
+                ));
+                error_summary = Some(ErrorSummary { ename: "KernelDied".into(), evalue: exit });
+            }
+        }
+            return (status, count, error_summary.filter(|_| status != CellStatus::Ok));
+        }
+    }
+}
+
+/// Tells a cell's caller what its kernel start waits for: each stage as it
+/// begins, then every second with the time waited, and once when it is over.
+struct StartReport<'a> {
+    cell: usize,
+    on_event: EventSink<'a>,
+    began: Instant,
+    stage: std::sync::Mutex<Option<StartStage>>,
+    shown: std::sync::atomic::AtomicBool,
+}
+
+/// How often a waiting cell hears that its kernel is still starting.
+const START_REPORT_INTERVAL: Duration = Duration::from_secs(1);
+
+impl<'a> StartReport<'a> {
+    /// `first`: the stage assumed until the start reports one (`None`: silent until then).
+    fn new(cell: usize, on_event: EventSink<'a>, first: Option<StartStage>) -> Self {
+        StartReport {
+            cell,
+            on_event,
+            began: Instant::now(),
+            stage: std::sync::Mutex::new(first),
+            shown: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    fn enter(&self, stage: StartStage) {
+        *self.stage.lock().unwrap() = Some(stage);
+        self.show(stage);
+    }
+
+    fn show(&self, stage: StartStage) {
+        self.shown.store(true, Ordering::SeqCst);
+        (self.on_event)(EvalEvent::KernelStarting {
+            cell: self.cell,
+            waiting: Some(stage.describe().to_string()),
+            elapsed_ms: self.began.elapsed().as_millis() as u64,
+        });
+    }
+
+    /// Await `work`, repeating the current stage every second meanwhile.
+    async fn run<T>(&self, work: impl std::future::Future<Output = T>) -> T {
+        tokio::pin!(work);
+        let mut ticks =
+            tokio::time::interval_at(tokio::time::Instant::now() + START_REPORT_INTERVAL, START_REPORT_INTERVAL);
+        loop {
+            tokio::select! {
+                output = &mut work => return output,
+                _ = ticks.tick() => {
+                    let stage = *self.stage.lock().unwrap();
+                    if let Some(stage) = stage {
+                        self.show(stage);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The wait is over (told only if anything was shown, and only once).
+    fn finish(&self) {
+        if self.shown.swap(false, Ordering::SeqCst) {
+            (self.on_event)(EvalEvent::KernelStarting {
+                cell: self.cell,
+                waiting: None,
+                elapsed_ms: self.began.elapsed().as_millis() as u64,
+            });
+        }
+    }
+}
+
+/// Forgets a running cell's watchdog when the cell ends, however it ends.
+struct BudgetEntry<'a> {
+    budgets: &'a std::sync::Mutex<std::collections::HashMap<String, Arc<Watchdog>>>,
+    session: String,
+}
+
+impl Drop for BudgetEntry<'_> {
+    fn drop(&mut self) {
+        self.budgets.lock().unwrap().remove(&self.session);
+    }
+}
+
+fn report(
+    cell: &PlannedCell,
+    status: CellStatus,
+    duration_ms: u64,
+    execution_count: Option<u64>,
+    error: Option<ErrorSummary>,
+) -> CellReport {
+    CellReport {
+        index: cell.index,
+        title: cell.title.clone(),
+        language: cell.language,
+        status,
+        duration_ms,
+        execution_count,
+        error,
+    }
+}

@@ -1,0 +1,502 @@
+//! [`EvalEngine`]: the eval tool for agent hosts. One call runs its cells in
+//! order in a retained (or fresh) kernel, under per-cell timeouts and the
+//! caller's cancellation, streaming events and returning an [`EvalResult`].
+
+mod calls;
+mod cells;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::call::{CallContext, EvalError, EventSink, ExportError, ignore_events};
+use super::config::{EngineConfig, KernelMode};
+use super::params::{CheckMode, EvalParams, Language, PlannedCell};
+use super::result::{CellStatus, Collector, EvalEvent, EvalResult};
+use super::run::{RunRegistry, RunShared};
+use super::watchdog::{PauseGuard, Watchdog};
+use crate::backend::{self, Backend, Runtime};
+use crate::kernel::{Completeness, KernelOptions};
+use crate::notebook::{History, Notebook, RecordedCell};
+use crate::output::artifacts::{ArtifactError, ArtifactStore};
+use crate::runtime::{self, DiscoveryInput, env};
+use crate::session::{KernelKey, KernelPool, SlotGuard, SparePool, Transport};
+
+/// After an interrupt, how long the kernel gets to finish the cell before it is killed.
+pub const INTERRUPT_ESCALATION: Duration = Duration::from_secs(5);
+
+/// The eval tool. Cheap to share behind an `Arc`; every method takes `&self`.
+pub struct EvalEngine {
+    config: EngineConfig,
+    pool: Arc<KernelPool>,
+    spares: Arc<SparePool>,
+    artifacts: Arc<ArtifactStore>,
+    calls: AtomicU64,
+    /// The watchdog of the cell each session is running, for [`EvalEngine::pause_budget`].
+    budgets: Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<Watchdog>>>>,
+    /// The engine-wide cap on bridge calls served at once.
+    bridge_permits: Arc<tokio::sync::Semaphore>,
+    /// Each session's executed cells, for [`EvalEngine::export_notebook`].
+    histories: std::sync::Mutex<std::collections::HashMap<String, History>>,
+    /// Set once the caller was told that cells without a language run as JavaScript.
+    fallback_told: std::sync::atomic::AtomicBool,
+    /// Calls running in the background under a `run://` handle.
+    pub(super) runs: RunRegistry,
+}
+
+impl EvalEngine {
+    /// Create an engine. Call from within a tokio runtime so idle kernels are
+    /// reaped and old artifacts pruned in the background.
+    pub fn new(config: EngineConfig) -> Self {
+        let artifacts = Arc::new(ArtifactStore::new(config.artifacts_dir.clone(), config.max_artifact_bytes));
+        if let (Some(age), Ok(handle)) = (config.artifact_retention, tokio::runtime::Handle::try_current()) {
+            let store = ArtifactStore::new(config.artifacts_dir.clone(), config.max_artifact_bytes);
+            handle.spawn_blocking(move || store.prune(age));
+        }
+        EvalEngine {
+            pool: KernelPool::new(config.pool),
+            bridge_permits: crate::bridge::Dispatcher::permits_for(&config.bridge),
+            spares: SparePool::new(config.spare, config.transport.clone()),
+            artifacts,
+            config,
+            calls: AtomicU64::new(0),
+            budgets: Default::default(),
+            histories: Default::default(),
+            fallback_told: Default::default(),
+            runs: RunRegistry::default(),
+        }
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    pub(super) fn pool(&self) -> &KernelPool {
+        &self.pool
+    }
+
+    pub fn artifacts(&self) -> &ArtifactStore {
+        &self.artifacts
+    }
+
+    /// Read part of an artifact (`id` or `artifact://id`): text and total size.
+    pub fn read_artifact(&self, id: &str, offset: u64, limit: usize) -> Result<(String, u64), ArtifactError> {
+        self.artifacts.read(id, offset, limit)
+    }
+
+    /// Pids of the retained kernels.
+    pub fn kernel_pids(&self) -> Vec<u32> {
+        self.pool.kernel_pids()
+    }
+
+    /// Pids of the warm spares that are ready (not yet handed out).
+    pub fn spare_pids(&self) -> Vec<u32> {
+        self.spares.pids()
+    }
+
+    /// Start a warm spare for the default cwd and language now, in the
+    /// background, so the first call does not wait for an interpreter start
+    /// (`cellbox mcp` does this when it starts). Does nothing when spares are
+    /// off or no runtime is found (the first call then reports why).
+    pub async fn prewarm(&self) {
+        if !self.spares.enabled() {
+            return;
+        }
+        let Ok(cwd) = self.resolve_cwd(None) else { return };
+        let runtime = match self.default_language().backend() {
+            Backend::Python => self.resolve_python(&cwd).await.ok(),
+            Backend::Node => self.resolve_node(&cwd).await.ok(),
+        };
+        if let Some(runtime) = runtime {
+            self.fill_spare(&self.kernel_options(&runtime, &cwd));
+        }
+    }
+
+    /// Keep a spare for `options` within the live-kernel limit.
+    fn fill_spare(&self, options: &KernelOptions) {
+        if !self.spares.enabled() {
+            return;
+        }
+        let used = self.pool.live_count(None) + self.spares.len();
+        self.spares.fill(options, self.pool.limits().max_kernels.saturating_sub(used));
+    }
+
+    /// The options a kernel for `runtime` in `cwd` starts with (also the key of its spares).
+    fn kernel_options(&self, runtime: &Runtime, cwd: &Path) -> KernelOptions {
+        let env = env::kernel_env(std::env::vars_os(), &runtime.activation, &self.config.extra_env);
+        let mut options = KernelOptions::for_runtime(runtime, cwd, env);
+        options.startup_timeout = self.config.startup_timeout;
+        options.cache_dir = self.config.runner_cache_dir.clone();
+        options.sandbox = self.config.sandbox.clone();
+        if runtime.backend == Backend::Python && self.config.transport == Transport::Process {
+            options.preload = self.config.preload.clone();
+        }
+        if options.sandbox.mode == crate::sandbox::SandboxMode::WorkspaceWrite {
+            options.sandbox.allow_write.push(self.config.default_cwd.clone());
+        }
+        options
+    }
+
+    /// `owner` is gone: kernels no other owner holds are shut down. Idempotent.
+    pub async fn dispose_owner(&self, owner: &str) {
+        self.runs.dispose_owner(owner);
+        self.pool.dispose_owner(owner).await;
+    }
+
+    /// Is `code` a whole cell yet? Asked of the session's kernel for the
+    /// default language (started if needed), so magics and the language's own
+    /// grammar decide.
+    pub async fn check_complete(&self, context: &CallContext, code: &str) -> Result<Completeness, EvalError> {
+        self.check_complete_in(context, None, code).await
+    }
+
+    /// [`EvalEngine::check_complete`] in the kernel of `language` (`None`: the default language).
+    pub async fn check_complete_in(
+        &self,
+        context: &CallContext,
+        language: Option<Language>,
+        code: &str,
+    ) -> Result<Completeness, EvalError> {
+        let cwd = self.resolve_cwd(None)?;
+        let mut cell = PlannedCell {
+            index: 0,
+            code: String::new(),
+            title: None,
+            language: language.unwrap_or_default(),
+            language_given: language.is_some(),
+            timeout: Duration::from_secs(1),
+            reset: false,
+        };
+        let runtimes = self.choose_runtimes(std::slice::from_mut(&mut cell), &cwd, &|_| {}).await?;
+        let runtime = runtimes.into_iter().next().expect("one cell needs one runtime");
+        let key = self.key(&context.session, &cwd, &runtime);
+        let slot = self.pool.slot(key, &context.owner);
+        let mut guard = slot.lock().await.map_err(|e| EvalError::Kernel(e.to_string()))?;
+        let kernel = self
+            .kernel_for(&runtime, &cwd, &mut guard, 0, &ignore_events)
+            .await
+            .map_err(|e| EvalError::Kernel(e.to_string()))?;
+        kernel.check_complete(code).await.map_err(|e| EvalError::Kernel(e.to_string()))
+    }
+
+    /// The language cells without one get here (see [`Exposure::default_language`]);
+    /// JavaScript too when Python was found unavailable and JavaScript is on.
+    pub fn default_language(&self) -> Language {
+        self.config.exposure.default_language()
+    }
+
+    /// The languages a call can use now: enabled, and with a runtime found for
+    /// the default cwd (blocking: runs the discovery probes, cached after the first).
+    pub fn available_languages(&self) -> Vec<Language> {
+        let exposure = self.config.exposure;
+        let cwd = &self.config.default_cwd;
+        let mut languages = Vec::new();
+        if exposure.py {
+            let input = DiscoveryInput::from_env(cwd, self.config.python.clone());
+            if runtime::resolve(&input, runtime::skip_check_from_env()).is_ok() {
+                languages.push(Language::Py);
+            }
+        }
+        if exposure.js && backend::node::resolve_from_env(self.config.node.as_deref(), cwd).is_ok() {
+            languages.extend([Language::Js, Language::Ts]);
+        }
+        languages
+    }
+
+    fn key(&self, session: &str, cwd: &Path, runtime: &Runtime) -> KernelKey {
+        KernelKey {
+            session: session.to_string(),
+            cwd: cwd.to_path_buf(),
+            backend: runtime.backend,
+            interpreter: runtime.executable.clone(),
+        }
+    }
+
+    /// Settle each cell's language (defaults, exposure, the JavaScript
+    /// fallback when Python is missing) and find a runtime for each backend
+    /// used, in [`Backend::ALL`] order.
+    async fn choose_runtimes(
+        &self,
+        plan: &mut [PlannedCell],
+        cwd: &Path,
+        note: &(dyn Fn(String) + Send + Sync),
+    ) -> Result<Vec<Runtime>, EvalError> {
+        let exposure = self.config.exposure;
+        for cell in plan.iter_mut().filter(|cell| !cell.language_given) {
+            cell.language = exposure.default_language();
+        }
+        self.check_exposure(plan)?;
+        let mut runtimes = Vec::new();
+        let mut python = None;
+        if plan.iter().any(|cell| cell.language.backend() == Backend::Python) {
+            match self.resolve_python(cwd).await {
+                Ok(found) => python = Some(found),
+                Err(error) => {
+                    let explicit = plan.iter().any(|c| c.language_given && c.language.backend() == Backend::Python);
+                    if explicit || !exposure.js {
+                        return Err(error);
+                    }
+                    for cell in plan.iter_mut().filter(|cell| !cell.language_given) {
+                        cell.language = Language::Js;
+                    }
+                    if !self.fallback_told.swap(true, Ordering::Relaxed) {
+                        note(format!(
+                            "{error}. Cells without a language run as JavaScript; pass \"language\": \"js\" to say so."
+                        ));
+                    }
+                }
+            }
+        }
+        for backend in Backend::ALL {
+            if !plan.iter().any(|cell| cell.language.backend() == backend) {
+                continue;
+            }
+            let runtime = match backend {
+                Backend::Python => python.clone().expect("resolved above"),
+                Backend::Node => self.resolve_node(cwd).await?,
+            };
+            runtimes.push(runtime);
+        }
+        Ok(runtimes)
+    }
+
+    /// Suspend the time budget of the cell `session` is running, until the
+    /// guard is dropped; each release starts a fresh window. For host work done
+    /// on the cell's behalf (a bridge call); nothing else pauses the budget.
+    /// Pauses nest. `None` when the session runs no cell.
+    pub fn pause_budget(&self, session: &str) -> Option<PauseGuard> {
+        self.budgets.lock().unwrap().get(session).map(|watchdog| watchdog.pause())
+    }
+
+    /// The bridge calls of `session`'s kernels, answered by the configured
+    /// bridge (the cell's budget waits through the kernel's budget events).
+    fn bridge_hook(&self, session: &str) -> crate::kernel::bridge::BridgeHook {
+        let dispatcher = crate::bridge::Dispatcher::new(self.config.bridge.clone(), self.bridge_permits.clone())
+            .with_handles(self.artifacts.clone(), session)
+            .for_session(session);
+        crate::kernel::bridge::BridgeHook(Arc::new(dispatcher))
+    }
+
+    /// Restart `session`'s kernels: all state is cleared, the next call starts
+    /// a fresh kernel. Returns how many kernels were stopped.
+    pub async fn reset_session(&self, session: &str) -> usize {
+        self.pool.reset_session(session).await
+    }
+
+    /// The cells `session` has run, as an nbformat 4.5 notebook: one code cell
+    /// per executed Python cell, in order, with its outputs and execution
+    /// count. The history outlives [`EvalEngine::reset_session`] (as a Jupyter
+    /// restart keeps the notebook; execution counts start again at 1).
+    pub fn export_notebook(&self, session: &str) -> Result<Notebook, ExportError> {
+        let histories = self.histories.lock().unwrap();
+        match histories.get(session) {
+            Some(history) if !history.is_empty() => Ok(history.to_notebook()),
+            _ => Err(ExportError::NoHistory(session.to_string())),
+        }
+    }
+
+    /// How many cells `session`'s history holds.
+    pub fn history_len(&self, session: &str) -> usize {
+        self.histories.lock().unwrap().get(session).map_or(0, History::len)
+    }
+
+    /// Forget `session`'s history (its kernels are untouched).
+    pub fn forget_history(&self, session: &str) {
+        self.histories.lock().unwrap().remove(session);
+    }
+
+    fn remember(&self, session: &str, cells: Vec<RecordedCell>) {
+        if cells.is_empty() {
+            return;
+        }
+        let mut histories = self.histories.lock().unwrap();
+        let history = histories.entry(session.to_string()).or_default();
+        for cell in cells {
+            history.push(cell, &self.config.history);
+        }
+    }
+
+    /// Shut every kernel down (host exit, SIGINT/SIGTERM).
+    pub async fn dispose_all(&self) {
+        self.spares.dispose_all().await;
+        self.pool.dispose_all().await;
+        // Fork servers end once no kernel forked from them is left.
+        crate::kernel::zygote::release_all();
+    }
+
+    /// Run one call and return when it is over (`params.wait` is not
+    /// looked at here: see [`EvalEngine::call`]).
+    pub async fn eval(
+        &self,
+        params: &EvalParams,
+        context: &CallContext,
+        cancel: &CancellationToken,
+        on_event: EventSink<'_>,
+    ) -> Result<EvalResult, EvalError> {
+        self.eval_observed(params, context, cancel, on_event, None).await
+    }
+
+    /// [`EvalEngine::eval`], telling `run` (when the call is one) what it writes.
+    pub(super) async fn eval_observed(
+        &self,
+        params: &EvalParams,
+        context: &CallContext,
+        cancel: &CancellationToken,
+        on_event: EventSink<'_>,
+        run: Option<&Arc<RunShared>>,
+    ) -> Result<EvalResult, EvalError> {
+        let mut plan = params.plan()?;
+        let cwd = self.resolve_cwd(params.cwd.as_deref())?;
+        let notes = std::sync::Mutex::new(Vec::new());
+        let runtimes = self.choose_runtimes(&mut plan, &cwd, &|note| notes.lock().unwrap().push(note)).await?;
+        let mut collector =
+            Collector::new(self.config.text_limits, self.artifacts.create(&context.session), plan.len() > 1);
+        if let Some(run) = run {
+            run.set_artifact(collector.artifact_uri());
+            let run = run.clone();
+            collector.mirror_text(Arc::new(move |text: &str| run.text(text)));
+        }
+        collector.record_cells(plan.iter().map(|cell| cell.code.clone()).collect(), self.config.history);
+        for note in notes.into_inner().unwrap() {
+            on_event(EvalEvent::Note { text: note.clone() });
+            collector.note(note);
+        }
+
+        // A key of its own in per-call mode, so the kernels are fresh yet still
+        // in the pool, where dispose_all (host exit) finds them.
+        let session = match self.config.mode {
+            KernelMode::Session => context.session.clone(),
+            KernelMode::PerCall => format!("{}#call-{}", context.session, self.calls.fetch_add(1, Ordering::Relaxed)),
+        };
+        let keys: Vec<KernelKey> = runtimes.iter().map(|runtime| self.key(&session, &cwd, runtime)).collect();
+        let slots: Vec<_> = keys.iter().map(|key| self.pool.slot(key.clone(), &context.owner)).collect();
+        let queue_budget = plan[0].timeout;
+        let behind = self.runs.active_in(&context.session, run.map(|run| run.id.as_str()));
+        if let (Some(run), Some(other)) = (run, &behind) {
+            run.set_queued(Some(other.clone()));
+        }
+        let queued_at = Instant::now();
+        // Slots are taken in backend order, so calls never wait on each other in a cycle.
+        let lock_all = async {
+            let mut guards = Vec::new();
+            for slot in &slots {
+                guards.push(slot.lock().await?);
+            }
+            Ok::<_, crate::session::SlotDisposed>(guards)
+        };
+        let guards = tokio::select! {
+            guards = lock_all => guards,
+            _ = tokio::time::sleep(queue_budget) => {
+                let busy_with = behind.clone().unwrap_or_else(|| "another call".to_string());
+                return Ok(self.unstarted(&plan, collector, CellStatus::Timeout, format!(
+                    "Command timed out after {} seconds while waiting for the kernel (busy with {busy_with}). \
+                     Wait for that run with eval_wait, stop it with eval_cancel, or use another session.",
+                    queue_budget.as_secs()
+                ), on_event));
+            }
+            _ = cancel.cancelled() => {
+                return Ok(self.unstarted(&plan, collector, CellStatus::Cancelled,
+                    "Cancelled while waiting for the kernel (busy with another call).".to_string(), on_event));
+            }
+        };
+        let mut guards = match guards {
+            Ok(guards) => guards,
+            Err(closed) => {
+                return Ok(self.unstarted(&plan, collector, CellStatus::Cancelled, closed.to_string(), on_event));
+            }
+        };
+        if let Some(other) = behind {
+            collector.note(format!(
+                "This call was queued behind {other} (the session was busy) and started after {:.1} s.",
+                queued_at.elapsed().as_secs_f64()
+            ));
+        }
+        for guard in &mut guards {
+            for note in guard.take_notes() {
+                collector.note(note);
+            }
+        }
+        let mut kernels: Vec<(Runtime, SlotGuard<'_>)> = runtimes.into_iter().zip(guards).collect();
+        // Off (the default): no exchange with the kernel before the cells.
+        let check = params.check.unwrap_or(self.config.check);
+        if check == CheckMode::Off
+            || self.precheck(&mut plan, &cwd, &mut kernels, check, &mut collector, on_event).await
+        {
+            self.run_cells(&plan, &cwd, &mut kernels, &mut collector, cancel, on_event).await;
+        }
+        self.remember(&context.session, collector.take_recorded());
+        match self.config.mode {
+            KernelMode::Session => {
+                for (_, guard) in &mut kernels {
+                    self.pool.recycle_if_bloated(guard).await;
+                }
+                drop(kernels);
+            }
+            KernelMode::PerCall => {
+                drop(kernels);
+                for key in &keys {
+                    self.pool.release(key).await;
+                }
+            }
+        }
+        Ok(collector.finish())
+    }
+
+    fn check_exposure(&self, plan: &[PlannedCell]) -> Result<(), EvalError> {
+        let exposure = self.config.exposure;
+        if !exposure.py && !exposure.js {
+            return Err(EvalError::LanguageDisabled(
+                "Both Python and JavaScript cells are disabled here (CELLBOX_PY / CELLBOX_JS). Enable one of them."
+                    .into(),
+            ));
+        }
+        if !exposure.py && plan.iter().any(|c| c.language == Language::Py) {
+            return Err(EvalError::LanguageDisabled(
+                ("Python cells are disabled here (CELLBOX_PY=0/bash or the `py` setting). Set CELLBOX_PY=mix for both \
+                  languages, or CELLBOX_PY=1 for Python only; or use a JavaScript cell (language \"js\").")
+                    .into(),
+            ));
+        }
+        if !exposure.js && plan.iter().any(|c| c.language.backend() == Backend::Node) {
+            return Err(EvalError::LanguageDisabled(
+                "JavaScript cells are disabled here (CELLBOX_JS=0 or the `js` setting). Set CELLBOX_JS=1 to enable \
+                 them, or use a Python cell (language \"py\")."
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) fn resolve_cwd(&self, requested: Option<&str>) -> Result<PathBuf, EvalError> {
+        let cwd = match requested {
+            Some(dir) if dir.starts_with("~/") => dirs::home_dir().unwrap_or_default().join(&dir[2..]),
+            Some(dir) => self.config.default_cwd.join(dir),
+            None => self.config.default_cwd.clone(),
+        };
+        crate::kernel::validate_cwd(&cwd).map_err(EvalError::InvalidCwd)?;
+        Ok(std::fs::canonicalize(&cwd).unwrap_or(cwd))
+    }
+
+    async fn resolve_python(&self, cwd: &Path) -> Result<Runtime, EvalError> {
+        let input = DiscoveryInput::from_env(cwd, self.config.python.clone());
+        let skip = runtime::skip_check_from_env();
+        tokio::task::spawn_blocking(move || runtime::resolve(&input, skip))
+            .await
+            .map_err(|e| EvalError::PythonUnavailable(e.to_string()))?
+            .map(Runtime::from)
+            .map_err(|e| EvalError::PythonUnavailable(e.to_string()))
+    }
+
+    async fn resolve_node(&self, cwd: &Path) -> Result<Runtime, EvalError> {
+        let explicit = self.config.node.clone();
+        let cwd = cwd.to_path_buf();
+        tokio::task::spawn_blocking(move || backend::node::resolve_from_env(explicit.as_deref(), &cwd))
+            .await
+            .map_err(|e| EvalError::NodeUnavailable(e.to_string()))?
+            .map_err(|e| EvalError::NodeUnavailable(e.to_string()))
+    }
+}
