@@ -41,7 +41,7 @@ pub async fn gateway(command: GatewayCommand) -> ExitCode {
 
 /// Check, or install, jupyter_kernel_gateway and ipykernel for the resolved interpreter.
 pub async fn setup_gateway(check: bool, kernel: KernelArgs) -> ExitCode {
-    let found = match super::setup::resolve_or_create(&kernel, check).await {
+    let found = match super::interpreter::resolve_or_create(&kernel, check).await {
         Ok(found) => found,
         Err(code) => return code,
     };

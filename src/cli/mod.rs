@@ -5,11 +5,14 @@ mod docs;
 mod doctor;
 mod gateway;
 mod install;
+mod interpreter;
 mod mcp;
 mod notebook;
 mod repl;
 mod run;
+mod run_args;
 mod setup;
+mod signals;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,7 +34,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run code in a fresh kernel, streaming its output.
-    Run(run::RunArgs),
+    Run(run_args::RunArgs),
     /// An interactive session on one kernel.
     Repl(repl::ReplArgs),
     /// Serve the eval tool to MCP clients over stdin/stdout.

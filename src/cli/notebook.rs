@@ -17,7 +17,7 @@ use cellbox::render::{CardRenderer, RenderOptions};
 use cellbox::tool::{CallContext, CellParams, CellStatus, EvalEngine, EvalEvent, EvalParams, KernelMode};
 use tokio_util::sync::CancellationToken;
 
-use super::run::RunArgs;
+use super::run_args::RunArgs;
 
 /// Cells tagged so may raise without stopping the run (as nbclient does).
 const RAISES_TAG: &str = "raises-exception";
@@ -91,7 +91,7 @@ pub async fn run_notebook(args: RunArgs, path: &Path) -> Result<ExitCode, String
     let engine = Arc::new(EvalEngine::new(config));
     let cancel = CancellationToken::new();
     let terminated = CancellationToken::new();
-    let signals = tokio::spawn(super::run::watch_signals(engine.clone(), cancel.clone(), terminated.clone()));
+    let signals = tokio::spawn(super::signals::watch_signals(engine.clone(), cancel.clone(), terminated.clone()));
 
     // Code cells to run: the non-empty ones, as Jupyter skips empty cells.
     let runnable: Vec<usize> = notebook

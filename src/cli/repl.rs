@@ -34,7 +34,7 @@ pub struct ReplArgs {
     #[arg(long)]
     expand: bool,
     /// Language of the session: py, js or ts [default: py, or js where Python is not available].
-    #[arg(long, value_name = "LANG", value_parser = super::run::parse_language)]
+    #[arg(long, value_name = "LANG", value_parser = super::run_args::parse_language)]
     lang: Option<Language>,
 }
 
