@@ -8,39 +8,14 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cellbox::bridge::{Bridge, BridgeConfig, BridgeLimits};
-use cellbox::tool::{
-    CallContext, CellStatus, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult, ignore_events,
-};
+use cellbox::bridge::BridgeLimits;
+use cellbox::tool::{CallContext, CellStatus, EvalEvent, EvalParams, ignore_events};
+use common::engine::{Fixture, eval_timed as eval};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use common::fake_bridge::FakeBridge;
-
-struct Fixture {
-    engine: Arc<EvalEngine>,
-    bridge: Arc<FakeBridge>,
-    _dir: tempfile::TempDir,
-}
-
 fn fixture(with_bridge: bool, limits: impl FnOnce(&mut BridgeLimits)) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = EngineConfig::new(dir.path());
-    config.python = Some(common::python().display().to_string());
-    config.artifacts_dir = dir.path().join("artifacts");
-    let bridge = Arc::new(FakeBridge::default());
-    let mut bridge_config = BridgeConfig::default();
-    if with_bridge {
-        bridge_config.bridge = Some(bridge.clone() as Arc<dyn Bridge>);
-    }
-    limits(&mut bridge_config.limits);
-    config.bridge = bridge_config;
-    Fixture { engine: Arc::new(EvalEngine::new(config)), bridge, _dir: dir }
-}
-
-async fn eval(engine: &EvalEngine, code: &str, timeout: f64) -> EvalResult {
-    let params = EvalParams::from_json(json!({"cells": [{"code": code, "timeout": timeout}]})).unwrap();
-    engine.eval(&params, &CallContext::new("s"), &CancellationToken::new(), &ignore_events).await.unwrap()
+    Fixture::bridged(with_bridge, |config| limits(&mut config.bridge.limits))
 }
 
 #[tokio::test]

@@ -5,10 +5,11 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::binary::text;
 use serde_json::{Value, json};
 
 /// What the fake server saw: (authorization header, request body).
@@ -95,16 +96,12 @@ fn read_request(stream: &mut std::net::TcpStream) -> (String, Vec<u8>) {
 }
 
 fn cellbox_run(code: &str, env: &[(&str, &str)], extra: &[&str]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_cellbox"));
-    command.arg("run").args(extra).arg("-c").arg(code).env("CELLBOX_PYTHON", common::python());
+    let mut command = common::binary::cellbox(["run"]);
+    command.args(extra).arg("-c").arg(code);
     for name in ["CELLBOX_LLM_BASE_URL", "CELLBOX_LLM_API_KEY", "CELLBOX_LLM_MODEL", "CELLBOX_AGENT_COMMAND"] {
         command.env_remove(name);
     }
     command.envs(env.iter().copied()).stdin(Stdio::null()).output().unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 #[test]

@@ -2,26 +2,12 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
+
+use common::binary::text;
 
 fn cellbox(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cellbox"))
-        .args(args)
-        .env("CELLBOX_PYTHON", common::python())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stdin.take().unwrap();
-    pipe.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
-    drop(pipe);
-    child.wait_with_output().unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    common::binary::output_with_input(&mut common::binary::cellbox(args), stdin.unwrap_or(""))
 }
 
 #[test]
@@ -81,9 +67,7 @@ fn setup_check_names_the_interpreter_or_explains() {
 
 #[test]
 fn ipc_trace_logs_frames_both_ways() {
-    let out = Command::new(env!("CARGO_BIN_EXE_cellbox"))
-        .args(["run", "-c", "print('traced')"])
-        .env("CELLBOX_PYTHON", common::python())
+    let out = common::binary::cellbox(["run", "-c", "print('traced')"])
         .env("CELLBOX_PYTHON_IPC_TRACE", "1")
         .output()
         .unwrap();
@@ -97,10 +81,8 @@ fn ipc_trace_logs_frames_both_ways() {
 #[test]
 fn sigterm_to_the_host_leaves_no_kernel_behind() {
     use std::io::BufRead;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cellbox"))
-        .args(["run", "--timeout", "120", "-c"])
+    let mut child = common::binary::cellbox(["run", "--timeout", "120", "-c"])
         .arg("import os, subprocess\np = subprocess.Popen(['sleep', '100'])\nprint(os.getpid(), flush=True)\nimport time\ntime.sleep(100)")
-        .env("CELLBOX_PYTHON", common::python())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

@@ -1,11 +1,13 @@
 //! The distribution's small commands: `--version` with the git revision,
 //! shell completions and the man page, generated from the CLI definition.
 
+mod common;
+
 use std::io::Write;
 use std::process::{Command, Stdio};
 
 fn cellbox(args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_cellbox")).args(args).output().unwrap();
+    let output = common::binary::bare(args).output().unwrap();
     assert!(output.status.success(), "{args:?}: {output:?}");
     String::from_utf8(output.stdout).unwrap()
 }

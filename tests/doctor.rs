@@ -4,7 +4,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
@@ -33,8 +33,8 @@ impl Machine {
     }
 
     fn doctor(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_cellbox"));
-        command.arg("doctor").args(args).current_dir(self.path("cwd"));
+        let mut command = common::binary::bare(["doctor"]);
+        command.args(args).current_dir(self.path("cwd"));
         for var in ["VIRTUAL_ENV", "CONDA_PREFIX", "CELLBOX_PYTHON", "CELLBOX_NODE", "CELLBOX_PY", "CELLBOX_JS"] {
             command.env_remove(var);
         }

@@ -6,37 +6,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cellbox::tool::{
-    CallContext, CellStatus, EngineConfig, EvalEngine, EvalError, EvalEvent, EvalParams, EvalResult, KernelMode,
-    ignore_events,
-};
+use cellbox::tool::{CallContext, CellStatus, EvalError, EvalEvent, EvalParams, KernelMode, ignore_events};
+use common::engine::{eval, eval_in, fixture, params};
 use common::{PATIENCE, eventually, gate, group_members, reaped};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-struct Fixture {
-    engine: Arc<EvalEngine>,
-    _dir: tempfile::TempDir,
-}
-
-fn fixture(tweak: impl FnOnce(&mut EngineConfig)) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = common::engine_config(dir.path());
-    tweak(&mut config);
-    Fixture { engine: Arc::new(EvalEngine::new(config)), _dir: dir }
-}
-
-fn params(value: serde_json::Value) -> EvalParams {
-    EvalParams::from_json(value).unwrap()
-}
-
-async fn eval_in(engine: &EvalEngine, session: &str, p: EvalParams) -> EvalResult {
-    engine.eval(&p, &CallContext::new(session), &CancellationToken::new(), &ignore_events).await.unwrap()
-}
-
-async fn eval(engine: &EvalEngine, code: &str) -> EvalResult {
-    eval_in(engine, "s", EvalParams::code(code)).await
-}
 
 /// A sink that sets `flag` at the first event `when` picks (a cell started, a line printed).
 fn flag_on(flag: &Arc<AtomicBool>, when: fn(&EvalEvent) -> bool) -> impl Fn(EvalEvent) + Send + Sync + 'static {
@@ -129,7 +103,7 @@ async fn calls_on_one_kernel_run_one_at_a_time() {
         }
     };
     // The first call holds the kernel until the test opens the gate; the others arrive meanwhile.
-    let go = f._dir.path().join("go");
+    let go = f.dir.path().join("go");
     let holding = Arc::new(AtomicBool::new(false));
     let first = {
         let (engine, holding, record) = (f.engine.clone(), holding.clone(), record(0));
@@ -212,7 +186,7 @@ async fn a_kernel_dead_before_the_cell_is_replaced() {
 #[tokio::test]
 async fn a_kernel_that_dies_mid_cell_is_not_replayed() {
     let f = fixture(|_| {});
-    let marker = f._dir.path().join("runs.txt");
+    let marker = f.dir.path().join("runs.txt");
     let code = format!("open({:?}, 'a').write('ran\\n')\nimport os\nos._exit(7)", marker.display().to_string());
     let result = eval(&f.engine, &code).await;
     assert!(result.is_error);
@@ -343,7 +317,7 @@ async fn a_cell_stuck_in_c_is_killed_and_the_next_call_gets_a_fresh_kernel() {
 async fn a_deadline_that_expires_in_the_queue_says_so() {
     let f = fixture(|_| {});
     // The busy call holds the kernel until the test opens the gate, after the queued call gave up.
-    let go = f._dir.path().join("go");
+    let go = f.dir.path().join("go");
     let started = Arc::new(AtomicBool::new(false));
     let busy = {
         let (engine, sink) = (f.engine.clone(), flag_on(&started, |e| matches!(e, EvalEvent::CellStarted { .. })));
@@ -514,7 +488,7 @@ async fn a_paused_budget_lets_the_cell_run_past_its_timeout() {
     // The cell (1 s budget) runs until the test opens the gate; the test pauses
     // its budget once it runs, holds the pause well past the budget, then opens
     // the gate while still paused.
-    let go = f._dir.path().join("go");
+    let go = f.dir.path().join("go");
     let running = Arc::new(AtomicBool::new(false));
     let engine = f.engine.clone();
     let pauser = {

@@ -4,12 +4,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn cellbox(cwd: &Path, user_modules: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cellbox"))
-        .args(args)
-        .env("CELLBOX_PYTHON", common::python())
+    common::binary::cellbox(args)
         .env("CELLBOX_MODULES_DIR", user_modules)
         .env_remove("CELLBOX_BACKEND")
         .env_remove("CELLBOX_GATEWAY_URL")

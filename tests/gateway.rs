@@ -3,36 +3,16 @@
 
 mod common;
 
-use cellbox::gateway::GatewaySetting;
-use cellbox::session::Transport;
-use cellbox::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
+use cellbox::tool::{CallContext, CellStatus, EngineConfig};
+use common::engine::{Fixture, eval, eval_json as eval_params};
 use common::gateway::{Flavor, TestGateway};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
-
-struct Fixture {
-    engine: EvalEngine,
-    dir: tempfile::TempDir,
-}
 
 fn engine_on(url: &str, token: &str, tweak: impl FnOnce(&mut EngineConfig)) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = EngineConfig::new(dir.path());
-    config.python = Some(common::python().display().to_string());
-    config.artifacts_dir = dir.path().join("artifacts");
-    config.transport =
-        Transport::Gateway(GatewaySetting::External { url: url.to_string(), token: Some(token.to_string()) });
-    tweak(&mut config);
-    Fixture { engine: EvalEngine::new(config), dir }
-}
-
-async fn eval_params(engine: &EvalEngine, params: serde_json::Value) -> EvalResult {
-    let params = EvalParams::from_json(params).unwrap();
-    engine.eval(&params, &CallContext::new("s"), &CancellationToken::new(), &ignore_events).await.unwrap()
-}
-
-async fn eval(engine: &EvalEngine, code: &str) -> EvalResult {
-    eval_params(engine, json!({ "cells": [{ "code": code }] })).await
+    Fixture::new(|config| {
+        common::engine::on_gateway(config, url, token);
+        tweak(config);
+    })
 }
 
 #[tokio::test]

@@ -12,11 +12,9 @@ use cellbox::gateway::local::{GatewayInfo, read_info};
 use common::gateway::processes_mentioning;
 
 fn cellbox(state: &Path, args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_cellbox"));
+    let mut command = common::binary::cellbox(args);
     command
-        .args(args)
         .env("CELLBOX_GATEWAY_DIR", state)
-        .env("CELLBOX_PYTHON", common::python())
         .env("CELLBOX_BACKEND", "gateway")
         .env_remove("CELLBOX_GATEWAY_URL")
         .env("NO_COLOR", "1")

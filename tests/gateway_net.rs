@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use cellbox::gateway::{GatewayKernel, GatewaySetting};
 use cellbox::kernel::{ExecEvent, KernelError};
-use cellbox::session::{KernelHandle, Transport};
 use cellbox::protocol::DoneStatus;
+use cellbox::session::{KernelHandle, Transport};
 use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult};
 use common::gateway::{Flavor, TestGateway};
 use serde_json::json;
@@ -106,7 +106,7 @@ async fn an_mcp_client_gets_progress_while_a_gateway_kernel_starts() {
     let gateway = TestGateway::start_with_env(Flavor::KernelGateway, common::python(), false, &env).await;
     let (url, token) = (gateway.url.clone(), gateway.token.clone());
     tokio::task::spawn_blocking(move || {
-        common::mcp_scenario(
+        common::mcp::mcp_scenario(
             "gateway_progress.py",
             "start_progress",
             &[("CELLBOX_GATEWAY_URL", &url), ("CELLBOX_GATEWAY_TOKEN", &token)],

@@ -1,6 +1,8 @@
 //! `cellbox install` / `uninstall` for every client, on fixture homes
 //! (HOME is a temporary folder holding the client's file with other settings).
 
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -18,8 +20,7 @@ const CLIENTS: &[(&str, &str, Option<&str>)] = &[
 ];
 
 fn cellbox(home: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cellbox"))
-        .args(args)
+    common::binary::bare(args)
         .env("HOME", home)
         .env_remove("XDG_CONFIG_HOME")
         .env_remove("CODEX_HOME")
@@ -158,8 +159,7 @@ fn a_missing_file_is_created_and_dry_run_writes_nothing() {
 fn settings_that_move_the_files_are_followed() {
     let home = tempfile::tempdir().unwrap();
     let codex_home = home.path().join("elsewhere");
-    let output = Command::new(env!("CARGO_BIN_EXE_cellbox"))
-        .args(["install", "--client", "codex,vscode", "--command", "/opt/cellbox"])
+    let output = common::binary::bare(["install", "--client", "codex,vscode", "--command", "/opt/cellbox"])
         .env("HOME", home.path())
         .env("CODEX_HOME", &codex_home)
         .env("XDG_CONFIG_HOME", home.path().join("xdg"))
@@ -209,7 +209,7 @@ fn each_channel_registers_the_command_it_was_installed_with() {
         std::fs::create_dir_all(&bin).unwrap();
         let exe = bin.join("cellbox");
         // A copy, not a link: the binary finds its own path through /proc/self/exe, which resolves links.
-        std::fs::copy(env!("CARGO_BIN_EXE_cellbox"), &exe).unwrap();
+        std::fs::copy(common::binary::BIN, &exe).unwrap();
         let run = |args: &[&str]| {
             Command::new(&exe).args(args).env("HOME", &home).env_remove("XDG_CONFIG_HOME").output().unwrap()
         };

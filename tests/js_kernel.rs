@@ -5,16 +5,14 @@ mod common;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use cellbox::backend::{self, Backend};
 use cellbox::kernel::{Kernel, KernelOptions};
-use cellbox::tool::{
-    CallContext, CellStatus, EngineConfig, EvalEngine, EvalError, EvalParams, EvalResult, Exposure, ignore_events,
-};
+use cellbox::tool::{CellStatus, EngineConfig, EvalEngine, EvalError, EvalResult, Exposure};
+use common::engine::{Fixture, try_eval_json as eval_params};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 /// The node under test: `$CELLBOX_TEST_NODE`, else what discovery finds on PATH.
 fn node() -> &'static PathBuf {
@@ -27,25 +25,12 @@ fn node() -> &'static PathBuf {
     })
 }
 
-struct Fixture {
-    engine: Arc<EvalEngine>,
-    dir: tempfile::TempDir,
-}
-
 fn fixture(tweak: impl FnOnce(&mut EngineConfig)) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = EngineConfig::new(dir.path());
-    config.python = Some(common::python().display().to_string());
-    config.node = Some(node().display().to_string());
-    config.artifacts_dir = dir.path().join("artifacts");
-    config.exposure = Exposure { py: true, js: true };
-    tweak(&mut config);
-    Fixture { engine: Arc::new(EvalEngine::new(config)), dir }
-}
-
-async fn eval_params(engine: &EvalEngine, value: serde_json::Value) -> Result<EvalResult, EvalError> {
-    let params = EvalParams::from_json(value).unwrap();
-    engine.eval(&params, &CallContext::new("s"), &CancellationToken::new(), &ignore_events).await
+    Fixture::new(|config| {
+        config.node = Some(node().display().to_string());
+        config.exposure = Exposure { py: true, js: true };
+        tweak(config);
+    })
 }
 
 async fn js(engine: &EvalEngine, code: &str) -> EvalResult {
@@ -287,9 +272,7 @@ async fn the_kernel_layer_drives_node_directly() {
 }
 
 fn cellbox(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_cellbox"))
-        .args(args)
-        .env("CELLBOX_PYTHON", common::python())
+    common::binary::cellbox(args)
         .env("CELLBOX_NODE", node())
         .env_remove("CELLBOX_PY")
         .env_remove("CELLBOX_JS")

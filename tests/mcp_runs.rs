@@ -5,7 +5,7 @@
 mod common;
 
 fn scenario(name: &str) {
-    common::mcp_scenario("runs.py", name, &[]);
+    common::mcp::mcp_scenario("runs.py", name, &[]);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 mod common;
 
 fn scenario(name: &str) {
-    common::mcp_scenario("sampling.py", name, &[]);
+    common::mcp::mcp_scenario("sampling.py", name, &[]);
 }
 
 #[test]

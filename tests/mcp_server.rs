@@ -11,7 +11,7 @@ fn scenario(name: &str) -> tempfile::TempDir {
 }
 
 fn scenario_with_env(name: &str, env: &[(&str, &str)]) -> tempfile::TempDir {
-    common::mcp_scenario("client.py", name, env)
+    common::mcp::mcp_scenario("client.py", name, env)
 }
 
 #[test]
@@ -77,9 +77,9 @@ fn closing_the_connection_leaves_no_python_process() {
 
 #[test]
 fn sigterm_to_the_server_disposes_its_kernels() {
-    let (mut server, _) = common::raw_mcp::RawServer::initialized("2025-06-18", serde_json::json!({}));
+    let (mut server, _) = common::mcp::RawServer::initialized("2025-06-18", serde_json::json!({}));
     let result = server.eval(serde_json::json!({"cells": [{"code": "import os; os.getpid()"}]}));
-    let pid: u32 = common::raw_mcp::text(&result).trim().parse().expect("the eval call answered a pid");
+    let pid: u32 = common::mcp::text(&result).trim().parse().expect("the eval call answered a pid");
     assert_eq!(common::group_members(pid).len(), 1);
     let status = server.terminate();
     assert!(status.success() || status.code().is_some(), "{status:?}");

@@ -5,7 +5,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::raw_mcp::{RawServer, text};
+use common::mcp::{RawServer, text};
 use serde_json::{Value, json};
 
 /// A 2026-07-28 client that declares (or not) the tasks extension with every request.

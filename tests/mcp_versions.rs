@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::raw_mcp::{RawServer, text};
+use common::mcp::{RawServer, text};
 use serde_json::{Value, json};
 
 /// Tools and resources, as every version has them.

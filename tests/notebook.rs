@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
+use common::binary::text;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -19,18 +20,12 @@ fn venv_bin(name: &str) -> PathBuf {
 }
 
 fn cellbox(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cellbox"))
-        .args(args)
+    common::binary::cellbox(args)
         .current_dir(cwd)
-        .env("CELLBOX_PYTHON", common::python())
         .env("CELLBOX_ARTIFACTS_DIR", cwd.join("artifacts"))
         .env("NO_COLOR", "1")
         .output()
         .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// nbformat's own validator accepts the file.

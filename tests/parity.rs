@@ -31,7 +31,7 @@ fn notebooks_run_under_cellbox_as_under_ipykernel() {
     command
         .arg(format!("{root}/bench/parity/parity.py"))
         .arg("--cellbox")
-        .arg(env!("CARGO_BIN_EXE_cellbox"))
+        .arg(common::binary::BIN)
         .arg("--out")
         .arg(out.path());
     if let Ok(only) = std::env::var("CELLBOX_PARITY_ONLY") {

@@ -5,30 +5,17 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use cellbox::tool::{
-    CallContext, CellStatus, CheckMode, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events,
-};
+use cellbox::tool::{CellStatus, CheckMode, EngineConfig, EvalResult};
+use common::engine::{Fixture, eval_json as eval};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
-
-struct Fixture {
-    engine: EvalEngine,
-    _dir: tempfile::TempDir,
-}
 
 fn fixture(tweak: impl FnOnce(&mut EngineConfig)) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = common::engine_config(dir.path());
-    config.check = CheckMode::Off;
-    tweak(&mut config);
-    Fixture { engine: EvalEngine::new(config), _dir: dir }
-}
-
-async fn eval(engine: &EvalEngine, params: serde_json::Value) -> EvalResult {
-    let params = EvalParams::from_json(params).unwrap();
-    engine.eval(&params, &CallContext::new("s"), &CancellationToken::new(), &ignore_events).await.unwrap()
+    Fixture::new(|config| {
+        config.check = CheckMode::Off;
+        tweak(config);
+    })
 }
 
 fn statuses(result: &EvalResult) -> Vec<CellStatus> {
@@ -230,13 +217,8 @@ async fn javascript_cells_are_parsed_by_the_node_runner() {
 
 /// `cellbox run` with every protocol frame traced: (exit code, stdout, stderr).
 fn run_traced(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_cellbox"));
-    command
-        .args(args)
-        .env("CELLBOX_PYTHON", common::python())
-        .env("CELLBOX_PYTHON_IPC_TRACE", "1")
-        .env_remove("CELLBOX_CHECK")
-        .stdin(Stdio::null());
+    let mut command = common::binary::cellbox(args);
+    command.env("CELLBOX_PYTHON_IPC_TRACE", "1").env_remove("CELLBOX_CHECK").stdin(Stdio::null());
     for (key, value) in env {
         command.env(key, value);
     }

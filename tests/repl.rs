@@ -3,23 +3,29 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::Command;
 
 use rexpect::session::{PtySession, spawn_command};
 
-fn repl() -> (PtySession, tempfile::TempDir) {
-    let home = tempfile::tempdir().unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_cellbox"));
+/// `cellbox repl ARGS --cwd HOME` with HOME its home, state and artifacts, uncoloured.
+fn repl_command(args: &[&str], home: &Path) -> Command {
+    let mut command = common::binary::cellbox(["repl"]);
     command
-        .arg("repl")
+        .args(args)
         .arg("--cwd")
-        .arg(home.path())
-        .env("CELLBOX_PYTHON", common::python())
-        .env("HOME", home.path())
-        .env("XDG_STATE_HOME", home.path().join("state"))
-        .env("CELLBOX_ARTIFACTS_DIR", home.path().join("artifacts"))
+        .arg(home)
+        .env("HOME", home)
+        .env("XDG_STATE_HOME", home.join("state"))
+        .env("CELLBOX_ARTIFACTS_DIR", home.join("artifacts"))
         .env("NO_COLOR", "1")
         .env("TERM", "xterm");
+    command
+}
+
+fn repl() -> (PtySession, tempfile::TempDir) {
+    let home = tempfile::tempdir().unwrap();
+    let command = repl_command(&[], home.path());
     // Each expectation waits up to this long: far above what a loaded machine needs.
     let patience = common::PATIENCE.as_millis() as u64;
     let mut session = spawn_command(command, Some(patience)).expect("the repl starts");
@@ -161,16 +167,7 @@ fn save_writes_the_session_as_a_notebook() {
 #[test]
 fn a_javascript_session_continues_open_brackets_like_node() {
     let home = tempfile::tempdir().unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_cellbox"));
-    command
-        .args(["repl", "--lang", "js", "--cwd"])
-        .arg(home.path())
-        .env("CELLBOX_PYTHON", common::python())
-        .env("HOME", home.path())
-        .env("XDG_STATE_HOME", home.path().join("state"))
-        .env("CELLBOX_ARTIFACTS_DIR", home.path().join("artifacts"))
-        .env("NO_COLOR", "1")
-        .env("TERM", "xterm");
+    let command = repl_command(&["--lang", "js"], home.path());
     let mut s = spawn_command(command, Some(20_000)).expect("the repl starts");
     s.exp_string("JavaScript kernel").unwrap();
     s.exp_string(">>> ").unwrap();

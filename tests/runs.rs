@@ -7,27 +7,10 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cellbox::tool::{
-    CallContext, CallOutcome, EngineConfig, EvalEngine, EvalParams, RunError, RunReport, WaitFor, ignore_events,
-};
+use cellbox::tool::{CallContext, CallOutcome, EvalEngine, EvalParams, RunError, RunReport, WaitFor, ignore_events};
+use common::engine::{fixture, params};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-struct Fixture {
-    engine: Arc<EvalEngine>,
-    dir: tempfile::TempDir,
-}
-
-fn fixture(tweak: impl FnOnce(&mut EngineConfig)) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = common::engine_config(dir.path());
-    tweak(&mut config);
-    Fixture { engine: Arc::new(EvalEngine::new(config)), dir }
-}
-
-fn params(value: serde_json::Value) -> EvalParams {
-    EvalParams::from_json(value).unwrap()
-}
 
 /// Python that blocks until `path` exists (so tests release cells on purpose, not by the clock).
 fn gate(path: &Path) -> String {

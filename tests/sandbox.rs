@@ -340,10 +340,7 @@ async fn pip_into_the_workspace_venv_works_under_workspace_write() {
 #[test]
 fn the_mcp_server_takes_sandbox_flags_and_tells_the_model() {
     let fx = fixture();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp/sandbox_client.py");
-    let output = std::process::Command::new(common::python())
-        .arg(script)
-        .arg(env!("CARGO_BIN_EXE_cellbox"))
+    let output = common::mcp::client("sandbox_client.py")
         .arg(&fx.work)
         .arg(fx.home.join(".ssh/id_ed25519"))
         .env("HOME", &fx.home)

@@ -4,31 +4,19 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use cellbox::session::SpareLimits;
-use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, EvalResult, KernelMode, ignore_events};
+use cellbox::tool::{EngineConfig, EvalEngine, KernelMode};
+use common::engine::{Fixture, eval_json_in as eval_params};
 use common::{PATIENCE, eventually, group_members, reaped};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
-
-struct Fixture {
-    engine: Arc<EvalEngine>,
-    dir: tempfile::TempDir,
-}
 
 fn fixture(tweak: impl FnOnce(&mut EngineConfig)) -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = common::engine_config(dir.path());
-    config.spare = SpareLimits { count: 1, idle: None };
-    tweak(&mut config);
-    Fixture { engine: Arc::new(EvalEngine::new(config)), dir }
-}
-
-async fn eval_params(engine: &EvalEngine, session: &str, params: serde_json::Value) -> EvalResult {
-    let params = EvalParams::from_json(params).unwrap();
-    engine.eval(&params, &CallContext::new(session), &CancellationToken::new(), &ignore_events).await.unwrap()
+    Fixture::new(|config| {
+        config.spare = SpareLimits { count: 1, idle: None };
+        tweak(config);
+    })
 }
 
 /// The pid of the kernel that runs a call in `session`.

@@ -252,11 +252,7 @@ async fn a_missing_module_gives_one_error_and_kernels_are_spawned() {
 
 #[test]
 fn the_cli_names_a_missing_preload_once_and_still_runs() {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_cellbox"))
-        .args(["run", "--preload", "zyg_cli_missing", "-c", "print(6*7)"])
-        .env("CELLBOX_PYTHON", python())
-        .output()
-        .unwrap();
+    let output = common::binary::cellbox(["run", "--preload", "zyg_cli_missing", "-c", "print(6*7)"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stdout}\n{stderr}");
@@ -402,18 +398,16 @@ async fn a_forked_kernel_gets_its_own_memory_cgroup() {
 #[test]
 fn the_zygote_ends_with_the_host_process() {
     let probes = Probes::new();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_cellbox"))
-        .args([
-            "run",
-            "--preload",
-            "zyg_probe",
-            "-c",
-            "import os, sys\nprint('zyg_probe' in sys.modules, os.getppid())",
-        ])
-        .env("CELLBOX_PYTHON", python())
-        .env("PYTHONPATH", probes.path())
-        .output()
-        .unwrap();
+    let output = common::binary::cellbox([
+        "run",
+        "--preload",
+        "zyg_probe",
+        "-c",
+        "import os, sys\nprint('zyg_probe' in sys.modules, os.getppid())",
+    ])
+    .env("PYTHONPATH", probes.path())
+    .output()
+    .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     let line = stdout.lines().find(|l| l.starts_with("True ")).unwrap_or_else(|| panic!("{stdout}"));

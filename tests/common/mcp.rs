@@ -1,12 +1,49 @@
-//! `cellbox mcp` driven over raw JSON-RPC lines, for what the SDK clients
-//! cannot show: the exact `initialize`/`server/discover` answers of each
-//! protocol version, tasks, and requests carrying per-request `_meta`.
+//! `cellbox mcp` for a test: driven by a Python MCP client script from
+//! tests/mcp/, or over raw JSON-RPC lines ([`RawServer`]) for what the SDK
+//! clients cannot show: the exact `initialize`/`server/discover` answers of
+//! each protocol version, tasks, and requests carrying per-request `_meta`.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde_json::{Value, json};
+
+use super::binary;
+use super::python;
+
+/// The Python MCP client script `tests/mcp/<script>` run on the interpreter
+/// under test, its first argument this build's `cellbox` binary.
+pub fn client(script: &str) -> Command {
+    let mut command = Command::new(python());
+    command.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp").join(script)).arg(binary::BIN);
+    command
+}
+
+/// Run `scenario` of the Python MCP client script `tests/mcp/<script>` against
+/// this build's `cellbox mcp` in a fresh cwd (returned, so a test can look at
+/// what the scenario left there); fails the test with the script's output.
+pub fn mcp_scenario(script: &str, scenario: &str, env: &[(&str, &str)]) -> tempfile::TempDir {
+    let cwd = tempfile::tempdir().unwrap();
+    let output = client(script)
+        .envs(env.iter().copied())
+        .arg(cwd.path())
+        .arg(scenario)
+        .env("CELLBOX_PYTHON", python())
+        .env("CELLBOX_ARTIFACTS_DIR", cwd.path().join("artifacts"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("No module named 'mcp'"),
+        "the MCP client is missing: run scripts/test, which installs it (python: {})",
+        python().display()
+    );
+    assert!(output.status.success(), "scenario {scenario} failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    cwd
+}
 
 /// A running `cellbox mcp` with its own working folder and artifacts.
 pub struct RawServer {
@@ -23,10 +60,8 @@ impl RawServer {
     /// A server not yet initialised.
     pub fn spawn() -> RawServer {
         let cwd = tempfile::tempdir().unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cellbox"))
-            .args(["mcp", "--cwd"])
+        let mut child = binary::cellbox(["mcp", "--cwd"])
             .arg(cwd.path())
-            .env("CELLBOX_PYTHON", super::python())
             .env("CELLBOX_ARTIFACTS_DIR", cwd.path().join("artifacts"))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
