@@ -6,6 +6,7 @@
 //! - [`kernel`] starts, drives, interrupts and stops one runner process.
 //! - [`gateway`] runs Python kernels on a Jupyter gateway instead.
 //! - [`protocol`] defines the frames both sides exchange.
+//! - [`paths`] says where cellbox keeps its files (the cache root).
 //! - [`session`] keeps kernels across calls, per session and owner.
 //! - [`bridge`] answers cells' `completion()`/`agent()`/`tool()` calls back into the host.
 //! - [`tool`] is the eval tool: [`tool::EvalEngine`] runs calls of cells.
