@@ -18,8 +18,8 @@ pub mod runner_files;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use runner_files::RunnerSet;
 use crate::runtime::EnvActivation;
+use runner_files::RunnerSet;
 
 /// Which runtime runs a kernel's cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

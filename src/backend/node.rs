@@ -13,8 +13,8 @@ use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use super::{Backend, Runtime};
 use super::runner_files::{self, RunnerSet};
+use super::{Backend, Runtime};
 use crate::runtime::EnvActivation;
 use crate::runtime::discovery::{is_executable, search_path};
 

@@ -169,7 +169,6 @@ pub fn runner_hash() -> &'static str {
     HASH.get_or_init(|| crate::backend::python::RUNNER.hash())
 }
 
-
 /// Make sure the runner is on disk under `root`; return the path of `runner.py`.
 pub fn ensure_runner_in(root: &Path) -> std::io::Result<PathBuf> {
     crate::backend::python::RUNNER.ensure_in(root)
