@@ -1,7 +1,7 @@
 """The text/plain of a cell result as IPython shows it, without IPython.
 
-IPython's displayhook prints a result through `IPython.lib.pretty` (8.x and
-9.x behave the same here). Its rules, written again here:
+IPython's displayhook prints a result through `IPython.lib.pretty` (the
+reference here is IPython 9.18). Its rules, written again here:
 
 - Types print as `module.qualname` (`int` for builtins), functions as
   `<function module.qualname(signature)>`, objects with the default repr as
@@ -21,8 +21,9 @@ IPython's displayhook prints a result through `IPython.lib.pretty` (8.x and
   repr, numpy arrays, DataFrames) prints its repr, each of its lines after the
   first starting at the current indentation.
 
-Small plain values (scalars, and short flat containers of them that fit on one
-line) take a direct path that builds the same text without the layout engine.
+Scalars, and flat containers of scalars, take a direct path that builds the
+same text without the layout engine. `%pprint` turns all this off (`enabled`):
+results are then their repr().
 """
 import sys
 from collections import deque

@@ -518,6 +518,32 @@ class PrettyRules(unittest.TestCase):
         finally:
             pretty.enabled = True
 
+    def test_pprint_magic_turns_result_text_to_repr_and_back(self):
+        import contextlib
+        import io
+
+        from cellbox_kernel.magics import config
+
+        shell = types.SimpleNamespace(settings=config.Settings())
+        shell.settings.float_format = "%.1f"
+        display.float_text = shell.settings.format_float
+        try:
+            self.assertEqual(display.mime_bundle([0.25])[0]["text/plain"], "[0.2]")
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                config.pprint(shell, "", None)
+            self.assertEqual(printed.getvalue(), "Pretty printing has been turned OFF\n")
+            self.assertEqual(display.mime_bundle(int)[0]["text/plain"], "<class 'int'>")
+            self.assertEqual(display.mime_bundle([0.25])[0]["text/plain"], "[0.25]")
+            self.assertEqual(display.mime_bundle(0.25)[0]["text/plain"], "0.25")
+            with contextlib.redirect_stdout(printed):
+                config.pprint(shell, "", None)
+            self.assertEqual(printed.getvalue().splitlines()[-1], "Pretty printing has been turned ON")
+            self.assertEqual(display.mime_bundle(int)[0]["text/plain"], "int")
+        finally:
+            display.float_text = None
+            pretty.enabled = True
+
     def test_result_bundle_uses_it_and_display_does_not(self):
         self.assertEqual(display.mime_bundle(int)[0]["text/plain"], "int")
         self.assertEqual(display.mime_bundle({"b", "a"})[0]["text/plain"], "{'a', 'b'}")

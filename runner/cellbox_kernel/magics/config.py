@@ -10,7 +10,7 @@ runs; the ones cellbox has no use for are kept but change nothing.
 import ast
 import sys
 
-from .. import mpl
+from .. import mpl, pretty
 from .framework import UsageError
 
 # IPython's names for matplotlib's backends, used when matplotlib is too old
@@ -195,10 +195,10 @@ def precision(shell, args, frame):
 
 
 def pprint(shell, args, frame):
-    """`%pprint`: toggle pretty printing of results (off: plain repr for floats, no %precision)."""
-    settings = shell.settings
-    settings.pretty = not settings.pretty
-    print("Pretty printing has been turned %s" % ("ON" if settings.pretty else "OFF"))
+    """`%pprint`: toggle pretty printing of results (off: a result is its repr(), floats too, whatever %precision says)."""
+    message = pretty.toggle()
+    shell.settings.pretty = pretty.enabled
+    print(message)
     return None
 
 
