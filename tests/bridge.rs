@@ -81,17 +81,18 @@ async fn a_cell_spinning_after_the_call_still_times_out() {
 #[tokio::test]
 async fn parallel_keeps_order_with_many_calls_in_flight() {
     let f = fixture(true, |_| {});
-    let code = "parallel([lambda i=i: completion('sleep:0.3') + str(i) for i in range(6)])";
-    let result = eval(&f.engine, code, 30.0).await;
+    let code = "parallel([lambda i=i: completion('together:2') + str(i) for i in range(6)])";
+    let result = eval(&f.engine, code, 60.0).await;
     assert!(!result.is_error, "{}", result.text);
-    let expected: Vec<String> = (0..6).map(|i| format!("'echo: sleep:0.3{i}'")).collect();
-    assert_eq!(result.text.trim(), format!("[{}]", expected.join(", ")));
+    let expected: Vec<String> = (0..6).map(|i| format!("'echo: together:2{i}'")).collect();
+    // Wider than a line: one item per line, as IPython prints it.
+    assert_eq!(result.text.trim(), format!("[{}]", expected.join(",\n ")));
     assert!(f.bridge.most_at_once.load(Ordering::SeqCst) > 1, "calls overlapped");
 
     let code = "import asyncio\nawait aparallel([acompletion(f'sleep:0.2') for _ in range(4)] + [atool('t', n=1)])";
     let result = eval(&f.engine, code, 30.0).await;
     assert!(!result.is_error, "{}", result.text);
-    assert!(result.text.contains("'echo: sleep:0.2', 'echo: sleep:0.2'"), "{}", result.text);
+    assert!(result.text.contains("'echo: sleep:0.2',\n 'echo: sleep:0.2'"), "{}", result.text);
     assert!(result.text.contains("{'args': {'n': 1}, 'tool': 't'}"), "{}", result.text);
 
     let code = "pipeline([1, 2], lambda x: x * 10, lambda x: completion(str(x)))";

@@ -11,7 +11,9 @@ use cellbox::bridge::{
 };
 use serde_json::{Value, json};
 
-/// A bridge whose answers depend on the prompt: `sleep:<s>` waits, `fail`
+/// A bridge whose answers depend on the prompt: `sleep:<s>` waits,
+/// `together:<n>` waits until `n` calls have been in flight at once (so a test
+/// proves calls overlap without betting on how long they take), `fail`
 /// errors, `json` answers a JSON object; anything else is echoed.
 #[derive(Default)]
 pub struct FakeBridge {
@@ -44,6 +46,14 @@ impl Bridge for FakeBridge {
             let mut flag = DropFlag(self.dropped.clone(), false);
             if let Some(seconds) = request.prompt.strip_prefix("sleep:") {
                 tokio::time::sleep(Duration::from_secs_f64(seconds.parse().unwrap())).await;
+            }
+            if let Some(count) = request.prompt.strip_prefix("together:") {
+                let count: usize = count.parse().unwrap();
+                // Bounded: calls that never overlap end here, and the test's check fails.
+                let deadline = tokio::time::Instant::now() + super::PATIENCE / 2;
+                while self.most_at_once.load(Ordering::SeqCst) < count && tokio::time::Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
             }
             flag.1 = true;
             self.running.fetch_sub(1, Ordering::SeqCst);
