@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use cellbox::kernel::CellError;
 use cellbox::output::display::DisplayPart;
-use cellbox::render::{CardRenderer, RenderOptions, Style};
+use cellbox::render::{CardRenderer, RenderOptions, Style, redrawing};
 use cellbox::tool::{CellReport, CellStatus, EvalEvent, EvalResult, Language};
 use serde_json::json;
 
@@ -257,4 +257,25 @@ fn absurd_lines_are_clamped() {
     let rendered = render(true, &["print('x' * 10000)"], &events, &end, |o| o.max_line_chars = 40);
     assert!(rendered.contains("… [9960 chars omitted] …"), "{rendered}");
     insta::assert_snapshot!(rendered);
+}
+
+#[tokio::test]
+async fn output_held_back_by_the_redraw_interval_is_drawn_while_the_call_runs() {
+    let mut shown = Vec::new();
+    {
+        let mut opts = options(true);
+        opts.redraw_interval = Duration::from_millis(20);
+        let renderer = std::sync::Mutex::new(CardRenderer::new(&mut shown, Vec::new(), opts, vec!["print()".into()]));
+        {
+            let mut renderer = renderer.lock().unwrap();
+            renderer.event(&started(0, None));
+            // Both within the interval of the cell's first draw: held back.
+            renderer.event(&out("first\n"));
+            renderer.event(&out("second\n"));
+        }
+        // The call goes on printing nothing: what it printed last must show meanwhile.
+        redrawing(&renderer, tokio::time::sleep(Duration::from_millis(200))).await;
+    }
+    let screen = screen(&String::from_utf8(shown).unwrap());
+    assert!(screen.contains("  first\n  second\n"), "{screen}");
 }

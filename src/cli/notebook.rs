@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use cellbox::notebook::{Cell, Notebook, ParamValue, parameters};
-use cellbox::render::{CardRenderer, RenderOptions};
+use cellbox::render::{CardRenderer, RenderOptions, redrawing};
 use cellbox::tool::{CallContext, CellParams, CellStatus, EvalEngine, EvalEvent, EvalParams, KernelMode};
 use tokio_util::sync::CancellationToken;
 
@@ -119,7 +119,7 @@ pub async fn run_notebook(args: RunArgs, path: &Path) -> Result<ExitCode, String
         let allowed = args.allow_errors || cell.has_tag(RAISES_TAG);
         let printer = |event: EvalEvent| renderer.lock().unwrap().event(&renumber(event, ordinal));
         let before = engine.history_len(&context.session);
-        let outcome = engine.eval(&params, &context, &cancel, &printer).await;
+        let outcome = redrawing(&renderer, engine.eval(&params, &context, &cancel, &printer)).await;
         let result = match outcome {
             Ok(result) => result,
             Err(error) => {

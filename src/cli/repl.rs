@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use cellbox::render::{CardRenderer, RenderOptions};
+use cellbox::render::{CardRenderer, RenderOptions, redrawing};
 use cellbox::tool::{CallContext, EvalEngine, EvalEvent, EvalParams, Language};
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
@@ -231,7 +231,7 @@ async fn run_cell(
             }
         })
     };
-    let outcome = engine.eval(&params, context, &cancel, &on_event).await;
+    let outcome = redrawing(&renderer, engine.eval(&params, context, &cancel, &on_event)).await;
     interrupter.abort();
     match outcome {
         Ok(mut result) => {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use cellbox::render::{CardRenderer, RenderOptions};
+use cellbox::render::{CardRenderer, RenderOptions, redrawing};
 use cellbox::tool::{CallContext, CellStatus, EvalEngine, EvalEvent, EvalParams, EvalResult, KernelMode, Language};
 use tokio_util::sync::CancellationToken;
 
@@ -98,7 +98,7 @@ async fn run_inner(args: RunArgs) -> Result<ExitCode, String> {
         }
     };
     let context = CallContext::new(format!("run-{}", std::process::id()));
-    let outcome = engine.eval(&params, &context, &cancel, &printer).await;
+    let outcome = redrawing(&renderer, engine.eval(&params, &context, &cancel, &printer)).await;
     signals.abort();
     engine.dispose_all().await;
     let result = outcome.map_err(|e| e.to_string())?;

@@ -76,6 +76,9 @@ struct LiveCell {
     total_lines: usize,
     drawn: usize,
     last_draw: Instant,
+    /// Output arrived within the redraw interval and is not on screen yet
+    /// ([`CardRenderer::tick`] draws it).
+    undrawn: bool,
 }
 
 /// Renders a call's events, cell by cell.
@@ -105,6 +108,16 @@ impl<O: Write, E: Write> CardRenderer<O, E> {
     pub fn new(out: O, err: E, options: RenderOptions, codes: Vec<String>) -> Self {
         let cell_count = codes.len();
         CardRenderer { out, err, options, codes, cell_count, live: None, hidden_lines: 0, waiting_reported: None }
+    }
+
+    /// Draw output that a redraw held back (it came within the redraw
+    /// interval of the last one). Called every interval while a call runs
+    /// (see [`redrawing`]): without it, a line printed just after another
+    /// would stay off screen until the cell printed again, however late.
+    pub fn tick(&mut self) {
+        if self.live.as_ref().is_some_and(|live| live.undrawn) {
+            self.redraw_tail(false);
+        }
     }
 
     /// Take one streamed event.
@@ -216,6 +229,7 @@ impl<O: Write, E: Write> CardRenderer<O, E> {
             total_lines: 0,
             drawn: 0,
             last_draw: Instant::now() - REDRAW_INTERVAL,
+            undrawn: false,
         });
         self.redraw_tail(true);
     }
@@ -284,9 +298,11 @@ impl<O: Write, E: Write> CardRenderer<O, E> {
         }
         let Some(live) = self.live.as_mut() else { return };
         if !force && live.last_draw.elapsed() < self.options.redraw_interval {
+            live.undrawn = true;
             return;
         }
         live.last_draw = Instant::now();
+        live.undrawn = false;
         let mut frame = String::new();
         if live.drawn > 0 {
             frame.push_str(&format!("\x1b[{}F\x1b[J", live.drawn));
@@ -384,6 +400,26 @@ impl<O: Write, E: Write> CardRenderer<O, E> {
             Channel::Out => self.out.write_all(text.as_bytes()),
             Channel::Err => self.err.write_all(text.as_bytes()),
         };
+    }
+}
+
+/// Await `call` (an eval whose events go to `renderer`), ticking the
+/// renderer every redraw interval meanwhile so held-back output is drawn.
+pub async fn redrawing<T, O: Write, E: Write>(
+    renderer: &std::sync::Mutex<CardRenderer<O, E>>,
+    call: impl std::future::Future<Output = T>,
+) -> T {
+    let period = renderer.lock().unwrap().options.redraw_interval.max(Duration::from_millis(1));
+    let mut ticks = tokio::time::interval(period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tokio::pin!(call);
+    loop {
+        tokio::select! {
+            // Ticks first: after a stall, held-back output is drawn before the call's end is taken.
+            biased;
+            _ = ticks.tick() => renderer.lock().unwrap().tick(),
+            outcome = &mut call => return outcome,
+        }
     }
 }
 

@@ -8,5 +8,5 @@ pub mod json_tree;
 pub mod status;
 pub mod style;
 
-pub use card::{CardRenderer, RenderOptions};
+pub use card::{CardRenderer, RenderOptions, redrawing};
 pub use style::Style;
