@@ -42,7 +42,7 @@ class Executor:
         self._internal_count = 0
         self._fragment_count = 0
         self._loop = None
-        # The shell (magics_ext) sets this: history, events, traceback style.
+        # The shell (shell.py) sets this: history, events, traceback style.
         self.hooks = None
 
     # services for magics -------------------------------------------------
