@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Instant;
 
+use cellbox::discovery::{self, DiscoveryInput, EnvActivation, env};
 use cellbox::kernel::{Kernel, KernelOptions};
-use cellbox::runtime::{self, DiscoveryInput, EnvActivation, env};
 use cellbox::sandbox::SandboxPolicy;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -363,7 +363,8 @@ async fn main() {
     let plan = Plan::new(quick);
     let cwd = std::env::temp_dir();
     let explicit = std::env::var("CELLBOX_PYTHON").ok();
-    let resolved = runtime::resolve(&DiscoveryInput::from_env(&cwd, explicit), false).unwrap_or_else(|e| panic!("{e}"));
+    let resolved =
+        discovery::resolve(&DiscoveryInput::from_env(&cwd, explicit), false).unwrap_or_else(|e| panic!("{e}"));
     let setup = Setup {
         python: resolved.executable.clone(),
         env: env::kernel_env(std::env::vars_os(), &EnvActivation::None, &Default::default()),

@@ -1,8 +1,8 @@
 //! cellbox: run Python and JavaScript code cells for LLM agents and people,
 //! in long-lived kernels driven over NDJSON pipes.
 //!
-//! - [`backend`] names the runtimes (Python, Node) and how each is found and started.
-//! - [`runtime`] finds the interpreter and builds the kernel's environment.
+//! - [`runtime`] names the runtimes (Python, Node) and how each is found and started.
+//! - [`discovery`] finds the Python interpreter and builds the kernel's environment.
 //! - [`kernel`] starts, drives, interrupts and stops one runner process.
 //! - [`gateway`] runs Python kernels on a Jupyter gateway instead.
 //! - [`protocol`] defines the frames both sides exchange.
@@ -13,8 +13,8 @@
 //! - [`output`] bounds text, stores artifacts and splits displays.
 //! - [`notebook`] reads and writes `.ipynb` files and records sessions as notebooks.
 
-pub mod backend;
 pub mod bridge;
+pub mod discovery;
 pub mod doctor;
 pub mod gateway;
 pub mod install;

@@ -6,14 +6,11 @@ use std::path::PathBuf;
 /// `$XDG_CACHE_HOME/cellbox` (or the platform cache folder), else a
 /// per-user folder under the temp dir.
 pub fn cache_root() -> PathBuf {
-    if let Some(dir) = std::env::var_os(CACHE_DIR_VAR).filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir);
+    if let Some(dir) = crate::settings::CACHE_DIR.path() {
+        return dir;
     }
     match dirs::cache_dir() {
         Some(dir) => dir.join("cellbox"),
         None => std::env::temp_dir().join(format!("cellbox-{}", nix::unistd::getuid())),
     }
 }
-
-/// The variable that moves [`cache_root`].
-pub const CACHE_DIR_VAR: &str = "CELLBOX_CACHE_DIR";

@@ -338,7 +338,7 @@ mod tests {
 
         /// Examples per property: `CELLBOX_FUZZ_CASES`, default 200.
         fn config() -> ProptestConfig {
-            let cases = std::env::var("CELLBOX_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
+            let cases = crate::settings::FUZZ_CASES.parse().ok().flatten().unwrap_or(200);
             ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
         }
 

@@ -125,3 +125,20 @@ fn a_timeout_exits_124_with_the_annotation() {
     assert_eq!(out.status.code(), Some(124));
     assert!(text(&out.stderr).contains("timed out after 1s; kernel interrupted"), "{}", text(&out.stderr));
 }
+
+/// `--help` names, beside each flag, the variable that sets the same thing: taken from the declarations
+/// in `cellbox::settings`, so every variable whose doc says "(as `--flag`)" shows up where that flag does.
+#[test]
+fn help_shows_each_flags_variable() {
+    let mut help = String::new();
+    for command in ["run", "repl", "mcp"] {
+        help.push_str(&text(&cellbox(&[command, "--help"], None).stdout));
+    }
+    for var in cellbox::settings::ENV_VARS {
+        let Some(flag) = var.flag() else { continue };
+        let shown = help
+            .lines()
+            .any(|line| line.contains(&format!("{flag} ")) && line.contains(&format!("[env: {}]", var.name)));
+        assert!(shown, "{flag} should show [env: {}] in --help:\n{help}", var.name);
+    }
+}

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use cellbox::discovery::{self, DiscoveryInput, EnvActivation, PythonSource, env};
 use cellbox::kernel::{Kernel, KernelOptions};
-use cellbox::runtime::{self, DiscoveryInput, EnvActivation, PythonSource, env};
 
 /// One real venv, made once, copied into place for each case (copying keeps
 /// the tests fast; a venv's `bin/python` symlink stays valid when moved).
@@ -41,8 +41,8 @@ fn bare_input(cwd: &Path) -> DiscoveryInput {
     DiscoveryInput { cwd: cwd.to_path_buf(), path: Some(OsString::from("")), ..Default::default() }
 }
 
-fn resolve(input: &DiscoveryInput) -> runtime::ResolvedPython {
-    runtime::resolve(input, false).unwrap_or_else(|e| panic!("{e}"))
+fn resolve(input: &DiscoveryInput) -> discovery::ResolvedPython {
+    discovery::resolve(input, false).unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
@@ -104,7 +104,7 @@ fn explicit_setting_expands_home_and_never_falls_back() {
 
     make_venv(&root.path().join(".venv"));
     input.explicit = Some("/no/such/python".into());
-    let error = runtime::resolve(&input, false).unwrap_err();
+    let error = discovery::resolve(&input, false).unwrap_err();
     assert_eq!(error.attempts.len(), 1, "no fallback after an explicit setting");
     assert!(error.to_string().contains("/no/such/python (does not exist)"), "{error}");
 }
@@ -127,14 +127,14 @@ fn failures_say_what_was_tried_and_why() {
     .unwrap();
     std::fs::set_permissions(cwd.join("venv/bin/python"), std::fs::Permissions::from_mode(0o755)).unwrap();
     let input = bare_input(cwd);
-    let error = runtime::resolve(&input, false).unwrap_err();
+    let error = discovery::resolve(&input, false).unwrap_err();
     let text = error.to_string();
     assert!(text.contains("project .venv") && text.contains("broken"), "{text}");
     assert!(text.contains("Python 3.6.15; cellbox needs 3.8 or newer"), "{text}");
     assert!(text.contains("python (not found on PATH)"), "{text}");
     assert!(text.contains("--python"), "the message says what to do next: {text}");
 
-    let skipped = runtime::resolve(&input, true).unwrap();
+    let skipped = discovery::resolve(&input, true).unwrap();
     assert_eq!(skipped.source, PythonSource::ProjectDotVenv, "skip-check takes the first existing candidate");
     assert_eq!(skipped.version, None);
 }
@@ -174,7 +174,7 @@ fn probes_record_the_real_executable_behind_a_shim() {
 
 // ---------------------------------------------------------------- version-manager shims
 
-use cellbox::runtime::shims::{self, Manager, Outcome};
+use cellbox::discovery::shims::{self, Manager, Outcome};
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, SystemTime};
 

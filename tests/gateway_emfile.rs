@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use cellbox::gateway::{GatewaySetting, local};
-use cellbox::session::{KernelHandle, Transport};
+use cellbox::session::{Backend, KernelHandle};
 use common::gateway::processes_mentioning;
 
 #[tokio::test]
@@ -16,21 +16,21 @@ async fn a_gateway_out_of_file_descriptors_is_restarted_and_the_next_kernel_work
     let cwd = tempfile::tempdir().unwrap();
     // SAFETY: the only test of this binary; nothing else reads the environment meanwhile.
     unsafe {
-        std::env::set_var(local::DIR_VAR, state.path());
+        std::env::set_var(cellbox::settings::GATEWAY_DIR.name, state.path());
         // Test-only knob: a shared gateway with few descriptors runs out after a few kernels.
         std::env::set_var("CELLBOX_GATEWAY_NOFILE_FOR_TEST", "100");
     }
-    let transport = Transport::Gateway(GatewaySetting::SharedLocal);
+    let backend = Backend::Gateway(GatewaySetting::SharedLocal);
     let mut options = common::options(cwd.path());
     options.startup_timeout = common::PATIENCE;
 
     let mut kernels = Vec::new();
-    let first = KernelHandle::start(options.clone(), &transport).await.unwrap();
+    let first = KernelHandle::start(options.clone(), &backend).await.unwrap();
     let first_gateway = local::read_info(state.path()).expect("gateway.json is written");
     kernels.push(first);
     let mut restarted = None;
     for _ in 0..20 {
-        let kernel = KernelHandle::start(options.clone(), &transport)
+        let kernel = KernelHandle::start(options.clone(), &backend)
             .await
             .unwrap_or_else(|error| panic!("a start fails instead of restarting the gateway: {error}"));
         let now = local::read_info(state.path()).unwrap();

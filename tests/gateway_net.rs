@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use cellbox::gateway::{GatewayKernel, GatewaySetting};
 use cellbox::kernel::{ExecEvent, KernelError};
 use cellbox::protocol::DoneStatus;
-use cellbox::session::{KernelHandle, Transport};
+use cellbox::session::{Backend, KernelHandle};
 use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult};
 use common::gateway::{Flavor, TestGateway};
 use serde_json::json;
@@ -19,8 +19,8 @@ fn engine_on(gateway: &TestGateway, dir: &std::path::Path) -> EvalEngine {
     let mut config = EngineConfig::new(dir);
     config.python = Some(common::python().display().to_string());
     config.artifacts_dir = dir.join("artifacts");
-    config.transport =
-        Transport::Gateway(GatewaySetting::External { url: gateway.url.clone(), token: Some(gateway.token.clone()) });
+    config.backend =
+        Backend::Gateway(GatewaySetting::External { url: gateway.url.clone(), token: Some(gateway.token.clone()) });
     EvalEngine::new(config)
 }
 
@@ -123,7 +123,7 @@ async fn an_mcp_client_gets_progress_while_a_gateway_kernel_starts() {
 async fn gateway_kernel(gateway: &TestGateway, dir: &std::path::Path) -> KernelHandle {
     let options = common::options(dir);
     let setting = GatewaySetting::External { url: gateway.url.clone(), token: Some(gateway.token.clone()) };
-    KernelHandle::start(options, &Transport::Gateway(setting)).await.unwrap()
+    KernelHandle::start(options, &Backend::Gateway(setting)).await.unwrap()
 }
 
 fn connection(kernel: &KernelHandle) -> &GatewayKernel {

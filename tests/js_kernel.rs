@@ -8,8 +8,8 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use cellbox::backend::{self, Backend};
 use cellbox::kernel::{Kernel, KernelOptions};
+use cellbox::runtime::{self, Runtime};
 use cellbox::tool::{CellStatus, EngineConfig, EvalEngine, EvalError, EvalResult, Exposure};
 use common::engine::{Fixture, try_eval_json as eval_params};
 use serde_json::json;
@@ -21,7 +21,7 @@ fn node() -> &'static PathBuf {
         if let Some(explicit) = std::env::var_os("CELLBOX_TEST_NODE") {
             return PathBuf::from(explicit);
         }
-        backend::node::resolve_from_env(None, &std::env::temp_dir()).expect("tests need Node 18+ on PATH").executable
+        runtime::node::resolve_from_env(None, &std::env::temp_dir()).expect("tests need Node 18+ on PATH").executable
     })
 }
 
@@ -248,7 +248,7 @@ async fn exposure_modes_and_the_javascript_fallback() {
 #[tokio::test]
 async fn the_kernel_layer_drives_node_directly() {
     let env = common::test_env(&[]);
-    let options = KernelOptions::for_backend(Backend::Node, node(), std::env::temp_dir(), env);
+    let options = KernelOptions::for_runtime(Runtime::Node, node(), std::env::temp_dir(), env);
     let kernel = Kernel::start(options).await.expect("a node kernel starts");
     let mut execution = kernel.execute("let n = 0; console.log('spinning'); while (true) { n++ }").await.unwrap();
     // Interrupted once the loop runs (console.log writes at once), not after a guess at how long that takes.
@@ -304,7 +304,7 @@ async fn typescript_cells_strip_types_or_say_why_not() {
     let result = eval_params(&f.engine, json!({"cells": [{"code": "const n: number = 20;\nn + 1", "language": "ts"}]}))
         .await
         .unwrap();
-    let version = backend::node::resolve_from_env(Some(&node().display().to_string()), f.dir.path()).unwrap().version;
+    let version = runtime::node::resolve_from_env(Some(&node().display().to_string()), f.dir.path()).unwrap().version;
     let (major, minor) = {
         let version = version.unwrap_or_default();
         let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));

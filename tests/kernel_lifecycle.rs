@@ -219,7 +219,7 @@ fn make_executable(path: &std::path::Path) {
 
 #[tokio::test]
 async fn an_orphaned_runner_exits_by_itself() {
-    let runner = cellbox::backend::runner_files::ensure_runner().unwrap();
+    let runner = cellbox::runtime::python::ensure_runner().unwrap();
     // A shell starts the runner as its own session and exits at once, as a
     // crashed host would. The runner's stdin stays open (the test holds the
     // pipe), so only the host watch can make it leave.
@@ -259,7 +259,7 @@ async fn environment_filtering_keeps_secrets_out_of_user_code() {
     .map(|(k, v)| (OsString::from(k), OsString::from(v)))
     .collect();
     let extra = std::collections::BTreeMap::from([("CHOSEN".to_string(), "passed-on-purpose".to_string())]);
-    let env = cellbox::runtime::env::kernel_env(planted, &cellbox::runtime::EnvActivation::None, &extra);
+    let env = cellbox::discovery::env::kernel_env(planted, &cellbox::discovery::EnvActivation::None, &extra);
     let kernel = Kernel::start(KernelOptions::new(python(), std::env::temp_dir(), env)).await.unwrap();
     let output = run(
         &kernel,

@@ -177,7 +177,7 @@ async fn a_missing_ruff_is_a_note_not_an_error() {
 
 #[tokio::test]
 async fn javascript_cells_are_parsed_by_the_node_runner() {
-    let Ok(node) = cellbox::backend::node::resolve_from_env(
+    let Ok(node) = cellbox::runtime::node::resolve_from_env(
         std::env::var("CELLBOX_TEST_NODE").ok().as_deref(),
         &std::env::temp_dir(),
     ) else {

@@ -10,7 +10,7 @@ use cellbox::protocol::{RunnerFrame, parse_frame};
 
 #[test]
 fn malformed_lines_get_protocol_errors_and_the_loop_goes_on() {
-    let runner = cellbox::backend::runner_files::ensure_runner().unwrap();
+    let runner = cellbox::runtime::python::ensure_runner().unwrap();
     let mut child = Command::new(common::python())
         .arg("-u")
         .arg(&runner)

@@ -254,7 +254,7 @@ async fn a_memory_error_under_the_rlimit_fallback_names_the_limit() {
     config.python = Some(common::python().display().to_string());
     config.artifacts_dir = fx.outside.join("../artifacts");
     config.runner_cache_dir = Some(fx.outside.join("../runner-cache"));
-    config.extra_env.insert(cellbox::sandbox::ENV_MEMORY_RLIMIT.into(), "1 GiB".into());
+    config.extra_env.insert(cellbox::settings::MEMORY_RLIMIT.name.into(), "1 GiB".into());
     let engine = EvalEngine::new(config);
     assert!(!eval(&engine, "state = 1").await.is_error);
     let code = "import resource\nresource.setrlimit(resource.RLIMIT_AS, (1 << 30, resource.RLIM_INFINITY))\n\

@@ -21,14 +21,14 @@ pub(super) async fn gateway_backend(
     report: &mut Report,
 ) {
     use cellbox::gateway::{GatewaySetting, local};
-    use cellbox::session::{KernelHandle, Transport};
-    let transport = Transport::Gateway(GatewaySetting::SharedLocal);
+    use cellbox::session::{Backend, KernelHandle};
+    let backend = Backend::Gateway(GatewaySetting::SharedLocal);
     let options = KernelOptions::new(jupyter_python, &setup.cwd, setup.env.clone());
     let first = |options: KernelOptions| {
-        let transport = transport.clone();
+        let backend = backend.clone();
         async move {
             let started = Instant::now();
-            let kernel = KernelHandle::start(options, &transport).await.unwrap_or_else(|e| panic!("{e}"));
+            let kernel = KernelHandle::start(options, &backend).await.unwrap_or_else(|e| panic!("{e}"));
             let output = kernel.execute("1+1").await.unwrap().collect().await.unwrap();
             assert_eq!(output.results(), ["2"]);
             (kernel, started.elapsed().as_secs_f64() * 1000.0)

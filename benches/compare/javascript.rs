@@ -11,7 +11,7 @@ use super::{Plan, Report, Series, Setup};
 /// JavaScript cells: cold start → first `1+1` of a Node kernel beside `node -e 1+1`, and the warm
 /// round trip of `1+1` (no Node floor for a round trip: the Python echo floor row above is the protocol's).
 pub(super) async fn javascript(plan: &Plan, setup: &Setup, report: &mut Report) {
-    let node = match cellbox::backend::node::resolve_from_env(None, &setup.cwd) {
+    let node = match cellbox::runtime::node::resolve_from_env(None, &setup.cwd) {
         Ok(node) => node,
         Err(error) => {
             println!("(JavaScript rows skipped: {error})");
@@ -20,7 +20,7 @@ pub(super) async fn javascript(plan: &Plan, setup: &Setup, report: &mut Report) 
     };
     report.facts.insert("node".into(), json!(node.executable.display().to_string()));
     report.facts.insert("node_version".into(), json!(node.version));
-    let options = || KernelOptions::for_runtime(&node, &setup.cwd, setup.env.clone());
+    let options = || KernelOptions::for_interpreter(&node, &setup.cwd, setup.env.clone());
     let mut cellbox = Series::new("cellbox js");
     let mut floor = Series::new("node -e 1+1");
     for _ in 0..plan.cold_runs {

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use cellbox::runtime::{self, DiscoveryInput};
+use cellbox::discovery::{self, DiscoveryInput};
 use serde_json::json;
 
 use super::{McpClient, Plan, Report, Series, Setup};
@@ -25,9 +25,9 @@ pub(super) async fn shim_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path,
     let mut input = DiscoveryInput::from_env(&cwd, None);
     input.virtual_env = None;
     input.conda_prefix = None;
-    let found = runtime::resolve(&input, true);
+    let found = discovery::resolve(&input, true);
     let shim = match &found {
-        Ok(python) if python.via.as_ref().is_some_and(|via| via.manager == runtime::Manager::Pyenv) => {
+        Ok(python) if python.via.as_ref().is_some_and(|via| via.manager == discovery::Manager::Pyenv) => {
             python.via.clone().unwrap()
         }
         Ok(python) => {

@@ -1,16 +1,12 @@
 //! The bridge of `cellbox run` and `cellbox repl`, configured by host-only
 //! variables: `CELLBOX_LLM_BASE_URL`, `CELLBOX_LLM_API_KEY`, `CELLBOX_LLM_MODEL`
 //! for `completion()`, `CELLBOX_AGENT_COMMAND` for `agent()`. None of them
-//! reaches a kernel (see `crate::runtime::env`).
+//! reaches a kernel (see `crate::discovery::env`).
 
 use super::command::AgentCommand;
 use super::openai::OpenAiClient;
 use super::{AgentOutput, AgentRequest, BoxFuture, Bridge, BridgeError, Completion, CompletionRequest};
-
-pub const BASE_URL_VAR: &str = "CELLBOX_LLM_BASE_URL";
-pub const API_KEY_VAR: &str = "CELLBOX_LLM_API_KEY";
-pub const MODEL_VAR: &str = "CELLBOX_LLM_MODEL";
-pub const AGENT_COMMAND_VAR: &str = "CELLBOX_AGENT_COMMAND";
+use crate::settings;
 
 /// Completions over HTTP and agents as a command, either of them optional.
 #[derive(Debug, Clone)]
@@ -23,12 +19,11 @@ impl CliBridge {
     /// The bridge the environment configures; `Ok(None)` when none of the
     /// variables is set, `Err` when one is set wrongly.
     pub fn from_env(depth: u32) -> Result<Option<CliBridge>, String> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        let llm = match var(BASE_URL_VAR) {
-            Some(base) => Some(OpenAiClient::new(&base, var(API_KEY_VAR), var(MODEL_VAR))?),
+        let llm = match settings::LLM_BASE_URL.get() {
+            Some(base) => Some(OpenAiClient::new(&base, settings::LLM_API_KEY.get(), settings::LLM_MODEL.get())?),
             None => None,
         };
-        let agent = var(AGENT_COMMAND_VAR).map(|command| AgentCommand::new(command, depth));
+        let agent = settings::AGENT_COMMAND.get().map(|command| AgentCommand::new(command, depth));
         if llm.is_none() && agent.is_none() {
             return Ok(None);
         }

@@ -13,7 +13,7 @@ use std::process::Stdio;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::{AgentOutput, AgentRequest, BridgeError, DEPTH_VAR};
+use super::{AgentOutput, AgentRequest, BridgeError};
 
 /// Where the prompt goes when the command names it.
 pub const PROMPT_PLACEHOLDER: &str = "{prompt}";
@@ -61,15 +61,15 @@ impl AgentCommand {
             command.arg(&prompt);
         }
         command
-            .env(DEPTH_VAR, self.child_depth.to_string())
-            .env("CELLBOX_AGENT_KIND", &request.agent)
+            .env(crate::settings::BRIDGE_DEPTH.name, self.child_depth.to_string())
+            .env(crate::settings::AGENT_KIND.name, &request.agent)
             .stdin(if as_argument { Stdio::null() } else { Stdio::piped() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
         if let Some(model) = &request.model {
-            command.env("CELLBOX_AGENT_MODEL", model);
+            command.env(crate::settings::AGENT_MODEL.name, model);
         }
         let mut child = command.spawn().map_err(|e| {
             BridgeError::new("host", format!("could not start the agent command ({}): {e}", self.command))

@@ -2,7 +2,7 @@
 //! `tool()` calls, and the limits every call obeys.
 //!
 //! Cells call back into the host over the runner's own pipes (no port, no
-//! secret in the kernel; see [`crate::kernel::bridge`]). The embedder decides
+//! secret in the kernel; see [`crate::kernel::bridge_relay`]). The embedder decides
 //! who answers by putting a [`Bridge`] into the engine's configuration
 //! ([`BridgeConfig`]); without one, every call fails in the cell with "no
 //! bridge configured". The [`Dispatcher`] turns a raw call into a typed
@@ -26,9 +26,10 @@ use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
 use crate::output::artifacts::{AGENT_SCHEME, ArtifactStore};
+use crate::settings::{self, EnvVar};
 
-pub use crate::kernel::bridge::BridgeFailure as BridgeError;
-use crate::kernel::bridge::{BridgeCall, BridgeFuture, BridgeHandler, BridgeReply, NO_BRIDGE};
+pub use crate::kernel::bridge_relay::BridgeFailure as BridgeError;
+use crate::kernel::bridge_relay::{BridgeCall, BridgeFuture, BridgeHandler, BridgeReply, NO_BRIDGE};
 
 /// A boxed future, as the [`Bridge`] methods return (object-safe without a macro crate).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -146,9 +147,6 @@ pub struct BridgeLimits {
     pub depth: u32,
 }
 
-/// The variable that carries the nesting depth into agent commands.
-pub const DEPTH_VAR: &str = "CELLBOX_BRIDGE_DEPTH";
-
 impl Default for BridgeLimits {
     fn default() -> Self {
         BridgeLimits {
@@ -164,23 +162,22 @@ impl Default for BridgeLimits {
 impl BridgeLimits {
     /// The defaults, changed by the `CELLBOX_BRIDGE_*` variables that are set.
     pub fn from_env() -> Self {
-        fn number(name: &str) -> Option<u64> {
-            std::env::var(name).ok()?.trim().parse().ok()
-        }
+        // A value that does not parse keeps the default, as an unset one does.
+        let number = |var: EnvVar| var.parse::<u64>().ok().flatten();
         let mut limits = BridgeLimits::default();
-        if let Some(n) = number("CELLBOX_BRIDGE_MAX_CALLS") {
+        if let Some(n) = number(settings::BRIDGE_MAX_CALLS) {
             limits.max_calls_per_cell = n.min(u32::MAX as u64) as u32;
         }
-        if let Some(n) = number("CELLBOX_BRIDGE_CONCURRENCY") {
+        if let Some(n) = number(settings::BRIDGE_CONCURRENCY) {
             limits.max_concurrency = (n as usize).max(1);
         }
-        if let Some(n) = number("CELLBOX_BRIDGE_CALL_TIMEOUT") {
+        if let Some(n) = number(settings::BRIDGE_CALL_TIMEOUT) {
             limits.call_timeout = Duration::from_secs(n.max(1));
         }
-        if let Some(n) = number("CELLBOX_BRIDGE_MAX_DEPTH") {
+        if let Some(n) = number(settings::BRIDGE_MAX_DEPTH) {
             limits.max_depth = n.min(100) as u32;
         }
-        if let Some(n) = number(DEPTH_VAR) {
+        if let Some(n) = number(settings::BRIDGE_DEPTH) {
             limits.depth = n.min(1000) as u32;
         }
         limits

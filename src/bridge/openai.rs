@@ -38,7 +38,10 @@ impl OpenAiClient {
     pub fn new(base_url: &str, api_key: Option<String>, model: Option<String>) -> Result<Self, String> {
         let base_url = base_url.trim().trim_end_matches('/').to_string();
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-            return Err(format!("CELLBOX_LLM_BASE_URL must start with http:// or https:// (got {base_url:?})"));
+            return Err(format!(
+                "{} must start with http:// or https:// (got {base_url:?})",
+                crate::settings::LLM_BASE_URL.name
+            ));
         }
         install_crypto();
         let http = reqwest::Client::builder()

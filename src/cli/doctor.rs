@@ -117,6 +117,15 @@ fn render(report: &Report) -> String {
         Some(url) => format!("\nGateway   {url} (token {})\n", if gateway.token_set { "set" } else { "not set" }),
         None => "\nGateway   not configured (CELLBOX_GATEWAY_URL): kernels run on this machine\n".to_string(),
     });
+    if report.settings.is_empty() {
+        out.push_str("\nSettings  no CELLBOX_* variable is set (`cellbox docs env-vars` lists them)\n");
+    } else {
+        out.push_str("\nSettings\n");
+        for setting in &report.settings {
+            let value = setting.value.as_deref().unwrap_or("(set; not shown)");
+            out.push_str(&format!("  {:<32} {value}\n", setting.name));
+        }
+    }
     out.push_str("\nFolders\n");
     for folder in &report.folders {
         let content = if folder.exists {

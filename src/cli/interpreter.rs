@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use cellbox::runtime::{self, DiscoveryInput, discovery};
+use cellbox::discovery::{self, DiscoveryInput, sources};
 
 use super::KernelArgs;
 
@@ -13,16 +13,16 @@ use super::KernelArgs;
 pub(super) async fn resolve_or_create(
     kernel: &KernelArgs,
     check: bool,
-) -> Result<Result<runtime::ResolvedPython, runtime::DiscoveryError>, ExitCode> {
+) -> Result<Result<discovery::ResolvedPython, discovery::DiscoveryError>, ExitCode> {
     let cwd = kernel.cwd().map_err(|message| {
         eprintln!("cellbox: {message}");
         ExitCode::from(2)
     })?;
     let input = DiscoveryInput::from_env(cwd, kernel.explicit_python());
-    let skip = runtime::skip_check_from_env();
+    let skip = discovery::skip_check_from_env();
     let resolve = {
         let input = input.clone();
-        move || runtime::resolve(&input, skip)
+        move || discovery::resolve(&input, skip)
     };
     let mut result = tokio::task::spawn_blocking(resolve.clone()).await.expect("discovery does not panic");
     if result.is_err() && !check {
@@ -37,10 +37,10 @@ pub(super) async fn resolve_or_create(
 /// `python3 -m venv ~/.cellbox/python-env` with any python3 on PATH.
 pub(super) async fn create_managed_env(input: &DiscoveryInput) -> Result<(), String> {
     let home = input.home.as_ref().ok_or("no home folder to create ~/.cellbox/python-env in")?;
-    let root = discovery::managed_env_root(home);
+    let root = sources::managed_env_root(home);
     let base = ["python3", "python"]
         .into_iter()
-        .find_map(|name| discovery::search_path(input.path.as_ref(), name))
+        .find_map(|name| sources::search_path(input.path.as_ref(), name))
         .ok_or("no python3 on PATH to create the managed environment with; install Python 3.8 or newer")?;
     eprintln!("cellbox: creating {} with {}", root.display(), base.display());
     let status = tokio::process::Command::new(&base)

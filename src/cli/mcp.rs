@@ -13,8 +13,7 @@ pub struct McpArgs {
     #[command(flatten)]
     kernel: KernelArgs,
     /// Check cells before running them: `syntax` runs none if a cell does not parse (the error
-    /// shows its caret); `lint` also adds `ruff check` findings on Python cells as notes
-    /// [env: CELLBOX_CHECK] [default: off].
+    /// shows its caret); `lint` also adds `ruff check` findings on Python cells as notes [default: off].
     #[arg(long, value_name = "off|syntax|lint")]
     check: Option<cellbox::tool::CheckMode>,
     /// Keep kernels across calls (`session`) or start one per call (`per-call`).

@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use cellbox::sandbox::{NetworkMode, SandboxMode, SandboxPolicy, parse_size};
+use cellbox::settings;
 use clap::{Parser, Subcommand};
 
 /// `--version`: the crate version and the git revision it was built from.
@@ -29,6 +30,37 @@ pub(crate) const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
+}
+
+impl Cli {
+    /// The parsed command line; `--help` shows, beside each flag a variable
+    /// also sets, that variable (`[env: CELLBOX_PYTHON]`), from [`settings::ENV_VARS`].
+    pub fn parse_with_env_help() -> Cli {
+        use clap::{CommandFactory, FromArgMatches};
+        let matches = with_env_help(Cli::command()).get_matches();
+        Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit())
+    }
+}
+
+/// `command` and its subcommands, each flag's help followed by the variable that sets the same thing.
+fn with_env_help(command: clap::Command) -> clap::Command {
+    let command = command.mut_subcommands(with_env_help);
+    let flags: Vec<(String, &settings::EnvVar)> = command
+        .get_arguments()
+        .filter_map(|arg| {
+            let long = format!("--{}", arg.get_long()?);
+            settings::ENV_VARS
+                .iter()
+                .find(|var| var.flag() == Some(long.as_str()))
+                .map(|var| (arg.get_id().to_string(), var))
+        })
+        .collect();
+    flags.into_iter().fold(command, |command, (id, var)| {
+        command.mut_arg(id, |arg| {
+            let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+            arg.help(format!("{help} [env: {}]", var.name))
+        })
+    })
 }
 
 #[derive(Debug, Subcommand)]
@@ -74,36 +106,36 @@ pub struct KernelArgs {
     /// Working directory of the kernel [default: the current directory].
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
-    /// Python interpreter to use (skips discovery) [env: CELLBOX_PYTHON].
+    /// Python interpreter to use (skips discovery).
     #[arg(long, value_name = "PATH")]
     pub python: Option<String>,
-    /// Node.js to run JavaScript cells with (skips the PATH lookup) [env: CELLBOX_NODE].
+    /// Node.js to run JavaScript cells with (skips the PATH lookup).
     #[arg(long, value_name = "PATH")]
     pub node: Option<String>,
-    /// What kernels may read and write: off, workspace-write or read-only [env: CELLBOX_SANDBOX] [default: off].
+    /// What kernels may read and write: off, workspace-write or read-only [default: off].
     #[arg(long, value_name = "MODE")]
     pub sandbox: Option<SandboxMode>,
-    /// Network for kernels: on, off or localhost (their own loopback only) [env: CELLBOX_NETWORK] [default: on].
+    /// Network for kernels: on, off or localhost (their own loopback only) [default: on].
     #[arg(long, value_name = "MODE")]
     pub network: Option<NetworkMode>,
-    /// Another folder kernels may write in workspace-write mode (repeatable) [env: CELLBOX_ALLOW_WRITE, `:`-separated].
+    /// Another folder kernels may write in workspace-write mode (repeatable; the variable takes a `:`-separated list).
     #[arg(long = "allow-write", value_name = "PATH")]
     pub allow_write: Vec<PathBuf>,
-    /// Another path kernels may not read, besides ~/.ssh, ~/.aws, … (repeatable) [env: CELLBOX_DENY_READ].
+    /// Another path kernels may not read, besides ~/.ssh, ~/.aws, … (repeatable).
     #[arg(long = "deny-read", value_name = "PATH")]
     pub deny_read: Vec<PathBuf>,
-    /// Memory for each kernel and everything it starts, e.g. 4G [env: CELLBOX_MEMORY_LIMIT].
+    /// Memory for each kernel and everything it starts, e.g. 4G.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub memory_limit: Option<u64>,
-    /// Processes and threads for each kernel and everything it starts [env: CELLBOX_MAX_PROCESSES].
+    /// Processes and threads for each kernel and everything it starts.
     #[arg(long, value_name = "N")]
     pub max_processes: Option<u64>,
     /// Where Python kernels run: `process` (a runner process each) or `gateway` (a Jupyter gateway:
-    /// CELLBOX_GATEWAY_URL if set, else the shared local one) [env: CELLBOX_BACKEND].
+    /// CELLBOX_GATEWAY_URL if set, else the shared local one).
     #[arg(long, value_name = "process|gateway")]
     pub backend: Option<String>,
     /// Modules Python kernels start with already imported, e.g. numpy,pandas: imported once in a fork
-    /// server, each kernel forked from it (Linux; process backend) [env: CELLBOX_PRELOAD].
+    /// server, each kernel forked from it (Linux; process backend).
     #[arg(long, value_name = "MODULE,…")]
     pub preload: Option<String>,
 }
@@ -127,7 +159,7 @@ impl KernelArgs {
         config.python = self.explicit_python();
         config.node = self.node.clone();
         config.sandbox = self.sandbox_policy()?;
-        config.transport = self.transport()?;
+        config.backend = self.backend()?;
         if let Some(list) = &self.preload {
             config.preload = cellbox::tool::parse_preload(list);
         }
@@ -171,20 +203,19 @@ impl KernelArgs {
     }
 
     /// `--backend`, else `$CELLBOX_BACKEND`, with `$CELLBOX_GATEWAY_URL` / `$CELLBOX_GATEWAY_TOKEN`.
-    pub fn transport(&self) -> Result<cellbox::session::Transport, String> {
-        use cellbox::gateway::{self, GatewaySetting};
-        let backend = self.backend.clone().or_else(|| std::env::var(gateway::BACKEND_VAR).ok());
-        let url = std::env::var(gateway::URL_VAR).ok().filter(|url| !url.trim().is_empty());
-        let token = std::env::var(gateway::TOKEN_VAR).ok().filter(|token| !token.trim().is_empty());
+    pub fn backend(&self) -> Result<cellbox::session::Backend, String> {
+        use cellbox::gateway::GatewaySetting;
+        let backend = self.backend.clone().or_else(|| settings::BACKEND.get());
+        let (url, token) = (settings::GATEWAY_URL.get(), settings::GATEWAY_TOKEN.get());
         Ok(match GatewaySetting::choose(backend.as_deref(), url, token)? {
-            Some(setting) => cellbox::session::Transport::Gateway(setting),
-            None => cellbox::session::Transport::Process,
+            Some(setting) => cellbox::session::Backend::Gateway(setting),
+            None => cellbox::session::Backend::Process,
         })
     }
 
     /// `--python`, else `$CELLBOX_PYTHON`.
     pub fn explicit_python(&self) -> Option<String> {
-        self.python.clone().or_else(|| std::env::var("CELLBOX_PYTHON").ok().filter(|v| !v.trim().is_empty()))
+        self.python.clone().or_else(|| settings::PYTHON.get())
     }
 }
 
@@ -192,9 +223,8 @@ impl KernelArgs {
 /// `CELLBOX_PYTHON_IPC_TRACE=1` adds every protocol frame.
 pub fn init_logging() {
     use tracing_subscriber::EnvFilter;
-    let mut filter =
-        std::env::var("CELLBOX_LOG").or_else(|_| std::env::var("RUST_LOG")).unwrap_or_else(|_| "warn".into());
-    if std::env::var(cellbox::kernel::IPC_TRACE_VAR).is_ok_and(|v| v == "1") {
+    let mut filter = settings::LOG.get().or_else(|| std::env::var("RUST_LOG").ok()).unwrap_or_else(|| "warn".into());
+    if settings::PYTHON_IPC_TRACE.get().is_some_and(|v| v == "1") {
         filter.push_str(",cellbox::ipc=info");
     }
     let _ = tracing_subscriber::fmt()

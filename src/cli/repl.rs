@@ -23,8 +23,7 @@ pub struct ReplArgs {
     #[command(flatten)]
     kernel: KernelArgs,
     /// Check cells before running them: `syntax` runs none if a cell does not parse (the error
-    /// shows its caret); `lint` also adds `ruff check` findings on Python cells as notes
-    /// [env: CELLBOX_CHECK] [default: off].
+    /// shows its caret); `lint` also adds `ruff check` findings on Python cells as notes [default: off].
     #[arg(long, value_name = "off|syntax|lint")]
     check: Option<cellbox::tool::CheckMode>,
     /// Timeout of each cell in seconds (1..3600).
@@ -92,7 +91,7 @@ pub async fn repl(args: ReplArgs) -> ExitCode {
     }
     println!(
         "cellbox repl · {} kernel in {} · :help for commands, Ctrl-D to leave",
-        language.backend(),
+        language.runtime(),
         engine.config().default_cwd.display()
     );
     let mut last_artifact: Option<String> = None;

@@ -53,8 +53,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub(super) save_notebook: Option<PathBuf>,
     /// Check cells before running them: `syntax` runs none if a cell does not parse (the error
-    /// shows its caret); `lint` also adds `ruff check` findings on Python cells as notes
-    /// [env: CELLBOX_CHECK] [default: off].
+    /// shows its caret); `lint` also adds `ruff check` findings on Python cells as notes [default: off].
     #[arg(long, value_name = "off|syntax|lint")]
     pub(super) check: Option<cellbox::tool::CheckMode>,
     #[command(flatten)]

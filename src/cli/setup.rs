@@ -4,7 +4,6 @@
 
 use std::process::ExitCode;
 
-use cellbox::runtime;
 use clap::Subcommand;
 
 use super::KernelArgs;
@@ -58,7 +57,7 @@ pub async fn setup(command: SetupCommand) -> ExitCode {
             println!("Runs as:            {}", python.executable.display());
             match &python.version {
                 Some(version) => println!("Version:            {version}"),
-                None => println!("Version:            not checked ({}=1)", runtime::SKIP_CHECK_VAR),
+                None => println!("Version:            not checked ({}=1)", cellbox::settings::PYTHON_SKIP_CHECK.name),
             }
             if check {
                 print_sandbox(&kernel);
@@ -99,7 +98,7 @@ async fn setup_node(kernel: KernelArgs) -> ExitCode {
     };
     let explicit = kernel.node.clone();
     let found =
-        tokio::task::spawn_blocking(move || cellbox::backend::node::resolve_from_env(explicit.as_deref(), &cwd))
+        tokio::task::spawn_blocking(move || cellbox::runtime::node::resolve_from_env(explicit.as_deref(), &cwd))
             .await
             .expect("discovery does not panic");
     match found {

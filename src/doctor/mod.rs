@@ -12,21 +12,17 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::backend;
+use crate::discovery::{self, DiscoveryInput, probe, sources};
 use crate::install::channel::{self, Installed};
 use crate::output::artifacts::{ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES, DEFAULT_RETENTION};
 use crate::output::limiter::TextLimits;
-use crate::runtime::{self, DiscoveryInput, discovery, probe};
+use crate::runtime;
 use crate::session::PoolLimits;
+use crate::settings;
 use crate::tool::Exposure;
 use crate::tool::params::{DEFAULT_TIMEOUT_SECS, TIMEOUT_RANGE};
 
 pub use sandbox::{SandboxEntry, sandbox_entries};
-
-/// The variable naming a Jupyter Kernel Gateway to run kernels on.
-pub const GATEWAY_URL_VAR: &str = "CELLBOX_GATEWAY_URL";
-/// The variable holding that gateway's token (never printed).
-pub const GATEWAY_TOKEN_VAR: &str = "CELLBOX_GATEWAY_TOKEN";
 
 /// How long a version question (`uv --version`, `python -m pip --version`) may take.
 const TOOL_TIMEOUT: Duration = Duration::from_secs(15);
@@ -51,6 +47,9 @@ pub struct Report {
     pub languages: Languages,
     pub sandbox: Vec<SandboxEntry>,
     pub gateway: Gateway,
+    /// The `CELLBOX_*` settings this process was started with, in the order
+    /// [`settings::ENV_VARS`] declares them.
+    pub settings: Vec<SettingInEffect>,
     pub folders: Vec<Folder>,
     pub limits: Limits,
     pub problems: Vec<Problem>,
@@ -69,7 +68,7 @@ pub struct PythonReport {
     /// version manager's shim followed (or probed as it is, and why).
     pub found: Option<String>,
     /// The shim followed to the chosen interpreter, when it was one.
-    pub shim: Option<runtime::Followed>,
+    pub shim: Option<discovery::Followed>,
 }
 
 /// One place discovery looks.
@@ -108,6 +107,28 @@ pub struct Gateway {
     /// The URL with any `user:password@` part removed.
     pub url: Option<String>,
     pub token_set: bool,
+}
+
+/// One user setting that is set. Secrets (tokens, keys) and the
+/// `user:password@` part of URLs are never kept.
+#[derive(Debug, Clone, Serialize)]
+pub struct SettingInEffect {
+    pub name: &'static str,
+    /// The value; `None` for a secret.
+    pub value: Option<String>,
+}
+
+/// Every user variable that is set, secrets without their values.
+fn settings_in_effect() -> Vec<SettingInEffect> {
+    settings::ENV_VARS
+        .iter()
+        .filter(|var| var.audience == settings::Audience::User)
+        .filter_map(|var| {
+            let value = var.get()?;
+            let secret = ["TOKEN", "KEY"].iter().any(|word| var.name.contains(word));
+            Some(SettingInEffect { name: var.name, value: (!secret).then(|| without_userinfo(&value)) })
+        })
+        .collect()
 }
 
 /// A folder cellbox writes to, and what it holds.
@@ -185,8 +206,8 @@ pub fn examine(input: &DoctorInput) -> Report {
         javascript_available: node.found,
     };
     let gateway = Gateway {
-        url: std::env::var(GATEWAY_URL_VAR).ok().filter(|v| !v.trim().is_empty()).map(|url| without_userinfo(&url)),
-        token_set: std::env::var_os(GATEWAY_TOKEN_VAR).is_some_and(|v| !v.is_empty()),
+        url: settings::GATEWAY_URL.get().map(|url| without_userinfo(&url)),
+        token_set: settings::GATEWAY_TOKEN.is_present(),
     };
     let folders = folders();
     let mut report = Report {
@@ -202,6 +223,7 @@ pub fn examine(input: &DoctorInput) -> Report {
         languages,
         sandbox: sandbox_entries(),
         gateway,
+        settings: settings_in_effect(),
         folders,
         limits: limits(),
         problems: Vec::new(),
@@ -212,14 +234,14 @@ pub fn examine(input: &DoctorInput) -> Report {
 
 fn examine_python(input: &DoctorInput) -> PythonReport {
     let discovery_input = DiscoveryInput::from_env(&input.cwd, input.python.clone());
-    let resolved = runtime::resolve(&discovery_input, runtime::skip_check_from_env());
+    let resolved = discovery::resolve(&discovery_input, discovery::skip_check_from_env());
     let attempts = match &resolved {
         Ok(_) => Vec::new(),
         Err(error) => error.attempts.clone(),
     };
     let mut chosen_seen = false;
     let mut candidates = Vec::new();
-    for candidate in discovery::candidates(&discovery_input) {
+    for candidate in sources::candidates(&discovery_input) {
         let (state, detail) = match &resolved {
             Ok(python)
                 if !chosen_seen && python.interpreter == candidate.interpreter && python.source == candidate.source =>
@@ -258,7 +280,7 @@ fn examine_python(input: &DoctorInput) -> PythonReport {
     }
     match resolved {
         Ok(python) => PythonReport {
-            why: if python.source == runtime::PythonSource::Explicit {
+            why: if python.source == discovery::PythonSource::Explicit {
                 "named explicitly (--python / CELLBOX_PYTHON): nothing else is tried".into()
             } else {
                 format!("the first working candidate in discovery order ({})", python.source)
@@ -281,7 +303,7 @@ fn examine_python(input: &DoctorInput) -> PythonReport {
 }
 
 fn examine_node(input: &DoctorInput) -> ToolReport {
-    match backend::node::resolve_from_env(input.node.as_deref(), &input.cwd) {
+    match runtime::node::resolve_from_env(input.node.as_deref(), &input.cwd) {
         Ok(node) => ToolReport {
             found: true,
             version: node.version.clone(),
@@ -295,7 +317,7 @@ fn examine_node(input: &DoctorInput) -> ToolReport {
 /// uv next to the interpreter (a venv made by uv), else on `PATH`: where `%pip` and `%uv` look.
 fn examine_uv(python: Option<&Path>) -> ToolReport {
     let beside = python.and_then(Path::parent).map(|dir| dir.join("uv")).filter(|uv| discovery::is_executable(uv));
-    let found = beside.or_else(|| discovery::search_path(std::env::var_os("PATH").as_ref(), "uv"));
+    let found = beside.or_else(|| sources::search_path(std::env::var_os("PATH").as_ref(), "uv"));
     let Some(uv) = found else {
         return ToolReport { found: false, path: None, version: None, detail: "`uv` is not on PATH".into() };
     };
@@ -348,10 +370,10 @@ fn folders() -> Vec<Folder> {
     let artifacts = ArtifactStore::default_root();
     let home = dirs::home_dir().unwrap_or_default();
     let store = dirs::data_dir().unwrap_or_else(|| home.join(".local/share")).join("cellbox").join("store");
-    let managed = discovery::managed_env_root(&home);
+    let managed = sources::managed_env_root(&home);
     [
-        ("cache (runner files)", cache, Some(crate::paths::CACHE_DIR_VAR)),
-        ("artifacts", artifacts, Some(crate::output::artifacts::ARTIFACTS_DIR_VAR)),
+        ("cache (runner files)", cache, Some(settings::CACHE_DIR.name)),
+        ("artifacts", artifacts, Some(settings::ARTIFACTS_DIR.name)),
         ("%store variables", store, Some("XDG_DATA_HOME")),
         ("managed Python environment", managed, None),
     ]
@@ -445,7 +467,7 @@ fn problems(report: &Report) -> Vec<Problem> {
     if report.gateway.url.is_some() && !report.gateway.token_set {
         add(
             Severity::Warning,
-            format!("{GATEWAY_URL_VAR} is set but {GATEWAY_TOKEN_VAR} is not"),
+            format!("{} is set but {} is not", settings::GATEWAY_URL.name, settings::GATEWAY_TOKEN.name),
             "set CELLBOX_GATEWAY_TOKEN if the gateway asks for a token (most do)",
         );
     }

@@ -72,9 +72,9 @@ pub fn sandbox_entries() -> Vec<SandboxEntry> {
 fn preload_detail() -> String {
     let modules = crate::tool::preload_from_env();
     let asked = if modules.is_empty() {
-        "CELLBOX_PRELOAD is not set".to_string()
+        format!("{} is not set", crate::settings::PRELOAD.name)
     } else {
-        format!("CELLBOX_PRELOAD={}", modules.join(","))
+        format!("{}={}", crate::settings::PRELOAD.name, modules.join(","))
     };
     format!("{}; {asked}", crate::kernel::zygote::platform_note())
 }

@@ -13,7 +13,7 @@
 //! same `session_id`), and only a kernel the gateway no longer has, or a gateway out
 //! of reach, ends them so. An `input_request` gets an empty reply and fails
 //! the cell with the stdin error of local kernels, unless it carries
-//! host-bridge calls (see [`super::bridge`]).
+//! host-bridge calls (see [`super::bridge_stdin`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -23,13 +23,12 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, mpsc};
 
-use super::bridge::GatewayBridge;
+use super::bridge_stdin::GatewayBridge;
 use super::client::{Endpoint, GatewayClient, GatewayError};
 use super::link::{Link, open_channels};
-use super::route::{Pending, Routes, Shared};
+use super::route::{Pending, Routes, Shared, startup_error};
 use super::wire::Outgoing;
 use super::{GatewaySetting, init, local};
-use crate::backend::Backend;
 use crate::kernel::{
     Completeness, ExecEvent, ExecuteOptions, Execution, KernelError, KernelOptions, StartObserver, StartStage,
     execution_from,
@@ -66,10 +65,6 @@ impl std::fmt::Debug for GatewayKernel {
     }
 }
 
-pub(super) fn startup_error(error: impl std::fmt::Display) -> KernelError {
-    KernelError::StartupFailed { backend: Backend::Python, reason: error.to_string(), stderr_tail: String::new() }
-}
-
 /// A random-enough id for the websocket session and message ids.
 fn new_session_id() -> String {
     use sha2::Digest;
@@ -82,7 +77,7 @@ fn new_session_id() -> String {
 
 /// The kernelspec to start (`CELLBOX_GATEWAY_KERNEL`, default `python3`).
 fn kernel_name() -> String {
-    std::env::var(super::KERNEL_NAME_VAR).ok().filter(|n| !n.trim().is_empty()).unwrap_or_else(|| "python3".into())
+    crate::settings::GATEWAY_KERNEL.get().unwrap_or_else(|| "python3".into())
 }
 
 /// Why one attempt at starting a kernel failed.
@@ -183,7 +178,7 @@ impl GatewayKernel {
             Err(error @ GatewayError::Timeout { .. }) => {
                 return Err(startup_error(format!(
                     "{error}; if the gateway needs longer to start a kernel, set {} to more seconds",
-                    super::STARTUP_TIMEOUT_VAR
+                    crate::settings::GATEWAY_STARTUP_TIMEOUT.name
                 ))
                 .into());
             }
@@ -208,7 +203,7 @@ impl GatewayKernel {
                         "the kernel on the gateway did not become ready within {}s; if it needs longer (a remote \
                          kernel can take minutes), set {} to more seconds",
                         limit.as_secs(),
-                        super::STARTUP_TIMEOUT_VAR
+                        crate::settings::GATEWAY_STARTUP_TIMEOUT.name
                     ))
                     .into()),
                 }
@@ -391,7 +386,7 @@ impl GatewayKernel {
     }
 
     /// Who answers the cells' bridge calls from now on.
-    pub fn set_bridge(&self, hook: crate::kernel::bridge::BridgeHook) {
+    pub fn set_bridge(&self, hook: crate::kernel::bridge_relay::BridgeHook) {
         self.shared.bridge.set_hook(hook);
     }
 

@@ -20,7 +20,7 @@ const HELPERS: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/
 /// The runner's host-bridge modules (the cell-side API, its schema check and
 /// the Bridge it calls through), in import order, sent as source like
 /// [`HELPERS`]; `bridge_stdin` carries the calls over the Jupyter stdin
-/// channel (see [`super::bridge`]).
+/// channel (see [`super::bridge_stdin`]).
 const BRIDGE_MODULES: &[(&str, &str)] = &[
     ("schema_check", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/cellbox_kernel/schema_check.py"))),
     ("bridge", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/cellbox_kernel/bridge.py"))),
@@ -89,8 +89,8 @@ pub fn start_env(env: &BTreeMap<String, String>, username: &str) -> BTreeMap<Str
 /// The user name to send: `CELLBOX_GATEWAY_USERNAME`, else the local user,
 /// but never `root` (Enterprise Gateway refuses to start kernels as root).
 pub fn username() -> String {
-    let name = std::env::var(super::USERNAME_VAR)
-        .ok()
+    let name = crate::settings::GATEWAY_USERNAME
+        .get()
         .or_else(|| std::env::var("USER").ok())
         .or_else(|| std::env::var("LOGNAME").ok())
         .filter(|name| !name.trim().is_empty() && acceptable_for_gateway(name));

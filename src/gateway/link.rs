@@ -13,13 +13,12 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
-use super::channels::startup_error;
 use super::client::{Endpoint, GatewayClient, GatewayError};
 use super::net::QuickAckStream;
-use super::route::{Shared, kernel_lost, route};
+use super::route::{Shared, kernel_lost, route, startup_error};
 use super::wire::{self, Framing, Outgoing};
-use crate::backend::Backend;
 use crate::kernel::KernelError;
+use crate::runtime::Runtime;
 
 /// A kernel's channels websocket.
 pub(super) type Channels = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<QuickAckStream>>;
@@ -274,7 +273,7 @@ where
 
 /// The kernel cannot run cells any more: every pending request ends with `reason`.
 async fn fail_pending(shared: &Shared, reason: String) {
-    let error = KernelError::Died { backend: Backend::Python, exit: reason, stderr_tail: String::new() };
+    let error = KernelError::Died { runtime: Runtime::Python, exit: reason, stderr_tail: String::new() };
     shared.bridge.cancel_all("the kernel's connection ended");
     let pending = {
         let mut routes = shared.routes.lock().unwrap();

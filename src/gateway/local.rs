@@ -30,9 +30,8 @@ use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
 use super::client::{Endpoint, GatewayClient};
+use crate::settings;
 
-/// Moves the shared gateway's folder (default `~/.cellbox/gateway`).
-pub const DIR_VAR: &str = "CELLBOX_GATEWAY_DIR";
 /// How long a new gateway gets to answer its health check.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long to wait for another process that holds the lock.
@@ -73,8 +72,8 @@ impl GatewayInfo {
 
 /// The shared gateway's folder.
 pub fn dir() -> PathBuf {
-    match std::env::var_os(DIR_VAR).filter(|dir| !dir.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
+    match settings::GATEWAY_DIR.path() {
+        Some(dir) => dir,
         None => dirs::home_dir().unwrap_or_else(std::env::temp_dir).join(".cellbox").join("gateway"),
     }
 }
@@ -121,8 +120,9 @@ fn info_path(dir: &Path) -> PathBuf {
 }
 
 fn ensure_dir(dir: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir.join("runtime"))
-        .map_err(|e| format!("could not create {} ({e}); set {DIR_VAR} to a writable folder", dir.display()))?;
+    std::fs::create_dir_all(dir.join("runtime")).map_err(|e| {
+        format!("could not create {} ({e}); set {} to a writable folder", dir.display(), settings::GATEWAY_DIR.name)
+    })?;
     let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
     let _ = std::fs::set_permissions(dir.join("runtime"), std::fs::Permissions::from_mode(0o700));
     Ok(())
@@ -445,7 +445,7 @@ async fn start(dir: &Path, python: &Path, env: &BTreeMap<String, String>, lock: 
 /// gateway is started with (`CELLBOX_GATEWAY_NOFILE_FOR_TEST=N`), so a test
 /// can drive it into EMFILE with a few kernels.
 fn nofile_for_test() -> Option<u64> {
-    std::env::var("CELLBOX_GATEWAY_NOFILE_FOR_TEST").ok()?.trim().parse().ok()
+    settings::GATEWAY_NOFILE_FOR_TEST.parse().ok().flatten()
 }
 
 /// What `cellbox gateway status` prints.

@@ -7,7 +7,7 @@
 //!   messages onto the same [`crate::kernel::ExecEvent`]s a process kernel yields;
 //!   `route` holds the requests in flight and what each message means for
 //!   them, `link` the websocket itself (its framing, reconnection);
-//! - [`bridge`]: the cells' host-bridge calls, carried by the stdin channel;
+//! - [`bridge_stdin`]: the cells' host-bridge calls, carried by the stdin channel;
 //! - [`init`]: the code run in every new gateway kernel (cwd, environment,
 //!   `sys.path`, the prelude, extension modules);
 //! - [`local`]: the shared local gateway under `~/.cellbox/gateway/`, one per
@@ -18,7 +18,7 @@
 //! Which gateway, if any, is a [`GatewaySetting`], read from the environment
 //! (`CELLBOX_GATEWAY_URL`, `CELLBOX_GATEWAY_TOKEN`, `CELLBOX_BACKEND`).
 
-pub mod bridge;
+pub mod bridge_stdin;
 pub mod channels;
 pub mod client;
 pub mod init;
@@ -31,33 +31,22 @@ pub mod wire;
 pub use channels::GatewayKernel;
 pub use client::{Endpoint, GatewayClient, GatewayError};
 
-/// The URL of an external gateway; setting it selects the gateway backend.
-pub const URL_VAR: &str = "CELLBOX_GATEWAY_URL";
-/// The token of the external gateway (sent as `Authorization: token …`).
-pub const TOKEN_VAR: &str = "CELLBOX_GATEWAY_TOKEN";
-/// `gateway` selects the shared local gateway; `process` (default) runner processes.
-pub const BACKEND_VAR: &str = "CELLBOX_BACKEND";
-/// The kernelspec to start on the gateway [default: `python3`].
-pub const KERNEL_NAME_VAR: &str = "CELLBOX_GATEWAY_KERNEL";
-/// The user name sent as `KERNEL_USERNAME` (Enterprise Gateway) [default: the local user, never root].
-pub const USERNAME_VAR: &str = "CELLBOX_GATEWAY_USERNAME";
-
-/// Seconds a gateway kernel may take to start (creation, connection, setup),
-/// overriding the engine's startup timeout: remote kernels can take minutes.
-pub const STARTUP_TIMEOUT_VAR: &str = "CELLBOX_GATEWAY_STARTUP_TIMEOUT";
+use crate::settings;
 
 /// The bound on a gateway kernel's start: `CELLBOX_GATEWAY_STARTUP_TIMEOUT`
 /// seconds when set, else `default`; an unreadable value is an error that says so.
 pub fn startup_timeout(default: std::time::Duration) -> Result<std::time::Duration, String> {
-    match std::env::var(STARTUP_TIMEOUT_VAR) {
-        Ok(value) if !value.trim().is_empty() => match value.trim().parse::<f64>() {
+    let var = settings::GATEWAY_STARTUP_TIMEOUT;
+    match var.get() {
+        Some(value) => match value.parse::<f64>() {
             Ok(seconds) if seconds.is_finite() && seconds > 0.0 => Ok(std::time::Duration::from_secs_f64(seconds)),
             _ => Err(format!(
-                "{STARTUP_TIMEOUT_VAR}={value:?} is not a number of seconds: set it to how long a gateway kernel may \
-                 take to start, e.g. 300"
+                "{}={value:?} is not a number of seconds: set it to how long a gateway kernel may take to start, \
+                 e.g. 300",
+                var.name
             )),
         },
-        _ => Ok(default),
+        None => Ok(default),
     }
 }
 
@@ -80,10 +69,11 @@ impl GatewaySetting {
     /// From `CELLBOX_GATEWAY_URL` (+ `CELLBOX_GATEWAY_TOKEN`), else
     /// `CELLBOX_BACKEND=gateway`; `None` for runner processes.
     pub fn from_env() -> Result<Option<GatewaySetting>, String> {
-        let url = std::env::var(URL_VAR).ok().filter(|url| !url.trim().is_empty());
-        let token = std::env::var(TOKEN_VAR).ok().filter(|token| !token.trim().is_empty());
-        let backend = std::env::var(BACKEND_VAR).ok();
-        GatewaySetting::choose(backend.as_deref(), url, token)
+        GatewaySetting::choose(
+            settings::BACKEND.get().as_deref(),
+            settings::GATEWAY_URL.get(),
+            settings::GATEWAY_TOKEN.get(),
+        )
     }
 
     /// The setting for a `--backend` / `CELLBOX_BACKEND` value and an optional external URL.
@@ -99,8 +89,10 @@ impl GatewaySetting {
             (Some("gateway"), None) => Ok(Some(GatewaySetting::SharedLocal)),
             (None, None) => Ok(None),
             (Some(other), _) => Err(format!(
-                "unknown backend {other:?} (from --backend or {BACKEND_VAR}): use `process` (runner processes, the \
-                 default) or `gateway` (a Jupyter gateway: {URL_VAR} if set, else the shared local one)"
+                "unknown backend {other:?} (from --backend or {}): use `process` (runner processes, the default) or \
+                 `gateway` (a Jupyter gateway: {} if set, else the shared local one)",
+                settings::BACKEND.name,
+                settings::GATEWAY_URL.name
             )),
         }
     }

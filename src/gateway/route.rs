@@ -7,10 +7,11 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, mpsc};
 
-use super::bridge::{CallRequest, GatewayBridge};
+use super::bridge_stdin::{CallRequest, GatewayBridge};
 use super::wire::Outgoing;
 use crate::kernel::{CellDone, CellError, Completeness, ExecEvent, KernelError};
 use crate::protocol::DoneStatus;
+use crate::runtime::Runtime;
 
 /// The name `input()` raises under, as in cellbox's own kernels.
 const STDIN_ERROR_NAME: &str = "StdinNotSupportedError";
@@ -58,6 +59,11 @@ pub(super) fn kernel_lost(message: &Value) -> Option<&str> {
         state @ ("restarting" | "dead" | "autorestarting") => Some(state),
         _ => None,
     }
+}
+
+/// A gateway kernel that could not start (gateway kernels are Python's).
+pub(super) fn startup_error(error: impl std::fmt::Display) -> KernelError {
+    KernelError::StartupFailed { runtime: Runtime::Python, reason: error.to_string(), stderr_tail: String::new() }
 }
 
 pub(super) type Delivery = (EventSender, Result<ExecEvent, KernelError>);

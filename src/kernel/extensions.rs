@@ -10,9 +10,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Moves the user's extension modules folder (default `~/.cellbox/modules`).
-pub const USER_DIR_VAR: &str = "CELLBOX_MODULES_DIR";
-
 /// One module to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Extension {
@@ -22,8 +19,8 @@ pub struct Extension {
 
 /// The user's folder of extension modules.
 pub fn user_dir() -> Option<PathBuf> {
-    match std::env::var_os(USER_DIR_VAR).filter(|dir| !dir.is_empty()) {
-        Some(dir) => Some(PathBuf::from(dir)),
+    match crate::settings::MODULES_DIR.path() {
+        Some(dir) => Some(dir),
         None => dirs::home_dir().map(|home| home.join(".cellbox").join("modules")),
     }
 }

@@ -36,7 +36,7 @@ pub(super) struct Launched {
 /// Make the runner process for `options`, with `ends` as its output pipes.
 pub(super) async fn launch(options: &KernelOptions, runner: &Path, ends: ChildEnds) -> Result<Launched, KernelError> {
     let spawn_error = |e: std::io::Error| KernelError::Spawn {
-        backend: options.backend,
+        runtime: options.runtime,
         program: options.program.clone(),
         message: e.to_string(),
     };
@@ -85,7 +85,7 @@ fn spawn(
     let mut sandbox = crate::sandbox::prepare(&options.sandbox, &options.cwd, &options.env)?;
     let mut command = Command::new(&options.program);
     command
-        .args(options.backend.runner_args(runner))
+        .args(options.runtime.runner_args(runner))
         .args(host_args)
         .current_dir(&options.cwd)
         .env_clear()
@@ -121,7 +121,7 @@ fn spawn(
     drop(ends.frames);
     drop(ends.diagnostics);
     let mut child = spawned.map_err(|e| KernelError::Spawn {
-        backend: options.backend,
+        runtime: options.runtime,
         program: options.program.clone(),
         message: e.to_string(),
     })?;

@@ -1,10 +1,10 @@
-//! One kernel process of any backend: the runner subprocess and the host's
+//! One kernel process of any runtime: the runner subprocess and the host's
 //! side of the NDJSON protocol, shared by Python and Node.
 //!
-//! [`Kernel::start`] spawns the backend's runner (`<python> -u runner.py`,
-//! `<node> --expose-internals runner.js`; see [`crate::backend`]) in its own
+//! [`Kernel::start`] spawns the runtime's runner (`<python> -u runner.py`,
+//! `<node> --expose-internals runner.js`; see [`crate::runtime`]) in its own
 //! session, waits for the `ready` handshake, then runs the init request (the
-//! cwd) and the backend's prelude, if any. [`Kernel::execute`] sends a request and
+//! cwd) and the runtime's prelude, if any. [`Kernel::execute`] sends a request and
 //! returns an [`Execution`] that yields the request's events as they arrive.
 //! One reader task owns every pipe from the runner ([`channel`]): it routes
 //! frames by request id and turns the raw bytes of fd 1/2 into `Stdout`/
@@ -12,7 +12,7 @@
 //! is delivered first, then every pending execution receives
 //! [`KernelError::Died`] with the exit status.
 
-pub mod bridge;
+pub mod bridge_relay;
 pub mod channel;
 mod crash_dump;
 pub mod extensions;
@@ -34,8 +34,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::unix::pipe;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::backend::Backend;
 use crate::protocol::{self, ExecuteRequest};
+use crate::runtime::Runtime;
 pub use process::ExitInfo;
 pub use progress::{StartObserver, StartStage};
 use reader::Reader;
@@ -47,8 +47,6 @@ pub use types::{
 
 /// Default bound on spawn → ready → init → prelude.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
-/// Set to `1` to log every frame both ways (target `cellbox::ipc`).
-pub const IPC_TRACE_VAR: &str = "CELLBOX_PYTHON_IPC_TRACE";
 /// How much of the runner's own diagnostics is kept for error messages.
 const STDERR_TAIL_BYTES: usize = 16 * 1024;
 /// How much of them the reader keeps to quote at its death: enough for
@@ -72,7 +70,7 @@ type EventSender = mpsc::Sender<Result<ExecEvent, KernelError>>;
 /// State shared by the handle and the background tasks.
 struct Shared {
     pid: u32,
-    backend: Backend,
+    runtime: Runtime,
     routes: Mutex<Routes>,
     exit: watch::Receiver<Option<ExitInfo>>,
     stderr_tail: Mutex<String>,
@@ -81,8 +79,8 @@ struct Shared {
     stdin: tokio::sync::Mutex<Option<pipe::Sender>>,
     /// Who answers the cells' bridge calls ([`Kernel::set_bridge`]); `None`:
     /// they fail with "no bridge configured".
-    bridge: Mutex<Option<bridge::BridgeHook>>,
-    bridge_state: Mutex<bridge::BridgeState>,
+    bridge: Mutex<Option<bridge_relay::BridgeHook>>,
+    bridge_state: Mutex<bridge_relay::BridgeState>,
     /// The kernel's temp dir and cgroups, kept while it lives; they also
     /// tell a death by the memory limit from any other.
     sandbox: crate::sandbox::SandboxGuard,
@@ -120,14 +118,14 @@ impl Kernel {
     pub async fn start(options: KernelOptions) -> Result<Kernel, KernelError> {
         validate_cwd(&options.cwd)?;
         let cache = options.cache_dir.clone().unwrap_or_else(crate::paths::cache_root);
-        let backend = options.backend;
-        let runner = backend
+        let runtime = options.runtime;
+        let runner = runtime
             .runner()
             .ensure_in(&cache)
             .map_err(|e| KernelError::RunnerInstall { path: cache.clone(), message: e.to_string() })?;
 
         let (child_ends, host_ends) = channel::create().map_err(|e| KernelError::Spawn {
-            backend,
+            runtime,
             program: options.program.clone(),
             message: e.to_string(),
         })?;
@@ -136,14 +134,14 @@ impl Kernel {
         let (ready_tx, ready_rx) = oneshot::channel();
         let shared = Arc::new(Shared {
             pid,
-            backend,
+            runtime,
             routes: Mutex::new(Routes { ready: Some(ready_tx), ..Default::default() }),
             exit: launched.exit,
             stderr_tail: Mutex::new(String::new()),
             trace: options.trace,
             stdin: tokio::sync::Mutex::new(Some(launched.requests)),
             bridge: Mutex::new(None),
-            bridge_state: Mutex::new(bridge::BridgeState::default()),
+            bridge_state: Mutex::new(bridge_relay::BridgeState::default()),
             sandbox: launched.guard,
             forked_from: launched.zygote.as_ref().map(|zygote| zygote.pid),
             zygote: Mutex::new(launched.zygote),
@@ -156,7 +154,7 @@ impl Kernel {
             Ok(Ok(Ok(ready))) => ready,
             Ok(Ok(Err(reason))) => {
                 return Err(KernelError::StartupFailed {
-                    backend,
+                    runtime,
                     reason,
                     stderr_tail: shared.tail_after(stderr_task).await,
                 });
@@ -167,7 +165,7 @@ impl Kernel {
                     None => "it closed its output before the handshake".to_string(),
                 };
                 return Err(KernelError::StartupFailed {
-                    backend,
+                    runtime,
                     reason,
                     stderr_tail: shared.tail_after(stderr_task).await,
                 });
@@ -175,7 +173,7 @@ impl Kernel {
             Err(_) => {
                 drop(kill_guard);
                 return Err(KernelError::StartupTimeout {
-                    backend,
+                    runtime,
                     seconds: options.startup_timeout.as_secs(),
                     stderr_tail: shared.tail_after(stderr_task).await,
                 });
@@ -185,7 +183,7 @@ impl Kernel {
         let kernel = Kernel { shared, next_id: AtomicU64::new(1), ready, cwd: options.cwd.clone() };
         let setup = async {
             kernel.run_internal(None, Some(kernel.cwd.display().to_string())).await?;
-            match backend.prelude() {
+            match runtime.prelude() {
                 Some(prelude) => kernel.run_internal(Some(prelude), None).await,
                 None => Ok(()),
             }
@@ -194,7 +192,7 @@ impl Kernel {
             Ok(Ok(())) => Ok(kernel),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(KernelError::StartupTimeout {
-                backend,
+                runtime,
                 seconds: options.startup_timeout.as_secs(),
                 stderr_tail: kernel.stderr_tail(),
             }),
@@ -208,7 +206,7 @@ impl Kernel {
         match output.errors().first() {
             None => Ok(()),
             Some(error) => Err(KernelError::StartupFailed {
-                backend: self.shared.backend,
+                runtime: self.shared.runtime,
                 reason: format!("{}: {}", error.ename, error.evalue),
                 stderr_tail: self.stderr_tail(),
             }),
@@ -318,7 +316,7 @@ impl Kernel {
         }
         match exit {
             Some(exit) => KernelError::Died {
-                backend: self.shared.backend,
+                runtime: self.shared.runtime,
                 exit: self.shared.describe_exit(exit),
                 stderr_tail: self.stderr_tail(),
             },
@@ -403,7 +401,7 @@ impl Kernel {
     /// Who answers this kernel's bridge calls from now on. Set when the kernel
     /// is given to a session, not at start: a warm spare is started before
     /// anyone knows which session will take it.
-    pub fn set_bridge(&self, hook: bridge::BridgeHook) {
+    pub fn set_bridge(&self, hook: bridge_relay::BridgeHook) {
         *self.shared.bridge.lock().unwrap() = Some(hook);
     }
 
@@ -474,7 +472,7 @@ impl Shared {
 
     /// Stop the bridge calls of `cell` (all when `None`) and tell their callers why.
     fn cancel_bridge_calls(self: &Arc<Self>, cell: Option<&str>, why: &str) {
-        bridge::cancel(self, cell, why);
+        bridge_relay::cancel(self, cell, why);
     }
 
     /// How the process ended, naming the memory limit when that is what ended it.
@@ -501,8 +499,8 @@ impl Shared {
     }
 }
 
-impl bridge::CallSink for Shared {
-    fn calls(&self) -> &Mutex<bridge::BridgeState> {
+impl bridge_relay::CallSink for Shared {
+    fn calls(&self) -> &Mutex<bridge_relay::BridgeState> {
         &self.bridge_state
     }
 

@@ -11,7 +11,7 @@ use tokio::net::unix::pipe;
 
 use super::{
     CellDone, CellError, CheckReport, Completeness, DIAGNOSTICS_BYTES, ExecEvent, KernelError, MAX_PENDING_OUTPUT,
-    READ_CHUNK, ReadyInfo, STDERR_TAIL_BYTES, Shared, bridge, channel, crash_dump, process,
+    READ_CHUNK, ReadyInfo, STDERR_TAIL_BYTES, Shared, bridge_relay, channel, crash_dump, process,
 };
 use crate::protocol::{self, RunnerFrame};
 
@@ -160,7 +160,7 @@ impl Reader {
             );
         }
         let quoted = self.last_words().await;
-        let error = KernelError::Died { backend: shared.backend, exit, stderr_tail: quoted };
+        let error = KernelError::Died { runtime: shared.runtime, exit, stderr_tail: quoted };
         shared.bridge_state.lock().unwrap().cancel(None);
         let (error, pending, ready) = {
             let mut routes = shared.routes.lock().unwrap();
@@ -403,14 +403,14 @@ impl Reader {
         self.deliver(id, event).await;
     }
 
-    /// Hand a cell's bridge call to the handler (see [`bridge::dispatch`]).
+    /// Hand a cell's bridge call to the handler (see [`bridge_relay::dispatch`]).
     async fn bridge_call(&mut self, id: String, cell: Option<String>, op: String, args: Value) {
         let cell = cell.filter(|cell| self.is_running(cell));
         if let Some(cell) = &cell {
             self.ensure_started(cell).await;
         }
         let hook = self.shared.bridge.lock().unwrap().clone();
-        bridge::dispatch(&self.shared, hook, id, cell, op, args);
+        bridge_relay::dispatch(&self.shared, hook, id, cell, op, args);
     }
 
     async fn deliver(&mut self, id: Option<String>, event: ExecEvent) {

@@ -1,4 +1,4 @@
-//! What every kernel takes and yields, whichever transport carries its cells: the
+//! What every kernel takes and yields, whichever backend carries its cells: the
 //! [`KernelOptions`] it starts with, its [`KernelError`]s, and the [`Execution`] of a cell with its
 //! [`ExecEvent`]s.
 
@@ -9,22 +9,22 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use super::{DEFAULT_STARTUP_TIMEOUT, IPC_TRACE_VAR, TAIL_LINES, bridge};
-use crate::backend::{Backend, Runtime};
+use super::{DEFAULT_STARTUP_TIMEOUT, TAIL_LINES, bridge_relay};
 use crate::protocol::{self, DoneStatus, MimeBundle};
+use crate::runtime::{Interpreter, Runtime};
 
 /// Everything needed to start a kernel. Two equal options start equivalent
 /// kernels, which is what lets a warm spare stand in for a fresh start (so
 /// every field that shapes the process belongs here and takes part in `==`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelOptions {
-    /// Which runtime runs the cells.
-    pub backend: Backend,
+    /// Which interpreter runs the cells.
+    pub runtime: Runtime,
     /// The interpreter to run (a resolved real executable, ideally).
     pub program: PathBuf,
     /// Working directory; must exist and be a directory.
     pub cwd: PathBuf,
-    /// The kernel's complete environment (see [`crate::runtime::env::kernel_env`]).
+    /// The kernel's complete environment (see [`crate::discovery::env::kernel_env`]).
     pub env: BTreeMap<String, String>,
     pub startup_timeout: Duration,
     /// Log every frame (env values redacted).
@@ -42,28 +42,28 @@ pub struct KernelOptions {
 impl KernelOptions {
     /// Options for a Python kernel on `python`.
     pub fn new(python: impl Into<PathBuf>, cwd: impl Into<PathBuf>, env: BTreeMap<String, String>) -> Self {
-        KernelOptions::for_backend(Backend::Python, python, cwd, env)
+        KernelOptions::for_runtime(Runtime::Python, python, cwd, env)
     }
 
-    /// Options for a kernel of `runtime`'s backend on its executable.
-    pub fn for_runtime(runtime: &Runtime, cwd: impl Into<PathBuf>, env: BTreeMap<String, String>) -> Self {
-        KernelOptions::for_backend(runtime.backend, &runtime.executable, cwd, env)
+    /// Options for a kernel of `interpreter`'s runtime on its executable.
+    pub fn for_interpreter(interpreter: &Interpreter, cwd: impl Into<PathBuf>, env: BTreeMap<String, String>) -> Self {
+        KernelOptions::for_runtime(interpreter.runtime, &interpreter.executable, cwd, env)
     }
 
-    /// Options for a kernel of `backend` run by `program`.
-    pub fn for_backend(
-        backend: Backend,
+    /// Options for a kernel of `runtime` run by `program`.
+    pub fn for_runtime(
+        runtime: Runtime,
         program: impl Into<PathBuf>,
         cwd: impl Into<PathBuf>,
         env: BTreeMap<String, String>,
     ) -> Self {
         KernelOptions {
-            backend,
+            runtime,
             program: program.into(),
             cwd: cwd.into(),
             env,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
-            trace: std::env::var(IPC_TRACE_VAR).is_ok_and(|v| v == "1"),
+            trace: crate::settings::PYTHON_IPC_TRACE.get().is_some_and(|v| v == "1"),
             cache_dir: None,
             sandbox: crate::sandbox::SandboxPolicy::default(),
             preload: Vec::new(),
@@ -80,14 +80,14 @@ pub enum KernelError {
         "could not write the runner to the cache folder {path}: {message} (set CELLBOX_CACHE_DIR to a writable folder)"
     )]
     RunnerInstall { path: PathBuf, message: String },
-    #[error("could not start {program}: {message}. Check it with `cellbox setup {} --check`", .backend.setup_name())]
-    Spawn { backend: Backend, program: PathBuf, message: String },
-    #[error("the {backend} kernel did not become ready within {seconds}s{}", tail_note(.stderr_tail))]
-    StartupTimeout { backend: Backend, seconds: u64, stderr_tail: String },
-    #[error("the {backend} kernel failed to start: {reason}{}", tail_note(.stderr_tail))]
-    StartupFailed { backend: Backend, reason: String, stderr_tail: String },
-    #[error("the {backend} kernel died ({exit}); its state is lost{}", tail_note(.stderr_tail))]
-    Died { backend: Backend, exit: String, stderr_tail: String },
+    #[error("could not start {program}: {message}. Check it with `cellbox setup {} --check`", .runtime.setup_name())]
+    Spawn { runtime: Runtime, program: PathBuf, message: String },
+    #[error("the {runtime} kernel did not become ready within {seconds}s{}", tail_note(.stderr_tail))]
+    StartupTimeout { runtime: Runtime, seconds: u64, stderr_tail: String },
+    #[error("the {runtime} kernel failed to start: {reason}{}", tail_note(.stderr_tail))]
+    StartupFailed { runtime: Runtime, reason: String, stderr_tail: String },
+    #[error("the {runtime} kernel died ({exit}); its state is lost{}", tail_note(.stderr_tail))]
+    Died { runtime: Runtime, exit: String, stderr_tail: String },
     #[error("the kernel has been shut down; start a new one")]
     Closed,
     /// The requested sandbox cannot be enforced on this host: the kernel was
@@ -154,7 +154,7 @@ pub enum ExecEvent {
     /// The host started or finished work on the cell's behalf (a bridge
     /// call): the cell's time budget waits meanwhile. Only the host makes
     /// these; nothing a cell prints or displays can.
-    Budget(bridge::BudgetControl),
+    Budget(bridge_relay::BudgetControl),
     /// The Python runner crashed in C code during this cell: faulthandler's
     /// whole dump, every thread with the runner's own frames, for the record
     /// (the call's full output), not for display. The cell's part of it came
@@ -237,7 +237,7 @@ impl Execution {
     }
 }
 
-/// An [`Execution`] fed by another transport through `events`.
+/// An [`Execution`] fed by another backend through `events`.
 pub(crate) fn execution_from(id: String, events: mpsc::Receiver<Result<ExecEvent, KernelError>>) -> Execution {
     Execution { id, events, finished: false }
 }

@@ -32,8 +32,8 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::backend::Backend;
 use crate::output::artifacts::SCHEME;
+use crate::runtime::Runtime;
 use crate::tool::{CallContext, CallOutcome, EvalEngine, EvalEvent, EvalParams, Language};
 
 mod rounds;
@@ -92,8 +92,8 @@ impl EvalServer {
         self
     }
 
-    fn offers(&self, backend: Backend) -> bool {
-        self.languages.iter().any(|language| language.backend() == backend)
+    fn offers(&self, runtime: Runtime) -> bool {
+        self.languages.iter().any(|language| language.runtime() == runtime)
     }
 
     fn call_export(&self, arguments: &Value) -> CallToolResult {

@@ -258,7 +258,7 @@ impl EvalServer {
             let busy = run.is_some() || entry.in_flight > 0;
             let memory: u64 = kernels.iter().filter_map(|k| k.resident_bytes).sum();
             let started = entry.started.and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map(|d| d.as_secs());
-            let languages: Vec<&str> = kernels.iter().filter(|k| k.pid.is_some()).map(|k| k.backend.as_str()).collect();
+            let languages: Vec<&str> = kernels.iter().filter(|k| k.pid.is_some()).map(|k| k.runtime.as_str()).collect();
             let mut line = format!("{name}: {}", if busy { "busy" } else { "idle" });
             if let Some(run) = &run {
                 line.push_str(&format!(", running {run}"));

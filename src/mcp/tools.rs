@@ -9,7 +9,7 @@ use rmcp::model::Tool;
 use serde_json::{Value, json};
 
 use super::{EvalServer, manners, output};
-use crate::backend::Backend;
+use crate::runtime::Runtime;
 use crate::tool::EvalParams;
 
 /// What a model is told about using the server.
@@ -65,7 +65,7 @@ impl EvalServer {
     pub(super) fn instructions(&self) -> String {
         let config = self.engine.config();
         let sandbox = format!("\n- Sandbox: {}", config.sandbox.describe_for_model(&config.default_cwd));
-        let base = match (self.offers(Backend::Python), self.offers(Backend::Node)) {
+        let base = match (self.offers(Runtime::Python), self.offers(Runtime::Node)) {
             (true, true) => format!("{INSTRUCTIONS}\n{JS_INSTRUCTIONS}"),
             (false, true) => format!(
                 "cellbox runs JavaScript code for you in a persistent Node.js kernel (Python is not available \
@@ -83,7 +83,7 @@ impl EvalServer {
         restrict_languages(&mut schema, &offered);
         let mut schema = schema.as_object().cloned().unwrap_or_default();
         Self::add_session_property(&mut schema);
-        let (description, title) = match (self.offers(Backend::Python), self.offers(Backend::Node)) {
+        let (description, title) = match (self.offers(Runtime::Python), self.offers(Runtime::Node)) {
             (true, true) => (format!("{EVAL_DESCRIPTION}\n{JS_DESCRIPTION}"), "Run Python or JavaScript code"),
             (false, true) => (
                 format!(

@@ -15,9 +15,6 @@ use std::thread::JoinHandle;
 
 use sha2::{Digest, Sha256};
 
-/// Overrides where artifacts are kept.
-pub const ARTIFACTS_DIR_VAR: &str = "CELLBOX_ARTIFACTS_DIR";
-
 /// URI scheme of artifact links.
 pub const SCHEME: &str = "artifact://";
 
@@ -57,8 +54,8 @@ impl ArtifactStore {
 
     /// `$CELLBOX_ARTIFACTS_DIR`, else `<cache>/cellbox/artifacts`.
     pub fn default_root() -> PathBuf {
-        match std::env::var_os(ARTIFACTS_DIR_VAR).filter(|d| !d.is_empty()) {
-            Some(dir) => PathBuf::from(dir),
+        match crate::settings::ARTIFACTS_DIR.path() {
+            Some(dir) => dir,
             None => crate::paths::cache_root().join("artifacts"),
         }
     }

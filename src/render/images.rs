@@ -23,7 +23,7 @@ pub fn terminal_protocol() -> Option<Protocol> {
     static CHOICE: std::sync::OnceLock<Option<Protocol>> = std::sync::OnceLock::new();
     *CHOICE.get_or_init(|| {
         let var = |name: &str| std::env::var(name).unwrap_or_default();
-        match var("CELLBOX_IMAGES").to_ascii_lowercase().as_str() {
+        match crate::settings::IMAGES.get().unwrap_or_default().to_ascii_lowercase().as_str() {
             "kitty" => return Some(Protocol::Kitty),
             "iterm" | "iterm2" => return Some(Protocol::Iterm),
             "sixel" => return Some(Protocol::Sixel),

@@ -35,7 +35,7 @@ fn millis(value: Option<&Value>) -> String {
 /// Whether a reader is better off without this event: the budget's
 /// pause/resume around bridge calls (the bridge call's own line says it all).
 pub fn is_hidden(event: &Value) -> bool {
-    event.get("op").and_then(Value::as_str) == Some(crate::kernel::bridge::BUDGET_STATUS_OP)
+    event.get("op").and_then(Value::as_str) == Some(crate::kernel::bridge_relay::BUDGET_STATUS_OP)
 }
 
 /// One readable line for a status event.

@@ -1,139 +1,180 @@
-//! Runtime discovery: which Python runs the kernel, and with which environment.
+//! The runtimes that execute a kernel's cells (Python, Node): how each one's
+//! interpreter is found, how its runner is started, and what it supports.
+//!
+//! A cell's *language* (`py`, `js`, `ts`: [`crate::tool::Language`]) maps to
+//! one runtime; *where* the kernel runs (a local process or a Jupyter gateway)
+//! is the backend ([`crate::session::Backend`]), a separate choice.
+//!
+//! Every runtime speaks the same NDJSON protocol (`crate::protocol`) with the
+//! same process layout, so one process kernel ([`crate::kernel::Kernel`])
+//! drives them all; a runtime only says how to find its interpreter and
+//! launch its runner:
+//!
+//! - [`python`]: `python -u runner.py` (the `runner/` folder), magics, a prelude request;
+//! - [`node`]: `node --expose-internals runner.js` (the `runner-js/` folder).
+//!
+//! Code above the kernel layer asks a [`Runtime`] instead of naming one.
 
-pub mod discovery;
-pub mod env;
-pub mod memo;
-pub mod probe;
-pub mod shims;
+pub mod node;
+pub mod python;
+pub mod runner_files;
 
-use std::fmt;
-use std::path::PathBuf;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
-pub use discovery::{Candidate, DiscoveryInput, PythonSource};
-pub use env::EnvActivation;
-pub use shims::{Followed, Manager};
+use crate::discovery::EnvActivation;
+use runner_files::RunnerSet;
 
-/// Set to `1` to skip the probe: the first existing executable candidate is used as is.
-pub const SKIP_CHECK_VAR: &str = "CELLBOX_PYTHON_SKIP_CHECK";
+/// Which runtime runs a kernel's cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Runtime {
+    /// CPython 3.8+, with the `runner/` package.
+    Python,
+    /// Node.js 18+, with the `runner-js/` scripts.
+    Node,
+}
 
-/// An interpreter that was found (and, unless the check is skipped, run once).
+impl Runtime {
+    /// Every runtime, in the order a call takes their kernels (so concurrent
+    /// calls never wait for each other in a cycle).
+    pub const ALL: [Runtime; 2] = [Runtime::Python, Runtime::Node];
+
+    /// The name people read ("Python", "JavaScript").
+    pub fn display_name(self) -> &'static str {
+        match self {
+            Runtime::Python => "Python",
+            Runtime::Node => "JavaScript",
+        }
+    }
+
+    /// The `cellbox setup <name> --check` word for this runtime.
+    pub fn setup_name(self) -> &'static str {
+        match self {
+            Runtime::Python => "python",
+            Runtime::Node => "node",
+        }
+    }
+
+    /// The runner files embedded for this runtime.
+    pub fn runner(self) -> &'static RunnerSet {
+        match self {
+            Runtime::Python => &python::RUNNER,
+            Runtime::Node => &node::RUNNER,
+        }
+    }
+
+    /// Arguments before the host's own (`--host-pid …`), given the runner's entry file.
+    pub fn runner_args(self, entry: &Path) -> Vec<OsString> {
+        match self {
+            Runtime::Python => vec!["-u".into(), entry.into()],
+            Runtime::Node => vec!["--expose-internals".into(), entry.into()],
+        }
+    }
+
+    /// Code run once in every new kernel, after the cwd is set, if any.
+    pub fn prelude(self) -> Option<&'static str> {
+        match self {
+            Runtime::Python => Some(python::PRELUDE_CODE),
+            // The Node runner installs its helpers itself.
+            Runtime::Node => None,
+        }
+    }
+
+    /// Whether cells understand IPython-style magics (`%pip`, `!cmd`, …).
+    pub fn supports_magics(self) -> bool {
+        self == Runtime::Python
+    }
+}
+
+impl std::fmt::Display for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.display_name())
+    }
+}
+
+/// An interpreter found for a runtime: what to spawn and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResolvedPython {
-    pub source: PythonSource,
-    /// The path discovery found (perhaps a shim or a venv symlink).
-    pub interpreter: PathBuf,
-    /// What to spawn: the probe's `sys.executable`, or `interpreter` unprobed.
+pub struct Interpreter {
+    pub runtime: Runtime,
+    /// What to spawn (a probed real executable, ideally).
     pub executable: PathBuf,
     /// `major.minor.patch`, when probed.
     pub version: Option<String>,
+    /// Environment activation (a Python venv or conda env; none for Node).
     pub activation: EnvActivation,
-    /// The shim `interpreter` is, followed to the interpreter it runs
-    /// (`executable` comes from probing that one, not the shim).
-    pub via: Option<Followed>,
-    /// Why `interpreter`, a version manager's shim, was probed as it is
-    /// instead of being followed.
-    pub unfollowed: Option<String>,
 }
 
-impl ResolvedPython {
-    /// How the interpreter was found, in one line: the source, and the shim
-    /// followed or probed.
-    pub fn how_found(&self, home: Option<&std::path::Path>) -> String {
-        match (&self.via, &self.unfollowed) {
-            (Some(followed), _) => format!("{}: {}", self.source, followed.describe(home)),
-            (None, Some(why)) => {
-                format!("{}: {} (probed as a shim: {why})", self.source, shims::tilde(&self.interpreter, home))
+impl From<crate::discovery::ResolvedPython> for Interpreter {
+    fn from(python: crate::discovery::ResolvedPython) -> Self {
+        Interpreter {
+            runtime: Runtime::Python,
+            executable: python.executable,
+            version: python.version,
+            activation: python.activation,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+
+    #[test]
+    fn every_runner_source_is_embedded() {
+        for set in Runtime::ALL.map(Runtime::runner) {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(set.source_dir);
+            let mut on_disk = Vec::new();
+            for entry in walk(&root) {
+                if entry.extension().is_some_and(|e| e == set.extension) {
+                    on_disk.push(entry.strip_prefix(&root).unwrap().to_string_lossy().into_owned());
+                }
             }
-            (None, None) => format!("{}: {}", self.source, shims::tilde(&self.interpreter, home)),
+            on_disk.sort();
+            let mut embedded: Vec<String> = set
+                .files
+                .iter()
+                .map(|(p, _)| p.to_string())
+                .filter(|p| p.ends_with(&format!(".{}", set.extension)))
+                .collect();
+            embedded.sort();
+            assert_eq!(on_disk, embedded, "add new runner files to RUNNER_FILES / NODE_RUNNER_FILES");
         }
     }
-}
 
-/// One candidate that was tried and why it was not used.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attempt {
-    pub source: PythonSource,
-    pub interpreter: PathBuf,
-    pub problem: String,
-}
-
-/// No usable interpreter: lists every attempt.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DiscoveryError {
-    pub attempts: Vec<Attempt>,
-}
-
-impl fmt::Display for DiscoveryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "no usable Python interpreter was found. Tried, in order:")?;
-        for attempt in &self.attempts {
-            writeln!(f, "  - {}: {} ({})", attempt.source, attempt.interpreter.display(), attempt.problem)?;
-        }
-        write!(
-            f,
-            "Install Python 3.8 or newer on PATH, create a venv with `python3 -m venv ~/.cellbox/python-env`, \
-             or name one with --python / CELLBOX_PYTHON."
-        )
-    }
-}
-
-impl std::error::Error for DiscoveryError {}
-
-/// Whether probing is skipped (`CELLBOX_PYTHON_SKIP_CHECK=1`).
-pub fn skip_check_from_env() -> bool {
-    std::env::var(SKIP_CHECK_VAR).map(|v| matches!(v.trim(), "1" | "true" | "yes")).unwrap_or(false)
-}
-
-/// Try each candidate in order; the first that exists and (unless
-/// `skip_check`) runs as Python 3.8+ wins. A version manager's shim is
-/// followed to its interpreter first (from the cache when nothing changed),
-/// so the probe runs, or is remembered for, the real binary.
-pub fn resolve(input: &DiscoveryInput, skip_check: bool) -> Result<ResolvedPython, DiscoveryError> {
-    let mut attempts = Vec::new();
-    for candidate in discovery::candidates(input) {
-        let Candidate { source, interpreter, activation } = candidate;
-        if !discovery::is_executable(&interpreter) {
-            let problem = if interpreter.components().count() == 1 {
-                "not found on PATH".to_string()
-            } else if interpreter.exists() {
-                "not an executable file".to_string()
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n != "__pycache__") {
+                    out.extend(walk(&path));
+                }
             } else {
-                "does not exist".to_string()
-            };
-            attempts.push(Attempt { source, interpreter, problem });
-            continue;
-        }
-        let (via, unfollowed) = match shims::follow_cached(&interpreter, input) {
-            shims::Outcome::Followed(followed, _) => (Some(followed), None),
-            shims::Outcome::Uncertain { manager, why } => (None, Some(format!("{manager}: {why}"))),
-            shims::Outcome::NotAShim => (None, None),
-        };
-        let run = via.as_ref().map_or(&interpreter, |f| &f.interpreter).clone();
-        if skip_check {
-            return Ok(ResolvedPython {
-                source,
-                executable: run,
-                interpreter,
-                version: None,
-                activation,
-                via,
-                unfollowed,
-            });
-        }
-        match probe::probe(&run, &input.cwd) {
-            Ok(info) => {
-                return Ok(ResolvedPython {
-                    source,
-                    interpreter,
-                    executable: info.executable,
-                    version: Some(info.version),
-                    activation,
-                    via,
-                    unfollowed,
-                });
+                out.push(path);
             }
-            Err(problem) => attempts.push(Attempt { source, interpreter, problem }),
         }
+        out
     }
-    Err(DiscoveryError { attempts })
+
+    #[test]
+    fn writes_private_files_and_rewrites_deleted_ones() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = temp.path().join("cache");
+        let runner = python::ensure_runner_in(&root).unwrap();
+        assert!(runner.is_file());
+        let mode = std::fs::metadata(&root).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        std::fs::remove_dir_all(runner.parent().unwrap()).unwrap();
+        let again = python::ensure_runner_in(&root).unwrap();
+        assert_eq!(again, runner);
+        let main = again.parent().unwrap().join("cellbox_kernel/main.py");
+        assert!(main.is_file());
+        let original = std::fs::read(&main).unwrap();
+        std::fs::write(&main, vec![b'#'; original.len()]).unwrap();
+        python::ensure_runner_in(&root).unwrap();
+        assert_eq!(std::fs::read(&main).unwrap(), original, "an edit of the same length is undone too");
+    }
 }

@@ -27,17 +27,11 @@ use std::path::{Path, PathBuf};
 #[cfg(target_os = "linux")]
 pub use fs::{Grant, plan as plan_rules, resolve};
 pub use limits::LimitMethod;
-pub use policy::{
-    ENV_ALLOW_WRITE, ENV_DENY_READ, ENV_MAX_PROCESSES, ENV_MEMORY_LIMIT, ENV_NETWORK, ENV_SANDBOX, NetworkMode,
-    SandboxMode, SandboxPolicy, default_secret_paths, format_size, parse_size,
-};
+pub use policy::{NetworkMode, SandboxMode, SandboxPolicy, default_secret_paths, format_size, parse_size};
 pub use probe::{SandboxSupport, support};
 
+use crate::settings;
 use limits::{Cgroup, Controller};
-
-/// Set in the kernel's environment when the memory limit is an rlimit: the
-/// limit as people read it (`4 GiB`).
-pub const ENV_MEMORY_RLIMIT: &str = "CELLBOX_MEMORY_RLIMIT";
 
 /// How to start without the sandbox, for error messages.
 const HOW_TO_DISABLE: &str = "run without it with `--sandbox off --network on` (or CELLBOX_SANDBOX=off), without --memory-limit / --max-processes";
@@ -135,7 +129,8 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
                 prepared.rlimits.push((libc::RLIMIT_AS as libc::c_int, limit));
                 // The kernel survives a MemoryError under an rlimit: the runner
                 // names the limit in that error, as the cgroup's death note does.
-                prepared.env.push((ENV_MEMORY_RLIMIT.into(), format_size(limit)));
+                // The limit as people read it (`4 GiB`), so a `MemoryError` can name it.
+                prepared.env.push((settings::MEMORY_RLIMIT.name.into(), format_size(limit)));
             }
         }
     }
@@ -231,8 +226,8 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         prepared.landlock = Some(fs::build_ruleset(&rules, wants_netns).map_err(fail)?);
         prepared.guard.tmp = Some(tmp);
     }
-    prepared.env.push((ENV_SANDBOX.into(), policy.mode.to_string()));
-    prepared.env.push((ENV_NETWORK.into(), policy.network.to_string()));
+    prepared.env.push((settings::SANDBOX.name.into(), policy.mode.to_string()));
+    prepared.env.push((settings::NETWORK.name.into(), policy.network.to_string()));
     Ok(prepared)
 }
 

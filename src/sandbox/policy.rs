@@ -11,6 +11,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::settings::{self, EnvVar};
+
 /// What the kernel may read and write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -57,19 +59,6 @@ pub struct SandboxPolicy {
     pub max_processes: Option<u64>,
 }
 
-/// The environment variables that set a policy (as the CLI flags do).
-pub const ENV_SANDBOX: &str = "CELLBOX_SANDBOX";
-/// `on`, `off` or `localhost`.
-pub const ENV_NETWORK: &str = "CELLBOX_NETWORK";
-/// Extra writable folders, separated by `:`.
-pub const ENV_ALLOW_WRITE: &str = "CELLBOX_ALLOW_WRITE";
-/// Extra unreadable paths, separated by `:`.
-pub const ENV_DENY_READ: &str = "CELLBOX_DENY_READ";
-/// A size such as `4G`, `512M` or a number of bytes.
-pub const ENV_MEMORY_LIMIT: &str = "CELLBOX_MEMORY_LIMIT";
-/// A number of processes and threads.
-pub const ENV_MAX_PROCESSES: &str = "CELLBOX_MAX_PROCESSES";
-
 impl SandboxPolicy {
     /// True when nothing at all is restricted: the kernel starts as before.
     pub fn is_off(&self) -> bool {
@@ -81,29 +70,29 @@ impl SandboxPolicy {
 
     /// The policy the `CELLBOX_*` variables describe (unset ones keep the default).
     pub fn from_env() -> Result<SandboxPolicy, String> {
-        Self::from_lookup(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
+        Self::from_lookup(EnvVar::get)
     }
 
-    /// [`from_env`](Self::from_env) over any lookup (tests use a map).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<SandboxPolicy, String> {
+    /// [`from_env`](Self::from_env) over any lookup of a variable's value (tests use a map).
+    pub fn from_lookup(get: impl Fn(&EnvVar) -> Option<String>) -> Result<SandboxPolicy, String> {
         let mut policy = SandboxPolicy::default();
-        if let Some(v) = get(ENV_SANDBOX) {
-            policy.mode = v.parse().map_err(|e| format!("{ENV_SANDBOX}: {e}"))?;
+        if let Some(v) = get(&settings::SANDBOX) {
+            policy.mode = v.parse().map_err(|e| format!("{}: {e}", settings::SANDBOX.name))?;
         }
-        if let Some(v) = get(ENV_NETWORK) {
-            policy.network = v.parse().map_err(|e| format!("{ENV_NETWORK}: {e}"))?;
+        if let Some(v) = get(&settings::NETWORK) {
+            policy.network = v.parse().map_err(|e| format!("{}: {e}", settings::NETWORK.name))?;
         }
-        if let Some(v) = get(ENV_ALLOW_WRITE) {
+        if let Some(v) = get(&settings::ALLOW_WRITE) {
             policy.allow_write = std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect();
         }
-        if let Some(v) = get(ENV_DENY_READ) {
+        if let Some(v) = get(&settings::DENY_READ) {
             policy.deny_read = std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect();
         }
-        if let Some(v) = get(ENV_MEMORY_LIMIT) {
-            policy.memory_limit = Some(parse_size(&v).map_err(|e| format!("{ENV_MEMORY_LIMIT}: {e}"))?);
+        if let Some(v) = get(&settings::MEMORY_LIMIT) {
+            policy.memory_limit = Some(parse_size(&v).map_err(|e| format!("{}: {e}", settings::MEMORY_LIMIT.name))?);
         }
-        if let Some(v) = get(ENV_MAX_PROCESSES) {
-            policy.max_processes = Some(parse_count(&v).map_err(|e| format!("{ENV_MAX_PROCESSES}: {e}"))?);
+        if let Some(v) = get(&settings::MAX_PROCESSES) {
+            policy.max_processes = Some(parse_count(&v).map_err(|e| format!("{}: {e}", settings::MAX_PROCESSES.name))?);
         }
         Ok(policy)
     }
@@ -303,19 +292,20 @@ mod tests {
     #[test]
     fn env_sets_every_field() {
         let vars = [
-            (ENV_SANDBOX, "workspace-write"),
-            (ENV_NETWORK, "localhost"),
-            (ENV_ALLOW_WRITE, "/a:/b"),
-            (ENV_MEMORY_LIMIT, "1G"),
-            (ENV_MAX_PROCESSES, "64"),
+            (settings::SANDBOX.name, "workspace-write"),
+            (settings::NETWORK.name, "localhost"),
+            (settings::ALLOW_WRITE.name, "/a:/b"),
+            (settings::MEMORY_LIMIT.name, "1G"),
+            (settings::MAX_PROCESSES.name, "64"),
         ];
         let policy =
-            SandboxPolicy::from_lookup(|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())).unwrap();
+            SandboxPolicy::from_lookup(|k| vars.iter().find(|(n, _)| *n == k.name).map(|(_, v)| v.to_string()))
+                .unwrap();
         assert_eq!(policy.mode, SandboxMode::WorkspaceWrite);
         assert_eq!(policy.network, NetworkMode::Localhost);
         assert_eq!(policy.allow_write, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
         assert_eq!(policy.memory_limit, Some(1 << 30));
         assert_eq!(policy.max_processes, Some(64));
-        assert!(SandboxPolicy::from_lookup(|k| (k == ENV_SANDBOX).then(|| "bogus".into())).is_err());
+        assert!(SandboxPolicy::from_lookup(|k| (k.name == settings::SANDBOX.name).then(|| "bogus".into())).is_err());
     }
 }

@@ -1,46 +1,46 @@
 //! [`KernelHandle`]: the kernel the engine and the session pool hold,
-//! whichever transport carries its cells.
+//! whichever backend carries its cells.
 //!
 //! A kernel is either a runner process on NDJSON pipes ([`Kernel`]) or a
 //! kernel created on a Jupyter gateway and driven over its websocket
 //! ([`crate::gateway::GatewayKernel`]). Both yield the same
 //! [`Execution`]s of [`ExecEvent`]s, so everything above this module
 //! (sessions, timeouts, limits, artifacts, rendering) never asks which one it
-//! has. The transport is chosen once, by [`Transport`].
+//! has. The backend is chosen once, by [`Backend`].
 
 use std::sync::Arc;
 
-use crate::backend::Backend;
 use crate::gateway::{GatewayKernel, GatewaySetting};
 use crate::kernel::{
     CheckReport, Completeness, ExecuteOptions, Execution, ExitInfo, Kernel, KernelError, KernelOptions, StartObserver,
 };
+use crate::runtime::Runtime;
 
 /// How new kernels are reached: a local runner process, or a Jupyter gateway.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum Transport {
-    /// A runner process per kernel (every backend).
+pub enum Backend {
+    /// A runner process per kernel (every runtime).
     #[default]
     Process,
     /// Python kernels on a Jupyter gateway (Node kernels stay processes).
     Gateway(GatewaySetting),
 }
 
-impl Transport {
-    /// The transport `CELLBOX_GATEWAY_URL` / `CELLBOX_BACKEND` ask for, or an
+impl Backend {
+    /// The backend `CELLBOX_GATEWAY_URL` / `CELLBOX_BACKEND` ask for, or an
     /// error naming the bad value.
-    pub fn from_env() -> Result<Transport, String> {
+    pub fn from_env() -> Result<Backend, String> {
         Ok(match GatewaySetting::from_env()? {
-            Some(setting) => Transport::Gateway(setting),
-            None => Transport::Process,
+            Some(setting) => Backend::Gateway(setting),
+            None => Backend::Process,
         })
     }
 
     /// The short name shown to people: `process` or `gateway`.
     pub fn name(&self) -> &'static str {
         match self {
-            Transport::Process => "process",
-            Transport::Gateway(_) => "gateway",
+            Backend::Process => "process",
+            Backend::Gateway(_) => "gateway",
         }
     }
 }
@@ -55,29 +55,29 @@ pub enum KernelHandle {
 }
 
 impl KernelHandle {
-    /// Start a kernel of `options.backend` over `transport` (gateways carry
-    /// Python only: other backends always get a process).
+    /// Start a kernel of `options.runtime` over `backend` (gateways carry
+    /// Python only: other runtimes always get a process).
     /// Python kernels then run the extension modules ([`crate::kernel::extensions`]).
-    pub async fn start(options: KernelOptions, transport: &Transport) -> Result<KernelHandle, KernelError> {
-        KernelHandle::start_observed(options, transport, &crate::kernel::progress::unobserved).await
+    pub async fn start(options: KernelOptions, backend: &Backend) -> Result<KernelHandle, KernelError> {
+        KernelHandle::start_observed(options, backend, &crate::kernel::progress::unobserved).await
     }
 
     /// [`KernelHandle::start`], telling `observer` each slow stage it enters
     /// (gateway kernels report theirs; a runner process starts too fast to).
     pub async fn start_observed(
         options: KernelOptions,
-        transport: &Transport,
+        backend: &Backend,
         observer: StartObserver<'_>,
     ) -> Result<KernelHandle, KernelError> {
-        let extensions = match options.backend {
-            Backend::Python => crate::kernel::extensions::find(&options.cwd).map_err(|reason| {
-                KernelError::StartupFailed { backend: options.backend, reason, stderr_tail: String::new() }
+        let extensions = match options.runtime {
+            Runtime::Python => crate::kernel::extensions::find(&options.cwd).map_err(|reason| {
+                KernelError::StartupFailed { runtime: options.runtime, reason, stderr_tail: String::new() }
             })?,
-            Backend::Node => Vec::new(),
+            Runtime::Node => Vec::new(),
         };
-        let backend = options.backend;
-        let kernel = match transport {
-            Transport::Gateway(setting) if backend == Backend::Python => {
+        let runtime = options.runtime;
+        let kernel = match backend {
+            Backend::Gateway(setting) if runtime == Runtime::Python => {
                 KernelHandle::Gateway(GatewayKernel::start(options, setting, observer).await?)
             }
             _ => KernelHandle::Process(Kernel::start(options).await?),
@@ -98,7 +98,7 @@ impl KernelHandle {
         match output.errors().first() {
             None => Ok(()),
             Some(error) => Err(KernelError::StartupFailed {
-                backend: Backend::Python,
+                runtime: Runtime::Python,
                 reason: format!(
                     "an extension module failed: {}: {}\n{}",
                     error.ename,
@@ -210,7 +210,7 @@ impl KernelHandle {
 
     /// Who answers the cells' bridge calls from now on (a process kernel's
     /// come on its frames pipe, a gateway kernel's on the stdin channel).
-    pub fn set_bridge(&self, hook: crate::kernel::bridge::BridgeHook) {
+    pub fn set_bridge(&self, hook: crate::kernel::bridge_relay::BridgeHook) {
         match self {
             KernelHandle::Process(kernel) => kernel.set_bridge(hook),
             KernelHandle::Gateway(kernel) => kernel.set_bridge(hook),

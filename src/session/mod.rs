@@ -1,4 +1,4 @@
-//! Retained kernels: one slot per (session id, cwd, backend, interpreter),
+//! Retained kernels: one slot per (session id, cwd, runtime, interpreter),
 //! shared by its owners, used by one call at a time.
 //!
 //! A slot's kernel sits behind a fair async mutex: calls on the same kernel
@@ -19,7 +19,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use handle::KernelHandle as Kernel;
-pub use handle::{KernelHandle, SharedKernel, Transport};
+pub use handle::{Backend, KernelHandle, SharedKernel};
 pub use spare::{SpareLimits, SparePool};
 
 /// Limits of the pool. Every limit can be turned off with `None`.
@@ -50,7 +50,7 @@ pub struct KernelKey {
     /// Canonical working directory.
     pub cwd: PathBuf,
     /// Which runtime (a session has one kernel per language).
-    pub backend: crate::backend::Backend,
+    pub runtime: crate::runtime::Runtime,
     /// The interpreter discovery resolved.
     pub interpreter: PathBuf,
 }

@@ -3,7 +3,7 @@
 //! instead of paying a full interpreter start.
 //!
 //! A spare is keyed by the complete [`KernelOptions`] it was started with
-//! (backend, interpreter, cwd, environment, and whatever else the spawn path
+//! (runtime, interpreter, cwd, environment, and whatever else the spawn path
 //! uses), so a kernel is only ever handed to a caller that would have started
 //! exactly the same one. A spare never runs user code before it is handed
 //! out: it has only done the kernel's own start (handshake, init, prelude).
@@ -19,7 +19,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::handle::{KernelHandle as Kernel, Transport};
+use super::handle::{Backend, KernelHandle as Kernel};
 use crate::kernel::{KernelError, KernelOptions};
 
 /// How many spares to keep, and for how long.
@@ -51,11 +51,11 @@ struct Spare {
 }
 
 impl Spare {
-    fn start(handle: &tokio::runtime::Handle, options: KernelOptions, transport: Transport) -> Spare {
+    fn start(handle: &tokio::runtime::Handle, options: KernelOptions, backend: Backend) -> Spare {
         let pid = Arc::new(OnceLock::new());
         let ready = pid.clone();
         let task = handle.spawn(async move {
-            let kernel = Kernel::start(options, &transport).await?;
+            let kernel = Kernel::start(options, &backend).await?;
             if let Some(pid) = kernel.pid() {
                 let _ = ready.set(pid);
             }
@@ -76,8 +76,8 @@ struct Entry {
 /// Every spare of one engine.
 pub struct SparePool {
     limits: SpareLimits,
-    /// How the spares are reached (the engine's one transport).
-    transport: Transport,
+    /// How the spares are reached (the engine's one backend).
+    backend: Backend,
     entries: Mutex<Vec<Entry>>,
     closed: AtomicBool,
 }
@@ -91,9 +91,9 @@ impl std::fmt::Debug for SparePool {
 impl SparePool {
     /// A pool; when a tokio runtime is running and spares expire, a reaper
     /// shuts down the spares of configurations nobody asked for lately.
-    pub fn new(limits: SpareLimits, transport: Transport) -> Arc<Self> {
+    pub fn new(limits: SpareLimits, backend: Backend) -> Arc<Self> {
         let pool =
-            Arc::new(SparePool { limits, transport, entries: Mutex::new(Vec::new()), closed: AtomicBool::new(false) });
+            Arc::new(SparePool { limits, backend, entries: Mutex::new(Vec::new()), closed: AtomicBool::new(false) });
         if let (Some(idle), Ok(handle), true) = (limits.idle, tokio::runtime::Handle::try_current(), limits.count > 0) {
             handle.spawn(reap_idle(Arc::downgrade(&pool), idle));
         }
@@ -169,7 +169,7 @@ impl SparePool {
         entry.last_wanted = Instant::now();
         let missing = self.limits.count.saturating_sub(entry.spares.len()).min(room);
         for _ in 0..missing {
-            entry.spares.push_back(Spare::start(&handle, options.clone(), self.transport.clone()));
+            entry.spares.push_back(Spare::start(&handle, options.clone(), self.backend.clone()));
         }
     }
 

@@ -6,17 +6,18 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::params::{CheckMode, Language};
-use crate::backend::Backend;
 use crate::notebook::HistoryLimits;
 use crate::output::artifacts::{ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES, DEFAULT_RETENTION};
 use crate::output::limiter::TextLimits;
-use crate::session::{PoolLimits, SpareLimits, Transport};
+use crate::runtime::Runtime;
+use crate::session::{Backend, PoolLimits, SpareLimits};
+use crate::settings::{self, EnvVar};
 
 /// Whether kernels outlive a call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum KernelMode {
-    /// Keep kernels per (session, cwd, backend, interpreter) across calls.
+    /// Keep kernels per (session, cwd, runtime, interpreter) across calls.
     #[default]
     Session,
     /// A fresh kernel for each call, shut down after it.
@@ -45,10 +46,10 @@ impl Exposure {
     /// boolean (`1`/`true`/`yes`/`on`, `0`/`false`/`no`/`off`) applied last.
     pub fn with_env_overrides(self) -> Self {
         let mut exposure = self;
-        if let Ok(value) = std::env::var("CELLBOX_PY") {
+        if let Some(value) = settings::PY.get() {
             exposure = exposure.with_py_mode(&value);
         }
-        Exposure { js: flag("CELLBOX_JS").unwrap_or(exposure.js), ..exposure }
+        Exposure { js: flag(settings::JS).unwrap_or(exposure.js), ..exposure }
     }
 
     /// Apply one `CELLBOX_PY` value (see [`Exposure::with_env_overrides`]).
@@ -65,9 +66,9 @@ impl Exposure {
 
     /// Whether cells of `language` may run.
     pub fn allows(self, language: Language) -> bool {
-        match language.backend() {
-            Backend::Python => self.py,
-            Backend::Node => self.js,
+        match language.runtime() {
+            Runtime::Python => self.py,
+            Runtime::Node => self.js,
         }
     }
 
@@ -77,8 +78,8 @@ impl Exposure {
     }
 }
 
-fn flag(name: &str) -> Option<bool> {
-    match std::env::var(name).ok()?.trim().to_ascii_lowercase().as_str() {
+fn flag(var: EnvVar) -> Option<bool> {
+    match var.get()?.to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Some(true),
         "0" | "false" | "no" | "off" => Some(false),
         _ => None,
@@ -122,10 +123,10 @@ pub struct EngineConfig {
     pub sandbox: crate::sandbox::SandboxPolicy,
     /// How Python kernels are reached: runner processes, or a Jupyter gateway
     /// (`CELLBOX_GATEWAY_URL` / `CELLBOX_BACKEND=gateway`; an unreadable value keeps processes).
-    pub transport: Transport,
+    pub backend: Backend,
     /// Modules Python kernels start with already imported: they are imported
     /// once in a fork server and each kernel is forked from it (empty: off;
-    /// default from `CELLBOX_PRELOAD`). Process transport only.
+    /// default from `CELLBOX_PRELOAD`). Process backend only.
     pub preload: Vec<String>,
     /// Checks run before each call's cells unless the call says otherwise
     /// (default from `CELLBOX_CHECK`: off).
@@ -154,15 +155,12 @@ impl EngineConfig {
             runner_cache_dir: None,
             bridge: crate::bridge::BridgeConfig { bridge: None, limits: crate::bridge::BridgeLimits::from_env() },
             sandbox: crate::sandbox::SandboxPolicy::default(),
-            transport: Transport::from_env().unwrap_or_default(),
+            backend: Backend::from_env().unwrap_or_default(),
             preload: preload_from_env(),
             check: CheckMode::from_env(),
         }
     }
 }
-
-/// The variable with the modules to preload, comma-separated.
-pub const PRELOAD_VAR: &str = "CELLBOX_PRELOAD";
 
 /// Split a preload list (`numpy, pandas,matplotlib.pyplot`): trimmed, empty
 /// entries dropped, duplicates dropped (the first stays).
@@ -178,5 +176,5 @@ pub fn parse_preload(list: &str) -> Vec<String> {
 
 /// `CELLBOX_PRELOAD`, parsed (unset: nothing).
 pub fn preload_from_env() -> Vec<String> {
-    std::env::var(PRELOAD_VAR).map(|list| parse_preload(&list)).unwrap_or_default()
+    settings::PRELOAD.get().map(|list| parse_preload(&list)).unwrap_or_default()
 }

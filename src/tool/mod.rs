@@ -9,7 +9,7 @@ pub mod run;
 pub mod watchdog;
 
 pub use call::{CallContext, EvalError, ExportError, ignore_events};
-pub use config::{EngineConfig, Exposure, KernelMode, PRELOAD_VAR, parse_preload, preload_from_env};
+pub use config::{EngineConfig, Exposure, KernelMode, parse_preload, preload_from_env};
 pub use engine::EvalEngine;
 pub use params::{CellParams, CheckMode, EvalParams, Language};
 pub use result::{CellReport, CellStatus, ErrorSummary, EvalEvent, EvalResult, JsonOutput, StatusEvent};

@@ -6,6 +6,8 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::settings;
+
 /// Per-cell timeout when none is given, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: f64 = 30.0;
 /// Timeouts are clamped to this range, in seconds.
@@ -56,9 +58,6 @@ pub enum CheckMode {
 }
 
 impl CheckMode {
-    /// The variable that sets the default (`off`, `syntax`, `lint`).
-    pub const ENV_VAR: &'static str = "CELLBOX_CHECK";
-
     pub fn as_str(self) -> &'static str {
         match self {
             CheckMode::Off => "off",
@@ -70,14 +69,16 @@ impl CheckMode {
     /// `CELLBOX_CHECK`; unset, empty or unreadable: off (front ends call [`Self::validate_env`] first,
     /// so a bad value is an error there, not a silent off).
     pub fn from_env() -> CheckMode {
-        std::env::var(Self::ENV_VAR).ok().and_then(|value| value.parse().ok()).unwrap_or_default()
+        settings::CHECK.get().and_then(|value| value.parse().ok()).unwrap_or_default()
     }
 
     /// An error naming the variable when `CELLBOX_CHECK` is set to something that is not a check.
     pub fn validate_env() -> Result<(), String> {
-        match std::env::var(Self::ENV_VAR) {
-            Ok(value) => value.parse::<CheckMode>().map(drop).map_err(|error| format!("{}: {error}", Self::ENV_VAR)),
-            Err(_) => Ok(()),
+        match settings::CHECK.get() {
+            Some(value) => {
+                value.parse::<CheckMode>().map(drop).map_err(|error| format!("{}: {error}", settings::CHECK.name))
+            }
+            None => Ok(()),
         }
     }
 }
@@ -140,11 +141,11 @@ impl Language {
         }
     }
 
-    /// The backend whose kernel runs cells of this language.
-    pub fn backend(self) -> crate::backend::Backend {
+    /// The runtime whose kernel runs cells of this language.
+    pub fn runtime(self) -> crate::runtime::Runtime {
         match self {
-            Language::Py => crate::backend::Backend::Python,
-            Language::Js | Language::Ts => crate::backend::Backend::Node,
+            Language::Py => crate::runtime::Runtime::Python,
+            Language::Js | Language::Ts => crate::runtime::Runtime::Node,
         }
     }
 

@@ -439,7 +439,7 @@ pub struct RunSummary {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct SessionKernel {
     /// `python` or `node`.
-    pub backend: String,
+    pub runtime: String,
     pub cwd: std::path::PathBuf,
     pub interpreter: std::path::PathBuf,
     /// The kernel's pid, while it runs (a stopped kernel restarts on the next call).

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use cellbox::bridge::{Bridge, BridgeConfig};
 use cellbox::gateway::GatewaySetting;
-use cellbox::session::Transport;
+use cellbox::session::Backend;
 use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalError, EvalParams, EvalResult, ignore_events};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -56,8 +56,8 @@ pub fn fixture(tweak: impl FnOnce(&mut EngineConfig)) -> Fixture {
 
 /// Kernels on the Jupyter gateway at `url` (an external one, as `--gateway-url` gives).
 pub fn on_gateway(config: &mut EngineConfig, url: &str, token: &str) {
-    config.transport =
-        Transport::Gateway(GatewaySetting::External { url: url.to_string(), token: Some(token.to_string()) });
+    config.backend =
+        Backend::Gateway(GatewaySetting::External { url: url.to_string(), token: Some(token.to_string()) });
 }
 
 /// Eval parameters from their JSON form.

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use cellbox::discovery::{self, DiscoveryInput, EnvActivation, env};
 use cellbox::kernel::{CellOutput, Kernel, KernelOptions};
-use cellbox::runtime::{self, DiscoveryInput, EnvActivation, env};
 
 /// The interpreter under test: `$CELLBOX_TEST_PYTHON`, else what discovery finds on PATH.
 pub fn python() -> &'static PathBuf {
@@ -27,7 +27,7 @@ pub fn python() -> &'static PathBuf {
         input.virtual_env = None;
         input.conda_prefix = None;
         input.home = None;
-        runtime::resolve(&input, false).expect("tests need Python 3.8+ on PATH").executable
+        discovery::resolve(&input, false).expect("tests need Python 3.8+ on PATH").executable
     })
 }
 

@@ -152,7 +152,7 @@ fn unavailable(options: &KernelOptions) -> Option<String> {
     if !cfg!(target_os = "linux") {
         return Some(format!("{} (kernels are spawned, and import the preload modules themselves)", platform_note()));
     }
-    if options.backend != crate::backend::Backend::Python {
+    if options.runtime != crate::runtime::Runtime::Python {
         return Some("only Python kernels are forked".into());
     }
     None

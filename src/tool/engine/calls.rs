@@ -145,9 +145,9 @@ impl EvalEngine {
             .kernels_of(session)
             .into_iter()
             .map(|(key, pid)| SessionKernel {
-                backend: match key.backend {
-                    crate::backend::Backend::Python => "python".into(),
-                    crate::backend::Backend::Node => "node".into(),
+                runtime: match key.runtime {
+                    crate::runtime::Runtime::Python => "python".into(),
+                    crate::runtime::Runtime::Node => "node".into(),
                 },
                 cwd: key.cwd,
                 interpreter: key.interpreter,
@@ -155,7 +155,7 @@ impl EvalEngine {
                 pid,
             })
             .collect();
-        kernels.sort_by(|a, b| (&a.backend, &a.cwd).cmp(&(&b.backend, &b.cwd)));
+        kernels.sort_by(|a, b| (&a.runtime, &a.cwd).cmp(&(&b.runtime, &b.cwd)));
         kernels
     }
 }

@@ -10,11 +10,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{EvalEngine, INTERRUPT_ESCALATION};
-use crate::backend::{Backend, Runtime};
-use crate::kernel::bridge::BudgetControl;
+use crate::kernel::bridge_relay::BudgetControl;
 use crate::kernel::{ExecEvent, ExecuteOptions, KernelError, StartStage};
 use crate::protocol::DoneStatus;
-use crate::session::{KernelHandle, SlotGuard, Transport};
+use crate::runtime::{Interpreter, Runtime};
+use crate::session::{Backend, KernelHandle, SlotGuard};
 use crate::tool::call::EventSink;
 use crate::tool::config::KernelMode;
 use crate::tool::params::{CheckMode, Language, PlannedCell};
@@ -64,26 +64,26 @@ impl EvalEngine {
         &self,
         plan: &mut [PlannedCell],
         cwd: &Path,
-        kernels: &mut [(Runtime, SlotGuard<'_>)],
+        kernels: &mut [(Interpreter, SlotGuard<'_>)],
         check: CheckMode,
         collector: &mut Collector,
         on_event: EventSink<'_>,
     ) -> bool {
         let lint = check == CheckMode::Lint;
-        // (cell index, what the check found), in backend order.
+        // (cell index, what the check found), in runtime order.
         let mut found: Vec<(usize, crate::protocol::CheckedCell)> = Vec::new();
         // Cells whose `reset` the check's fresh kernel already satisfies.
         let mut fresh: Vec<usize> = Vec::new();
-        for (runtime, guard) in kernels.iter_mut() {
+        for (interpreter, guard) in kernels.iter_mut() {
             let cells: Vec<&PlannedCell> =
-                plan.iter().filter(|cell| cell.language.backend() == runtime.backend).collect();
+                plan.iter().filter(|cell| cell.language.runtime() == interpreter.runtime).collect();
             let Some(first) = cells.first() else { continue };
             // The kernel the first such cell would use (started now if needed;
             // a start failure is left for that cell to report). A kernel the
             // first cell resets is asked as it is (the check reads no state
             // but the linter's names) and reset only if the cells run.
             let had_kernel = guard.kernel().is_some_and(|kernel| kernel.is_alive());
-            let started = self.kernel_for(runtime, cwd, guard, first.index, on_event).await;
+            let started = self.kernel_for(interpreter, cwd, guard, first.index, on_event).await;
             if started.is_ok() && !had_kernel && first.reset {
                 fresh.push(first.index);
             }
@@ -191,7 +191,7 @@ impl EvalEngine {
         &self,
         plan: &[PlannedCell],
         cwd: &Path,
-        kernels: &mut [(Runtime, SlotGuard<'_>)],
+        kernels: &mut [(Interpreter, SlotGuard<'_>)],
         collector: &mut Collector,
         cancel: &CancellationToken,
         on_event: EventSink<'_>,
@@ -205,11 +205,12 @@ impl EvalEngine {
             on_event(EvalEvent::CellStarted { index: cell.index, title: cell.title.clone() });
             collector.begin_cell(cell.index, cell.title.as_deref());
             let started = Instant::now();
-            let (runtime, guard) = kernels
+            let (interpreter, guard) = kernels
                 .iter_mut()
-                .find(|(runtime, _)| runtime.backend == cell.language.backend())
-                .expect("a runtime was chosen for every cell's backend");
-            let (status, count, error) = self.run_cell(cell, runtime, cwd, guard, collector, cancel, on_event).await;
+                .find(|(interpreter, _)| interpreter.runtime == cell.language.runtime())
+                .expect("an interpreter was chosen for every cell's runtime");
+            let (status, count, error) =
+                self.run_cell(cell, interpreter, cwd, guard, collector, cancel, on_event).await;
             let duration_ms = started.elapsed().as_millis() as u64;
             on_event(EvalEvent::CellFinished { index: cell.index, status, duration_ms });
             collector.finish_cell(report(cell, status, duration_ms, count, error));
@@ -251,7 +252,7 @@ impl EvalEngine {
     /// While a new kernel starts, `on_event` hears what cell `cell` waits for.
     pub(super) async fn kernel_for(
         &self,
-        runtime: &Runtime,
+        interpreter: &Interpreter,
         cwd: &Path,
         guard: &mut SlotGuard<'_>,
         cell: usize,
@@ -269,9 +270,9 @@ impl EvalEngine {
                 "The previous kernel had died ({exit}); a new one was started and earlier state is lost."
             ));
         }
-        let options = self.kernel_options(runtime, cwd);
+        let options = self.kernel_options(interpreter, cwd);
         // A spare may still be starting: on a gateway that wait is a kernel start too.
-        let on_gateway = matches!(self.config.transport, Transport::Gateway(_)) && runtime.backend == Backend::Python;
+        let on_gateway = matches!(self.config.backend, Backend::Gateway(_)) && interpreter.runtime == Runtime::Python;
         let report = StartReport::new(cell, on_event, on_gateway.then_some(StartStage::Kernel));
         let spare = report.run(self.spares.take(&options)).await;
         if self.config.mode == KernelMode::Session {
@@ -286,7 +287,7 @@ impl EvalEngine {
             None => {
                 let observer = |stage: StartStage| report.enter(stage);
                 let started =
-                    report.run(KernelHandle::start_observed(options.clone(), &self.config.transport, &observer)).await;
+                    report.run(KernelHandle::start_observed(options.clone(), &self.config.backend, &observer)).await;
                 report.finish();
                 Arc::new(started?)
             }
@@ -303,7 +304,7 @@ impl EvalEngine {
     async fn run_cell(
         &self,
         cell: &PlannedCell,
-        runtime: &Runtime,
+        interpreter: &Interpreter,
         cwd: &Path,
         guard: &mut SlotGuard<'_>,
         collector: &mut Collector,
@@ -327,7 +328,7 @@ impl EvalEngine {
             // A kernel that is dead before the cell starts is replaced, once.
             let mut attempt = 0;
             let (kernel, mut execution) = loop {
-                let started = self.kernel_for(runtime, cwd, guard, cell.index, on_event).await;
+                let started = self.kernel_for(interpreter, cwd, guard, cell.index, on_event).await;
                 for note in guard.take_notes() {
                     collector.note(note);
                 }
@@ -448,7 +449,7 @@ impl EvalEngine {
                 collector.note(format!(
                     "The {} kernel died during this cell ({exit}).{quoted} The cell was not retried: it may have \
                      partly run, so check for side effects. The next call starts a fresh kernel; earlier state is lost.",
-                    runtime.backend
+                    interpreter.runtime
                 ));
                 error_summary.get_or_insert(ErrorSummary { ename: "KernelDied".into(), evalue: exit });
             }
@@ -464,7 +465,7 @@ impl EvalEngine {
                 collector.note(format!(
                     "The {} kernel died again before it could begin this cell ({exit}); the cell did not run. \
                      Earlier state is lost; check the kernel's environment with `cellbox doctor`.",
-                    runtime.backend
+                    interpreter.runtime
                 ));
                 error_summary = Some(ErrorSummary { ename: "KernelDied".into(), evalue: exit });
             }

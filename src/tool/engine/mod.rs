@@ -19,12 +19,12 @@ use super::params::{CheckMode, EvalParams, Language, PlannedCell};
 use super::result::{CellStatus, Collector, EvalEvent, EvalResult};
 use super::run::{RunRegistry, RunShared};
 use super::watchdog::{PauseGuard, Watchdog};
-use crate::backend::{self, Backend, Runtime};
+use crate::discovery::{self, DiscoveryInput, env};
 use crate::kernel::{Completeness, KernelOptions};
 use crate::notebook::{History, Notebook, RecordedCell};
 use crate::output::artifacts::{ArtifactError, ArtifactStore};
-use crate::runtime::{self, DiscoveryInput, env};
-use crate::session::{KernelKey, KernelPool, SlotGuard, SparePool, Transport};
+use crate::runtime::{self, Interpreter, Runtime};
+use crate::session::{Backend, KernelKey, KernelPool, SlotGuard, SparePool};
 
 /// After an interrupt, how long the kernel gets to finish the cell before it is killed.
 pub const INTERRUPT_ESCALATION: Duration = Duration::from_secs(5);
@@ -60,7 +60,7 @@ impl EvalEngine {
         EvalEngine {
             pool: KernelPool::new(config.pool),
             bridge_permits: crate::bridge::Dispatcher::permits_for(&config.bridge),
-            spares: SparePool::new(config.spare, config.transport.clone()),
+            spares: SparePool::new(config.spare, config.backend.clone()),
             artifacts,
             config,
             calls: AtomicU64::new(0),
@@ -101,18 +101,18 @@ impl EvalEngine {
     /// Start a warm spare for the default cwd and language now, in the
     /// background, so the first call does not wait for an interpreter start
     /// (`cellbox mcp` does this when it starts). Does nothing when spares are
-    /// off or no runtime is found (the first call then reports why).
+    /// off or no interpreter is found (the first call then reports why).
     pub async fn prewarm(&self) {
         if !self.spares.enabled() {
             return;
         }
         let Ok(cwd) = self.resolve_cwd(None) else { return };
-        let runtime = match self.default_language().backend() {
-            Backend::Python => self.resolve_python(&cwd).await.ok(),
-            Backend::Node => self.resolve_node(&cwd).await.ok(),
+        let interpreter = match self.default_language().runtime() {
+            Runtime::Python => self.resolve_python(&cwd).await.ok(),
+            Runtime::Node => self.resolve_node(&cwd).await.ok(),
         };
-        if let Some(runtime) = runtime {
-            self.fill_spare(&self.kernel_options(&runtime, &cwd));
+        if let Some(interpreter) = interpreter {
+            self.fill_spare(&self.kernel_options(&interpreter, &cwd));
         }
     }
 
@@ -125,14 +125,14 @@ impl EvalEngine {
         self.spares.fill(options, self.pool.limits().max_kernels.saturating_sub(used));
     }
 
-    /// The options a kernel for `runtime` in `cwd` starts with (also the key of its spares).
-    fn kernel_options(&self, runtime: &Runtime, cwd: &Path) -> KernelOptions {
-        let env = env::kernel_env(std::env::vars_os(), &runtime.activation, &self.config.extra_env);
-        let mut options = KernelOptions::for_runtime(runtime, cwd, env);
+    /// The options a kernel for `interpreter` in `cwd` starts with (also the key of its spares).
+    fn kernel_options(&self, interpreter: &Interpreter, cwd: &Path) -> KernelOptions {
+        let env = env::kernel_env(std::env::vars_os(), &interpreter.activation, &self.config.extra_env);
+        let mut options = KernelOptions::for_interpreter(interpreter, cwd, env);
         options.startup_timeout = self.config.startup_timeout;
         options.cache_dir = self.config.runner_cache_dir.clone();
         options.sandbox = self.config.sandbox.clone();
-        if runtime.backend == Backend::Python && self.config.transport == Transport::Process {
+        if interpreter.runtime == Runtime::Python && self.config.backend == Backend::Process {
             options.preload = self.config.preload.clone();
         }
         if options.sandbox.mode == crate::sandbox::SandboxMode::WorkspaceWrite {
@@ -171,13 +171,13 @@ impl EvalEngine {
             timeout: Duration::from_secs(1),
             reset: false,
         };
-        let runtimes = self.choose_runtimes(std::slice::from_mut(&mut cell), &cwd, &|_| {}).await?;
-        let runtime = runtimes.into_iter().next().expect("one cell needs one runtime");
-        let key = self.key(&context.session, &cwd, &runtime);
+        let interpreters = self.choose_interpreters(std::slice::from_mut(&mut cell), &cwd, &|_| {}).await?;
+        let interpreter = interpreters.into_iter().next().expect("one cell needs one interpreter");
+        let key = self.key(&context.session, &cwd, &interpreter);
         let slot = self.pool.slot(key, &context.owner);
         let mut guard = slot.lock().await.map_err(|e| EvalError::Kernel(e.to_string()))?;
         let kernel = self
-            .kernel_for(&runtime, &cwd, &mut guard, 0, &ignore_events)
+            .kernel_for(&interpreter, &cwd, &mut guard, 0, &ignore_events)
             .await
             .map_err(|e| EvalError::Kernel(e.to_string()))?;
         kernel.check_complete(code).await.map_err(|e| EvalError::Kernel(e.to_string()))
@@ -189,7 +189,7 @@ impl EvalEngine {
         self.config.exposure.default_language()
     }
 
-    /// The languages a call can use now: enabled, and with a runtime found for
+    /// The languages a call can use now: enabled, and with an interpreter found for
     /// the default cwd (blocking: runs the discovery probes, cached after the first).
     pub fn available_languages(&self) -> Vec<Language> {
         let exposure = self.config.exposure;
@@ -197,46 +197,46 @@ impl EvalEngine {
         let mut languages = Vec::new();
         if exposure.py {
             let input = DiscoveryInput::from_env(cwd, self.config.python.clone());
-            if runtime::resolve(&input, runtime::skip_check_from_env()).is_ok() {
+            if discovery::resolve(&input, discovery::skip_check_from_env()).is_ok() {
                 languages.push(Language::Py);
             }
         }
-        if exposure.js && backend::node::resolve_from_env(self.config.node.as_deref(), cwd).is_ok() {
+        if exposure.js && runtime::node::resolve_from_env(self.config.node.as_deref(), cwd).is_ok() {
             languages.extend([Language::Js, Language::Ts]);
         }
         languages
     }
 
-    fn key(&self, session: &str, cwd: &Path, runtime: &Runtime) -> KernelKey {
+    fn key(&self, session: &str, cwd: &Path, interpreter: &Interpreter) -> KernelKey {
         KernelKey {
             session: session.to_string(),
             cwd: cwd.to_path_buf(),
-            backend: runtime.backend,
-            interpreter: runtime.executable.clone(),
+            runtime: interpreter.runtime,
+            interpreter: interpreter.executable.clone(),
         }
     }
 
     /// Settle each cell's language (defaults, exposure, the JavaScript
-    /// fallback when Python is missing) and find a runtime for each backend
-    /// used, in [`Backend::ALL`] order.
-    async fn choose_runtimes(
+    /// fallback when Python is missing) and find an interpreter for each runtime
+    /// used, in [`Runtime::ALL`] order.
+    async fn choose_interpreters(
         &self,
         plan: &mut [PlannedCell],
         cwd: &Path,
         note: &(dyn Fn(String) + Send + Sync),
-    ) -> Result<Vec<Runtime>, EvalError> {
+    ) -> Result<Vec<Interpreter>, EvalError> {
         let exposure = self.config.exposure;
         for cell in plan.iter_mut().filter(|cell| !cell.language_given) {
             cell.language = exposure.default_language();
         }
         self.check_exposure(plan)?;
-        let mut runtimes = Vec::new();
+        let mut interpreters = Vec::new();
         let mut python = None;
-        if plan.iter().any(|cell| cell.language.backend() == Backend::Python) {
+        if plan.iter().any(|cell| cell.language.runtime() == Runtime::Python) {
             match self.resolve_python(cwd).await {
                 Ok(found) => python = Some(found),
                 Err(error) => {
-                    let explicit = plan.iter().any(|c| c.language_given && c.language.backend() == Backend::Python);
+                    let explicit = plan.iter().any(|c| c.language_given && c.language.runtime() == Runtime::Python);
                     if explicit || !exposure.js {
                         return Err(error);
                     }
@@ -251,17 +251,17 @@ impl EvalEngine {
                 }
             }
         }
-        for backend in Backend::ALL {
-            if !plan.iter().any(|cell| cell.language.backend() == backend) {
+        for runtime in Runtime::ALL {
+            if !plan.iter().any(|cell| cell.language.runtime() == runtime) {
                 continue;
             }
-            let runtime = match backend {
-                Backend::Python => python.clone().expect("resolved above"),
-                Backend::Node => self.resolve_node(cwd).await?,
+            let interpreter = match runtime {
+                Runtime::Python => python.clone().expect("resolved above"),
+                Runtime::Node => self.resolve_node(cwd).await?,
             };
-            runtimes.push(runtime);
+            interpreters.push(interpreter);
         }
-        Ok(runtimes)
+        Ok(interpreters)
     }
 
     /// Suspend the time budget of the cell `session` is running, until the
@@ -274,11 +274,11 @@ impl EvalEngine {
 
     /// The bridge calls of `session`'s kernels, answered by the configured
     /// bridge (the cell's budget waits through the kernel's budget events).
-    fn bridge_hook(&self, session: &str) -> crate::kernel::bridge::BridgeHook {
+    fn bridge_hook(&self, session: &str) -> crate::kernel::bridge_relay::BridgeHook {
         let dispatcher = crate::bridge::Dispatcher::new(self.config.bridge.clone(), self.bridge_permits.clone())
             .with_handles(self.artifacts.clone(), session)
             .for_session(session);
-        crate::kernel::bridge::BridgeHook(Arc::new(dispatcher))
+        crate::kernel::bridge_relay::BridgeHook(Arc::new(dispatcher))
     }
 
     /// Restart `session`'s kernels: all state is cleared, the next call starts
@@ -352,7 +352,7 @@ impl EvalEngine {
         let mut plan = params.plan()?;
         let cwd = self.resolve_cwd(params.cwd.as_deref())?;
         let notes = std::sync::Mutex::new(Vec::new());
-        let runtimes = self.choose_runtimes(&mut plan, &cwd, &|note| notes.lock().unwrap().push(note)).await?;
+        let interpreters = self.choose_interpreters(&mut plan, &cwd, &|note| notes.lock().unwrap().push(note)).await?;
         let mut collector =
             Collector::new(self.config.text_limits, self.artifacts.create(&context.session), plan.len() > 1);
         if let Some(run) = run {
@@ -372,7 +372,8 @@ impl EvalEngine {
             KernelMode::Session => context.session.clone(),
             KernelMode::PerCall => format!("{}#call-{}", context.session, self.calls.fetch_add(1, Ordering::Relaxed)),
         };
-        let keys: Vec<KernelKey> = runtimes.iter().map(|runtime| self.key(&session, &cwd, runtime)).collect();
+        let keys: Vec<KernelKey> =
+            interpreters.iter().map(|interpreter| self.key(&session, &cwd, interpreter)).collect();
         let slots: Vec<_> = keys.iter().map(|key| self.pool.slot(key.clone(), &context.owner)).collect();
         let queue_budget = plan[0].timeout;
         let behind = self.runs.active_in(&context.session, run.map(|run| run.id.as_str()));
@@ -380,7 +381,7 @@ impl EvalEngine {
             run.set_queued(Some(other.clone()));
         }
         let queued_at = Instant::now();
-        // Slots are taken in backend order, so calls never wait on each other in a cycle.
+        // Slots are taken in runtime order, so calls never wait on each other in a cycle.
         let lock_all = async {
             let mut guards = Vec::new();
             for slot in &slots {
@@ -420,7 +421,7 @@ impl EvalEngine {
                 collector.note(note);
             }
         }
-        let mut kernels: Vec<(Runtime, SlotGuard<'_>)> = runtimes.into_iter().zip(guards).collect();
+        let mut kernels: Vec<(Interpreter, SlotGuard<'_>)> = interpreters.into_iter().zip(guards).collect();
         // Off (the default): no exchange with the kernel before the cells.
         let check = params.check.unwrap_or(self.config.check);
         if check == CheckMode::Off
@@ -461,7 +462,7 @@ impl EvalEngine {
                     .into(),
             ));
         }
-        if !exposure.js && plan.iter().any(|c| c.language.backend() == Backend::Node) {
+        if !exposure.js && plan.iter().any(|c| c.language.runtime() == Runtime::Node) {
             return Err(EvalError::LanguageDisabled(
                 "JavaScript cells are disabled here (CELLBOX_JS=0 or the `js` setting). Set CELLBOX_JS=1 to enable \
                  them, or use a Python cell (language \"py\")."
@@ -481,20 +482,20 @@ impl EvalEngine {
         Ok(std::fs::canonicalize(&cwd).unwrap_or(cwd))
     }
 
-    async fn resolve_python(&self, cwd: &Path) -> Result<Runtime, EvalError> {
+    async fn resolve_python(&self, cwd: &Path) -> Result<Interpreter, EvalError> {
         let input = DiscoveryInput::from_env(cwd, self.config.python.clone());
-        let skip = runtime::skip_check_from_env();
-        tokio::task::spawn_blocking(move || runtime::resolve(&input, skip))
+        let skip = discovery::skip_check_from_env();
+        tokio::task::spawn_blocking(move || discovery::resolve(&input, skip))
             .await
             .map_err(|e| EvalError::PythonUnavailable(e.to_string()))?
-            .map(Runtime::from)
+            .map(Interpreter::from)
             .map_err(|e| EvalError::PythonUnavailable(e.to_string()))
     }
 
-    async fn resolve_node(&self, cwd: &Path) -> Result<Runtime, EvalError> {
+    async fn resolve_node(&self, cwd: &Path) -> Result<Interpreter, EvalError> {
         let explicit = self.config.node.clone();
         let cwd = cwd.to_path_buf();
-        tokio::task::spawn_blocking(move || backend::node::resolve_from_env(explicit.as_deref(), &cwd))
+        tokio::task::spawn_blocking(move || runtime::node::resolve_from_env(explicit.as_deref(), &cwd))
             .await
             .map_err(|e| EvalError::NodeUnavailable(e.to_string()))?
             .map_err(|e| EvalError::NodeUnavailable(e.to_string()))

@@ -145,7 +145,7 @@ impl BridgeState {
     }
 }
 
-/// What a kernel transport provides so that [`dispatch`] can run its calls:
+/// What each backend's kernel provides so that [`dispatch`] can run its calls:
 /// process kernels answer on the request pipe, gateway kernels in an
 /// `input_reply`; both share everything else (counts, cancellation, budget
 /// and status events), so the two behave alike.

@@ -5,17 +5,14 @@
 //! Node), where `<hash>` covers every file of that runner, so two cellbox
 //! versions never share one. The folder is created
 //! with mode 0700 and each file is written atomically (temp file + rename).
-//! [`ensure_runner`] re-checks the files before every spawn: a temp cleaner
+//! [`RunnerSet::ensure_in`] re-checks the files before every spawn: a temp cleaner
 //! that deletes them mid-session costs one rewrite, not a broken kernel.
 
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
-
-use crate::paths::cache_root;
 
 macro_rules! runner_file {
     ($path:literal) => {
@@ -93,7 +90,7 @@ pub const NODE_RUNNER_FILES: &[(&str, &str)] = &[
     js_runner_file!("lib/transform.js"),
 ];
 
-/// One backend's embedded runner.
+/// One runtime's embedded runner.
 #[derive(Debug)]
 pub struct RunnerSet {
     /// Folder name prefix in the cache (`<folder>-<hash>`).
@@ -158,27 +155,6 @@ fn forget_bytecode(source: &Path) {
     }
 }
 
-/// The code the host runs once in every new kernel (and after a reset).
-pub const PRELUDE_CODE: &str = "import cellbox_kernel.prelude as _cellbox_prelude\n\
-_cellbox_prelude.install(globals())\n\
-del _cellbox_prelude\n";
-
-/// First 16 hex digits of the SHA-256 over all runner files.
-pub fn runner_hash() -> &'static str {
-    static HASH: OnceLock<String> = OnceLock::new();
-    HASH.get_or_init(|| crate::backend::python::RUNNER.hash())
-}
-
-/// Make sure the runner is on disk under `root`; return the path of `runner.py`.
-pub fn ensure_runner_in(root: &Path) -> std::io::Result<PathBuf> {
-    crate::backend::python::RUNNER.ensure_in(root)
-}
-
-/// [`ensure_runner_in`] the default [`cache_root`].
-pub fn ensure_runner() -> std::io::Result<PathBuf> {
-    ensure_runner_in(&cache_root())
-}
-
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     match std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir) {
         Ok(()) => {}
@@ -198,65 +174,4 @@ fn write_atomically(target: &Path, content: &[u8]) -> std::io::Result<()> {
     temp.as_file().sync_all()?;
     temp.persist(target).map_err(|e| e.error)?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_runner_source_is_embedded() {
-        for set in [&crate::backend::python::RUNNER, &crate::backend::node::RUNNER] {
-            let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(set.source_dir);
-            let mut on_disk = Vec::new();
-            for entry in walk(&root) {
-                if entry.extension().is_some_and(|e| e == set.extension) {
-                    on_disk.push(entry.strip_prefix(&root).unwrap().to_string_lossy().into_owned());
-                }
-            }
-            on_disk.sort();
-            let mut embedded: Vec<String> = set
-                .files
-                .iter()
-                .map(|(p, _)| p.to_string())
-                .filter(|p| p.ends_with(&format!(".{}", set.extension)))
-                .collect();
-            embedded.sort();
-            assert_eq!(on_disk, embedded, "add new runner files to RUNNER_FILES / NODE_RUNNER_FILES");
-        }
-    }
-
-    fn walk(dir: &Path) -> Vec<PathBuf> {
-        let mut out = Vec::new();
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                if path.file_name().is_some_and(|n| n != "__pycache__") {
-                    out.extend(walk(&path));
-                }
-            } else {
-                out.push(path);
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn writes_private_files_and_rewrites_deleted_ones() {
-        let temp = tempfile::tempdir().unwrap();
-        let root = temp.path().join("cache");
-        let runner = ensure_runner_in(&root).unwrap();
-        assert!(runner.is_file());
-        let mode = std::fs::metadata(&root).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o700);
-        std::fs::remove_dir_all(runner.parent().unwrap()).unwrap();
-        let again = ensure_runner_in(&root).unwrap();
-        assert_eq!(again, runner);
-        let main = again.parent().unwrap().join("cellbox_kernel/main.py");
-        assert!(main.is_file());
-        let original = std::fs::read(&main).unwrap();
-        std::fs::write(&main, vec![b'#'; original.len()]).unwrap();
-        ensure_runner_in(&root).unwrap();
-        assert_eq!(std::fs::read(&main).unwrap(), original, "an edit of the same length is undone too");
-    }
 }

@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::Path;
 
+use crate::settings;
+
 /// Variables passed through as they are.
 pub const ALLOWED_VARS: &[&str] = &[
     // identity, shell and terminal
@@ -70,7 +72,7 @@ pub const ALLOWED_VARS: &[&str] = &[
 ];
 
 /// Name prefixes passed through (locale categories, XDG folders, cellbox's own settings).
-pub const ALLOWED_PREFIXES: &[&str] = &["LC_", "XDG_", "CELLBOX_"];
+pub const ALLOWED_PREFIXES: &[&str] = &["LC_", "XDG_", settings::PREFIX];
 
 /// Credentials stripped even when an allow rule matches them.
 pub const DENIED_VARS: &[&str] = &[
@@ -96,10 +98,10 @@ pub const DENIED_VARS: &[&str] = &[
     "HUGGING_FACE_HUB_TOKEN",
     "REPLICATE_API_TOKEN",
     // The host bridge's own settings: the host answers bridge calls, the kernel never needs them.
-    "CELLBOX_LLM_BASE_URL",
-    "CELLBOX_LLM_API_KEY",
-    "CELLBOX_LLM_MODEL",
-    "CELLBOX_AGENT_COMMAND",
+    settings::LLM_BASE_URL.name,
+    settings::LLM_API_KEY.name,
+    settings::LLM_MODEL.name,
+    settings::AGENT_COMMAND.name,
 ];
 
 /// Name endings that mark a credential, whatever the prefix (`CELLBOX_FOO_API_KEY`).

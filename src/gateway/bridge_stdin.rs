@@ -14,7 +14,7 @@
 //! Everything else (per-cell counts, cancellation when the cell ends or is
 //! interrupted, the budget's pause/resume events around every call, status
 //! events) is the process kernels' code:
-//! [`crate::kernel::bridge::dispatch`] and [`crate::kernel::bridge::cancel`].
+//! [`crate::kernel::bridge_relay::dispatch`] and [`crate::kernel::bridge_relay::cancel`].
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::wire::Outgoing;
-use crate::kernel::bridge::{self, BridgeHook, BridgeState, CallSink};
+use crate::kernel::bridge_relay::{self, BridgeHook, BridgeState, CallSink};
 use crate::kernel::{ExecEvent, KernelError};
 use crate::protocol::BridgeResult;
 
@@ -112,7 +112,7 @@ impl GatewayBridge {
     pub fn on_request(self: &Arc<Self>, header: Value, cell: Option<String>, request: CallRequest) {
         let hook = self.hook.lock().unwrap().clone();
         for (id, op, args) in request.calls {
-            bridge::dispatch(self, hook.clone(), id, cell.clone(), op, args);
+            bridge_relay::dispatch(self, hook.clone(), id, cell.clone(), op, args);
         }
         let number = {
             let mut polls = self.polls.lock().unwrap();
@@ -139,13 +139,13 @@ impl GatewayBridge {
 
     /// The cell `cell` ended: stop its calls (their answers go out with the held request).
     pub fn cell_ended(self: &Arc<Self>, cell: &str) {
-        bridge::cancel(self, Some(cell), "its cell has finished");
+        bridge_relay::cancel(self, Some(cell), "its cell has finished");
         self.calls.lock().unwrap().counts.remove(cell);
     }
 
     /// Stop every call (an interrupt, or the kernel is gone).
     pub fn cancel_all(self: &Arc<Self>, why: &str) {
-        bridge::cancel(self, None, why);
+        bridge_relay::cancel(self, None, why);
     }
 
     /// Answer the held request if answers are ready.
@@ -196,7 +196,7 @@ impl CallSink for GatewayBridge {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::bridge::{BridgeCall, BridgeFuture, BridgeHandler, BridgeReply};
+    use crate::kernel::bridge_relay::{BridgeCall, BridgeFuture, BridgeHandler, BridgeReply};
 
     /// Answers `{"prompt": "slow"}` after a second, anything else at once.
     struct Echo;

@@ -1,4 +1,4 @@
-//! The JavaScript backend: a long-lived `node runner.js` (the `runner-js/`
+//! The JavaScript runtime: a long-lived `node runner.js` (the `runner-js/`
 //! folder, listed in [`runner_files::NODE_RUNNER_FILES`]).
 //!
 //! Node is found like Python, more simply: the explicit setting (`--node` /
@@ -14,12 +14,11 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use super::runner_files::{self, RunnerSet};
-use super::{Backend, Runtime};
-use crate::runtime::EnvActivation;
-use crate::runtime::discovery::{is_executable, search_path};
+use super::{Interpreter, Runtime};
+use crate::discovery::EnvActivation;
+use crate::discovery::is_executable;
+use crate::discovery::sources::search_path;
 
-/// The environment variable naming the node to use (as `--node`).
-pub const NODE_VAR: &str = "CELLBOX_NODE";
 /// The oldest Node the runner supports.
 pub const MIN_MAJOR: u32 = 18;
 /// How long the probe may take.
@@ -60,8 +59,8 @@ pub fn resolve(
     explicit: Option<&str>,
     cwd: &Path,
     path: Option<&std::ffi::OsString>,
-) -> Result<Runtime, NodeUnavailable> {
-    let from_env = std::env::var(NODE_VAR).ok().filter(|v| !v.trim().is_empty());
+) -> Result<Interpreter, NodeUnavailable> {
+    let from_env = crate::settings::NODE.get();
     let explicit = explicit.map(str::to_string).or(from_env);
     let (label, candidate) = match explicit.as_deref().map(str::trim) {
         Some(raw) => {
@@ -87,29 +86,32 @@ pub fn resolve(
         match cached {
             Some(result) => result,
             None => {
-                let result = crate::runtime::memo::remembered("node", &candidate, || probe(&candidate, cwd));
+                let result = crate::discovery::memo::remembered("node", &candidate, || probe(&candidate, cwd));
                 cache().lock().unwrap().insert(candidate.clone(), result.clone());
                 result
             }
         }
     };
     match probed {
-        Ok((executable, version)) => {
-            Ok(Runtime { backend: Backend::Node, executable, version: Some(version), activation: EnvActivation::None })
-        }
+        Ok((executable, version)) => Ok(Interpreter {
+            runtime: Runtime::Node,
+            executable,
+            version: Some(version),
+            activation: EnvActivation::None,
+        }),
         Err(problem) => Err(NodeUnavailable { tried: format!("{label}: {problem}") }),
     }
 }
 
 /// [`resolve`] with this process's `PATH`.
-pub fn resolve_from_env(explicit: Option<&str>, cwd: &Path) -> Result<Runtime, NodeUnavailable> {
+pub fn resolve_from_env(explicit: Option<&str>, cwd: &Path) -> Result<Interpreter, NodeUnavailable> {
     resolve(explicit, cwd, std::env::var_os("PATH").as_ref())
 }
 
 fn probe(node: &Path, cwd: &Path) -> Probed {
     let mut command = Command::new(node);
     command.args(["-e", PROBE_SCRIPT]).current_dir(cwd).env_remove("NODE_OPTIONS");
-    let stdout = crate::runtime::probe::run_bounded(command, PROBE_TIMEOUT)?;
+    let stdout = crate::discovery::probe::run_bounded(command, PROBE_TIMEOUT)?;
     let mut lines = stdout.lines();
     let version = lines.next().unwrap_or_default().trim().to_string();
     let executable = lines.next().map(PathBuf::from).filter(|p| p.is_absolute()).unwrap_or_else(|| node.to_path_buf());

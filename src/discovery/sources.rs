@@ -7,12 +7,12 @@
 //! A candidate that is a version manager's shim (pyenv, asdf, mise) is then
 //! followed to the interpreter it would run ([`super::shims`]).
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::env::EnvActivation;
+use super::input::{DiscoveryInput, is_executable};
 
 /// Where a candidate interpreter came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,36 +54,6 @@ pub struct Candidate {
     pub source: PythonSource,
     pub interpreter: PathBuf,
     pub activation: EnvActivation,
-}
-
-/// What discovery looks at; built from the process environment by
-/// [`DiscoveryInput::from_env`], or by hand in tests.
-#[derive(Debug, Clone, Default)]
-pub struct DiscoveryInput {
-    pub cwd: PathBuf,
-    pub explicit: Option<String>,
-    pub virtual_env: Option<OsString>,
-    pub conda_prefix: Option<OsString>,
-    pub home: Option<PathBuf>,
-    pub path: Option<OsString>,
-    /// The version managers' variables ([`super::shims::MANAGER_VARS`]) that are set.
-    pub manager_vars: BTreeMap<String, String>,
-}
-
-impl DiscoveryInput {
-    /// Read `VIRTUAL_ENV`, `CONDA_PREFIX`, `HOME`, `PATH` and the version
-    /// managers' variables from this process.
-    pub fn from_env(cwd: impl Into<PathBuf>, explicit: Option<String>) -> Self {
-        DiscoveryInput {
-            cwd: cwd.into(),
-            explicit,
-            virtual_env: std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()),
-            conda_prefix: std::env::var_os("CONDA_PREFIX").filter(|v| !v.is_empty()),
-            home: dirs::home_dir(),
-            path: std::env::var_os("PATH"),
-            manager_vars: super::shims::manager_vars_from_env(),
-        }
-    }
 }
 
 /// The interpreter inside an environment root (`bin/python`, else `bin/python3`).
@@ -177,10 +147,4 @@ pub fn candidates(input: &DiscoveryInput) -> Vec<Candidate> {
 /// The first executable file called `name` in `path`.
 pub fn search_path(path: Option<&OsString>, name: &str) -> Option<PathBuf> {
     std::env::split_paths(path?).map(|dir| dir.join(name)).find(|file| is_executable(file))
-}
-
-/// A regular file (after symlinks) with an execute bit.
-pub fn is_executable(file: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(file).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
 }

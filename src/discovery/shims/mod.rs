@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::discovery::{DiscoveryInput, is_executable};
+use super::input::{DiscoveryInput, is_executable};
 
 mod asdf;
 mod cache;
@@ -34,40 +34,6 @@ pub use asdf::asdf;
 pub use cache::{follow_cached, follow_cached_in};
 pub use mise::{mise, mise_toml_python};
 pub use pyenv::{pyenv, read_pyenv_version_file};
-
-/// The variables the version managers read to choose a version. Their
-/// values are part of a cached resolution's key.
-pub const MANAGER_VARS: &[&str] = &[
-    "PYENV_VERSION",
-    "PYENV_DIR",
-    "PYENV_HOOK_PATH",
-    "ASDF_PYTHON_VERSION",
-    "ASDF_DATA_DIR",
-    "ASDF_CONFIG_FILE",
-    "ASDF_DEFAULT_TOOL_VERSIONS_FILENAME",
-    "MISE_PYTHON_VERSION",
-    "MISE_DATA_DIR",
-    "MISE_CONFIG_DIR",
-    "MISE_ENV",
-    "MISE_CONFIG_FILE",
-    "MISE_GLOBAL_CONFIG_FILE",
-    "MISE_SYSTEM_CONFIG_FILE",
-    "MISE_DEFAULT_CONFIG_FILENAME",
-    "MISE_DEFAULT_TOOL_VERSIONS_FILENAME",
-    "MISE_OVERRIDE_CONFIG_FILENAMES",
-    "MISE_OVERRIDE_TOOL_VERSIONS_FILENAMES",
-    "MISE_SHIMS_DIR",
-    "XDG_DATA_HOME",
-    "XDG_CONFIG_HOME",
-];
-
-/// [`MANAGER_VARS`] that are set (and not empty) in this process.
-pub fn manager_vars_from_env() -> BTreeMap<String, String> {
-    MANAGER_VARS
-        .iter()
-        .filter_map(|name| Some((name.to_string(), std::env::var(name).ok().filter(|v| !v.is_empty())?)))
-        .collect()
-}
 
 /// A version manager whose shims can be followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,7 +103,7 @@ pub enum Outcome {
 }
 
 /// What a resolver sees: the candidate, its first bytes, the discovery input
-/// (cwd, home, PATH, [`MANAGER_VARS`]) and a list to note every path it reads.
+/// (cwd, home, PATH, [`MANAGER_VARS`](super::input::MANAGER_VARS)) and a list to note every path it reads.
 pub struct Shim<'a> {
     pub path: &'a Path,
     pub head: &'a str,

@@ -1,0 +1,78 @@
+//! What interpreter discovery looks at: the question ([`DiscoveryInput`]:
+//! the cwd, an explicit setting and the variables read from the
+//! environment) and the one file-system test every source uses. The sources
+//! (`sources.rs`) and the shim resolvers (`shims/`) both build on it.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// What discovery looks at; built from the process environment by
+/// [`DiscoveryInput::from_env`], or by hand in tests.
+#[derive(Debug, Clone, Default)]
+pub struct DiscoveryInput {
+    pub cwd: PathBuf,
+    pub explicit: Option<String>,
+    pub virtual_env: Option<OsString>,
+    pub conda_prefix: Option<OsString>,
+    pub home: Option<PathBuf>,
+    pub path: Option<OsString>,
+    /// The version managers' variables ([`MANAGER_VARS`]) that are set.
+    pub manager_vars: BTreeMap<String, String>,
+}
+
+impl DiscoveryInput {
+    /// Read `VIRTUAL_ENV`, `CONDA_PREFIX`, `HOME`, `PATH` and the version
+    /// managers' variables from this process.
+    pub fn from_env(cwd: impl Into<PathBuf>, explicit: Option<String>) -> Self {
+        DiscoveryInput {
+            cwd: cwd.into(),
+            explicit,
+            virtual_env: std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()),
+            conda_prefix: std::env::var_os("CONDA_PREFIX").filter(|v| !v.is_empty()),
+            home: dirs::home_dir(),
+            path: std::env::var_os("PATH"),
+            manager_vars: manager_vars_from_env(),
+        }
+    }
+}
+
+/// The variables the version managers read to choose a version. Their
+/// values are part of a cached resolution's key.
+pub const MANAGER_VARS: &[&str] = &[
+    "PYENV_VERSION",
+    "PYENV_DIR",
+    "PYENV_HOOK_PATH",
+    "ASDF_PYTHON_VERSION",
+    "ASDF_DATA_DIR",
+    "ASDF_CONFIG_FILE",
+    "ASDF_DEFAULT_TOOL_VERSIONS_FILENAME",
+    "MISE_PYTHON_VERSION",
+    "MISE_DATA_DIR",
+    "MISE_CONFIG_DIR",
+    "MISE_ENV",
+    "MISE_CONFIG_FILE",
+    "MISE_GLOBAL_CONFIG_FILE",
+    "MISE_SYSTEM_CONFIG_FILE",
+    "MISE_DEFAULT_CONFIG_FILENAME",
+    "MISE_DEFAULT_TOOL_VERSIONS_FILENAME",
+    "MISE_OVERRIDE_CONFIG_FILENAMES",
+    "MISE_OVERRIDE_TOOL_VERSIONS_FILENAMES",
+    "MISE_SHIMS_DIR",
+    "XDG_DATA_HOME",
+    "XDG_CONFIG_HOME",
+];
+
+/// [`MANAGER_VARS`] that are set (and not empty) in this process.
+pub fn manager_vars_from_env() -> BTreeMap<String, String> {
+    MANAGER_VARS
+        .iter()
+        .filter_map(|name| Some((name.to_string(), std::env::var(name).ok().filter(|v| !v.is_empty())?)))
+        .collect()
+}
+
+/// A regular file (after symlinks) with an execute bit.
+pub fn is_executable(file: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(file).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+}

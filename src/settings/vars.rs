@@ -1,0 +1,392 @@
+//! The declarations: one constant per variable, and [`ENV_VARS`], every
+//! one of them in the order the docs show them.
+
+use super::{Audience, EnvVar};
+
+const fn user(name: &'static str, value: &'static str, default: &'static str, doc: &'static str) -> EnvVar {
+    EnvVar { name, value, default, doc, audience: Audience::User }
+}
+
+const fn set_by_cellbox(name: &'static str, value: &'static str, doc: &'static str) -> EnvVar {
+    EnvVar { name, value, default: "", doc, audience: Audience::SetByCellbox }
+}
+
+const fn development(name: &'static str, value: &'static str, default: &'static str, doc: &'static str) -> EnvVar {
+    EnvVar { name, value, default, doc, audience: Audience::Development }
+}
+
+// Interpreters and languages.
+/// `CELLBOX_PYTHON`.
+pub const PYTHON: EnvVar = user(
+    "CELLBOX_PYTHON",
+    "path or command",
+    "discovered",
+    "The Python interpreter for kernels (as `--python`); skips discovery.",
+);
+/// `CELLBOX_PYTHON_SKIP_CHECK`.
+pub const PYTHON_SKIP_CHECK: EnvVar = user(
+    "CELLBOX_PYTHON_SKIP_CHECK",
+    "1",
+    "",
+    "Skip the interpreter probe: use the first existing candidate as it is.",
+);
+/// `CELLBOX_NODE`.
+pub const NODE: EnvVar = user(
+    "CELLBOX_NODE",
+    "path or command",
+    "`node` on PATH",
+    "The Node.js that runs JavaScript and TypeScript cells (as `--node`).",
+);
+/// `CELLBOX_PY`.
+pub const PY: EnvVar = user(
+    "CELLBOX_PY",
+    "0|bash, 1|py, mix|both, true|false",
+    "mix",
+    "Which languages are offered: JavaScript only, Python only, or both; `true`/`false` turn Python alone on or off.",
+);
+/// `CELLBOX_JS`.
+pub const JS: EnvVar =
+    user("CELLBOX_JS", "0|1|false|true", "1", "Turn JavaScript cells off or on (applied after `CELLBOX_PY`).");
+/// `CELLBOX_PRELOAD`.
+pub const PRELOAD: EnvVar = user(
+    "CELLBOX_PRELOAD",
+    "module,…",
+    "",
+    "Modules Python kernels start with already imported (as `--preload`), through a fork server (Linux, process kernels).",
+);
+/// `CELLBOX_CHECK`.
+pub const CHECK: EnvVar = user(
+    "CELLBOX_CHECK",
+    "off|syntax|lint",
+    "off",
+    "Check each call's cells before running any (as `--check`; the eval tool's `check` overrides it): `syntax` runs none if a cell does not parse, `lint` also adds `ruff check` findings on Python cells as notes.",
+);
+
+// Where kernels run.
+/// `CELLBOX_BACKEND`.
+pub const BACKEND: EnvVar = user(
+    "CELLBOX_BACKEND",
+    "process|gateway",
+    "process",
+    "Where Python kernels run: runner processes, or a Jupyter gateway (as `--backend`).",
+);
+/// `CELLBOX_GATEWAY_URL`.
+pub const GATEWAY_URL: EnvVar = user(
+    "CELLBOX_GATEWAY_URL",
+    "URL",
+    "",
+    "An external Jupyter Kernel or Enterprise Gateway; setting it selects the gateway backend.",
+);
+/// `CELLBOX_GATEWAY_TOKEN`.
+pub const GATEWAY_TOKEN: EnvVar = user(
+    "CELLBOX_GATEWAY_TOKEN",
+    "token",
+    "",
+    "The gateway's token, sent as `Authorization: token …` (never printed).",
+);
+/// `CELLBOX_GATEWAY_KERNEL`.
+pub const GATEWAY_KERNEL: EnvVar =
+    user("CELLBOX_GATEWAY_KERNEL", "kernelspec name", "python3", "The kernelspec started on the gateway.");
+/// `CELLBOX_GATEWAY_USERNAME`.
+pub const GATEWAY_USERNAME: EnvVar = user(
+    "CELLBOX_GATEWAY_USERNAME",
+    "name",
+    "the local user",
+    "`KERNEL_USERNAME` sent to the gateway (`root` is sent as `cellbox`).",
+);
+/// `CELLBOX_GATEWAY_STARTUP_TIMEOUT`.
+pub const GATEWAY_STARTUP_TIMEOUT: EnvVar = user(
+    "CELLBOX_GATEWAY_STARTUP_TIMEOUT",
+    "seconds",
+    "30",
+    "How long a gateway kernel may take to start, from `POST /api/kernels` to the end of its setup.",
+);
+/// `CELLBOX_GATEWAY_DIR`.
+pub const GATEWAY_DIR: EnvVar = user(
+    "CELLBOX_GATEWAY_DIR",
+    "path",
+    "`~/.cellbox/gateway`",
+    "The shared local gateway's folder (its lock, metadata and log).",
+);
+
+// The sandbox.
+/// `CELLBOX_SANDBOX`.
+pub const SANDBOX: EnvVar = user(
+    "CELLBOX_SANDBOX",
+    "off|workspace-write|read-only",
+    "off",
+    "What kernels may read and write (as `--sandbox`).",
+);
+/// `CELLBOX_NETWORK`.
+pub const NETWORK: EnvVar = user("CELLBOX_NETWORK", "on|off|localhost", "on", "The kernels' network (as `--network`).");
+/// `CELLBOX_ALLOW_WRITE`.
+pub const ALLOW_WRITE: EnvVar = user(
+    "CELLBOX_ALLOW_WRITE",
+    "paths, `:`-separated",
+    "",
+    "More folders kernels may write in `workspace-write` mode (as `--allow-write`).",
+);
+/// `CELLBOX_DENY_READ`.
+pub const DENY_READ: EnvVar = user(
+    "CELLBOX_DENY_READ",
+    "paths, `:`-separated",
+    "",
+    "More paths kernels may not read, besides the secret locations (as `--deny-read`).",
+);
+/// `CELLBOX_MEMORY_LIMIT`.
+pub const MEMORY_LIMIT: EnvVar = user(
+    "CELLBOX_MEMORY_LIMIT",
+    "size, e.g. 4G",
+    "",
+    "Memory for each kernel and everything it starts (as `--memory-limit`).",
+);
+/// `CELLBOX_MAX_PROCESSES`.
+pub const MAX_PROCESSES: EnvVar = user(
+    "CELLBOX_MAX_PROCESSES",
+    "count",
+    "",
+    "Processes and threads for each kernel and everything it starts (as `--max-processes`).",
+);
+
+// Folders.
+/// `CELLBOX_CACHE_DIR`.
+pub const CACHE_DIR: EnvVar = user(
+    "CELLBOX_CACHE_DIR",
+    "path",
+    "`$XDG_CACHE_HOME/cellbox`",
+    "Where the runner's files and probe answers are kept.",
+);
+/// `CELLBOX_ARTIFACTS_DIR`.
+pub const ARTIFACTS_DIR: EnvVar = user(
+    "CELLBOX_ARTIFACTS_DIR",
+    "path",
+    "`$XDG_CACHE_HOME/cellbox/artifacts`",
+    "Where full outputs (`artifact://…`) are kept.",
+);
+/// `CELLBOX_MODULES_DIR`.
+pub const MODULES_DIR: EnvVar = user(
+    "CELLBOX_MODULES_DIR",
+    "path",
+    "`~/.cellbox/modules`",
+    "The user's extension modules, importable in every kernel.",
+);
+
+// The host bridge.
+/// `CELLBOX_LLM_BASE_URL`.
+pub const LLM_BASE_URL: EnvVar = user(
+    "CELLBOX_LLM_BASE_URL",
+    "URL",
+    "",
+    "The OpenAI-compatible endpoint `completion()` calls (command line; host only, never in the kernel).",
+);
+/// `CELLBOX_LLM_API_KEY`.
+pub const LLM_API_KEY: EnvVar =
+    user("CELLBOX_LLM_API_KEY", "key", "", "That endpoint's key (host only, never in the kernel).");
+/// `CELLBOX_LLM_MODEL`.
+pub const LLM_MODEL: EnvVar =
+    user("CELLBOX_LLM_MODEL", "model name", "", "The model `completion()` uses when the cell names none.");
+/// `CELLBOX_AGENT_COMMAND`.
+pub const AGENT_COMMAND: EnvVar = user(
+    "CELLBOX_AGENT_COMMAND",
+    "command line",
+    "",
+    "The command `agent()` runs, e.g. `claude -p --output-format json` (`{prompt}` passes the prompt as an argument).",
+);
+/// `CELLBOX_BRIDGE_MAX_CALLS`.
+pub const BRIDGE_MAX_CALLS: EnvVar =
+    user("CELLBOX_BRIDGE_MAX_CALLS", "count", "256", "Bridge calls one cell may make.");
+/// `CELLBOX_BRIDGE_CONCURRENCY`.
+pub const BRIDGE_CONCURRENCY: EnvVar = user("CELLBOX_BRIDGE_CONCURRENCY", "count", "8", "Bridge calls served at once.");
+/// `CELLBOX_BRIDGE_CALL_TIMEOUT`.
+pub const BRIDGE_CALL_TIMEOUT: EnvVar =
+    user("CELLBOX_BRIDGE_CALL_TIMEOUT", "seconds", "600", "How long one bridge call may take.");
+/// `CELLBOX_BRIDGE_MAX_DEPTH`.
+pub const BRIDGE_MAX_DEPTH: EnvVar = user(
+    "CELLBOX_BRIDGE_MAX_DEPTH",
+    "count",
+    "2",
+    "How deep bridges may nest (an agent running cellbox running an agent…).",
+);
+
+// The terminal and logs.
+/// `CELLBOX_IMAGES`.
+pub const IMAGES: EnvVar =
+    user("CELLBOX_IMAGES", "kitty|iterm|sixel|none", "detected", "How the terminal renderer shows images.");
+/// `CELLBOX_LOG`.
+pub const LOG: EnvVar =
+    user("CELLBOX_LOG", "filter", "warn", "The log filter for stderr, e.g. `debug` (`RUST_LOG` also works).");
+/// `CELLBOX_PYTHON_IPC_TRACE`.
+pub const PYTHON_IPC_TRACE: EnvVar = user(
+    "CELLBOX_PYTHON_IPC_TRACE",
+    "1",
+    "",
+    "Log every runner protocol frame both ways to stderr (environment values redacted).",
+);
+
+// Set by cellbox for the processes it starts.
+/// `CELLBOX_BRIDGE_DEPTH`.
+pub const BRIDGE_DEPTH: EnvVar =
+    set_by_cellbox("CELLBOX_BRIDGE_DEPTH", "count", "This host's bridge depth, set for agent commands (0 at the top).");
+/// `CELLBOX_AGENT_KIND`.
+pub const AGENT_KIND: EnvVar =
+    set_by_cellbox("CELLBOX_AGENT_KIND", "name", "The agent an `agent()` call asked for, set for the agent command.");
+/// `CELLBOX_AGENT_MODEL`.
+pub const AGENT_MODEL: EnvVar = set_by_cellbox(
+    "CELLBOX_AGENT_MODEL",
+    "model name",
+    "The model an `agent()` call asked for, set for the agent command.",
+);
+/// `CELLBOX_MEMORY_RLIMIT`.
+pub const MEMORY_RLIMIT: EnvVar =
+    set_by_cellbox("CELLBOX_MEMORY_RLIMIT", "size", "The kernel's memory limit, set so a `MemoryError` can name it.");
+
+// Build.
+/// `CELLBOX_GIT_REVISION`.
+pub const GIT_REVISION: EnvVar = EnvVar {
+    name: "CELLBOX_GIT_REVISION",
+    value: "revision",
+    default: "from git, or the packaged crate's `.cargo_vcs_info.json`",
+    doc: "The revision `--version` and `cellbox doctor` show.",
+    audience: Audience::Build,
+};
+
+// Tests and the benchmark.
+/// `CELLBOX_TEST_PYTHON`.
+pub const TEST_PYTHON: EnvVar =
+    development("CELLBOX_TEST_PYTHON", "path", "`python3`", "The interpreter the test suite runs kernels with.");
+/// `CELLBOX_TEST_NODE`.
+pub const TEST_NODE: EnvVar =
+    development("CELLBOX_TEST_NODE", "path", "`node` on PATH", "The Node.js the JavaScript tests use.");
+/// `CELLBOX_TEST_BASE_PYTHON`.
+pub const TEST_BASE_PYTHON: EnvVar = development(
+    "CELLBOX_TEST_BASE_PYTHON",
+    "path",
+    "`python3`",
+    "`scripts/test`: the Python `.venv-test` is made from.",
+);
+/// `CELLBOX_TEST_EG_BASE_PYTHON`.
+pub const TEST_EG_BASE_PYTHON: EnvVar = development(
+    "CELLBOX_TEST_EG_BASE_PYTHON",
+    "path",
+    "as above",
+    "`scripts/test`: the Python `.venv-eg` is made from.",
+);
+/// `CELLBOX_TEST_EG_PYTHON`.
+pub const TEST_EG_PYTHON: EnvVar = development(
+    "CELLBOX_TEST_EG_PYTHON",
+    "path",
+    "`.venv-eg/bin/python`",
+    "The Enterprise Gateway interpreter the gateway tests use.",
+);
+/// `CELLBOX_TEST_VENV`.
+pub const TEST_VENV: EnvVar =
+    development("CELLBOX_TEST_VENV", "path", "`.venv-test`", "The venv the packaging test takes its tools from.");
+/// `CELLBOX_GATEWAY_NOFILE_FOR_TEST`.
+pub const GATEWAY_NOFILE_FOR_TEST: EnvVar = development(
+    "CELLBOX_GATEWAY_NOFILE_FOR_TEST",
+    "count",
+    "",
+    "An open-file limit for the shared local gateway (the EMFILE test).",
+);
+/// `CELLBOX_CHAOS_SECS`.
+pub const CHAOS_SECS: EnvVar = development("CELLBOX_CHAOS_SECS", "seconds", "20", "How long the chaos test runs.");
+/// `CELLBOX_CHAOS_SEED`.
+pub const CHAOS_SEED: EnvVar =
+    development("CELLBOX_CHAOS_SEED", "number", "random", "The chaos test's seed, to replay a run.");
+/// `CELLBOX_FUZZ_CASES`.
+pub const FUZZ_CASES: EnvVar =
+    development("CELLBOX_FUZZ_CASES", "count", "200 (Rust), 100 (Python)", "Examples per fuzzing property.");
+/// `CELLBOX_PARITY_FULL`.
+pub const PARITY_FULL: EnvVar =
+    development("CELLBOX_PARITY_FULL", "1", "", "Run the whole notebook-parity corpus instead of its short form.");
+/// `CELLBOX_PARITY_ONLY`.
+pub const PARITY_ONLY: EnvVar =
+    development("CELLBOX_PARITY_ONLY", "name,…", "", "Run only the named parity notebooks.");
+/// `CELLBOX_PARITY_PYTHON`.
+pub const PARITY_PYTHON: EnvVar = development(
+    "CELLBOX_PARITY_PYTHON",
+    "path",
+    "the test Python",
+    "The interpreter the parity harness runs ipykernel with.",
+);
+/// `CELLBOX_BINARY`.
+pub const BINARY: EnvVar =
+    development("CELLBOX_BINARY", "path", "the built binary", "The cellbox binary the benchmark drives.");
+/// `CELLBOX_BENCH_OUT`.
+pub const BENCH_OUT: EnvVar =
+    development("CELLBOX_BENCH_OUT", "path", "`bench/results`", "Where the benchmark writes its results.");
+/// `CELLBOX_BENCH_JUPYTER_PYTHON`.
+pub const BENCH_JUPYTER_PYTHON: EnvVar = development(
+    "CELLBOX_BENCH_JUPYTER_PYTHON",
+    "path",
+    "`bench/.venv`",
+    "The interpreter of the benchmark's Jupyter baselines.",
+);
+
+/// Every variable, grouped by topic in the order the docs show them.
+pub const ENV_VARS: &[EnvVar] = &[
+    // Interpreters and languages.
+    PYTHON,
+    PYTHON_SKIP_CHECK,
+    NODE,
+    PY,
+    JS,
+    PRELOAD,
+    CHECK,
+    // Where kernels run.
+    BACKEND,
+    GATEWAY_URL,
+    GATEWAY_TOKEN,
+    GATEWAY_KERNEL,
+    GATEWAY_USERNAME,
+    GATEWAY_STARTUP_TIMEOUT,
+    GATEWAY_DIR,
+    // The sandbox.
+    SANDBOX,
+    NETWORK,
+    ALLOW_WRITE,
+    DENY_READ,
+    MEMORY_LIMIT,
+    MAX_PROCESSES,
+    // Folders.
+    CACHE_DIR,
+    ARTIFACTS_DIR,
+    MODULES_DIR,
+    // The host bridge.
+    LLM_BASE_URL,
+    LLM_API_KEY,
+    LLM_MODEL,
+    AGENT_COMMAND,
+    BRIDGE_MAX_CALLS,
+    BRIDGE_CONCURRENCY,
+    BRIDGE_CALL_TIMEOUT,
+    BRIDGE_MAX_DEPTH,
+    // The terminal and logs.
+    IMAGES,
+    LOG,
+    PYTHON_IPC_TRACE,
+    // Set by cellbox for the processes it starts.
+    BRIDGE_DEPTH,
+    AGENT_KIND,
+    AGENT_MODEL,
+    MEMORY_RLIMIT,
+    // Build.
+    GIT_REVISION,
+    // Tests and the benchmark.
+    TEST_PYTHON,
+    TEST_NODE,
+    TEST_BASE_PYTHON,
+    TEST_EG_BASE_PYTHON,
+    TEST_EG_PYTHON,
+    TEST_VENV,
+    GATEWAY_NOFILE_FOR_TEST,
+    CHAOS_SECS,
+    CHAOS_SEED,
+    FUZZ_CASES,
+    PARITY_FULL,
+    PARITY_ONLY,
+    PARITY_PYTHON,
+    BINARY,
+    BENCH_OUT,
+    BENCH_JUPYTER_PYTHON,
+];
