@@ -4,7 +4,8 @@
 //! The configuration page's table (`cellbox docs env-vars`) and the docs check
 //! are generated from [`ENV_VARS`], and a test fails when the code names a
 //! `CELLBOX_` variable this list does not declare, so the docs cannot drift
-//! from what the binary reads.
+//! from what the binary reads. The rest of the crate reads a variable only
+//! through its constant here (`settings::PYTHON.get()`), never by name.
 
 mod vars;
 
@@ -55,7 +56,8 @@ impl EnvVar {
         std::env::var_os(self.name).filter(|value| !value.is_empty()).map(PathBuf::from)
     }
 
-    /// Whether the variable is set at all, even to an empty value.
+    /// Whether the variable is set to something not empty, without reading
+    /// the value into a string (for secrets such as a token).
     pub fn is_present(&self) -> bool {
         std::env::var_os(self.name).is_some_and(|value| !value.is_empty())
     }
