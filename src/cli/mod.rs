@@ -181,7 +181,7 @@ impl KernelArgs {
     /// The sandbox policy: the `CELLBOX_*` variables, overridden by the flags;
     /// relative paths are taken from the cwd.
     pub fn sandbox_policy(&self) -> Result<SandboxPolicy, String> {
-        let mut policy = SandboxPolicy::from_env()?;
+        let mut policy = SandboxPolicy::from_env().map_err(|e| e.to_string())?;
         if let Some(mode) = self.sandbox {
             policy.mode = mode;
         }
@@ -207,7 +207,7 @@ impl KernelArgs {
         use cellbox::gateway::GatewaySetting;
         let backend = self.backend.clone().or_else(|| settings::BACKEND.get());
         let (url, token) = (settings::GATEWAY_URL.get(), settings::GATEWAY_TOKEN.get());
-        Ok(match GatewaySetting::choose(backend.as_deref(), url, token)? {
+        Ok(match GatewaySetting::choose(backend.as_deref(), url, token).map_err(|e| e.to_string())? {
             Some(setting) => cellbox::session::Backend::Gateway(setting),
             None => cellbox::session::Backend::Process,
         })

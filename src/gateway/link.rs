@@ -20,6 +20,21 @@ use super::wire::{self, Framing, Outgoing};
 use crate::kernel::KernelError;
 use crate::runtime::Runtime;
 
+/// Why a dropped websocket was not restored, by cause; its text is the reason the
+/// pending requests fail with.
+#[derive(Debug, thiserror::Error)]
+enum ReconnectError {
+    /// The kernel ended meanwhile: the last problem seen is the reason.
+    #[error("{last}")]
+    KernelEnded { last: String },
+    #[error("the gateway no longer has the kernel")]
+    KernelGone,
+    #[error(transparent)]
+    Unauthorized(GatewayError),
+    #[error("the connection to the gateway was lost and could not be restored: {last}")]
+    GaveUp { last: String },
+}
+
 /// A kernel's channels websocket.
 pub(super) type Channels = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<QuickAckStream>>;
 
@@ -193,8 +208,8 @@ impl Link {
             drop((sink, stream));
             match self.reconnect(&reason).await {
                 Ok(again) => socket = again,
-                Err(reason) => {
-                    fail_pending(&self.shared, reason).await;
+                Err(error) => {
+                    fail_pending(&self.shared, error.to_string()).await;
                     return;
                 }
             }
@@ -202,18 +217,18 @@ impl Link {
     }
 
     /// A new websocket for the same `session_id`, or why there is none.
-    async fn reconnect(&self, why: &str) -> Result<(Channels, Framing), String> {
+    async fn reconnect(&self, why: &str) -> Result<(Channels, Framing), ReconnectError> {
         tracing::warn!(target: "cellbox::gateway", "kernel {}: {why}; reconnecting", self.kernel_id);
         let mut last = why.to_string();
         for delay in RECONNECT_DELAYS_MS {
             tokio::time::sleep(Duration::from_millis(delay)).await;
             if self.shared.routes.lock().unwrap().dead.is_some() {
-                return Err(last);
+                return Err(ReconnectError::KernelEnded { last });
             }
             match self.client.kernel_exists(&self.kernel_id).await {
                 Ok(true) => {}
-                Ok(false) => return Err("the gateway no longer has the kernel".into()),
-                Err(error @ GatewayError::Unauthorized { .. }) => return Err(error.to_string()),
+                Ok(false) => return Err(ReconnectError::KernelGone),
+                Err(error @ GatewayError::Unauthorized { .. }) => return Err(ReconnectError::Unauthorized(error)),
                 Err(error) => {
                     last = error.to_string();
                     continue;
@@ -229,7 +244,7 @@ impl Link {
                 Err(_) => last = format!("no websocket within {}s", RECONNECT_HANDSHAKE.as_secs()),
             }
         }
-        Err(format!("the connection to the gateway was lost and could not be restored: {last}"))
+        Err(ReconnectError::GaveUp { last })
     }
 }
 

@@ -46,6 +46,43 @@ pub const INSTALL_HINT: &str = "python -m pip install jupyter_kernel_gateway ipy
 /// Runs kernel_gateway with no-delay on every socket it accepts.
 const LAUNCHER: &str = include_str!("launcher.py");
 
+/// Why the shared local gateway could not be found, started or stopped, one variant per cause,
+/// so a caller can tell a missing module from a busy lock; the text says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalGatewayError {
+    #[error("could not create {dir} ({source}); set {var} to a writable folder", var = settings::GATEWAY_DIR.name)]
+    CreateDir { dir: PathBuf, source: std::io::Error },
+    #[error("could not open {path} ({source})")]
+    Open { path: PathBuf, source: std::io::Error },
+    #[error("could not write {path} ({source})")]
+    WriteInfo { path: PathBuf, source: std::io::Error },
+    #[error(
+        "another cellbox process has held {path} for {seconds}s ({holder}); if it is stuck, stop it or delete the file"
+    )]
+    LockHeld { path: PathBuf, seconds: u64, holder: String },
+    /// The blocking task that waited for the lock did not finish.
+    #[error(transparent)]
+    LockTask(#[from] tokio::task::JoinError),
+    #[error("could not run {python} ({source})")]
+    Run { python: PathBuf, source: std::io::Error },
+    #[error(
+        "the shared Jupyter gateway needs jupyter_kernel_gateway and ipykernel in {python} ({missing}). Install them \
+         with `{INSTALL_HINT}` for that interpreter, or run `cellbox setup gateway`"
+    )]
+    MissingModules { python: PathBuf, missing: String },
+    #[error("no free local port ({source})")]
+    NoFreePort { source: std::io::Error },
+    /// A socket or file call that the old message reported as the OS error alone.
+    #[error(transparent)]
+    Io(std::io::Error),
+    #[error("could not start {python} ({source})")]
+    Spawn { python: PathBuf, source: std::io::Error },
+    #[error("the shared Jupyter gateway did not answer within {seconds}s; see {log}")]
+    NoAnswer { seconds: u64, log: PathBuf },
+    #[error("the shared Jupyter gateway could not start: it exited ({status}) on port {port}; see {log}")]
+    Exited { status: std::process::ExitStatus, port: u16, log: PathBuf },
+}
+
 /// What `gateway.json` records about the running gateway.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GatewayInfo {
@@ -119,10 +156,9 @@ fn info_path(dir: &Path) -> PathBuf {
     dir.join("gateway.json")
 }
 
-fn ensure_dir(dir: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir.join("runtime")).map_err(|e| {
-        format!("could not create {} ({e}); set {} to a writable folder", dir.display(), settings::GATEWAY_DIR.name)
-    })?;
+fn ensure_dir(dir: &Path) -> Result<(), LocalGatewayError> {
+    std::fs::create_dir_all(dir.join("runtime"))
+        .map_err(|source| LocalGatewayError::CreateDir { dir: dir.to_path_buf(), source })?;
     let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
     let _ = std::fs::set_permissions(dir.join("runtime"), std::fs::Permissions::from_mode(0o700));
     Ok(())
@@ -134,7 +170,7 @@ pub fn read_info(dir: &Path) -> Option<GatewayInfo> {
     serde_json::from_str(&text).ok()
 }
 
-fn write_info(dir: &Path, info: &GatewayInfo) -> Result<(), String> {
+fn write_info(dir: &Path, info: &GatewayInfo) -> Result<(), LocalGatewayError> {
     let path = info_path(dir);
     let temporary = dir.join(format!(".gateway.json.{}", std::process::id()));
     let written = (|| {
@@ -144,7 +180,7 @@ fn write_info(dir: &Path, info: &GatewayInfo) -> Result<(), String> {
         file.sync_all()?;
         std::fs::rename(&temporary, &path)
     })();
-    written.map_err(|e| format!("could not write {} ({e})", path.display()))
+    written.map_err(|source| LocalGatewayError::WriteInfo { path, source })
 }
 
 fn now() -> u64 {
@@ -182,7 +218,7 @@ struct Lock {
 
 impl Lock {
     /// Wait (bounded) for the lock, then start the heartbeat.
-    fn acquire(dir: &Path, limit: Duration) -> Result<Lock, String> {
+    fn acquire(dir: &Path, limit: Duration) -> Result<Lock, LocalGatewayError> {
         let path = dir.join("gateway.lock");
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -191,7 +227,7 @@ impl Lock {
             .truncate(false)
             .mode(0o600)
             .open(&path)
-            .map_err(|e| format!("could not open {} ({e})", path.display()))?;
+            .map_err(|source| LocalGatewayError::Open { path: path.clone(), source })?;
         let deadline = std::time::Instant::now() + limit;
         loop {
             // SAFETY: flock on a file descriptor we own.
@@ -200,13 +236,8 @@ impl Lock {
                 break;
             }
             if std::time::Instant::now() >= deadline {
-                let holder = std::fs::read_to_string(&path).unwrap_or_default();
-                return Err(format!(
-                    "another cellbox process has held {} for {}s ({}); if it is stuck, stop it or delete the file",
-                    path.display(),
-                    limit.as_secs(),
-                    holder.trim()
-                ));
+                let holder = std::fs::read_to_string(&path).unwrap_or_default().trim().to_string();
+                return Err(LocalGatewayError::LockHeld { path, seconds: limit.as_secs(), holder });
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -249,7 +280,7 @@ impl Drop for Lock {
 
 /// The shared gateway's endpoint: the running one if it is healthy, else a
 /// new one started on `python` with `env` (the filtered kernel environment).
-pub async fn acquire(python: &Path, env: &BTreeMap<String, String>) -> Result<Endpoint, String> {
+pub async fn acquire(python: &Path, env: &BTreeMap<String, String>) -> Result<Endpoint, LocalGatewayError> {
     let dir = dir();
     ensure_dir(&dir)?;
     if let Some(info) = read_info(&dir)
@@ -258,9 +289,7 @@ pub async fn acquire(python: &Path, env: &BTreeMap<String, String>) -> Result<En
         return Ok(info.endpoint());
     }
     let lock_dir = dir.clone();
-    let lock = tokio::task::spawn_blocking(move || Lock::acquire(&lock_dir, LOCK_TIMEOUT))
-        .await
-        .map_err(|e| e.to_string())??;
+    let lock = tokio::task::spawn_blocking(move || Lock::acquire(&lock_dir, LOCK_TIMEOUT)).await??;
     // Another process may have started it while we waited.
     if let Some(info) = read_info(&dir) {
         if healthy(&info).await {
@@ -275,7 +304,7 @@ pub async fn acquire(python: &Path, env: &BTreeMap<String, String>) -> Result<En
 
 /// Replace the shared gateway with a new one (it ran out of file
 /// descriptors, say); kernels on the old one are lost.
-pub async fn restart(python: &Path, env: &BTreeMap<String, String>) -> Result<Endpoint, String> {
+pub async fn restart(python: &Path, env: &BTreeMap<String, String>) -> Result<Endpoint, LocalGatewayError> {
     stop().await?;
     acquire(python, env).await
 }
@@ -307,28 +336,25 @@ async fn stop_recorded(dir: &Path, info: &GatewayInfo) {
 }
 
 /// What `python` says its kernel_gateway version is, or how to install it.
-pub async fn check_modules(python: &Path) -> Result<String, String> {
+pub async fn check_modules(python: &Path) -> Result<String, LocalGatewayError> {
     let output = tokio::process::Command::new(python)
         .args(["-c", "import ipykernel, kernel_gateway; print(kernel_gateway.__version__)"])
         .stdin(std::process::Stdio::null())
         .output()
         .await
-        .map_err(|e| format!("could not run {} ({e})", python.display()))?;
+        .map_err(|source| LocalGatewayError::Run { python: python.to_path_buf(), source })?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         let missing = stderr.lines().rev().find(|line| !line.trim().is_empty()).unwrap_or_default().trim().to_string();
-        return Err(format!(
-            "the shared Jupyter gateway needs jupyter_kernel_gateway and ipykernel in {} ({missing}). Install them \
-             with `{INSTALL_HINT}` for that interpreter, or run `cellbox setup gateway`",
-            python.display()
-        ));
+        return Err(LocalGatewayError::MissingModules { python: python.to_path_buf(), missing });
     }
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
 }
 
-fn free_port() -> Result<u16, String> {
-    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(|e| format!("no free local port ({e})"))?;
-    listener.local_addr().map(|addr| addr.port()).map_err(|e| e.to_string())
+fn free_port() -> Result<u16, LocalGatewayError> {
+    let listener =
+        std::net::TcpListener::bind(("127.0.0.1", 0)).map_err(|source| LocalGatewayError::NoFreePort { source })?;
+    listener.local_addr().map(|addr| addr.port()).map_err(LocalGatewayError::Io)
 }
 
 fn new_token() -> String {
@@ -342,10 +368,17 @@ fn new_token() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-async fn start(dir: &Path, python: &Path, env: &BTreeMap<String, String>, lock: &Lock) -> Result<GatewayInfo, String> {
+async fn start(
+    dir: &Path,
+    python: &Path,
+    env: &BTreeMap<String, String>,
+    lock: &Lock,
+) -> Result<GatewayInfo, LocalGatewayError> {
     let version = check_modules(python).await?;
-    let mut last_error = String::new();
-    for _ in 0..PORT_ATTEMPTS {
+    let log_file = dir.join("gateway.log");
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
         lock.beat();
         let port = free_port()?;
         let token = new_token();
@@ -353,8 +386,8 @@ async fn start(dir: &Path, python: &Path, env: &BTreeMap<String, String>, lock: 
             .create(true)
             .append(true)
             .mode(0o600)
-            .open(dir.join("gateway.log"))
-            .map_err(|e| format!("could not open {} ({e})", dir.join("gateway.log").display()))?;
+            .open(&log_file)
+            .map_err(|source| LocalGatewayError::Open { path: log_file.clone(), source })?;
         let mut command = std::process::Command::new(python);
         command
             .arg("-c")
@@ -374,7 +407,7 @@ async fn start(dir: &Path, python: &Path, env: &BTreeMap<String, String>, lock: 
             .env("JUPYTER_RUNTIME_DIR", dir.join("runtime"))
             .current_dir(dir)
             .stdin(std::process::Stdio::null())
-            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stdout(log.try_clone().map_err(LocalGatewayError::Io)?)
             .stderr(log);
         let nofile = nofile_for_test();
         // Its own session: it outlives this process and its terminal's signals.
@@ -390,7 +423,8 @@ async fn start(dir: &Path, python: &Path, env: &BTreeMap<String, String>, lock: 
                 nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from)
             });
         }
-        let mut child = command.spawn().map_err(|e| format!("could not start {} ({e})", python.display()))?;
+        let mut child =
+            command.spawn().map_err(|source| LocalGatewayError::Spawn { python: python.to_path_buf(), source })?;
         let info = GatewayInfo {
             pid: child.id(),
             port,
@@ -412,11 +446,7 @@ async fn start(dir: &Path, python: &Path, env: &BTreeMap<String, String>, lock: 
             if tokio::time::Instant::now() >= deadline {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
-                    "the shared Jupyter gateway did not answer within {}s; see {}",
-                    START_TIMEOUT.as_secs(),
-                    dir.join("gateway.log").display()
-                ));
+                return Err(LocalGatewayError::NoAnswer { seconds: START_TIMEOUT.as_secs(), log: log_file });
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         };
@@ -429,16 +459,11 @@ async fn start(dir: &Path, python: &Path, env: &BTreeMap<String, String>, lock: 
                 });
                 return Ok(info);
             }
-            Err(status) => {
-                last_error = format!("it exited ({status}) on port {port}");
-                // Exit code 1: the port was taken meanwhile; try another.
-                if status.code() != Some(1) {
-                    break;
-                }
-            }
+            // Exit code 1: the port was taken meanwhile; try another.
+            Err(status) if status.code() == Some(1) && attempt < PORT_ATTEMPTS => {}
+            Err(status) => return Err(LocalGatewayError::Exited { status, port, log: log_file }),
         }
     }
-    Err(format!("the shared Jupyter gateway could not start: {last_error}; see {}", dir.join("gateway.log").display()))
 }
 
 /// Tests only, never documented as a setting: the open-file limit the shared
@@ -480,14 +505,30 @@ pub async fn status() -> String {
 
 /// Stop the shared gateway (its kernels with it) and forget it. Returns
 /// whether one was recorded.
-pub async fn stop() -> Result<bool, String> {
+pub async fn stop() -> Result<bool, LocalGatewayError> {
     let dir = dir();
     let Some(info) = read_info(&dir) else { return Ok(false) };
     let lock_dir = dir.clone();
-    let lock = tokio::task::spawn_blocking(move || Lock::acquire(&lock_dir, LOCK_TIMEOUT))
-        .await
-        .map_err(|e| e.to_string())??;
+    let lock = tokio::task::spawn_blocking(move || Lock::acquire(&lock_dir, LOCK_TIMEOUT)).await??;
     stop_recorded(&dir, &info).await;
     drop(lock);
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_that_cannot_be_made_names_the_setting() {
+        let error = ensure_dir(Path::new("/dev/null/gateway")).unwrap_err();
+        let LocalGatewayError::CreateDir { source, .. } = &error else { panic!("{error:?}") };
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "could not create /dev/null/gateway ({source}); set {} to a writable folder",
+                settings::GATEWAY_DIR.name
+            )
+        );
+    }
 }

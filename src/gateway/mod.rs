@@ -33,18 +33,31 @@ pub use client::{Endpoint, GatewayClient, GatewayError};
 
 use crate::settings;
 
+/// A gateway setting (a flag's or a `CELLBOX_*` variable's value) that cannot be used, so a
+/// caller can tell which one; the text names the setting and what it takes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GatewayConfigError {
+    #[error(
+        "{name}={value:?} is not a number of seconds: set it to how long a gateway kernel may take to start, e.g. 300"
+    )]
+    BadStartupTimeout { name: &'static str, value: String },
+    #[error(
+        "unknown backend {backend:?} (from --backend or {backend_var}): use `process` (runner processes, the \
+         default) or `gateway` (a Jupyter gateway: {url_var} if set, else the shared local one)",
+        backend_var = settings::BACKEND.name,
+        url_var = settings::GATEWAY_URL.name
+    )]
+    UnknownBackend { backend: String },
+}
+
 /// The bound on a gateway kernel's start: `CELLBOX_GATEWAY_STARTUP_TIMEOUT`
 /// seconds when set, else `default`; an unreadable value is an error that says so.
-pub fn startup_timeout(default: std::time::Duration) -> Result<std::time::Duration, String> {
+pub fn startup_timeout(default: std::time::Duration) -> Result<std::time::Duration, GatewayConfigError> {
     let var = settings::GATEWAY_STARTUP_TIMEOUT;
     match var.get() {
         Some(value) => match value.parse::<f64>() {
             Ok(seconds) if seconds.is_finite() && seconds > 0.0 => Ok(std::time::Duration::from_secs_f64(seconds)),
-            _ => Err(format!(
-                "{}={value:?} is not a number of seconds: set it to how long a gateway kernel may take to start, \
-                 e.g. 300",
-                var.name
-            )),
+            _ => Err(GatewayConfigError::BadStartupTimeout { name: var.name, value }),
         },
         None => Ok(default),
     }
@@ -68,7 +81,7 @@ pub enum GatewaySetting {
 impl GatewaySetting {
     /// From `CELLBOX_GATEWAY_URL` (+ `CELLBOX_GATEWAY_TOKEN`), else
     /// `CELLBOX_BACKEND=gateway`; `None` for runner processes.
-    pub fn from_env() -> Result<Option<GatewaySetting>, String> {
+    pub fn from_env() -> Result<Option<GatewaySetting>, GatewayConfigError> {
         GatewaySetting::choose(
             settings::BACKEND.get().as_deref(),
             settings::GATEWAY_URL.get(),
@@ -81,24 +94,40 @@ impl GatewaySetting {
         backend: Option<&str>,
         url: Option<String>,
         token: Option<String>,
-    ) -> Result<Option<GatewaySetting>, String> {
+    ) -> Result<Option<GatewaySetting>, GatewayConfigError> {
         let backend = backend.map(|b| b.trim().to_ascii_lowercase()).filter(|b| !b.is_empty());
         match (backend.as_deref(), url) {
             (Some("process" | "local"), _) => Ok(None),
             (None | Some("gateway"), Some(url)) => Ok(Some(GatewaySetting::External { url, token })),
             (Some("gateway"), None) => Ok(Some(GatewaySetting::SharedLocal)),
             (None, None) => Ok(None),
-            (Some(other), _) => Err(format!(
-                "unknown backend {other:?} (from --backend or {}): use `process` (runner processes, the default) or \
-                 `gateway` (a Jupyter gateway: {} if set, else the shared local one)",
-                settings::BACKEND.name,
-                settings::GATEWAY_URL.name
-            )),
+            (Some(other), _) => Err(GatewayConfigError::UnknownBackend { backend: other.to_string() }),
         }
     }
 
     /// Whether cellbox manages the gateway process itself.
     pub fn is_local(&self) -> bool {
         matches!(self, GatewaySetting::SharedLocal)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_backend_names_the_choices() {
+        assert_eq!(GatewaySetting::choose(Some(" Gateway "), None, None), Ok(Some(GatewaySetting::SharedLocal)));
+        let error = GatewaySetting::choose(Some("docker"), None, None).unwrap_err();
+        assert_eq!(error, GatewayConfigError::UnknownBackend { backend: "docker".into() });
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "unknown backend \"docker\" (from --backend or {}): use `process` (runner processes, the default) or \
+                 `gateway` (a Jupyter gateway: {} if set, else the shared local one)",
+                settings::BACKEND.name,
+                settings::GATEWAY_URL.name
+            )
+        );
     }
 }

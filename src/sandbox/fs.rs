@@ -12,11 +12,14 @@
 
 use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use landlock::{
     ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
     RulesetCreatedAttr, Scope,
 };
+
+use super::Unenforceable;
 
 /// The kinds of access a grant gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,22 +126,20 @@ fn abi() -> ABI {
 /// only has to call `landlock_restrict_self` on it. `scopes` also keeps the
 /// kernel from signalling processes outside the sandbox and, when asked, from
 /// reaching abstract UNIX sockets outside it (ABI 6+).
-pub fn build_ruleset(rules: &[(PathBuf, Grant)], scope_abstract_unix: bool) -> Result<OwnedFd, String> {
+pub fn build_ruleset(rules: &[(PathBuf, Grant)], scope_abstract_unix: bool) -> Result<OwnedFd, Unenforceable> {
     let version = kernel_abi();
     if version < MIN_ABI {
         return Err(if version == 0 {
-            "Landlock is not available in this Linux kernel (it needs Linux 5.19+ with `landlock` in the \
-             `lsm=` list)"
-                .into()
+            Unenforceable::NoLandlock
         } else {
-            format!("this kernel's Landlock ABI is {version}; the sandbox needs ABI {MIN_ABI}+ (Linux 6.2+)")
+            Unenforceable::OldLandlock { version, needed: MIN_ABI }
         });
     }
     let abi = abi();
     let all = AccessFs::from_all(abi);
     let read = AccessFs::from_read(abi);
     let file_rights = AccessFs::from_file(abi);
-    let err = |e: landlock::RulesetError| format!("could not build the Landlock ruleset: {e}");
+    let err = |e: landlock::RulesetError| Unenforceable::Ruleset { source: Arc::new(e) };
     let mut ruleset =
         Ruleset::default().set_compatibility(CompatLevel::HardRequirement).handle_access(all).map_err(err)?;
     if version >= 6 {
@@ -160,10 +161,10 @@ pub fn build_ruleset(rules: &[(PathBuf, Grant)], scope_abstract_unix: bool) -> R
         }
         created = created
             .add_rule(PathBeneath::new(fd, access))
-            .map_err(|e| format!("could not add a Landlock rule for {}: {e}", path.display()))?;
+            .map_err(|e| Unenforceable::LandlockRule { path: path.clone(), source: Arc::new(e) })?;
     }
     let fd: Option<OwnedFd> = created.into();
-    fd.ok_or_else(|| "Landlock did not create a ruleset".to_string())
+    fd.ok_or(Unenforceable::NoRuleset)
 }
 
 #[cfg(test)]

@@ -11,9 +11,12 @@
 use std::fs;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
+
+use super::Unenforceable;
 
 /// How one limit is enforced on this host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -130,15 +133,20 @@ pub struct Cgroup {
 
 impl Cgroup {
     /// Create a fresh group under `parent` and set its limit.
-    pub fn create(parent: &CgroupParent, controller: Controller, limit: u64) -> Result<Cgroup, String> {
+    pub fn create(parent: &CgroupParent, controller: Controller, limit: u64) -> Result<Cgroup, Unenforceable> {
         sweep_stale(&parent.dir);
         let name = format!("cellbox-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
         let dir = parent.dir.join(name);
-        fs::create_dir(&dir).map_err(|e| format!("could not create the cgroup {}: {e}", dir.display()))?;
+        if let Err(e) = fs::create_dir(&dir) {
+            return Err(Unenforceable::CreateCgroup { dir, source: Arc::new(e) });
+        }
         let group = Cgroup { dir, v2: parent.v2, controller };
-        let set = |file: &str, value: String| {
-            fs::write(group.dir.join(file), value)
-                .map_err(|e| format!("could not set {} in {}: {e}", file, group.dir.display()))
+        let set = |file: &'static str, value: String| {
+            fs::write(group.dir.join(file), value).map_err(|e| Unenforceable::SetCgroupLimit {
+                file,
+                dir: group.dir.clone(),
+                source: Arc::new(e),
+            })
         };
         match (controller, parent.v2) {
             (Controller::Memory, true) => {
@@ -158,11 +166,11 @@ impl Cgroup {
     }
 
     /// The `cgroup.procs` file, opened for the child to write `0` (itself) into.
-    pub fn procs_fd(&self) -> Result<OwnedFd, String> {
+    pub fn procs_fd(&self) -> Result<OwnedFd, Unenforceable> {
         let file = fs::OpenOptions::new()
             .write(true)
             .open(self.dir.join("cgroup.procs"))
-            .map_err(|e| format!("could not open {}/cgroup.procs: {e}", self.dir.display()))?;
+            .map_err(|e| Unenforceable::OpenCgroupProcs { dir: self.dir.clone(), source: Arc::new(e) })?;
         Ok(file.into())
     }
 
@@ -214,5 +222,21 @@ fn sweep_stale(parent: &Path) {
         if !alive {
             let _ = fs::remove_dir(entry.path());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_group_that_cannot_be_made_says_where() {
+        let parent = CgroupParent { dir: PathBuf::from("/nonexistent-cellbox-cgroup"), v2: true };
+        let error = Cgroup::create(&parent, Controller::Memory, 1 << 30).unwrap_err();
+        assert!(matches!(&error, Unenforceable::CreateCgroup { dir, .. } if dir.starts_with(&parent.dir)), "{error:?}");
+        let Unenforceable::CreateCgroup { dir, source } = &error else { unreachable!() };
+        assert_eq!(error.to_string(), format!("could not create the cgroup {}: {source}", dir.display()));
+        let wrapped = crate::sandbox::SandboxError::from(error.clone()).to_string();
+        assert!(wrapped.starts_with(&format!("the sandbox cannot be enforced: {error}; ")), "{wrapped}");
     }
 }

@@ -23,11 +23,12 @@ mod probe;
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 #[cfg(target_os = "linux")]
 pub use fs::{Grant, plan as plan_rules, resolve};
 pub use limits::LimitMethod;
-pub use policy::{NetworkMode, SandboxMode, SandboxPolicy, default_secret_paths, format_size, parse_size};
+pub use policy::{NetworkMode, PolicyError, SandboxMode, SandboxPolicy, default_secret_paths, format_size, parse_size};
 pub use probe::{SandboxSupport, support};
 
 use crate::settings;
@@ -40,11 +41,61 @@ const HOW_TO_DISABLE: &str = "run without it with `--sandbox off --network on` (
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("the sandbox cannot be enforced: {reason}; {HOW_TO_DISABLE}")]
 pub struct SandboxError {
-    pub reason: String,
+    #[from]
+    pub reason: Unenforceable,
 }
 
-fn fail(reason: impl Into<String>) -> SandboxError {
-    SandboxError { reason: reason.into() }
+/// What is missing for a policy, one variant per cause, so a caller can tell a host
+/// without Landlock from a cgroup it may not write; `Arc` keeps the OS errors cloneable.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Unenforceable {
+    #[error("it is only implemented on Linux; this OS ({os}) is not supported")]
+    UnsupportedOs { os: &'static str },
+    #[error("could not create the cgroup {dir}: {source}")]
+    CreateCgroup { dir: PathBuf, source: Arc<std::io::Error> },
+    #[error("could not set {file} in {dir}: {source}")]
+    SetCgroupLimit { file: &'static str, dir: PathBuf, source: Arc<std::io::Error> },
+    #[error("could not open {}/cgroup.procs: {source}", .dir.display())]
+    OpenCgroupProcs { dir: PathBuf, source: Arc<std::io::Error> },
+    #[error(
+        "--max-processes for a kernel run as root needs a writable pids cgroup (v1 `pids` hierarchy or a delegated \
+         cgroup v2 group with the pids controller), and none is writable here (RLIMIT_NPROC does not bind root)"
+    )]
+    NoPidsCgroupForRoot,
+    #[error("this host does not allow creating a network namespace (needed for --network off/localhost)")]
+    NoNetworkNamespace,
+    #[error(
+        "this host does not allow unprivileged user namespaces, which --network off/localhost (and \
+         --max-processes without a pids cgroup) need for a non-root user (check \
+         /proc/sys/kernel/unprivileged_userns_clone or AppArmor's restrict_unprivileged_userns)"
+    )]
+    NoUserNamespace,
+    #[error("could not create the kernel's private temp dir: {source}")]
+    TempDir { source: Arc<std::io::Error> },
+    #[error("seccomp filters are not built for the {arch} architecture")]
+    SeccompArch { arch: &'static str },
+    #[cfg(target_os = "linux")]
+    #[error("could not build the seccomp filter: {source}")]
+    SeccompBuild { source: Arc<seccompiler::BackendError> },
+    #[cfg(target_os = "linux")]
+    #[error("could not compile the seccomp filter: {source}")]
+    SeccompCompile { source: Arc<seccompiler::BackendError> },
+    #[error("Landlock is not available in this Linux kernel (it needs Linux 5.19+ with `landlock` in the `lsm=` list)")]
+    NoLandlock,
+    #[error("this kernel's Landlock ABI is {version}; the sandbox needs ABI {needed}+ (Linux 6.2+)")]
+    OldLandlock { version: i32, needed: i32 },
+    #[cfg(target_os = "linux")]
+    #[error("could not build the Landlock ruleset: {source}")]
+    Ruleset { source: Arc<landlock::RulesetError> },
+    #[cfg(target_os = "linux")]
+    #[error("could not add a Landlock rule for {path}: {source}")]
+    LandlockRule { path: PathBuf, source: Arc<landlock::RulesetError> },
+    #[error("Landlock did not create a ruleset")]
+    NoRuleset,
+}
+
+fn fail(reason: Unenforceable) -> SandboxError {
+    SandboxError { reason }
 }
 
 /// What the host keeps while the kernel lives: its private temp dir and its
@@ -101,7 +152,7 @@ pub fn prepare(policy: &SandboxPolicy, _cwd: &Path, _env: &BTreeMap<String, Stri
     if policy.is_off() {
         Ok(Prepared::default())
     } else {
-        Err(fail(format!("it is only implemented on Linux; this OS ({}) is not supported", std::env::consts::OS)))
+        Err(fail(Unenforceable::UnsupportedOs { os: std::env::consts::OS }))
     }
 }
 
@@ -121,8 +172,8 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         prepared.guard.memory_limit = Some(limit);
         match limits::find_parent(Controller::Memory) {
             Some(parent) => {
-                let group = Cgroup::create(&parent, Controller::Memory, limit).map_err(fail)?;
-                prepared.cgroup_procs.push(group.procs_fd().map_err(fail)?);
+                let group = Cgroup::create(&parent, Controller::Memory, limit)?;
+                prepared.cgroup_procs.push(group.procs_fd()?);
                 prepared.guard.cgroups.push(group);
             }
             None => {
@@ -138,8 +189,8 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
     if let Some(limit) = policy.max_processes {
         match limits::find_parent(Controller::Pids) {
             Some(parent) => {
-                let group = Cgroup::create(&parent, Controller::Pids, limit).map_err(fail)?;
-                prepared.cgroup_procs.push(group.procs_fd().map_err(fail)?);
+                let group = Cgroup::create(&parent, Controller::Pids, limit)?;
+                prepared.cgroup_procs.push(group.procs_fd()?);
                 prepared.guard.cgroups.push(group);
             }
             None if !root => {
@@ -147,11 +198,7 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
                 prepared.rlimits.push((libc::RLIMIT_NPROC as libc::c_int, limit));
             }
             None => {
-                return Err(fail(
-                    "--max-processes for a kernel run as root needs a writable pids cgroup (v1 `pids` hierarchy \
-                     or a delegated cgroup v2 group with the pids controller), and none is writable here \
-                     (RLIMIT_NPROC does not bind root)",
-                ));
+                return Err(fail(Unenforceable::NoPidsCgroupForRoot));
             }
         }
     }
@@ -169,14 +216,7 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         prepared.id_maps = Some([format!("{uid} {uid} 1\n").into_bytes(), format!("{gid} {gid} 1\n").into_bytes()]);
     }
     if prepared.unshare_flags != 0 && !probe::can_unshare(prepared.unshare_flags) {
-        return Err(fail(if root {
-            "this host does not allow creating a network namespace (needed for --network off/localhost)".to_string()
-        } else {
-            "this host does not allow unprivileged user namespaces, which --network off/localhost (and \
-             --max-processes without a pids cgroup) need for a non-root user (check \
-             /proc/sys/kernel/unprivileged_userns_clone or AppArmor's restrict_unprivileged_userns)"
-                .to_string()
-        }));
+        return Err(fail(if root { Unenforceable::NoNetworkNamespace } else { Unenforceable::NoUserNamespace }));
     }
     if wants_netns {
         // A namespace is only a wall while the kernel cannot join another one.
@@ -189,7 +229,7 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         let tmp = tempfile::Builder::new()
             .prefix("cellbox-kernel-")
             .tempdir()
-            .map_err(|e| fail(format!("could not create the kernel's private temp dir: {e}")))?;
+            .map_err(|e| fail(Unenforceable::TempDir { source: Arc::new(e) }))?;
         let tmp_path = tmp.path().to_path_buf();
         for name in ["TMPDIR", "TMP", "TEMP"] {
             prepared.env.push((name.into(), tmp_path.display().to_string()));
@@ -223,7 +263,7 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         denied.sort();
         denied.dedup();
         let rules = fs::plan(&grants, &denied);
-        prepared.landlock = Some(fs::build_ruleset(&rules, wants_netns).map_err(fail)?);
+        prepared.landlock = Some(fs::build_ruleset(&rules, wants_netns)?);
         prepared.guard.tmp = Some(tmp);
     }
     prepared.env.push((settings::SANDBOX.name.into(), policy.mode.to_string()));
@@ -259,12 +299,14 @@ fn seccomp_program() -> Result<seccompiler::BpfProgram, SandboxError> {
         "x86_64" => TargetArch::x86_64,
         "aarch64" => TargetArch::aarch64,
         "riscv64" => TargetArch::riscv64,
-        other => return Err(fail(format!("seccomp filters are not built for the {other} architecture"))),
+        other => return Err(fail(Unenforceable::SeccompArch { arch: other })),
     };
     let rules = BTreeMap::from([(libc::SYS_setns, vec![])]);
     let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)
-        .map_err(|e| fail(format!("could not build the seccomp filter: {e}")))?;
-    filter.try_into().map_err(|e: seccompiler::BackendError| fail(format!("could not compile the seccomp filter: {e}")))
+        .map_err(|e| fail(Unenforceable::SeccompBuild { source: Arc::new(e) }))?;
+    filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| fail(Unenforceable::SeccompCompile { source: Arc::new(e) }))
 }
 
 impl Prepared {

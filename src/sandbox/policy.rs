@@ -13,6 +13,37 @@ use serde::{Deserialize, Serialize};
 
 use crate::settings::{self, EnvVar};
 
+/// Why a sandbox setting (a flag's or a `CELLBOX_*` variable's value) was refused, so the
+/// front ends can tell a bad mode from a bad size; the text says what to write instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    #[error("unknown sandbox mode {0:?}; use off, workspace-write or read-only")]
+    UnknownMode(String),
+    #[error("unknown network mode {0:?}; use on, off or localhost")]
+    UnknownNetwork(String),
+    #[error("{0:?} is not a size; write e.g. 4G, 512M or 1073741824")]
+    NotASize(String),
+    #[error("{0:?} has an unknown unit; use K, M, G or T")]
+    UnknownUnit(String),
+    #[error("{0:?} is too small for a Python kernel; give at least 16M")]
+    TooSmall(String),
+    #[error("{0:?} is not a process count of at least 8")]
+    NotACount(String),
+    /// One of the above, in the value of the variable `name`.
+    #[error("{name}: {source}")]
+    Variable {
+        name: &'static str,
+        #[source]
+        source: Box<PolicyError>,
+    },
+}
+
+impl PolicyError {
+    fn in_variable(self, var: &EnvVar) -> PolicyError {
+        PolicyError::Variable { name: var.name, source: Box::new(self) }
+    }
+}
+
 /// What the kernel may read and write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -69,18 +100,18 @@ impl SandboxPolicy {
     }
 
     /// The policy the `CELLBOX_*` variables describe (unset ones keep the default).
-    pub fn from_env() -> Result<SandboxPolicy, String> {
+    pub fn from_env() -> Result<SandboxPolicy, PolicyError> {
         Self::from_lookup(EnvVar::get)
     }
 
     /// [`from_env`](Self::from_env) over any lookup of a variable's value (tests use a map).
-    pub fn from_lookup(get: impl Fn(&EnvVar) -> Option<String>) -> Result<SandboxPolicy, String> {
+    pub fn from_lookup(get: impl Fn(&EnvVar) -> Option<String>) -> Result<SandboxPolicy, PolicyError> {
         let mut policy = SandboxPolicy::default();
         if let Some(v) = get(&settings::SANDBOX) {
-            policy.mode = v.parse().map_err(|e| format!("{}: {e}", settings::SANDBOX.name))?;
+            policy.mode = v.parse().map_err(|e: PolicyError| e.in_variable(&settings::SANDBOX))?;
         }
         if let Some(v) = get(&settings::NETWORK) {
-            policy.network = v.parse().map_err(|e| format!("{}: {e}", settings::NETWORK.name))?;
+            policy.network = v.parse().map_err(|e: PolicyError| e.in_variable(&settings::NETWORK))?;
         }
         if let Some(v) = get(&settings::ALLOW_WRITE) {
             policy.allow_write = std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect();
@@ -89,10 +120,10 @@ impl SandboxPolicy {
             policy.deny_read = std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect();
         }
         if let Some(v) = get(&settings::MEMORY_LIMIT) {
-            policy.memory_limit = Some(parse_size(&v).map_err(|e| format!("{}: {e}", settings::MEMORY_LIMIT.name))?);
+            policy.memory_limit = Some(parse_size(&v).map_err(|e| e.in_variable(&settings::MEMORY_LIMIT))?);
         }
         if let Some(v) = get(&settings::MAX_PROCESSES) {
-            policy.max_processes = Some(parse_count(&v).map_err(|e| format!("{}: {e}", settings::MAX_PROCESSES.name))?);
+            policy.max_processes = Some(parse_count(&v).map_err(|e| e.in_variable(&settings::MAX_PROCESSES))?);
         }
         Ok(policy)
     }
@@ -186,25 +217,25 @@ pub fn default_secret_paths(home: &Path) -> Vec<PathBuf> {
 }
 
 impl FromStr for SandboxMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = PolicyError;
+    fn from_str(s: &str) -> Result<Self, PolicyError> {
         match s.trim().to_ascii_lowercase().as_str() {
             "off" | "none" | "0" | "false" | "full-access" => Ok(SandboxMode::Off),
             "workspace-write" | "workspace" | "on" | "1" | "true" => Ok(SandboxMode::WorkspaceWrite),
             "read-only" | "readonly" => Ok(SandboxMode::ReadOnly),
-            other => Err(format!("unknown sandbox mode {other:?}; use off, workspace-write or read-only")),
+            other => Err(PolicyError::UnknownMode(other.to_string())),
         }
     }
 }
 
 impl FromStr for NetworkMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = PolicyError;
+    fn from_str(s: &str) -> Result<Self, PolicyError> {
         match s.trim().to_ascii_lowercase().as_str() {
             "on" | "1" | "true" => Ok(NetworkMode::On),
             "off" | "0" | "false" | "none" => Ok(NetworkMode::Off),
             "localhost" | "loopback" => Ok(NetworkMode::Localhost),
-            other => Err(format!("unknown network mode {other:?}; use on, off or localhost")),
+            other => Err(PolicyError::UnknownNetwork(other.to_string())),
         }
     }
 }
@@ -230,31 +261,30 @@ impl fmt::Display for NetworkMode {
 }
 
 /// `4G`, `4GiB`, `512M`, `1.5G`, `1048576`: binary units, as memory is counted.
-pub fn parse_size(text: &str) -> Result<u64, String> {
+pub fn parse_size(text: &str) -> Result<u64, PolicyError> {
     let t = text.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
-    let value: f64 =
-        number.parse().map_err(|_| format!("{text:?} is not a size; write e.g. 4G, 512M or 1073741824"))?;
+    let value: f64 = number.parse().map_err(|_| PolicyError::NotASize(text.to_string()))?;
     let scale: u64 = match unit.trim().to_ascii_lowercase().trim_end_matches("ib").trim_end_matches('b') {
         "" => 1,
         "k" => 1 << 10,
         "m" => 1 << 20,
         "g" => 1 << 30,
         "t" => 1 << 40,
-        _ => return Err(format!("{text:?} has an unknown unit; use K, M, G or T")),
+        _ => return Err(PolicyError::UnknownUnit(text.to_string())),
     };
     let bytes = (value * scale as f64) as u64;
     if bytes < (16 << 20) {
-        return Err(format!("{text:?} is too small for a Python kernel; give at least 16M"));
+        return Err(PolicyError::TooSmall(text.to_string()));
     }
     Ok(bytes)
 }
 
-fn parse_count(text: &str) -> Result<u64, String> {
+fn parse_count(text: &str) -> Result<u64, PolicyError> {
     match text.trim().parse::<u64>() {
         Ok(n) if n >= 8 => Ok(n),
-        _ => Err(format!("{text:?} is not a process count of at least 8")),
+        _ => Err(PolicyError::NotACount(text.to_string())),
     }
 }
 
@@ -283,8 +313,10 @@ mod tests {
         assert_eq!(parse_size("4G").unwrap(), 4 << 30);
         assert_eq!(parse_size("4GiB").unwrap(), 4 << 30);
         assert_eq!(parse_size("512m").unwrap(), 512 << 20);
-        assert!(parse_size("4X").is_err());
-        assert!(parse_size("1K").is_err());
+        assert!(matches!(parse_size("4X"), Err(PolicyError::UnknownUnit(_))));
+        assert!(matches!(parse_size("1K"), Err(PolicyError::TooSmall(_))));
+        assert!(matches!(parse_size("lots"), Err(PolicyError::NotASize(_))));
+        assert_eq!(parse_size("4X").unwrap_err().to_string(), "\"4X\" has an unknown unit; use K, M, G or T");
         assert_eq!(format_size(4 << 30), "4 GiB");
         assert_eq!(format_size(1536 << 20), "1.5 GiB");
     }
@@ -306,6 +338,19 @@ mod tests {
         assert_eq!(policy.allow_write, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
         assert_eq!(policy.memory_limit, Some(1 << 30));
         assert_eq!(policy.max_processes, Some(64));
-        assert!(SandboxPolicy::from_lookup(|k| (k.name == settings::SANDBOX.name).then(|| "bogus".into())).is_err());
+        let error =
+            SandboxPolicy::from_lookup(|k| (k.name == settings::SANDBOX.name).then(|| "bogus".into())).unwrap_err();
+        assert!(
+            matches!(&error, PolicyError::Variable { name, source } if *name == settings::SANDBOX.name
+                && matches!(**source, PolicyError::UnknownMode(_))),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{}: unknown sandbox mode \"bogus\"; use off, workspace-write or read-only",
+                settings::SANDBOX.name
+            )
+        );
     }
 }
