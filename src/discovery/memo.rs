@@ -56,12 +56,12 @@ fn entry_path(root: &Path, kind: &str, program: &Path) -> PathBuf {
 
 /// `probe()`'s answer for `program`, from the disk when the same binary was
 /// probed before (in `root`), else probed now and kept. Failures are not kept.
-pub fn remembered_in<T: Serialize + DeserializeOwned>(
+pub fn remembered_in<T: Serialize + DeserializeOwned, E>(
     root: &Path,
     kind: &str,
     program: &Path,
-    probe: impl FnOnce() -> Result<T, String>,
-) -> Result<T, String> {
+    probe: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
     let Some((real, stamp)) = identity(program) else { return probe() };
     let file = entry_path(root, kind, program);
     if let Ok(text) = std::fs::read(&file)
@@ -107,20 +107,21 @@ fn forget_missing(dir: &Path) {
 }
 
 /// [`remembered_in`] the default [`cache_root`].
-pub fn remembered<T: Serialize + DeserializeOwned>(
+pub fn remembered<T: Serialize + DeserializeOwned, E>(
     kind: &str,
     program: &Path,
-    probe: impl FnOnce() -> Result<T, String>,
-) -> Result<T, String> {
+    probe: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
     remembered_in(&cache_root(), kind, program, probe)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::discovery::probe::ProbeError;
     use std::cell::Cell;
 
-    fn probe_counting<'a>(calls: &'a Cell<u32>, answer: &'a str) -> impl FnOnce() -> Result<String, String> + 'a {
+    fn probe_counting<'a>(calls: &'a Cell<u32>, answer: &'a str) -> impl FnOnce() -> Result<String, ProbeError> + 'a {
         move || {
             calls.set(calls.get() + 1);
             Ok(answer.to_string())
@@ -167,7 +168,8 @@ mod tests {
         assert_eq!(calls.get(), 2, "a shim's answer depends on where it runs");
         let binary = root.path().join("tool");
         std::fs::write(&binary, b"\x7fELF").unwrap();
-        assert!(remembered_in::<String>(root.path(), "t", &binary, || Err("broken".into())).is_err());
+        let broken = remembered_in::<String, _>(root.path(), "t", &binary, || Err(ProbeError::Timeout { seconds: 1 }));
+        assert!(matches!(broken, Err(ProbeError::Timeout { seconds: 1 })));
         assert_eq!(remembered_in(root.path(), "t", &binary, probe_counting(&calls, "ok")).unwrap(), "ok");
     }
 

@@ -12,7 +12,8 @@ use std::path::PathBuf;
 
 pub use env::EnvActivation;
 pub use input::{DiscoveryInput, is_executable};
-pub use shims::{Followed, Manager};
+pub use probe::ProbeError;
+pub use shims::{Followed, Manager, ShimError};
 pub use sources::{Candidate, PythonSource};
 
 /// An interpreter that was found (and, unless the check is skipped, run once).
@@ -131,7 +132,7 @@ pub fn resolve(input: &DiscoveryInput, skip_check: bool) -> Result<ResolvedPytho
                     unfollowed,
                 });
             }
-            Err(problem) => attempts.push(Attempt { source, interpreter, problem }),
+            Err(problem) => attempts.push(Attempt { source, interpreter, problem: problem.to_string() }),
         }
     }
     Err(DiscoveryError { attempts })

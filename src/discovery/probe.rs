@@ -10,11 +10,32 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+
+/// Why a probed program (an interpreter, `node`, a tool) is unusable, by cause; the text
+/// completes "… failed: " and is what an attempt lists. `Arc` keeps it cloneable for caches.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ProbeError {
+    #[error("could not run it: {source}")]
+    Spawn { source: Arc<std::io::Error> },
+    #[error("it did not answer within {seconds}s")]
+    Timeout { seconds: u64 },
+    #[error("could not wait for it: {source}")]
+    Wait { source: Arc<std::io::Error> },
+    /// It exited unsuccessfully; `detail` is the last line of its stderr.
+    #[error("it failed ({status}): {detail}")]
+    Failed { status: ExitStatus, detail: String },
+    #[error("it printed something unexpected: {output:?}")]
+    Unexpected { output: String },
+    /// It runs, but is older than cellbox supports (`runtime` is `Python` or `Node`).
+    #[error("it is {runtime} {version}; cellbox needs {needed} or newer")]
+    TooOld { runtime: &'static str, version: String, needed: String },
+}
 
 /// How long one probe may take before the candidate is given up.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
@@ -46,7 +67,7 @@ fn cache() -> &'static Mutex<HashMap<(PathBuf, PathBuf), Slot>> {
 
 /// Probe `interpreter` in `cwd` (cached on success, in the process and, for
 /// a real binary, on disk: see [`super::memo`]); the error says why it is unusable.
-pub fn probe(interpreter: &Path, cwd: &Path) -> Result<ProbeInfo, String> {
+pub fn probe(interpreter: &Path, cwd: &Path) -> Result<ProbeInfo, ProbeError> {
     let key = (cwd.to_path_buf(), interpreter.to_path_buf());
     let slot = cache().lock().unwrap().entry(key).or_default().clone();
     let mut known = slot.lock().unwrap();
@@ -58,12 +79,12 @@ pub fn probe(interpreter: &Path, cwd: &Path) -> Result<ProbeInfo, String> {
     Ok(info)
 }
 
-fn run_probe(interpreter: &Path, cwd: &Path) -> Result<ProbeInfo, String> {
+fn run_probe(interpreter: &Path, cwd: &Path) -> Result<ProbeInfo, ProbeError> {
     let mut command = Command::new(interpreter);
     command.args(["-c", PROBE_SCRIPT]).current_dir(cwd);
     let stdout = run_bounded(command, PROBE_TIMEOUT)?;
     let info: ProbeInfo = serde_json::from_str(stdout.trim())
-        .map_err(|_| format!("it printed something unexpected: {:?}", stdout.trim()))?;
+        .map_err(|_| ProbeError::Unexpected { output: stdout.trim().to_string() })?;
     check_version(&info.version)?;
     if info.executable.as_os_str().is_empty() {
         return Ok(ProbeInfo { executable: interpreter.to_path_buf(), ..info });
@@ -72,24 +93,28 @@ fn run_probe(interpreter: &Path, cwd: &Path) -> Result<ProbeInfo, String> {
 }
 
 /// Err unless `version` is at least [`MIN_VERSION`].
-pub fn check_version(version: &str) -> Result<(), String> {
+pub fn check_version(version: &str) -> Result<(), ProbeError> {
     let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
     let found = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
     if found < MIN_VERSION {
-        return Err(format!("it is Python {version}; cellbox needs {}.{} or newer", MIN_VERSION.0, MIN_VERSION.1));
+        return Err(ProbeError::TooOld {
+            runtime: "Python",
+            version: version.to_string(),
+            needed: format!("{}.{}", MIN_VERSION.0, MIN_VERSION.1),
+        });
     }
     Ok(())
 }
 
 /// Run a probe command (stdin detached) for at most `limit`; its stdout when it
 /// succeeds, else a reason that completes "… failed: ".
-pub fn run_bounded(mut command: Command, limit: Duration) -> Result<String, String> {
+pub fn run_bounded(mut command: Command, limit: Duration) -> Result<String, ProbeError> {
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("could not run it: {e}"))?;
+        .map_err(|e| ProbeError::Spawn { source: Arc::new(e) })?;
     let started = Instant::now();
     let status = loop {
         match child.try_wait() {
@@ -97,10 +122,10 @@ pub fn run_bounded(mut command: Command, limit: Duration) -> Result<String, Stri
             Ok(None) if started.elapsed() > limit => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("it did not answer within {}s", limit.as_secs()));
+                return Err(ProbeError::Timeout { seconds: limit.as_secs() });
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => return Err(format!("could not wait for it: {e}")),
+            Err(e) => return Err(ProbeError::Wait { source: Arc::new(e) }),
         }
     };
     let mut stdout = String::new();
@@ -113,7 +138,27 @@ pub fn run_bounded(mut command: Command, limit: Duration) -> Result<String, Stri
     }
     if !status.success() {
         let detail = stderr.trim().lines().last().unwrap_or("no error output").to_string();
-        return Err(format!("it failed ({status}): {detail}"));
+        return Err(ProbeError::Failed { status, detail });
     }
     Ok(stdout)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn old_pythons_and_failing_commands_say_why() {
+        assert!(check_version("3.8.0").is_ok());
+        let old = check_version("3.7.9").unwrap_err();
+        assert!(matches!(&old, ProbeError::TooOld { runtime: "Python", version, .. } if version == "3.7.9"));
+        assert_eq!(old.to_string(), "it is Python 3.7.9; cellbox needs 3.8 or newer");
+        let mut command = Command::new("sh");
+        command.args(["-c", "echo first >&2; echo 'last words' >&2; exit 3"]);
+        let failed = run_bounded(command, Duration::from_secs(10)).unwrap_err();
+        assert!(matches!(&failed, ProbeError::Failed { detail, .. } if detail == "last words"), "{failed:?}");
+        assert_eq!(failed.to_string(), "it failed (exit status: 3): last words");
+        let missing = run_bounded(Command::new("/nonexistent/cellbox-probe"), Duration::from_secs(10)).unwrap_err();
+        assert!(matches!(missing, ProbeError::Spawn { .. }), "{missing:?}");
+    }
 }

@@ -328,7 +328,7 @@ fn examine_uv(python: Option<&Path>) -> ToolReport {
             let version = out.split_whitespace().nth(1).map(str::to_string);
             ToolReport { found: true, path: Some(uv), version, detail: out.trim().to_string() }
         }
-        Err(problem) => ToolReport { found: false, path: Some(uv), version: None, detail: problem },
+        Err(problem) => ToolReport { found: false, path: Some(uv), version: None, detail: problem.to_string() },
     }
 }
 

@@ -16,6 +16,7 @@ use std::time::Duration;
 use super::runner_files::{self, RunnerSet};
 use super::{Interpreter, Runtime};
 use crate::discovery::EnvActivation;
+use crate::discovery::ProbeError;
 use crate::discovery::is_executable;
 use crate::discovery::sources::search_path;
 
@@ -46,7 +47,7 @@ pub struct NodeUnavailable {
 }
 
 /// A probe's answer: (real executable, version), or why the candidate is unusable.
-type Probed = Result<(PathBuf, String), String>;
+type Probed = Result<(PathBuf, String), ProbeError>;
 
 fn cache() -> &'static Mutex<HashMap<PathBuf, Probed>> {
     static CACHE: OnceLock<Mutex<HashMap<PathBuf, Probed>>> = OnceLock::new();
@@ -120,10 +121,14 @@ fn probe(node: &Path, cwd: &Path) -> Probed {
 }
 
 /// Err unless `version` is Node [`MIN_MAJOR`] or newer.
-pub fn check_version(version: &str) -> Result<(), String> {
+pub fn check_version(version: &str) -> Result<(), ProbeError> {
     let major: u32 = version.split('.').next().and_then(|m| m.parse().ok()).unwrap_or(0);
     if major < MIN_MAJOR {
-        return Err(format!("it is Node {version}; cellbox needs {MIN_MAJOR} or newer"));
+        return Err(ProbeError::TooOld {
+            runtime: "Node",
+            version: version.to_string(),
+            needed: MIN_MAJOR.to_string(),
+        });
     }
     Ok(())
 }
@@ -136,8 +141,10 @@ mod tests {
     fn versions_below_18_are_refused() {
         assert!(check_version("18.0.0").is_ok());
         assert!(check_version("22.6.1").is_ok());
-        assert!(check_version("16.20.2").unwrap_err().contains("18 or newer"));
-        assert!(check_version("").is_err());
+        let old = check_version("16.20.2").unwrap_err();
+        assert!(matches!(&old, ProbeError::TooOld { runtime: "Node", version, .. } if version == "16.20.2"));
+        assert_eq!(old.to_string(), "it is Node 16.20.2; cellbox needs 18 or newer");
+        assert!(matches!(check_version(""), Err(ProbeError::TooOld { .. })));
     }
 
     #[test]

@@ -5,39 +5,39 @@ use super::*;
 /// asdf: `ASDF_PYTHON_VERSION`, else the first `.tool-versions` naming
 /// python from the cwd upward, else `~/.tool-versions`; installs under
 /// `$ASDF_DATA_DIR/installs/python/<version>`.
-pub fn asdf(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Option<Result<Followed, String>> {
+pub fn asdf(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Option<Result<Followed, ShimError>> {
     if !shim.head.contains("asdf exec") && !shim.head.contains("# asdf-plugin:") {
         return None;
     }
     Some(asdf_follow(shim, watched))
 }
 
-fn asdf_follow(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Result<Followed, String> {
+fn asdf_follow(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Result<Followed, ShimError> {
     let input = shim.input;
     let plugins: Vec<&str> =
         shim.head.lines().filter_map(|l| l.trim().strip_prefix("# asdf-plugin:")?.split_whitespace().next()).collect();
     if plugins.is_empty() || plugins.iter().any(|p| *p != "python") {
-        return Err("the shim is not (only) the python plugin's".into());
+        return Err(ShimError::NotPythonPlugin);
     }
-    let home = input.home.clone().ok_or("no home folder")?;
+    let home = input.home.clone().ok_or(ShimError::NoHome)?;
     let data = var(input, "ASDF_DATA_DIR").map(PathBuf::from).unwrap_or_else(|| home.join(".asdf"));
     let shims = data.join("shims");
     if shim.path.parent() != Some(shims.as_path()) {
-        return Err(format!("the shim is not in {}", shims.display()));
+        return Err(ShimError::NotInShims { dir: shims });
     }
     let config = var(input, "ASDF_CONFIG_FILE").map(PathBuf::from).unwrap_or_else(|| home.join(".asdfrc"));
     watched.push(config.clone());
     if std::fs::read_to_string(&config).is_ok_and(|t| {
         t.lines().any(|l| l.split('#').next().unwrap_or("").replace(' ', "").starts_with("legacy_version_file=yes"))
     }) {
-        return Err(format!("{} turns legacy version files on", config.display()));
+        return Err(ShimError::LegacyVersionFiles { config });
     }
     let plugin_bin = data.join("plugins/python/bin");
     for script in ["exec-path", "list-bin-paths", "exec-env"] {
         let file = plugin_bin.join(script);
         watched.push(file.clone());
         if file.exists() {
-            return Err(format!("the python plugin's {script} script may change its choice"));
+            return Err(ShimError::PluginScript { script });
         }
     }
     let name = var(input, "ASDF_DEFAULT_TOOL_VERSIONS_FILENAME").unwrap_or(".tool-versions");
@@ -53,7 +53,7 @@ fn asdf_follow(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Result<Followed, 
                     break;
                 }
             }
-            found.ok_or("no .tool-versions names a python version")?
+            found.ok_or(ShimError::NoToolVersions)?
         }
     };
     pick_install(shim, Manager::Asdf, &data.join("installs/python"), &shims, &versions, origin, watched)

@@ -18,11 +18,11 @@ const MISE_UNREAD: &[&str] = &[
 ];
 
 /// `python` versions in a mise TOML file (`[tools] python = "…"` or a list of strings).
-pub fn mise_toml_python(text: &str) -> Result<Option<Vec<String>>, String> {
-    let document: toml_edit::DocumentMut = text.parse().map_err(|e| format!("it does not parse: {e}"))?;
+pub fn mise_toml_python(text: &str) -> Result<Option<Vec<String>>, ShimError> {
+    let document: toml_edit::DocumentMut = text.parse().map_err(|source| ShimError::TomlSyntax { source })?;
     let Some(tools) = document.get("tools").and_then(|t| t.as_table_like()) else { return Ok(None) };
     if tools.iter().any(|(key, _)| key != "python" && key.ends_with("python")) {
-        return Err("it names python through a backend".into());
+        return Err(ShimError::ThroughBackend);
     }
     let Some(item) = tools.get("python") else { return Ok(None) };
     if let Some(version) = item.as_str() {
@@ -32,14 +32,14 @@ pub fn mise_toml_python(text: &str) -> Result<Option<Vec<String>>, String> {
         Some(list) if list.iter().all(|v| v.as_str().is_some()) => {
             Ok(Some(list.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()))
         }
-        _ => Err("its python entry is not a version or a list of versions".into()),
+        _ => Err(ShimError::NotVersions),
     }
 }
 
 /// mise: `MISE_PYTHON_VERSION`, else the first of `mise.toml`, `.mise.toml`,
 /// `.tool-versions` naming python from the cwd upward, else the global
 /// config; installs under `<data>/installs/python/<version>`.
-pub fn mise(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Option<Result<Followed, String>> {
+pub fn mise(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Option<Result<Followed, ShimError>> {
     if !shim.head.is_empty() {
         return None;
     }
@@ -50,16 +50,16 @@ pub fn mise(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Option<Result<Follow
     Some(mise_follow(shim, watched))
 }
 
-fn mise_follow(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Result<Followed, String> {
+fn mise_follow(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Result<Followed, ShimError> {
     let input = shim.input;
     if let Some(other) = input
         .manager_vars
         .keys()
         .find(|k| k.starts_with("MISE_") && !matches!(k.as_str(), "MISE_PYTHON_VERSION" | "MISE_DATA_DIR"))
     {
-        return Err(format!("{other} is set"));
+        return Err(ShimError::VariableSet { name: other.clone() });
     }
-    let home = input.home.clone().ok_or("no home folder")?;
+    let home = input.home.clone().ok_or(ShimError::NoHome)?;
     let data = match (var(input, "MISE_DATA_DIR"), var(input, "XDG_DATA_HOME")) {
         (Some(dir), _) => PathBuf::from(dir),
         (None, Some(xdg)) => Path::new(xdg).join("mise"),
@@ -67,7 +67,7 @@ fn mise_follow(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Result<Followed, 
     };
     let shims = data.join("shims");
     if shim.path.parent() != Some(shims.as_path()) {
-        return Err(format!("the shim is not in {}", shims.display()));
+        return Err(ShimError::NotInShims { dir: shims });
     }
     let (versions, origin) = match var(input, "MISE_PYTHON_VERSION") {
         Some(value) => (vec![value.to_string()], "MISE_PYTHON_VERSION".to_string()),
@@ -80,13 +80,13 @@ fn mise_config_version(
     input: &DiscoveryInput,
     home: &Path,
     watched: &mut Vec<PathBuf>,
-) -> Result<(Vec<String>, String), String> {
+) -> Result<(Vec<String>, String), ShimError> {
     let config = var(input, "XDG_CONFIG_HOME").map(PathBuf::from).unwrap_or_else(|| home.join(".config"));
     let global = config.join("mise/config.toml");
     for system in [Path::new("/etc/mise/config.toml"), Path::new("/etc/mise/conf.d")] {
         watched.push(system.to_path_buf());
         if system.exists() {
-            return Err(format!("{} exists", system.display()));
+            return Err(ShimError::SystemConfig { path: system.to_path_buf() });
         }
     }
     for dir in upward(&physical(&input.cwd)) {
@@ -94,18 +94,19 @@ fn mise_config_version(
             let file = dir.join(name);
             watched.push(file.clone());
             if file.exists() && !(dir == home && *name == ".config/mise/config.toml") {
-                return Err(format!("{} is not read here", file.display()));
+                return Err(ShimError::UnreadConfig { path: file });
             }
         }
         let tomls: Vec<PathBuf> = ["mise.toml", ".mise.toml"].iter().map(|n| dir.join(n)).collect();
         watched.extend(tomls.iter().cloned());
         let present: Vec<&PathBuf> = tomls.iter().filter(|f| f.is_file()).collect();
         if present.len() > 1 {
-            return Err(format!("both mise.toml and .mise.toml are in {}", dir.display()));
+            return Err(ShimError::TwoMiseTomls { dir: dir.to_path_buf() });
         }
         if let Some(file) = present.first() {
-            let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-            if let Some(versions) = mise_toml_python(&text).map_err(|e| format!("{}: {e}", file.display()))? {
+            let text = std::fs::read_to_string(file)
+                .map_err(|source| ShimError::ReadConfig { path: file.to_path_buf(), source })?;
+            if let Some(versions) = mise_toml_python(&text).map_err(|e| e.in_config(file))? {
                 return Ok((versions, file.display().to_string()));
             }
         }
@@ -117,9 +118,9 @@ fn mise_config_version(
     }
     watched.push(global.clone());
     if let Ok(text) = std::fs::read_to_string(&global)
-        && let Some(versions) = mise_toml_python(&text).map_err(|e| format!("{}: {e}", global.display()))?
+        && let Some(versions) = mise_toml_python(&text).map_err(|e| e.in_config(&global))?
     {
         return Ok((versions, global.display().to_string()));
     }
-    Err("no mise config names a python version".into())
+    Err(ShimError::NoMiseConfig)
 }

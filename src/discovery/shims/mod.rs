@@ -91,6 +91,67 @@ pub fn tilde(path: &Path, home: Option<&Path>) -> String {
     }
 }
 
+/// Why a version manager's shim is not followed (it is then probed as it is), by cause;
+/// the text is the "probed as a shim: …" note discovery shows.
+#[derive(Debug, thiserror::Error)]
+pub enum ShimError {
+    #[error("the shim has no usable name")]
+    NoName,
+    #[error("no home folder")]
+    NoHome,
+    #[error("the shim is not in {dir}")]
+    NotInShims { dir: PathBuf },
+    #[error("the version {version:?} (from {origin}) is not a plain version")]
+    NotPlainVersion { version: String, origin: String },
+    #[error("version {version} (from {origin}) is not installed under that exact name")]
+    NotInstalled { version: String, origin: String },
+    /// None of the chosen versions has the program; `versions` as the manager lists them.
+    #[error("no version in {versions} has `{program}`")]
+    NoVersionHasProgram { versions: String, program: String },
+    #[error("the shim does not name its PYENV_ROOT")]
+    NoPyenvRoot,
+    #[error("the pyenv hook {hook} may change its choice")]
+    PyenvHook { hook: PathBuf },
+    #[error("the version name {name:?} is a path")]
+    VersionIsPath { name: String },
+    #[error("the shim is not (only) the python plugin's")]
+    NotPythonPlugin,
+    #[error("{config} turns legacy version files on")]
+    LegacyVersionFiles { config: PathBuf },
+    #[error("the python plugin's {script} script may change its choice")]
+    PluginScript { script: &'static str },
+    #[error("no .tool-versions names a python version")]
+    NoToolVersions,
+    /// A variable this resolver does not read is set.
+    #[error("{name} is set")]
+    VariableSet { name: String },
+    #[error("{path} exists")]
+    SystemConfig { path: PathBuf },
+    #[error("{path} is not read here")]
+    UnreadConfig { path: PathBuf },
+    #[error("both mise.toml and .mise.toml are in {dir}")]
+    TwoMiseTomls { dir: PathBuf },
+    #[error("{path}: {source}")]
+    ReadConfig { path: PathBuf, source: std::io::Error },
+    /// What [`mise_toml_python`] found wrong in the config file `path`.
+    #[error("{path}: {source}")]
+    InConfig { path: PathBuf, source: Box<ShimError> },
+    #[error("it does not parse: {source}")]
+    TomlSyntax { source: toml_edit::TomlError },
+    #[error("it names python through a backend")]
+    ThroughBackend,
+    #[error("its python entry is not a version or a list of versions")]
+    NotVersions,
+    #[error("no mise config names a python version")]
+    NoMiseConfig,
+}
+
+impl ShimError {
+    fn in_config(self, path: &Path) -> ShimError {
+        ShimError::InConfig { path: path.to_path_buf(), source: Box::new(self) }
+    }
+}
+
 /// What following a candidate gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -111,7 +172,7 @@ pub struct Shim<'a> {
 }
 
 /// `None`: not this manager's shim. `Some(Err(why))`: its shim, not followed.
-pub type Resolver = fn(&Shim<'_>, &mut Vec<PathBuf>) -> Option<Result<Followed, String>>;
+pub type Resolver = fn(&Shim<'_>, &mut Vec<PathBuf>) -> Option<Result<Followed, ShimError>>;
 
 /// Every resolver, in the order they are asked.
 pub const RESOLVERS: &[(Manager, Resolver)] = &[(Manager::Pyenv, pyenv), (Manager::Asdf, asdf), (Manager::Mise, mise)];
@@ -128,7 +189,7 @@ pub fn follow(candidate: &Path, input: &DiscoveryInput) -> Outcome {
                 watched.push(followed.interpreter.clone());
                 return Outcome::Followed(followed, watched);
             }
-            Some(Err(why)) => return Outcome::Uncertain { manager: *manager, why },
+            Some(Err(why)) => return Outcome::Uncertain { manager: *manager, why: why.to_string() },
         }
     }
     Outcome::NotAShim
@@ -157,8 +218,8 @@ fn var<'a>(input: &'a DiscoveryInput, name: &str) -> Option<&'a str> {
     input.manager_vars.get(name).map(String::as_str).filter(|v| !v.is_empty())
 }
 
-fn program_name(shim: &Path) -> Result<String, String> {
-    shim.file_name().and_then(|n| n.to_str()).map(str::to_string).ok_or_else(|| "the shim has no usable name".into())
+fn program_name(shim: &Path) -> Result<String, ShimError> {
+    shim.file_name().and_then(|n| n.to_str()).map(str::to_string).ok_or(ShimError::NoName)
 }
 
 /// `path` relative to `cwd` unless absolute.
@@ -224,7 +285,7 @@ fn pick_install(
     versions: &[String],
     origin: String,
     watched: &mut Vec<PathBuf>,
-) -> Result<Followed, String> {
+) -> Result<Followed, ShimError> {
     let program = program_name(shim.path)?;
     watched.push(installs.to_path_buf());
     for version in versions {
@@ -235,12 +296,12 @@ fn pick_install(
             watched.push(file.clone());
             is_executable(&file).then_some(file)
         } else if version.contains(':') || version.contains('/') || version == ".." {
-            return Err(format!("the version {version:?} (from {origin}) is not a plain version"));
+            return Err(ShimError::NotPlainVersion { version: version.clone(), origin });
         } else {
             let root = installs.join(version);
             watched.push(root.clone());
             if !root.is_dir() {
-                return Err(format!("version {version} (from {origin}) is not installed under that exact name"));
+                return Err(ShimError::NotInstalled { version: version.clone(), origin });
             }
             let file = root.join("bin").join(&program);
             watched.push(file.clone());
@@ -256,7 +317,7 @@ fn pick_install(
             });
         }
     }
-    Err(format!("no version in {} has `{program}`", versions.join(" ")))
+    Err(ShimError::NoVersionHasProgram { versions: versions.join(" "), program })
 }
 
 #[cfg(test)]
@@ -285,9 +346,14 @@ mod tests {
         assert_eq!(mise_toml_python("[tools]\npython = \"3.12\"\n").unwrap(), Some(vec!["3.12".into()]));
         assert_eq!(mise_toml_python("[tools]\npython = [\"3.12\", \"3.11\"]\n").unwrap().unwrap().len(), 2);
         assert_eq!(mise_toml_python("[env]\nA = \"1\"\n").unwrap(), None);
-        assert!(mise_toml_python("[tools]\npython = { version = \"3.12\", virtualenv = \".venv\" }\n").is_err());
-        assert!(mise_toml_python("[tools]\n\"asdf:python\" = \"3.12\"\n").is_err());
-        assert!(mise_toml_python("[tools\n").is_err());
+        let table = mise_toml_python("[tools]\npython = { version = \"3.12\", virtualenv = \".venv\" }\n").unwrap_err();
+        assert!(matches!(table, ShimError::NotVersions), "{table:?}");
+        assert_eq!(table.to_string(), "its python entry is not a version or a list of versions");
+        let backend = mise_toml_python("[tools]\n\"asdf:python\" = \"3.12\"\n").unwrap_err();
+        assert!(matches!(backend, ShimError::ThroughBackend), "{backend:?}");
+        let broken = mise_toml_python("[tools\n").unwrap_err();
+        assert!(matches!(&broken, ShimError::TomlSyntax { .. }), "{broken:?}");
+        assert!(broken.to_string().starts_with("it does not parse: "), "{broken}");
     }
 
     #[test]

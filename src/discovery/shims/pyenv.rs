@@ -83,19 +83,19 @@ pub(super) fn only_if_not_found(hook: &Path) -> bool {
 /// pyenv: `PYENV_VERSION`, else the first `.python-version` from `PYENV_DIR`
 /// (or the cwd) upward, else `$PYENV_ROOT/version`, else `system`; each
 /// version's `bin/<program>` in turn, then the next one on PATH.
-pub fn pyenv(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Option<Result<Followed, String>> {
+pub fn pyenv(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Option<Result<Followed, ShimError>> {
     if !(shim.head.contains("pyenv\" exec") || shim.head.contains("pyenv exec")) {
         return None;
     }
     Some(pyenv_follow(shim, watched))
 }
 
-fn pyenv_follow(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Result<Followed, String> {
+fn pyenv_follow(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Result<Followed, ShimError> {
     let input = shim.input;
-    let root = pyenv_root_in(shim.head).ok_or("the shim does not name its PYENV_ROOT")?;
+    let root = pyenv_root_in(shim.head).ok_or(ShimError::NoPyenvRoot)?;
     let program = program_name(shim.path)?;
     if let Some(hook) = pyenv_hooks(&root, input, watched) {
-        return Err(format!("the pyenv hook {} may change its choice", hook.display()));
+        return Err(ShimError::PyenvHook { hook });
     }
     let (names, origin) = match var(input, "PYENV_VERSION") {
         Some(value) => (value.split(':').map(str::to_string).collect::<Vec<_>>(), "PYENV_VERSION".to_string()),
@@ -120,7 +120,7 @@ fn pyenv_follow(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Result<Followed,
     let mut chosen = Vec::new();
     for name in &names {
         if name == ".." || name.contains('/') {
-            return Err(format!("the version name {name:?} is a path"));
+            return Err(ShimError::VersionIsPath { name: name.clone() });
         }
         if name == "system" {
             chosen.push(name.clone());
@@ -132,7 +132,7 @@ fn pyenv_follow(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Result<Followed,
         } else if versions.join(stripped).is_dir() {
             chosen.push(stripped.to_string());
         } else {
-            return Err(format!("version {name} (from {origin}) is not installed under that exact name"));
+            return Err(ShimError::NotInstalled { version: name.clone(), origin });
         }
     }
     chosen.push("system".into());
@@ -156,5 +156,5 @@ fn pyenv_follow(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Result<Followed,
             });
         }
     }
-    Err(format!("no version in {} has `{program}`", names.join(":")))
+    Err(ShimError::NoVersionHasProgram { versions: names.join(":"), program })
 }
