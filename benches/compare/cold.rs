@@ -10,24 +10,18 @@ use super::{Jupyter, Plan, Report, Series, Setup, first_result};
 /// Standard-library modules the runner imports at start, beyond a bare interpreter's.
 async fn runner_imports(setup: &Setup) -> Vec<String> {
     let (kernel, _) = first_result(setup).await;
-    let code = "import sys\nsorted(m for m in sys.modules if '.' not in m and not m.startswith('cellbox_kernel'))";
+    // One string of names: a list result would wrap over lines as IPython's pretty printer wraps it.
+    let code =
+        "import sys\n' '.join(sorted(m for m in sys.modules if '.' not in m and not m.startswith('cellbox_kernel')))";
     let output = kernel.execute(code).await.unwrap().collect().await.unwrap();
     kernel.shutdown().await;
-    let loaded: Vec<String> = parse_py_list(&output.results()[0]);
+    let loaded: Vec<String> = output.results()[0].trim_matches('\'').split_whitespace().map(String::from).collect();
     let bare = std::process::Command::new(&setup.python)
-        .args(["-c", "import sys; print(repr(sorted(m for m in sys.modules if '.' not in m)))"])
+        .args(["-c", "import sys; print(' '.join(sorted(m for m in sys.modules if '.' not in m)))"])
         .output()
         .unwrap();
-    let bare = parse_py_list(String::from_utf8_lossy(&bare.stdout).trim());
+    let bare: Vec<String> = String::from_utf8_lossy(&bare.stdout).split_whitespace().map(String::from).collect();
     loaded.into_iter().filter(|m| !bare.contains(m) && !m.starts_with('_') && m != "__main__").collect()
-}
-
-fn parse_py_list(text: &str) -> Vec<String> {
-    text.trim_matches(|c| c == '[' || c == ']')
-        .split(", ")
-        .map(|s| s.trim_matches('\'').to_string())
-        .filter(|s| !s.is_empty())
-        .collect()
 }
 
 pub(super) async fn cold_start(plan: &Plan, setup: &Setup, jupyter: &mut Jupyter, report: &mut Report) {
