@@ -4,7 +4,7 @@
 //! reaches a kernel (see `crate::discovery::env`).
 
 use super::command::AgentCommand;
-use super::openai::OpenAiClient;
+use super::openai::{OpenAiClient, OpenAiSetupError};
 use super::{AgentOutput, AgentRequest, BoxFuture, Bridge, BridgeError, Completion, CompletionRequest};
 use crate::settings;
 
@@ -18,7 +18,7 @@ pub struct CliBridge {
 impl CliBridge {
     /// The bridge the environment configures; `Ok(None)` when none of the
     /// variables is set, `Err` when one is set wrongly.
-    pub fn from_env(depth: u32) -> Result<Option<CliBridge>, String> {
+    pub fn from_env(depth: u32) -> Result<Option<CliBridge>, OpenAiSetupError> {
         let llm = match settings::LLM_BASE_URL.get() {
             Some(base) => Some(OpenAiClient::new(&base, settings::LLM_API_KEY.get(), settings::LLM_MODEL.get())?),
             None => None,

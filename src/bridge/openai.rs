@@ -33,21 +33,26 @@ fn install_crypto() {
     });
 }
 
+/// Why an [`OpenAiClient`] cannot be made (a setting, not a request, is at fault), by cause.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenAiSetupError {
+    /// The base URL setting (`name`) is not an http(s) URL; `url` as trimmed.
+    #[error("{name} must start with http:// or https:// (got {url:?})")]
+    BadBaseUrl { name: &'static str, url: String },
+    #[error("could not set up the HTTP client: {0}")]
+    Http(#[source] reqwest::Error),
+}
+
 impl OpenAiClient {
     /// A client for `base_url`; fails when it is not an http(s) URL.
-    pub fn new(base_url: &str, api_key: Option<String>, model: Option<String>) -> Result<Self, String> {
+    pub fn new(base_url: &str, api_key: Option<String>, model: Option<String>) -> Result<Self, OpenAiSetupError> {
         let base_url = base_url.trim().trim_end_matches('/').to_string();
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-            return Err(format!(
-                "{} must start with http:// or https:// (got {base_url:?})",
-                crate::settings::LLM_BASE_URL.name
-            ));
+            return Err(OpenAiSetupError::BadBaseUrl { name: crate::settings::LLM_BASE_URL.name, url: base_url });
         }
         install_crypto();
-        let http = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .build()
-            .map_err(|e| format!("could not set up the HTTP client: {e}"))?;
+        let http =
+            reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT).build().map_err(OpenAiSetupError::Http)?;
         Ok(OpenAiClient { base_url, api_key: api_key.filter(|k| !k.is_empty()), model, http })
     }
 

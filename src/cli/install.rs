@@ -43,7 +43,7 @@ pub struct UninstallArgs {
 fn run(
     clients: &[String],
     dry_run: bool,
-    plan: impl Fn(&'static install::Client, &Home) -> Result<Change, String>,
+    plan: impl Fn(&'static install::Client, &Home) -> Result<Change, install::InstallError>,
 ) -> ExitCode {
     let home = match Home::from_env() {
         Ok(home) => home,

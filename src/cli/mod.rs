@@ -154,7 +154,7 @@ impl KernelArgs {
 
     /// An engine configuration for these options (cwd checked first).
     pub fn engine_config(&self) -> Result<cellbox::tool::EngineConfig, String> {
-        cellbox::tool::CheckMode::validate_env()?;
+        cellbox::tool::CheckMode::validate_env().map_err(|e| e.to_string())?;
         let mut config = cellbox::tool::EngineConfig::new(self.cwd()?);
         config.python = self.explicit_python();
         config.node = self.node.clone();
@@ -170,7 +170,7 @@ impl KernelArgs {
     pub fn engine_config_with_bridge(&self) -> Result<cellbox::tool::EngineConfig, String> {
         let mut config = self.engine_config()?;
         let limits = cellbox::bridge::BridgeLimits::from_env();
-        let bridge = cellbox::bridge::cli::CliBridge::from_env(limits.depth)?;
+        let bridge = cellbox::bridge::cli::CliBridge::from_env(limits.depth).map_err(|e| e.to_string())?;
         config.bridge = cellbox::bridge::BridgeConfig {
             bridge: bridge.map(|b| std::sync::Arc::new(b) as std::sync::Arc<dyn cellbox::bridge::Bridge>),
             limits,

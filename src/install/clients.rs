@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::Home;
+use super::{Home, InstallError};
 
 /// How a client's file lists its servers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +87,7 @@ pub const CLIENTS: &[Client] = &[
 ];
 
 /// The client called `name`, or an error listing the known ones.
-pub fn find(name: &str) -> Result<&'static Client, String> {
+pub fn find(name: &str) -> Result<&'static Client, InstallError> {
     let wanted = name.trim().to_ascii_lowercase();
     let wanted = match wanted.as_str() {
         "claude-code" => "claude",
@@ -97,7 +97,7 @@ pub fn find(name: &str) -> Result<&'static Client, String> {
     };
     CLIENTS.iter().find(|client| client.name == wanted).ok_or_else(|| {
         let names: Vec<&str> = CLIENTS.iter().map(|c| c.name).collect();
-        format!("unknown client {name:?}; choose one of: {}", names.join(", "))
+        InstallError::UnknownClient { name: name.to_string(), known: names.join(", ") }
     })
 }
 

@@ -5,7 +5,7 @@ use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstInputValue, CstRootNode};
 use serde_json::Value;
 
-use super::Server;
+use super::{InstallError, Server};
 
 fn options() -> ParseOptions {
     ParseOptions::default()
@@ -34,37 +34,48 @@ fn input(value: &Value) -> CstInputValue {
 }
 
 /// What the file says, as a value (an empty file is an empty object).
-fn parse(text: &str, what: &str) -> Result<Value, String> {
+fn parse(text: &str, what: &str) -> Result<Value, InstallError> {
     if text.trim().is_empty() {
         return Ok(Value::Object(Default::default()));
     }
     let value: Option<Value> = jsonc_parser::parse_to_serde_value(text, &options())
-        .map_err(|e| format!("{what} is not valid JSON ({e}); fix or move it, then run this again"))?;
+        .map_err(|source| InstallError::InvalidJson { what: what.to_string(), source })?;
     match value {
         Some(value @ Value::Object(_)) | Some(value @ Value::Null) => Ok(value),
         None => Ok(Value::Object(Default::default())),
-        Some(_) => Err(format!("{what} does not hold a JSON object; fix or move it, then run this again")),
+        Some(_) => Err(InstallError::NotAnObject { what: what.to_string() }),
     }
 }
 
 /// `text` with `server` registered under `key` (fields cellbox does not
 /// write, such as `env`, are kept); `None` when it already is.
-pub fn install(text: &str, key: &str, stdio_type: bool, server: &Server, what: &str) -> Result<Option<String>, String> {
+pub fn install(
+    text: &str,
+    key: &str,
+    stdio_type: bool,
+    server: &Server,
+    what: &str,
+) -> Result<Option<String>, InstallError> {
     let current = parse(text, what)?;
     if let Some(servers) = current.get(key).filter(|v| !v.is_null() && !v.is_object()) {
-        return Err(format!("{what}: \"{key}\" is {servers} where an object of servers was expected; fix it first"));
+        return Err(InstallError::ServersNotAnObject {
+            what: what.to_string(),
+            key: key.to_string(),
+            found: servers.to_string(),
+        });
     }
     let wanted = fields(server, stdio_type);
     let entry = current.get(key).and_then(|servers| servers.get(&server.name));
     if let Some(entry) = entry {
         if !entry.is_object() {
-            return Err(format!("{what}: the \"{}\" entry is not an object; remove it first", server.name));
+            return Err(InstallError::EntryNotAnObject { what: what.to_string(), name: server.name.clone() });
         }
         if wanted.iter().all(|(field, value)| entry.get(*field) == Some(value)) {
             return Ok(None);
         }
     }
-    let root = CstRootNode::parse(text, &options()).map_err(|e| format!("{what} is not valid JSON ({e})"))?;
+    let root = CstRootNode::parse(text, &options())
+        .map_err(|source| InstallError::JsonTree { what: what.to_string(), source })?;
     let servers = root.object_value_or_set().object_value_or_set(key);
     let entry = servers.object_value_or_set(&server.name);
     for (field, value) in &wanted {
@@ -83,12 +94,13 @@ pub fn install(text: &str, key: &str, stdio_type: bool, server: &Server, what: &
 }
 
 /// `text` without the `name` entry under `key`; `None` when there is none.
-pub fn uninstall(text: &str, key: &str, name: &str, what: &str) -> Result<Option<String>, String> {
+pub fn uninstall(text: &str, key: &str, name: &str, what: &str) -> Result<Option<String>, InstallError> {
     let current = parse(text, what)?;
     if current.get(key).and_then(|servers| servers.get(name)).is_none() {
         return Ok(None);
     }
-    let root = CstRootNode::parse(text, &options()).map_err(|e| format!("{what} is not valid JSON ({e})"))?;
+    let root = CstRootNode::parse(text, &options())
+        .map_err(|source| InstallError::JsonTree { what: what.to_string(), source })?;
     let prop = root.object_value().and_then(|o| o.object_value(key)).and_then(|servers| servers.get(name));
     match prop {
         Some(prop) => prop.remove(),

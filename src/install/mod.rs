@@ -17,6 +17,42 @@ use std::path::{Path, PathBuf};
 
 pub use clients::{CLIENTS, Client, Format, find};
 
+/// Why a client's file could not be planned or written, by cause, so the CLI can tell an
+/// unknown client from a broken file; each text says what to do. `what` names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("no home folder (HOME is unset): set HOME and run this again")]
+    NoHome,
+    #[error("unknown client {name:?}; choose one of: {known}")]
+    UnknownClient { name: String, known: String },
+    #[error("could not read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("could not create {dir}: {source}")]
+    CreateDir { dir: PathBuf, source: std::io::Error },
+    #[error("could not back up {path} to {backup}: {source}")]
+    Backup { path: PathBuf, backup: PathBuf, source: std::io::Error },
+    #[error("could not write {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("{what} is not valid JSON ({source}); fix or move it, then run this again")]
+    InvalidJson { what: String, source: jsonc_parser::errors::ParseError },
+    /// The file parsed as a value but not as the tree that is edited.
+    #[error("{what} is not valid JSON ({source})")]
+    JsonTree { what: String, source: jsonc_parser::errors::ParseError },
+    #[error("{what} does not hold a JSON object; fix or move it, then run this again")]
+    NotAnObject { what: String },
+    /// `found` is the value under `key`, as JSON.
+    #[error("{what}: \"{key}\" is {found} where an object of servers was expected; fix it first")]
+    ServersNotAnObject { what: String, key: String, found: String },
+    #[error("{what}: the \"{name}\" entry is not an object; remove it first")]
+    EntryNotAnObject { what: String, name: String },
+    #[error("{what} is not valid TOML ({source}); fix it, then run this again")]
+    InvalidToml { what: String, source: toml_edit::TomlError },
+    #[error("{what}: mcp_servers is not a table; fix it first")]
+    ServersNotATable { what: String },
+    #[error("{what}: mcp_servers.{name} is not a table; remove it first")]
+    EntryNotATable { what: String, name: String },
+}
+
 /// The suffix of the copy kept before a file is changed.
 pub const BACKUP_SUFFIX: &str = ".cellbox-backup";
 
@@ -31,12 +67,12 @@ pub struct Home {
 
 impl Home {
     /// `$HOME` and this process's `XDG_CONFIG_HOME`, `CODEX_HOME`, `CLAUDE_CONFIG_DIR`.
-    pub fn from_env() -> Result<Self, String> {
+    pub fn from_env() -> Result<Self, InstallError> {
         let dir = std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from)
             .or_else(dirs::home_dir)
-            .ok_or("no home folder (HOME is unset): set HOME and run this again")?;
+            .ok_or(InstallError::NoHome)?;
         let vars = ["XDG_CONFIG_HOME", "CODEX_HOME", "CLAUDE_CONFIG_DIR"]
             .into_iter()
             .filter_map(|name| std::env::var_os(name).filter(|v| !v.is_empty()).map(|v| (name.to_string(), v)))
@@ -93,17 +129,18 @@ impl Change {
 
     /// Write the change: back up the old file, then replace it atomically.
     /// Returns the backup's path, if there was a file to back up.
-    pub fn apply(&self) -> Result<Option<PathBuf>, String> {
+    pub fn apply(&self) -> Result<Option<PathBuf>, InstallError> {
         let Some(after) = &self.after else { return Ok(None) };
         let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(|e| format!("could not create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|source| InstallError::CreateDir { dir: dir.to_path_buf(), source })?;
         let backup = match &self.before {
             Some(_) => {
                 let mut name = self.path.as_os_str().to_owned();
                 name.push(BACKUP_SUFFIX);
                 let backup = PathBuf::from(name);
-                std::fs::copy(&self.path, &backup)
-                    .map_err(|e| format!("could not back up {} to {}: {e}", self.path.display(), backup.display()))?;
+                if let Err(source) = std::fs::copy(&self.path, &backup) {
+                    return Err(InstallError::Backup { path: self.path.clone(), backup, source });
+                }
                 Some(backup)
             }
             None => None,
@@ -119,21 +156,21 @@ impl Change {
             file.persist(&self.path).map_err(|e| e.error)?;
             Ok(())
         })();
-        written.map_err(|e| format!("could not write {}: {e}", self.path.display()))?;
+        written.map_err(|source| InstallError::Write { path: self.path.clone(), source })?;
         Ok(backup)
     }
 }
 
-fn read(path: &Path) -> Result<Option<String>, String> {
+fn read(path: &Path) -> Result<Option<String>, InstallError> {
     match std::fs::read_to_string(path) {
         Ok(text) => Ok(Some(text)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("could not read {}: {e}", path.display())),
+        Err(source) => Err(InstallError::Read { path: path.to_path_buf(), source }),
     }
 }
 
 /// The edit that registers `server` with `client`.
-pub fn plan_install(client: &'static Client, home: &Home, server: &Server) -> Result<Change, String> {
+pub fn plan_install(client: &'static Client, home: &Home, server: &Server) -> Result<Change, InstallError> {
     let path = (client.config)(home);
     let before = read(&path)?;
     let text = before.as_deref().unwrap_or("");
@@ -146,7 +183,7 @@ pub fn plan_install(client: &'static Client, home: &Home, server: &Server) -> Re
 }
 
 /// The edit that removes the server called `name` from `client`.
-pub fn plan_uninstall(client: &'static Client, home: &Home, name: &str) -> Result<Change, String> {
+pub fn plan_uninstall(client: &'static Client, home: &Home, name: &str) -> Result<Change, InstallError> {
     let path = (client.config)(home);
     let before = read(&path)?;
     let after = match &before {
@@ -211,9 +248,23 @@ mod tests {
     #[test]
     fn bad_files_are_refused_with_what_to_do() {
         let error = json::install("{ not json", "mcpServers", false, &server(&[]), "f.json").unwrap_err();
-        assert!(error.contains("f.json is not valid JSON") && error.contains("fix"), "{error}");
+        assert!(matches!(&error, InstallError::InvalidJson { what, .. } if what == "f.json"), "{error:?}");
+        let InstallError::InvalidJson { source, .. } = &error else { unreachable!() };
+        assert_eq!(
+            error.to_string(),
+            format!("f.json is not valid JSON ({source}); fix or move it, then run this again")
+        );
         let error = json::install("{\"mcpServers\": 3}", "mcpServers", false, &server(&[]), "f.json").unwrap_err();
-        assert!(error.contains("mcpServers"), "{error}");
-        assert!(toml::install("a = [", &server(&[]), "c.toml").unwrap_err().contains("not valid TOML"));
+        assert!(matches!(&error, InstallError::ServersNotAnObject { found, .. } if found == "3"), "{error:?}");
+        assert_eq!(
+            error.to_string(),
+            "f.json: \"mcpServers\" is 3 where an object of servers was expected; fix it first"
+        );
+        let error = toml::install("a = [", &server(&[]), "c.toml").unwrap_err();
+        assert!(matches!(error, InstallError::InvalidToml { .. }), "{error:?}");
+        assert!(error.to_string().starts_with("c.toml is not valid TOML ("), "{error}");
+        let error = find("emacs").unwrap_err();
+        assert!(matches!(&error, InstallError::UnknownClient { name, .. } if name == "emacs"), "{error:?}");
+        assert!(error.to_string().starts_with("unknown client \"emacs\"; choose one of: claude, "), "{error}");
     }
 }

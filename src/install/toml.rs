@@ -3,15 +3,15 @@
 
 use toml_edit::{Array, DocumentMut, Item, Table, value};
 
-use super::Server;
+use super::{InstallError, Server};
 
-fn parse(text: &str, what: &str) -> Result<DocumentMut, String> {
-    text.parse::<DocumentMut>().map_err(|e| format!("{what} is not valid TOML ({e}); fix it, then run this again"))
+fn parse(text: &str, what: &str) -> Result<DocumentMut, InstallError> {
+    text.parse::<DocumentMut>().map_err(|source| InstallError::InvalidToml { what: what.to_string(), source })
 }
 
 /// `text` with `[mcp_servers.<name>]` set to the server's command and args
 /// (other keys of that table, such as `env`, kept); `None` when it already is.
-pub fn install(text: &str, server: &Server, what: &str) -> Result<Option<String>, String> {
+pub fn install(text: &str, server: &Server, what: &str) -> Result<Option<String>, InstallError> {
     let mut doc = parse(text, what)?;
     let servers = doc.entry("mcp_servers").or_insert_with(|| {
         let mut table = Table::new();
@@ -19,11 +19,11 @@ pub fn install(text: &str, server: &Server, what: &str) -> Result<Option<String>
         Item::Table(table)
     });
     let Some(servers) = servers.as_table_like_mut() else {
-        return Err(format!("{what}: mcp_servers is not a table; fix it first"));
+        return Err(InstallError::ServersNotATable { what: what.to_string() });
     };
     let entry = servers.entry(&server.name).or_insert_with(|| Item::Table(Table::new()));
     let Some(entry) = entry.as_table_like_mut() else {
-        return Err(format!("{what}: mcp_servers.{} is not a table; remove it first", server.name));
+        return Err(InstallError::EntryNotATable { what: what.to_string(), name: server.name.clone() });
     };
     let command_same = entry.get("command").and_then(Item::as_str) == Some(server.command.as_str());
     let args_now: Option<Vec<&str>> =
@@ -38,7 +38,7 @@ pub fn install(text: &str, server: &Server, what: &str) -> Result<Option<String>
 }
 
 /// `text` without `[mcp_servers.<name>]`; `None` when it is not there.
-pub fn uninstall(text: &str, name: &str, what: &str) -> Result<Option<String>, String> {
+pub fn uninstall(text: &str, name: &str, what: &str) -> Result<Option<String>, InstallError> {
     let mut doc = parse(text, what)?;
     let Some(servers) = doc.get_mut("mcp_servers").and_then(Item::as_table_like_mut) else {
         return Ok(None);

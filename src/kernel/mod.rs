@@ -39,11 +39,11 @@ use crate::runtime::Runtime;
 pub use process::ExitInfo;
 pub use progress::{StartObserver, StartStage};
 use reader::Reader;
-pub(crate) use types::execution_from;
 pub use types::{
     CellDone, CellError, CellOutput, CheckReport, Completeness, ExecEvent, ExecuteOptions, Execution, KernelError,
     KernelOptions, ReadyInfo,
 };
+pub(crate) use types::{HandshakeError, execution_from};
 
 /// Default bound on spawn → ready → init → prelude.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -101,7 +101,7 @@ struct Routes {
     running: VecDeque<String>,
     /// Set once the runner's stdout has closed: the error every new request gets.
     dead: Option<KernelError>,
-    ready: Option<oneshot::Sender<Result<ReadyInfo, String>>>,
+    ready: Option<oneshot::Sender<Result<ReadyInfo, HandshakeError>>>,
 }
 
 /// A running Python kernel. Dropping it kills the process group.
@@ -152,10 +152,10 @@ impl Kernel {
         let kill_guard = KillGuard(pid);
         let ready = match tokio::time::timeout(options.startup_timeout, ready_rx).await {
             Ok(Ok(Ok(ready))) => ready,
-            Ok(Ok(Err(reason))) => {
+            Ok(Ok(Err(refused))) => {
                 return Err(KernelError::StartupFailed {
                     runtime,
-                    reason,
+                    reason: refused.to_string(),
                     stderr_tail: shared.tail_after(stderr_task).await,
                 });
             }

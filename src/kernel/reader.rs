@@ -10,8 +10,8 @@ use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 
 use super::{
-    CellDone, CellError, CheckReport, Completeness, DIAGNOSTICS_BYTES, ExecEvent, KernelError, MAX_PENDING_OUTPUT,
-    READ_CHUNK, ReadyInfo, STDERR_TAIL_BYTES, Shared, bridge_relay, channel, crash_dump, process,
+    CellDone, CellError, CheckReport, Completeness, DIAGNOSTICS_BYTES, ExecEvent, HandshakeError, KernelError,
+    MAX_PENDING_OUTPUT, READ_CHUNK, ReadyInfo, STDERR_TAIL_BYTES, Shared, bridge_relay, channel, crash_dump, process,
 };
 use crate::protocol::{self, RunnerFrame};
 
@@ -356,7 +356,7 @@ impl Reader {
                     let answer = if version == protocol::PROTOCOL_VERSION {
                         Ok(ReadyInfo { pid, python_version: python, executable })
                     } else {
-                        Err(format!("the runner speaks protocol {version}, this host {}", protocol::PROTOCOL_VERSION))
+                        Err(HandshakeError::ProtocolMismatch { runner: version, host: protocol::PROTOCOL_VERSION })
                     };
                     let _ = ready.send(answer);
                 }

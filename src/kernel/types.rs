@@ -114,6 +114,14 @@ pub struct ReadyInfo {
     pub executable: String,
 }
 
+/// Why the runner's `ready` handshake is refused; the text becomes the reason in
+/// [`KernelError::StartupFailed`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum HandshakeError {
+    #[error("the runner speaks protocol {runner}, this host {host}")]
+    ProtocolMismatch { runner: u32, host: u32 },
+}
+
 /// A traceback-carrying error raised by a cell.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellError {

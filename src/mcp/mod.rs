@@ -138,7 +138,7 @@ impl EvalServer {
     async fn call_eval(&self, mut arguments: Value, context: RequestContext<RoleServer>) -> CallToolResult {
         let name = match runs::take_session(&mut arguments) {
             Ok(name) => name,
-            Err(message) => return output::error_result(message),
+            Err(error) => return output::error_result(error.to_string()),
         };
         let session = self.session_context(&name);
         let _busy = self.note_call(&name, &arguments);
@@ -288,7 +288,7 @@ impl EvalServer {
             "eval_reset" => {
                 let name = match runs::take_session(&mut arguments) {
                     Ok(name) => name,
-                    Err(message) => return Ok(output::error_result(message).into()),
+                    Err(error) => return Ok(output::error_result(error.to_string()).into()),
                 };
                 let stopped = self.engine.reset_session(&self.session_context(&name).session).await;
                 let text = if stopped == 0 {

@@ -22,7 +22,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use super::sampling::Asked;
+use super::sampling::{Asked, SamplingError};
 use super::{EvalServer, output, runs};
 use crate::tool::{CallOutcome, EvalParams};
 
@@ -33,7 +33,7 @@ const ASK_KEY: &str = "sample";
 pub(super) struct Parked {
     task: tokio::task::JoinHandle<CallToolResult>,
     asks: mpsc::UnboundedReceiver<Asked>,
-    answer: oneshot::Sender<Result<CreateMessageResult, String>>,
+    answer: oneshot::Sender<Result<CreateMessageResult, SamplingError>>,
     session: String,
 }
 
@@ -65,15 +65,15 @@ impl EvalServer {
             };
             let answer = match request.input_responses.and_then(|mut responses| responses.remove(ASK_KEY)) {
                 Some(value) => serde_json::from_value::<CreateMessageResult>(value.clone())
-                    .map_err(|_| format!("the client answered with something other than a message: {value}")),
-                None => Err("the client's retry carried no answer to the sampling request".to_string()),
+                    .map_err(|_| SamplingError::NotAMessage { value }),
+                None => Err(SamplingError::NoAnswer),
             };
             let _ = parked.answer.send(answer);
             return self.drive(parked.task, parked.asks, parked.session).await;
         }
         let name = match runs::take_session(&mut arguments) {
             Ok(name) => name,
-            Err(message) => return output::error_result(message).into(),
+            Err(error) => return output::error_result(error.to_string()).into(),
         };
         let session = self.session_context(&name);
         // Listed by eval_sessions; a call spanning rounds is not counted as in flight.

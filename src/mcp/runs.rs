@@ -26,6 +26,25 @@ pub const DEFAULT_WAIT_SECS: f64 = 30.0;
 /// Longest wait a call may ask for.
 const MAX_WAIT_SECS: f64 = 3600.0;
 
+/// Why a call's `session`, `wait` or `run` argument cannot be used, by cause; the text is the
+/// tool error the model reads, with an example of what to pass.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RunsError {
+    /// `got` is the argument as given, in JSON.
+    #[error(
+        "session must be a short name of letters, digits, '-', '_' or '.' (such as \"data\" or \"scratch\"), got {got}"
+    )]
+    BadSession { got: Value },
+    #[error("wait must be a number of seconds from 0 to 3600, got {got}")]
+    BadWait { got: Value },
+    #[error("run must be a run://<id> handle from an eval call, got {got}")]
+    BadRun { got: Value },
+    #[error(
+        "this session has no run to wait for: eval calls that finish within their wait return their result directly"
+    )]
+    NoRun,
+}
+
 /// What the connection knows of each session it used.
 #[derive(Debug, Clone, Default)]
 pub struct SessionEntry {
@@ -70,7 +89,7 @@ impl Sessions {
 
 /// `session` from a call's arguments (removed from them): a name of letters,
 /// digits, `-`, `_` and `.`, at most 64 characters; `None` for the default.
-pub fn take_session(arguments: &mut Value) -> Result<String, String> {
+pub fn take_session(arguments: &mut Value) -> Result<String, RunsError> {
     let taken = arguments.as_object_mut().and_then(|map| map.remove("session"));
     match taken {
         None | Some(Value::Null) => Ok(DEFAULT_SESSION.to_string()),
@@ -81,21 +100,18 @@ pub fn take_session(arguments: &mut Value) -> Result<String, String> {
         {
             Ok(name)
         }
-        Some(other) => Err(format!(
-            "session must be a short name of letters, digits, '-', '_' or '.' (such as \"data\" or \"scratch\"), \
-             got {other}"
-        )),
+        Some(other) => Err(RunsError::BadSession { got: other }),
     }
 }
 
 /// `wait` from a call's arguments, in seconds (0..3600).
-fn take_wait(arguments: &Value, default: f64) -> Result<Duration, String> {
+fn take_wait(arguments: &Value, default: f64) -> Result<Duration, RunsError> {
     match arguments.get("wait") {
         None | Some(Value::Null) => Ok(Duration::from_secs_f64(default)),
         Some(Value::Number(n)) if n.as_f64().is_some_and(|s| s.is_finite() && s >= 0.0) => {
             Ok(Duration::from_secs_f64(n.as_f64().unwrap_or(default).min(MAX_WAIT_SECS)))
         }
-        Some(other) => Err(format!("wait must be a number of seconds from 0 to 3600, got {other}")),
+        Some(other) => Err(RunsError::BadWait { got: other.clone() }),
     }
 }
 
@@ -190,17 +206,13 @@ impl EvalServer {
     }
 
     /// The run a call names, or the session's current one.
-    fn chosen_run(&self, arguments: &Value, context: &CallContext) -> Result<String, String> {
+    fn chosen_run(&self, arguments: &Value, context: &CallContext) -> Result<String, RunsError> {
         match arguments.get("run") {
             Some(Value::String(run)) if !run.trim().is_empty() => Ok(run.trim().to_string()),
             None | Some(Value::Null) => {
-                self.engine.runs_of(&context.session).into_iter().next().map(|run| run.run).ok_or_else(|| {
-                    "this session has no run to wait for: eval calls that finish within their wait return their \
-                     result directly"
-                        .to_string()
-                })
+                self.engine.runs_of(&context.session).into_iter().next().map(|run| run.run).ok_or(RunsError::NoRun)
             }
-            Some(other) => Err(format!("run must be a run://<id> handle from an eval call, got {other}")),
+            Some(other) => Err(RunsError::BadRun { got: other.clone() }),
         }
     }
 
@@ -213,7 +225,7 @@ impl EvalServer {
         });
         let (run, wait) = match prepared {
             Ok(prepared) => prepared,
-            Err(message) => return output::error_result(message),
+            Err(error) => return output::error_result(error.to_string()),
         };
         let reporter = self.follow_run(&run, &context);
         let outcome = tokio::select! {
@@ -232,7 +244,7 @@ impl EvalServer {
             take_session(&mut arguments).and_then(|name| self.chosen_run(&arguments, &self.session_context(&name)));
         let run = match run {
             Ok(run) => run,
-            Err(message) => return output::error_result(message),
+            Err(error) => return output::error_result(error.to_string()),
         };
         if let Err(error) = self.engine.cancel(&run) {
             return output::error_result(error.to_string());
@@ -342,14 +354,20 @@ mod tests {
         assert!(arguments.get("session").is_none());
         assert_eq!(take_session(&mut json!({})).unwrap(), DEFAULT_SESSION);
         let bad = take_session(&mut json!({"session": "a/b"})).unwrap_err();
-        assert!(bad.contains("session must be"), "{bad}");
+        assert_eq!(bad, RunsError::BadSession { got: json!("a/b") });
+        assert_eq!(
+            bad.to_string(),
+            "session must be a short name of letters, digits, '-', '_' or '.' (such as \"data\" or \"scratch\"), \
+             got \"a/b\""
+        );
     }
 
     #[test]
     fn waits_are_checked_and_clamped() {
         assert_eq!(take_wait(&json!({}), 30.0).unwrap(), Duration::from_secs(30));
         assert_eq!(take_wait(&json!({"wait": 1e9}), 30.0).unwrap(), Duration::from_secs(3600));
-        assert!(take_wait(&json!({"wait": -2}), 30.0).is_err());
-        assert!(take_wait(&json!({"wait": "soon"}), 30.0).is_err());
+        assert_eq!(take_wait(&json!({"wait": -2}), 30.0), Err(RunsError::BadWait { got: json!(-2) }));
+        let soon = take_wait(&json!({"wait": "soon"}), 30.0).unwrap_err();
+        assert_eq!(soon.to_string(), "wait must be a number of seconds from 0 to 3600, got \"soon\"");
     }
 }

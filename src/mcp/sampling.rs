@@ -38,10 +38,21 @@ pub struct SamplingBridge {
     rounds: Mutex<HashMap<String, Rounds>>,
 }
 
+/// Why a client's round did not answer a sampling request, by cause; the cell's
+/// `completion()` fails with this text.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SamplingError {
+    /// `value` is what the client sent, in JSON.
+    #[error("the client answered with something other than a message: {value}")]
+    NotAMessage { value: Value },
+    #[error("the client's retry carried no answer to the sampling request")]
+    NoAnswer,
+}
+
 /// One sampling request waiting for the client's next round, and where its answer goes.
 pub struct Asked {
     pub params: CreateMessageRequestParams,
-    pub answer: oneshot::Sender<Result<CreateMessageResult, String>>,
+    pub answer: oneshot::Sender<Result<CreateMessageResult, SamplingError>>,
 }
 
 /// How a call in the round-trip protocol takes its cells' sampling requests.

@@ -39,7 +39,7 @@ impl EvalServer {
     pub(super) fn call_eval_task(&self, mut arguments: Value) -> CallToolResponse {
         let name = match runs::take_session(&mut arguments) {
             Ok(name) => name,
-            Err(message) => return output::error_result(message).into(),
+            Err(error) => return output::error_result(error.to_string()).into(),
         };
         let session = self.session_context(&name);
         let params = match EvalParams::from_json(arguments).and_then(|params| params.plan().map(|plan| (params, plan)))

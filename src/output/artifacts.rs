@@ -28,7 +28,7 @@ pub const DEFAULT_RETENTION: std::time::Duration = std::time::Duration::from_sec
 /// Default on-disk cap for one artifact (512 MiB); past it a notice is written and the rest dropped.
 pub const DEFAULT_MAX_ARTIFACT_BYTES: u64 = 512 * 1024 * 1024;
 
-/// Why an artifact could not be read.
+/// Why an artifact could not be read, or written (the call then goes on without it).
 #[derive(Debug, thiserror::Error)]
 pub enum ArtifactError {
     #[error("{0:?} is not an artifact id (expected something like artifact://0123abcd-1700000000000-1)")]
@@ -37,6 +37,13 @@ pub enum ArtifactError {
     NotFound(String, PathBuf),
     #[error("artifact {id} could not be read: {message}")]
     Io { id: String, message: String },
+    #[error("cannot create {path}: {source}")]
+    Create { path: PathBuf, source: std::io::Error },
+    #[error("cannot write {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+    /// The writer thread ended without saying why (it panicked).
+    #[error("cannot write {path}: its writer stopped")]
+    WriterStopped { path: PathBuf },
 }
 
 /// Where artifacts live.
@@ -194,7 +201,7 @@ enum Sink {
         queue: SyncSender<Vec<u8>>,
         /// Batches the thread has written, emptied for reuse (no page faults for fresh ones).
         spent: Receiver<Vec<u8>>,
-        thread: JoinHandle<Result<(), String>>,
+        thread: JoinHandle<Result<(), ArtifactError>>,
     },
     /// Finished, or failed.
     Closed,
@@ -210,7 +217,7 @@ pub struct ArtifactWriter {
     written: u64,
     max_bytes: u64,
     capped: bool,
-    failed: Option<String>,
+    failed: Option<ArtifactError>,
 }
 
 impl ArtifactWriter {
@@ -237,8 +244,8 @@ impl ArtifactWriter {
     }
 
     /// Why writing failed, if it did (the call goes on without its artifact).
-    pub fn failure(&self) -> Option<&str> {
-        self.failed.as_deref()
+    pub fn failure(&self) -> Option<&ArtifactError> {
+        self.failed.as_ref()
     }
 
     pub fn write(&mut self, text: &str) {
@@ -251,8 +258,8 @@ impl ArtifactWriter {
                     self.sink = Sink::Direct(BufWriter::with_capacity(1 << 16, file));
                     self.opened = true;
                 }
-                Err(e) => {
-                    self.failed = Some(format!("cannot create {}: {e}", self.path.display()));
+                Err(source) => {
+                    self.failed = Some(ArtifactError::Create { path: self.path.clone(), source });
                     self.sink = Sink::Closed;
                     return;
                 }
@@ -290,8 +297,8 @@ impl ArtifactWriter {
         }
         match &mut self.sink {
             Sink::Direct(file) => {
-                if let Err(e) = file.write_all(bytes) {
-                    self.fail(format!("cannot write {}: {e}", self.path.display()));
+                if let Err(source) = file.write_all(bytes) {
+                    self.fail(ArtifactError::Write { path: self.path.clone(), source });
                 }
             }
             Sink::Background { batch, queue, spent, .. } => {
@@ -320,7 +327,7 @@ impl ArtifactWriter {
         let for_thread = file.clone();
         let spawned = std::thread::Builder::new().name("cellbox-artifact".into()).spawn(move || {
             let mut file = for_thread.lock().unwrap().take().expect("handed over once");
-            let fail = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+            let fail = |source| ArtifactError::Write { path: path.clone(), source };
             for mut batch in batches {
                 file.write_all(&batch).map_err(fail)?;
                 batch.clear();
@@ -339,8 +346,8 @@ impl ArtifactWriter {
         };
     }
 
-    fn fail(&mut self, message: String) {
-        self.failed.get_or_insert(message);
+    fn fail(&mut self, error: ArtifactError) {
+        self.failed.get_or_insert(error);
         self.sink = Sink::Closed;
     }
 
@@ -349,8 +356,8 @@ impl ArtifactWriter {
     fn close(&mut self) {
         match std::mem::replace(&mut self.sink, Sink::Closed) {
             Sink::Direct(mut file) => {
-                if let Err(e) = file.flush() {
-                    self.fail(format!("cannot write {}: {e}", self.path.display()));
+                if let Err(source) = file.flush() {
+                    self.fail(ArtifactError::Write { path: self.path.clone(), source });
                 }
             }
             Sink::Background { batch, queue, thread, .. } => {
@@ -360,8 +367,8 @@ impl ArtifactWriter {
                 drop(queue);
                 match thread.join() {
                     Ok(Ok(())) => {}
-                    Ok(Err(message)) => self.fail(message),
-                    Err(_) => self.fail(format!("cannot write {}: its writer stopped", self.path.display())),
+                    Ok(Err(error)) => self.fail(error),
+                    Err(_) => self.fail(ArtifactError::WriterStopped { path: self.path.clone() }),
                 }
             }
             Sink::Unopened | Sink::Closed => {}
@@ -443,6 +450,17 @@ mod tests {
         assert!(store.path_of(old.id()).is_err());
         assert!(store.path_of(new.id()).is_ok());
         assert!(stray.exists(), "files that are not artifacts are left alone");
+    }
+
+    #[test]
+    fn a_store_that_cannot_be_written_says_why() {
+        let store = ArtifactStore::new("/dev/null/artifacts", DEFAULT_MAX_ARTIFACT_BYTES);
+        let mut writer = store.create("s");
+        writer.write("lost");
+        writer.finish();
+        let failure = writer.failure().expect("the file cannot be created");
+        let ArtifactError::Create { path, source } = failure else { panic!("{failure:?}") };
+        assert_eq!(failure.to_string(), format!("cannot create {}: {source}", path.display()));
     }
 
     #[test]

@@ -73,18 +73,19 @@ impl CheckMode {
     }
 
     /// An error naming the variable when `CELLBOX_CHECK` is set to something that is not a check.
-    pub fn validate_env() -> Result<(), String> {
+    pub fn validate_env() -> Result<(), ParamsError> {
         match settings::CHECK.get() {
-            Some(value) => {
-                value.parse::<CheckMode>().map(drop).map_err(|error| format!("{}: {error}", settings::CHECK.name))
-            }
+            Some(value) => value
+                .parse::<CheckMode>()
+                .map(drop)
+                .map_err(|error| ParamsError::CheckSetting { name: settings::CHECK.name, source: Box::new(error) }),
             None => Ok(()),
         }
     }
 }
 
 impl std::str::FromStr for CheckMode {
-    type Err = String;
+    type Err = ParamsError;
 
     /// `off`/`syntax`/`lint`; also `0`/`no`/`false`/`none` for off and `1`/`on`/`yes`/`true` for syntax.
     fn from_str(text: &str) -> Result<Self, Self::Err> {
@@ -92,7 +93,7 @@ impl std::str::FromStr for CheckMode {
             "" | "off" | "0" | "no" | "false" | "none" => Ok(CheckMode::Off),
             "syntax" | "1" | "on" | "yes" | "true" => Ok(CheckMode::Syntax),
             "lint" | "ruff" => Ok(CheckMode::Lint),
-            other => Err(format!("unknown check {other:?}; use off, syntax or lint")),
+            other => Err(ParamsError::UnknownCheck(other.to_string())),
         }
     }
 }
@@ -171,6 +172,11 @@ pub enum ParamsError {
     BadTimeout { index: usize, value: f64 },
     #[error("wait must be a number of seconds from 0 to 3600, got {0}")]
     BadWait(f64),
+    #[error("unknown check {0:?}; use off, syntax or lint")]
+    UnknownCheck(String),
+    /// The check setting `name` (`CELLBOX_CHECK`) holds a value that is not a check.
+    #[error("{name}: {source}")]
+    CheckSetting { name: &'static str, source: Box<ParamsError> },
 }
 
 impl EvalParams {
@@ -298,7 +304,9 @@ mod tests {
         assert!(EvalParams::from_json(json!({"cells": [{"code": "1"}], "check": "pylint"})).is_err());
         assert_eq!("Syntax".parse::<CheckMode>(), Ok(CheckMode::Syntax));
         assert_eq!("".parse::<CheckMode>(), Ok(CheckMode::Off));
-        assert!("maybe".parse::<CheckMode>().is_err());
+        let maybe = "maybe".parse::<CheckMode>().unwrap_err();
+        assert_eq!(maybe, ParamsError::UnknownCheck("maybe".into()));
+        assert_eq!(maybe.to_string(), "unknown check \"maybe\"; use off, syntax or lint");
         assert!(EvalParams::json_schema().to_string().contains("\"lint\""));
     }
 

@@ -40,7 +40,7 @@ use tokio::sync::{OnceCell, oneshot, watch};
 use super::KernelOptions;
 use super::channel::ChildEnds;
 use super::process::ExitInfo;
-use crate::sandbox::{SandboxGuard, SandboxMode, SandboxPolicy};
+use crate::sandbox::{SandboxError, SandboxGuard, SandboxMode, SandboxPolicy};
 
 /// The fd the zygote finds its socket on.
 const SOCKET_FD: i32 = 3;
@@ -48,6 +48,59 @@ const SOCKET_FD: i32 = 3;
 const MAX_ZYGOTES: usize = 8;
 /// How much of the zygote's own stderr is kept for error messages.
 const STDERR_TAIL: usize = 4096;
+
+/// Why the fork server could not start or fork a kernel, by cause: the kernel is then spawned
+/// instead, and the text is logged (and kept for [`problems`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ZygoteError {
+    /// The fork server's own words: its `failed` or `fork_failed` message.
+    #[error("{message}")]
+    Said { message: String },
+    /// Its socket reached end of file.
+    #[error("the fork server exited")]
+    Exited,
+    #[error("reading from the fork server failed: {source}")]
+    Read { source: nix::errno::Errno },
+    /// It was gone before a request could be sent, or before it answered.
+    #[error("the fork server has exited")]
+    Gone,
+    /// The fork request could not be encoded.
+    #[error(transparent)]
+    Encode(serde_json::Error),
+    #[error("could not reach the fork server: {source}")]
+    Send { source: std::io::Error },
+    #[error("the fork server did not answer within {seconds}s")]
+    NoAnswer { seconds: u64 },
+    #[error("the fork server for --preload {modules} could not start: {source}")]
+    Sandbox { modules: String, source: SandboxError },
+    #[error("the fork server for --preload {modules} could not start: {source}")]
+    Socket { modules: String, source: nix::errno::Errno },
+    #[error("the fork server for --preload {modules} could not start: {program}: {source}")]
+    Spawn { modules: String, program: PathBuf, source: std::io::Error },
+    /// The thread that reads its socket could not be set up.
+    #[error("the fork server for --preload {modules} could not start: {source}")]
+    Reader { modules: String, source: std::io::Error },
+    /// It said it cannot serve, or its socket ended (`why`); `stderr` is the tail of its stderr.
+    #[error("the fork server for --preload {modules} could not start: {why}{}", stderr_note(.stderr))]
+    Failed {
+        modules: String,
+        #[source]
+        why: Box<ZygoteError>,
+        stderr: String,
+    },
+    #[error(
+        "the fork server for --preload {modules} could not start: it ended without a word{}",
+        stderr_note(.stderr)
+    )]
+    Silent { modules: String, stderr: String },
+    #[error("the fork server for --preload {modules} could not start: it was not ready within {seconds}s")]
+    NotReady { modules: String, seconds: u64 },
+}
+
+/// `. Its stderr ended with: …` when the fork server wrote anything to stderr.
+fn stderr_note(tail: &str) -> String {
+    if tail.trim().is_empty() { String::new() } else { format!(". Its stderr ended with:\n{}", tail.trim_end()) }
+}
 
 /// Everything that makes two zygotes interchangeable. The cwd takes part only
 /// under a filesystem or network sandbox, whose rules name the workspace.
@@ -99,7 +152,7 @@ fn limits_policy(policy: &SandboxPolicy) -> SandboxPolicy {
     }
 }
 
-type Slot = Arc<OnceCell<Result<Arc<Zygote>, String>>>;
+type Slot = Arc<OnceCell<Result<Arc<Zygote>, ZygoteError>>>;
 
 /// Every zygote of this process, by configuration.
 static REGISTRY: Mutex<Vec<(Key, Slot)>> = Mutex::new(Vec::new());
@@ -253,7 +306,7 @@ async fn acquire(key: &Key, options: &KernelOptions, runner: &Path) -> Option<Ar
             let started = Zygote::start(options, runner).await;
             if let Err(message) = &started {
                 tracing::warn!("{message}; kernels are spawned without preloading instead");
-                FAILED.lock().unwrap().push((key.clone(), message.clone()));
+                FAILED.lock().unwrap().push((key.clone(), message.to_string()));
                 REGISTRY.lock().unwrap().retain(|(other, _)| other != key);
             }
             started
@@ -304,14 +357,13 @@ const SOCKET_FLAGS: SockFlag = SockFlag::empty();
 impl Zygote {
     /// Start the zygote under the files/network part of the sandbox and wait
     /// until it has imported the preload modules (or said why it cannot).
-    async fn start(options: &KernelOptions, runner: &Path) -> Result<Arc<Zygote>, String> {
+    async fn start(options: &KernelOptions, runner: &Path) -> Result<Arc<Zygote>, ZygoteError> {
         let modules = options.preload.join(",");
-        let fail = |why: String| format!("the fork server for --preload {modules} could not start: {why}");
         let policy = zygote_policy(&options.sandbox);
-        let mut sandbox =
-            crate::sandbox::prepare(&policy, &options.cwd, &options.env).map_err(|e| fail(e.to_string()))?;
+        let mut sandbox = crate::sandbox::prepare(&policy, &options.cwd, &options.env)
+            .map_err(|source| ZygoteError::Sandbox { modules: modules.clone(), source })?;
         let (host, child) = socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SOCKET_FLAGS)
-            .map_err(|e| fail(e.to_string()))?;
+            .map_err(|source| ZygoteError::Socket { modules: modules.clone(), source })?;
         let cwd = if policy.is_off() { PathBuf::from("/") } else { options.cwd.clone() };
         let mut command = std::process::Command::new(&options.program);
         command
@@ -357,7 +409,11 @@ impl Zygote {
         drop(command);
         drop(sandbox);
         drop(child);
-        let mut process = spawned.map_err(|e| fail(format!("{}: {e}", options.program.display())))?;
+        let mut process = spawned.map_err(|source| ZygoteError::Spawn {
+            modules: modules.clone(),
+            program: options.program.clone(),
+            source,
+        })?;
         let stderr_tail = Arc::new(Mutex::new(String::new()));
         if let Some(mut stderr) = process.stderr.take() {
             let tail = stderr_tail.clone();
@@ -383,7 +439,8 @@ impl Zygote {
         let routes = Arc::new(wire::Routes::default());
         let (ready_tx, ready_rx) = oneshot::channel();
         *routes.ready.lock().unwrap() = Some(ready_tx);
-        let reader_socket = host.try_clone().map_err(|e| fail(e.to_string()))?;
+        let reader_socket =
+            host.try_clone().map_err(|source| ZygoteError::Reader { modules: modules.clone(), source })?;
         let reader_routes = routes.clone();
         std::thread::Builder::new()
             .name("cellbox-zygote".into())
@@ -392,18 +449,11 @@ impl Zygote {
                 let _ = process.kill();
                 let _ = process.wait();
             })
-            .map_err(|e| fail(e.to_string()))?;
+            .map_err(|source| ZygoteError::Reader { modules: modules.clone(), source })?;
         let mut zygote =
             Zygote { pid: 0, socket: Mutex::new(host), routes, next_id: AtomicU64::new(1), child_env, _guard: guard };
         let answer = tokio::time::timeout(options.startup_timeout, ready_rx).await;
-        let tail = || {
-            let tail = stderr_tail.lock().unwrap();
-            if tail.trim().is_empty() {
-                String::new()
-            } else {
-                format!(". Its stderr ended with:\n{}", tail.trim_end())
-            }
-        };
+        let tail = || stderr_tail.lock().unwrap().clone();
         match answer {
             Ok(Ok(Ok(pid))) => {
                 zygote.pid = pid;
@@ -412,10 +462,10 @@ impl Zygote {
             Ok(Ok(Err(why))) => {
                 // Give the stderr reader a moment to collect the interpreter's own words.
                 tokio::time::sleep(Duration::from_millis(50)).await;
-                Err(fail(format!("{why}{}", tail())))
+                Err(ZygoteError::Failed { modules, why: Box::new(why), stderr: tail() })
             }
-            Ok(Err(_)) => Err(fail(format!("it ended without a word{}", tail()))),
-            Err(_) => Err(fail(format!("it was not ready within {}s", options.startup_timeout.as_secs()))),
+            Ok(Err(_)) => Err(ZygoteError::Silent { modules, stderr: tail() }),
+            Err(_) => Err(ZygoteError::NotReady { modules, seconds: options.startup_timeout.as_secs() }),
         }
     }
 
@@ -427,7 +477,7 @@ impl Zygote {
         env: BTreeMap<String, String>,
         ends: &ChildEnds,
         stdin: &OwnedFd,
-    ) -> Result<wire::Forked, String> {
+    ) -> Result<wire::Forked, ZygoteError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let request = serde_json::json!({
             "type": "fork",
@@ -436,8 +486,8 @@ impl Zygote {
             "env": env,
             "argv": argv,
         });
-        let body = serde_json::to_vec(&request).map_err(|e| e.to_string())?;
-        let answer = self.routes.expect_fork(id).ok_or("the fork server has exited")?;
+        let body = serde_json::to_vec(&request).map_err(ZygoteError::Encode)?;
+        let answer = self.routes.expect_fork(id).ok_or(ZygoteError::Gone)?;
         let fds = [
             stdin.as_raw_fd(),
             ends.stdout.as_raw_fd(),
@@ -451,12 +501,12 @@ impl Zygote {
         };
         if let Err(error) = sent {
             self.routes.forget_fork(id);
-            return Err(format!("could not reach the fork server: {error}"));
+            return Err(ZygoteError::Send { source: error });
         }
         match tokio::time::timeout(options.startup_timeout, answer).await {
             Ok(Ok(result)) => result,
-            Ok(Err(_)) => Err("the fork server has exited".into()),
-            Err(_) => Err(format!("the fork server did not answer within {}s", options.startup_timeout.as_secs())),
+            Ok(Err(_)) => Err(ZygoteError::Gone),
+            Err(_) => Err(ZygoteError::NoAnswer { seconds: options.startup_timeout.as_secs() }),
         }
     }
 }

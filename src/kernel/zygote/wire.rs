@@ -17,6 +17,7 @@ use nix::sys::socket::{ControlMessage, MsgFlags, recv, sendmsg};
 use serde::Deserialize;
 use tokio::sync::{oneshot, watch};
 
+use super::ZygoteError;
 use crate::kernel::process::{self, ExitInfo};
 
 /// What the zygote says (see `runner/cellbox_kernel/zygote.py`).
@@ -37,8 +38,8 @@ pub type Forked = (u32, watch::Receiver<Option<ExitInfo>>);
 #[derive(Default)]
 pub struct Routes {
     /// The answer to the first message: the zygote's pid, or why it failed.
-    pub ready: Mutex<Option<oneshot::Sender<Result<u32, String>>>>,
-    forks: Mutex<HashMap<u64, oneshot::Sender<Result<Forked, String>>>>,
+    pub ready: Mutex<Option<oneshot::Sender<Result<u32, ZygoteError>>>>,
+    forks: Mutex<HashMap<u64, oneshot::Sender<Result<Forked, ZygoteError>>>>,
     exits: Mutex<HashMap<u32, watch::Sender<Option<ExitInfo>>>>,
     /// Set once the socket is at its end: no fork can be answered any more.
     closed: Mutex<bool>,
@@ -46,7 +47,7 @@ pub struct Routes {
 
 impl Routes {
     /// Register request `id` before it is sent; `None` when the zygote is gone.
-    pub fn expect_fork(&self, id: u64) -> Option<oneshot::Receiver<Result<Forked, String>>> {
+    pub fn expect_fork(&self, id: u64) -> Option<oneshot::Receiver<Result<Forked, ZygoteError>>> {
         let closed = self.closed.lock().unwrap();
         if *closed {
             return None;
@@ -71,7 +72,7 @@ impl Routes {
             }
             Message::Failed { message } => {
                 if let Some(ready) = self.ready.lock().unwrap().take() {
-                    let _ = ready.send(Err(message));
+                    let _ = ready.send(Err(ZygoteError::Said { message }));
                 }
             }
             Message::Forked { id, pid } => {
@@ -86,7 +87,7 @@ impl Routes {
             Message::ForkFailed { id, message } => {
                 let answer = id.and_then(|id| self.forks.lock().unwrap().remove(&id));
                 if let Some(answer) = answer {
-                    let _ = answer.send(Err(message));
+                    let _ = answer.send(Err(ZygoteError::Said { message }));
                 }
             }
             Message::Exit { pid, code, signal } => {
@@ -97,16 +98,21 @@ impl Routes {
         }
     }
 
-    /// The socket ended: nothing more will be answered. Kernels still
-    /// running lost the one who could report their status: each is watched
-    /// until its process group is gone, then reported with an unknown status.
-    fn close(&self, why: &str) {
+    /// The socket ended (at end of file, or on the read error `failed`):
+    /// nothing more will be answered. Kernels still running lost the one who
+    /// could report their status: each is watched until its process group is
+    /// gone, then reported with an unknown status.
+    fn close(&self, failed: Option<nix::errno::Errno>) {
+        let why = || match failed {
+            None => ZygoteError::Exited,
+            Some(source) => ZygoteError::Read { source },
+        };
         *self.closed.lock().unwrap() = true;
         if let Some(ready) = self.ready.lock().unwrap().take() {
-            let _ = ready.send(Err(why.to_string()));
+            let _ = ready.send(Err(why()));
         }
         for (_, answer) in self.forks.lock().unwrap().drain() {
-            let _ = answer.send(Err(why.to_string()));
+            let _ = answer.send(Err(why()));
         }
         let mut orphans: Vec<(u32, watch::Sender<Option<ExitInfo>>)> = self.exits.lock().unwrap().drain().collect();
         while !orphans.is_empty() {
@@ -129,9 +135,9 @@ fn process_exists(pid: u32) -> bool {
 /// Read the zygote's messages until end of file (run on a thread of its own).
 pub fn read_loop(socket: OwnedFd, routes: &Routes) {
     let mut buffer = vec![0u8; 1 << 16];
-    let why = loop {
+    let failed = loop {
         match recv(socket.as_raw_fd(), &mut buffer, MsgFlags::empty()) {
-            Ok(0) => break "the fork server exited".to_string(),
+            Ok(0) => break None,
             Ok(n) => match serde_json::from_slice::<Message>(&buffer[..n]) {
                 Ok(message) => routes.route(message),
                 Err(error) => {
@@ -139,10 +145,10 @@ pub fn read_loop(socket: OwnedFd, routes: &Routes) {
                 }
             },
             Err(nix::errno::Errno::EINTR) => continue,
-            Err(error) => break format!("reading from the fork server failed: {error}"),
+            Err(error) => break Some(error),
         }
     };
-    routes.close(&why);
+    routes.close(failed);
 }
 
 /// Send one request with `fds` attached.
