@@ -10,12 +10,8 @@ pub struct InstallArgs {
     /// (repeat or separate with commas).
     #[arg(long, required = true, value_delimiter = ',', value_name = "CLIENT")]
     client: Vec<String>,
-    /// The server's name in the client's list.
-    #[arg(long, default_value = "cellbox")]
-    name: String,
-    /// Show the change to each file as a diff, and write nothing.
-    #[arg(long)]
-    dry_run: bool,
+    #[command(flatten)]
+    entry: Entry,
     /// The program the client starts [default: as this binary was installed: `npx -y cellbox` from npx's
     /// cache, `uvx cellbox` from uv's, else this binary's path (pipx, uv tool, pip, npm, cargo)].
     #[arg(long, value_name = "PROGRAM")]
@@ -25,17 +21,24 @@ pub struct InstallArgs {
     args: Vec<String>,
 }
 
+/// Which entry of a client's list, and whether to write it: the same for install and uninstall.
 #[derive(Debug, clap::Args)]
-pub struct UninstallArgs {
-    /// The agents to remove cellbox from (repeat or separate with commas).
-    #[arg(long, required = true, value_delimiter = ',', value_name = "CLIENT")]
-    client: Vec<String>,
+struct Entry {
     /// The server's name in the client's list.
     #[arg(long, default_value = "cellbox")]
     name: String,
     /// Show the change to each file as a diff, and write nothing.
     #[arg(long)]
     dry_run: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct UninstallArgs {
+    /// The agents to remove cellbox from (repeat or separate with commas).
+    #[arg(long, required = true, value_delimiter = ',', value_name = "CLIENT")]
+    client: Vec<String>,
+    #[command(flatten)]
+    entry: Entry,
 }
 
 /// Every client's change is planned before any is written, so a bad file or
@@ -98,10 +101,10 @@ pub fn install(args: InstallArgs) -> ExitCode {
     };
     server_args.push("mcp".into());
     server_args.extend(args.args);
-    let server = Server { name: args.name, command, args: server_args };
-    run(&args.client, args.dry_run, |client, home| install::plan_install(client, home, &server))
+    let server = Server { name: args.entry.name, command, args: server_args };
+    run(&args.client, args.entry.dry_run, |client, home| install::plan_install(client, home, &server))
 }
 
 pub fn uninstall(args: UninstallArgs) -> ExitCode {
-    run(&args.client, args.dry_run, |client, home| install::plan_uninstall(client, home, &args.name))
+    run(&args.client, args.entry.dry_run, |client, home| install::plan_uninstall(client, home, &args.entry.name))
 }

@@ -104,12 +104,7 @@ fn spawn(
     // before the fds are placed so that none of its own fds is overwritten.
     unsafe {
         command.pre_exec(move || {
-            nix::unistd::setsid().map_err(std::io::Error::from)?;
-            if child_sandbox.is_active() {
-                child_sandbox
-                    .apply_in_child()
-                    .map_err(|e| std::io::Error::new(e.kind(), "could not apply the sandbox in the kernel process"))?;
-            }
+            child_sandbox.enter_in_child()?;
             channel::place_in_child(frames_fd, diagnostics_fd)
         });
     }

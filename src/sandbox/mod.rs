@@ -340,6 +340,19 @@ impl Prepared {
         Ok(())
     }
 
+    /// The first steps of every kernel process (a spawned runner, the fork
+    /// server), between fork and `exec`: a session of its own, so that the
+    /// host can signal the kernel's whole process group, then the sandbox.
+    /// Only async-signal-safe calls, and no allocation: an error keeps its
+    /// errno, which is all `Command::spawn` reports of a failed pre-exec step.
+    pub fn enter_in_child(&self) -> std::io::Result<()> {
+        nix::unistd::setsid().map_err(std::io::Error::from)?;
+        if self.is_active() {
+            self.apply_in_child()?;
+        }
+        Ok(())
+    }
+
     /// Apply the sandbox to the calling process (nothing to do: only the
     /// policy "off" can be prepared on this OS).
     #[cfg(not(target_os = "linux"))]

@@ -393,10 +393,7 @@ impl Zygote {
         unsafe {
             use std::os::unix::process::CommandExt;
             command.pre_exec(move || {
-                nix::unistd::setsid().map_err(std::io::Error::from)?;
-                if child_sandbox.is_active() {
-                    child_sandbox.apply_in_child()?;
-                }
+                child_sandbox.enter_in_child()?;
                 let high = libc::fcntl(child_fd, libc::F_DUPFD, 10);
                 if high < 0 || libc::dup2(high, SOCKET_FD) < 0 {
                     return Err(std::io::Error::last_os_error());
