@@ -25,8 +25,18 @@ pub fn user_dir() -> Option<PathBuf> {
     }
 }
 
+/// An extension module that exists but cannot be read: the kernel does not
+/// start without it, rather than start without the helpers its user expects.
+#[derive(Debug, thiserror::Error)]
+#[error("could not read the extension module {} ({source})", path.display())]
+pub struct UnreadableExtension {
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
 /// The modules for a kernel in `cwd`, by file name (project over user).
-pub fn find(cwd: &Path) -> Result<Vec<Extension>, String> {
+pub fn find(cwd: &Path) -> Result<Vec<Extension>, UnreadableExtension> {
     let mut found: BTreeMap<String, PathBuf> = BTreeMap::new();
     for dir in user_dir().into_iter().chain([cwd.join(".cellbox").join("modules")]) {
         let Ok(entries) = std::fs::read_dir(&dir) else { continue };
@@ -41,7 +51,7 @@ pub fn find(cwd: &Path) -> Result<Vec<Extension>, String> {
         .into_values()
         .map(|path| match std::fs::read_to_string(&path) {
             Ok(source) => Ok(Extension { path, source }),
-            Err(error) => Err(format!("could not read the extension module {} ({error})", path.display())),
+            Err(source) => Err(UnreadableExtension { path, source }),
         })
         .collect()
 }

@@ -70,9 +70,13 @@ impl KernelHandle {
         observer: StartObserver<'_>,
     ) -> Result<KernelHandle, KernelError> {
         let extensions = match options.runtime {
-            Runtime::Python => crate::kernel::extensions::find(&options.cwd).map_err(|reason| {
-                KernelError::StartupFailed { runtime: options.runtime, reason, stderr_tail: String::new() }
-            })?,
+            Runtime::Python => {
+                crate::kernel::extensions::find(&options.cwd).map_err(|reason| KernelError::StartupFailed {
+                    runtime: options.runtime,
+                    reason: reason.to_string(),
+                    stderr_tail: String::new(),
+                })?
+            }
             Runtime::Node => Vec::new(),
         };
         let runtime = options.runtime;
