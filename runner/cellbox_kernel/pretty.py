@@ -21,20 +21,15 @@ reference here is IPython 9.18). Its rules, written again here:
   repr, numpy arrays, DataFrames) prints its repr, each of its lines after the
   first starting at the current indentation.
 
-Scalars, and flat containers of scalars, take a direct path that builds the
-same text without the layout engine. `%pprint` turns all this off (`enabled`):
-results are then their repr().
+Scalars and flat containers of scalars take the direct path of `pretty_flat`.
+`%pprint` turns all this off (`enabled`): results are then their repr().
 """
 import sys
 from collections import deque
 
-MAX_WIDTH = 79
-# Containers longer than this print their first items and `...` (IPython's
-# max_seq_length); sets this long are not sorted either.
-MAX_ITEMS = 1000
+from .pretty_flat import MAX_ITEMS, MAX_WIDTH, one_line, sorted_items
 
-# %pprint: when off, a result's text/plain is its repr().
-enabled = True
+enabled = True  # %pprint: when off, a result's text/plain is its repr()
 
 
 def toggle():
@@ -50,14 +45,14 @@ def result_text(obj, float_text=None):
     `float_text(value)` formats floats (%precision), or returns None for repr."""
     if not enabled:
         return repr(obj)
-    line = _one_line(obj, float_text)
+    line = one_line(obj, float_text)
     return line if line is not None else _laid_out(obj, float_text, MAX_WIDTH)
 
 
 def pretty(obj, float_text=None, max_width=MAX_WIDTH):
     """What `IPython.lib.pretty.pretty(obj)` returns."""
     if max_width == MAX_WIDTH:
-        line = _one_line(obj, float_text)
+        line = one_line(obj, float_text)
         if line is not None:
             return line
     return _laid_out(obj, float_text, max_width)
@@ -68,80 +63,6 @@ def _laid_out(obj, float_text, max_width):
     printer.pretty(obj)
     printer.flush()
     return "".join(printer.output)
-
-
-# Exact types whose pretty text is their repr wherever they stand.
-_SCALARS = frozenset((int, bool, type(None), str, bytes, complex, range))
-_FLAT_ITEMS = frozenset((int, bool, type(None), str, bytes, complex, float))
-_BRACKETS = {list: ("[", "]"), tuple: ("(", ")"), dict: ("{", "}"), set: ("{", "}"), frozenset: ("frozenset({", "})")}
-
-
-def _one_line(obj, float_text):
-    """The text of a scalar, or of a flat container of scalars (shorter than
-    MAX_ITEMS); None when the layout engine is needed.
-
-    A flat container fits on one line, or else its group is the first with
-    breakables, so every separator breaks: one item per line, under the
-    opening bracket."""
-    kind = type(obj)
-    if kind in _SCALARS:
-        return repr(obj)
-    if kind is float:
-        return _float(obj, float_text)
-    if kind not in _BRACKETS or len(obj) >= MAX_ITEMS:
-        return None
-    floats = False
-    for item in obj.values() if kind is dict else ():
-        if type(item) not in _FLAT_ITEMS:
-            return None
-        floats = floats or type(item) is float
-    for item in obj:
-        if type(item) not in _FLAT_ITEMS:
-            return None
-        floats = floats or type(item) is float
-    if not obj:
-        return kind.__name__ + "()" if kind is set or kind is frozenset else repr(obj)
-    if kind is not set and kind is not frozenset and (not floats or float_text is None):
-        line = repr(obj)  # the same text: items' reprs joined by ", "
-        if len(line) <= MAX_WIDTH:
-            return line
-    if kind is dict:
-        words = [_item(key, float_text) + ": " + _item(value, float_text) for key, value in obj.items()]
-    else:
-        words = [_item(item, float_text) for item in (_sorted(obj) if kind is set or kind is frozenset else obj)]
-    opening, closing = _BRACKETS[kind]
-    if kind is tuple and len(words) == 1:
-        closing = ",)"
-    line = opening + ", ".join(words) + closing
-    if len(line) <= MAX_WIDTH:
-        return line
-    return opening + (",\n" + " " * len(opening)).join(words) + closing
-
-
-def _item(value, float_text):
-    return _float(value, float_text) if type(value) is float else repr(value)
-
-
-def _float(value, float_text):
-    if float_text is not None:
-        text = float_text(value)
-        if text:
-            return text
-    return repr(value)
-
-
-def _sorted(items):
-    """Set items in the order IPython prints them: sorted, else sorted by
-    str(), else as they come."""
-    items = list(items)
-    try:
-        return sorted(items)
-    except Exception:
-        pass
-    try:
-        return sorted(items, key=str)
-    except Exception:
-        return items
 
 
 def _attribute(obj, name, default=None):
@@ -452,7 +373,7 @@ class Printer:
         if not len(obj):
             self.text(type(obj).__name__ + "()")
             return
-        items = obj if self.max_seq_length and len(obj) >= self.max_seq_length else _sorted(obj)
+        items = obj if self.max_seq_length and len(obj) >= self.max_seq_length else sorted_items(obj)
         self._listed(opening, closing, items, False)
 
     def _listed(self, opening, closing, items, one_tuple):

@@ -57,6 +57,7 @@ pub const RUNNER_FILES: &[(&str, &str)] = &[
     runner_file!("cellbox_kernel/precheck.py"),
     runner_file!("cellbox_kernel/prelude.py"),
     runner_file!("cellbox_kernel/pretty.py"),
+    runner_file!("cellbox_kernel/pretty_flat.py"),
     runner_file!("cellbox_kernel/protocol.py"),
     runner_file!("cellbox_kernel/requests.py"),
     runner_file!("cellbox_kernel/schema_check.py"),
