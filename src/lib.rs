@@ -7,6 +7,7 @@
 //! - [`gateway`] runs Python kernels on a Jupyter gateway instead.
 //! - [`protocol`] defines the frames both sides exchange.
 //! - [`paths`] says where cellbox keeps its files (the cache root).
+//! - [`notice`] gives a process-wide warning once.
 //! - [`session`] keeps kernels across calls, per session and owner.
 //! - [`bridge`] answers cells' `completion()`/`agent()`/`tool()` calls back into the host.
 //! - [`tool`] is the eval tool: [`tool::EvalEngine`] runs calls of cells.
@@ -21,6 +22,7 @@ pub mod install;
 pub mod kernel;
 pub mod mcp;
 pub mod notebook;
+pub mod notice;
 pub mod output;
 pub mod paths;
 pub mod protocol;

@@ -40,7 +40,8 @@ use tokio::sync::{OnceCell, oneshot, watch};
 use super::KernelOptions;
 use super::channel::ChildEnds;
 use super::process::ExitInfo;
-use crate::sandbox::{SandboxError, SandboxGuard, SandboxMode, SandboxPolicy};
+use crate::notice::warn_once;
+use crate::sandbox::{SandboxError, SandboxGuard, SandboxPolicy};
 
 /// The fd the zygote finds its socket on.
 const SOCKET_FD: i32 = 3;
@@ -144,12 +145,7 @@ fn zygote_policy(policy: &SandboxPolicy) -> SandboxPolicy {
 
 /// The per-kernel part: the limits alone.
 fn limits_policy(policy: &SandboxPolicy) -> SandboxPolicy {
-    SandboxPolicy {
-        memory_limit: policy.memory_limit,
-        max_processes: policy.max_processes,
-        mode: SandboxMode::Off,
-        ..SandboxPolicy::default()
-    }
+    SandboxPolicy { memory_limit: policy.memory_limit, max_processes: policy.max_processes, ..SandboxPolicy::off() }
 }
 
 type Slot = Arc<OnceCell<Result<Arc<Zygote>, ZygoteError>>>;
@@ -336,15 +332,6 @@ pub fn release_all() {
 pub fn pids() -> Vec<u32> {
     let registry = REGISTRY.lock().unwrap();
     registry.iter().filter_map(|(_, slot)| slot.get().and_then(|z| z.as_ref().ok()).map(|z| z.pid)).collect()
-}
-
-fn warn_once(message: &str) {
-    static TOLD: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let mut told = TOLD.lock().unwrap();
-    if !told.iter().any(|m| m == message) {
-        told.push(message.to_string());
-        tracing::warn!("{message}");
-    }
 }
 
 /// The host's socket to a zygote is not inherited by anything else it spawns.
