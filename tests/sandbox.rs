@@ -32,24 +32,31 @@ fn fixture() -> Fixture {
         std::fs::create_dir_all(d).unwrap();
     }
     std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE KEY\n").unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), "PRIVATE KEY\n").unwrap();
     std::fs::write(home.join("notes.txt"), "readable\n").unwrap();
     std::os::unix::fs::symlink(&outside, work.join("escape")).unwrap();
     Fixture { _dir: dir, home, work, outside }
 }
 
 fn engine(fx: &Fixture, policy: SandboxPolicy) -> EvalEngine {
+    let mut config = default_config(fx);
+    config.sandbox = policy;
+    EvalEngine::new(config)
+}
+
+/// The fixture's engine configuration, its sandbox left at the library's default.
+fn default_config(fx: &Fixture) -> EngineConfig {
     let mut config = EngineConfig::new(&fx.work);
     config.python = Some(common::python().display().to_string());
     config.artifacts_dir = fx.outside.join("../artifacts");
     config.artifact_retention = None;
     config.runner_cache_dir = Some(fx.outside.join("../runner-cache"));
     config.extra_env.insert("HOME".into(), fx.home.display().to_string());
-    config.sandbox = policy;
-    EvalEngine::new(config)
+    config
 }
 
 fn policy(mode: SandboxMode, network: NetworkMode) -> SandboxPolicy {
-    SandboxPolicy { mode, network, ..SandboxPolicy::default() }
+    SandboxPolicy { mode, network, ..SandboxPolicy::off() }
 }
 
 async fn eval(engine: &EvalEngine, code: &str) -> EvalResult {
@@ -64,7 +71,7 @@ async fn both(fx: &Fixture, sandboxed: SandboxPolicy, code: &str) -> (EvalResult
     let on = engine(fx, sandboxed);
     let a = eval(&on, code).await;
     on.dispose_all().await;
-    let off = engine(fx, SandboxPolicy::default());
+    let off = engine(fx, SandboxPolicy::off());
     let b = eval(&off, code).await;
     off.dispose_all().await;
     (a, b)
@@ -208,7 +215,7 @@ finally:
 #[tokio::test(flavor = "multi_thread")]
 async fn a_fork_bomb_stops_at_the_process_limit() {
     let fx = fixture();
-    let limited = SandboxPolicy { max_processes: Some(32), ..SandboxPolicy::default() };
+    let limited = SandboxPolicy { max_processes: Some(32), ..SandboxPolicy::off() };
     let (on, off) = both(&fx, limited, FORK_BOMB).await;
     let count: usize = on
         .text
@@ -226,7 +233,7 @@ async fn allocating_past_the_memory_limit_ends_the_cell_and_the_next_call_gets_a
     let fx = fixture();
     let code =
         "x = bytearray(512 << 20)\nfor i in range(0, len(x), 4096):\n    x[i] = 1\nprint('allocated', len(x) >> 20)";
-    let limited = SandboxPolicy { memory_limit: Some(256 << 20), ..SandboxPolicy::default() };
+    let limited = SandboxPolicy { memory_limit: Some(256 << 20), ..SandboxPolicy::off() };
     let on = engine(&fx, limited);
     assert!(!eval(&on, "state = 1").await.is_error);
     let r = eval(&on, code).await;
@@ -237,7 +244,7 @@ async fn allocating_past_the_memory_limit_ends_the_cell_and_the_next_call_gets_a
     assert!(next.text.contains("fresh False"), "{}", next.text);
     on.dispose_all().await;
 
-    let off = engine(&fx, SandboxPolicy::default());
+    let off = engine(&fx, SandboxPolicy::off());
     let r = eval(&off, code).await;
     off.dispose_all().await;
     assert_eq!(r.text.trim(), "allocated 512", "{}", r.text);
@@ -297,7 +304,7 @@ fn the_model_is_told_what_it_may_write_and_whether_it_has_network() {
         mode: SandboxMode::WorkspaceWrite,
         network: NetworkMode::Off,
         memory_limit: Some(4 << 30),
-        ..SandboxPolicy::default()
+        ..SandboxPolicy::off()
     };
     let text = p.describe_for_model(Path::new("/w"));
     assert!(text.contains("write only under /w"), "{text}");
@@ -352,4 +359,120 @@ fn the_mcp_server_takes_sandbox_flags_and_tells_the_model() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains("sandboxed mcp ok"), "{stdout}");
+}
+
+/// A cell that tries the two things the default must stop (reading a planted
+/// key, writing outside the workspace) and one it must allow (writing inside).
+fn escape_attempts(fx: &Fixture) -> String {
+    format!(
+        r#"
+import os
+for what, attempt in [
+    ("read key", lambda: open(os.path.expanduser("~/.ssh/id_rsa")).read()),
+    ("write outside", lambda: open({outside:?}, "w").write("x")),
+    ("write inside", lambda: open("inside.txt", "w").write("x")),
+]:
+    try:
+        attempt()
+        print(what, "allowed")
+    except PermissionError:
+        print(what, "denied")
+"#,
+        outside = fx.outside.join("planted.txt").display().to_string()
+    )
+}
+
+const CONFINED: &str = "read key denied\nwrite outside denied\nwrite inside allowed\n";
+
+/// `cellbox ARGS` as a fresh install runs it: no sandbox setting anywhere, the fixture's home.
+fn fresh_cellbox(fx: &Fixture, args: &[&str]) -> std::process::Command {
+    let mut command = common::binary::cellbox(args);
+    for var in ["CELLBOX_SANDBOX", "CELLBOX_NETWORK", "CELLBOX_ALLOW_WRITE", "CELLBOX_DENY_READ"] {
+        command.env_remove(var);
+    }
+    command
+        .current_dir(&fx.work)
+        .env("HOME", &fx.home)
+        .env("CELLBOX_ARTIFACTS_DIR", fx.outside.join("../artifacts"))
+        .env("CELLBOX_CACHE_DIR", fx.outside.join("../cache"));
+    command
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn by_default_the_library_confines_kernels_to_the_workspace() {
+    let fx = fixture();
+    let engine = EvalEngine::new(default_config(&fx));
+    let result = eval(&engine, &escape_attempts(&fx)).await;
+    engine.dispose_all().await;
+    assert_eq!(result.text, CONFINED);
+    assert!(!fx.outside.join("planted.txt").exists());
+    assert!(fx.work.join("inside.txt").exists());
+}
+
+#[test]
+fn by_default_the_command_line_confines_kernels_and_says_nothing() {
+    let fx = fixture();
+    let output = fresh_cellbox(&fx, &["run", "-c", &escape_attempts(&fx)]).output().unwrap();
+    let (stdout, stderr) = (common::binary::text(&output.stdout), common::binary::text(&output.stderr));
+    assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_eq!(stdout, CONFINED, "stderr:\n{stderr}");
+    assert!(!stderr.contains("sandbox"), "the default needs no warning here: {stderr}");
+}
+
+#[test]
+fn opting_out_gives_full_rights_and_says_so_once() {
+    let fx = fixture();
+    // Two kernels in one process (Python, then a reset): still one notice.
+    let code = escape_attempts(&fx);
+    let cells = serde_json::json!({"cells": [{"code": code}, {"code": "print('again')", "reset": true}]});
+    let params = fx.outside.join("params.json");
+    std::fs::write(&params, cells.to_string()).unwrap();
+    let output =
+        fresh_cellbox(&fx, &["run", "--sandbox", "off", "--params", params.to_str().unwrap()]).output().unwrap();
+    let (stdout, stderr) = (common::binary::text(&output.stdout), common::binary::text(&output.stderr));
+    assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("read key allowed\nwrite outside allowed\nwrite inside allowed\n"), "{stdout}");
+    assert_eq!(stderr.matches("kernels run with this user's full rights").count(), 1, "{stderr}");
+    // The variable is an opt-out too.
+    let output = fresh_cellbox(&fx, &["run", "-c", "print(1)"]).env("CELLBOX_SANDBOX", "off").output().unwrap();
+    assert!(common::binary::text(&output.stderr).contains("kernels run with this user's full rights"));
+}
+
+/// Run `command` as if this Linux kernel had no Landlock: a seccomp filter
+/// makes every Landlock system call fail with ENOSYS, as on kernels built
+/// without it (the real mechanism cellbox probes, not a cellbox setting).
+fn without_landlock(command: &mut std::process::Command) {
+    use seccompiler::{SeccompAction, SeccompFilter, TargetArch};
+    use std::os::unix::process::CommandExt;
+    let arch = if cfg!(target_arch = "aarch64") { TargetArch::aarch64 } else { TargetArch::x86_64 };
+    let rules = [libc::SYS_landlock_create_ruleset, libc::SYS_landlock_add_rule, libc::SYS_landlock_restrict_self]
+        .into_iter()
+        .map(|call| (call, vec![]))
+        .collect();
+    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::ENOSYS as u32), arch)
+        .expect("a seccomp filter");
+    let program: seccompiler::BpfProgram = filter.try_into().expect("it compiles");
+    // SAFETY: prctl and seccomp on a program built before the fork; nothing is allocated.
+    unsafe {
+        command.pre_exec(move || seccompiler::apply_filter(&program).map_err(|_| std::io::Error::last_os_error()));
+    }
+}
+
+#[test]
+fn without_landlock_kernels_still_start_and_the_warning_names_what_is_missing() {
+    let fx = fixture();
+    let mut command = fresh_cellbox(&fx, &["run", "-c", &escape_attempts(&fx)]);
+    without_landlock(&mut command);
+    let output = command.output().unwrap();
+    let (stdout, stderr) = (common::binary::text(&output.stdout), common::binary::text(&output.stderr));
+    assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("read key allowed"), "nothing is enforced, and nothing pretends to be: {stdout}");
+    let warning = "the workspace-write sandbox is not enforced: Landlock is not available in this Linux kernel";
+    assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
+    // doctor says the same.
+    let mut doctor = fresh_cellbox(&fx, &["doctor", "--json"]);
+    without_landlock(&mut doctor);
+    let report: serde_json::Value = serde_json::from_slice(&doctor.output().unwrap().stdout).unwrap();
+    let policy = report["sandbox"].as_array().unwrap().last().unwrap()["detail"].as_str().unwrap().to_string();
+    assert!(policy.starts_with("sandbox workspace-write (the default), network on: NOT enforced here"), "{policy}");
 }

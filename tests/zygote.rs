@@ -339,7 +339,7 @@ async fn a_sandboxed_forked_kernel_cannot_write_outside_the_workspace() {
     std::fs::create_dir_all(&work).unwrap();
     std::fs::create_dir_all(&outside).unwrap();
     let mut options = probes.options(&work, &["zyg_probe"]);
-    options.sandbox = SandboxPolicy { mode: SandboxMode::WorkspaceWrite, ..SandboxPolicy::default() };
+    options.sandbox = SandboxPolicy { mode: SandboxMode::WorkspaceWrite, ..SandboxPolicy::off() };
     let kernel = Kernel::start(options).await.unwrap();
     assert!(kernel.forked_from().is_some(), "sandboxed kernels are forked too");
     let code = format!(
@@ -378,7 +378,7 @@ async fn a_forked_kernel_gets_its_own_memory_cgroup() {
     }
     let probes = Probes::new();
     let mut options = probes.options(probes.path(), &["zyg_probe"]);
-    options.sandbox = SandboxPolicy { memory_limit: Some(256 << 20), ..SandboxPolicy::default() };
+    options.sandbox = SandboxPolicy { memory_limit: Some(256 << 20), ..SandboxPolicy::off() };
     let kernel = Kernel::start(options).await.unwrap();
     assert!(kernel.forked_from().is_some(), "kernels with a memory cgroup are forked too");
     let own = value(&kernel, "import os\nopen('/proc/self/cgroup').read()").await;

@@ -112,7 +112,8 @@ pub struct KernelArgs {
     /// Node.js to run JavaScript cells with (skips the PATH lookup).
     #[arg(long, value_name = "PATH")]
     pub node: Option<String>,
-    /// What kernels may read and write: off, workspace-write or read-only [default: off].
+    /// What kernels may read and write: workspace-write, read-only, or off (the user's full rights)
+    /// [default: workspace-write].
     #[arg(long, value_name = "MODE")]
     pub sandbox: Option<SandboxMode>,
     /// Network for kernels: on, off or localhost (their own loopback only) [default: on].

@@ -1,9 +1,11 @@
 //! The sandbox section of the report: what this OS can enforce (from
-//! [`crate::sandbox::support`]) and the policy the `CELLBOX_*` variables ask for.
+//! [`crate::sandbox::support`]), the policy kernels get (the `CELLBOX_*`
+//! variables, else the default) and whether it is enforced here.
 
 use serde::Serialize;
 
-use crate::sandbox::{LimitMethod, SandboxPolicy, support};
+use crate::sandbox::{LimitMethod, SandboxMode, SandboxPolicy, filesystem_unenforceable, support};
+use crate::settings;
 
 /// One isolation mechanism and whether this machine supports it.
 #[derive(Debug, Clone, Serialize)]
@@ -40,7 +42,7 @@ pub fn sandbox_entries() -> Vec<SandboxEntry> {
             "filesystem (Landlock)",
             found.filesystem,
             match found.landlock_abi {
-                0 => "no Landlock: --sandbox workspace-write/read-only cannot start".into(),
+                0 => "no Landlock: workspace-write/read-only kernels start without their file rules".into(),
                 abi if found.filesystem => format!("Landlock ABI {abi}"),
                 abi => format!("Landlock ABI {abi} is too old (3 or newer is needed)"),
             },
@@ -60,12 +62,34 @@ pub fn sandbox_entries() -> Vec<SandboxEntry> {
         // Forked kernels inherit the fork server's sandbox, so it belongs here.
         entry("fork server (--preload)", cfg!(target_os = "linux"), preload_detail()),
     ];
-    let policy = match SandboxPolicy::from_env() {
-        Ok(policy) => format!("sandbox {}, network {}", policy.mode, policy.network),
-        Err(error) => format!("the CELLBOX_SANDBOX* settings are invalid: {error}"),
-    };
-    entries.push(SandboxEntry { name: "policy in force".into(), status: "info".into(), detail: policy });
+    entries.push(SandboxEntry {
+        name: "gateway kernels".into(),
+        status: "info".into(),
+        detail: "kernels on a Jupyter gateway (--backend gateway) run outside cellbox's process tree: the sandbox \
+                 does not apply to them; only their environment is filtered"
+            .into(),
+    });
+    entries.push(SandboxEntry { name: "policy in force".into(), status: "info".into(), detail: policy_in_force() });
     entries
+}
+
+/// The policy kernels get from the `CELLBOX_*` variables (the default where
+/// unset), and whether this host enforces its filesystem part.
+fn policy_in_force() -> String {
+    let policy = match SandboxPolicy::from_env() {
+        Ok(policy) => policy,
+        Err(error) => return format!("the CELLBOX_SANDBOX* settings are invalid: {error}"),
+    };
+    let source = if settings::SANDBOX.get().is_some() { settings::SANDBOX.name } else { "the default" };
+    let enforced = if policy.mode == SandboxMode::Off {
+        "kernels run with this user's full rights".to_string()
+    } else {
+        match filesystem_unenforceable(&policy) {
+            None => "enforced".to_string(),
+            Some(reason) => format!("NOT enforced here ({reason}): kernels start without it"),
+        }
+    };
+    format!("sandbox {} ({source}), network {}: {enforced}", policy.mode, policy.network)
 }
 
 /// Whether preloaded kernels are forked here, and what `CELLBOX_PRELOAD` asks for.

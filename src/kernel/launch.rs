@@ -35,6 +35,7 @@ pub(super) struct Launched {
 
 /// Make the runner process for `options`, with `ends` as its output pipes.
 pub(super) async fn launch(options: &KernelOptions, runner: &Path, ends: ChildEnds) -> Result<Launched, KernelError> {
+    crate::sandbox::announce(&options.sandbox);
     let spawn_error = |e: std::io::Error| KernelError::Spawn {
         runtime: options.runtime,
         program: options.program.clone(),

@@ -64,7 +64,13 @@ impl EvalServer {
     /// then what the sandbox lets its code write and whether it has network.
     pub(super) fn instructions(&self) -> String {
         let config = self.engine.config();
-        let sandbox = format!("\n- Sandbox: {}", config.sandbox.describe_for_model(&config.default_cwd));
+        let mut sandbox =
+            format!("\n- Sandbox: {}", crate::sandbox::describe_enforced(&config.sandbox, &config.default_cwd));
+        if matches!(config.backend, crate::session::Backend::Gateway(_)) && self.offers(Runtime::Python) {
+            sandbox.push_str(
+                " Python cells run on a Jupyter gateway, outside this sandbox: only their environment is filtered.",
+            );
+        }
         let base = match (self.offers(Runtime::Python), self.offers(Runtime::Node)) {
             (true, true) => format!("{INSTRUCTIONS}\n{JS_INSTRUCTIONS}"),
             (false, true) => format!(

@@ -42,6 +42,16 @@ pub fn kernel_abi() -> i32 {
     if v < 0 { 0 } else { v as i32 }
 }
 
+/// Whether this kernel's Landlock can enforce the filesystem rules: ABI
+/// [`MIN_ABI`] or newer, else what is missing.
+pub fn check_abi() -> Result<(), Unenforceable> {
+    match kernel_abi() {
+        0 => Err(Unenforceable::NoLandlock),
+        version if version < MIN_ABI => Err(Unenforceable::OldLandlock { version, needed: MIN_ABI }),
+        _ => Ok(()),
+    }
+}
+
 /// A path with symlinks resolved as far as it exists; the rest is appended
 /// as written (`.` and `..` folded), so a secret that does not exist yet
 /// still names the place it would appear.
@@ -127,14 +137,8 @@ fn abi() -> ABI {
 /// kernel from signalling processes outside the sandbox and, when asked, from
 /// reaching abstract UNIX sockets outside it (ABI 6+).
 pub fn build_ruleset(rules: &[(PathBuf, Grant)], scope_abstract_unix: bool) -> Result<OwnedFd, Unenforceable> {
+    check_abi()?;
     let version = kernel_abi();
-    if version < MIN_ABI {
-        return Err(if version == 0 {
-            Unenforceable::NoLandlock
-        } else {
-            Unenforceable::OldLandlock { version, needed: MIN_ABI }
-        });
-    }
     let abi = abi();
     let all = AccessFs::from_all(abi);
     let read = AccessFs::from_read(abi);

@@ -8,8 +8,14 @@
 //! compiled and the id-map lines are formatted. The forked child then only
 //! makes async-signal-safe system calls ([`Prepared::apply_in_child`]) before
 //! `exec`, and everything the runner starts (`!cmd`, `%pip`, subprocesses,
-//! multiprocessing) inherits the result. A policy that cannot be enforced
-//! fails [`prepare`] with what is missing: never a silent downgrade.
+//! multiprocessing) inherits the result.
+//!
+//! The default policy (`workspace-write`, network on) never keeps a kernel
+//! from starting: where the OS cannot enforce the filesystem rules (no
+//! Landlock, another OS), kernels start without them after one warning that
+//! names what is missing ([`filesystem_unenforceable`]). What a user asks for
+//! beyond that (no network, limits) fails [`prepare`] with what is missing.
+//! Neither is ever a silent downgrade.
 
 // Only the policy "off" is prepared on other systems: the rest is unused there.
 #![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_imports))]
@@ -149,10 +155,71 @@ pub struct Prepared {
 /// prepared.
 #[cfg(not(target_os = "linux"))]
 pub fn prepare(policy: &SandboxPolicy, _cwd: &Path, _env: &BTreeMap<String, String>) -> Result<Prepared, SandboxError> {
-    if policy.is_off() {
-        Ok(Prepared::default())
+    let files_only = SandboxPolicy { mode: SandboxMode::Off, ..policy.clone() };
+    if files_only.is_off() {
+        // Only the filesystem mode is asked for: warned about, not enforced.
+        let mut prepared = Prepared::default();
+        let mode = enforceable_mode(policy.mode);
+        prepared.env.push((settings::SANDBOX.name.into(), mode.to_string()));
+        Ok(prepared)
     } else {
         Err(fail(Unenforceable::UnsupportedOs { os: std::env::consts::OS }))
+    }
+}
+
+/// Why the filesystem part of `policy` (`workspace-write`, `read-only`) cannot
+/// be enforced on this host, or `None` when it can (or is `off`). Kernels
+/// then start without it, after a warning: see [`prepare`].
+pub fn filesystem_unenforceable(policy: &SandboxPolicy) -> Option<Unenforceable> {
+    if policy.mode == SandboxMode::Off {
+        return None;
+    }
+    #[cfg(target_os = "linux")]
+    return fs::check_abi().err();
+    #[cfg(not(target_os = "linux"))]
+    return Some(Unenforceable::UnsupportedOs { os: std::env::consts::OS });
+}
+
+/// [`SandboxPolicy::describe_for_model`] for what this host really enforces:
+/// where the filesystem rules cannot be enforced, the model is told that code
+/// has the user's full file access, not what was asked for.
+pub fn describe_enforced(policy: &SandboxPolicy, workspace: &Path) -> String {
+    match filesystem_unenforceable(policy) {
+        None => policy.describe_for_model(workspace),
+        Some(_) => format!(
+            "{} (The {} sandbox cannot be enforced on this machine.)",
+            SandboxPolicy { mode: SandboxMode::Off, ..policy.clone() }.describe_for_model(workspace),
+            policy.mode
+        ),
+    }
+}
+
+/// The filesystem mode kernels really get: `mode`, or `off` (with one warning
+/// per process saying what is not enforced and why) where the OS cannot
+/// enforce it. Refusing to start would leave a user nothing but `--sandbox
+/// off`; starting quietly would let them believe they are protected.
+fn enforceable_mode(mode: SandboxMode) -> SandboxMode {
+    let policy = SandboxPolicy { mode, ..SandboxPolicy::default() };
+    match filesystem_unenforceable(&policy) {
+        None => mode,
+        Some(reason) => {
+            crate::notice::warn_once(&format!(
+                "the {mode} sandbox is not enforced: {reason}. Kernels start without it and can read and write \
+                 everything this user can; `cellbox doctor` shows what this OS enforces"
+            ));
+            SandboxMode::Off
+        }
+    }
+}
+
+/// Say once per process, when a kernel starts with the sandbox off, that it
+/// has the user's full rights: an opt-out is allowed, but not unnoticed.
+pub fn announce(policy: &SandboxPolicy) {
+    if policy.mode == SandboxMode::Off {
+        crate::notice::warn_once(&format!(
+            "the sandbox is off ({}=off or --sandbox off): kernels run with this user's full rights",
+            settings::SANDBOX.name
+        ));
     }
 }
 
@@ -225,7 +292,8 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
 
     // Filesystem.
     let home = env.get("HOME").map(PathBuf::from).or_else(dirs::home_dir).unwrap_or_else(|| PathBuf::from("/"));
-    if policy.mode != SandboxMode::Off {
+    let mode = enforceable_mode(policy.mode);
+    if mode != SandboxMode::Off {
         let tmp = tempfile::Builder::new()
             .prefix("cellbox-kernel-")
             .tempdir()
@@ -248,7 +316,7 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         ] {
             grants.push((PathBuf::from(dev), Grant::Write));
         }
-        if policy.mode == SandboxMode::WorkspaceWrite {
+        if mode == SandboxMode::WorkspaceWrite {
             grants.push((cwd.to_path_buf(), Grant::Write));
             grants.extend(policy.allow_write.iter().map(|p| (p.clone(), Grant::Write)));
             for cache in interpreter_caches(&home, env) {
@@ -266,7 +334,7 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         prepared.landlock = Some(fs::build_ruleset(&rules, wants_netns)?);
         prepared.guard.tmp = Some(tmp);
     }
-    prepared.env.push((settings::SANDBOX.name.into(), policy.mode.to_string()));
+    prepared.env.push((settings::SANDBOX.name.into(), mode.to_string()));
     prepared.env.push((settings::NETWORK.name.into(), policy.network.to_string()));
     Ok(prepared)
 }

@@ -44,15 +44,17 @@ impl PolicyError {
     }
 }
 
-/// What the kernel may read and write.
+/// What the kernel may read and write. The default is `workspace-write`: cells
+/// run code a model wrote, so a kernel gets the user's full rights only when
+/// someone asks for it (`--sandbox off`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SandboxMode {
     /// No filesystem restriction (the kernel has the user's full rights).
-    #[default]
     Off,
     /// Read everywhere except secret locations; write only to the workspace,
     /// the `--allow-write` paths, the private temp dir and the interpreter's caches.
+    #[default]
     WorkspaceWrite,
     /// Read everywhere except secret locations; write only to the private temp dir.
     ReadOnly,
@@ -73,7 +75,8 @@ pub enum NetworkMode {
 }
 
 /// Everything the OS is asked to enforce around one kernel (and every
-/// process it starts). The default enforces nothing.
+/// process it starts). The default is the workspace sandbox with the network
+/// on and no limits; [`SandboxPolicy::off`] enforces nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SandboxPolicy {
     /// What the kernel may read and write.
@@ -91,6 +94,11 @@ pub struct SandboxPolicy {
 }
 
 impl SandboxPolicy {
+    /// Nothing enforced: the kernel has the user's full rights (`--sandbox off`).
+    pub fn off() -> SandboxPolicy {
+        SandboxPolicy { mode: SandboxMode::Off, ..SandboxPolicy::default() }
+    }
+
     /// True when nothing at all is restricted: the kernel starts as before.
     pub fn is_off(&self) -> bool {
         self.mode == SandboxMode::Off

@@ -113,9 +113,9 @@ pub const GATEWAY_DIR: EnvVar = user(
 /// `CELLBOX_SANDBOX`.
 pub const SANDBOX: EnvVar = user(
     "CELLBOX_SANDBOX",
-    "off|workspace-write|read-only",
-    "off",
-    "What kernels may read and write (as `--sandbox`).",
+    "workspace-write|read-only|off",
+    "workspace-write",
+    "What kernels may read and write (as `--sandbox`); `off` gives them the user's full rights.",
 );
 /// `CELLBOX_NETWORK`.
 pub const NETWORK: EnvVar = user("CELLBOX_NETWORK", "on|off|localhost", "on", "The kernels' network (as `--network`).");

@@ -258,6 +258,7 @@ impl EvalEngine {
         cell: usize,
         on_event: EventSink<'_>,
     ) -> Result<Arc<KernelHandle>, KernelError> {
+        let first_of_session = guard.kernel().is_none();
         if let Some(kernel) = guard.kernel() {
             if kernel.is_alive() {
                 return Ok(kernel);
@@ -293,6 +294,13 @@ impl EvalEngine {
             }
         };
         report.finish();
+        if on_gateway && first_of_session && !self.config.sandbox.is_off() {
+            guard.add_note(format!(
+                "This session's Python kernel runs on a Jupyter gateway, outside cellbox's sandbox (sandbox {}, \
+                 network {}): only its environment was filtered.",
+                self.config.sandbox.mode, self.config.sandbox.network
+            ));
+        }
         // Bound to the session when handed out: a spare serves whichever session takes it.
         kernel.set_bridge(self.bridge_hook(&guard.key().session));
         guard.replace_kernel(Some(kernel.clone()));
