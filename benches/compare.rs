@@ -57,7 +57,7 @@ use ladder::kill_ladder;
 use mcp::mcp_rows;
 use output::output_throughput;
 use pandas::pandas_ready;
-use sandbox::sandbox_cold_start;
+use sandbox::sandbox_costs;
 use shim::shim_rows;
 use spare::spare_rows;
 use warm::warm_round_trip;
@@ -315,8 +315,9 @@ struct Setup {
 }
 
 impl Setup {
-    /// Kernel options; `CELLBOX_SANDBOX` and the other sandbox variables
-    /// run every scenario inside the sandbox.
+    /// Kernel options under the policy users get: the default sandbox, or
+    /// what `CELLBOX_SANDBOX` and the other sandbox variables say (`off` runs
+    /// every scenario without it).
     fn options(&self) -> KernelOptions {
         let mut options = KernelOptions::new(&self.python, &self.cwd, self.env.clone());
         options.sandbox = SandboxPolicy::from_env().expect("the CELLBOX_* sandbox variables are valid");
@@ -403,7 +404,7 @@ async fn main() {
         cold_start(&plan, &setup, &mut jupyter, &mut report).await;
     }
     if wanted("sandbox") {
-        sandbox_cold_start(&plan, &setup, &mut report).await;
+        sandbox_costs(&plan, &setup, &mut report).await;
     }
     if wanted("warm") {
         warm_round_trip(&plan, &setup, &mut jupyter, &mut report).await;

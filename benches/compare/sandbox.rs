@@ -1,4 +1,6 @@
-//! The sandbox's cold-start cost (`--only sandbox`).
+//! What the sandbox costs (`--only sandbox`): the cold start under the default
+//! policy and under the full one, and the warm round trip under the default,
+//! each beside the same scenario with the sandbox off.
 
 use std::time::Instant;
 
@@ -7,10 +9,17 @@ use cellbox::sandbox::{NetworkMode, SandboxMode, SandboxPolicy};
 
 use super::{Plan, Report, Series, Setup};
 
-/// The sandbox's cold-start cost: the first `1+1` of a kernel under the full
-/// sandbox (workspace-write, network off, memory and process limits) beside
-/// one with the sandbox off, alternating so both see the same machine load.
-pub(super) async fn sandbox_cold_start(plan: &Plan, setup: &Setup, report: &mut Report) {
+pub(super) async fn sandbox_costs(plan: &Plan, setup: &Setup, report: &mut Report) {
+    let default = SandboxPolicy::default();
+    cold_start(
+        plan,
+        setup,
+        report,
+        "default-sandbox cold start → first 1+1",
+        default.clone(),
+        "workspace-write, network on (the default)",
+    )
+    .await;
     let full = SandboxPolicy {
         mode: SandboxMode::WorkspaceWrite,
         network: NetworkMode::Off,
@@ -18,26 +27,76 @@ pub(super) async fn sandbox_cold_start(plan: &Plan, setup: &Setup, report: &mut 
         max_processes: Some(512),
         ..SandboxPolicy::default()
     };
+    cold_start(
+        plan,
+        setup,
+        report,
+        "sandboxed cold start → first 1+1",
+        full,
+        "workspace-write, network off, 4G memory, 512 processes",
+    )
+    .await;
+    warm_round_trip(plan, setup, report, default).await;
+}
+
+fn options(setup: &Setup, policy: SandboxPolicy) -> KernelOptions {
+    let mut options = KernelOptions::new(&setup.python, &setup.cwd, setup.env.clone());
+    options.sandbox = policy;
+    options
+}
+
+/// The first `1+1` of a kernel under `policy` beside one with the sandbox off,
+/// alternating so both see the same machine load.
+async fn cold_start(
+    plan: &Plan,
+    setup: &Setup,
+    report: &mut Report,
+    scenario: &str,
+    policy: SandboxPolicy,
+    note: &str,
+) {
     let mut sandboxed = Series::new("cellbox");
     let mut plain = Series::new("sandbox off");
     for _ in 0..plan.cold_runs {
-        for (series, policy) in [(&mut sandboxed, full.clone()), (&mut plain, SandboxPolicy::default())] {
-            let mut options = KernelOptions::new(&setup.python, &setup.cwd, setup.env.clone());
-            options.sandbox = policy;
+        for (series, policy) in [(&mut sandboxed, policy.clone()), (&mut plain, SandboxPolicy::off())] {
             let started = Instant::now();
-            let kernel = Kernel::start(options).await.expect("kernel starts");
+            let kernel = Kernel::start(options(setup, policy)).await.expect("kernel starts");
             let output = kernel.execute("1+1").await.unwrap().collect().await.unwrap();
             assert_eq!(output.results(), ["2"]);
             series.values.push(started.elapsed().as_secs_f64() * 1000.0);
             kernel.shutdown().await;
         }
     }
+    report.add(scenario, "ms", false, &sandboxed, Some(&plain), note);
+}
+
+/// The warm `1+1` in a kernel under `policy` beside one with the sandbox off,
+/// one call each in turn.
+async fn warm_round_trip(plan: &Plan, setup: &Setup, report: &mut Report, policy: SandboxPolicy) {
+    let sandboxed_kernel = Kernel::start(options(setup, policy)).await.expect("kernel starts");
+    let plain_kernel = Kernel::start(options(setup, SandboxPolicy::off())).await.expect("kernel starts");
+    for _ in 0..50 {
+        for kernel in [&sandboxed_kernel, &plain_kernel] {
+            kernel.execute("1+1").await.unwrap().collect().await.unwrap();
+        }
+    }
+    let mut sandboxed = Series::new("cellbox");
+    let mut plain = Series::new("sandbox off");
+    for _ in 0..plan.warm_iterations {
+        for (series, kernel) in [(&mut sandboxed, &sandboxed_kernel), (&mut plain, &plain_kernel)] {
+            let started = Instant::now();
+            kernel.execute("1+1").await.unwrap().collect().await.unwrap();
+            series.values.push(started.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    sandboxed_kernel.shutdown().await;
+    plain_kernel.shutdown().await;
     report.add(
-        "sandboxed cold start → first 1+1",
+        "default-sandbox warm round trip of 1+1",
         "ms",
         false,
         &sandboxed,
         Some(&plain),
-        "workspace-write, network off, 4G memory, 512 processes",
+        "workspace-write, network on",
     );
 }
