@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cellbox::tool::{CallContext, CellStatus, EvalEvent, EvalParams, ignore_events};
-use common::engine::{Fixture, eval_timed as eval};
+use common::engine::{Fixture, GATEWAY_NOTE, eval_timed as eval};
 use common::gateway::{Flavor, TestGateway};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -58,7 +58,11 @@ async fn answers_errors_and_schemas(f: &Fixture) {
     let code = "print(completion('hi'))\nprint(agent('sort', agent='worker'))\nprint(tool('grep', pattern='x'))";
     let result = eval(&f.engine, code, 10.0).await;
     assert!(!result.is_error, "{}", result.text);
-    assert_eq!(result.text, "echo: hi\nworker did: sort\n{'args': {'pattern': 'x'}, 'tool': 'grep'}\n");
+    // The session's first call: the gateway note follows the output.
+    assert_eq!(
+        result.text,
+        format!("echo: hi\nworker did: sort\n{{'args': {{'pattern': 'x'}}, 'tool': 'grep'}}\n{GATEWAY_NOTE}")
+    );
     let lines: Vec<&Value> = result.status_events.iter().map(|s| &s.event).filter(|e| e["op"] == "bridge").collect();
     assert_eq!(lines.len(), 3, "one status event per call: {:?}", result.status_events);
     assert_eq!(lines[0]["call"], "completion");

@@ -11,6 +11,7 @@ use cellbox::kernel::{ExecEvent, KernelError};
 use cellbox::protocol::DoneStatus;
 use cellbox::session::{Backend, KernelHandle};
 use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult};
+use common::engine::GATEWAY_NOTE;
 use common::gateway::{Flavor, TestGateway};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -62,7 +63,7 @@ async fn a_slow_gateway_kernel_start_is_shown_while_it_lasts() {
     let engine = engine_on(&gateway, dir.path());
 
     let (result, events) = eval_recorded(&engine, "print('ready')").await;
-    assert_eq!(result.text, "ready\n", "{events:?}");
+    assert_eq!(result.text, format!("ready\n{GATEWAY_NOTE}"), "{events:?}");
     let starting: Vec<(Option<String>, u64)> = events
         .iter()
         .filter_map(|event| match event {
@@ -84,7 +85,8 @@ async fn a_slow_gateway_kernel_start_is_shown_while_it_lasts() {
     let last_wait = events.iter().rposition(|e| matches!(e, EvalEvent::KernelStarting { .. })).unwrap();
     let first_output = events.iter().position(|e| matches!(e, EvalEvent::Stdout { .. })).unwrap();
     assert!(last_wait < first_output, "{events:?}");
-    assert!(result.notes.is_empty(), "{:?}", result.notes);
+    // The only note is the one a gateway session's first result carries: the sandbox does not reach it.
+    assert_eq!(result.notes, vec![GATEWAY_NOTE.trim_end().to_string()]);
     let line =
         EvalEvent::KernelStarting { cell: 0, waiting: Some("starting kernel on gateway".into()), elapsed_ms: 12_400 };
     assert_eq!(line.waiting_line().as_deref(), Some("starting kernel on gateway… (12 s)"));

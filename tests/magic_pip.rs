@@ -1,15 +1,31 @@
 //! `%pip` for real: install, upgrade and uninstall wheels built on the spot
-//! (no network), in the test interpreter. The distribution's name differs
-//! from its import name, so eviction must go through the package metadata.
+//! (no network) into a workspace `.venv`, which is where the default sandbox
+//! lets a kernel install. The distribution's name differs from its import
+//! name, so eviction must go through the package metadata.
 
 mod common;
 
-use common::{BUILD_WHEEL, run, start};
+use std::path::{Path, PathBuf};
+
+use cellbox::kernel::{Kernel, KernelOptions};
+use common::{BUILD_WHEEL, run, test_env};
+
+/// A venv with pip inside `workspace`, made from the test interpreter.
+fn workspace_venv(workspace: &Path) -> PathBuf {
+    let venv = workspace.join(".venv");
+    let status = std::process::Command::new(common::python()).args(["-m", "venv"]).arg(&venv).status().unwrap();
+    assert!(status.success(), "python -m venv failed");
+    venv.join("bin/python")
+}
 
 #[tokio::test]
 async fn pip_installs_upgrades_and_evicts_by_distribution() {
-    let kernel = start().await;
     let dir = tempfile::tempdir().unwrap();
+    let python = workspace_venv(dir.path());
+    // The default sandbox (workspace-write): the workspace's venv is writable, the test interpreter is not.
+    let options = KernelOptions::new(&python, dir.path(), test_env(&[]));
+    assert!(!options.sandbox.is_off());
+    let kernel = Kernel::start(options).await.expect("kernel starts");
     run(&kernel, BUILD_WHEEL).await;
     let setup =
         format!("w1 = build_wheel({0:?}, '1.0')\nw2 = build_wheel({0:?}, '2.0')", dir.path().display().to_string());
@@ -23,6 +39,8 @@ async fn pip_installs_upgrades_and_evicts_by_distribution() {
         install.stdout()
     );
     assert_eq!(install.results(), ["1"]);
+    let landed = run(&kernel, "import sys\ncellbox_probe_mod.__file__.startswith(sys.prefix + '/')").await;
+    assert_eq!(landed.results(), ["True"], "installed into the workspace venv");
 
     let upgrade = run(&kernel, "%pip install --no-index --no-deps --disable-pip-version-check $w2\nimport cellbox_probe_mod\ncellbox_probe_mod.VERSION").await;
     assert_eq!(upgrade.results(), ["2"], "the old module was evicted, so the new code is imported without a restart");

@@ -92,11 +92,34 @@ async fn forked_kernels_take_their_own_env_cwd_path_and_argv() {
     let probes = Probes::new();
     let one = tempfile::tempdir().unwrap();
     let two = tempfile::tempdir().unwrap();
+    // Under the default sandbox the zygote runs inside the workspace's rules, so each workspace has its own.
     let a = Kernel::start(probes.options(one.path(), &["zyg_probe"])).await.unwrap();
     let b = Kernel::start(probes.options(two.path(), &["zyg_probe"])).await.unwrap();
+    assert!(a.forked_from().is_some() && b.forked_from().is_some());
+    if cellbox::sandbox::support().filesystem {
+        assert_ne!(a.forked_from(), b.forked_from(), "the workspace is part of a sandboxed zygote's key");
+    }
+    check_own_env_cwd_path_and_argv(&probes, [(&a, one.path()), (&b, two.path())]).await;
+    a.shutdown().await;
+    b.shutdown().await;
+
+    // With the sandbox off, the cwd does not take part in the key: both come from one zygote.
+    let unconfined = |cwd: &Path| KernelOptions {
+        sandbox: cellbox::sandbox::SandboxPolicy::off(),
+        ..probes.options(cwd, &["zyg_probe"])
+    };
+    let a = Kernel::start(unconfined(one.path())).await.unwrap();
+    let b = Kernel::start(unconfined(two.path())).await.unwrap();
     assert!(a.forked_from().is_some());
-    assert_eq!(a.forked_from(), b.forked_from(), "the cwd does not take part in the zygote's key");
-    for (kernel, dir) in [(&a, one.path()), (&b, two.path())] {
+    assert_eq!(a.forked_from(), b.forked_from(), "the cwd does not take part in an unsandboxed zygote's key");
+    check_own_env_cwd_path_and_argv(&probes, [(&a, one.path()), (&b, two.path())]).await;
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+/// Each kernel has its own cwd (also first on `sys.path`), an empty argv and the given environment.
+async fn check_own_env_cwd_path_and_argv(probes: &Probes, kernels: [(&Kernel, &Path); 2]) {
+    for (kernel, dir) in kernels {
         let dir = dir.display().to_string();
         assert_eq!(value(kernel, "import os\nos.getcwd()").await, format!("{dir:?}").replace('"', "'"));
         assert_eq!(value(kernel, "import sys\nsys.argv").await, "['']");
@@ -105,8 +128,6 @@ async fn forked_kernels_take_their_own_env_cwd_path_and_argv() {
         assert_eq!(value(kernel, "os.environ['PYTHONPATH']").await, format!("'{}'", probes.path().display()));
         assert_eq!(value(kernel, "os.environ.get('PWD', '') != '/'").await, "True");
     }
-    a.shutdown().await;
-    b.shutdown().await;
 }
 
 #[tokio::test]

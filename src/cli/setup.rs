@@ -71,18 +71,26 @@ pub async fn setup(command: SetupCommand) -> ExitCode {
     }
 }
 
-/// What this OS can enforce, and the policy these options ask for.
+/// What this OS can enforce, the policy these options ask for, and whether it is enforced here.
 fn print_sandbox(kernel: &KernelArgs) {
     let support = cellbox::sandbox::support();
     println!("{}", support.to_text());
     match kernel.sandbox_policy() {
-        Ok(policy) => println!(
-            "sandbox policy:     {} (network {}{}{})",
-            policy.mode,
-            policy.network,
-            policy.memory_limit.map(|m| format!(", memory {}", cellbox::sandbox::format_size(m))).unwrap_or_default(),
-            policy.max_processes.map(|n| format!(", at most {n} processes")).unwrap_or_default()
-        ),
+        Ok(policy) => {
+            println!(
+                "sandbox policy:     {} (network {}{}{})",
+                policy.mode,
+                policy.network,
+                policy
+                    .memory_limit
+                    .map(|m| format!(", memory {}", cellbox::sandbox::format_size(m)))
+                    .unwrap_or_default(),
+                policy.max_processes.map(|n| format!(", at most {n} processes")).unwrap_or_default()
+            );
+            if let Some(reason) = cellbox::sandbox::filesystem_unenforceable(&policy) {
+                println!("                    not enforced here ({reason}): kernels start without the file rules");
+            }
+        }
         Err(message) => println!("sandbox policy:     invalid: {message}"),
     }
     println!("preload:            {}", cellbox::kernel::zygote::platform_note());

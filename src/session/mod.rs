@@ -72,6 +72,8 @@ pub struct Slot {
 struct SlotState {
     /// Told to the next call: why its kernel is new (evicted, recycled, died).
     notes: Vec<String>,
+    /// A kernel was put in at least once: what a session's first call is told once is not repeated.
+    had_kernel: bool,
 }
 
 /// A slot held by one call: the only way to change its kernel.
@@ -88,7 +90,13 @@ impl SlotGuard<'_> {
 
     /// Put in a new kernel (or none); returns the old one, still running.
     pub fn replace_kernel(&mut self, kernel: Option<Arc<Kernel>>) -> Option<Arc<Kernel>> {
+        self.state.had_kernel |= kernel.is_some();
         std::mem::replace(&mut *self.slot.current.lock().unwrap(), kernel)
+    }
+
+    /// True once this slot has had a kernel (a reset or a crash does not make it new again).
+    pub fn had_kernel(&self) -> bool {
+        self.state.had_kernel
     }
 
     /// Notes for the caller about what happened to the kernel since the last call.

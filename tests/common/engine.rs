@@ -60,6 +60,11 @@ pub fn on_gateway(config: &mut EngineConfig, url: &str, token: &str) {
         Backend::Gateway(GatewaySetting::External { url: url.to_string(), token: Some(token.to_string()) });
 }
 
+/// What the first result of a session on a gateway adds under the default sandbox, which
+/// cannot reach the gateway's kernels.
+pub const GATEWAY_NOTE: &str = "This session's Python kernel runs on a Jupyter gateway, outside cellbox's sandbox \
+                                (sandbox workspace-write, network on): only its environment was filtered.\n";
+
 /// Eval parameters from their JSON form.
 pub fn params(value: Value) -> EvalParams {
     EvalParams::from_json(value).unwrap()

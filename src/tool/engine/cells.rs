@@ -258,7 +258,7 @@ impl EvalEngine {
         cell: usize,
         on_event: EventSink<'_>,
     ) -> Result<Arc<KernelHandle>, KernelError> {
-        let first_of_session = guard.kernel().is_none();
+        let first_of_session = !guard.had_kernel();
         if let Some(kernel) = guard.kernel() {
             if kernel.is_alive() {
                 return Ok(kernel);
