@@ -8,6 +8,7 @@
 //! - [`protocol`] defines the frames both sides exchange.
 //! - [`paths`] says where cellbox keeps its files (the cache root).
 //! - [`notice`] gives a process-wide warning once.
+//! - [`tls`] sets up TLS for cellbox's own connections.
 //! - [`session`] keeps kernels across calls, per session and owner.
 //! - [`bridge`] answers cells' `completion()`/`agent()`/`tool()` calls back into the host.
 //! - [`tool`] is the eval tool: [`tool::EvalEngine`] runs calls of cells.
@@ -31,4 +32,5 @@ pub mod runtime;
 pub mod sandbox;
 pub mod session;
 pub mod settings;
+pub mod tls;
 pub mod tool;

@@ -25,14 +25,6 @@ pub struct OpenAiClient {
     http: reqwest::Client,
 }
 
-/// Make rustls usable (one crypto provider per process), once.
-fn install_crypto() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
 /// Why an [`OpenAiClient`] cannot be made (a setting, not a request, is at fault), by cause.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenAiSetupError {
@@ -50,7 +42,7 @@ impl OpenAiClient {
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
             return Err(OpenAiSetupError::BadBaseUrl { name: crate::settings::LLM_BASE_URL.name, url: base_url });
         }
-        install_crypto();
+        crate::tls::install_crypto();
         let http =
             reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT).build().map_err(OpenAiSetupError::Http)?;
         Ok(OpenAiClient { base_url, api_key: api_key.filter(|k| !k.is_empty()), model, http })

@@ -84,14 +84,6 @@ pub struct GatewayClient {
     http: reqwest::Client,
 }
 
-/// Make rustls usable (one crypto provider per process), once.
-pub(crate) fn install_crypto() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-}
-
 impl GatewayClient {
     /// A client for `endpoint`.
     pub fn new(endpoint: Endpoint) -> Result<GatewayClient, GatewayError> {
@@ -101,7 +93,7 @@ impl GatewayClient {
                 message: "it must start with http:// or https://".into(),
             });
         }
-        install_crypto();
+        crate::tls::install_crypto();
         let http = reqwest::Client::builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .tcp_nodelay(true)

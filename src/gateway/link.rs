@@ -97,7 +97,7 @@ async fn handshake(
     let port = parsed.port_or_known_default().unwrap_or(80);
     let stream = QuickAckStream::connect(&host, port).await?;
     let connector = if parsed.scheme() == "wss" {
-        super::client::install_crypto();
+        crate::tls::install_crypto();
         use rustls_platform_verifier::ConfigVerifierExt;
         let config = rustls::ClientConfig::with_platform_verifier()
             .map_err(|e| Error::Url(tokio_tungstenite::tungstenite::error::UrlError::UnableToConnect(e.to_string())))?;
