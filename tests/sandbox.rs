@@ -441,6 +441,7 @@ fn opting_out_gives_full_rights_and_says_so_once() {
 /// Run `command` as if this Linux kernel had no Landlock: a seccomp filter
 /// makes every Landlock system call fail with ENOSYS, as on kernels built
 /// without it (the real mechanism cellbox probes, not a cellbox setting).
+#[cfg(target_os = "linux")]
 fn without_landlock(command: &mut std::process::Command) {
     use seccompiler::{SeccompAction, SeccompFilter, TargetArch};
     use std::os::unix::process::CommandExt;
@@ -459,6 +460,7 @@ fn without_landlock(command: &mut std::process::Command) {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn without_landlock_kernels_still_start_and_the_warning_names_what_is_missing() {
     let fx = fixture();
     let mut command = fresh_cellbox(&fx, &["run", "-c", &escape_attempts(&fx)]);
