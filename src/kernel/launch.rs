@@ -84,7 +84,15 @@ fn spawn(
     requests: OwnedFd,
 ) -> Result<(u32, watch::Receiver<Option<ExitInfo>>, crate::sandbox::SandboxGuard), KernelError> {
     let mut sandbox = crate::sandbox::prepare(&options.sandbox, &options.cwd, &options.env)?;
-    let mut command = Command::new(&options.program);
+    // macOS applies its sandbox by starting the kernel through `sandbox-exec`.
+    let mut command = match sandbox.wrapper.split_first() {
+        Some((wrapper, wrapper_args)) => {
+            let mut command = Command::new(wrapper);
+            command.args(wrapper_args).arg(&options.program);
+            command
+        }
+        None => Command::new(&options.program),
+    };
     command
         .args(options.runtime.runner_args(runner))
         .args(host_args)

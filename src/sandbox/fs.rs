@@ -11,7 +11,7 @@
 //! denied, since its parent was split and new entries get no rule.
 
 use std::os::fd::OwnedFd;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use landlock::{
@@ -20,6 +20,8 @@ use landlock::{
 };
 
 use super::Unenforceable;
+#[cfg(test)]
+use super::access::resolve;
 
 /// The kinds of access a grant gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,42 +51,6 @@ pub fn check_abi() -> Result<(), Unenforceable> {
         0 => Err(Unenforceable::NoLandlock),
         version if version < MIN_ABI => Err(Unenforceable::OldLandlock { version, needed: MIN_ABI }),
         _ => Ok(()),
-    }
-}
-
-/// A path with symlinks resolved as far as it exists; the rest is appended
-/// as written (`.` and `..` folded), so a secret that does not exist yet
-/// still names the place it would appear.
-pub fn resolve(path: &Path) -> PathBuf {
-    let mut existing = path.to_path_buf();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            let mut out = real;
-            for part in rest.iter().rev() {
-                out.push(part);
-            }
-            return out;
-        }
-        match (existing.file_name().map(|n| n.to_os_string()), existing.parent()) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                existing = parent.to_path_buf();
-            }
-            _ => {
-                let mut out = PathBuf::new();
-                for c in path.components() {
-                    match c {
-                        Component::ParentDir => {
-                            out.pop();
-                        }
-                        Component::CurDir => {}
-                        other => out.push(other.as_os_str()),
-                    }
-                }
-                return out;
-            }
-        }
     }
 }
 

@@ -20,20 +20,27 @@
 // Only the policy "off" is prepared on other systems: the rest is unused there.
 #![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_imports))]
 
+mod access;
 #[cfg(target_os = "linux")]
 mod fs;
 mod limits;
+#[cfg(target_os = "macos")]
+mod macos;
 mod policy;
 mod probe;
+pub mod seatbelt;
 
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use access::{FileAccess, file_access, resolve};
 #[cfg(target_os = "linux")]
-pub use fs::{Grant, plan as plan_rules, resolve};
+pub use fs::{Grant, plan as plan_rules};
 pub use limits::LimitMethod;
+#[cfg(target_os = "macos")]
+pub use macos::prepare;
 pub use policy::{NetworkMode, PolicyError, SandboxMode, SandboxPolicy, default_secret_paths, format_size, parse_size};
 pub use probe::{SandboxSupport, support};
 
@@ -98,6 +105,10 @@ pub enum Unenforceable {
     LandlockRule { path: PathBuf, source: Arc<landlock::RulesetError> },
     #[error("Landlock did not create a ruleset")]
     NoRuleset,
+    #[error("{path} is missing: the macOS sandbox starts kernels through it")]
+    NoSandboxExec { path: &'static str },
+    #[error("--network localhost gives a kernel a loopback of its own, which only Linux can; use --network off or on")]
+    NoPrivateLoopback,
 }
 
 fn fail(reason: Unenforceable) -> SandboxError {
@@ -146,18 +157,21 @@ pub struct Prepared {
     seccomp: Option<seccompiler::BpfProgram>,
     /// Variables the kernel's environment gets (`TMPDIR`, the mode).
     pub env: Vec<(String, String)>,
+    /// A program and its arguments that start the kernel's own command line
+    /// under the sandbox (macOS's `sandbox-exec -p PROFILE`); empty when the
+    /// rules are applied in the forked child instead (Linux).
+    pub wrapper: Vec<std::ffi::OsString>,
     pub guard: SandboxGuard,
 }
 
 /// Get everything ready, in the host, to start one kernel under `policy` in
-/// `cwd` with environment `env` (its `HOME` and cache variables decide where
-/// the caches are). On other systems than Linux only the policy "off" can be
-/// prepared.
-#[cfg(not(target_os = "linux"))]
+/// `cwd` with environment `env`. On other systems than Linux and macOS only
+/// the policy "off" can be prepared; a filesystem mode is warned about and
+/// not enforced.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 pub fn prepare(policy: &SandboxPolicy, _cwd: &Path, _env: &BTreeMap<String, String>) -> Result<Prepared, SandboxError> {
     let files_only = SandboxPolicy { mode: SandboxMode::Off, ..policy.clone() };
     if files_only.is_off() {
-        // Only the filesystem mode is asked for: warned about, not enforced.
         let mut prepared = Prepared::default();
         let mode = enforceable_mode(policy.mode);
         prepared.env.push((settings::SANDBOX.name.into(), mode.to_string()));
@@ -165,6 +179,32 @@ pub fn prepare(policy: &SandboxPolicy, _cwd: &Path, _env: &BTreeMap<String, Stri
     } else {
         Err(fail(Unenforceable::UnsupportedOs { os: std::env::consts::OS }))
     }
+}
+
+/// The filesystem part every backend shares: the kernel's private temp dir
+/// (kept by `prepared`'s guard, named in its `TMPDIR`, `TMP` and `TEMP`, and
+/// matplotlib's config dir under `read-only`) and the paths `mode` gives it.
+fn prepare_files(
+    prepared: &mut Prepared,
+    policy: &SandboxPolicy,
+    mode: SandboxMode,
+    cwd: &Path,
+    env: &BTreeMap<String, String>,
+) -> Result<FileAccess, SandboxError> {
+    let home = env.get("HOME").map(PathBuf::from).or_else(dirs::home_dir).unwrap_or_else(|| PathBuf::from("/"));
+    let tmp = tempfile::Builder::new()
+        .prefix("cellbox-kernel-")
+        .tempdir()
+        .map_err(|e| fail(Unenforceable::TempDir { source: Arc::new(e) }))?;
+    let tmp_path = tmp.path().to_path_buf();
+    for name in ["TMPDIR", "TMP", "TEMP"] {
+        prepared.env.push((name.into(), tmp_path.display().to_string()));
+    }
+    if mode == SandboxMode::ReadOnly && !env.contains_key("MPLCONFIGDIR") {
+        prepared.env.push(("MPLCONFIGDIR".into(), tmp_path.join("matplotlib").display().to_string()));
+    }
+    prepared.guard.tmp = Some(tmp);
+    Ok(access::file_access(policy, mode, cwd, &home, env, &tmp_path))
 }
 
 /// Why the filesystem part of `policy` (`workspace-write`, `read-only`) cannot
@@ -176,7 +216,9 @@ pub fn filesystem_unenforceable(policy: &SandboxPolicy) -> Option<Unenforceable>
     }
     #[cfg(target_os = "linux")]
     return fs::check_abi().err();
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(target_os = "macos")]
+    return macos::check_sandbox_exec().err();
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     return Some(Unenforceable::UnsupportedOs { os: std::env::consts::OS });
 }
 
@@ -291,71 +333,17 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
     }
 
     // Filesystem.
-    let home = env.get("HOME").map(PathBuf::from).or_else(dirs::home_dir).unwrap_or_else(|| PathBuf::from("/"));
     let mode = enforceable_mode(policy.mode);
     if mode != SandboxMode::Off {
-        let tmp = tempfile::Builder::new()
-            .prefix("cellbox-kernel-")
-            .tempdir()
-            .map_err(|e| fail(Unenforceable::TempDir { source: Arc::new(e) }))?;
-        let tmp_path = tmp.path().to_path_buf();
-        for name in ["TMPDIR", "TMP", "TEMP"] {
-            prepared.env.push((name.into(), tmp_path.display().to_string()));
-        }
-        let mut grants = vec![(PathBuf::from("/"), Grant::Read), (tmp_path.clone(), Grant::Write)];
-        for dev in [
-            "/dev/null",
-            "/dev/zero",
-            "/dev/full",
-            "/dev/random",
-            "/dev/urandom",
-            "/dev/tty",
-            "/dev/ptmx",
-            "/dev/pts",
-            "/dev/shm",
-        ] {
-            grants.push((PathBuf::from(dev), Grant::Write));
-        }
-        if mode == SandboxMode::WorkspaceWrite {
-            grants.push((cwd.to_path_buf(), Grant::Write));
-            grants.extend(policy.allow_write.iter().map(|p| (p.clone(), Grant::Write)));
-            for cache in interpreter_caches(&home, env) {
-                let _ = std::fs::create_dir_all(&cache);
-                grants.push((cache, Grant::Write));
-            }
-        } else if !env.contains_key("MPLCONFIGDIR") {
-            prepared.env.push(("MPLCONFIGDIR".into(), tmp_path.join("matplotlib").display().to_string()));
-        }
-        let mut denied: Vec<PathBuf> =
-            default_secret_paths(&home).iter().chain(&policy.deny_read).map(|p| resolve(p)).collect();
-        denied.sort();
-        denied.dedup();
-        let rules = fs::plan(&grants, &denied);
+        let access = prepare_files(&mut prepared, policy, mode, cwd, env)?;
+        let mut grants = vec![(PathBuf::from("/"), Grant::Read)];
+        grants.extend(access.writable.into_iter().map(|path| (path, Grant::Write)));
+        let rules = fs::plan(&grants, &access.denied);
         prepared.landlock = Some(fs::build_ruleset(&rules, wants_netns)?);
-        prepared.guard.tmp = Some(tmp);
     }
     prepared.env.push((settings::SANDBOX.name.into(), mode.to_string()));
     prepared.env.push((settings::NETWORK.name.into(), policy.network.to_string()));
     Ok(prepared)
-}
-
-#[cfg(target_os = "linux")]
-/// The folders an interpreter writes to while working normally: pip's and
-/// uv's caches, matplotlib's config and font cache, and `%store`'s folder.
-fn interpreter_caches(home: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
-    let var = |k: &str| env.get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let cache = var("XDG_CACHE_HOME").unwrap_or_else(|| home.join(".cache"));
-    let data = var("XDG_DATA_HOME").unwrap_or_else(|| home.join(".local/share"));
-    let config = var("XDG_CONFIG_HOME").unwrap_or_else(|| home.join(".config"));
-    let mut out = vec![
-        var("PIP_CACHE_DIR").unwrap_or_else(|| cache.join("pip")),
-        var("UV_CACHE_DIR").unwrap_or_else(|| cache.join("uv")),
-        var("MPLCONFIGDIR").unwrap_or_else(|| config.join("matplotlib")),
-        cache.join("matplotlib"),
-        data.join("cellbox/store"),
-    ];
-    out.retain(|p| p.is_absolute());
-    out
 }
 
 #[cfg(target_os = "linux")]
