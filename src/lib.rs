@@ -7,6 +7,7 @@
 //! - [`gateway`] runs Python kernels on a Jupyter gateway instead.
 //! - [`protocol`] defines the frames both sides exchange.
 //! - [`paths`] says where cellbox keeps its files (the cache root).
+//! - [`platform`] lists the platforms cellbox is built for and what works on each.
 //! - [`notice`] gives a process-wide warning once.
 //! - [`tls`] sets up TLS for cellbox's own connections.
 //! - [`session`] keeps kernels across calls, per session and owner.
@@ -26,6 +27,7 @@ pub mod notebook;
 pub mod notice;
 pub mod output;
 pub mod paths;
+pub mod platform;
 pub mod protocol;
 pub mod render;
 pub mod runtime;
