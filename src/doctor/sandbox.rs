@@ -38,19 +38,33 @@ pub fn sandbox_entries() -> Vec<SandboxEntry> {
     let (memory_ok, memory) = limit(&found.memory_limit);
     let (processes_ok, processes) = limit(&found.process_limit);
     let mut entries = vec![
+        if cfg!(target_os = "macos") {
+            entry(
+                "filesystem (Seatbelt)",
+                found.filesystem,
+                if found.filesystem {
+                    "a sandbox-exec profile per kernel".into()
+                } else {
+                    "no /usr/bin/sandbox-exec: workspace-write/read-only kernels start without their file rules".into()
+                },
+            )
+        } else {
+            entry(
+                "filesystem (Landlock)",
+                found.filesystem,
+                match found.landlock_abi {
+                    0 => "no Landlock: workspace-write/read-only kernels start without their file rules".into(),
+                    abi if found.filesystem => format!("Landlock ABI {abi}"),
+                    abi => format!("Landlock ABI {abi} is too old (3 or newer is needed)"),
+                },
+            )
+        },
         entry(
-            "filesystem (Landlock)",
-            found.filesystem,
-            match found.landlock_abi {
-                0 => "no Landlock: workspace-write/read-only kernels start without their file rules".into(),
-                abi if found.filesystem => format!("Landlock ABI {abi}"),
-                abi => format!("Landlock ABI {abi} is too old (3 or newer is needed)"),
-            },
-        ),
-        entry(
-            "network namespace",
+            if cfg!(target_os = "macos") { "network (Seatbelt)" } else { "network namespace" },
             found.network,
-            if found.network {
+            if found.network && cfg!(target_os = "macos") {
+                "--network off works (localhost is Linux-only)".into()
+            } else if found.network {
                 "--network off/localhost work".into()
             } else {
                 "--network off/localhost cannot start".into()

@@ -81,8 +81,19 @@ pub fn support() -> SandboxSupport {
         m => m,
     };
     let mut notes = Vec::new();
-    if !linux {
-        notes.push("the sandbox is implemented for Linux only; use --sandbox off on this OS".into());
+    // macOS applies the filesystem modes and --network off with a Seatbelt profile.
+    let seatbelt = cfg!(target_os = "macos") && super::filesystem_unenforceable_here().is_none();
+    if cfg!(target_os = "macos") {
+        notes.push(if seatbelt {
+            "the filesystem modes and --network off use a Seatbelt profile (sandbox-exec); --network localhost, \
+             --memory-limit and --max-processes are Linux-only"
+                .into()
+        } else {
+            "/usr/bin/sandbox-exec is missing: the filesystem modes are not enforced and --network off cannot start"
+                .into()
+        });
+    } else if !linux {
+        notes.push("the sandbox is implemented for Linux and macOS only; use --sandbox off on this OS".into());
     }
     if linux && abi < MIN_ABI {
         notes.push(format!(
@@ -112,8 +123,8 @@ pub fn support() -> SandboxSupport {
     SandboxSupport {
         os: std::env::consts::OS.to_string(),
         landlock_abi: abi,
-        filesystem: abi >= MIN_ABI,
-        network,
+        filesystem: abi >= MIN_ABI || seatbelt,
+        network: network || seatbelt,
         seccomp,
         root,
         memory_limit,
