@@ -32,7 +32,10 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         _ => Some(super::prepare_files(&mut prepared, policy, mode, cwd, env)?),
     };
     if access.is_some() || policy.network != NetworkMode::On {
-        check_sandbox_exec().map_err(fail)?;
+        // An enforceable filesystem mode already found the program; the network alone has not.
+        if access.is_none() {
+            check_sandbox_exec().map_err(fail)?;
+        }
         let profile = seatbelt::profile(mode, access.as_ref(), policy.network).map_err(fail)?;
         prepared.wrapper = vec![SANDBOX_EXEC.into(), "-p".into(), profile.into()];
     }

@@ -222,11 +222,6 @@ pub fn filesystem_unenforceable(policy: &SandboxPolicy) -> Option<Unenforceable>
     return Some(Unenforceable::UnsupportedOs { os: std::env::consts::OS });
 }
 
-/// Why this host cannot enforce the filesystem modes, or `None` when it can.
-fn filesystem_unenforceable_here() -> Option<Unenforceable> {
-    filesystem_unenforceable(&SandboxPolicy::default())
-}
-
 /// [`SandboxPolicy::describe_for_model`] for what this host really enforces:
 /// where the filesystem rules cannot be enforced, the model is told that code
 /// has the user's full file access, not what was asked for.

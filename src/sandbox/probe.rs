@@ -82,7 +82,8 @@ pub fn support() -> SandboxSupport {
     };
     let mut notes = Vec::new();
     // macOS applies the filesystem modes and --network off with a Seatbelt profile.
-    let seatbelt = cfg!(target_os = "macos") && super::filesystem_unenforceable_here().is_none();
+    let seatbelt =
+        cfg!(target_os = "macos") && super::filesystem_unenforceable(&super::SandboxPolicy::default()).is_none();
     if cfg!(target_os = "macos") {
         notes.push(if seatbelt {
             "the filesystem modes and --network off use a Seatbelt profile (sandbox-exec); --network localhost, \
