@@ -34,5 +34,6 @@ pub mod runtime;
 pub mod sandbox;
 pub mod session;
 pub mod settings;
+pub mod stop_signals;
 pub mod tls;
 pub mod tool;

@@ -38,7 +38,8 @@ pub const PLATFORMS: &[Platform] = &[
     Platform {
         name: "win32-x64",
         target: "x86_64-pc-windows-msvc",
-        checked: "not yet: the crate does not build for Windows (Unix process, fd and lock calls)",
+        checked: "type-checked and linted by the test command (scripts/cross-check); the hosted Windows runner's \
+                  test job does not pass yet (the test command and most test fixtures are Unix-only)",
     },
 ];
 
@@ -57,19 +58,20 @@ pub const CAPABILITIES: &[Capability] = &[
         name: "Python and JavaScript kernels",
         linux: "yes",
         macos: "built and linted here; run by the hosted macOS runners only",
-        windows: "not yet",
+        windows: "Python: pipes, a Job Object per kernel, interrupts sent over the request pipe (a blocking call \
+                  is interrupted when it returns); JavaScript: not yet (a clear error)",
     },
     Capability {
         name: "preloading fork server (`--preload`)",
         linux: "yes",
         macos: "no: kernels are spawned (a fork of a process that touched system frameworks is unsafe)",
-        windows: "no",
+        windows: "no (no `fork()`): kernels are spawned, said once",
     },
     Capability {
         name: "sandbox: `workspace-write`, `read-only`",
         linux: "enforced: Landlock ABI 3+ (Linux 6.2+); without it, a warning and no file rules",
         macos: "enforced: a Seatbelt profile (`sandbox-exec`), whose text is tested on every OS",
-        windows: "not enforced (one warning), once kernels run there",
+        windows: "not enforced (one warning)",
     },
     Capability {
         name: "sandbox: `--network off`",
@@ -93,7 +95,13 @@ pub const CAPABILITIES: &[Capability] = &[
         name: "Jupyter gateway kernels",
         linux: "yes (outside the sandbox)",
         macos: "yes (outside the sandbox)",
-        windows: "not yet",
+        windows: "built (remote gateways, and the local one started as a detached process); untested",
+    },
+    Capability {
+        name: "host bridge agent commands (`CELLBOX_AGENT_COMMAND`)",
+        linux: "yes",
+        macos: "yes",
+        windows: "not yet (they run through `sh -c`): a clear error",
     },
 ];
 

@@ -110,6 +110,11 @@ pub struct LintFinding {
 /// Host → runner: exit cleanly.
 pub const EXIT_FRAME: &str = "{\"type\":\"exit\"}";
 
+/// Host → runner, one whole line: interrupt the running cell (where the
+/// host cannot send SIGINT, i.e. on Windows; a runner reads its requests on a
+/// thread of their own there). Between cells it is ignored.
+pub const INTERRUPT_FRAME: &str = "{\"type\":\"interrupt\"}\n";
+
 /// Runner → host frames. (`Serialize` is for tests and tools that play the runner's part.)
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(tag = "type", rename_all = "lowercase")]

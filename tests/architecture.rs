@@ -13,7 +13,10 @@ use std::path::{Path, PathBuf};
 /// The layers, lowest first. A module may import its own layer and the ones below it, never a
 /// higher one. `main` is the binary's root (`src/main.rs`); `lib` (`src/lib.rs`) is not checked.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("foundation", &["protocol", "settings", "sandbox", "discovery", "paths", "platform", "notice", "tls"]),
+    (
+        "foundation",
+        &["protocol", "settings", "sandbox", "discovery", "paths", "platform", "notice", "tls", "stop_signals"],
+    ),
     ("runtimes", &["runtime"]),
     ("kernels", &["kernel"]),
     ("gateway kernels", &["gateway"]),

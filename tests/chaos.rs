@@ -16,11 +16,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use cellbox::kernel::process::{Signal, signal_pid};
 use cellbox::notebook::HistoryLimits;
 use cellbox::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
 use common::{PATIENCE, eventually, group_members, reaped};
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -242,7 +241,7 @@ async fn chaos() {
                 let pids = soak.engine.kernel_pids();
                 if !pids.is_empty() && !stop.load(Ordering::Relaxed) {
                     let victim = pids[rng.below(pids.len() as u64) as usize];
-                    let _ = kill(Pid::from_raw(victim as i32), Signal::SIGKILL);
+                    let _ = signal_pid(victim, Signal::SIGKILL);
                     soak.killed_from_outside.lock().unwrap().push(victim);
                 }
             }

@@ -4,6 +4,7 @@ mod common;
 
 use std::process::{Output, Stdio};
 
+use cellbox::kernel::process::{Signal, signal_pid};
 use common::binary::text;
 
 fn cellbox(args: &[&str], stdin: Option<&str>) -> Output {
@@ -91,7 +92,7 @@ fn sigterm_to_the_host_leaves_no_kernel_behind() {
     std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let kernel: u32 = line.trim().parse().unwrap();
     assert_eq!(common::group_members(kernel).len(), 2, "kernel and its child are running");
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    signal_pid(child.id(), Signal::SIGTERM).unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(143));
     assert!(common::group_members(kernel).is_empty(), "kernel group {kernel} survived the host");

@@ -1,5 +1,8 @@
 //! Interpreter resolution with real virtual environments, one per source,
 //! and the kernel really running inside the chosen one.
+//!
+//! Unix only: its fixtures are shell-script shims with execute bits, and symlinks.
+#![cfg(unix)]
 
 mod common;
 

@@ -1,5 +1,8 @@
 //! `cellbox doctor` on machines made with PATH tricks: no Python and no Node,
 //! both, one of them; the gateway token never shows.
+//!
+//! Unix only: its machines are made of symlinks and shell-script shims.
+#![cfg(unix)]
 
 mod common;
 

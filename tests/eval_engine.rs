@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use cellbox::kernel::process::{Signal, signal_pid};
 use cellbox::tool::{CallContext, CellStatus, EvalError, EvalEvent, EvalParams, KernelMode, ignore_events};
 use common::engine::{eval, eval_in, fixture, params};
 use common::{PATIENCE, eventually, gate, group_members, reaped};
@@ -173,7 +174,7 @@ async fn concurrent_first_calls_share_one_startup() {
 async fn a_kernel_dead_before_the_cell_is_replaced() {
     let f = fixture(|_| {});
     let pid: i32 = eval(&f.engine, "import os; os.getpid()").await.text.trim().parse().unwrap();
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+    signal_pid(pid as u32, Signal::SIGKILL).unwrap();
     // Once its exit is collected the host knows it is dead: the next call is no race with the kill.
     assert!(eventually(PATIENCE, || reaped(pid as u32)).await);
     let result = eval(&f.engine, "import os; os.getpid()").await;

@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use cellbox::kernel::process::{Signal, signal_pid};
 use cellbox::kernel::{Kernel, KernelOptions};
 use cellbox::runtime::{self, Runtime};
 use cellbox::tool::{CellStatus, EngineConfig, EvalEngine, EvalError, EvalResult, Exposure};
@@ -152,7 +153,7 @@ async fn a_crash_keeps_the_last_output() {
 async fn a_kernel_killed_between_calls_is_not_blamed_on_the_next_cell() {
     let f = fixture(|_| {});
     let pid: i32 = js(&f.engine, "process.pid").await.text.trim().parse().unwrap();
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).unwrap();
+    signal_pid(pid as u32, Signal::SIGKILL).unwrap();
     assert!(common::eventually(Duration::from_secs(60), || common::group_members(pid as u32).is_empty()).await);
     let next = js(&f.engine, "process.pid").await;
     assert!(!next.is_error, "{}", next.text);

@@ -213,8 +213,10 @@ async fn startup_failures_are_explained() {
 }
 
 fn make_executable(path: &std::path::Path) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    #[cfg(unix)]
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    #[cfg(not(unix))]
+    let _ = path;
 }
 
 #[tokio::test]

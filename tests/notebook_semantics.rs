@@ -341,6 +341,7 @@ async fn pip_falls_back_to_uv_in_a_uv_venv() {
     std::fs::write(venv.join("conda-meta/history"), "").unwrap();
     let mamba = venv.join("bin/mamba");
     std::fs::write(&mamba, "#!/bin/sh\necho \"mamba $*\"\n").unwrap();
+    #[cfg(unix)]
     std::fs::set_permissions(&mamba, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let prefix = run(&kernel, "import sys; print(sys.prefix)").await.stdout();
     let installed = run(&kernel, "%mamba install somepkg").await;

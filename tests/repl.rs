@@ -1,5 +1,8 @@
 //! `cellbox repl` in a real pseudo-terminal (rexpect): multi-line input,
 //! Ctrl-C on a busy cell, history, and leaving no process behind.
+//!
+//! Unix only: Windows has no pseudo-terminal for rexpect to drive.
+#![cfg(unix)]
 
 mod common;
 

@@ -3,6 +3,9 @@
 //! succeed with the sandbox off. Run on Linux with Landlock ABI 3+, network
 //! namespaces and writable memory/pids cgroups (or, for a non-root user,
 //! user namespaces); `sandbox_support_is_probed` says what this host has.
+//!
+//! Unix only: the sandbox backends are Landlock (Linux) and Seatbelt (macOS).
+#![cfg(unix)]
 
 mod common;
 

@@ -6,6 +6,7 @@ mod common;
 
 use std::time::Duration;
 
+use cellbox::kernel::process::{Signal, signal_pid};
 use cellbox::session::SpareLimits;
 use cellbox::tool::{EngineConfig, EvalEngine, KernelMode};
 use common::engine::{Fixture, eval_json_in as eval_params};
@@ -114,7 +115,7 @@ async fn a_dead_kernel_is_replaced_by_the_spare() {
     let f = fixture(|_| {});
     let first = pid_in(&f.engine, "s").await;
     let spare = ready_spare(&f.engine).await;
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(first as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    signal_pid(first, Signal::SIGKILL).unwrap();
     // Once its exit is collected the host knows it is dead: the next call is no race with the kill.
     assert!(eventually(PATIENCE, || reaped(first)).await);
     let result = eval_params(&f.engine, "s", json!({"cells": [{"code": "import os\nos.getpid()"}]})).await;

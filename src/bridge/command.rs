@@ -34,7 +34,7 @@ struct GroupGuard(Option<i32>);
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if let Some(pgid) = self.0 {
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
+            let _ = crate::kernel::process::signal_group(pgid as u32, crate::kernel::process::Signal::SIGKILL);
         }
     }
 }
@@ -53,6 +53,12 @@ impl AgentCommand {
                 "\n\nAnswer with only a JSON value (no prose, no code fence) matching this JSON Schema:\n{schema}"
             ));
         }
+        if cfg!(windows) {
+            return Err(BridgeError::new(
+                "host",
+                "agent commands are not supported on Windows yet: they run through `sh -c`".to_string(),
+            ));
+        }
         let as_argument = self.command.contains(PROMPT_PLACEHOLDER);
         let script = self.command.replace(PROMPT_PLACEHOLDER, "\"$1\"");
         let mut command = tokio::process::Command::new("sh");
@@ -66,8 +72,10 @@ impl AgentCommand {
             .stdin(if as_argument { Stdio::null() } else { Stdio::piped() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .process_group(0)
             .kill_on_drop(true);
+        // Its own process group, so the guard below stops whatever it started too.
+        #[cfg(unix)]
+        command.process_group(0);
         if let Some(model) = &request.model {
             command.env(crate::settings::AGENT_MODEL.name, model);
         }

@@ -2,20 +2,17 @@
 
 use std::sync::Arc;
 
+use cellbox::stop_signals::{StopSignal, StopSignals};
 use cellbox::tool::EvalEngine;
 use tokio_util::sync::CancellationToken;
 
 /// Ctrl-C cancels the running cell; a second Ctrl-C, or SIGTERM, stops the kernels and exits.
 pub(super) async fn watch_signals(engine: Arc<EvalEngine>, cancel: CancellationToken, terminated: CancellationToken) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut interrupt), Ok(mut terminate)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
-    else {
-        return;
-    };
+    let Ok(mut signals) = StopSignals::listen() else { return };
     let mut interrupts = 0;
     loop {
-        tokio::select! {
-            _ = interrupt.recv() => {
+        match signals.next().await {
+            StopSignal::Interrupt => {
                 interrupts += 1;
                 if interrupts == 1 {
                     eprintln!("\ncellbox: interrupting (press Ctrl-C again to stop the kernel)");
@@ -25,7 +22,7 @@ pub(super) async fn watch_signals(engine: Arc<EvalEngine>, cancel: CancellationT
                 engine.dispose_all().await;
                 std::process::exit(130);
             }
-            _ = terminate.recv() => {
+            StopSignal::Terminate => {
                 terminated.cancel();
                 engine.dispose_all().await;
                 std::process::exit(143);

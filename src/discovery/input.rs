@@ -72,7 +72,18 @@ pub fn manager_vars_from_env() -> BTreeMap<String, String> {
 }
 
 /// A regular file (after symlinks) with an execute bit.
+#[cfg(unix)]
 pub fn is_executable(file: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(file).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+}
+
+/// A regular file whose extension Windows runs (`.exe`, `.com`, `.bat`, `.cmd`).
+#[cfg(windows)]
+pub fn is_executable(file: &Path) -> bool {
+    let runnable = file
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| ["exe", "com", "bat", "cmd"].iter().any(|known| e.eq_ignore_ascii_case(known)));
+    runnable && std::fs::metadata(file).map(|m| m.is_file()).unwrap_or(false)
 }

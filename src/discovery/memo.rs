@@ -10,7 +10,6 @@
 //! depends on the folder and the environment, not on the file; nor are mise's
 //! shims, links to the `mise` binary itself.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -29,14 +28,8 @@ fn identity(program: &Path) -> Option<(PathBuf, [i64; 6])> {
     if script || mise_shim || !meta.is_file() {
         return None;
     }
-    let stamp = [
-        meta.dev() as i64,
-        meta.ino() as i64,
-        meta.size() as i64,
-        meta.mtime().saturating_mul(1_000_000_000).saturating_add(meta.mtime_nsec()),
-        meta.ctime().saturating_mul(1_000_000_000).saturating_add(meta.ctime_nsec()),
-        0,
-    ];
+    let [dev, ino, size, modified, changed] = super::stamp::file_stamp(&meta);
+    let stamp = [dev, ino, size, modified, changed, 0];
     Some((real, stamp))
 }
 
@@ -176,6 +169,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(unix)]
     fn a_symlink_is_valid_for_its_target_only() {
         let root = tempfile::tempdir().unwrap();
         let (one, two) = (root.path().join("one"), root.path().join("two"));

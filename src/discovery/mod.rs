@@ -6,6 +6,7 @@ pub mod memo;
 pub mod probe;
 pub mod shims;
 pub mod sources;
+pub mod stamp;
 
 use std::fmt;
 use std::path::PathBuf;

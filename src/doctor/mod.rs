@@ -513,6 +513,7 @@ mod tests {
         std::fs::create_dir(dir.path().join("sub")).unwrap();
         std::fs::write(dir.path().join("a"), b"12345").unwrap();
         std::fs::write(dir.path().join("sub/b"), b"123").unwrap();
+        #[cfg(unix)]
         std::os::unix::fs::symlink("/", dir.path().join("root")).unwrap();
         assert_eq!(measure(dir.path()), (2, 8));
         assert_eq!(measure(&dir.path().join("absent")), (0, 0));

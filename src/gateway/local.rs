@@ -21,15 +21,14 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
 use super::client::{Endpoint, GatewayClient};
+use crate::kernel::process::{Signal, pid_alive, signal_pid};
+use crate::paths::{private_file_options, tighten_dir};
 use crate::settings;
 
 /// How long a new gateway gets to answer its health check.
@@ -159,8 +158,8 @@ fn info_path(dir: &Path) -> PathBuf {
 fn ensure_dir(dir: &Path) -> Result<(), LocalGatewayError> {
     std::fs::create_dir_all(dir.join("runtime"))
         .map_err(|source| LocalGatewayError::CreateDir { dir: dir.to_path_buf(), source })?;
-    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-    let _ = std::fs::set_permissions(dir.join("runtime"), std::fs::Permissions::from_mode(0o700));
+    tighten_dir(dir);
+    tighten_dir(&dir.join("runtime"));
     Ok(())
 }
 
@@ -174,8 +173,7 @@ fn write_info(dir: &Path, info: &GatewayInfo) -> Result<(), LocalGatewayError> {
     let path = info_path(dir);
     let temporary = dir.join(format!(".gateway.json.{}", std::process::id()));
     let written = (|| {
-        let mut file =
-            std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&temporary)?;
+        let mut file = private_file_options().write(true).create(true).truncate(true).open(&temporary)?;
         file.write_all(serde_json::to_string_pretty(info).expect("info serializes").as_bytes())?;
         file.sync_all()?;
         std::fs::rename(&temporary, &path)
@@ -190,7 +188,7 @@ fn now() -> u64 {
 /// Whether `pid` runs and looks like a kernel gateway (a recycled pid of
 /// another program must never be signalled).
 pub fn is_gateway_process(pid: u32) -> bool {
-    if pid == 0 || kill(Pid::from_raw(pid as i32), None).is_err() {
+    if pid == 0 || !pid_alive(pid) {
         return false;
     }
     match std::fs::read(format!("/proc/{pid}/cmdline")) {
@@ -220,19 +218,16 @@ impl Lock {
     /// Wait (bounded) for the lock, then start the heartbeat.
     fn acquire(dir: &Path, limit: Duration) -> Result<Lock, LocalGatewayError> {
         let path = dir.join("gateway.lock");
-        let file = std::fs::OpenOptions::new()
+        let file = private_file_options()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
-            .mode(0o600)
             .open(&path)
             .map_err(|source| LocalGatewayError::Open { path: path.clone(), source })?;
         let deadline = std::time::Instant::now() + limit;
         loop {
-            // SAFETY: flock on a file descriptor we own.
-            let locked = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX | libc::LOCK_NB) };
-            if locked == 0 {
+            if file.try_lock().is_ok() {
                 break;
             }
             if std::time::Instant::now() >= deadline {
@@ -273,8 +268,7 @@ fn write_heartbeat(mut file: &std::fs::File) {
 impl Drop for Lock {
     fn drop(&mut self) {
         self.beating.store(false, std::sync::atomic::Ordering::SeqCst);
-        // SAFETY: unlocking a descriptor we own.
-        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&self.file), libc::LOCK_UN) };
+        let _ = self.file.unlock();
     }
 }
 
@@ -320,16 +314,43 @@ pub async fn healthy(info: &GatewayInfo) -> bool {
     }
 }
 
+/// The gateway outlives this process and its terminal's signals: on Unix a
+/// session of its own (and, for tests, a lower open-files limit).
+#[cfg(unix)]
+fn detach(command: &mut std::process::Command, nofile: Option<u64>) {
+    // SAFETY: setsid and setrlimit are async-signal-safe.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(command, move || {
+            if let Some(limit) = nofile {
+                let limit = libc::rlimit { rlim_cur: limit, rlim_max: limit };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from)
+        });
+    }
+}
+
+/// On Windows a process group of its own, without a console window (a
+/// child is not ended with its parent there unless a job says so).
+#[cfg(windows)]
+fn detach(command: &mut std::process::Command, _nofile: Option<u64>) {
+    use std::os::windows::process::CommandExt;
+    use windows_sys::Win32::System::Threading::{CREATE_NEW_PROCESS_GROUP, CREATE_NO_WINDOW};
+    command.creation_flags(CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW);
+}
+
 /// Stop the recorded gateway process (if it still is one) and forget it.
 async fn stop_recorded(dir: &Path, info: &GatewayInfo) {
     if is_gateway_process(info.pid) {
-        let _ = kill(Pid::from_raw(info.pid as i32), Signal::SIGTERM);
+        let _ = signal_pid(info.pid, Signal::SIGTERM);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         while is_gateway_process(info.pid) && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         if is_gateway_process(info.pid) {
-            let _ = kill(Pid::from_raw(info.pid as i32), Signal::SIGKILL);
+            let _ = signal_pid(info.pid, Signal::SIGKILL);
         }
     }
     let _ = std::fs::remove_file(info_path(dir));
@@ -382,10 +403,9 @@ async fn start(
         lock.beat();
         let port = free_port()?;
         let token = new_token();
-        let log = std::fs::OpenOptions::new()
+        let log = private_file_options()
             .create(true)
             .append(true)
-            .mode(0o600)
             .open(&log_file)
             .map_err(|source| LocalGatewayError::Open { path: log_file.clone(), source })?;
         let mut command = std::process::Command::new(python);
@@ -409,20 +429,7 @@ async fn start(
             .stdin(std::process::Stdio::null())
             .stdout(log.try_clone().map_err(LocalGatewayError::Io)?)
             .stderr(log);
-        let nofile = nofile_for_test();
-        // Its own session: it outlives this process and its terminal's signals.
-        // SAFETY: setsid and setrlimit are async-signal-safe.
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
-                if let Some(limit) = nofile {
-                    let limit = libc::rlimit { rlim_cur: limit, rlim_max: limit };
-                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                nix::unistd::setsid().map(|_| ()).map_err(std::io::Error::from)
-            });
-        }
+        detach(&mut command, nofile_for_test());
         let mut child =
             command.spawn().map_err(|source| LocalGatewayError::Spawn { python: python.to_path_buf(), source })?;
         let info = GatewayInfo {

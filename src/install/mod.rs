@@ -148,11 +148,9 @@ impl Change {
         let written = (|| -> std::io::Result<()> {
             let mut file = tempfile::NamedTempFile::new_in(dir)?;
             std::io::Write::write_all(&mut file, after.as_bytes())?;
-            let permissions = match std::fs::metadata(&self.path) {
-                Ok(meta) => meta.permissions(),
-                Err(_) => std::os::unix::fs::PermissionsExt::from_mode(0o644),
-            };
-            std::fs::set_permissions(file.path(), permissions)?;
+            if let Some(permissions) = crate::paths::replacement_permissions(&self.path) {
+                std::fs::set_permissions(file.path(), permissions)?;
+            }
             file.persist(&self.path).map_err(|e| e.error)?;
             Ok(())
         })();

@@ -13,14 +13,17 @@
 //! Output bytes are decoded here ([`Utf8Stream`]): invalid UTF-8 becomes
 //! U+FFFD, and a sequence cut at the end of a read waits for its rest.
 
-use std::io;
-use std::os::fd::{OwnedFd, RawFd};
+use std::io::{self, PipeWriter};
+#[cfg(unix)]
+use std::os::fd::RawFd;
 
-use tokio::net::unix::pipe;
+use super::pipe::{self, Receiver};
 
 /// The frames pipe's write end as the runner sees it.
+#[cfg(unix)]
 pub const FRAMES_FD: RawFd = 3;
 /// The diagnostics pipe's write end as the runner sees it.
+#[cfg(unix)]
 pub const DIAGNOSTICS_FD: RawFd = 4;
 /// Output pipes are enlarged to this (Linux), so bursts block the writer less.
 #[cfg(target_os = "linux")]
@@ -28,57 +31,56 @@ const OUTPUT_PIPE_SIZE: i32 = 1 << 20;
 
 /// The child's ends of the pipes, handed over at spawn.
 pub struct ChildEnds {
-    pub stdout: OwnedFd,
-    pub stderr: OwnedFd,
-    pub frames: OwnedFd,
-    pub diagnostics: OwnedFd,
+    pub stdout: PipeWriter,
+    pub stderr: PipeWriter,
+    pub frames: PipeWriter,
+    pub diagnostics: PipeWriter,
 }
 
 /// The host's reading ends.
 pub struct HostEnds {
-    pub stdout: pipe::Receiver,
-    pub stderr: pipe::Receiver,
-    pub frames: pipe::Receiver,
-    pub diagnostics: pipe::Receiver,
+    pub stdout: Receiver,
+    pub stderr: Receiver,
+    pub frames: Receiver,
+    pub diagnostics: Receiver,
 }
 
 /// Create the output, frame and diagnostics pipes (all close-on-exec).
 /// Must run inside a tokio runtime (the readers register with it).
 pub fn create() -> io::Result<(ChildEnds, HostEnds)> {
-    let (out_r, out_w) = std::io::pipe()?;
-    let (err_r, err_w) = std::io::pipe()?;
-    let (frames_r, frames_w) = std::io::pipe()?;
-    let (diag_r, diag_w) = std::io::pipe()?;
-    let (out_w, err_w) = (OwnedFd::from(out_w), OwnedFd::from(err_w));
+    let (out_r, out_w) = io::pipe()?;
+    let (err_r, err_w) = io::pipe()?;
+    let (frames_r, frames_w) = io::pipe()?;
+    let (diag_r, diag_w) = io::pipe()?;
     grow(&out_w);
     grow(&err_w);
-    let child =
-        ChildEnds { stdout: out_w, stderr: err_w, frames: OwnedFd::from(frames_w), diagnostics: OwnedFd::from(diag_w) };
+    let child = ChildEnds { stdout: out_w, stderr: err_w, frames: frames_w, diagnostics: diag_w };
     let host = HostEnds {
-        stdout: pipe::Receiver::from_owned_fd(OwnedFd::from(out_r))?,
-        stderr: pipe::Receiver::from_owned_fd(OwnedFd::from(err_r))?,
-        frames: pipe::Receiver::from_owned_fd(OwnedFd::from(frames_r))?,
-        diagnostics: pipe::Receiver::from_owned_fd(OwnedFd::from(diag_r))?,
+        stdout: pipe::receiver(out_r)?,
+        stderr: pipe::receiver(err_r)?,
+        frames: pipe::receiver(frames_r)?,
+        diagnostics: pipe::receiver(diag_r)?,
     };
     Ok((child, host))
 }
 
 #[cfg(target_os = "linux")]
-fn grow(fd: &OwnedFd) {
+fn grow(end: &PipeWriter) {
     // SAFETY: F_SETPIPE_SZ on a pipe we own; failure only keeps the default size.
     unsafe {
-        libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(fd), libc::F_SETPIPE_SZ, OUTPUT_PIPE_SIZE);
+        libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(end), libc::F_SETPIPE_SZ, OUTPUT_PIPE_SIZE);
     }
 }
 
 #[cfg(not(target_os = "linux"))]
-fn grow(_fd: &OwnedFd) {}
+fn grow(_end: &PipeWriter) {}
 
 /// In the forked child, before exec: put `frames` at fd 3 and `diagnostics`
 /// at fd 4 (inheritable). Only async-signal-safe calls.
 ///
 /// Both are first copied above fd 10, so neither can be overwritten by the
 /// other's `dup2` whatever numbers they had in the host.
+#[cfg(unix)]
 pub fn place_in_child(frames: RawFd, diagnostics: RawFd) -> io::Result<()> {
     // SAFETY: plain fd syscalls on fds this child owns.
     unsafe {

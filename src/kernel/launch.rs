@@ -7,16 +7,18 @@
 //! the exit status, the request pipe's write end and what must live as long
 //! as the kernel (its sandbox guard, the zygote that reports its exit).
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::io::PipeReader;
 use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 
-use tokio::net::unix::pipe;
 use tokio::process::Command;
 use tokio::sync::watch;
 
-use super::channel::{self, ChildEnds};
+#[cfg(unix)]
+use super::channel;
+use super::channel::ChildEnds;
+use super::pipe;
 use super::process::ExitInfo;
 use super::zygote::{self, Zygote};
 use super::{KernelError, KernelOptions};
@@ -42,9 +44,8 @@ pub(super) async fn launch(options: &KernelOptions, runner: &Path, ends: ChildEn
         message: e.to_string(),
     };
     let (request_read, request_write) = std::io::pipe().map_err(spawn_error)?;
-    let request_read = OwnedFd::from(request_read);
-    let requests = pipe::Sender::from_owned_fd(OwnedFd::from(request_write)).map_err(spawn_error)?;
-    let host_args = host_args();
+    let requests = pipe::sender(request_write).map_err(spawn_error)?;
+    let host_args = host_args(&ends);
     let mut argv = vec![runner.to_string_lossy().into_owned()];
     argv.extend(host_args.iter().cloned());
     if let Some(forked) = zygote::fork(options, runner, &argv, &ends, &request_read).await {
@@ -63,29 +64,36 @@ pub(super) async fn launch(options: &KernelOptions, runner: &Path, ends: ChildEn
 }
 
 /// What the runner is told after its own file: the host's pid and where its
-/// frames and diagnostics go.
-fn host_args() -> Vec<String> {
+/// frames and diagnostics go (fd numbers on Unix, inherited handles on Windows).
+fn host_args(ends: &ChildEnds) -> Vec<String> {
+    #[cfg(unix)]
+    let (flag, frames, diagnostics) = {
+        let _ = ends;
+        ("fd", channel::FRAMES_FD.to_string(), channel::DIAGNOSTICS_FD.to_string())
+    };
+    #[cfg(windows)]
+    let (flag, frames, diagnostics) = {
+        use std::os::windows::io::AsRawHandle;
+        (
+            "handle",
+            (ends.frames.as_raw_handle() as usize).to_string(),
+            (ends.diagnostics.as_raw_handle() as usize).to_string(),
+        )
+    };
     vec![
         "--host-pid".to_string(),
         std::process::id().to_string(),
-        "--frames-fd".to_string(),
-        channel::FRAMES_FD.to_string(),
-        "--diagnostics-fd".to_string(),
-        channel::DIAGNOSTICS_FD.to_string(),
+        format!("--frames-{flag}"),
+        frames,
+        format!("--diagnostics-{flag}"),
+        diagnostics,
     ]
 }
 
-/// Spawn the runner in its own session under the sandbox.
-fn spawn(
-    options: &KernelOptions,
-    runner: &Path,
-    host_args: &[String],
-    ends: ChildEnds,
-    requests: OwnedFd,
-) -> Result<(u32, watch::Receiver<Option<ExitInfo>>, crate::sandbox::SandboxGuard), KernelError> {
-    let mut sandbox = crate::sandbox::prepare(&options.sandbox, &options.cwd, &options.env)?;
+/// The runner's command line, environment and output pipes, the same on every OS.
+fn command(options: &KernelOptions, runner: &Path, host_args: &[String], wrapper: &[std::ffi::OsString]) -> Command {
     // macOS applies its sandbox by starting the kernel through `sandbox-exec`.
-    let mut command = match sandbox.wrapper.split_first() {
+    let mut command = match wrapper.split_first() {
         Some((wrapper, wrapper_args)) => {
             let mut command = Command::new(wrapper);
             command.args(wrapper_args).arg(&options.program);
@@ -98,7 +106,35 @@ fn spawn(
         .args(host_args)
         .current_dir(&options.cwd)
         .env_clear()
-        .envs(&options.env)
+        .envs(&options.env);
+    command
+}
+
+type Spawned = (u32, watch::Receiver<Option<ExitInfo>>, crate::sandbox::SandboxGuard);
+
+/// Report the child's exit status on a watch, from a task that waits for it.
+fn watch_exit(mut child: tokio::process::Child) -> watch::Receiver<Option<ExitInfo>> {
+    let (exit_tx, exit_rx) = watch::channel(None);
+    tokio::spawn(async move {
+        let info = child.wait().await.map(ExitInfo::from).unwrap_or(ExitInfo { code: None, signal: None });
+        let _ = exit_tx.send(Some(info));
+    });
+    exit_rx
+}
+
+/// Spawn the runner in its own session under the sandbox.
+#[cfg(unix)]
+fn spawn(
+    options: &KernelOptions,
+    runner: &Path,
+    host_args: &[String],
+    ends: ChildEnds,
+    requests: PipeReader,
+) -> Result<Spawned, KernelError> {
+    use std::os::fd::AsRawFd;
+    let mut sandbox = crate::sandbox::prepare(&options.sandbox, &options.cwd, &options.env)?;
+    let mut command = command(options, runner, host_args, &sandbox.wrapper);
+    command
         .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::from(requests))
         .stdout(Stdio::from(ends.stdout))
@@ -124,16 +160,73 @@ fn spawn(
     drop(command);
     drop(ends.frames);
     drop(ends.diagnostics);
-    let mut child = spawned.map_err(|e| KernelError::Spawn {
+    let child = spawned.map_err(|e| KernelError::Spawn {
         runtime: options.runtime,
         program: options.program.clone(),
         message: e.to_string(),
     })?;
     let pid = child.id().expect("a just-spawned child has a pid");
-    let (exit_tx, exit_rx) = watch::channel(None);
-    tokio::spawn(async move {
-        let info = child.wait().await.map(ExitInfo::from).unwrap_or(ExitInfo { code: None, signal: None });
-        let _ = exit_tx.send(Some(info));
-    });
-    Ok((pid, exit_rx, guard))
+    Ok((pid, watch_exit(child), guard))
+}
+
+/// Spawn the runner in a process group and Job Object of its own, with the
+/// frames and diagnostics pipes inherited as handles.
+///
+/// Windows hands every inheritable handle to every child spawned meanwhile:
+/// a process the host starts at the same moment may hold a copy of these
+/// pipes until it exits, which only delays the end of file that says this
+/// kernel is gone.
+#[cfg(windows)]
+fn spawn(
+    options: &KernelOptions,
+    runner: &Path,
+    host_args: &[String],
+    ends: ChildEnds,
+    requests: PipeReader,
+) -> Result<Spawned, KernelError> {
+    use std::os::windows::io::AsRawHandle;
+    use windows_sys::Win32::Foundation::{HANDLE_FLAG_INHERIT, SetHandleInformation};
+    use windows_sys::Win32::System::Threading::{CREATE_NEW_PROCESS_GROUP, CREATE_NO_WINDOW};
+    let spawn_error =
+        |message: String| KernelError::Spawn { runtime: options.runtime, program: options.program.clone(), message };
+    if options.runtime != crate::runtime::Runtime::Python {
+        // Node cannot open an inherited handle as a file descriptor.
+        return Err(spawn_error(format!(
+            "{} kernels are not supported on Windows yet; Python kernels are",
+            options.runtime
+        )));
+    }
+    let mut sandbox = crate::sandbox::prepare(&options.sandbox, &options.cwd, &options.env)?;
+    let mut command = command(options, runner, host_args, &sandbox.wrapper);
+    command
+        .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::from(requests))
+        .stdout(Stdio::from(ends.stdout))
+        .stderr(Stdio::from(ends.stderr))
+        // No console window, and Ctrl-C in the host's console is the host's
+        // to pass on (as an interrupt frame), as `setsid` does on Unix.
+        .creation_flags(CREATE_NO_WINDOW | CREATE_NEW_PROCESS_GROUP);
+    for end in [&ends.frames, &ends.diagnostics] {
+        // SAFETY: a live handle owned by `ends` for the whole call.
+        if unsafe { SetHandleInformation(end.as_raw_handle(), HANDLE_FLAG_INHERIT, HANDLE_FLAG_INHERIT) } == 0 {
+            return Err(spawn_error(format!(
+                "could not pass a pipe to the kernel: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+    }
+    let spawned = command.spawn();
+    drop(command);
+    // The host keeps no write end: end of file then means the kernel is gone.
+    drop(ends.frames);
+    drop(ends.diagnostics);
+    let child = spawned.map_err(|e| spawn_error(e.to_string()))?;
+    let pid = child.id().expect("a just-spawned child has a pid");
+    if let Err(error) = super::process::adopt(pid, &child) {
+        tracing::warn!(
+            "could not put kernel {pid} in a Job Object ({error}); processes its cells start may outlive it"
+        );
+    }
+    let guard = std::mem::take(&mut sandbox.guard);
+    Ok((pid, watch_exit(child), guard))
 }

@@ -17,10 +17,16 @@ pub mod channel;
 mod crash_dump;
 pub mod extensions;
 mod launch;
+pub mod pipe;
 pub mod process;
 pub mod progress;
 mod reader;
 mod types;
+/// The preloading fork server (Unix; Windows has no `fork()` and spawns every kernel).
+#[cfg(unix)]
+pub mod zygote;
+#[cfg(windows)]
+#[path = "zygote/unsupported.rs"]
 pub mod zygote;
 
 use std::collections::{HashMap, VecDeque};
@@ -29,14 +35,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
 use tokio::io::AsyncWriteExt;
-use tokio::net::unix::pipe;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::protocol::{self, ExecuteRequest};
 use crate::runtime::Runtime;
 pub use process::ExitInfo;
+use process::Signal;
 pub use progress::{StartObserver, StartStage};
 use reader::Reader;
 pub use types::{
@@ -324,13 +329,20 @@ impl Kernel {
         }
     }
 
-    /// Interrupt the running cell: SIGINT to the process group. Between cells
-    /// the runner ignores it.
+    /// Interrupt the running cell: SIGINT to the process group on Unix; on
+    /// Windows, which has no such signal, an `interrupt` frame on the request
+    /// pipe. Between cells the runner ignores either.
     pub fn interrupt(&self) -> Result<(), KernelError> {
         if !self.is_alive() {
             return Err(KernelError::Closed);
         }
+        #[cfg(unix)]
         let _ = process::signal_group(self.shared.pid, Signal::SIGINT);
+        #[cfg(windows)]
+        {
+            let shared = self.shared.clone();
+            tokio::spawn(async move { shared.write_line(protocol::INTERRUPT_FRAME).await });
+        }
         // Host work done for the cell stops with it; its waiting callers get an answer.
         self.shared.cancel_bridge_calls(None, "the cell was interrupted");
         Ok(())
@@ -447,6 +459,7 @@ impl Drop for Kernel {
         if self.shared.exit.borrow().is_none() || process::group_exists(self.shared.pid) {
             let _ = process::signal_group(self.shared.pid, Signal::SIGKILL);
         }
+        process::release(self.shared.pid);
     }
 }
 
@@ -526,13 +539,13 @@ pub fn validate_cwd(cwd: &std::path::Path) -> Result<(), KernelError> {
 }
 
 async fn sweep_group(pid: u32) {
-    if !process::group_exists(pid) {
-        return;
+    if process::group_exists(pid) {
+        let _ = process::signal_group(pid, Signal::SIGTERM);
+        let deadline = tokio::time::Instant::now() + process::SWEEP_GRACE;
+        while process::group_exists(pid) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let _ = process::signal_group(pid, Signal::SIGKILL);
     }
-    let _ = process::signal_group(pid, Signal::SIGTERM);
-    let deadline = tokio::time::Instant::now() + process::SWEEP_GRACE;
-    while process::group_exists(pid) && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let _ = process::signal_group(pid, Signal::SIGKILL);
+    process::release(pid);
 }

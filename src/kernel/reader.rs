@@ -4,15 +4,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
-use tokio::net::unix::pipe;
 
 use super::{
     CellDone, CellError, CheckReport, Completeness, DIAGNOSTICS_BYTES, ExecEvent, HandshakeError, KernelError,
-    MAX_PENDING_OUTPUT, READ_CHUNK, ReadyInfo, STDERR_TAIL_BYTES, Shared, bridge_relay, channel, crash_dump, process,
+    MAX_PENDING_OUTPUT, READ_CHUNK, ReadyInfo, STDERR_TAIL_BYTES, Shared, bridge_relay, channel, crash_dump, pipe,
+    process,
 };
+use crate::kernel::process::Signal;
 use crate::protocol::{self, RunnerFrame};
 
 /// Which output pipe a chunk came from.

@@ -435,15 +435,8 @@ pub async fn serve_stdio(
     }
     let cancel = running.cancellation_token();
     let signals = tokio::spawn(async move {
-        use tokio::signal::unix::{SignalKind, signal};
-        let (Ok(mut interrupt), Ok(mut terminate)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
-        else {
-            return;
-        };
-        tokio::select! {
-            _ = interrupt.recv() => {}
-            _ = terminate.recv() => {}
-        }
+        let Ok(mut signals) = crate::stop_signals::StopSignals::listen() else { return };
+        signals.next().await;
         cancel.cancel();
     });
     let quit = running.waiting().await;

@@ -330,11 +330,9 @@ impl Notebook {
         let mut file = tempfile::NamedTempFile::new_in(&dir).map_err(error)?;
         std::io::Write::write_all(&mut file, self.to_json_string().as_bytes()).map_err(error)?;
         // A temporary file is private; the notebook keeps the old file's mode, or gets the usual rw-r--r--.
-        let mode = match std::fs::metadata(path) {
-            Ok(existing) => existing.permissions(),
-            Err(_) => std::os::unix::fs::PermissionsExt::from_mode(0o644),
-        };
-        file.as_file().set_permissions(mode).map_err(error)?;
+        if let Some(mode) = crate::paths::replacement_permissions(path) {
+            file.as_file().set_permissions(mode).map_err(error)?;
+        }
         file.persist(path).map_err(|e| error(e.error))?;
         Ok(())
     }

@@ -385,10 +385,9 @@ impl ArtifactWriter {
 const READ_SLACK: usize = 64 << 10;
 
 fn open_private(path: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     let parent = path.parent().expect("artifact files live in a folder");
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
-    std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path)
+    crate::paths::private_dir_builder().create(parent)?;
+    crate::paths::private_file_options().create(true).append(true).open(path)
 }
 
 #[cfg(test)]

@@ -117,7 +117,6 @@ impl From<crate::discovery::ResolvedPython> for Interpreter {
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::PermissionsExt;
     use std::path::{Path, PathBuf};
 
     use super::*;
@@ -165,8 +164,12 @@ mod tests {
         let root = temp.path().join("cache");
         let runner = python::ensure_runner_in(&root).unwrap();
         assert!(runner.is_file());
-        let mode = std::fs::metadata(&root).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o700);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&root).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700);
+        }
         std::fs::remove_dir_all(runner.parent().unwrap()).unwrap();
         let again = python::ensure_runner_in(&root).unwrap();
         assert_eq!(again, runner);

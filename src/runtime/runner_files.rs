@@ -9,7 +9,6 @@
 //! that deletes them mid-session costs one rewrite, not a broken kernel.
 
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -157,13 +156,13 @@ fn forget_bytecode(source: &Path) {
 }
 
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    match std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir) {
+    match crate::paths::private_dir_builder().create(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(e),
     }
     // An existing folder we own is tightened too; one we don't own is left alone.
-    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    crate::paths::tighten_dir(dir);
     Ok(())
 }
 

@@ -9,7 +9,10 @@
 //! and does not bind root at all.
 
 use std::fs;
+#[cfg(unix)]
 use std::os::fd::OwnedFd;
+#[cfg(windows)]
+use std::os::windows::io::OwnedHandle as OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -112,6 +115,12 @@ pub fn find_parent(controller: Controller) -> Option<CgroupParent> {
     None
 }
 
+#[cfg(not(unix))]
+fn writable_dir(_dir: &Path) -> bool {
+    false
+}
+
+#[cfg(unix)]
 fn writable_dir(dir: &Path) -> bool {
     let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else { return false };
     // SAFETY: a NUL-terminated path.
@@ -216,9 +225,13 @@ fn sweep_stale(parent: &Path) {
         let Some(pid) = name.strip_prefix("cellbox-").and_then(|r| r.split('-').next()?.parse::<i32>().ok()) else {
             continue;
         };
+        #[cfg(unix)]
         // SAFETY: signal 0 only checks that the pid exists.
         let alive =
             unsafe { libc::kill(pid, 0) } == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        // No cgroups off Unix, so no group of a gone host either.
+        #[cfg(not(unix))]
+        let alive = pid != 0;
         if !alive {
             let _ = fs::remove_dir(entry.path());
         }

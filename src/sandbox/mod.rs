@@ -31,7 +31,14 @@ mod probe;
 pub mod seatbelt;
 
 use std::collections::BTreeMap;
-use std::os::fd::{AsRawFd, OwnedFd};
+#[cfg(target_os = "linux")]
+use std::os::fd::AsRawFd;
+#[cfg(unix)]
+use std::os::fd::OwnedFd;
+/// The Landlock ruleset and cgroup files are Linux's; on Windows these lists
+/// stay empty and only need a type.
+#[cfg(windows)]
+use std::os::windows::io::OwnedHandle as OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -401,6 +408,7 @@ impl Prepared {
     /// host can signal the kernel's whole process group, then the sandbox.
     /// Only async-signal-safe calls, and no allocation: an error keeps its
     /// errno, which is all `Command::spawn` reports of a failed pre-exec step.
+    #[cfg(unix)]
     pub fn enter_in_child(&self) -> std::io::Result<()> {
         nix::unistd::setsid().map_err(std::io::Error::from)?;
         if self.is_active() {

@@ -8,8 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cellbox::gateway::{Endpoint, GatewayClient};
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use cellbox::kernel::process::{Signal, signal_group};
 
 /// Which gateway program to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +81,8 @@ impl TestGateway {
             if flavor == Flavor::EnterpriseGateway {
                 command.env("EG_CLIENT_ENVS", "CELLBOX_TEST_VALUE");
             }
+            // Its own process group, so that stopping it stops its kernels too.
+            #[cfg(unix)]
             std::os::unix::process::CommandExt::process_group(&mut command, 0);
             let mut child = command.spawn().expect("the gateway starts");
             let url = format!("http://127.0.0.1:{port}");
@@ -138,8 +139,8 @@ impl TestGateway {
     }
 
     fn terminate(&mut self) {
-        let group = Pid::from_raw(self.child.id() as i32);
-        let _ = killpg(group, Signal::SIGTERM);
+        let group = self.child.id();
+        let _ = signal_group(group, Signal::SIGTERM);
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -147,7 +148,8 @@ impl TestGateway {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let _ = killpg(group, Signal::SIGKILL);
+        let _ = signal_group(group, Signal::SIGKILL);
+        let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }

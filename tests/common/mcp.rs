@@ -119,8 +119,8 @@ impl RawServer {
 
     /// SIGTERM to the server, and its exit status once it is gone.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
-        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+        use cellbox::kernel::process::{Signal, signal_pid};
+        signal_pid(self.child.id(), Signal::SIGTERM).unwrap();
         self.child.wait().unwrap()
     }
 

@@ -3,9 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use cellbox::kernel::process::{Signal, signal_pid};
 use cellbox::tool::{CallContext, EvalParams};
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 
 use crate::common::{PATIENCE, eventually, group_members, reaped};
 use crate::harness::harness;
@@ -58,7 +57,7 @@ async fn concurrency_eight_sessions_with_random_kills() {
                 state ^= state << 17;
                 if !pids.is_empty() {
                     let victim = pids[state as usize % pids.len()];
-                    let _ = kill(Pid::from_raw(victim as i32), Signal::SIGKILL);
+                    let _ = signal_pid(victim, Signal::SIGKILL);
                     kills.push(victim);
                 }
             }

@@ -1,8 +1,7 @@
 //! Crashes: the kernel dies during a cell, or between cells.
 
+use cellbox::kernel::process::{Signal, signal_pid};
 use cellbox::tool::{CellStatus, EvalResult};
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 
 use crate::common::{PATIENCE, eventually, group_members};
 use crate::harness::{Harness, assert_has, harness, status};
@@ -163,7 +162,7 @@ async fn crash_sigkill_from_outside_during_a_cell() {
     );
     let killer = tokio::spawn(async move {
         assert!(eventually(PATIENCE, || printed.exists()).await, "the cell never reached its sleep");
-        kill(Pid::from_raw(pid as i32), Signal::SIGKILL).unwrap();
+        signal_pid(pid, Signal::SIGKILL).unwrap();
     });
     let result = h.run("s", &code, 30).await;
     killer.await.unwrap();
@@ -178,7 +177,7 @@ async fn crash_sigkill_from_outside_during_a_cell() {
 async fn crash_sigkill_from_outside_between_cells() {
     let h = harness();
     let pid = h.start("s").await;
-    kill(Pid::from_raw(pid as i32), Signal::SIGKILL).unwrap();
+    signal_pid(pid, Signal::SIGKILL).unwrap();
     assert!(eventually(PATIENCE, || group_members(pid).is_empty()).await);
     let next = h.next_call_works("s").await;
     assert!(next.text.contains("previous kernel had died (killed by signal 9"), "{}", next.text);

@@ -4,14 +4,7 @@ use super::*;
 
 /// What identifies one state of a file or folder; `None` when it is absent.
 fn stamp(path: &Path) -> Option<[i64; 5]> {
-    let meta = std::fs::metadata(path).ok()?;
-    Some([
-        meta.dev() as i64,
-        meta.ino() as i64,
-        meta.size() as i64,
-        meta.mtime().saturating_mul(1_000_000_000).saturating_add(meta.mtime_nsec()),
-        meta.ctime().saturating_mul(1_000_000_000).saturating_add(meta.ctime_nsec()),
-    ])
+    std::fs::metadata(path).ok().map(|meta| crate::discovery::stamp::file_stamp(&meta))
 }
 
 #[derive(Serialize, Deserialize)]

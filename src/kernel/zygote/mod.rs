@@ -225,7 +225,7 @@ pub async fn fork(
     runner: &Path,
     argv: &[String],
     ends: &ChildEnds,
-    stdin: &OwnedFd,
+    stdin: &std::io::PipeReader,
 ) -> Option<ForkedKernel> {
     if options.preload.is_empty() {
         return None;
@@ -266,7 +266,7 @@ pub async fn fork(
     let mut guard = SandboxGuard::default();
     if let Some(prepared) = prepared {
         if let Err(error) = prepared.move_process(pid) {
-            let _ = super::process::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
+            let _ = super::process::signal_group(pid, super::process::Signal::SIGKILL);
             tracing::warn!("could not move a forked kernel into its cgroup ({error}); spawning it instead");
             return None;
         }
@@ -460,7 +460,7 @@ impl Zygote {
         argv: &[String],
         env: BTreeMap<String, String>,
         ends: &ChildEnds,
-        stdin: &OwnedFd,
+        stdin: &std::io::PipeReader,
     ) -> Result<wire::Forked, ZygoteError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let request = serde_json::json!({
