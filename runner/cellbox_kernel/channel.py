@@ -20,6 +20,9 @@ private close-on-exec fds near the top of the fd table, points fd 0 at
   frame written between the two is therefore in its exact place among the
   output (see `capture.py`).
 
+On Windows the host passes the frame and diagnostics pipes as inherited
+handles (`--frames-handle`, `--diagnostics-handle`), opened here as fds.
+
 Started without `--frames-fd` (by hand, for debugging), the runner writes its
 frames to the original stdout and cell output to the original stderr.
 """
@@ -59,6 +62,16 @@ def _arg(argv, name):
         if arg == name and argv[index + 1].isdigit():
             return int(argv[index + 1])
     return None
+
+
+def _handle_arg(argv, name):
+    """An inherited Windows handle named on the command line, as an fd."""
+    handle = _arg(argv, name)
+    if handle is None:
+        return None
+    import msvcrt
+
+    return msvcrt.open_osfhandle(handle, os.O_WRONLY)
 
 
 def _floor():
@@ -116,7 +129,11 @@ class Channel:
     def __init__(self, argv):
         floor = _floor()
         frames_fd = _arg(argv, "--frames-fd")
+        if frames_fd is None:
+            frames_fd = _handle_arg(argv, "--frames-handle")
         diagnostics_fd = _arg(argv, "--diagnostics-fd")
+        if diagnostics_fd is None:
+            diagnostics_fd = _handle_arg(argv, "--diagnostics-handle")
         self.host_pipes = frames_fd is not None
         self.requests = _private(0, floor)
         if self.host_pipes:
@@ -206,7 +223,8 @@ class Channel:
             wrapper.__name__ = original.__name__
         os.close, os.closerange, os.dup2, os._exit, os.abort = close, closerange, dup2, _exit, abort
         self._raw_close = raw_close
-        os.register_at_fork(after_in_child=self._in_forked_child)
+        if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork()
+            os.register_at_fork(after_in_child=self._in_forked_child)
 
     def _in_forked_child(self):
         """A forked child never speaks the protocol: its copies of the request,

@@ -98,7 +98,8 @@ def _flush_before_children():
 
     ordered_write.__doc__ = raw_write.__doc__
     os.write = ordered_write
-    os.register_at_fork(before=_flush_python_output)
+    if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork()
+        os.register_at_fork(before=_flush_python_output)
 
 
 def _host_pid(argv):
@@ -317,7 +318,10 @@ def _serve(channel):
     host_pid = _host_pid(sys.argv)
     # User code sees what the interactive interpreter shows, not our arguments.
     sys.argv = [""]
-    threading.Thread(target=_watch_parent, args=(parent_pid, host_pid), name="cellbox-parent-watch", daemon=True).start()
+    # On Windows the host's Job Object ends the kernel with the host (and
+    # os.kill(pid, 0) there would terminate the host, not probe it).
+    if sys.platform != "win32":
+        threading.Thread(target=_watch_parent, args=(parent_pid, host_pid), name="cellbox-parent-watch", daemon=True).start()
 
     kernel = Kernel(writer, capture, gate, channel)
     reader = protocol.RequestReader(channel.requests)
@@ -330,7 +334,8 @@ def _serve(channel):
             "executable": sys.executable,
         }
     )
-    requests = Requests(reader, BRIDGE)
+    # Windows has no SIGINT to send: interrupts arrive as request lines, read while a cell runs.
+    requests = Requests(reader, BRIDGE, always_read=sys.platform == "win32")
     while True:
         request = requests.next()
         if request is None:

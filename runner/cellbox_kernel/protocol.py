@@ -157,6 +157,11 @@ class ExitRequest:
     """The host asks the runner to exit."""
 
 
+class InterruptRequest:
+    """The host asks to interrupt the running cell: how it does so where it
+    cannot send SIGINT (Windows). Read by the request thread, never queued."""
+
+
 class CompleteRequest:
     """The host asks whether `code` is a whole cell yet (for a REPL)."""
 
@@ -234,6 +239,8 @@ def parse_request(line):
     request_id = str(raw_id) if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else None
     if kind == "exit":
         return ExitRequest()
+    if kind == "interrupt":
+        return InterruptRequest()
     if kind == "complete":
         if request_id is None or not isinstance(message.get("code"), str):
             raise ProtocolError("complete request needs an 'id' and 'code' as a string", request_id)

@@ -8,7 +8,13 @@ waits for one; then a helper thread reads. Whatever else it reads on the way
 (the next request, sent early) waits in a queue for the main thread.
 
 One thread reads at a time (`_reading`); the pipe's buffer is shared.
+
+Where the host cannot send SIGINT (Windows), interrupts come as `interrupt`
+lines, which must be read while a cell runs: there a thread reads every line
+from the start (`always_read`), interrupts the main thread for an `interrupt`
+line, and queues the rest; the main thread only takes from the queue.
 """
+import _thread
 import collections
 import threading
 
@@ -17,7 +23,7 @@ from .interrupts import block_interrupts_in_this_thread
 
 
 class Requests:
-    def __init__(self, reader, bridge):
+    def __init__(self, reader, bridge, always_read=False):
         self._reader = reader
         self._bridge = bridge
         self._reading = threading.Lock()
@@ -26,12 +32,21 @@ class Requests:
         # helper queued a request or stopped reading.
         self._changed = threading.Condition()
         self._helper = None
+        self._always = always_read
         bridge.on_call = self._bridge_call_started
+        if always_read:
+            self._helper = threading.Thread(target=self._read_always, name="cellbox-requests", daemon=True)
+            self._helper.start()
 
     def next(self):
         """The next request for the main loop (a ProtocolError for a bad
         line, None at end of input); bridge answers read on the way go to
         their callers."""
+        if self._always:
+            with self._changed:
+                while not self._queued:
+                    self._changed.wait()
+                return self._queued.popleft()
         while True:
             if self._queued:
                 return self._queued.popleft()
@@ -63,6 +78,10 @@ class Requests:
         if isinstance(request, protocol.BridgeResult):
             self._bridge.deliver(request)
             return _DELIVERED
+        if isinstance(request, protocol.InterruptRequest):
+            # As if SIGINT arrived: the interrupt gate decides (a cell runs, or it is dropped).
+            _thread.interrupt_main()
+            return _DELIVERED
         return request
 
     def _bridge_call_started(self):
@@ -93,6 +112,19 @@ class Requests:
                         return
             with self._changed:
                 self._changed.notify_all()
+
+    def _read_always(self):
+        block_interrupts_in_this_thread()
+        while True:
+            with self._reading:
+                item = self._read_one()
+            if item is _DELIVERED:
+                continue
+            with self._changed:
+                self._queued.append(item)
+                self._changed.notify_all()
+            if item is None:
+                return
 
 
 _DELIVERED = object()

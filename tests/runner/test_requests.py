@@ -6,27 +6,30 @@ Run as `python -m unittest` with runner/ on sys.path.
 """
 import json
 import os
+import signal
 import sys
 import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "runner"))
 
 from cellbox_kernel import protocol  # noqa: E402
 from cellbox_kernel.bridge import Bridge  # noqa: E402
+from cellbox_kernel.interrupts import InterruptGate  # noqa: E402
 from cellbox_kernel.requests import Requests  # noqa: E402
 
 
 class Pipe:
     """The host's end of a request pipe, and the runner's Requests over it."""
 
-    def __init__(self, test):
+    def __init__(self, test, always_read=False):
         read_fd, self.write_fd = os.pipe()
         self.calls = []
         self.sent = threading.Condition()
         self.bridge = Bridge()
         self.bridge.connect(self._call_sent, lambda: "r1", lambda: None)
-        self.requests = Requests(protocol.RequestReader(read_fd), self.bridge)
+        self.requests = Requests(protocol.RequestReader(read_fd), self.bridge, always_read=always_read)
         test.addCleanup(self.close)
 
     def _call_sent(self, frame):
@@ -119,6 +122,60 @@ class RequestsTests(unittest.TestCase):
         pipe = Pipe(self)
         call_in_thread(pipe)
         pipe.wait_for_calls(1)
+        pipe.close()
+        self.assertIsNone(pipe.requests.next())
+
+
+
+def busy_cell(seconds):
+    """Pure bytecode in the main thread, as a cell that never blocks."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pass
+
+
+class ProtocolInterruptTests(unittest.TestCase):
+    """Where the host cannot send SIGINT (Windows) it sends `interrupt` lines,
+    read by a thread of their own even while a cell runs."""
+
+    def setUp(self):
+        self.addCleanup(signal.signal, signal.SIGINT, signal.getsignal(signal.SIGINT))
+        self.gate = InterruptGate()
+
+    def test_an_interrupt_line_interrupts_the_running_cell(self):
+        pipe = Pipe(self, always_read=True)
+        pipe.write(execute("a"))
+        self.assertEqual(pipe.requests.next().id, "a")
+        self.gate.arm()
+        try:
+            with self.assertRaises(KeyboardInterrupt):
+                pipe.write({"type": "interrupt"})
+                busy_cell(60)
+        finally:
+            self.gate.disarm()
+        self.assertTrue(self.gate.received)
+        pipe.write(execute("b"))
+        self.assertEqual(pipe.requests.next().id, "b", "requests after an interrupt are read as before")
+
+    def test_an_interrupt_between_cells_is_dropped(self):
+        pipe = Pipe(self, always_read=True)
+        pipe.write({"type": "interrupt"}, execute("a"))
+        # Read in order: the interrupt was handled before "a" was queued, and
+        # its handler runs in this thread before the next bytecodes.
+        self.assertEqual(pipe.requests.next().id, "a")
+        busy_cell(0.05)
+        self.assertFalse(self.gate.received)
+
+    def test_requests_and_bridge_answers_are_routed_as_without_the_thread(self):
+        pipe = Pipe(self, always_read=True)
+        thread, answers = call_in_thread(pipe)
+        pipe.wait_for_calls(1)
+        pipe.write(execute("a"))
+        pipe.answer(pipe.calls[0], 42)
+        thread.join(10)
+        self.assertFalse(thread.is_alive())
+        self.assertEqual(answers, [42])
+        self.assertEqual(pipe.requests.next().id, "a")
         pipe.close()
         self.assertIsNone(pipe.requests.next())
 
