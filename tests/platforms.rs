@@ -74,10 +74,10 @@ fn the_release_workflow_builds_every_platform_for_its_target() {
 }
 
 #[test]
-fn the_cross_target_check_covers_every_macos_target() {
+fn the_cross_target_check_covers_every_macos_and_windows_target() {
     let script = read(&repo().join("scripts/cross-check"));
     let defaults = script.lines().find(|l| l.trim_start().starts_with("targets=(") && !l.contains('@')).unwrap();
-    for platform in PLATFORMS.iter().filter(|p| p.target.ends_with("-apple-darwin")) {
+    for platform in PLATFORMS.iter().filter(|p| p.target.ends_with("-apple-darwin") || p.target.contains("-windows-")) {
         assert!(defaults.contains(platform.target), "scripts/cross-check checks {}: {defaults}", platform.target);
     }
 }
