@@ -36,6 +36,10 @@ pub struct ExecuteRequest {
     /// The code is TypeScript (Node runner: types are stripped first).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub typescript: bool,
+    /// `env` is for this request only: the runner puts the variables it
+    /// names back as they were once the request is done.
+    #[serde(rename = "restoreEnv", skip_serializing_if = "std::ops::Not::not")]
+    pub restore_env: bool,
 }
 
 /// Host → runner: is this code a whole cell? Answered by a `completeness` frame.
@@ -459,7 +463,8 @@ mod tests {
 
             #[test]
             fn requests_encode_as_one_line_of_json(id in text(), code in text(), cwd in proptest::option::of(text())) {
-                let request = ExecuteRequest { id, code, silent: false, store_history: true, cwd, env: None, typescript: false };
+                let request =
+                    ExecuteRequest { id, code, silent: false, store_history: true, cwd, env: None, typescript: false, restore_env: false };
                 let line = encode_request(&request);
                 prop_assert!(line.ends_with('\n'));
                 prop_assert_eq!(line.matches('\n').count(), 1);
@@ -480,6 +485,7 @@ mod tests {
             cwd: None,
             env: Some(BTreeMap::from([("TOKEN".into(), Some("s3cret".into())), ("GONE".into(), None)])),
             typescript: false,
+            restore_env: false,
         };
         let text = redacted(&request);
         assert!(!text.contains("s3cret"));

@@ -190,8 +190,14 @@ fn json_outputs_are_a_capped_tree() {
             cell: 0,
             parts: vec![DisplayPart::Text("{'name': ...}".into()), DisplayPart::Json(deep)],
             is_result: false,
+            bundle: Default::default(),
         },
-        EvalEvent::Display { cell: 0, parts: vec![DisplayPart::Json(long)], is_result: false },
+        EvalEvent::Display {
+            cell: 0,
+            parts: vec![DisplayPart::Json(long)],
+            is_result: false,
+            bundle: Default::default(),
+        },
         finished(0, CellStatus::Ok),
     ];
     let end = result(vec![report(0, CellStatus::Ok)], &[], None, false);
@@ -213,6 +219,7 @@ fn images_without_a_protocol_are_saved_and_named() {
                 DisplayPart::Image { mime: "image/png".into(), data: png },
             ],
             is_result: false,
+            bundle: Default::default(),
         },
         finished(0, CellStatus::Ok),
     ];

@@ -109,6 +109,10 @@ class Kernel {
     // kernel's death on this cell only once it has read this frame.
     this.send({ type: 'started', id: request.id });
     let outcome = { status: 'error', cancelled: false };
+    // Variables set for this request only are put back after it.
+    const savedEnv = request.restoreEnv && request.env
+      ? Object.fromEntries(Object.keys(request.env).map((key) => [key, process.env[key]]))
+      : null;
     try {
       if (this.applyContext(request)) {
         this.reportBackground();
@@ -117,6 +121,10 @@ class Kernel {
     } catch (error) {
       this.executor.error(errors.describe(error));
     } finally {
+      for (const [key, value] of Object.entries(savedEnv || {})) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
       this.send({
         type: 'done',
         id: request.id,

@@ -9,7 +9,7 @@ import ast
 import os
 import sys
 
-from . import display, mpl, prelude, usermain
+from . import display, frames, mpl, prelude, usermain  # noqa: F401 - frames registers its renderer on import
 from .transform import transform_cell
 
 _TOP_LEVEL_AWAIT = getattr(ast, "PyCF_ALLOW_TOP_LEVEL_AWAIT", 0)

@@ -102,6 +102,21 @@ def _flush_before_children():
         os.register_at_fork(before=_flush_python_output)
 
 
+def _saved_env(request):
+    """The current values of the variables a request sets for itself only."""
+    if not (request.restore_env and request.env):
+        return None
+    return {key: os.environ.get(key) for key in request.env}
+
+
+def _restore_env(saved):
+    for key, value in (saved or {}).items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
 def _host_pid(argv):
     """The host's pid from `--host-pid N`, if given."""
     for index, arg in enumerate(argv[:-1]):
@@ -197,12 +212,14 @@ class Kernel:
         self._capture.begin(request.id)
         outcome = None
         try:
+            saved_env = _saved_env(request)
             if self._apply_context(request):
                 outcome = self.executor.run(request.code, request.silent, request.store_history)
         finally:
             if os.getpid() != self._pid:
                 self._leave_forked_child()
             self._capture.end()
+            _restore_env(saved_env)
             status = outcome.status if outcome is not None else "error"
             cancelled = outcome.cancelled if outcome is not None else False
             # The two frames every request sends are formatted directly: json.dumps

@@ -1,5 +1,6 @@
 """Matplotlib capture: figures become image displays (`image/png` unless
-`%config InlineBackend.figure_format` chose retina, jpeg, svg or pdf).
+`%config InlineBackend.figure_format` chose retina, jpeg, svg or pdf), with
+the plotted values beside the image (charts.py).
 
 `plt.show()` inside a cell emits the open figures at that point (in order
 with prints); after each cell, every figure still open is emitted and closed.
@@ -45,6 +46,11 @@ def figure_bundle(figure):
         if name == "retina" and raw[12:16] == b"IHDR":
             width, height = struct.unpack(">II", raw[16:24])
             metadata[mime] = {"width": width // 2, "height": height // 2}
+    from . import charts  # here, not at the top: only a shown figure needs it
+
+    chart = charts.chart_data(figure)  # the plotted values, as E2B's `result.chart`
+    if chart is not None:
+        data[charts.MIME] = chart
     return data, metadata
 
 

@@ -142,15 +142,17 @@ class FrameWriter:
 class Request:
     """One execute request from the host."""
 
-    __slots__ = ("id", "code", "silent", "store_history", "cwd", "env")
+    __slots__ = ("id", "code", "silent", "store_history", "cwd", "env", "restore_env")
 
-    def __init__(self, id, code, silent, store_history, cwd, env):
+    def __init__(self, id, code, silent, store_history, cwd, env, restore_env=False):
         self.id = id
         self.code = code
         self.silent = silent
         self.store_history = store_history
         self.cwd = cwd
         self.env = env
+        # The env is for this request only: the variables it names are put back after it.
+        self.restore_env = restore_env
 
 
 class ExitRequest:
@@ -280,7 +282,8 @@ def parse_request(line):
         for key, value in env.items():
             if not isinstance(value, str) and value is not None:
                 raise ProtocolError("env value for %r must be a string or null" % key, request_id)
-    return Request(request_id, code, silent, store_history, cwd, env)
+    restore_env = _field(message, "restoreEnv", (bool,), False, request_id)
+    return Request(request_id, code, silent, store_history, cwd, env, restore_env)
 
 
 class RequestReader:

@@ -198,7 +198,9 @@ fn renumber(event: EvalEvent, index: usize) -> EvalEvent {
         EvalEvent::CellFinished { status, duration_ms, .. } => EvalEvent::CellFinished { index, status, duration_ms },
         EvalEvent::Stdout { text, .. } => EvalEvent::Stdout { cell: index, text },
         EvalEvent::Stderr { text, .. } => EvalEvent::Stderr { cell: index, text },
-        EvalEvent::Display { parts, is_result, .. } => EvalEvent::Display { cell: index, parts, is_result },
+        EvalEvent::Display { parts, is_result, bundle, .. } => {
+            EvalEvent::Display { cell: index, parts, is_result, bundle }
+        }
         EvalEvent::Status { event, .. } => EvalEvent::Status { cell: index, event },
         EvalEvent::Error { error, .. } => EvalEvent::Error { cell: index, error },
         EvalEvent::Note { text } => EvalEvent::Note { text },

@@ -206,7 +206,7 @@ impl Kernel {
 
     /// Run host-internal code (init, prelude); a Python error fails startup.
     async fn run_internal(&self, code: Option<&str>, cwd: Option<String>) -> Result<(), KernelError> {
-        let options = ExecuteOptions { silent: true, internal: true, cwd, env: None, typescript: false };
+        let options = ExecuteOptions { silent: true, internal: true, cwd, ..Default::default() };
         let output = self.execute_with(code.unwrap_or(""), options).await?.collect().await?;
         match output.errors().first() {
             None => Ok(()),
@@ -234,6 +234,7 @@ impl Kernel {
             cwd: options.cwd,
             env: options.env,
             typescript: options.typescript,
+            restore_env: options.restore_env,
         };
         if self.shared.trace {
             tracing::info!(target: "cellbox::ipc", "host → runner {}", protocol::redacted(&request));

@@ -202,6 +202,8 @@ pub struct ExecuteOptions {
     pub internal: bool,
     pub cwd: Option<String>,
     pub env: Option<BTreeMap<String, Option<String>>>,
+    /// `env` holds for this request only (see [`crate::protocol::ExecuteRequest::restore_env`]).
+    pub restore_env: bool,
     /// The code is TypeScript (JavaScript kernels strip its types).
     pub typescript: bool,
 }

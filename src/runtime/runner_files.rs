@@ -29,6 +29,8 @@ pub const RUNNER_FILES: &[(&str, &str)] = &[
     runner_file!("cellbox_kernel/bridge_stdin.py"),
     runner_file!("cellbox_kernel/capture.py"),
     runner_file!("cellbox_kernel/channel.py"),
+    runner_file!("cellbox_kernel/charts.py"),
+    runner_file!("cellbox_kernel/frames.py"),
     runner_file!("cellbox_kernel/display.py"),
     runner_file!("cellbox_kernel/execute.py"),
     runner_file!("cellbox_kernel/expansion.py"),

@@ -118,6 +118,12 @@ pub struct CellParams {
     /// Restart this language's kernel (clearing its state) right before this cell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reset: Option<bool>,
+    /// Environment variables for this cell only (`None` as a value unsets
+    /// one); the kernel's own are back after it. Set by library callers such
+    /// as the Python SDK; not part of the MCP tool's input.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub env: Option<std::collections::BTreeMap<String, Option<String>>>,
 }
 
 /// A cell's language.
@@ -231,6 +237,7 @@ impl EvalParams {
                     language_given: cell.language.is_some(),
                     timeout: Duration::from_secs_f64(clamped),
                     reset: cell.reset.unwrap_or(false) || (index == 0 && self.reset.unwrap_or(false)),
+                    env: cell.env.clone(),
                 })
             })
             .collect()
@@ -250,6 +257,8 @@ pub struct PlannedCell {
     pub timeout: Duration,
     /// Reset this cell's kernel before it runs (a top-level `reset` sets it on the first cell).
     pub reset: bool,
+    /// Variables for this cell only (see [`CellParams::env`]).
+    pub env: Option<std::collections::BTreeMap<String, Option<String>>>,
 }
 
 #[cfg(test)]

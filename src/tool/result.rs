@@ -129,6 +129,10 @@ pub enum EvalEvent {
         cell: usize,
         parts: Vec<DisplayPart>,
         is_result: bool,
+        /// The whole MIME bundle as the kernel sent it, for embedders that
+        /// need every format (the Python SDK's results); `parts` is what a
+        /// model is shown.
+        bundle: std::sync::Arc<crate::protocol::MimeBundle>,
     },
     Status {
         cell: usize,
@@ -312,8 +316,8 @@ impl Collector {
                 self.record_only(CRASH_DUMP_LABEL, &dump);
                 None
             }
-            ExecEvent::Display { bundle, .. } => self.display(cell, split_bundle(&bundle), false),
-            ExecEvent::Result { bundle, .. } => self.display(cell, split_bundle(&bundle), true),
+            ExecEvent::Display { bundle, .. } => self.display(cell, bundle, false),
+            ExecEvent::Result { bundle, .. } => self.display(cell, bundle, true),
             ExecEvent::Error(error) => {
                 let traceback = error.traceback.concat();
                 if traceback.trim().is_empty() {
@@ -326,9 +330,9 @@ impl Collector {
         }
     }
 
-    fn display(&mut self, cell: usize, parts: Vec<DisplayPart>, is_result: bool) -> Option<EvalEvent> {
+    fn display(&mut self, cell: usize, bundle: crate::protocol::MimeBundle, is_result: bool) -> Option<EvalEvent> {
         let mut streamed = Vec::new();
-        for part in parts {
+        for part in split_bundle(&bundle) {
             match part {
                 DisplayPart::Status(event) => {
                     self.status_events.push(StatusEvent { cell, event: event.clone() });
@@ -358,7 +362,7 @@ impl Collector {
                 }
             }
         }
-        Some(EvalEvent::Display { cell, parts: streamed, is_result })
+        Some(EvalEvent::Display { cell, parts: streamed, is_result, bundle: std::sync::Arc::new(bundle) })
     }
 
     pub fn finish_cell(&mut self, report: CellReport) {

@@ -344,7 +344,12 @@ impl EvalEngine {
                     Ok(kernel) => kernel,
                     Err(error) => return failure(collector, error),
                 };
-                let options = ExecuteOptions { typescript: cell.language == Language::Ts, ..Default::default() };
+                let options = ExecuteOptions {
+                    typescript: cell.language == Language::Ts,
+                    env: cell.env.clone(),
+                    restore_env: cell.env.is_some(),
+                    ..Default::default()
+                };
                 match kernel.execute_with(&cell.code, options).await {
                     Ok(execution) => break (kernel, execution),
                     Err(_) if attempt == 0 => attempt += 1,

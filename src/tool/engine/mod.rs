@@ -170,6 +170,7 @@ impl EvalEngine {
             language_given: language.is_some(),
             timeout: Duration::from_secs(1),
             reset: false,
+            env: None,
         };
         let interpreters = self.choose_interpreters(std::slice::from_mut(&mut cell), &cwd, &|_| {}).await?;
         let interpreter = interpreters.into_iter().next().expect("one cell needs one interpreter");
@@ -187,6 +188,16 @@ impl EvalEngine {
     /// JavaScript too when Python was found unavailable and JavaScript is on.
     pub fn default_language(&self) -> Language {
         self.config.exposure.default_language()
+    }
+
+    /// Why Python cells cannot run in the default cwd, when they cannot: the
+    /// discovery error, naming what was tried. None when an interpreter is found.
+    pub async fn python_unavailable(&self) -> Option<String> {
+        let cwd = match self.resolve_cwd(None) {
+            Ok(cwd) => cwd,
+            Err(error) => return Some(error.to_string()),
+        };
+        self.resolve_python(&cwd).await.err().map(|error| error.to_string())
     }
 
     /// The languages a call can use now: enabled, and with an interpreter found for

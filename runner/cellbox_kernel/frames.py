@@ -1,0 +1,76 @@
+"""pandas DataFrames carry their columns as data beside their HTML table.
+
+A DataFrame shown as a result or with display() gets one more MIME type,
+`application/vnd.cellbox.data+json`: `{column: [values...]}` (pandas'
+`to_dict(orient="list")`), with timestamps as ISO 8601 text and missing or
+infinite numbers as null. E2B's Code Interpreter gives the same shape as
+`result.data`, so a client reads a frame's values without parsing HTML.
+Front ends that show text ignore the type.
+
+Only frames of up to `MAX_VALUES` values get it: a bigger frame's table is
+truncated by pandas anyway, and its full data would cost every display of it
+a copy of the whole frame through the pipe.
+
+pandas is never imported here: a frame exists only once the user imported it.
+"""
+import datetime
+import math
+import sys
+
+from . import display
+
+MIME = "application/vnd.cellbox.data+json"
+#: The most values (rows times columns) a frame's data is sent for.
+MAX_VALUES = 10000
+
+
+def is_small_frame(obj):
+    pandas = sys.modules.get("pandas")
+    if pandas is None or not isinstance(obj, pandas.DataFrame):
+        return False
+    try:
+        return obj.size <= MAX_VALUES
+    except Exception:
+        return False
+
+
+def frame_bundle(frame):
+    """({MIME: columns}, {}); the other types of the bundle come from the
+    frame's own repr methods. A frame whose values cannot be read has no
+    data rather than a warning."""
+    try:
+        columns = frame.to_dict(orient="list")
+        data = {str(name): [_value(value) for value in values] for name, values in columns.items()}
+    except Exception:
+        return {}, {}
+    return {MIME: data}, {}
+
+
+def _value(value):
+    """A cell's value as strict JSON can carry it."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if _missing(value):  # NaT, pandas.NA, numpy's NaN
+        return None
+    if isinstance(value, (datetime.date, datetime.time)):  # pandas' Timestamp is a datetime
+        return value.isoformat()
+    item = getattr(value, "item", None)  # numpy scalars
+    if item is not None:
+        try:
+            return _value(item())
+        except Exception:
+            pass
+    return str(value)
+
+
+def _missing(value):
+    try:
+        missing = sys.modules["pandas"].isna(value)
+        return getattr(missing, "ndim", 0) == 0 and bool(missing)  # a list's isna is an array
+    except Exception:
+        return False
+
+
+display.add_renderer(is_small_frame, frame_bundle, "to_dict")
