@@ -32,6 +32,7 @@ pub mod protocol;
 pub mod render;
 pub mod runtime;
 pub mod sandbox;
+pub mod sdk;
 pub mod session;
 pub mod settings;
 pub mod stop_signals;

@@ -11,6 +11,7 @@ mod notebook;
 mod repl;
 mod run;
 mod run_args;
+mod sdk_server;
 mod setup;
 mod signals;
 
@@ -71,6 +72,9 @@ enum Command {
     Repl(repl::ReplArgs),
     /// Serve the eval tool to MCP clients over stdin/stdout.
     Mcp(mcp::McpArgs),
+    /// The engine behind the Python SDK (`from cellbox import Sandbox`), over stdin/stdout.
+    #[command(hide = true)]
+    SdkServer(sdk_server::SdkServerArgs),
     /// Print the full output an earlier call saved (`artifact://<id>`).
     Artifact(artifact::ArtifactArgs),
     /// Show what cellbox will use on this machine and what is wrong, with fixes.
@@ -247,6 +251,7 @@ pub async fn dispatch(cli: Cli) -> ExitCode {
         Command::Docs { what } => docs::docs(what),
         Command::Uninstall(args) => install::uninstall(args),
         Command::Mcp(args) => mcp::mcp(args).await,
+        Command::SdkServer(args) => sdk_server::sdk_server(args).await,
         Command::Repl(args) => repl::repl(args).await,
     }
 }

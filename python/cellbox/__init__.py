@@ -1,0 +1,23 @@
+"""cellbox's Python SDK: `from cellbox import Sandbox`, a local code
+interpreter whose API is E2B Code Interpreter's (`e2b_code_interpreter`), so
+code written for it runs after changing only the import.
+
+    from cellbox import Sandbox
+
+    with Sandbox() as sandbox:
+        execution = sandbox.run_code("1 + 1")
+        print(execution.text)  # 2
+
+`AsyncSandbox` is the same for asyncio (`await AsyncSandbox.create()`).
+The kernels run on this machine, started by the `cellbox` binary installed
+with this package, under cellbox's OS sandbox.
+"""
+
+from ._transport import EngineGone
+from .exceptions import *  # noqa: F401,F403 - E2B exports its exceptions at the top level
+from .exceptions import __all__ as _exceptions
+from .models import *  # noqa: F401,F403
+from .models import __all__ as _models
+from .sandbox import AsyncSandbox, Sandbox
+
+__all__ = ["Sandbox", "AsyncSandbox", "EngineGone"] + list(_models) + list(_exceptions)

@@ -1,0 +1,314 @@
+"""The seam between the SDK and an engine: JSON-RPC 2.0 messages, one per line.
+
+`LocalTransport` starts `cellbox sdk-server` (the binary installed with this
+package) and owns it: no port is opened, and the engine, with its kernels,
+ends when the transport is closed, garbage-collected or the program exits.
+A remote transport will speak the same methods to `cellbox serve`.
+
+A reader thread takes every line the engine writes and hands it to the call
+that waits for it; `output` notifications of a run are queued for the thread
+that called `run_code`, so its callbacks run in that thread, in order.
+"""
+
+import asyncio
+import inspect
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import sysconfig
+import threading
+import weakref
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple, Union
+
+from .exceptions import InvalidArgumentException, NotFoundException, SandboxException
+
+__all__ = ["EngineGone", "LocalTransport", "find_binary"]
+
+#: JSON-RPC error codes the engine uses (see the server's `wire::code`).
+_INVALID_PARAMS = -32602
+_NOT_FOUND = -32001
+#: How much of the engine's stderr an error quotes.
+_STDERR_TAIL = 4000
+#: How long (seconds) the end of the engine's stderr is waited for once it exited.
+_STDERR_GRACE = 5.0
+
+
+class EngineGone(SandboxException):
+    """The engine process ended (or could not start); its stderr's tail says why."""
+
+
+def find_binary() -> str:
+    """The `cellbox` binary: the one installed beside this interpreter's
+    scripts (the wheel puts it there), else the first on PATH."""
+    name = "cellbox.exe" if os.name == "nt" else "cellbox"
+    beside = os.path.join(sysconfig.get_path("scripts"), name)
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return beside
+    found = shutil.which("cellbox")
+    if found:
+        return found
+    raise EngineGone(
+        "the cellbox binary was not found beside this Python (%s) or on PATH: "
+        "install the package with `pip install cellbox`" % sys.executable
+    )
+
+
+class _Call:
+    """One request in flight: where its notifications and its answer go.
+    `deliver` is called in the reader thread with `(kind, payload)`."""
+
+    __slots__ = ("deliver",)
+
+    def __init__(self, deliver: Callable[[Tuple[str, Any]], None]) -> None:
+        self.deliver = deliver
+
+
+_ANSWER = "answer"
+_OUTPUT = "output"
+_GONE = "gone"
+
+
+class _Engine:
+    """The engine process and what its reader threads share with callers.
+
+    The threads hold this object, never the `LocalTransport`, so a transport
+    nobody holds is garbage-collected and its finalizer stops the engine."""
+
+    def __init__(self, process: "subprocess.Popen[bytes]") -> None:
+        self.process = process
+        self.lock = threading.Lock()
+        self.calls: Dict[int, _Call] = {}
+        self.stderr = ""
+        #: Set once all of stderr is read: why the engine stopped is at its end.
+        self.stderr_read = threading.Event()
+        self.gone: Optional[str] = None
+
+    def why_gone(self) -> str:
+        code = self.process.poll()
+        what = "the cellbox engine has stopped" if code is None else "the cellbox engine exited (code %s)" % code
+        tail = self.stderr.strip()
+        return "%s%s" % (what, (": " + tail) if tail else "")
+
+
+def _read_answers(engine: _Engine) -> None:
+    """Hand each line the engine writes to the call it belongs to; at the end
+    of its output, tell every waiting call why the engine is gone."""
+    stdout = engine.process.stdout
+    assert stdout is not None
+    for line in stdout:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if "id" in message and ("result" in message or "error" in message):
+            call = engine.calls.get(message["id"])
+            if call is not None:
+                _deliver(call, (_ANSWER, message))
+        elif message.get("method") == "output":
+            params = message.get("params") or {}
+            call = engine.calls.get(params.get("call"))
+            if call is not None:
+                _deliver(call, (_OUTPUT, params))
+    stdout.close()
+    engine.process.wait()
+    # A kernel still holding the pipe must not keep the callers waiting for long.
+    engine.stderr_read.wait(timeout=_STDERR_GRACE)
+    with engine.lock:
+        engine.gone = engine.why_gone()
+        calls = list(engine.calls.values())
+    for call in calls:
+        _deliver(call, (_GONE, engine.gone))
+
+
+def _deliver(call: _Call, item: Tuple[str, Any]) -> None:
+    """Hand `item` to its call; a call whose event loop has closed is past caring."""
+    try:
+        call.deliver(item)
+    except RuntimeError:
+        pass
+
+
+def _read_stderr(engine: _Engine) -> None:
+    """Keep the tail of the engine's stderr, for the error that ends a call."""
+    stderr = engine.process.stderr
+    assert stderr is not None
+    read = getattr(stderr, "read1", stderr.read)
+    for chunk in iter(lambda: read(4096), b""):
+        engine.stderr = (engine.stderr + chunk.decode("utf-8", "replace"))[-_STDERR_TAIL:]
+    stderr.close()
+    engine.stderr_read.set()
+
+
+class LocalTransport:
+    """An engine process this program started and owns."""
+
+    def __init__(self, args: List[str], cwd: Optional[str], env: Optional[Dict[str, str]]) -> None:
+        command = [find_binary(), "sdk-server"] + args
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        try:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=full_env,
+            )
+        except OSError as error:
+            raise EngineGone("could not start %s: %s" % (command[0], error)) from error
+        self._engine = _Engine(process)
+        self._write_lock = threading.Lock()
+        self._next_id = 1
+        for target, name in ((_read_answers, "cellbox-sdk-reader"), (_read_stderr, "cellbox-sdk-stderr")):
+            threading.Thread(target=target, args=(self._engine,), name=name, daemon=True).start()
+        # The engine stops when its stdin closes: however this object ends.
+        self._finalizer = weakref.finalize(self, _close_process, process)
+
+    # -- calls -----------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        params: Optional[Dict[str, Any]] = None,
+        on_output: Optional[Callable[[Dict[str, Any]], None]] = None,
+    ) -> Any:
+        """Send one request and wait for its answer, handing each `output`
+        notification to `on_output` meanwhile, in this thread."""
+        items: "queue.Queue[Tuple[str, Any]]" = queue.Queue()
+        call_id = self._open(method, params, items.put)
+        answered = False
+        try:
+            while True:
+                kind, payload = items.get()
+                if kind == _OUTPUT:
+                    if on_output is not None:
+                        on_output(payload)
+                else:
+                    answered = True
+                    return _answer(kind, payload)
+        finally:
+            self._close(call_id, method, answered)
+
+    async def request_async(
+        self,
+        method: str,
+        params: Optional[Dict[str, Any]] = None,
+        on_output: Optional[Callable[[Dict[str, Any]], Union[None, Awaitable[None]]]] = None,
+    ) -> Any:
+        """`request` for an event loop: `on_output` runs in the loop and is
+        awaited when it returns an awaitable; cancelling the task cancels the call."""
+        loop = asyncio.get_running_loop()
+        items: "asyncio.Queue[Tuple[str, Any]]" = asyncio.Queue()
+        call_id = self._open(method, params, lambda item: loop.call_soon_threadsafe(items.put_nowait, item))
+        answered = False
+        try:
+            while True:
+                kind, payload = await items.get()
+                if kind == _OUTPUT:
+                    if on_output is not None:
+                        outcome = on_output(payload)
+                        if inspect.isawaitable(outcome):
+                            await outcome
+                else:
+                    answered = True
+                    return _answer(kind, payload)
+        finally:
+            self._close(call_id, method, answered)
+
+    def _open(self, method: str, params: Optional[Dict[str, Any]], deliver: Callable[[Tuple[str, Any]], None]) -> int:
+        """Register a call and send its request; its id."""
+        engine = self._engine
+        with engine.lock:
+            if engine.gone is not None:
+                raise EngineGone(engine.gone)
+            call_id = self._next_id
+            self._next_id += 1
+            engine.calls[call_id] = _Call(deliver)
+        try:
+            self._send({"jsonrpc": "2.0", "id": call_id, "method": method, "params": params or {}})
+        except BaseException:
+            self._close(call_id, method, answered=True)
+            raise
+        return call_id
+
+    def _close(self, call_id: int, method: str, answered: bool) -> None:
+        """Forget a call. A `run_code` whose caller stopped waiting before its
+        answer (a callback raised, Ctrl-C, a cancelled task) is stopped in
+        the engine too, so its context stays usable."""
+        with self._engine.lock:
+            self._engine.calls.pop(call_id, None)
+        if not answered and method == "run_code":
+            try:
+                self._send({"jsonrpc": "2.0", "method": "cancel", "params": {"call": call_id}})
+            except (EngineGone, OSError):
+                pass
+
+    def _send(self, message: Dict[str, Any]) -> None:
+        line = json.dumps(message).encode("utf-8") + b"\n"
+        with self._write_lock:
+            stdin = self._engine.process.stdin
+            if stdin is None or stdin.closed:
+                raise EngineGone("the cellbox engine was stopped")
+            try:
+                stdin.write(line)
+                stdin.flush()
+            except (BrokenPipeError, OSError, ValueError) as error:
+                raise EngineGone(self._engine.why_gone()) from error
+
+    # -- lifetime --------------------------------------------------------
+
+    @property
+    def pid(self) -> int:
+        return self._engine.process.pid
+
+    @property
+    def exit_code(self) -> Optional[int]:
+        """The engine's exit status, once it has exited."""
+        return self._engine.process.poll()
+
+    @property
+    def stderr(self) -> str:
+        """The tail of what the engine wrote to stderr."""
+        return self._engine.stderr
+
+    @property
+    def alive(self) -> bool:
+        return self._engine.gone is None and self._engine.process.poll() is None
+
+    def close(self) -> None:
+        """Stop the engine and its kernels (idempotent)."""
+        self._finalizer()
+
+
+def _close_process(process: "subprocess.Popen[bytes]") -> None:
+    """End of input asks the engine to stop its kernels and leave; it is
+    killed if it has not within a few seconds."""
+    try:
+        if process.stdin is not None:
+            process.stdin.close()
+    except OSError:
+        pass
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def _answer(kind: str, payload: Any) -> Any:
+    """A call's outcome: its result, or the exception its answer stands for."""
+    if kind == _GONE:
+        raise EngineGone(payload)
+    error = payload.get("error")
+    if error is None:
+        return payload.get("result")
+    code, text = error.get("code"), error.get("message", "")
+    if code == _NOT_FOUND:
+        raise NotFoundException(text)
+    if code == _INVALID_PARAMS:
+        raise InvalidArgumentException(text)
+    raise SandboxException(text)

@@ -1,0 +1,448 @@
+"""`Sandbox` and `AsyncSandbox`: E2B Code Interpreter's API on a local cellbox engine.
+
+Code written for `e2b_code_interpreter.Sandbox` (or `AsyncSandbox`) runs
+after changing only the import. A sandbox is the engine process it starts
+(see `_transport`); its code contexts are the engine's sessions, each with
+its own kernels. E2B's cloud-only arguments are accepted; what they mean here
+is written beside each.
+
+The two classes share everything but waiting: `_Requests` builds each
+request and reads each answer, and the classes only send and wait, in a
+thread or on an event loop.
+"""
+
+import asyncio
+import functools
+import inspect
+import time
+import uuid
+import weakref
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+from ._transport import EngineGone, LocalTransport
+from .exceptions import (
+    InvalidArgumentException,
+    SandboxException,
+    SandboxNotFoundException,
+    format_execution_timeout_error,
+    format_sandbox_killed_error,
+)
+from .models import Context, Execution, ExecutionError, OutputMessage, Result
+
+__all__ = ["Sandbox", "AsyncSandbox"]
+
+#: Sandboxes of this process by id, so `connect(id)` and `kill(id)` find
+#: one. Weak: a sandbox nobody holds is collected, and its engine stops.
+_LIVE: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDictionary()
+
+#: E2B's default `run_code` timeout, in seconds (0: no limit).
+_DEFAULT_RUN_TIMEOUT = 300
+#: E2B's default sandbox lifetime, in seconds: recorded, not enforced (see `set_timeout`).
+_DEFAULT_LIFETIME = 300
+
+
+class _ClassOrInstance:
+    """A method that works on a sandbox (`box.kill()`) and on the class with
+    a sandbox id (`Sandbox.kill(sandbox_id)`), as E2B's do."""
+
+    def __init__(self, on_instance: Callable[..., Any]) -> None:
+        self.on_instance = on_instance
+        functools.update_wrapper(self, on_instance)  # type: ignore[arg-type]
+
+    def __get__(self, instance: Any, owner: Any) -> Callable[..., Any]:
+        if instance is not None:
+            return functools.partial(self.on_instance, instance)
+        return functools.partial(_by_id, owner, self.on_instance)
+
+
+def _by_id(owner: Any, method: Callable[..., Any], sandbox_id: str, *args: Any, **kwargs: Any) -> Any:
+    sandbox = _LIVE.get(sandbox_id)
+    if sandbox is None or not isinstance(sandbox, owner):
+        raise SandboxNotFoundException("no running sandbox %r in this process" % sandbox_id)
+    return method(sandbox, *args, **kwargs)
+
+
+def _engine_args(
+    allow_internet_access: bool, network: Optional[Dict[str, Any]], sandbox: Optional[str], python: Optional[str]
+) -> List[str]:
+    """The `cellbox sdk-server` flags for a sandbox's arguments."""
+    args: List[str] = []
+    if python is not None:
+        args += ["--python", python]
+    deny = (network or {}).get("deny_out") or []
+    if not allow_internet_access or (isinstance(deny, (list, tuple)) and "0.0.0.0/0" in deny):
+        args += ["--network", "off"]
+    if sandbox is not None:
+        args += ["--sandbox", sandbox]
+    return args
+
+
+class _Requests:
+    """The requests of a sandbox and the reading of their answers, whatever waits for them."""
+
+    def __init__(self, transport: LocalTransport, metadata: Optional[Dict[str, str]], timeout: Optional[int]) -> None:
+        self._transport = transport
+        self._sandbox_id = "local-" + uuid.uuid4().hex[:12]
+        self._lifetime = timeout or _DEFAULT_LIFETIME
+        self._killed = False
+        self.metadata = dict(metadata or {})
+        _LIVE[self._sandbox_id] = self
+
+    @property
+    def sandbox_id(self) -> str:
+        """This sandbox's id (for `connect` and `kill` by id, in this process)."""
+        return self._sandbox_id
+
+    def _refused(self, error: Exception) -> Exception:
+        """What the caller learns when the engine would not start: the engine
+        is stopped; a bad argument (the engine's usage error, exit status 2)
+        is an `InvalidArgumentException`, with the engine's words."""
+        self._stop()
+        if isinstance(error, EngineGone) and self._transport.exit_code == 2:
+            lines = [line for line in self._transport.stderr.splitlines() if line.strip()]
+            reason = lines[0] if lines else str(error)
+            return InvalidArgumentException(reason[len("error: ") :] if reason.startswith("error: ") else reason)
+        return error
+
+    def _running(self) -> bool:
+        return self._transport.alive
+
+    def _stop(self) -> bool:
+        was_running = self._transport.alive
+        self._killed = True
+        self._transport.close()
+        _LIVE.pop(self._sandbox_id, None)
+        return was_running
+
+    @staticmethod
+    def _run_params(
+        code: str,
+        language: Optional[str],
+        context: Optional[Context],
+        envs: Optional[Dict[str, str]],
+        timeout: Optional[float],
+    ) -> Dict[str, Any]:
+        if language and context:
+            raise InvalidArgumentException("give run_code a language or a context, not both")
+        if timeout is None:
+            timeout = _DEFAULT_RUN_TIMEOUT
+        params: Dict[str, Any] = {"code": code, "timeout": float(timeout)}
+        if language:
+            params["language"] = language
+        if context:
+            params["context_id"] = context.id
+        if envs:
+            params["envs"] = dict(envs)
+        return params
+
+    def _gone(self, error: EngineGone) -> Exception:
+        """What a call learns when the engine ended under it: E2B's error for a
+        sandbox killed on purpose, else why the engine stopped."""
+        return format_sandbox_killed_error() if self._killed else error
+
+    @staticmethod
+    def _closing(answer: Dict[str, Any], execution: Execution) -> Optional[Dict[str, Any]]:
+        """An `error` output the answer stands for, when no traceback came (the
+        kernel died or the run was stopped): only its name and reason."""
+        error = answer.get("error")
+        if execution.error is None and answer.get("status") in ("error", "killed", "cancelled") and error:
+            return {"type": "error", "name": error["name"], "value": error["value"], "traceback": ""}
+        return None
+
+    @staticmethod
+    def _finish(answer: Dict[str, Any], execution: Execution) -> Execution:
+        execution.execution_count = answer.get("execution_count")
+        if answer.get("status") == "timeout":
+            raise format_execution_timeout_error()
+        return execution
+
+    @staticmethod
+    def _context_params(cwd: Optional[str], language: Optional[str]) -> Dict[str, str]:
+        return {key: value for key, value in (("cwd", cwd), ("language", language)) if value}
+
+
+class Sandbox(_Requests):
+    """A local code interpreter: Python, JavaScript/TypeScript and bash cells
+    in long-lived kernels, under cellbox's OS sandbox.
+
+    `template`, `metadata`, `secure`, `api_key`, `domain`, `debug`, `proxy`,
+    `request_timeout`, `mcp`, `lifecycle`, `volume_mounts` and `logger` have
+    no local meaning and are ignored. `envs` are set in every kernel;
+    `allow_internet_access=False` (or `network={"deny_out": ["0.0.0.0/0"]}`)
+    turns the kernels' network off. `timeout` (the sandbox's lifetime) is
+    recorded only: a local sandbox lives until `kill()`, the end of its
+    `with` block, garbage collection or the end of the program.
+
+    cellbox's own arguments: `cwd` is the folder kernels run in (default: the
+    current one; contexts' relative `cwd`s start there), `sandbox` the OS
+    sandbox policy (`workspace-write`, the default, `read-only` or `off`),
+    `python` the interpreter for Python cells (default: the one
+    `cellbox doctor` finds).
+    """
+
+    default_template = "code-interpreter-v1"
+
+    def __init__(
+        self,
+        template: Optional[str] = None,
+        timeout: Optional[int] = None,
+        metadata: Optional[Dict[str, str]] = None,
+        envs: Optional[Dict[str, str]] = None,
+        secure: bool = True,
+        allow_internet_access: bool = True,
+        network: Optional[Dict[str, Any]] = None,
+        *,
+        cwd: Optional[str] = None,
+        sandbox: Optional[str] = None,
+        python: Optional[str] = None,
+        **opts: Any,
+    ) -> None:
+        args = _engine_args(allow_internet_access, network, sandbox, python)
+        super().__init__(LocalTransport(args, cwd=cwd, env=envs), metadata, timeout)
+        try:
+            self._transport.request("initialize")
+        except (EngineGone, SandboxException) as error:
+            raise self._refused(error) from None
+
+    # -- lifecycle -------------------------------------------------------
+
+    @classmethod
+    def create(cls, template: Optional[str] = None, timeout: Optional[int] = None, **opts: Any) -> "Sandbox":
+        """A new sandbox (E2B 2.x's way to make one; `Sandbox(...)` works too)."""
+        return cls(template, timeout, **opts)
+
+    @classmethod
+    def connect(cls, sandbox_id: str, timeout: Optional[int] = None, **opts: Any) -> "Sandbox":
+        """The running sandbox `sandbox_id` of this process."""
+        sandbox = _by_id(cls, lambda box: box, sandbox_id)
+        if not sandbox.is_running():
+            raise SandboxNotFoundException("sandbox %r is not running" % sandbox_id)
+        if timeout:
+            sandbox.set_timeout(timeout)
+        return sandbox
+
+    def is_running(self, request_timeout: Optional[float] = None) -> bool:
+        return self._running()
+
+    @_ClassOrInstance
+    def set_timeout(self, timeout: int, **opts: Any) -> None:
+        """Recorded only (see the class's documentation)."""
+        self._lifetime = timeout
+
+    @_ClassOrInstance
+    def kill(self, **opts: Any) -> bool:
+        """Stop the engine and every kernel; False when it was not running.
+        A `run_code` waiting meanwhile raises `TimeoutException`."""
+        return self._stop()
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.kill()
+
+    # -- code ------------------------------------------------------------
+
+    def run_code(
+        self,
+        code: str,
+        language: Optional[str] = None,
+        context: Optional[Context] = None,
+        on_stdout: Optional[Callable[[OutputMessage], Any]] = None,
+        on_stderr: Optional[Callable[[OutputMessage], Any]] = None,
+        on_result: Optional[Callable[[Result], Any]] = None,
+        on_error: Optional[Callable[[ExecutionError], Any]] = None,
+        envs: Optional[Dict[str, str]] = None,
+        timeout: Optional[float] = None,
+        request_timeout: Optional[float] = None,
+    ) -> Execution:
+        """Run `code`; an error in it is the result's `error`, never raised.
+        `timeout` (seconds, default 300, 0: no limit) bounds the run: past
+        it the cell is interrupted, the context stays usable, and
+        `TimeoutException` is raised. Callbacks run in this thread, in
+        order, while the cell runs; one that raises stops the cell.
+        `request_timeout` is ignored (no connection is waited for)."""
+        params = self._run_params(code, language, context, envs, timeout)
+        execution = Execution()
+        handlers = _Handlers(execution, on_stdout, on_stderr, on_result, on_error)
+        try:
+            answer = self._transport.request("run_code", params, on_output=handlers.output)
+        except EngineGone as error:
+            raise self._gone(error) from error
+        closing = self._closing(answer, execution)
+        if closing is not None:
+            handlers.output(closing)
+        return self._finish(answer, execution)
+
+    # -- contexts --------------------------------------------------------
+
+    def create_code_context(
+        self, cwd: Optional[str] = None, language: Optional[str] = None, request_timeout: Optional[float] = None
+    ) -> Context:
+        """A new context (own kernel and state); `cwd` relative to the sandbox's folder."""
+        return Context.from_json(self._transport.request("create_context", self._context_params(cwd, language)))
+
+    def list_code_contexts(self) -> List[Context]:
+        return [Context.from_json(item) for item in self._transport.request("list_contexts")]
+
+    def restart_code_context(self, context: Union[Context, str]) -> None:
+        """Start the context's kernel afresh: its state is gone, the context stays."""
+        self._transport.request("restart_context", {"context_id": _context_id(context)})
+
+    def remove_code_context(self, context: Union[Context, str]) -> None:
+        self._transport.request("remove_context", {"context_id": _context_id(context)})
+
+
+class AsyncSandbox(_Requests):
+    """`Sandbox` for asyncio: make one with `await AsyncSandbox.create(...)`
+    (same arguments); every method is a coroutine. Callbacks may be plain
+    functions or coroutine functions; they run in the event loop, in order.
+    Cancelling a `run_code` task interrupts its cell."""
+
+    default_template = Sandbox.default_template
+
+    def __init__(
+        self,
+        template: Optional[str] = None,
+        timeout: Optional[int] = None,
+        metadata: Optional[Dict[str, str]] = None,
+        envs: Optional[Dict[str, str]] = None,
+        secure: bool = True,
+        allow_internet_access: bool = True,
+        network: Optional[Dict[str, Any]] = None,
+        *,
+        cwd: Optional[str] = None,
+        sandbox: Optional[str] = None,
+        python: Optional[str] = None,
+        **opts: Any,
+    ) -> None:
+        """Starts the engine; `create` also waits until it answers."""
+        args = _engine_args(allow_internet_access, network, sandbox, python)
+        super().__init__(LocalTransport(args, cwd=cwd, env=envs), metadata, timeout)
+
+    # -- lifecycle -------------------------------------------------------
+
+    @classmethod
+    async def create(cls, template: Optional[str] = None, timeout: Optional[int] = None, **opts: Any) -> "AsyncSandbox":
+        sandbox = cls(template, timeout, **opts)
+        try:
+            await sandbox._transport.request_async("initialize")
+        except (EngineGone, SandboxException) as error:
+            raise sandbox._refused(error) from None
+        return sandbox
+
+    @classmethod
+    async def connect(cls, sandbox_id: str, timeout: Optional[int] = None, **opts: Any) -> "AsyncSandbox":
+        sandbox = _by_id(cls, lambda box: box, sandbox_id)
+        if not sandbox._running():
+            raise SandboxNotFoundException("sandbox %r is not running" % sandbox_id)
+        if timeout:
+            sandbox._lifetime = timeout
+        return sandbox
+
+    async def is_running(self, request_timeout: Optional[float] = None) -> bool:
+        return self._running()
+
+    @_ClassOrInstance
+    async def set_timeout(self, timeout: int, **opts: Any) -> None:
+        """Recorded only (see `Sandbox`)."""
+        self._lifetime = timeout
+
+    @_ClassOrInstance
+    async def kill(self, **opts: Any) -> bool:
+        """Stop the engine and every kernel (waiting in a worker thread, not
+        in the loop); a `run_code` awaiting meanwhile raises `TimeoutException`."""
+        return await asyncio.get_running_loop().run_in_executor(None, self._stop)
+
+    async def __aenter__(self) -> "AsyncSandbox":
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.kill()
+
+    # -- code ------------------------------------------------------------
+
+    async def run_code(
+        self,
+        code: str,
+        language: Optional[str] = None,
+        context: Optional[Context] = None,
+        on_stdout: Optional[Callable[[OutputMessage], Any]] = None,
+        on_stderr: Optional[Callable[[OutputMessage], Any]] = None,
+        on_result: Optional[Callable[[Result], Any]] = None,
+        on_error: Optional[Callable[[ExecutionError], Any]] = None,
+        envs: Optional[Dict[str, str]] = None,
+        timeout: Optional[float] = None,
+        request_timeout: Optional[float] = None,
+    ) -> Execution:
+        """`Sandbox.run_code`, awaited."""
+        params = self._run_params(code, language, context, envs, timeout)
+        execution = Execution()
+        handlers = _Handlers(execution, on_stdout, on_stderr, on_result, on_error)
+        try:
+            answer = await self._transport.request_async("run_code", params, on_output=handlers.output)
+        except EngineGone as error:
+            raise self._gone(error) from error
+        closing = self._closing(answer, execution)
+        if closing is not None:
+            outcome = handlers.output(closing)
+            if inspect.isawaitable(outcome):
+                await outcome
+        return self._finish(answer, execution)
+
+    # -- contexts --------------------------------------------------------
+
+    async def create_code_context(
+        self, cwd: Optional[str] = None, language: Optional[str] = None, request_timeout: Optional[float] = None
+    ) -> Context:
+        answer = await self._transport.request_async("create_context", self._context_params(cwd, language))
+        return Context.from_json(answer)
+
+    async def list_code_contexts(self) -> List[Context]:
+        return [Context.from_json(item) for item in await self._transport.request_async("list_contexts")]
+
+    async def restart_code_context(self, context: Union[Context, str]) -> None:
+        await self._transport.request_async("restart_context", {"context_id": _context_id(context)})
+
+    async def remove_code_context(self, context: Union[Context, str]) -> None:
+        await self._transport.request_async("remove_context", {"context_id": _context_id(context)})
+
+
+class _Handlers:
+    """Builds the `Execution` from `output` notifications and calls the
+    caller's callbacks in arrival order; `output` returns what the callback
+    returned, for an async caller to await."""
+
+    def __init__(self, execution: Execution, on_stdout: Any, on_stderr: Any, on_result: Any, on_error: Any) -> None:
+        self.execution = execution
+        self.callbacks: Dict[str, Any] = {"stdout": on_stdout, "stderr": on_stderr, "result": on_result, "error": on_error}
+
+    def output(self, params: Dict[str, Any]) -> Any:
+        kind = params.get("type")
+        item, stored = self._item(kind, params)
+        if stored is not None:
+            stored.append(item.line if isinstance(item, OutputMessage) else item)
+        callback = self.callbacks.get(kind or "")
+        if item is not None and callback is not None:
+            return callback(item)
+        return None
+
+    def _item(self, kind: Optional[str], params: Dict[str, Any]) -> Tuple[Any, Optional[List[Any]]]:
+        """The SDK object an output stands for, and the list of the execution it joins."""
+        logs = self.execution.logs
+        if kind == "stdout":
+            return OutputMessage(params.get("text", ""), time.time_ns(), False), logs.stdout
+        if kind == "stderr":
+            return OutputMessage(params.get("text", ""), time.time_ns(), True), logs.stderr
+        if kind == "result":
+            return Result.from_bundle(params.get("bundle") or {}, bool(params.get("is_main_result"))), self.execution.results
+        if kind == "error":
+            error = ExecutionError(params.get("name", ""), params.get("value", ""), params.get("traceback", ""))
+            if self.execution.error is None:  # the first error is the execution's
+                self.execution.error = error
+            return error, None
+        return None, None
+
+
+def _context_id(context: Union[Context, str]) -> str:
+    return context if isinstance(context, str) else context.id

@@ -1,0 +1,151 @@
+//! Code contexts: each is one engine session with its own kernels and state.
+//! A Python and a JavaScript context exist from the start (E2B's SDK lists
+//! both); more are made on demand.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::wire::{ContextInfo, Failure, code};
+use crate::tool::Language;
+
+/// A context: its session in the engine, language and working folder.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Context {
+    pub id: String,
+    pub language: SdkLanguage,
+    pub cwd: PathBuf,
+}
+
+impl Context {
+    /// The engine session that holds this context's kernels.
+    pub fn session(&self) -> String {
+        format!("sdk-{}", self.id)
+    }
+
+    pub fn info(&self) -> ContextInfo {
+        ContextInfo { id: self.id.clone(), language: self.language.name().into(), cwd: self.cwd.display().to_string() }
+    }
+}
+
+/// The languages `run_code` takes. Bash runs in the Python kernel (`%%bash`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SdkLanguage {
+    Python,
+    JavaScript,
+    TypeScript,
+    Bash,
+}
+
+impl SdkLanguage {
+    /// E2B's names and their short forms, case-insensitively.
+    pub fn parse(name: &str) -> Result<SdkLanguage, Failure> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "python" | "py" | "python3" => Ok(SdkLanguage::Python),
+            "javascript" | "js" => Ok(SdkLanguage::JavaScript),
+            "typescript" | "ts" => Ok(SdkLanguage::TypeScript),
+            "bash" | "sh" | "shell" => Ok(SdkLanguage::Bash),
+            other => Err(Failure::invalid_params(format!(
+                "unknown language {other:?}: use python, javascript (js), typescript (ts) or bash"
+            ))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SdkLanguage::Python => "python",
+            SdkLanguage::JavaScript => "javascript",
+            SdkLanguage::TypeScript => "typescript",
+            SdkLanguage::Bash => "bash",
+        }
+    }
+
+    /// The cell language the engine runs this as.
+    pub fn cell_language(self) -> Language {
+        match self {
+            SdkLanguage::Python | SdkLanguage::Bash => Language::Py,
+            SdkLanguage::JavaScript => Language::Js,
+            SdkLanguage::TypeScript => Language::Ts,
+        }
+    }
+
+    /// `code` as a cell of [`SdkLanguage::cell_language`].
+    pub fn cell_code(self, code: &str) -> String {
+        match self {
+            SdkLanguage::Bash => format!("%%bash\n{code}"),
+            _ => code.to_string(),
+        }
+    }
+
+    /// The language whose default context a run without one goes to
+    /// (TypeScript and bash share JavaScript's and Python's kernels).
+    fn default_context(self) -> &'static str {
+        match self {
+            SdkLanguage::Python | SdkLanguage::Bash => "python",
+            SdkLanguage::JavaScript | SdkLanguage::TypeScript => "javascript",
+        }
+    }
+}
+
+/// Every context of one server, in the order they were made.
+#[derive(Debug)]
+pub struct Contexts {
+    root: PathBuf,
+    made: Mutex<(u64, BTreeMap<u64, Context>)>,
+}
+
+impl Contexts {
+    /// The default contexts, working in `root`.
+    pub fn new(root: PathBuf) -> Self {
+        let mut made = BTreeMap::new();
+        for (order, language) in [SdkLanguage::Python, SdkLanguage::JavaScript].into_iter().enumerate() {
+            let id = language.default_context().to_string();
+            made.insert(order as u64, Context { id, language, cwd: root.clone() });
+        }
+        Contexts { root, made: Mutex::new((2, made)) }
+    }
+
+    pub fn list(&self) -> Vec<Context> {
+        self.made.lock().unwrap().1.values().cloned().collect()
+    }
+
+    pub fn get(&self, id: &str) -> Result<Context, Failure> {
+        self.list()
+            .into_iter()
+            .find(|context| context.id == id)
+            .ok_or_else(|| Failure::new(code::NOT_FOUND, format!("no code context {id:?}")))
+    }
+
+    /// The context a run without a context id uses for `language`.
+    pub fn default_for(&self, language: SdkLanguage) -> Context {
+        let id = language.default_context();
+        self.get(id).unwrap_or_else(|_| Context { id: id.to_string(), language, cwd: self.root.clone() })
+    }
+
+    /// A new context; `cwd` is relative to the server's folder and must exist.
+    pub fn create(&self, language: SdkLanguage, cwd: Option<&str>) -> Result<Context, Failure> {
+        let cwd = match cwd {
+            Some(dir) => self.root.join(dir),
+            None => self.root.clone(),
+        };
+        if !Path::new(&cwd).is_dir() {
+            return Err(Failure::invalid_params(format!("cwd {} is not a folder", cwd.display())));
+        }
+        let mut made = self.made.lock().unwrap();
+        let order = made.0;
+        made.0 += 1;
+        let context = Context { id: format!("ctx-{order}"), language, cwd };
+        made.1.insert(order, context.clone());
+        Ok(context)
+    }
+
+    /// Forget a context (its kernels are the caller's to stop).
+    pub fn remove(&self, id: &str) -> Result<Context, Failure> {
+        let mut made = self.made.lock().unwrap();
+        let order = made.1.iter().find(|(_, context)| context.id == id).map(|(order, _)| *order);
+        match order {
+            Some(order) => Ok(made.1.remove(&order).expect("just found")),
+            None => Err(Failure::new(code::NOT_FOUND, format!("no code context {id:?}"))),
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! The engine's side of the Python SDK (`from cellbox import Sandbox`):
+//! `cellbox sdk-server` speaks JSON-RPC 2.0, one message per line, on its
+//! stdin and stdout, to the one SDK process that started it and owns it.
+//! No port is opened. The same methods are what a remote server will offer,
+//! so the SDK keeps its transport behind one seam.
+//!
+//! Methods (see [`wire`] for their parameters): `initialize`, `run_code`
+//! (streams `output` notifications, then answers with the cell's status and
+//! execution count), `cancel` (a `run_code` whose caller stopped waiting:
+//! its cell is interrupted), `create_context`, `list_contexts`,
+//! `restart_context`, `remove_context`, `shutdown`. End of input is a shutdown too: kernels
+//! never outlive the SDK that asked for them.
+
+mod contexts;
+pub mod wire;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::tool::{CallContext, CellParams, EvalEngine, EvalEvent, EvalParams};
+use contexts::{Contexts, SdkLanguage};
+use wire::{Failure, code};
+
+/// One SDK connection's state.
+struct Server {
+    engine: Arc<EvalEngine>,
+    contexts: Contexts,
+    /// Cancelled at shutdown: every call still running stops.
+    stopping: CancellationToken,
+    /// The running `run_code` calls, by request id (as JSON text), for `cancel`.
+    running: Mutex<HashMap<String, CancellationToken>>,
+    out: mpsc::UnboundedSender<Value>,
+}
+
+/// Serve the SDK on stdin/stdout until end of input or `shutdown`; the
+/// engine's kernels are stopped before this returns.
+pub async fn serve_stdio(engine: Arc<EvalEngine>, root: PathBuf) -> std::io::Result<()> {
+    let (out, mut lines) = mpsc::unbounded_channel::<Value>();
+    // One writer, so notifications of a call always come before its response.
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(message) = lines.recv().await {
+            let mut line = serde_json::to_vec(&message).expect("messages serialize");
+            line.push(b'\n');
+            if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    let server = Arc::new(Server {
+        engine,
+        contexts: Contexts::new(root),
+        stopping: CancellationToken::new(),
+        running: Mutex::default(),
+        out,
+    });
+    let mut input = BufReader::new(tokio::io::stdin()).lines();
+    let mut calls = tokio::task::JoinSet::new();
+    while let Some(line) = input.next_line().await? {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let request: wire::Request = match serde_json::from_str(&line) {
+            Ok(request) => request,
+            Err(error) => {
+                let failure = Failure::new(code::PARSE_ERROR, format!("not a JSON-RPC request: {error}"));
+                let _ = server.out.send(wire::response(&Value::Null, Err(failure)));
+                continue;
+            }
+        };
+        if request.method == "shutdown" {
+            if let Some(id) = &request.id {
+                server.stopping.cancel();
+                server.engine.dispose_all().await;
+                let _ = server.out.send(wire::response(id, Ok(Value::Null)));
+            }
+            break;
+        }
+        let server = server.clone();
+        calls.spawn(async move {
+            let outcome = server.handle(&request).await;
+            if let Some(id) = &request.id {
+                let _ = server.out.send(wire::response(id, outcome));
+            }
+        });
+    }
+    server.stopping.cancel();
+    calls.abort_all();
+    server.engine.dispose_all().await;
+    drop(server);
+    let _ = writer.await;
+    Ok(())
+}
+
+/// A method's parameters (none given: as `{}`), or what is wrong with them.
+fn parse<T: serde::de::DeserializeOwned>(method: &str, params: Value) -> Result<T, Failure> {
+    serde_json::from_value(if params.is_null() { json!({}) } else { params })
+        .map_err(|e| Failure::invalid_params(format!("{method}: {e}")))
+}
+
+impl Server {
+    async fn handle(&self, request: &wire::Request) -> Result<Value, Failure> {
+        let (method, params) = (request.method.as_str(), request.params.clone());
+        match request.method.as_str() {
+            "initialize" => {
+                // A sandbox that cannot run Python says so when it is made, not at its first cell.
+                if let Some(problem) = self.engine.python_unavailable().await {
+                    return Err(Failure::new(code::FAILED, problem));
+                }
+                Ok(json!({
+                    "version": env!("CARGO_PKG_VERSION"),
+                    "languages": self.engine.available_languages().iter().map(|l| l.as_str()).collect::<Vec<_>>(),
+                }))
+            }
+            "run_code" => {
+                let id = request.id.clone().unwrap_or(Value::Null);
+                self.run_code(&id, parse(method, params)?).await
+            }
+            "cancel" => {
+                let params: wire::Cancel = parse(method, params)?;
+                if let Some(token) = self.running.lock().unwrap().get(&params.call.to_string()) {
+                    token.cancel();
+                }
+                Ok(Value::Null)
+            }
+            "create_context" => {
+                let params: wire::CreateContext = parse(method, params)?;
+                let language = SdkLanguage::parse(params.language.as_deref().unwrap_or("python"))?;
+                Ok(json!(self.contexts.create(language, params.cwd.as_deref())?.info()))
+            }
+            "list_contexts" => Ok(json!(self.contexts.list().iter().map(|c| c.info()).collect::<Vec<_>>())),
+            "restart_context" => {
+                let params: wire::ContextRef = parse(method, params)?;
+                let context = self.contexts.get(&params.context_id)?;
+                self.engine.reset_session(&context.session()).await;
+                Ok(Value::Null)
+            }
+            "remove_context" => {
+                let params: wire::ContextRef = parse(method, params)?;
+                let context = self.contexts.remove(&params.context_id)?;
+                self.engine.reset_session(&context.session()).await;
+                self.engine.forget_history(&context.session());
+                Ok(Value::Null)
+            }
+            other => Err(Failure::new(code::METHOD_NOT_FOUND, format!("no method {other:?}"))),
+        }
+    }
+
+    /// Run one cell in its context, streaming its output as it comes.
+    async fn run_code(&self, call: &Value, params: wire::RunCode) -> Result<Value, Failure> {
+        let language = params.language.as_deref().map(SdkLanguage::parse).transpose()?;
+        let context = match (&params.context_id, language) {
+            (Some(_), Some(_)) => {
+                return Err(Failure::invalid_params("give run_code a language or a context, not both"));
+            }
+            (Some(id), None) => self.contexts.get(id)?,
+            (None, language) => self.contexts.default_for(language.unwrap_or(SdkLanguage::Python)),
+        };
+        let language = language.unwrap_or(context.language);
+        let timeout = match params.timeout {
+            None => wire::DEFAULT_TIMEOUT_SECS,
+            Some(seconds) if !seconds.is_finite() || seconds < 0.0 => {
+                return Err(Failure::invalid_params(format!("timeout must be 0 or more seconds, not {seconds}")));
+            }
+            // E2B's "no limit": the longest a cell may run here.
+            Some(0.0) => crate::tool::params::TIMEOUT_RANGE.1,
+            Some(seconds) => seconds,
+        };
+        let env = params.envs.map(|envs| envs.into_iter().map(|(key, value)| (key, Some(value))).collect());
+        let eval = EvalParams {
+            cells: vec![CellParams {
+                code: language.cell_code(&params.code),
+                language: Some(language.cell_language()),
+                timeout: Some(timeout),
+                env,
+                ..Default::default()
+            }],
+            cwd: Some(context.cwd.display().to_string()),
+            ..Default::default()
+        };
+        let out = self.out.clone();
+        let sink = move |event: EvalEvent| {
+            let fields = match event {
+                EvalEvent::Stdout { text, .. } => json!({"type": "stdout", "text": text}),
+                EvalEvent::Stderr { text, .. } => json!({"type": "stderr", "text": text}),
+                EvalEvent::Display { bundle, is_result, .. } => {
+                    json!({"type": "result", "bundle": &*bundle, "is_main_result": is_result})
+                }
+                EvalEvent::Error { error, .. } => json!({
+                    "type": "error",
+                    "name": error.ename,
+                    "value": error.evalue,
+                    "traceback": error.traceback.concat(),
+                }),
+                _ => return,
+            };
+            let _ = out.send(wire::output(call, fields));
+        };
+        let cancel = self.stopping.child_token();
+        let key = call.to_string();
+        self.running.lock().unwrap().insert(key.clone(), cancel.clone());
+        let result = self.engine.eval(&eval, &CallContext::new(context.session()), &cancel, &sink).await;
+        self.running.lock().unwrap().remove(&key);
+        let result = result.map_err(|error| Failure::new(code::FAILED, error.to_string()))?;
+        let cell = result.cells.first();
+        Ok(json!({
+            "status": cell.map_or("error", |cell| cell.status.as_str()),
+            "execution_count": cell.and_then(|cell| cell.execution_count),
+            "error": cell.and_then(|cell| cell.error.as_ref()).map(|e| json!({"name": e.ename, "value": e.evalue})),
+            "notes": result.notes,
+        }))
+    }
+}

@@ -1,0 +1,106 @@
+//! The Python SDK: its own tests (tests/sdk/*.py: its models, `Sandbox` and `AsyncSandbox`
+//! against this build's `cellbox sdk-server` with real kernels on the
+//! interpreter under test), and the server's answers to bad requests.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// Run `python -m unittest` on the SDK tests matching `pattern`, with this
+/// build's binary first on PATH (the SDK looks there after its own scripts dir).
+fn sdk_unit_tests(pattern: &str) {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let binary_dir = Path::new(env!("CARGO_BIN_EXE_cellbox")).parent().unwrap();
+    let path = std::env::join_paths(
+        std::iter::once(binary_dir.to_path_buf())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .unwrap();
+    let artifacts = tempfile::tempdir().unwrap();
+    let output = Command::new(common::python())
+        .args(["-m", "unittest", "discover", "-s", "tests/sdk", "-p", pattern, "-v"])
+        .current_dir(root)
+        .env("PATH", path)
+        .env("CELLBOX_TEST_PYTHON", common::python())
+        .env("CELLBOX_ARTIFACTS_DIR", artifacts.path())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "SDK tests ({pattern}) failed:\n{report}");
+    assert!(report.contains("\nOK"), "{report}");
+}
+
+#[test]
+fn models_match_the_code_interpreter_contract() {
+    sdk_unit_tests("test_models.py");
+}
+
+#[test]
+fn sandbox_and_async_sandbox_run_cells_on_the_real_engine() {
+    sdk_unit_tests("test_*sandbox.py");
+}
+
+#[test]
+fn examples_run_as_written() {
+    sdk_unit_tests("test_examples.py");
+}
+
+/// The engine's side of the wire, spoken to directly: what a client that
+/// gets the protocol wrong (or a newer SDK) is told, without the engine
+/// stopping.
+#[test]
+fn sdk_server_answers_bad_requests_with_json_rpc_errors() {
+    let work = tempfile::tempdir().unwrap();
+    let mut command = common::binary::cellbox(["sdk-server", "--spares", "0"]);
+    command.current_dir(work.path()).env("CELLBOX_ARTIFACTS_DIR", work.path().join("artifacts"));
+    let requests = [
+        "not json",
+        r#"{"jsonrpc":"2.0","id":1,"method":"no_such_method"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"run_code","params":{"code":"1","language":"cobol"}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"run_code","params":{"code":"1","timeout":-1}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"run_code","params":{"code":"1","language":"python","context_id":"python"}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"run_code","params":{"code":"1","context_id":"ctx-404"}}"#,
+        r#"{"jsonrpc":"2.0","id":6,"method":"remove_context","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"create_context","params":{"cwd":"missing"}}"#,
+        r#"{"jsonrpc":"2.0","id":8,"method":"run_code","params":{"code":"6 * 7"}}"#,
+    ];
+    // Input stays open until the last answer: end of input stops the engine and its calls.
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all((requests.join("\n") + "\n").as_bytes()).unwrap();
+    let mut answers: Vec<serde_json::Value> = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let message: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if message.get("method").is_some() {
+            continue; // an output notification
+        }
+        let last = message["id"] == 8;
+        answers.push(message);
+        if last {
+            break;
+        }
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let code_of = |id: serde_json::Value| {
+        let answer = answers.iter().find(|answer| answer["id"] == id).unwrap_or_else(|| panic!("no answer to {id}"));
+        (answer["error"]["code"].as_i64(), answer["error"]["message"].as_str().unwrap_or("").to_string())
+    };
+    let (code, message) = code_of(serde_json::Value::Null);
+    assert_eq!(code, Some(-32700), "{message}");
+    assert_eq!(code_of(1.into()).0, Some(-32601));
+    let (code, message) = code_of(2.into());
+    assert_eq!(code, Some(-32602));
+    assert!(message.contains("cobol") && message.contains("python"), "{message}");
+    assert_eq!(code_of(3.into()).0, Some(-32602));
+    assert_eq!(code_of(4.into()).0, Some(-32602));
+    assert_eq!(code_of(5.into()).0, Some(-32001));
+    assert_eq!(code_of(6.into()).0, Some(-32602));
+    assert_eq!(code_of(7.into()).0, Some(-32602));
+    // After all that, the engine still runs cells.
+    let last = answers.iter().find(|answer| answer["id"] == 8).expect("an answer to the cell");
+    assert_eq!(last["result"]["status"], "ok", "{last}");
+}

@@ -1,0 +1,292 @@
+"""The SDK against the real engine: `cellbox sdk-server` from target/debug
+(scripts/test puts it first on PATH) and real kernels on the test
+interpreter (CELLBOX_TEST_PYTHON), with pandas and matplotlib.
+
+Run as `python -m unittest discover -s tests/sdk` from the repository root.
+"""
+import gc
+import os
+import subprocess
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+
+from cellbox import (  # noqa: E402
+    Execution,
+    InvalidArgumentException,
+    NotFoundException,
+    Sandbox,
+    SandboxException,
+    TimeoutException,
+)
+
+PYTHON = os.environ.get("CELLBOX_TEST_PYTHON", sys.executable)
+#: The folder the sandboxes work in (their kernels may write only there).
+WORK = ""
+
+
+def setUpModule():
+    global WORK
+    WORK = tempfile.mkdtemp(prefix="cellbox-sdk-test-")
+
+
+def tearDownModule():
+    shutil.rmtree(WORK, ignore_errors=True)
+
+
+def new_sandbox(**options):
+    options.setdefault("python", PYTHON)
+    return Sandbox(cwd=WORK, **options)
+
+
+def sandbox(test, **options):
+    box = new_sandbox(**options)
+    test.addCleanup(box.kill)
+    return box
+
+
+class SharedSandbox(unittest.TestCase):
+    """Tests that share one sandbox (each starts kernels: sharing keeps the suite quick)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.box = new_sandbox()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.box.kill()
+
+
+class RunCodeTests(SharedSandbox):
+    def test_the_last_expression_is_the_main_result(self):
+        execution = self.box.run_code("x = 40\nx + 2")
+        self.assertIsInstance(execution, Execution)
+        self.assertEqual(execution.text, "42")
+        self.assertTrue(execution.results[0].is_main_result)
+        self.assertIsNone(execution.error)
+        self.assertIsInstance(execution.execution_count, int)
+
+    def test_state_is_kept_between_calls(self):
+        self.box.run_code("kept = [1, 2]")
+        self.assertEqual(self.box.run_code("len(kept)").text, "2")
+
+    def test_logs_hold_the_chunks_and_callbacks_stream_them(self):
+        seen = []
+        execution = self.box.run_code(
+            "import sys\nprint('out')\nprint('err', file=sys.stderr)",
+            on_stdout=lambda m: seen.append(("out", m.line, m.error)),
+            on_stderr=lambda m: seen.append(("err", m.line, m.error)),
+        )
+        self.assertEqual(execution.logs.stdout, ["out\n"])
+        self.assertEqual(execution.logs.stderr, ["err\n"])
+        # stdout and stderr are two streams: their relative order is not promised (as in Jupyter).
+        self.assertEqual(sorted(seen), [("err", "err\n", True), ("out", "out\n", False)])
+
+    def test_an_error_in_the_code_is_returned_not_raised(self):
+        errors = []
+        execution = self.box.run_code("1/0", on_error=errors.append)
+        self.assertEqual(execution.error.name, "ZeroDivisionError")
+        self.assertEqual(execution.error.value, "division by zero")
+        self.assertIn("ZeroDivisionError", execution.error.traceback)
+        self.assertEqual(errors, [execution.error])
+
+    def test_envs_hold_for_one_call_only(self):
+        self.assertEqual(self.box.run_code("import os; os.environ.get('SDK_ONCE')", envs={"SDK_ONCE": "yes"}).text, "yes")
+        self.assertEqual(self.box.run_code("import os; repr(os.environ.get('SDK_ONCE'))").text, "None")
+
+    def test_bash_and_javascript_run_in_their_own_kernels(self):
+        self.assertEqual(self.box.run_code("echo from-bash", language="bash").logs.stdout, ["from-bash\n"])
+        self.assertEqual(self.box.run_code("[1, 2].map((n) => n * 2).join(',')", language="js").text, "2,4")
+        typed = self.box.run_code("const n: number = 3; n * 2", language="ts")
+        if _node_strips_types():
+            self.assertEqual(typed.text, "6")
+        else:  # before Node 22.13 a TypeScript cell is refused, clearly
+            self.assertEqual(typed.error.name, "TypeScriptNotSupported")
+
+    def test_a_figure_is_a_png_result_and_a_dataframe_has_html(self):
+        figure = self.box.run_code("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()")
+        self.assertTrue(any(result.png for result in figure.results), figure)
+        frame = self.box.run_code("import pandas as pd\npd.DataFrame({'a': [1, 2]})")
+        self.assertIn("<table", frame.results[0].html)
+        self.assertEqual(frame.results[0].data, {"a": [1, 2]})
+        self.assertIn("data", frame.results[0].formats())
+
+    def test_a_figure_carries_its_chart(self):
+        figure = self.box.run_code(
+            "import matplotlib.pyplot as plt\nplt.bar(['a', 'b'], [3, 5])\nplt.title('Counts')\nplt.show()"
+        )
+        chart = next(result.chart for result in figure.results if result.chart)
+        self.assertEqual((chart.type.value, chart.title), ("bar", "Counts"))
+        self.assertEqual([(bar.label, bar.value) for bar in chart.elements], [("a", 3), ("b", 5)])
+
+    def test_language_and_context_together_are_refused(self):
+        context = self.box.create_code_context()
+        with self.assertRaises(InvalidArgumentException):
+            self.box.run_code("1", language="python", context=context)
+
+
+class TimeoutTests(SharedSandbox):
+    def test_a_timeout_raises_and_leaves_the_context_usable(self):
+        box = self.box
+        box.run_code("before = 1")
+        with self.assertRaises(TimeoutException):
+            box.run_code("import time\nwhile True: time.sleep(0.05)", timeout=1)
+        self.assertEqual(box.run_code("before + 1").text, "2")
+
+    def test_a_callback_that_raises_stops_the_call_and_the_context_goes_on(self):
+        box = self.box
+
+        def stop(_message):
+            raise KeyboardInterrupt
+
+        with self.assertRaises(KeyboardInterrupt):
+            box.run_code("import time\nprint('go', flush=True)\nwhile True: time.sleep(0.05)", on_stdout=stop)
+        self.assertEqual(box.run_code("'still here'").text, "still here")
+
+
+class ContextTests(SharedSandbox):
+    def test_contexts_keep_state_apart_and_list_in_creation_order(self):
+        box = self.box
+        names = [context.id for context in box.list_code_contexts()]
+        self.assertEqual(names[:2], ["python", "javascript"])
+        first, second = box.create_code_context(), box.create_code_context()
+        self.assertEqual([c.id for c in box.list_code_contexts()][-2:], [first.id, second.id])
+        box.run_code("value = 'first'", context=first)
+        self.assertEqual(box.run_code("value", context=first).text, "first")
+        self.assertEqual(box.run_code("value", context=second).error.name, "NameError")
+
+    def test_restart_clears_state_and_remove_forgets_the_context(self):
+        box = self.box
+        context = box.create_code_context()
+        box.run_code("gone = 1", context=context)
+        box.restart_code_context(context)
+        self.assertEqual(box.run_code("gone", context=context).error.name, "NameError")
+        box.remove_code_context(context.id)
+        self.assertNotIn(context.id, [c.id for c in box.list_code_contexts()])
+        with self.assertRaises(NotFoundException):
+            box.run_code("1", context=context)
+
+    def test_a_context_runs_in_its_folder(self):
+        os.makedirs(os.path.join(WORK, "sub"), exist_ok=True)
+        context = self.box.create_code_context(cwd="sub")
+        self.assertEqual(self.box.run_code("import os; os.getcwd()", context=context).text, os.path.join(WORK, "sub"))
+        with self.assertRaises(InvalidArgumentException):
+            self.box.create_code_context(cwd="no-such-folder")
+
+
+class BadArgumentTests(unittest.TestCase):
+    def test_a_missing_python_is_reported_when_the_sandbox_is_made(self):
+        with self.assertRaises(SandboxException) as raised:
+            new_sandbox(python=os.path.join(WORK, "no-such-python"))
+        self.assertIn("no-such-python (does not exist)", str(raised.exception))
+
+    def test_an_unknown_sandbox_policy_is_an_invalid_argument(self):
+        with self.assertRaises(InvalidArgumentException) as raised:
+            new_sandbox(sandbox="bogus")
+        self.assertIn('unknown sandbox mode "bogus"', str(raised.exception))
+
+    def test_bad_run_code_arguments_are_invalid_arguments(self):
+        box = sandbox(self)
+        for arguments in ({"language": "cobol"}, {"timeout": -1}):
+            with self.subTest(arguments=arguments), self.assertRaises(InvalidArgumentException):
+                box.run_code("1", **arguments)
+        self.assertEqual(box.run_code("1").text, "1")
+
+
+class LifetimeTests(unittest.TestCase):
+    def test_kill_ends_the_engine_and_its_kernels(self):
+        box = new_sandbox()
+        pid = int(box.run_code("import os; os.getpid()").text)
+        self.assertTrue(box.is_running())
+        self.assertTrue(box.kill())
+        self.assertFalse(box.is_running())
+        self.assertFalse(_process_exists(pid), "the kernel outlived kill()")
+
+    def test_a_forgotten_sandbox_leaves_no_process_behind(self):
+        box = new_sandbox()
+        pid = int(box.run_code("import os; os.getpid()").text)
+        engine = box._transport._engine.process
+        del box
+        gc.collect()
+        engine.wait(timeout=30)
+        self.assertFalse(_process_exists(pid), "the kernel outlived its sandbox")
+
+    def test_kill_by_id_and_a_run_waiting_meanwhile_raises_timeout(self):
+        box = new_sandbox()
+        box.run_code("1")
+        outcome = {}
+
+        def run():
+            try:
+                box.run_code("import time\nprint('started', flush=True)\ntime.sleep(300)", on_stdout=started.set_)
+            except TimeoutException as error:
+                outcome["error"] = error
+
+        started = _Flag()
+        thread = threading.Thread(target=run)
+        thread.start()
+        self.assertTrue(started.wait(60), "the cell never started")
+        self.assertTrue(Sandbox.kill(box.sandbox_id))
+        thread.join(60)
+        self.assertIn("sandbox was killed while the request was in progress", str(outcome.get("error")))
+        with self.assertRaises(NotFoundException):
+            Sandbox.kill(box.sandbox_id)
+
+    def test_connect_finds_a_live_sandbox_of_this_process(self):
+        box = sandbox(self)
+        box.run_code("shared = 7")
+        self.assertIs(Sandbox.connect(box.sandbox_id), box)
+        with new_sandbox() as other:
+            self.assertEqual(other.run_code("1").text, "1")
+        self.assertFalse(other.is_running())
+
+    def test_sandboxes_in_threads_run_at_once(self):
+        boxes = [sandbox(self) for _ in range(2)]
+        answers = {}
+
+        def run(index):
+            answers[index] = boxes[index].run_code("import time; time.sleep(0.2); %d" % index).text
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        self.assertEqual(answers, {0: "0", 1: "1"})
+
+
+class _Flag(threading.Event):
+    """An event whose `set_` takes (and ignores) a callback's argument."""
+
+    def set_(self, _item=None):
+        self.set()
+
+
+def _node_strips_types():
+    """Whether this machine's Node can run TypeScript cells (22.13 and newer)."""
+    probe = "process.stdout.write(String(typeof require('module').stripTypeScriptTypes === 'function'))"
+    return subprocess.run(["node", "-e", probe], capture_output=True, text=True).stdout == "true"
+
+
+def _process_exists(pid, wait=10.0):
+    """Whether `pid` still runs after up to `wait` seconds (it is given time to go)."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        with open("/proc/%d/stat" % pid) as stat:
+            if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                return False
+        time.sleep(0.05)
+    return True
+
+
+if __name__ == "__main__":
+    unittest.main()
