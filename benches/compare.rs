@@ -1,7 +1,7 @@
 //! cellbox against Jupyter and against the physical floor, in one run.
 //!
 //! `bench/run` provisions the Jupyter baseline and calls this with
-//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,sandbox,warm,js,output,bulk,spare,pandas,mcp,shim,gateway,interrupt,ladder,concurrency]`. Each scenario
+//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,sandbox,warm,js,output,bulk,spare,pandas,mcp,sdk,shim,gateway,interrupt,ladder,concurrency]`. Each scenario
 //! interleaves cellbox and its baselines (A B A B …) so machine drift
 //! cancels out, then prints median / p90 and the ratio cellbox ÷ baseline,
 //! and writes the table as JSON and Markdown.
@@ -41,6 +41,8 @@ mod output;
 mod pandas;
 #[path = "compare/sandbox.rs"]
 mod sandbox;
+#[path = "compare/sdk.rs"]
+mod sdk;
 #[path = "compare/shim.rs"]
 mod shim;
 #[path = "compare/spare.rs"]
@@ -426,6 +428,9 @@ async fn main() {
     }
     if wanted("mcp") {
         mcp_rows(&plan, &setup, &jupyter_python, &mut report).await;
+    }
+    if wanted("sdk") {
+        sdk::sdk_rows(&plan, &setup, &jupyter_python, &mut report).await;
     }
     if wanted("shim") {
         shim_rows(&plan, &setup, &jupyter_python, &mut report).await;

@@ -1,0 +1,76 @@
+//! The Python SDK (`--only sdk`): `Sandbox()` → the first `1+1` beside `cellbox run`'s spawn → first
+//! result, and the warm `run_code("1+1")` beside the library's own warm call (bench/sdk_helper.py).
+
+use std::path::Path;
+
+use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::{HelperProcess, McpClient, Plan, Report, Series, Setup, ms_list};
+
+/// The SDK helper runs on the benchmark's interpreter (a program using the SDK would) and starts
+/// this build's binary; `cellbox run` is timed by the MCP helper, as in the MCP rows.
+pub(super) async fn sdk_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, report: &mut Report) {
+    let binary = Path::new(env!("CARGO_BIN_EXE_cellbox"));
+    let binary_dir = binary.parent().unwrap().display().to_string();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/sdk_helper.py");
+    let mut sdk = HelperProcess::spawn(&setup.python, &script, "SDK").await;
+    let mut cli = McpClient::spawn(jupyter_python).await;
+    let python = setup.python.display().to_string();
+    let cwd = setup.cwd.display().to_string();
+    let sandbox = json!({"python": python, "cwd": cwd, "binary_dir": binary_dir});
+    let with_op = |op: &str| {
+        let mut command = sandbox.clone();
+        command["op"] = json!(op);
+        command
+    };
+    let argv = [binary.display().to_string(), "run".into(), "--cwd".into(), cwd.clone(), "-c".into(), "1+1".into()];
+    let mut env = setup.env.clone();
+    env.insert("CELLBOX_PYTHON".into(), python.clone());
+    let run = json!({"op": "run", "argv": argv, "env": env, "expect": "2"});
+
+    let (mut sdk_cold, mut run_cold) = (Series::new("SDK Sandbox()"), Series::new("cellbox run"));
+    for _ in 0..plan.cold_runs {
+        let answer = sdk.call(&with_op("cold")).await.unwrap_or_else(|e| panic!("SDK: {e}"));
+        sdk_cold.values.push(answer["ms"].as_f64().unwrap_or(f64::NAN));
+        run_cold.values.push(cli.ms(run.clone()).await.unwrap_or_else(|e| panic!("cellbox run: {e}")));
+    }
+    report.add("SDK Sandbox() → first 1+1", "ms", false, &sdk_cold, Some(&run_cold), "engine spawn included");
+
+    sdk.call(&with_op("start")).await.unwrap_or_else(|e| panic!("SDK: {e}"));
+    let mut config = EngineConfig::new(&setup.cwd);
+    config.python = Some(python);
+    let artifacts = tempfile::tempdir().unwrap();
+    config.artifacts_dir = artifacts.path().to_path_buf();
+    config.spare = cellbox::session::SpareLimits::OFF;
+    let engine = EvalEngine::new(config);
+    let context = CallContext::new("bench-sdk");
+    let one = EvalParams::code("1+1");
+    for _ in 0..20 {
+        engine.eval(&one, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
+    }
+    let (mut sdk_warm, mut library_warm) = (Series::new("SDK run_code"), Series::new("cellbox library"));
+    let batch = 50;
+    for _ in 0..plan.warm_iterations.div_ceil(batch) {
+        let answer = sdk.call(&json!({"op": "roundtrip", "n": batch})).await.unwrap_or_else(|e| panic!("SDK: {e}"));
+        sdk_warm.values.extend(ms_list(&answer));
+        for _ in 0..batch {
+            let started = std::time::Instant::now();
+            let result = engine.eval(&one, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
+            library_warm.values.push(started.elapsed().as_secs_f64() * 1000.0);
+            assert_eq!(result.text, "2\n");
+        }
+    }
+    engine.dispose_all().await;
+    let _ = sdk.call(&json!({"op": "stop"})).await;
+    let _ = cli.call(json!({"op": "stop"})).await;
+    report.add(
+        "SDK warm run_code(\"1+1\")",
+        "ms",
+        false,
+        &sdk_warm,
+        Some(&library_warm),
+        "child engine, JSON-RPC over pipes",
+    );
+}
