@@ -351,6 +351,9 @@ class Execution:
     """The first error of the execution, or None."""
     execution_count: Optional[int] = None
     """The kernel's cell counter for this execution."""
+    artifact: Optional[str] = None
+    """cellbox's own (not in E2B's SDK): an `artifact://` URI of the full output,
+    set when the model-facing text of the call was clamped; `cellbox artifact URI` prints it."""
 
     def __init__(
         self,
@@ -358,12 +361,14 @@ class Execution:
         logs: Optional[Logs] = None,
         error: Optional[ExecutionError] = None,
         execution_count: Optional[int] = None,
+        artifact: Optional[str] = None,
         **kwargs: Any
     ) -> None:
         self.results = results or []
         self.logs = logs or Logs()
         self.error = error
         self.execution_count = execution_count
+        self.artifact = artifact
 
     def __repr__(self) -> str:
         return f"Execution(Results: {self.results}, Logs: {self.logs}, Error: {self.error})"

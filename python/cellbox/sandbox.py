@@ -63,12 +63,21 @@ def _by_id(owner: Any, method: Callable[..., Any], sandbox_id: str, *args: Any, 
 
 
 def _engine_args(
-    allow_internet_access: bool, network: Optional[Dict[str, Any]], sandbox: Optional[str], python: Optional[str]
+    allow_internet_access: bool,
+    network: Optional[Dict[str, Any]],
+    sandbox: Optional[str],
+    python: Optional[str],
+    preload: Union[None, str, List[str]],
+    spares: Optional[int],
 ) -> List[str]:
     """The `cellbox sdk-server` flags for a sandbox's arguments."""
     args: List[str] = []
     if python is not None:
         args += ["--python", python]
+    if preload:
+        args += ["--preload", preload if isinstance(preload, str) else ",".join(preload)]
+    if spares is not None:
+        args += ["--spares", str(int(spares))]
     deny = (network or {}).get("deny_out") or []
     if not allow_internet_access or (isinstance(deny, (list, tuple)) and "0.0.0.0/0" in deny):
         args += ["--network", "off"]
@@ -152,6 +161,8 @@ class _Requests:
     @staticmethod
     def _finish(answer: Dict[str, Any], execution: Execution) -> Execution:
         execution.execution_count = answer.get("execution_count")
+        # cellbox's own: where the full output is kept when it was clamped (`cellbox artifact URI`).
+        execution.artifact = answer.get("artifact")
         if answer.get("status") == "timeout":
             raise format_execution_timeout_error()
         return execution
@@ -177,7 +188,10 @@ class Sandbox(_Requests):
     current one; contexts' relative `cwd`s start there), `sandbox` the OS
     sandbox policy (`workspace-write`, the default, `read-only` or `off`),
     `python` the interpreter for Python cells (default: the one
-    `cellbox doctor` finds).
+    `cellbox doctor` finds), `preload` modules every Python kernel starts
+    with already imported (e.g. `["numpy", "pandas"]`: imported once in a
+    fork server; Linux), `spares` how many warm kernels are kept ready per
+    kernel kind (default 1; 0: none).
     """
 
     default_template = "code-interpreter-v1"
@@ -195,9 +209,11 @@ class Sandbox(_Requests):
         cwd: Optional[str] = None,
         sandbox: Optional[str] = None,
         python: Optional[str] = None,
+        preload: Union[None, str, List[str]] = None,
+        spares: Optional[int] = None,
         **opts: Any,
     ) -> None:
-        args = _engine_args(allow_internet_access, network, sandbox, python)
+        args = _engine_args(allow_internet_access, network, sandbox, python, preload, spares)
         super().__init__(LocalTransport(args, cwd=cwd, env=envs), metadata, timeout)
         try:
             self._transport.request("initialize")
@@ -314,10 +330,12 @@ class AsyncSandbox(_Requests):
         cwd: Optional[str] = None,
         sandbox: Optional[str] = None,
         python: Optional[str] = None,
+        preload: Union[None, str, List[str]] = None,
+        spares: Optional[int] = None,
         **opts: Any,
     ) -> None:
         """Starts the engine; `create` also waits until it answers."""
-        args = _engine_args(allow_internet_access, network, sandbox, python)
+        args = _engine_args(allow_internet_access, network, sandbox, python, preload, spares)
         super().__init__(LocalTransport(args, cwd=cwd, env=envs), metadata, timeout)
 
     # -- lifecycle -------------------------------------------------------

@@ -214,6 +214,8 @@ impl Server {
             "execution_count": cell.and_then(|cell| cell.execution_count),
             "error": cell.and_then(|cell| cell.error.as_ref()).map(|e| json!({"name": e.ename, "value": e.evalue})),
             "notes": result.notes,
+            // The full output, when the model-facing text was clamped (`cellbox artifact URI`).
+            "artifact": result.artifact.filter(|_| result.truncated),
         }))
     }
 }

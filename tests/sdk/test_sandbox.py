@@ -124,6 +124,12 @@ class RunCodeTests(SharedSandbox):
         self.assertEqual((chart.type.value, chart.title), ("bar", "Counts"))
         self.assertEqual([(bar.label, bar.value) for bar in chart.elements], [("a", 3), ("b", 5)])
 
+    def test_a_clamped_call_names_its_artifact_and_the_logs_hold_everything(self):
+        execution = self.box.run_code("for i in range(20000): print(i)")
+        self.assertEqual("".join(execution.logs.stdout).splitlines(), [str(i) for i in range(20000)])
+        self.assertTrue(execution.artifact.startswith("artifact://"), execution.artifact)
+        self.assertIsNone(self.box.run_code("1").artifact)
+
     def test_language_and_context_together_are_refused(self):
         context = self.box.create_code_context()
         with self.assertRaises(InvalidArgumentException):
@@ -177,6 +183,12 @@ class ContextTests(SharedSandbox):
         self.assertEqual(self.box.run_code("import os; os.getcwd()", context=context).text, os.path.join(WORK, "sub"))
         with self.assertRaises(InvalidArgumentException):
             self.box.create_code_context(cwd="no-such-folder")
+
+
+class EngineOptionTests(unittest.TestCase):
+    def test_preloaded_modules_are_imported_before_the_first_cell(self):
+        box = sandbox(self, preload=["fractions"], spares=0)
+        self.assertEqual(box.run_code("import sys; 'fractions' in sys.modules").text, "True")
 
 
 class BadArgumentTests(unittest.TestCase):
