@@ -39,6 +39,11 @@ fn models_match_the_code_interpreter_contract() {
 }
 
 #[test]
+fn names_and_signatures_match_e2b_s_package() {
+    sdk_unit_tests("test_contract.py");
+}
+
+#[test]
 fn sandbox_and_async_sandbox_run_cells_on_the_real_engine() {
     sdk_unit_tests("test_*sandbox.py");
 }

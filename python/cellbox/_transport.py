@@ -23,7 +23,7 @@ import threading
 import weakref
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple, Union
 
-from .exceptions import InvalidArgumentException, NotFoundException, SandboxException
+from .exceptions import InvalidArgumentException, NotFoundException, SandboxException, SandboxNotRunningException
 
 __all__ = ["EngineGone", "LocalTransport", "find_binary"]
 
@@ -36,7 +36,7 @@ _STDERR_TAIL = 4000
 _STDERR_GRACE = 5.0
 
 
-class EngineGone(SandboxException):
+class EngineGone(SandboxNotRunningException):
     """The engine process ended (or could not start); its stderr's tail says why."""
 
 

@@ -36,6 +36,11 @@ __all__ = [
     "VolumeException",
     "SecretException",
     "SecretNotFoundException",
+    "SandboxNotRunningException",
+    "SandboxUnreachableException",
+    "GuestUnresponsiveException",
+    "ServiceBusyException",
+    "DockerfileSyntaxError",
 ]
 
 
@@ -139,6 +144,27 @@ class SecretException(Exception):
 
 class SecretNotFoundException(SecretException):
     """Not raised by cellbox (E2B secrets have no local equivalent)."""
+
+
+class SandboxNotRunningException(TimeoutException):
+    """Raised when the sandbox's engine has stopped on its own (it crashed or
+    was killed from outside) while a call needed it."""
+
+
+class SandboxUnreachableException(TimeoutException):
+    """Not raised by cellbox (a local engine is never merely unreachable)."""
+
+
+class GuestUnresponsiveException(SandboxException):
+    """Not raised by cellbox (it has no paused VMs to resume)."""
+
+
+class ServiceBusyException(Exception):
+    """Not raised by cellbox (no cloud service places its sandboxes)."""
+
+
+class DockerfileSyntaxError(ValueError):
+    """Not raised by cellbox (it builds no templates)."""
 
 
 def format_request_timeout_error() -> TimeoutException:

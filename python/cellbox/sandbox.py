@@ -55,8 +55,9 @@ class _ClassOrInstance:
         return functools.partial(_by_id, owner, self.on_instance)
 
 
-def _by_id(owner: Any, method: Callable[..., Any], sandbox_id: str, *args: Any, **kwargs: Any) -> Any:
-    sandbox = _LIVE.get(sandbox_id)
+def _by_id(owner: Any, method: Callable[..., Any], sandbox_id: Any, *args: Any, **kwargs: Any) -> Any:
+    # `Sandbox.kill(sandbox)` is `sandbox.kill()`, as in Python generally.
+    sandbox = sandbox_id if isinstance(sandbox_id, owner) else _LIVE.get(sandbox_id)
     if sandbox is None or not isinstance(sandbox, owner):
         raise SandboxNotFoundException("no running sandbox %r in this process" % sandbox_id)
     return method(sandbox, *args, **kwargs)
@@ -86,6 +87,31 @@ def _engine_args(
     return args
 
 
+def _create_options(
+    template: Optional[str],
+    timeout: Optional[int],
+    metadata: Optional[Dict[str, str]],
+    envs: Optional[Dict[str, str]],
+    secure: Optional[bool],
+    allow_internet_access: Optional[bool],
+    network: Optional[Dict[str, Any]],
+    opts: Dict[str, Any],
+) -> Dict[str, Any]:
+    """`create`'s arguments as the constructor's (None: the constructor's default)."""
+    given = {
+        "template": template,
+        "timeout": timeout,
+        "metadata": metadata,
+        "envs": envs,
+        "secure": secure,
+        "allow_internet_access": allow_internet_access,
+        "network": network,
+    }
+    options = {key: value for key, value in given.items() if value is not None}
+    options.update(opts)
+    return options
+
+
 class _Requests:
     """The requests of a sandbox and the reading of their answers, whatever waits for them."""
 
@@ -112,6 +138,13 @@ class _Requests:
             reason = lines[0] if lines else str(error)
             return InvalidArgumentException(reason[len("error: ") :] if reason.startswith("error: ") else reason)
         return error
+
+    def _connected(self, timeout: Optional[int]) -> Any:
+        if not self._running():
+            raise SandboxNotFoundException("sandbox %r is not running" % self._sandbox_id)
+        if timeout:
+            self._lifetime = timeout
+        return self
 
     def _running(self) -> bool:
         return self._transport.alive
@@ -223,19 +256,29 @@ class Sandbox(_Requests):
     # -- lifecycle -------------------------------------------------------
 
     @classmethod
-    def create(cls, template: Optional[str] = None, timeout: Optional[int] = None, **opts: Any) -> "Sandbox":
-        """A new sandbox (E2B 2.x's way to make one; `Sandbox(...)` works too)."""
-        return cls(template, timeout, **opts)
+    def create(
+        cls,
+        template: Optional[str] = None,
+        timeout: Optional[int] = None,
+        metadata: Optional[Dict[str, str]] = None,
+        envs: Optional[Dict[str, str]] = None,
+        secure: Optional[bool] = None,
+        allow_internet_access: Optional[bool] = None,
+        mcp: Any = None,
+        network: Optional[Dict[str, Any]] = None,
+        *cloud_only: Any,
+        **opts: Any,
+    ) -> "Sandbox":
+        """A new sandbox (E2B 2.x's way to make one; `Sandbox(...)` works
+        too), with E2B's arguments in E2B's order; `cloud_only` (iam,
+        lifecycle, volume_mounts, logger, idempotency_key) are ignored."""
+        return cls(**_create_options(template, timeout, metadata, envs, secure, allow_internet_access, network, opts))
 
-    @classmethod
-    def connect(cls, sandbox_id: str, timeout: Optional[int] = None, **opts: Any) -> "Sandbox":
-        """The running sandbox `sandbox_id` of this process."""
-        sandbox = _by_id(cls, lambda box: box, sandbox_id)
-        if not sandbox.is_running():
-            raise SandboxNotFoundException("sandbox %r is not running" % sandbox_id)
-        if timeout:
-            sandbox.set_timeout(timeout)
-        return sandbox
+    @_ClassOrInstance
+    def connect(self, timeout: Optional[int] = None, **opts: Any) -> "Sandbox":
+        """This sandbox, if it runs; `Sandbox.connect(sandbox_id)` finds a
+        running sandbox of this process by its id."""
+        return self._connected(timeout)
 
     def is_running(self, request_timeout: Optional[float] = None) -> bool:
         return self._running()
@@ -341,22 +384,31 @@ class AsyncSandbox(_Requests):
     # -- lifecycle -------------------------------------------------------
 
     @classmethod
-    async def create(cls, template: Optional[str] = None, timeout: Optional[int] = None, **opts: Any) -> "AsyncSandbox":
-        sandbox = cls(template, timeout, **opts)
+    async def create(
+        cls,
+        template: Optional[str] = None,
+        timeout: Optional[int] = None,
+        metadata: Optional[Dict[str, str]] = None,
+        envs: Optional[Dict[str, str]] = None,
+        secure: Optional[bool] = None,
+        allow_internet_access: Optional[bool] = None,
+        mcp: Any = None,
+        network: Optional[Dict[str, Any]] = None,
+        *cloud_only: Any,
+        **opts: Any,
+    ) -> "AsyncSandbox":
+        """A new sandbox, once its engine answers (see `Sandbox.create`)."""
+        sandbox = cls(**_create_options(template, timeout, metadata, envs, secure, allow_internet_access, network, opts))
         try:
             await sandbox._transport.request_async("initialize")
         except (EngineGone, SandboxException) as error:
             raise sandbox._refused(error) from None
         return sandbox
 
-    @classmethod
-    async def connect(cls, sandbox_id: str, timeout: Optional[int] = None, **opts: Any) -> "AsyncSandbox":
-        sandbox = _by_id(cls, lambda box: box, sandbox_id)
-        if not sandbox._running():
-            raise SandboxNotFoundException("sandbox %r is not running" % sandbox_id)
-        if timeout:
-            sandbox._lifetime = timeout
-        return sandbox
+    @_ClassOrInstance
+    async def connect(self, timeout: Optional[int] = None, **opts: Any) -> "AsyncSandbox":
+        """`Sandbox.connect`, awaited."""
+        return self._connected(timeout)
 
     async def is_running(self, request_timeout: Optional[float] = None) -> bool:
         return self._running()

@@ -253,6 +253,7 @@ class LifetimeTests(unittest.TestCase):
         box = sandbox(self)
         box.run_code("shared = 7")
         self.assertIs(Sandbox.connect(box.sandbox_id), box)
+        self.assertIs(box.connect(), box)
         with new_sandbox() as other:
             self.assertEqual(other.run_code("1").text, "1")
         self.assertFalse(other.is_running())

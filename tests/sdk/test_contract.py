@@ -1,0 +1,110 @@
+"""The SDK against E2B's own Code Interpreter package (e2b-code-interpreter from
+PyPI, installed for the tests, never run against its cloud): the names code
+written for it imports exist here, exceptions keep its inheritance, and each
+method accepts every argument E2B's does, in the same positions.
+"""
+import inspect
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+
+import e2b_code_interpreter as e2b  # noqa: E402
+import e2b_code_interpreter.charts as e2b_charts  # noqa: E402
+
+import cellbox  # noqa: E402
+import cellbox.charts  # noqa: E402,F401
+
+METHODS = (
+    "create",
+    "connect",
+    "run_code",
+    "create_code_context",
+    "list_code_contexts",
+    "restart_code_context",
+    "remove_code_context",
+    "kill",
+    "set_timeout",
+    "is_running",
+)
+
+
+def _classes(module, base=object):
+    return {name: value for name, value in vars(module).items() if isinstance(value, type) and issubclass(value, base)}
+
+
+class NamesTests(unittest.TestCase):
+    def test_every_exception_exists_with_the_same_bases(self):
+        for name, theirs in _classes(e2b, BaseException).items():
+            with self.subTest(name):
+                ours = getattr(cellbox, name, None)
+                self.assertIsNotNone(ours, "cellbox has no %s" % name)
+                for base in theirs.__mro__[1:]:
+                    if base.__module__ in ("builtins",) or hasattr(cellbox, base.__name__):
+                        expected = getattr(cellbox, base.__name__, base)
+                        self.assertTrue(issubclass(ours, expected), "%s is not a %s" % (name, base.__name__))
+
+    def test_sandboxes_and_models_exist(self):
+        names = ["Sandbox", "AsyncSandbox", "Context", "Execution", "ExecutionError", "Result", "MIMEType"]
+        names += ["Logs", "OutputHandler", "OutputMessage", "RunCodeLanguage"]
+        for name in names:
+            with self.subTest(name):
+                self.assertTrue(hasattr(e2b, name), "the contract changed: e2b_code_interpreter has no %s" % name)
+                self.assertTrue(hasattr(cellbox, name), "cellbox has no %s" % name)
+
+    def test_chart_classes_exist_in_the_charts_module(self):
+        names = [n for n, v in _classes(e2b_charts).items() if v.__module__ == e2b_charts.__name__]
+        self.assertIn("BarChart", names)
+        for name in names:
+            with self.subTest(name):
+                self.assertTrue(hasattr(cellbox.charts, name), "cellbox.charts has no %s" % name)
+
+
+class SignatureTests(unittest.TestCase):
+    def assert_accepts(self, ours, theirs, where):
+        """Every parameter of `theirs` is taken by `ours`: by name (or by **kwargs), and a
+        positional one at the same position (or by *args past ours)."""
+        ours_params = list(inspect.signature(ours).parameters.values())
+        by_name = {p.name: p for p in ours_params}
+        takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in ours_params)
+        takes_rest = any(p.kind is p.VAR_POSITIONAL for p in ours_params)  # later positions, ignored
+        positional = [p.name for p in ours_params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        their_positional = 0
+        for param in inspect.signature(theirs).parameters.values():
+            if param.kind in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
+                continue
+            self.assertTrue(param.name in by_name or takes_kwargs, "%s takes no %r" % (where, param.name))
+            if param.kind is param.POSITIONAL_OR_KEYWORD and not (takes_rest and their_positional >= len(positional)):
+                self.assertEqual(
+                    positional[their_positional : their_positional + 1], [param.name], "%s: %r out of place" % (where, param.name)
+                )
+                their_positional += 1
+            if param.name in by_name and param.default is param.empty:
+                self.assertIs(by_name[param.name].default, param.empty, "%s: %r is required there" % (where, param.name))
+
+    def test_sandbox_methods_take_what_e2b_s_take(self):
+        for cls in ("Sandbox", "AsyncSandbox"):
+            for method in METHODS:
+                with self.subTest(cls=cls, method=method):
+                    theirs = inspect.getattr_static(getattr(e2b, cls), method)
+                    ours = inspect.getattr_static(getattr(cellbox, cls), method)
+                    self.assert_accepts(_function(ours), _function(theirs), "%s.%s" % (cls, method))
+                    self.assertEqual(
+                        inspect.iscoroutinefunction(_function(ours)),
+                        inspect.iscoroutinefunction(_function(theirs)),
+                        "%s.%s: awaited in one and not the other" % (cls, method),
+                    )
+
+
+def _function(member):
+    """The plain function behind a method, classmethod, or class-or-instance method."""
+    for attribute in ("__func__", "on_instance", "method"):
+        inner = getattr(member, attribute, None)
+        if callable(inner):
+            return _function(inner)
+    return member
+
+
+if __name__ == "__main__":
+    unittest.main()
