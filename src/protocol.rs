@@ -40,6 +40,11 @@ pub struct ExecuteRequest {
     /// names back as they were once the request is done.
     #[serde(rename = "restoreEnv", skip_serializing_if = "std::ops::Not::not")]
     pub restore_env: bool,
+    /// A list or dict that is the cell's value also goes as `application/json`
+    /// (the Python SDK's `Result.json`); text front ends leave it off, because
+    /// a model would read the value twice.
+    #[serde(rename = "jsonResults", skip_serializing_if = "std::ops::Not::not")]
+    pub json_results: bool,
 }
 
 /// Host → runner: is this code a whole cell? Answered by a `completeness` frame.
@@ -464,7 +469,7 @@ mod tests {
             #[test]
             fn requests_encode_as_one_line_of_json(id in text(), code in text(), cwd in proptest::option::of(text())) {
                 let request =
-                    ExecuteRequest { id, code, silent: false, store_history: true, cwd, env: None, typescript: false, restore_env: false };
+                    ExecuteRequest { id, code, silent: false, store_history: true, cwd, env: None, typescript: false, restore_env: false, json_results: false };
                 let line = encode_request(&request);
                 prop_assert!(line.ends_with('\n'));
                 prop_assert_eq!(line.matches('\n').count(), 1);
@@ -486,6 +491,7 @@ mod tests {
             env: Some(BTreeMap::from([("TOKEN".into(), Some("s3cret".into())), ("GONE".into(), None)])),
             typescript: false,
             restore_env: false,
+            json_results: false,
         };
         let text = redacted(&request);
         assert!(!text.contains("s3cret"));

@@ -3,7 +3,7 @@
 
 mod common;
 
-use cellbox::kernel::ExecEvent;
+use cellbox::kernel::{ExecEvent, ExecuteOptions};
 use common::{run, start};
 use serde_json::json;
 
@@ -60,6 +60,31 @@ display([1, 2], {"x": None})
     assert_eq!(displays[3]["text/markdown"], "*raw*");
     assert_eq!(displays[4]["application/json"], json!([1, 2]));
     assert_eq!(displays[5]["application/json"], json!({"x": null}));
+}
+
+/// A list or dict value goes as `application/json` only when the request asks
+/// (the Python SDK does; text front ends would show the value twice), and only
+/// when JSON holds it exactly.
+#[tokio::test]
+async fn json_results_only_when_asked_and_only_exact() {
+    let kernel = start().await;
+    let value = |code: &'static str, json_results: bool| {
+        let kernel = &kernel;
+        async move {
+            let options = ExecuteOptions { json_results, ..Default::default() };
+            let output = kernel.execute_with(code, options).await.unwrap().collect().await.unwrap();
+            let ExecEvent::Result { bundle, .. } = &output.events[0] else { panic!("{:?}", output.events) };
+            bundle.get("application/json").cloned()
+        }
+    };
+    assert_eq!(value("{'a': [1, 2.5, None]}", false).await, None);
+    assert_eq!(value("{'a': [1, 2.5, None]}", true).await, Some(json!({"a": [1, 2.5, null]})));
+    assert_eq!(value("[True, 'x']", true).await, Some(json!([true, "x"])));
+    for inexact in ["(1, 2)", "{(1, 2): 3}", "{'n': float('nan')}", "[object()]", "d = {}; d['d'] = d; d"] {
+        assert_eq!(value(inexact, true).await, None, "{inexact}");
+    }
+    // The flag holds for its request only.
+    assert_eq!(value("[1]", false).await, None);
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@ None or the line ends with `;`). Top-level `await` works. Tracebacks point at
 the cell's own source lines and leave out the runner's frames.
 """
 import ast
+import json
 import os
 import sys
 
@@ -41,6 +42,8 @@ class Executor:
         self._unregistered = []  # filenames not yet in linecache
         self._internal_count = 0
         self._fragment_count = 0
+        # Set per request: a list or dict value also goes as application/json.
+        self.json_results = False
         self._loop = None
         # The shell (shell.py) sets this: history, events, traceback style.
         self.hooks = None
@@ -139,6 +142,10 @@ class Executor:
         except BaseException as error:
             self._report(error)
             return
+        if self.json_results and type(value) in (list, dict) and "application/json" not in data:
+            strict = _strict_json(value)
+            if strict is not None:
+                data["application/json"] = strict
         display.publish("result", data, metadata)
 
     def _compile(self, code, filename, show_last):
@@ -283,3 +290,13 @@ def _ends_with_semicolon(code, node):
     rest = lines[end_line - 1].encode("utf-8")[end_col:].decode("utf-8", "replace")
     rest = rest + "\n" + "\n".join(lines[end_line:])
     return rest.lstrip().startswith(";")
+
+
+def _strict_json(value):
+    """`value` as JSON reads it back, or None when JSON cannot hold it as it is
+    (a tuple key, an object, NaN, a cycle): a lossy `Result.json` would
+    mislead more than a missing one, and the text is there either way."""
+    try:
+        return json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError, RecursionError):
+        return None

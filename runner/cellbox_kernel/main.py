@@ -213,6 +213,7 @@ class Kernel:
         outcome = None
         try:
             saved_env = _saved_env(request)
+            self.executor.json_results = request.json_results
             if self._apply_context(request):
                 outcome = self.executor.run(request.code, request.silent, request.store_history)
         finally:

@@ -142,9 +142,9 @@ class FrameWriter:
 class Request:
     """One execute request from the host."""
 
-    __slots__ = ("id", "code", "silent", "store_history", "cwd", "env", "restore_env")
+    __slots__ = ("id", "code", "silent", "store_history", "cwd", "env", "restore_env", "json_results")
 
-    def __init__(self, id, code, silent, store_history, cwd, env, restore_env=False):
+    def __init__(self, id, code, silent, store_history, cwd, env, restore_env=False, json_results=False):
         self.id = id
         self.code = code
         self.silent = silent
@@ -153,6 +153,8 @@ class Request:
         self.env = env
         # The env is for this request only: the variables it names are put back after it.
         self.restore_env = restore_env
+        # A list or dict value also goes as application/json (for SDK clients).
+        self.json_results = json_results
 
 
 class ExitRequest:
@@ -283,7 +285,8 @@ def parse_request(line):
             if not isinstance(value, str) and value is not None:
                 raise ProtocolError("env value for %r must be a string or null" % key, request_id)
     restore_env = _field(message, "restoreEnv", (bool,), False, request_id)
-    return Request(request_id, code, silent, store_history, cwd, env, restore_env)
+    json_results = _field(message, "jsonResults", (bool,), False, request_id)
+    return Request(request_id, code, silent, store_history, cwd, env, restore_env, json_results)
 
 
 class RequestReader:

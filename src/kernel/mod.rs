@@ -235,6 +235,7 @@ impl Kernel {
             env: options.env,
             typescript: options.typescript,
             restore_env: options.restore_env,
+            json_results: options.json_results,
         };
         if self.shared.trace {
             tracing::info!(target: "cellbox::ipc", "host → runner {}", protocol::redacted(&request));

@@ -204,6 +204,8 @@ pub struct ExecuteOptions {
     pub env: Option<BTreeMap<String, Option<String>>>,
     /// `env` holds for this request only (see [`crate::protocol::ExecuteRequest::restore_env`]).
     pub restore_env: bool,
+    /// See [`crate::protocol::ExecuteRequest::json_results`].
+    pub json_results: bool,
     /// The code is TypeScript (JavaScript kernels strip its types).
     pub typescript: bool,
 }

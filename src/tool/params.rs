@@ -124,6 +124,11 @@ pub struct CellParams {
     #[serde(skip)]
     #[schemars(skip)]
     pub env: Option<std::collections::BTreeMap<String, Option<String>>>,
+    /// A list or dict value also comes as `application/json` (see
+    /// [`crate::protocol::ExecuteRequest::json_results`]). Library callers only.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub json_results: bool,
 }
 
 /// A cell's language.
@@ -238,6 +243,7 @@ impl EvalParams {
                     timeout: Duration::from_secs_f64(clamped),
                     reset: cell.reset.unwrap_or(false) || (index == 0 && self.reset.unwrap_or(false)),
                     env: cell.env.clone(),
+                    json_results: cell.json_results,
                 })
             })
             .collect()
@@ -259,6 +265,8 @@ pub struct PlannedCell {
     pub reset: bool,
     /// Variables for this cell only (see [`CellParams::env`]).
     pub env: Option<std::collections::BTreeMap<String, Option<String>>>,
+    /// See [`CellParams::json_results`].
+    pub json_results: bool,
 }
 
 #[cfg(test)]

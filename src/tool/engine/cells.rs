@@ -348,6 +348,7 @@ impl EvalEngine {
                     typescript: cell.language == Language::Ts,
                     env: cell.env.clone(),
                     restore_env: cell.env.is_some(),
+                    json_results: cell.json_results,
                     ..Default::default()
                 };
                 match kernel.execute_with(&cell.code, options).await {

@@ -171,6 +171,7 @@ impl EvalEngine {
             timeout: Duration::from_secs(1),
             reset: false,
             env: None,
+            json_results: false,
         };
         let interpreters = self.choose_interpreters(std::slice::from_mut(&mut cell), &cwd, &|_| {}).await?;
         let interpreter = interpreters.into_iter().next().expect("one cell needs one interpreter");
