@@ -53,6 +53,72 @@ fn examples_run_as_written() {
     sdk_unit_tests("test_examples.py");
 }
 
+#[test]
+fn files_work_on_the_real_engine_under_the_sandbox_policy() {
+    sdk_unit_tests("test_files.py");
+}
+
+#[test]
+fn commands_and_async_files_and_commands_run_on_the_real_engine() {
+    sdk_unit_tests("test_*commands.py");
+}
+
+/// The files and commands methods, spoken to directly: missing paths and
+/// commands are NOT_FOUND, bad parameters INVALID_PARAMS, a refused write
+/// DENIED; binary content travels as base64.
+#[test]
+fn sdk_server_answers_files_and_commands_requests() {
+    let work = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let refused = outside.path().join("refused.txt");
+    let requests = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"files.write","params":{"files":[{"path":"a.bin","data":"AAEC/w=="}]}}"#
+            .to_string(),
+        r#"{"jsonrpc":"2.0","id":2,"method":"files.read","params":{"path":"a.bin"}}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":3,"method":"files.read","params":{"path":"missing.txt"}}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":4,"method":"files.list","params":{"path":".","depth":0}}"#.to_string(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":5,"method":"files.write","params":{{"files":[{{"path":{},"data":""}}]}}}}"#,
+            serde_json::Value::from(refused.display().to_string())
+        ),
+        r#"{"jsonrpc":"2.0","id":6,"method":"files.nothing"}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":7,"method":"commands.wait","params":{"id":404}}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":8,"method":"commands.kill","params":{"pid":999999}}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":9,"method":"commands.start","params":{"cmd":"true","timeout":-1}}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":10,"method":"files.write","params":{"files":[{"path":"b","data":"not base64!"}]}}"#
+            .to_string(),
+    ];
+    let mut command = common::binary::cellbox(["sdk-server", "--spares", "0"]);
+    command.current_dir(work.path()).env("CELLBOX_ARTIFACTS_DIR", work.path().join("artifacts"));
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    // Calls run at once: the read of a.bin is sent once its write is answered.
+    let mut answers: Vec<serde_json::Value> = Vec::new();
+    for batch in [&requests[..1], &requests[1..]] {
+        stdin.write_all((batch.join("\n") + "\n").as_bytes()).unwrap();
+        for line in lines.by_ref().take(batch.len()) {
+            answers.push(serde_json::from_str(&line.unwrap()).unwrap());
+        }
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let answer = |id: i64| answers.iter().find(|a| a["id"] == id).unwrap_or_else(|| panic!("no answer to {id}"));
+    let code = |id: i64| answer(id)["error"]["code"].as_i64();
+    assert_eq!(answer(1)["result"][0]["path"], work.path().canonicalize().unwrap().join("a.bin").display().to_string());
+    assert_eq!(answer(2)["result"], serde_json::json!({"data": "AAEC/w==", "eof": true}));
+    assert_eq!(code(3), Some(-32001));
+    assert_eq!(code(4), Some(-32602));
+    assert_eq!(code(5), Some(-32003), "{}", answer(5));
+    assert!(!refused.exists());
+    assert_eq!(code(6), Some(-32601));
+    assert_eq!(code(7), Some(-32001));
+    assert_eq!(answer(8)["result"], false);
+    assert_eq!(code(9), Some(-32602));
+    assert_eq!(code(10), Some(-32602));
+    assert!(!work.path().join("b").exists());
+}
+
 /// The engine's side of the wire, spoken to directly: what a client that
 /// gets the protocol wrong (or a newer SDK) is told, without the engine
 /// stopping.

@@ -19,5 +19,45 @@ from .exceptions import __all__ as _exceptions
 from .models import *  # noqa: F401,F403
 from .models import __all__ as _models
 from .sandbox import AsyncSandbox, Sandbox
+from .filesystem import (
+    AsyncWatchHandle,
+    EntryInfo,
+    FilesystemEvent,
+    FilesystemEventType,
+    FileType,
+    WatchHandle,
+    WriteEntry,
+    WriteInfo,
+)
+from .commands import (
+    AsyncCommandHandle,
+    CommandHandle,
+    CommandResult,
+    ProcessInfo,
+    PtyOutput,
+    PtySize,
+    Stderr,
+    Stdout,
+)
 
-__all__ = ["Sandbox", "AsyncSandbox", "EngineGone"] + list(_models) + list(_exceptions)
+# `sandbox.files` and `sandbox.commands` models, at the top level as E2B has them.
+_files_and_commands = [
+    "FileType",
+    "EntryInfo",
+    "WriteInfo",
+    "WriteEntry",
+    "FilesystemEvent",
+    "FilesystemEventType",
+    "WatchHandle",
+    "AsyncWatchHandle",
+    "CommandResult",
+    "CommandHandle",
+    "AsyncCommandHandle",
+    "ProcessInfo",
+    "Stdout",
+    "Stderr",
+    "PtyOutput",
+    "PtySize",
+]
+
+__all__ = ["Sandbox", "AsyncSandbox", "EngineGone"] + list(_models) + list(_exceptions) + _files_and_commands

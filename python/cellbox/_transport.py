@@ -21,7 +21,7 @@ import sys
 import sysconfig
 import threading
 import weakref
-from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Awaitable, Callable, Dict, Generator, List, Optional, Tuple, Union
 
 from .exceptions import InvalidArgumentException, NotFoundException, SandboxException, SandboxNotRunningException
 
@@ -34,6 +34,8 @@ _NOT_FOUND = -32001
 _STDERR_TAIL = 4000
 #: How long (seconds) the end of the engine's stderr is waited for once it exited.
 _STDERR_GRACE = 5.0
+#: The calls the engine stops when their caller stops waiting for the answer.
+_CANCELLED_WHEN_ABANDONED = ("run_code", "commands.wait")
 
 
 class EngineGone(SandboxNotRunningException):
@@ -219,6 +221,26 @@ class LocalTransport:
         finally:
             self._close(call_id, method, answered)
 
+    def stream(self, method: str, params: Optional[Dict[str, Any]] = None) -> Generator[Dict[str, Any], None, Any]:
+        """`request` for a caller that reads at its own pace: a generator of
+        the `output` notifications' params, whose return value (in
+        `StopIteration`) is the answer. The request is sent at the first
+        `next()`; closing the generator early forgets the call, as `request`
+        does when its caller stops waiting."""
+        items: "queue.Queue[Tuple[str, Any]]" = queue.Queue()
+        call_id = self._open(method, params, items.put)
+        answered = False
+        try:
+            while True:
+                kind, payload = items.get()
+                if kind == _OUTPUT:
+                    yield payload
+                else:
+                    answered = True
+                    return _answer(kind, payload)
+        finally:
+            self._close(call_id, method, answered)
+
     def _open(self, method: str, params: Optional[Dict[str, Any]], deliver: Callable[[Tuple[str, Any]], None]) -> int:
         """Register a call and send its request; its id."""
         engine = self._engine
@@ -238,10 +260,11 @@ class LocalTransport:
     def _close(self, call_id: int, method: str, answered: bool) -> None:
         """Forget a call. A `run_code` whose caller stopped waiting before its
         answer (a callback raised, Ctrl-C, a cancelled task) is stopped in
-        the engine too, so its context stays usable."""
+        the engine too, so its context stays usable; so is a `commands.wait`
+        (the command itself goes on)."""
         with self._engine.lock:
             self._engine.calls.pop(call_id, None)
-        if not answered and method == "run_code":
+        if not answered and method in _CANCELLED_WHEN_ABANDONED:
             try:
                 self._send({"jsonrpc": "2.0", "method": "cancel", "params": {"call": call_id}})
             except (EngineGone, OSError):

@@ -15,6 +15,8 @@ every caller words a given timeout the same way.
 
 from typing import Optional
 
+from ._command_models import CommandResult
+
 __all__ = [
     "SandboxException",
     "TimeoutException",
@@ -92,13 +94,15 @@ class RateLimitException(SandboxException):
     """Not raised by cellbox (there is no remote API to rate-limit)."""
 
 
-class CommandExitException(SandboxException):
-    """Raised by `commands.run` when the command exits with a non-zero code; carries the command's result."""
+class CommandExitException(SandboxException, CommandResult):
+    """Raised by `commands.run` when the command exits with a non-zero code;
+    it is the command's `CommandResult` too, as in E2B."""
 
-    stderr: str
-    stdout: str
-    exit_code: int
-    error: Optional[str]
+    # An exception is equal only to itself, and hashable (sets of exceptions in
+    # logging and exception-group code), not compared field by field as a
+    # `CommandResult` is.
+    __eq__ = SandboxException.__eq__
+    __hash__ = SandboxException.__hash__
 
     # The same parameters, in the same order, as E2B's CommandResult, so code
     # that builds one or reads `exit_code` / `stderr` from it works unchanged.

@@ -20,6 +20,7 @@ import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from ._transport import EngineGone, LocalTransport
+from .commands import AsyncCommands, Commands
 from .exceptions import (
     InvalidArgumentException,
     SandboxException,
@@ -27,6 +28,7 @@ from .exceptions import (
     format_execution_timeout_error,
     format_sandbox_killed_error,
 )
+from .filesystem import AsyncFilesystem, Filesystem
 from .models import Context, Execution, ExecutionError, OutputMessage, Result
 
 __all__ = ["Sandbox", "AsyncSandbox"]
@@ -300,6 +302,20 @@ class Sandbox(_Requests):
     def __exit__(self, *exc_info: Any) -> None:
         self.kill()
 
+    # -- files and commands ----------------------------------------------
+
+    @functools.cached_property
+    def files(self) -> Filesystem:
+        """The files of this machine, with E2B's `sandbox.files` API; relative
+        paths start at the sandbox's folder (see `cellbox.filesystem`)."""
+        return Filesystem(self)
+
+    @functools.cached_property
+    def commands(self) -> Commands:
+        """Shell commands run under the kernels' sandbox, with E2B's
+        `sandbox.commands` API (see `cellbox.commands`)."""
+        return Commands(self)
+
     # -- code ------------------------------------------------------------
 
     def run_code(
@@ -429,6 +445,18 @@ class AsyncSandbox(_Requests):
 
     async def __aexit__(self, *exc_info: Any) -> None:
         await self.kill()
+
+    # -- files and commands ----------------------------------------------
+
+    @functools.cached_property
+    def files(self) -> AsyncFilesystem:
+        """`Sandbox.files` for asyncio: every method is a coroutine."""
+        return AsyncFilesystem(self)
+
+    @functools.cached_property
+    def commands(self) -> AsyncCommands:
+        """`Sandbox.commands` for asyncio: every method is a coroutine."""
+        return AsyncCommands(self)
 
     # -- code ------------------------------------------------------------
 

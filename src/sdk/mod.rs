@@ -10,8 +10,14 @@
 //! its cell is interrupted), `create_context`, `list_contexts`,
 //! `restart_context`, `remove_context`, `shutdown`. End of input is a shutdown too: kernels
 //! never outlive the SDK that asked for them.
+//!
+//! `sandbox.files` and `sandbox.commands` are the `files.*` methods ([`files`],
+//! with [`watch`]) and the `commands.*` methods ([`commands`]).
 
+mod commands;
 mod contexts;
+mod files;
+mod watch;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -33,9 +39,11 @@ struct Server {
     contexts: Contexts,
     /// Cancelled at shutdown: every call still running stops.
     stopping: CancellationToken,
-    /// The running `run_code` calls, by request id (as JSON text), for `cancel`.
+    /// The running `run_code` and `commands.wait` calls, by request id (as JSON text), for `cancel`.
     running: Mutex<HashMap<String, CancellationToken>>,
     out: mpsc::UnboundedSender<Value>,
+    files: Arc<files::Files>,
+    commands: commands::Commands,
 }
 
 /// Serve the SDK on stdin/stdout until end of input or `shutdown`; the
@@ -43,9 +51,10 @@ struct Server {
 pub async fn serve_stdio(engine: Arc<EvalEngine>, root: PathBuf) -> std::io::Result<()> {
     let (out, mut lines) = mpsc::unbounded_channel::<Value>();
     // One writer, so notifications of a call always come before its response.
+    // It stops at the first `null` (see end of input below).
     let writer = tokio::spawn(async move {
         let mut stdout = tokio::io::stdout();
-        while let Some(message) = lines.recv().await {
+        while let Some(message) = lines.recv().await.filter(|message| !message.is_null()) {
             let mut line = serde_json::to_vec(&message).expect("messages serialize");
             line.push(b'\n');
             if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
@@ -54,6 +63,8 @@ pub async fn serve_stdio(engine: Arc<EvalEngine>, root: PathBuf) -> std::io::Res
         }
     });
     let server = Arc::new(Server {
+        files: Arc::new(files::Files::new(root.clone(), engine.config())),
+        commands: commands::Commands::new(root.clone()),
         engine,
         contexts: Contexts::new(root),
         stopping: CancellationToken::new(),
@@ -90,6 +101,11 @@ pub async fn serve_stdio(engine: Arc<EvalEngine>, root: PathBuf) -> std::io::Res
             }
         });
     }
+    // What was answered before the input ended is still written; the answers
+    // of calls that stopping cuts short are not: the SDK that closed its end
+    // (`kill()`) tells a call it left running that the sandbox was killed,
+    // and an answer saying the cell was cancelled must not overtake that.
+    let _ = server.out.send(Value::Null);
     server.stopping.cancel();
     calls.abort_all();
     server.engine.dispose_all().await;
@@ -148,6 +164,11 @@ impl Server {
                 self.engine.forget_history(&context.session());
                 Ok(Value::Null)
             }
+            files if files.starts_with("files.") => self.files.call(files, params, &self.stopping).await,
+            commands if commands.starts_with("commands.") => {
+                let id = request.id.clone().unwrap_or(Value::Null);
+                self.command_call(&id, commands, params).await
+            }
             other => Err(Failure::new(code::METHOD_NOT_FOUND, format!("no method {other:?}"))),
         }
     }
@@ -179,6 +200,8 @@ impl Server {
                 language: Some(language.cell_language()),
                 timeout: Some(timeout),
                 env,
+                // E2B's `Result.json` for a list or dict value.
+                json_results: language == SdkLanguage::Python,
                 ..Default::default()
             }],
             cwd: Some(context.cwd.display().to_string()),

@@ -12,10 +12,14 @@ pub mod code {
     pub const INVALID_REQUEST: i64 = -32600;
     pub const METHOD_NOT_FOUND: i64 = -32601;
     pub const INVALID_PARAMS: i64 = -32602;
-    /// A context id the server does not know (the SDK raises `NotFoundException`).
+    /// A context, path, command or watcher that does not exist (the SDK raises
+    /// `NotFoundException`, or `FileNotFoundException` for a path).
     pub const NOT_FOUND: i64 = -32001;
     /// The call could not run (no interpreter, a bad working folder...).
     pub const FAILED: i64 = -32002;
+    /// The sandbox policy refused a files call: a read of a secret location,
+    /// or a write outside the writable folders (the message says how to opt out).
+    pub const DENIED: i64 = -32003;
 }
 
 /// One line from the SDK.
@@ -111,4 +115,175 @@ pub struct ContextInfo {
     pub id: String,
     pub language: String,
     pub cwd: String,
+}
+
+/// `files.read`'s parameters: up to `length` bytes (all when absent) from `offset`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileRead {
+    pub path: String,
+    #[serde(default)]
+    pub offset: u64,
+    #[serde(default)]
+    pub length: Option<u64>,
+}
+
+/// `files.write`'s parameters: every file in one call.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileWrite {
+    pub files: Vec<FileData>,
+}
+
+/// One file of `files.write`: its content in base64; `append` adds to the
+/// file instead of replacing it (the later chunks of a streamed upload).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileData {
+    pub path: String,
+    pub data: String,
+    #[serde(default)]
+    pub append: bool,
+}
+
+/// `files.list`'s parameters; `depth` 1 (the default) lists the folder's own entries.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileList {
+    pub path: String,
+    #[serde(default)]
+    pub depth: Option<i64>,
+}
+
+/// The parameters of the files methods that name one path.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilePath {
+    pub path: String,
+}
+
+/// `files.rename`'s parameters.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileRename {
+    pub old_path: String,
+    pub new_path: String,
+}
+
+/// `files.watch`'s parameters.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileWatch {
+    pub path: String,
+    #[serde(default)]
+    pub recursive: bool,
+    #[serde(default)]
+    pub include_entry: bool,
+}
+
+/// `files.watch_events`' parameters: `wait` seconds (at most
+/// [`MAX_WATCH_WAIT_SECS`]) for a first event when there is none yet.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatchEvents {
+    pub watcher_id: String,
+    #[serde(default)]
+    pub wait: Option<f64>,
+}
+
+/// The longest a `files.watch_events` call waits for an event.
+pub const MAX_WATCH_WAIT_SECS: f64 = 10.0;
+
+/// `files.unwatch`'s parameters.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatcherRef {
+    pub watcher_id: String,
+}
+
+/// A file, folder or symlink, with E2B's `EntryInfo` fields; `type` is
+/// `file`, `dir` or `symlink` (a link whose target is missing), and
+/// `modified_time` is in seconds since the Unix epoch.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EntryInfo {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub path: String,
+    pub size: u64,
+    pub mode: u32,
+    pub permissions: String,
+    pub owner: String,
+    pub group: String,
+    pub modified_time: f64,
+    pub symlink_target: Option<String>,
+}
+
+/// One change seen by a watcher: `name` is relative to the watched folder,
+/// `type` one of `create`, `write`, `remove`, `rename` and `chmod`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FsEvent {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub entry: Option<EntryInfo>,
+}
+
+/// `commands.start`'s parameters. `timeout` in seconds: `None` gives
+/// [`DEFAULT_COMMAND_TIMEOUT_SECS`], `0` as long as a cell may run.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandStart {
+    pub cmd: String,
+    #[serde(default)]
+    pub envs: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub timeout: Option<f64>,
+}
+
+/// A command's timeout when the SDK gives none, as E2B's SDK.
+pub const DEFAULT_COMMAND_TIMEOUT_SECS: f64 = 60.0;
+
+/// A command, by the id `commands.start` gave it or by its process id.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandRef {
+    #[serde(default)]
+    pub id: Option<u64>,
+    #[serde(default)]
+    pub pid: Option<u32>,
+}
+
+/// `commands.wait`'s parameters: `from_chunk` is the index of the first
+/// output chunk to send (`0`: all of it; absent: only what comes after the
+/// call); `release` lets the server forget the command once it answered
+/// with the result (the waiter keeps it).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandWait {
+    #[serde(default)]
+    pub id: Option<u64>,
+    #[serde(default)]
+    pub pid: Option<u32>,
+    #[serde(default)]
+    pub from_chunk: Option<u64>,
+    #[serde(default)]
+    pub release: bool,
+}
+
+/// A running command as `commands.list` gives it (E2B's `ProcessInfo`, and
+/// the command's id and how many output chunks it wrote so far: where a
+/// handle that connects to it starts).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProcessInfo {
+    pub id: u64,
+    pub chunks: u64,
+    pub pid: u32,
+    pub tag: Option<String>,
+    pub cmd: String,
+    pub args: Vec<String>,
+    pub envs: std::collections::BTreeMap<String, String>,
+    pub cwd: Option<String>,
 }

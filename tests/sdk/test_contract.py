@@ -11,10 +11,20 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 
 import e2b_code_interpreter as e2b  # noqa: E402
+from e2b.sandbox_async.commands.command import Commands as E2BAsyncCommands  # noqa: E402
+from e2b.sandbox_async.commands.command_handle import AsyncCommandHandle as E2BAsyncCommandHandle  # noqa: E402
+from e2b.sandbox_async.filesystem.filesystem import Filesystem as E2BAsyncFilesystem  # noqa: E402
+from e2b.sandbox_async.filesystem.watch_handle import AsyncWatchHandle as E2BAsyncWatchHandle  # noqa: E402
+from e2b.sandbox_sync.commands.command import Commands as E2BCommands  # noqa: E402
+from e2b.sandbox_sync.commands.command_handle import CommandHandle as E2BCommandHandle  # noqa: E402
+from e2b.sandbox_sync.filesystem.filesystem import Filesystem as E2BFilesystem  # noqa: E402
+from e2b.sandbox_sync.filesystem.watch_handle import WatchHandle as E2BWatchHandle  # noqa: E402
 import e2b_code_interpreter.charts as e2b_charts  # noqa: E402
 
 import cellbox  # noqa: E402
 import cellbox.charts  # noqa: E402,F401
+import cellbox.commands  # noqa: E402
+import cellbox.filesystem  # noqa: E402
 
 METHODS = (
     "create",
@@ -27,6 +37,18 @@ METHODS = (
     "kill",
     "set_timeout",
     "is_running",
+)
+
+# `sandbox.files`, `sandbox.commands` and their handles: E2B's class, ours.
+API_CLASSES = (
+    (E2BFilesystem, cellbox.filesystem.Filesystem),
+    (E2BAsyncFilesystem, cellbox.filesystem.AsyncFilesystem),
+    (E2BCommands, cellbox.commands.Commands),
+    (E2BAsyncCommands, cellbox.commands.AsyncCommands),
+    (E2BCommandHandle, cellbox.CommandHandle),
+    (E2BAsyncCommandHandle, cellbox.AsyncCommandHandle),
+    (E2BWatchHandle, cellbox.WatchHandle),
+    (E2BAsyncWatchHandle, cellbox.AsyncWatchHandle),
 )
 
 
@@ -83,18 +105,34 @@ class SignatureTests(unittest.TestCase):
             if param.name in by_name and param.default is param.empty:
                 self.assertIs(by_name[param.name].default, param.empty, "%s: %r is required there" % (where, param.name))
 
+    def assert_same_method(self, ours_cls, theirs_cls, method):
+        where = "%s.%s" % (ours_cls.__name__, method)
+        theirs = inspect.getattr_static(theirs_cls, method)
+        ours = inspect.getattr_static(ours_cls, method, None)
+        self.assertIsNotNone(ours, "%s is missing" % where)
+        if isinstance(theirs, property):
+            self.assertIsInstance(ours, property, "%s: a property there" % where)
+            return
+        self.assert_accepts(_function(ours), _function(theirs), where)
+        self.assertEqual(
+            inspect.iscoroutinefunction(_function(ours)),
+            inspect.iscoroutinefunction(_function(theirs)),
+            "%s: awaited in one and not the other" % where,
+        )
+
     def test_sandbox_methods_take_what_e2b_s_take(self):
         for cls in ("Sandbox", "AsyncSandbox"):
             for method in METHODS:
                 with self.subTest(cls=cls, method=method):
-                    theirs = inspect.getattr_static(getattr(e2b, cls), method)
-                    ours = inspect.getattr_static(getattr(cellbox, cls), method)
-                    self.assert_accepts(_function(ours), _function(theirs), "%s.%s" % (cls, method))
-                    self.assertEqual(
-                        inspect.iscoroutinefunction(_function(ours)),
-                        inspect.iscoroutinefunction(_function(theirs)),
-                        "%s.%s: awaited in one and not the other" % (cls, method),
-                    )
+                    self.assert_same_method(getattr(cellbox, cls), getattr(e2b, cls), method)
+
+    def test_files_commands_and_their_handles_take_what_e2b_s_take(self):
+        for theirs, ours in API_CLASSES:
+            methods = [name for name in vars(theirs) if not name.startswith("_")]
+            self.assertTrue(methods, "the contract changed: %s has no public methods" % theirs.__name__)
+            for method in methods:
+                with self.subTest(cls=ours.__name__, method=method):
+                    self.assert_same_method(ours, theirs, method)
 
 
 def _function(member):

@@ -71,6 +71,14 @@ class RunCodeTests(SharedSandbox):
         self.assertIsNone(execution.error)
         self.assertIsInstance(execution.execution_count, int)
 
+    def test_a_list_or_dict_value_is_json_too(self):
+        self.assertEqual(self.box.run_code("{'a': [1, None]}").results[0].json, {"a": [1, None]})
+        self.assertEqual(self.box.run_code("['x', 2.5]").results[0].json, ["x", 2.5])
+        # What JSON cannot hold exactly is text only.
+        result = self.box.run_code("{(1, 2): 3}").results[0]
+        self.assertIsNone(result.json)
+        self.assertEqual(result.text, "{(1, 2): 3}")
+
     def test_state_is_kept_between_calls(self):
         self.box.run_code("kept = [1, 2]")
         self.assertEqual(self.box.run_code("len(kept)").text, "2")

@@ -1,0 +1,359 @@
+//! The SDK's commands API (`sandbox.commands`): shell commands run the way
+//! kernels run code, inside the same OS sandbox, environment filter and
+//! process group, with the same interrupt → kill ladder.
+//!
+//! Each command is a Python cell in a hidden session of its own
+//! (`sdk-command-N`, never a code context). The cell starts the command with
+//! `subprocess` (`shell=True`, `/bin/bash` where there is one, stdin from
+//! /dev/null, the given `cwd` and `envs` on top of the kernel's environment),
+//! announces the child's pid with a status event, waits for it and ends with
+//! its exit code as the cell's value. The child writes straight to the
+//! kernel's captured stdout and stderr, which stream as the cell's output. A
+//! timeout or a kill interrupts the cell, which then kills the child and
+//! re-raises. When the cell is over its kernel is disposed of, which also
+//! ends whatever the command left running in its process group, and only
+//! then is the command's result known.
+//!
+//! Methods (parameters in [`super::wire`]):
+//! - `commands.start`: start a command; answers `{id, pid}` once the child
+//!   runs (`pid` is the shell's process id).
+//! - `commands.wait`: `output` notifications of a command (`stdout` or
+//!   `stderr` text, and the chunk's index), from a given chunk or from now
+//!   on; then its result, `{exit_code, error, status}` with status `ok`,
+//!   `killed`, `timeout` or `failed`. A `cancel` naming the call stops
+//!   waiting; `release` lets the server forget the finished command.
+//! - `commands.kill`: interrupt a running command by id or pid and answer
+//!   once it has ended; false when no such command runs.
+//! - `commands.list`: the running commands, as E2B's `ProcessInfo`s.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::files::lexical;
+use super::wire::{self, Failure, ProcessInfo, code};
+use super::{Server, parse};
+use crate::tool::{
+    CallContext, CellParams, CellStatus, EvalEngine, EvalError, EvalEvent, EvalParams, EvalResult, Language,
+};
+
+/// The status event's `op` with which a command's cell names its child.
+const STARTED_OP: &str = "sdk_command";
+/// Finished commands kept for a late `commands.wait` (beyond those a
+/// releasing wait let go of).
+const KEEP_FINISHED: usize = 64;
+/// How long `commands.kill` waits for the command to end (the engine's own
+/// ladder ends a kernel that ignores the interrupt well before).
+const KILL_WAIT: Duration = Duration::from_secs(30);
+
+/// The commands of one server, by id.
+pub struct Commands {
+    root: PathBuf,
+    next: AtomicU64,
+    all: Mutex<BTreeMap<u64, Arc<Command>>>,
+}
+
+struct Command {
+    id: u64,
+    spec: Spec,
+    cancel: CancellationToken,
+    state: Mutex<State>,
+    /// Bumped whenever `state` changes.
+    changed: watch::Sender<()>,
+}
+
+/// What was asked for, as the cell and `commands.list` see it.
+#[derive(serde::Serialize)]
+struct Spec {
+    cmd: String,
+    shell: Option<String>,
+    cwd: String,
+    envs: BTreeMap<String, String>,
+}
+
+#[derive(Default)]
+struct State {
+    pid: Option<u32>,
+    output: Vec<(&'static str, String)>,
+    exit_value: Option<i64>,
+    error: Option<String>,
+    killed: bool,
+    /// Set once the command's kernel is gone.
+    outcome: Option<Result<Value, Failure>>,
+}
+
+impl Commands {
+    /// The commands of a server whose relative `cwd`s start at `root`.
+    pub fn new(root: PathBuf) -> Commands {
+        Commands { root, next: AtomicU64::new(0), all: Mutex::default() }
+    }
+
+    /// A command by id, else the running (else latest) one with that pid.
+    fn find(&self, id: Option<u64>, pid: Option<u32>) -> Result<Option<Arc<Command>>, Failure> {
+        let all = self.all.lock().unwrap();
+        match (id, pid) {
+            (Some(id), _) => Ok(all.get(&id).cloned()),
+            (None, Some(pid)) => {
+                let mut with_pid = all.values().rev().filter(|c| c.state.lock().unwrap().pid == Some(pid));
+                let latest = with_pid.clone().next().cloned();
+                Ok(with_pid.find(|c| c.state.lock().unwrap().outcome.is_none()).cloned().or(latest))
+            }
+            (None, None) => Err(Failure::invalid_params("name the command by its id or pid")),
+        }
+    }
+
+    /// Forget finished commands past [`KEEP_FINISHED`], oldest first.
+    fn prune(&self) {
+        let mut all = self.all.lock().unwrap();
+        let finished: Vec<u64> =
+            all.values().filter(|c| c.state.lock().unwrap().outcome.is_some()).map(|c| c.id).collect();
+        for id in finished.iter().take(finished.len().saturating_sub(KEEP_FINISHED)) {
+            all.remove(id);
+        }
+    }
+}
+
+impl Server {
+    /// Answer one `commands.*` request (`call`: its id, for `output` notifications).
+    pub(super) async fn command_call(&self, call: &Value, method: &str, params: Value) -> Result<Value, Failure> {
+        match method {
+            "commands.start" => self.start_command(parse(method, params)?).await,
+            "commands.wait" => self.wait_command(call, parse(method, params)?).await,
+            "commands.kill" => {
+                let params: wire::CommandRef = parse(method, params)?;
+                self.kill_command(self.commands.find(params.id, params.pid)?).await
+            }
+            "commands.list" => {
+                let all: Vec<Arc<Command>> = self.commands.all.lock().unwrap().values().cloned().collect();
+                Ok(json!(all.iter().filter_map(|command| command.info()).collect::<Vec<ProcessInfo>>()))
+            }
+            other => Err(Failure::new(code::METHOD_NOT_FOUND, format!("no method {other:?}"))),
+        }
+    }
+
+    async fn start_command(&self, params: wire::CommandStart) -> Result<Value, Failure> {
+        let timeout = match params.timeout {
+            None => wire::DEFAULT_COMMAND_TIMEOUT_SECS,
+            Some(seconds) if !seconds.is_finite() || seconds < 0.0 => {
+                return Err(Failure::invalid_params(format!("timeout must be 0 or more seconds, not {seconds}")));
+            }
+            Some(0.0) => crate::tool::params::TIMEOUT_RANGE.1,
+            Some(seconds) => seconds,
+        };
+        let root = &self.commands.root;
+        let cwd = params.cwd.as_deref().map_or_else(|| root.clone(), |dir| lexical(&root.join(dir)));
+        if !cwd.is_dir() {
+            return Err(Failure::invalid_params(format!("cwd {} is not a folder", cwd.display())));
+        }
+        let shell = Path::new("/bin/bash").is_file().then(|| "/bin/bash".to_string());
+        let spec =
+            Spec { cmd: params.cmd, shell, cwd: cwd.display().to_string(), envs: params.envs.unwrap_or_default() };
+        let id = self.commands.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let command = Arc::new(Command {
+            id,
+            cancel: self.stopping.child_token(),
+            state: Mutex::default(),
+            changed: watch::channel(()).0,
+            spec,
+        });
+        self.commands.prune();
+        self.commands.all.lock().unwrap().insert(id, command.clone());
+        // The kernel runs in the root, as the default context's does: `cwd` is the child's only.
+        let eval = EvalParams {
+            cells: vec![CellParams {
+                code: command.cell_code(),
+                language: Some(Language::Py),
+                timeout: Some(timeout),
+                ..Default::default()
+            }],
+            cwd: Some(root.display().to_string()),
+            ..Default::default()
+        };
+        let mut changed = command.changed.subscribe();
+        tokio::spawn(run(self.engine.clone(), command.clone(), eval, timeout));
+        loop {
+            {
+                let state = command.state.lock().unwrap();
+                if let Some(pid) = state.pid {
+                    return Ok(json!({"id": id, "pid": pid}));
+                }
+                if let Some(Err(failure)) = &state.outcome {
+                    let failure = failure.clone();
+                    drop(state);
+                    self.commands.all.lock().unwrap().remove(&id);
+                    return Err(failure);
+                }
+            }
+            if changed.changed().await.is_err() {
+                return Err(Failure::new(code::FAILED, "the command's runner went away"));
+            }
+        }
+    }
+
+    async fn wait_command(&self, call: &Value, params: wire::CommandWait) -> Result<Value, Failure> {
+        let command = self.commands.find(params.id, params.pid)?.ok_or_else(|| not_found(params.id, params.pid))?;
+        let mut changed = command.changed.subscribe();
+        let cancel = self.stopping.child_token();
+        let key = call.to_string();
+        self.running.lock().unwrap().insert(key.clone(), cancel.clone());
+        let mut next = match params.from_chunk {
+            Some(chunk) => usize::try_from(chunk).unwrap_or(usize::MAX),
+            None => command.state.lock().unwrap().output.len(),
+        };
+        let outcome = loop {
+            let (chunks, outcome) = {
+                let state = command.state.lock().unwrap();
+                (state.output.get(next..).unwrap_or_default().to_vec(), state.outcome.clone())
+            };
+            for (kind, text) in chunks {
+                let _ = self.out.send(wire::output(call, json!({"type": kind, "text": text, "chunk": next})));
+                next += 1;
+            }
+            if let Some(outcome) = outcome {
+                break outcome;
+            }
+            tokio::select! {
+                gone = changed.changed() => if gone.is_err() {
+                    break Err(Failure::new(code::FAILED, "the command's runner went away"));
+                },
+                _ = cancel.cancelled() => break Err(Failure::new(code::FAILED, "stopped waiting for the command")),
+            }
+        };
+        self.running.lock().unwrap().remove(&key);
+        if params.release && outcome.is_ok() {
+            // Its handle has the result now: nobody needs the output kept.
+            self.commands.all.lock().unwrap().remove(&command.id);
+        }
+        outcome
+    }
+
+    async fn kill_command(&self, command: Option<Arc<Command>>) -> Result<Value, Failure> {
+        let Some(command) = command else { return Ok(json!(false)) };
+        let mut changed = command.changed.subscribe();
+        {
+            let mut state = command.state.lock().unwrap();
+            if state.outcome.is_some() {
+                return Ok(json!(false));
+            }
+            state.killed = true;
+        }
+        command.cancel.cancel();
+        let ended = async {
+            while command.state.lock().unwrap().outcome.is_none() {
+                if changed.changed().await.is_err() {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(KILL_WAIT, ended).await;
+        Ok(json!(true))
+    }
+}
+
+fn not_found(id: Option<u64>, pid: Option<u32>) -> Failure {
+    let what = match (id, pid) {
+        (Some(id), _) => format!("id {id}"),
+        (None, pid) => format!("pid {}", pid.unwrap_or_default()),
+    };
+    Failure::new(code::NOT_FOUND, format!("no command with {what} (it ended, or its result was taken)"))
+}
+
+/// Run the command's cell, then dispose of its kernel and settle its outcome.
+async fn run(engine: Arc<EvalEngine>, command: Arc<Command>, eval: EvalParams, timeout: f64) {
+    let session = format!("sdk-command-{}", command.id);
+    let sink_command = command.clone();
+    let sink = move |event: EvalEvent| sink_command.event(event);
+    let result = engine.eval(&eval, &CallContext::new(session.clone()), &command.cancel, &sink).await;
+    engine.dispose_owner(&session).await;
+    engine.forget_history(&session);
+    let outcome = command.outcome(result, timeout);
+    command.state.lock().unwrap().outcome = Some(outcome);
+    command.changed.send_replace(());
+}
+
+impl Command {
+    /// The cell: the spec travels as JSON text in a JSON string literal,
+    /// which is a valid Python string literal whatever the command holds.
+    fn cell_code(&self) -> String {
+        let spec = serde_json::to_string(&self.spec).expect("a spec serializes");
+        let literal = serde_json::to_string(&spec).expect("a string serializes");
+        format!(
+            "import json as _json, os as _os, subprocess as _subprocess\n\
+             _spec = _json.loads({literal})\n\
+             _env = dict(_os.environ)\n\
+             _env.update(_spec[\"envs\"])\n\
+             _child = _subprocess.Popen(_spec[\"cmd\"], shell=True, executable=_spec[\"shell\"], cwd=_spec[\"cwd\"], \
+             env=_env, stdin=_subprocess.DEVNULL)\n\
+             emit_status(\"{STARTED_OP}\", pid=_child.pid)\n\
+             try:\n    _child.wait()\n\
+             except BaseException:\n    _child.kill()\n    _child.wait()\n    raise\n\
+             _child.returncode\n"
+        )
+    }
+
+    /// Keep what the cell streams: output, the child's pid, its exit code, an error.
+    fn event(&self, event: EvalEvent) {
+        let mut state = self.state.lock().unwrap();
+        match event {
+            EvalEvent::Stdout { text, .. } => state.output.push(("stdout", text)),
+            EvalEvent::Stderr { text, .. } => state.output.push(("stderr", text)),
+            EvalEvent::Status { event, .. } if event["op"] == STARTED_OP => {
+                state.pid = event["pid"].as_u64().and_then(|pid| u32::try_from(pid).ok());
+            }
+            EvalEvent::Display { is_result: true, bundle, .. } => {
+                state.exit_value = bundle.get("text/plain").and_then(Value::as_str).and_then(|t| t.trim().parse().ok());
+            }
+            EvalEvent::Error { error, .. } => state.error = Some(format!("{}: {}", error.ename, error.evalue)),
+            _ => return,
+        }
+        drop(state);
+        self.changed.send_replace(());
+    }
+
+    /// The result `commands.wait` answers, or why the command never started.
+    fn outcome(&self, result: Result<EvalResult, EvalError>, timeout: f64) -> Result<Value, Failure> {
+        let state = self.state.lock().unwrap();
+        let status = match result {
+            Ok(result) => result.cells.first().map_or(CellStatus::Error, |cell| cell.status),
+            Err(error) => return Err(Failure::new(code::FAILED, format!("the command could not start: {error}"))),
+        };
+        if state.pid.is_none() {
+            let why = state.error.clone().unwrap_or_else(|| format!("its cell ended as {}", status.as_str()));
+            return Err(Failure::new(code::FAILED, format!("the command could not start: {why}")));
+        }
+        let stopped = state.killed || self.cancel.is_cancelled();
+        let (exit_code, error, status) = match (status, state.exit_value) {
+            (CellStatus::Ok, Some(code)) if code >= 0 => (code, None, "ok"),
+            _ if stopped => (-1, Some("signal: killed".to_string()), "killed"),
+            (CellStatus::Ok, Some(code)) => (-1, Some(format!("signal: {}", -code)), "ok"),
+            (CellStatus::Timeout | CellStatus::Killed, _) => {
+                (-1, Some(format!("the command timed out after {timeout} s")), "timeout")
+            }
+            _ => (-1, Some(state.error.clone().unwrap_or_else(|| "the command's kernel failed".into())), "failed"),
+        };
+        Ok(json!({"exit_code": exit_code, "error": error, "status": status}))
+    }
+
+    /// The command as `commands.list` shows it, while it runs.
+    fn info(&self) -> Option<ProcessInfo> {
+        let state = self.state.lock().unwrap();
+        let pid = state.pid.filter(|_| state.outcome.is_none())?;
+        let spec = &self.spec;
+        Some(ProcessInfo {
+            id: self.id,
+            chunks: state.output.len() as u64,
+            pid,
+            tag: None,
+            cmd: spec.shell.clone().unwrap_or_else(|| "/bin/sh".into()),
+            args: vec!["-c".into(), spec.cmd.clone()],
+            envs: spec.envs.clone(),
+            cwd: Some(spec.cwd.clone()),
+        })
+    }
+}

@@ -1,0 +1,197 @@
+//! Watching a folder for the SDK (`files.watch_dir`), by polling: no crate
+//! and no OS notification API, so it works the same everywhere and sees
+//! what kernels and commands change as well as what the files API does.
+//!
+//! `files.watch` takes a snapshot of the folder (its entries, or the whole
+//! tree when recursive; symlinked folders and secret locations are not
+//! entered). `files.watch_events` compares the folder with the snapshot,
+//! answers the differences as events and keeps the new state:
+//!
+//! - a new entry is `create`, a new non-empty file `create` then `write`;
+//! - a file whose size, modification time or inode changed is `write`;
+//! - changed permission bits are `chmod`;
+//! - a vanished entry is `remove`, or `rename` when the same inode appeared
+//!   under another name (that one is then a `create`).
+//!
+//! Between two looks only the net change is seen: a file created and removed
+//! in between leaves no event, and a rewrite of a file with the same size
+//! within the file system's timestamp granularity is seen only when the files
+//! API made it (its writes are remembered for every watcher that covers them).
+//! The SDK's async handle asks with a `wait`, which makes the engine look
+//! again every 100 ms until something changed.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use super::files::{Owners, entry_info};
+use super::wire::FsEvent;
+use crate::sandbox::resolve;
+
+/// The watchers of one server, by id.
+#[derive(Default)]
+pub struct Watchers {
+    next: AtomicU64,
+    all: Mutex<HashMap<String, Arc<Mutex<Watcher>>>>,
+}
+
+impl Watchers {
+    /// Start watching `dir` (shown as given, looked at where it resolves);
+    /// `denied` are the secret locations, never entered. Returns the watcher's id.
+    pub fn add(&self, dir: &Path, recursive: bool, include_entry: bool, denied: Vec<PathBuf>) -> String {
+        let mut watcher = Watcher {
+            real: resolve(dir),
+            shown: dir.to_path_buf(),
+            recursive,
+            include_entry,
+            denied,
+            seen: BTreeMap::new(),
+            touched: HashSet::new(),
+        };
+        watcher.seen = watcher.scan();
+        let id = format!("watch-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
+        self.all.lock().unwrap().insert(id.clone(), Arc::new(Mutex::new(watcher)));
+        id
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<Mutex<Watcher>>> {
+        self.all.lock().unwrap().get(id).cloned()
+    }
+
+    /// Stop a watcher; false when there was none by that id.
+    pub fn remove(&self, id: &str) -> bool {
+        self.all.lock().unwrap().remove(id).is_some()
+    }
+
+    /// The files API wrote the file at `real` (a resolved path): the next
+    /// look of every watcher that covers it reports a `write`.
+    pub fn touched(&self, real: &Path) {
+        let watchers: Vec<_> = self.all.lock().unwrap().values().cloned().collect();
+        for watcher in watchers {
+            let mut watcher = watcher.lock().unwrap();
+            let Ok(relative) = real.strip_prefix(&watcher.real) else { continue };
+            if watcher.recursive || relative.components().count() == 1 {
+                let relative = relative.to_path_buf();
+                watcher.touched.insert(relative);
+            }
+        }
+    }
+}
+
+/// One watched folder and what it held at the last look.
+pub struct Watcher {
+    real: PathBuf,
+    shown: PathBuf,
+    recursive: bool,
+    include_entry: bool,
+    denied: Vec<PathBuf>,
+    seen: BTreeMap<PathBuf, Signature>,
+    /// Files the files API wrote since the last look (relative paths).
+    touched: HashSet<PathBuf>,
+}
+
+/// What a change of an entry is told by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Signature {
+    is_dir: bool,
+    size: u64,
+    modified: Option<SystemTime>,
+    mode: u32,
+    inode: u64,
+}
+
+impl Watcher {
+    /// The events since the last look, removals and renames first.
+    pub fn poll(&mut self) -> Vec<FsEvent> {
+        let now = self.scan();
+        let touched = std::mem::take(&mut self.touched);
+        let mut events = Vec::new();
+        let appeared: HashMap<u64, &PathBuf> = now
+            .iter()
+            .filter(|(path, signature)| signature.inode != 0 && !self.seen.contains_key(*path))
+            .map(|(path, signature)| (signature.inode, path))
+            .collect();
+        let mut renamed_to = HashSet::new();
+        for (path, old) in &self.seen {
+            if now.contains_key(path) {
+                continue;
+            }
+            match appeared.get(&old.inode).filter(|new| old.inode != 0 && now[**new].is_dir == old.is_dir) {
+                Some(new) => {
+                    renamed_to.insert((*new).clone());
+                    events.push(self.event(path, "rename", false));
+                }
+                None => events.push(self.event(path, "remove", false)),
+            }
+        }
+        for (path, new) in &now {
+            let written = touched.contains(path);
+            match self.seen.get(path) {
+                None => {
+                    events.push(self.event(path, "create", true));
+                    if !new.is_dir && !renamed_to.contains(path) && (new.size > 0 || written) {
+                        events.push(self.event(path, "write", true));
+                    }
+                }
+                Some(old) if old.is_dir != new.is_dir => {
+                    events.push(self.event(path, "remove", false));
+                    events.push(self.event(path, "create", true));
+                }
+                Some(old) => {
+                    if old.mode != new.mode {
+                        events.push(self.event(path, "chmod", true));
+                    }
+                    let changed = old.size != new.size || old.modified != new.modified || old.inode != new.inode;
+                    if !new.is_dir && (changed || written) {
+                        events.push(self.event(path, "write", true));
+                    }
+                }
+            }
+        }
+        self.seen = now;
+        events
+    }
+
+    fn event(&self, relative: &Path, kind: &'static str, exists: bool) -> FsEvent {
+        let name: Vec<String> = relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+        let entry = (self.include_entry && exists)
+            .then(|| entry_info(&self.shown.join(relative), &mut Owners::default()).ok())
+            .flatten();
+        FsEvent { name: name.join("/"), kind, entry }
+    }
+
+    /// Every entry under the folder now (the folder's own entries unless recursive).
+    fn scan(&self) -> BTreeMap<PathBuf, Signature> {
+        let mut out = BTreeMap::new();
+        let mut folders = vec![PathBuf::new()];
+        while let Some(relative) = folders.pop() {
+            let Ok(entries) = fs::read_dir(self.real.join(&relative)) else { continue };
+            for entry in entries.flatten() {
+                let child = relative.join(entry.file_name());
+                let Ok(meta) = entry.metadata() else { continue };
+                let signature = signature(&meta);
+                let real = self.real.join(&child);
+                if self.recursive && meta.is_dir() && !self.denied.iter().any(|secret| real.starts_with(secret)) {
+                    folders.push(child.clone());
+                }
+                out.insert(child, signature);
+            }
+        }
+        out
+    }
+}
+
+/// `meta` is the entry's own (a symlink is not followed).
+fn signature(meta: &fs::Metadata) -> Signature {
+    #[cfg(unix)]
+    let (mode, inode) = {
+        use std::os::unix::fs::MetadataExt;
+        (meta.mode() & 0o7777, meta.ino())
+    };
+    #[cfg(not(unix))]
+    let (mode, inode) = (u32::from(meta.permissions().readonly()), 0);
+    Signature { is_dir: meta.is_dir(), size: meta.len(), modified: meta.modified().ok(), mode, inode }
+}
