@@ -39,8 +39,13 @@ _LIVE: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDictionary()
 
 #: E2B's default `run_code` timeout, in seconds (0: no limit).
 _DEFAULT_RUN_TIMEOUT = 300
-#: E2B's default sandbox lifetime, in seconds: recorded, not enforced (see `set_timeout`).
-_DEFAULT_LIFETIME = 300
+
+
+def _timeout_params(timeout: Optional[float]) -> Dict[str, Any]:
+    """`set_timeout`'s parameters (seconds; 0: no limit), or what is wrong with `timeout`."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+        raise InvalidArgumentException("timeout must be 0 (no limit) or more seconds, not %r" % (timeout,))
+    return {"seconds": float(timeout)}
 
 
 class _ClassOrInstance:
@@ -72,9 +77,12 @@ def _engine_args(
     python: Optional[str],
     preload: Union[None, str, List[str]],
     spares: Optional[int],
+    timeout: Optional[float],
 ) -> List[str]:
     """The `cellbox sdk-server` flags for a sandbox's arguments."""
     args: List[str] = []
+    if timeout:
+        args += ["--idle-timeout", str(_timeout_params(timeout)["seconds"])]
     if python is not None:
         args += ["--python", python]
     if preload:
@@ -120,7 +128,6 @@ class _Requests:
     def __init__(self, transport: LocalTransport, metadata: Optional[Dict[str, str]], timeout: Optional[int]) -> None:
         self._transport = transport
         self._sandbox_id = "local-" + uuid.uuid4().hex[:12]
-        self._lifetime = timeout or _DEFAULT_LIFETIME
         self._killed = False
         self.metadata = dict(metadata or {})
         _LIVE[self._sandbox_id] = self
@@ -141,11 +148,9 @@ class _Requests:
             return InvalidArgumentException(reason[len("error: ") :] if reason.startswith("error: ") else reason)
         return error
 
-    def _connected(self, timeout: Optional[int]) -> Any:
+    def _connected(self) -> Any:
         if not self._running():
             raise SandboxNotFoundException("sandbox %r is not running" % self._sandbox_id)
-        if timeout:
-            self._lifetime = timeout
         return self
 
     def _running(self) -> bool:
@@ -215,9 +220,12 @@ class Sandbox(_Requests):
     `request_timeout`, `mcp`, `lifecycle`, `volume_mounts` and `logger` have
     no local meaning and are ignored. `envs` are set in every kernel;
     `allow_internet_access=False` (or `network={"deny_out": ["0.0.0.0/0"]}`)
-    turns the kernels' network off. `timeout` (the sandbox's lifetime) is
-    recorded only: a local sandbox lives until `kill()`, the end of its
-    `with` block, garbage collection or the end of the program.
+    turns the kernels' network off. `timeout` is the sandbox's idle
+    lifetime: once that many seconds pass without a call in progress or a
+    command running, its kernels are stopped and later calls raise
+    `SandboxNotRunningException` (E2B counts it from creation, busy or not).
+    Without it, a local sandbox lives until `kill()`, the end of its `with`
+    block, garbage collection or the end of the program.
 
     cellbox's own arguments: `cwd` is the folder kernels run in (default: the
     current one; contexts' relative `cwd`s start there), `sandbox` the OS
@@ -248,7 +256,7 @@ class Sandbox(_Requests):
         spares: Optional[int] = None,
         **opts: Any,
     ) -> None:
-        args = _engine_args(allow_internet_access, network, sandbox, python, preload, spares)
+        args = _engine_args(allow_internet_access, network, sandbox, python, preload, spares, timeout)
         super().__init__(LocalTransport(args, cwd=cwd, env=envs), metadata, timeout)
         try:
             self._transport.request("initialize")
@@ -279,16 +287,20 @@ class Sandbox(_Requests):
     @_ClassOrInstance
     def connect(self, timeout: Optional[int] = None, **opts: Any) -> "Sandbox":
         """This sandbox, if it runs; `Sandbox.connect(sandbox_id)` finds a
-        running sandbox of this process by its id."""
-        return self._connected(timeout)
+        running sandbox of this process by its id. `timeout`: as `set_timeout`."""
+        sandbox = self._connected()
+        if timeout:
+            sandbox.set_timeout(timeout)
+        return sandbox
 
     def is_running(self, request_timeout: Optional[float] = None) -> bool:
         return self._running()
 
     @_ClassOrInstance
     def set_timeout(self, timeout: int, **opts: Any) -> None:
-        """Recorded only (see the class's documentation)."""
-        self._lifetime = timeout
+        """End the sandbox once it has been idle `timeout` seconds from now
+        on (no call in progress, no command running); 0: never."""
+        self._transport.request("set_timeout", _timeout_params(timeout))
 
     @_ClassOrInstance
     def kill(self, **opts: Any) -> bool:
@@ -394,7 +406,7 @@ class AsyncSandbox(_Requests):
         **opts: Any,
     ) -> None:
         """Starts the engine; `create` also waits until it answers."""
-        args = _engine_args(allow_internet_access, network, sandbox, python, preload, spares)
+        args = _engine_args(allow_internet_access, network, sandbox, python, preload, spares, timeout)
         super().__init__(LocalTransport(args, cwd=cwd, env=envs), metadata, timeout)
 
     # -- lifecycle -------------------------------------------------------
@@ -424,15 +436,18 @@ class AsyncSandbox(_Requests):
     @_ClassOrInstance
     async def connect(self, timeout: Optional[int] = None, **opts: Any) -> "AsyncSandbox":
         """`Sandbox.connect`, awaited."""
-        return self._connected(timeout)
+        sandbox = self._connected()
+        if timeout:
+            await sandbox.set_timeout(timeout)
+        return sandbox
 
     async def is_running(self, request_timeout: Optional[float] = None) -> bool:
         return self._running()
 
     @_ClassOrInstance
     async def set_timeout(self, timeout: int, **opts: Any) -> None:
-        """Recorded only (see `Sandbox`)."""
-        self._lifetime = timeout
+        """`Sandbox.set_timeout`, awaited."""
+        await self._transport.request_async("set_timeout", _timeout_params(timeout))
 
     @_ClassOrInstance
     async def kill(self, **opts: Any) -> bool:

@@ -15,6 +15,17 @@ pub struct SdkServerArgs {
     /// Warm spare kernels kept ready per kernel configuration in use (0: none).
     #[arg(long, value_name = "N", default_value_t = 1)]
     spares: usize,
+    /// Stop once idle this long, no call in progress and no command running
+    /// (the SDK's `timeout=`; 0: never).
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.0, value_parser = idle_seconds)]
+    idle_timeout: f64,
+}
+
+fn idle_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => Ok(seconds),
+        _ => Err(format!("expected 0 (never) or more seconds, not {text:?}")),
+    }
 }
 
 pub async fn sdk_server(args: SdkServerArgs) -> ExitCode {
@@ -33,7 +44,8 @@ pub async fn sdk_server(args: SdkServerArgs) -> ExitCode {
     // The first kernel starts now, while the SDK sends its first request.
     let warm = engine.clone();
     tokio::spawn(async move { warm.prewarm().await });
-    match cellbox::sdk::serve_stdio(engine, root).await {
+    let idle = (args.idle_timeout > 0.0).then(|| std::time::Duration::from_secs_f64(args.idle_timeout));
+    match cellbox::sdk::serve_stdio(engine, root, idle).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("cellbox sdk-server: {error}");

@@ -176,7 +176,14 @@ impl Server {
             ..Default::default()
         };
         let mut changed = command.changed.subscribe();
-        tokio::spawn(run(self.engine.clone(), command.clone(), eval, timeout));
+        // A running command keeps the sandbox busy, waited for or not.
+        let busy = self.lifetime.busy();
+        let engine = self.engine.clone();
+        let running = command.clone();
+        tokio::spawn(async move {
+            run(engine, running, eval, timeout).await;
+            drop(busy);
+        });
         loop {
             {
                 let state = command.state.lock().unwrap();

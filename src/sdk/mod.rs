@@ -8,8 +8,9 @@
 //! (streams `output` notifications, then answers with the cell's status and
 //! execution count), `cancel` (a `run_code` whose caller stopped waiting:
 //! its cell is interrupted), `create_context`, `list_contexts`,
-//! `restart_context`, `remove_context`, `shutdown`. End of input is a shutdown too: kernels
-//! never outlive the SDK that asked for them.
+//! `restart_context`, `remove_context`, `set_timeout` (the sandbox's idle
+//! lifetime, see [`lifetime`]), `shutdown`. End of input is a shutdown too:
+//! kernels never outlive the SDK that asked for them.
 //!
 //! `sandbox.files` and `sandbox.commands` are the `files.*` methods ([`files`],
 //! with [`watch`]) and the `commands.*` methods ([`commands`]).
@@ -17,12 +18,14 @@
 mod commands;
 mod contexts;
 mod files;
+mod lifetime;
 mod watch;
 pub mod wire;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -44,11 +47,13 @@ struct Server {
     out: mpsc::UnboundedSender<Value>,
     files: Arc<files::Files>,
     commands: commands::Commands,
+    lifetime: Arc<lifetime::Lifetime>,
 }
 
-/// Serve the SDK on stdin/stdout until end of input or `shutdown`; the
-/// engine's kernels are stopped before this returns.
-pub async fn serve_stdio(engine: Arc<EvalEngine>, root: PathBuf) -> std::io::Result<()> {
+/// Serve the SDK on stdin/stdout until end of input, `shutdown`, or `idle`
+/// (the sandbox's timeout) without work; the engine's kernels are stopped
+/// before this returns.
+pub async fn serve_stdio(engine: Arc<EvalEngine>, root: PathBuf, idle: Option<Duration>) -> std::io::Result<()> {
     let (out, mut lines) = mpsc::unbounded_channel::<Value>();
     // One writer, so notifications of a call always come before its response.
     // It stops at the first `null` (see end of input below).
@@ -70,10 +75,24 @@ pub async fn serve_stdio(engine: Arc<EvalEngine>, root: PathBuf) -> std::io::Res
         stopping: CancellationToken::new(),
         running: Mutex::default(),
         out,
+        lifetime: lifetime::Lifetime::new(),
     });
+    server.lifetime.set(idle);
     let mut input = BufReader::new(tokio::io::stdin()).lines();
     let mut calls = tokio::task::JoinSet::new();
-    while let Some(line) = input.next_line().await? {
+    loop {
+        let line = tokio::select! {
+            line = input.next_line() => line?,
+            limit = server.lifetime.expired() => {
+                eprintln!(
+                    "cellbox sdk-server: the sandbox was idle for {} s, its timeout: its kernels are stopped. \
+                     Create a new sandbox, or give a longer timeout (Sandbox(timeout=...) or set_timeout())",
+                    limit.as_secs_f64()
+                );
+                break;
+            }
+        };
+        let Some(line) = line else { break };
         if line.trim().is_empty() {
             continue;
         }
@@ -94,7 +113,9 @@ pub async fn serve_stdio(engine: Arc<EvalEngine>, root: PathBuf) -> std::io::Res
             break;
         }
         let server = server.clone();
+        let busy = server.lifetime.busy();
         calls.spawn(async move {
+            let _busy = busy;
             let outcome = server.handle(&request).await;
             if let Some(id) = &request.id {
                 let _ = server.out.send(wire::response(id, outcome));
@@ -162,6 +183,11 @@ impl Server {
                 let context = self.contexts.remove(&params.context_id)?;
                 self.engine.reset_session(&context.session()).await;
                 self.engine.forget_history(&context.session());
+                Ok(Value::Null)
+            }
+            "set_timeout" => {
+                let params: wire::SetTimeout = parse(method, params)?;
+                self.lifetime.set(params.limit()?);
                 Ok(Value::Null)
             }
             files if files.starts_with("files.") => self.files.call(files, params, &self.stopping).await,

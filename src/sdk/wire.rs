@@ -117,6 +117,27 @@ pub struct ContextInfo {
     pub cwd: String,
 }
 
+/// `set_timeout`'s parameters: the sandbox ends after `seconds` without a
+/// call in progress or a command running; 0 means never.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetTimeout {
+    pub seconds: f64,
+}
+
+impl SetTimeout {
+    /// The limit, `None` for none; a negative or non-finite number is refused.
+    pub fn limit(&self) -> Result<Option<std::time::Duration>, Failure> {
+        match self.seconds {
+            0.0 => Ok(None),
+            seconds if seconds.is_finite() && seconds > 0.0 => Ok(Some(std::time::Duration::from_secs_f64(seconds))),
+            bad => {
+                Err(Failure::invalid_params(format!("set_timeout: seconds must be 0 (no limit) or more, not {bad}")))
+            }
+        }
+    }
+}
+
 /// `files.read`'s parameters: up to `length` bytes (all when absent) from `offset`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

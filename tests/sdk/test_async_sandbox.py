@@ -11,7 +11,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 
-from cellbox import AsyncSandbox, NotFoundException, TimeoutException  # noqa: E402
+from cellbox import AsyncSandbox, NotFoundException, SandboxNotRunningException, TimeoutException  # noqa: E402
 
 PYTHON = os.environ.get("CELLBOX_TEST_PYTHON", sys.executable)
 
@@ -94,6 +94,19 @@ class AsyncSandboxTests(unittest.IsolatedAsyncioTestCase):
         with self.assertRaisesRegex(TimeoutException, "sandbox was killed while the request was in progress"):
             await run
         self.assertFalse(await self.box.is_running())
+
+    async def test_a_timeout_ends_the_sandbox_once_idle(self):
+        box = await AsyncSandbox.create(python=PYTHON, cwd=self.work, timeout=30)
+        self.addAsyncCleanup(box.kill)
+        await box.set_timeout(1)  # from now on
+
+        async def ended():
+            while await box.is_running():
+                await asyncio.sleep(0.05)
+
+        await asyncio.wait_for(ended(), 60)
+        with self.assertRaisesRegex(SandboxNotRunningException, "idle for 1 s"):
+            await box.run_code("1")
 
     async def test_contexts(self):
         context = await self.box.create_code_context()

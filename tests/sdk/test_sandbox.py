@@ -22,6 +22,7 @@ from cellbox import (  # noqa: E402
     NotFoundException,
     Sandbox,
     SandboxException,
+    SandboxNotRunningException,
     TimeoutException,
 )
 
@@ -219,6 +220,37 @@ class BadArgumentTests(unittest.TestCase):
 
 
 class LifetimeTests(unittest.TestCase):
+    def test_a_timeout_ends_an_idle_sandbox_and_never_a_busy_one(self):
+        box = sandbox(self, timeout=1)
+        pid = int(box.run_code("import os, time; time.sleep(3); os.getpid()").text)
+        deadline = time.monotonic() + 60
+        while box.is_running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertFalse(box.is_running(), "an idle sandbox outlived its timeout")
+        self.assertFalse(_process_exists(pid), "the kernel outlived its sandbox's timeout")
+        with self.assertRaisesRegex(SandboxNotRunningException, "idle for 1 s, its timeout"):
+            box.run_code("1")
+
+    def test_set_timeout_zero_lifts_the_limit_and_bad_values_are_refused(self):
+        box = sandbox(self, timeout=1)
+        box.set_timeout(0)
+        time.sleep(2)
+        self.assertTrue(box.is_running())
+        for bad in (-1, "10", float("nan"), True):
+            with self.subTest(bad=bad), self.assertRaises(InvalidArgumentException):
+                box.set_timeout(bad)
+        with self.assertRaises(InvalidArgumentException):
+            new_sandbox(timeout=-5)
+
+    def test_a_kernel_killed_by_its_cell_is_an_error_and_the_next_run_starts_afresh(self):
+        box = sandbox(self, spares=0)
+        box.run_code("x = 1")
+        execution = box.run_code("import os, signal; print('before', flush=True); os.kill(os.getpid(), signal.SIGKILL)")
+        self.assertEqual((execution.error.name, execution.error.value), ("KernelDied", "killed by signal 9 (SIGKILL)"))
+        self.assertEqual(execution.logs.stdout, ["before\n"])
+        self.assertEqual(box.run_code("x").error.name, "NameError")
+        self.assertEqual(box.run_code("2 + 2").text, "4")
+
     def test_kill_ends_the_engine_and_its_kernels(self):
         box = new_sandbox()
         pid = int(box.run_code("import os; os.getpid()").text)
@@ -294,7 +326,7 @@ def _node_strips_types():
     return subprocess.run(["node", "-e", probe], capture_output=True, text=True).stdout == "true"
 
 
-def _process_exists(pid, wait=10.0):
+def _process_exists(pid, wait=60.0):
     """Whether `pid` still runs after up to `wait` seconds (it is given time to go)."""
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
