@@ -167,7 +167,7 @@ class _Requests:
     def _run_params(
         code: str,
         language: Optional[str],
-        context: Optional[Context],
+        context: Union[None, Context, str],
         envs: Optional[Dict[str, str]],
         timeout: Optional[float],
     ) -> Dict[str, Any]:
@@ -179,7 +179,7 @@ class _Requests:
         if language:
             params["language"] = language
         if context:
-            params["context_id"] = context.id
+            params["context_id"] = _context_id(context)
         if envs:
             params["envs"] = dict(envs)
         return params
@@ -208,8 +208,9 @@ class _Requests:
         return execution
 
     @staticmethod
-    def _context_params(cwd: Optional[str], language: Optional[str]) -> Dict[str, str]:
-        return {key: value for key, value in (("cwd", cwd), ("language", language)) if value}
+    def _context_params(cwd: Optional[str], language: Optional[str], name: Optional[str]) -> Dict[str, str]:
+        given = (("cwd", cwd), ("language", language), ("name", name))
+        return {key: value for key, value in given if value is not None}
 
 
 class Sandbox(_Requests):
@@ -334,7 +335,7 @@ class Sandbox(_Requests):
         self,
         code: str,
         language: Optional[str] = None,
-        context: Optional[Context] = None,
+        context: Union[None, Context, str] = None,
         on_stdout: Optional[Callable[[OutputMessage], Any]] = None,
         on_stderr: Optional[Callable[[OutputMessage], Any]] = None,
         on_result: Optional[Callable[[Result], Any]] = None,
@@ -364,10 +365,19 @@ class Sandbox(_Requests):
     # -- contexts --------------------------------------------------------
 
     def create_code_context(
-        self, cwd: Optional[str] = None, language: Optional[str] = None, request_timeout: Optional[float] = None
+        self,
+        cwd: Optional[str] = None,
+        language: Optional[str] = None,
+        request_timeout: Optional[float] = None,
+        *,
+        name: Optional[str] = None,
     ) -> Context:
-        """A new context (own kernel and state); `cwd` relative to the sandbox's folder."""
-        return Context.from_json(self._transport.request("create_context", self._context_params(cwd, language)))
+        """A new context (own kernel and state); `cwd` relative to the sandbox's folder.
+        `name` (cellbox's own) is the context's id, so `run_code(..., context="data")`
+        reaches it; asking for a name in use returns that context when the language
+        and `cwd` match, and raises `InvalidArgumentException` otherwise."""
+        params = self._context_params(cwd, language, name)
+        return Context.from_json(self._transport.request("create_context", params))
 
     def list_code_contexts(self) -> List[Context]:
         return [Context.from_json(item) for item in self._transport.request("list_contexts")]
@@ -479,7 +489,7 @@ class AsyncSandbox(_Requests):
         self,
         code: str,
         language: Optional[str] = None,
-        context: Optional[Context] = None,
+        context: Union[None, Context, str] = None,
         on_stdout: Optional[Callable[[OutputMessage], Any]] = None,
         on_stderr: Optional[Callable[[OutputMessage], Any]] = None,
         on_result: Optional[Callable[[Result], Any]] = None,
@@ -506,9 +516,15 @@ class AsyncSandbox(_Requests):
     # -- contexts --------------------------------------------------------
 
     async def create_code_context(
-        self, cwd: Optional[str] = None, language: Optional[str] = None, request_timeout: Optional[float] = None
+        self,
+        cwd: Optional[str] = None,
+        language: Optional[str] = None,
+        request_timeout: Optional[float] = None,
+        *,
+        name: Optional[str] = None,
     ) -> Context:
-        answer = await self._transport.request_async("create_context", self._context_params(cwd, language))
+        """`Sandbox.create_code_context`, awaited."""
+        answer = await self._transport.request_async("create_context", self._context_params(cwd, language, name))
         return Context.from_json(answer)
 
     async def list_code_contexts(self) -> List[Context]:

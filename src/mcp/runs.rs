@@ -17,7 +17,7 @@ use tokio::sync::watch;
 
 use super::{EvalServer, output, progress_message, report_progress};
 use crate::tool::engine::INTERRUPT_ESCALATION;
-use crate::tool::{CallContext, RunError, RunReport, WaitFor};
+use crate::tool::{CallContext, RunError, RunReport, WaitFor, is_session_name};
 
 /// The session a call names when it names none.
 pub const DEFAULT_SESSION: &str = "default";
@@ -93,13 +93,7 @@ pub fn take_session(arguments: &mut Value) -> Result<String, RunsError> {
     let taken = arguments.as_object_mut().and_then(|map| map.remove("session"));
     match taken {
         None | Some(Value::Null) => Ok(DEFAULT_SESSION.to_string()),
-        Some(Value::String(name))
-            if !name.is_empty()
-                && name.len() <= 64
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) =>
-        {
-            Ok(name)
-        }
+        Some(Value::String(name)) if is_session_name(&name) => Ok(name),
         Some(other) => Err(RunsError::BadSession { got: other }),
     }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::wire::{ContextInfo, Failure, code};
-use crate::tool::Language;
+use crate::tool::{Language, is_session_name};
 
 /// A context: its session in the engine, language and working folder.
 #[derive(Debug, Clone, PartialEq)]
@@ -123,7 +123,10 @@ impl Contexts {
     }
 
     /// A new context; `cwd` is relative to the server's folder and must exist.
-    pub fn create(&self, language: SdkLanguage, cwd: Option<&str>) -> Result<Context, Failure> {
+    /// `name` (cellbox's named sessions) becomes its id, so a program can
+    /// address it by name; asking again for a name in use returns that
+    /// context when the language and folder match, and is refused otherwise.
+    pub fn create(&self, language: SdkLanguage, cwd: Option<&str>, name: Option<&str>) -> Result<Context, Failure> {
         let cwd = match cwd {
             Some(dir) => self.root.join(dir),
             None => self.root.clone(),
@@ -131,10 +134,33 @@ impl Contexts {
         if !Path::new(&cwd).is_dir() {
             return Err(Failure::invalid_params(format!("cwd {} is not a folder", cwd.display())));
         }
+        if let Some(name) = name.filter(|name| !is_session_name(name)) {
+            return Err(Failure::invalid_params(format!(
+                "a context's name is 1 to 64 letters, digits, '-', '_' or '.' (such as \"data\"), not {name:?}"
+            )));
+        }
+        if let Some(name) = name.filter(|name| is_made_id(name)) {
+            return Err(Failure::invalid_params(format!(
+                "{name:?} has the form of the ids the SDK gives unnamed contexts (ctx-N): choose another name"
+            )));
+        }
         let mut made = self.made.lock().unwrap();
+        if let Some(existing) = name.and_then(|name| made.1.values().find(|context| context.id == name)) {
+            // A kernel's language cannot change, and its folder is where the user expects files.
+            if existing.language != language || existing.cwd != cwd {
+                return Err(Failure::invalid_params(format!(
+                    "a context named {:?} exists for {} in {}; remove it first, or choose another name",
+                    existing.id,
+                    existing.language.name(),
+                    existing.cwd.display()
+                )));
+            }
+            return Ok(existing.clone());
+        }
         let order = made.0;
         made.0 += 1;
-        let context = Context { id: format!("ctx-{order}"), language, cwd };
+        let id = name.map_or_else(|| format!("ctx-{order}"), str::to_string);
+        let context = Context { id, language, cwd };
         made.1.insert(order, context.clone());
         Ok(context)
     }
@@ -147,5 +173,49 @@ impl Contexts {
             Some(order) => Ok(made.1.remove(&order).expect("just found")),
             None => Err(Failure::new(code::NOT_FOUND, format!("no code context {id:?}"))),
         }
+    }
+}
+
+/// Whether `id` has the form of an unnamed context's id, `ctx-` and a number.
+fn is_made_id(id: &str) -> bool {
+    id.strip_prefix("ctx-").is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_named_context_is_found_again_by_its_name() {
+        let root = tempfile::tempdir().unwrap();
+        let contexts = Contexts::new(root.path().to_path_buf());
+        let data = contexts.create(SdkLanguage::Python, None, Some("data")).unwrap();
+        assert_eq!(data.id, "data");
+        assert_eq!(contexts.create(SdkLanguage::Python, None, Some("data")).unwrap(), data, "the same context");
+        assert_eq!(contexts.get("data").unwrap(), data);
+        let unnamed = contexts.create(SdkLanguage::Python, None, None).unwrap();
+        assert!(is_made_id(&unnamed.id), "{}", unnamed.id);
+        let ids: Vec<String> = contexts.list().into_iter().map(|c| c.id).collect();
+        assert_eq!(ids, ["python", "javascript", "data", &unnamed.id]);
+    }
+
+    #[test]
+    fn a_name_in_use_elsewhere_or_malformed_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join("sub")).unwrap();
+        let contexts = Contexts::new(root.path().to_path_buf());
+        contexts.create(SdkLanguage::Python, None, Some("data")).unwrap();
+        for (language, cwd, name, words) in [
+            (SdkLanguage::JavaScript, None, "data", "exists for python"),
+            (SdkLanguage::Python, Some("sub"), "data", "exists for python"),
+            (SdkLanguage::Python, None, "a/b", "letters, digits"),
+            (SdkLanguage::Python, None, "", "letters, digits"),
+            (SdkLanguage::Python, None, "ctx-3", "ctx-N"),
+        ] {
+            let failure = contexts.create(language, cwd, Some(name)).unwrap_err();
+            assert_eq!(failure.code, code::INVALID_PARAMS, "{name}");
+            assert!(failure.message.contains(words), "{name}: {}", failure.message);
+        }
+        assert!(is_made_id("ctx-12") && !is_made_id("ctx-") && !is_made_id("ctx-a1") && !is_made_id("data"));
     }
 }

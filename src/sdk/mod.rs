@@ -169,7 +169,7 @@ impl Server {
             "create_context" => {
                 let params: wire::CreateContext = parse(method, params)?;
                 let language = SdkLanguage::parse(params.language.as_deref().unwrap_or("python"))?;
-                Ok(json!(self.contexts.create(language, params.cwd.as_deref())?.info()))
+                Ok(json!(self.contexts.create(language, params.cwd.as_deref(), params.name.as_deref())?.info()))
             }
             "list_contexts" => Ok(json!(self.contexts.list().iter().map(|c| c.info()).collect::<Vec<_>>())),
             "restart_context" => {

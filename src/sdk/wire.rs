@@ -93,6 +93,9 @@ pub struct CreateContext {
     pub language: Option<String>,
     #[serde(default)]
     pub cwd: Option<String>,
+    /// cellbox's own: the context's id, chosen by the caller (a named session).
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 /// The parameters of the methods that name one context.

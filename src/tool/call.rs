@@ -21,6 +21,15 @@ impl CallContext {
     }
 }
 
+/// Whether `name` may name a session a user chose ("data", "scratch"): 1 to
+/// 64 letters, digits, `-`, `_` and `.`, so it reads well in messages and
+/// paths. Every front end that lets its user name sessions uses this rule.
+pub fn is_session_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
 /// A call that could not start. Everything else is reported in [`EvalResult`](super::EvalResult).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum EvalError {

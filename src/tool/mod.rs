@@ -8,7 +8,7 @@ pub mod result;
 pub mod run;
 pub mod watchdog;
 
-pub use call::{CallContext, EvalError, ExportError, ignore_events};
+pub use call::{CallContext, EvalError, ExportError, ignore_events, is_session_name};
 pub use config::{EngineConfig, Exposure, KernelMode, parse_preload, preload_from_env};
 pub use engine::EvalEngine;
 pub use params::{CellParams, CheckMode, EvalParams, Language};

@@ -186,6 +186,20 @@ class ContextTests(SharedSandbox):
         with self.assertRaises(NotFoundException):
             box.run_code("1", context=context)
 
+    def test_a_named_context_is_reached_by_its_name(self):
+        data = self.box.create_code_context(name="data")
+        self.assertEqual(data.id, "data")
+        self.box.run_code("rows = 3", context="data")
+        self.assertEqual(self.box.run_code("rows", context=data).text, "3")
+        self.assertEqual(self.box.create_code_context(name="data"), data)
+        with self.assertRaisesRegex(InvalidArgumentException, "exists for python"):
+            self.box.create_code_context(language="javascript", name="data")
+        with self.assertRaisesRegex(InvalidArgumentException, "letters, digits"):
+            self.box.create_code_context(name="no spaces")
+        self.box.remove_code_context("data")
+        with self.assertRaises(NotFoundException):
+            self.box.run_code("rows", context="data")
+
     def test_a_context_runs_in_its_folder(self):
         os.makedirs(os.path.join(WORK, "sub"), exist_ok=True)
         context = self.box.create_code_context(cwd="sub")
