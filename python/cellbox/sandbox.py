@@ -354,7 +354,10 @@ class Sandbox(_Requests):
         execution = Execution()
         handlers = _Handlers(execution, on_stdout, on_stderr, on_result, on_error)
         try:
-            answer = self._transport.request("run_code", params, on_output=handlers.output)
+            # Without callbacks, recording the outputs is all there is to do
+            # with them, and the reader thread may do it.
+            quiet = not any(handlers.callbacks.values())
+            answer = self._transport.request("run_code", params, on_output=handlers.output, output_in_caller=not quiet)
         except EngineGone as error:
             raise self._gone(error) from error
         closing = self._closing(answer, execution)

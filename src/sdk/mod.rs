@@ -19,6 +19,7 @@ mod commands;
 mod contexts;
 mod files;
 mod lifetime;
+mod stdio;
 mod watch;
 pub mod wire;
 
@@ -28,7 +29,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -54,19 +54,10 @@ struct Server {
 /// (the sandbox's timeout) without work; the engine's kernels are stopped
 /// before this returns.
 pub async fn serve_stdio(engine: Arc<EvalEngine>, root: PathBuf, idle: Option<Duration>) -> std::io::Result<()> {
-    let (out, mut lines) = mpsc::unbounded_channel::<Value>();
+    let (out, messages) = mpsc::unbounded_channel::<Value>();
     // One writer, so notifications of a call always come before its response.
     // It stops at the first `null` (see end of input below).
-    let writer = tokio::spawn(async move {
-        let mut stdout = tokio::io::stdout();
-        while let Some(message) = lines.recv().await.filter(|message| !message.is_null()) {
-            let mut line = serde_json::to_vec(&message).expect("messages serialize");
-            line.push(b'\n');
-            if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
-                break;
-            }
-        }
-    });
+    let writer = stdio::write_messages(messages);
     let server = Arc::new(Server {
         files: Arc::new(files::Files::new(root.clone(), engine.config())),
         commands: commands::Commands::new(root.clone()),
@@ -78,11 +69,11 @@ pub async fn serve_stdio(engine: Arc<EvalEngine>, root: PathBuf, idle: Option<Du
         lifetime: lifetime::Lifetime::new(),
     });
     server.lifetime.set(idle);
-    let mut input = BufReader::new(tokio::io::stdin()).lines();
+    let mut input = stdio::read_lines();
     let mut calls = tokio::task::JoinSet::new();
     loop {
         let line = tokio::select! {
-            line = input.next_line() => line?,
+            line = input.recv() => line.transpose()?,
             limit = server.lifetime.expired() => {
                 eprintln!(
                     "cellbox sdk-server: the sandbox was idle for {} s, its timeout: its kernels are stopped. \
@@ -131,7 +122,7 @@ pub async fn serve_stdio(engine: Arc<EvalEngine>, root: PathBuf, idle: Option<Du
     calls.abort_all();
     server.engine.dispose_all().await;
     drop(server);
-    let _ = writer.await;
+    let _ = tokio::task::spawn_blocking(move || writer.join()).await;
     Ok(())
 }
 
