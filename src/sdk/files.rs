@@ -22,7 +22,6 @@
 //! even where the OS cannot enforce it for kernels. Each kernel's private
 //! temp dir is its own: the files API has none.
 
-use std::collections::HashMap;
 use std::fs;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Component, Path, PathBuf};
@@ -476,7 +475,8 @@ fn permissions(meta: &fs::Metadata) -> (u32, String) {
 /// User and group names by id, looked up once per listing.
 #[derive(Default)]
 pub(super) struct Owners {
-    names: HashMap<(bool, u32), String>,
+    #[cfg(unix)]
+    names: std::collections::HashMap<(bool, u32), String>,
 }
 
 impl Owners {
