@@ -429,7 +429,9 @@ pub async fn serve_stdio(
     static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
     let session = format!("mcp-{}-{}", std::process::id(), CONNECTIONS.fetch_add(1, Ordering::Relaxed));
     let server = EvalServer::new(engine.clone(), session.clone()).with_sampling(sampling.clone());
-    let running = server.serve(rmcp::transport::stdio()).await?;
+    // Pipes (as MCP clients start servers) are read and written without the
+    // blocking pool's thread hand-off per message; anything else falls back to it.
+    let running = server.serve(rmcp::transport::stdio_pipes()).await?;
     if let Some(sampling) = &sampling {
         sampling.register(&session, running.peer().clone());
     }
