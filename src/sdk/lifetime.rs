@@ -39,8 +39,12 @@ impl Drop for Busy {
         if state.busy == 0 {
             state.idle_since = Instant::now();
         }
+        let watched = state.limit.is_some();
         drop(state);
-        self.0.changed.notify_waiters();
+        // Without a limit nothing waits on the count: no wake-up per call.
+        if watched {
+            self.0.changed.notify_waiters();
+        }
     }
 }
 
@@ -64,8 +68,13 @@ impl Lifetime {
 
     /// The sandbox is busy until the guard is dropped.
     pub fn busy(self: &Arc<Self>) -> Busy {
-        self.state.lock().unwrap().busy += 1;
-        self.changed.notify_waiters();
+        let mut state = self.state.lock().unwrap();
+        state.busy += 1;
+        let watched = state.limit.is_some();
+        drop(state);
+        if watched {
+            self.changed.notify_waiters();
+        }
         Busy(self.clone())
     }
 
