@@ -5,17 +5,13 @@ and cancellation.
 """
 import asyncio
 import os
-import shutil
-import sys
 import tempfile
 import unittest
-import uuid
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+from fixture import DEADLINE, AsyncSandboxCase, unique
 
-from cellbox import (  # noqa: E402
+from cellbox import (
     AsyncCommandHandle,
-    AsyncSandbox,
     AsyncWatchHandle,
     CommandExitException,
     FileNotFoundException,
@@ -26,30 +22,13 @@ from cellbox import (  # noqa: E402
     TimeoutException,
 )
 
-PYTHON = os.environ.get("CELLBOX_TEST_PYTHON", sys.executable)
-#: How long a test waits for something that should happen at once.
-DEADLINE = 30.0
-
-
-def unique(prefix):
-    return "%s-%s" % (prefix, uuid.uuid4().hex[:8])
-
-
-class AsyncFilesTests(unittest.IsolatedAsyncioTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.work = tempfile.mkdtemp(prefix="cellbox-sdk-async-files-")
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.work, ignore_errors=True)
+class AsyncFilesTests(AsyncSandboxCase):
+    folder = "async-files"
+    options = {"spares": 0}
 
     async def asyncSetUp(self):
-        self.box = await AsyncSandbox.create(python=PYTHON, cwd=self.work, spares=0)
+        await super().asyncSetUp()
         self.files = self.box.files
-
-    async def asyncTearDown(self):
-        await self.box.kill()
 
     async def test_round_trips_and_entries(self):
         folder = unique("async")
@@ -125,21 +104,12 @@ class AsyncFilesTests(unittest.IsolatedAsyncioTestCase):
         self.assertIsInstance(exits[0], TimeoutException)
 
 
-class AsyncCommandsTests(unittest.IsolatedAsyncioTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.work = tempfile.mkdtemp(prefix="cellbox-sdk-async-commands-")
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.work, ignore_errors=True)
+class AsyncCommandsTests(AsyncSandboxCase):
+    folder = "async-commands"
 
     async def asyncSetUp(self):
-        self.box = await AsyncSandbox.create(python=PYTHON, cwd=self.work)
+        await super().asyncSetUp()
         self.commands = self.box.commands
-
-    async def asyncTearDown(self):
-        await self.box.kill()
 
     async def test_run_streams_to_sync_and_async_callbacks(self):
         seen = []

@@ -4,16 +4,12 @@ handles (wait, kill, list, connect), that a stopped command leaves no process
 behind, that commands run in the kernels' sandbox, and bad input.
 """
 import os
-import shutil
-import sys
-import tempfile
 import time
 import unittest
-import uuid
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+from fixture import PYTHON, Workspace, unique
 
-from cellbox import (  # noqa: E402
+from cellbox import (
     CommandExitException,
     CommandHandle,
     CommandResult,
@@ -25,35 +21,24 @@ from cellbox import (  # noqa: E402
     TimeoutException,
 )
 
-PYTHON = os.environ.get("CELLBOX_TEST_PYTHON", sys.executable)
+SPACE = None
 WORK = HOME = OUTSIDE = ""
-#: How long a test waits for something that should happen at once.
-DEADLINE = 30.0
 
 
 def setUpModule():
-    global WORK, HOME, OUTSIDE
-    WORK = tempfile.mkdtemp(prefix="cellbox-sdk-commands-")
-    OUTSIDE = tempfile.mkdtemp(prefix="cellbox-sdk-outside-")
-    HOME = os.path.join(WORK, "home")
-    os.makedirs(os.path.join(HOME, ".ssh"))
-    with open(os.path.join(HOME, ".ssh", "id_rsa"), "w") as key:
-        key.write("secret\n")
+    global SPACE, WORK, HOME, OUTSIDE
+    SPACE = Workspace("commands")
+    WORK, HOME, OUTSIDE = SPACE.work, SPACE.home, SPACE.outside
     os.makedirs(os.path.join(WORK, "sub"))
 
 
 def tearDownModule():
-    shutil.rmtree(WORK, ignore_errors=True)
-    shutil.rmtree(OUTSIDE, ignore_errors=True)
+    SPACE.remove()
 
 
 def new_sandbox(**options):
     options.setdefault("python", PYTHON)
     return Sandbox(cwd=WORK, envs={"HOME": HOME}, **options)
-
-
-def unique(prefix):
-    return "%s-%s" % (prefix, uuid.uuid4().hex[:8])
 
 
 class SharedSandbox(unittest.TestCase):

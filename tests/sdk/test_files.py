@@ -7,16 +7,12 @@ import io
 import os
 import pathlib
 import pwd
-import shutil
 import stat
-import sys
-import tempfile
 import unittest
-import uuid
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+from fixture import PYTHON, Workspace, unique
 
-from cellbox import (  # noqa: E402
+from cellbox import (
     EntryInfo,
     FileNotFoundException,
     FilesystemEventType,
@@ -29,25 +25,20 @@ from cellbox import (  # noqa: E402
     WriteInfo,
 )
 
-PYTHON = os.environ.get("CELLBOX_TEST_PYTHON", sys.executable)
 #: The sandboxes' folder; HOME (with a planted secret) lives in it; OUTSIDE is another temp dir.
+SPACE = None
 WORK = HOME = OUTSIDE = ""
 SECRET = "not for the sandbox\n"
 
 
 def setUpModule():
-    global WORK, HOME, OUTSIDE
-    WORK = tempfile.mkdtemp(prefix="cellbox-sdk-files-")
-    OUTSIDE = tempfile.mkdtemp(prefix="cellbox-sdk-outside-")
-    HOME = os.path.join(WORK, "home")
-    os.makedirs(os.path.join(HOME, ".ssh"))
-    with open(os.path.join(HOME, ".ssh", "id_rsa"), "w") as key:
-        key.write(SECRET)
+    global SPACE, WORK, HOME, OUTSIDE
+    SPACE = Workspace("files", SECRET)
+    WORK, HOME, OUTSIDE = SPACE.work, SPACE.home, SPACE.outside
 
 
 def tearDownModule():
-    shutil.rmtree(WORK, ignore_errors=True)
-    shutil.rmtree(OUTSIDE, ignore_errors=True)
+    SPACE.remove()
 
 
 def new_sandbox(**options):
@@ -55,10 +46,6 @@ def new_sandbox(**options):
     options.setdefault("python", PYTHON)
     options.setdefault("spares", 0)
     return Sandbox(cwd=WORK, envs={"HOME": HOME}, **options)
-
-
-def unique(prefix):
-    return "%s-%s" % (prefix, uuid.uuid4().hex[:8])
 
 
 class SharedSandbox(unittest.TestCase):
