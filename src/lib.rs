@@ -33,6 +33,7 @@ pub mod render;
 pub mod runtime;
 pub mod sandbox;
 pub mod sdk;
+pub mod serve;
 pub mod session;
 pub mod settings;
 pub mod stop_signals;

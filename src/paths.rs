@@ -16,6 +16,16 @@ pub fn cache_root() -> PathBuf {
     }
 }
 
+/// Where cellbox keeps settings a user makes (the server's tokens file):
+/// `$XDG_CONFIG_HOME/cellbox` (or the platform's config folder), else a
+/// folder beside the caches.
+pub fn config_root() -> PathBuf {
+    match dirs::config_dir() {
+        Some(dir) => dir.join("cellbox"),
+        None => cache_root().join("config"),
+    }
+}
+
 /// Tells users apart in a shared temp dir.
 #[cfg(unix)]
 fn user_tag() -> String {

@@ -11,6 +11,13 @@ use super::KernelArgs;
 #[derive(Debug, clap::Args)]
 pub struct McpArgs {
     #[command(flatten)]
+    engine: EngineArgs,
+}
+
+/// How an MCP server's engine runs kernels (`cellbox mcp` and `cellbox serve`).
+#[derive(Debug, clap::Args)]
+pub struct EngineArgs {
+    #[command(flatten)]
     kernel: KernelArgs,
     /// Check cells before running them: `syntax` runs none if a cell does not parse (the error
     /// shows its caret); `lint` also adds `ruff check` findings on Python cells as notes [default: off].
@@ -49,27 +56,35 @@ enum Mode {
     PerCall,
 }
 
+impl EngineArgs {
+    /// The engine configuration these options describe.
+    pub fn engine_config(&self) -> Result<cellbox::tool::EngineConfig, String> {
+        let mut config = self.kernel.engine_config()?;
+        config.mode = match self.mode {
+            Mode::Session => KernelMode::Session,
+            Mode::PerCall => KernelMode::PerCall,
+        };
+        config.text_limits.max_bytes = self.max_output_bytes.max(1024);
+        config.text_limits.max_lines = self.max_output_lines.max(10);
+        config.pool.max_kernels = self.max_kernels.max(1);
+        config.pool.idle_timeout = (self.idle_minutes > 0).then(|| Duration::from_secs(self.idle_minutes * 60));
+        config.exposure.py &= !self.no_py;
+        // `--no-py` alone means JavaScript only (as CELLBOX_PY=0).
+        config.exposure.js &= !self.no_js;
+        config.spare.count = self.spares;
+        config.check = self.check.unwrap_or(config.check);
+        Ok(config)
+    }
+}
+
 pub async fn mcp(args: McpArgs) -> ExitCode {
-    let mut config = match args.kernel.engine_config() {
+    let mut config = match args.engine.engine_config() {
         Ok(config) => config,
         Err(message) => {
             eprintln!("cellbox: {message}");
             return ExitCode::from(2);
         }
     };
-    config.mode = match args.mode {
-        Mode::Session => KernelMode::Session,
-        Mode::PerCall => KernelMode::PerCall,
-    };
-    config.text_limits.max_bytes = args.max_output_bytes.max(1024);
-    config.text_limits.max_lines = args.max_output_lines.max(10);
-    config.pool.max_kernels = args.max_kernels.max(1);
-    config.pool.idle_timeout = (args.idle_minutes > 0).then(|| Duration::from_secs(args.idle_minutes * 60));
-    config.exposure.py &= !args.no_py;
-    // `--no-py` alone means JavaScript only (as CELLBOX_PY=0).
-    config.exposure.js &= !args.no_js;
-    config.spare.count = args.spares;
-    config.check = args.check.unwrap_or(config.check);
     // Cells' completion()/agent() are answered by the connected client (MCP sampling).
     let sampling = Arc::new(cellbox::mcp::sampling::SamplingBridge::default());
     config.bridge = cellbox::bridge::BridgeConfig::new(sampling.clone());

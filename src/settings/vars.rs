@@ -148,6 +148,22 @@ pub const MAX_PROCESSES: EnvVar = user(
     "Processes and threads for each kernel and everything it starts (as `--max-processes`).",
 );
 
+// The server.
+/// `CELLBOX_SERVE_TOKENS`.
+pub const SERVE_TOKENS: EnvVar = user(
+    "CELLBOX_SERVE_TOKENS",
+    "path",
+    "`$XDG_CONFIG_HOME/cellbox/serve-tokens.json`",
+    "The tokens file of `cellbox serve` and `cellbox serve token …` (as `--tokens`): names and SHA-256 hashes.",
+);
+/// `CELLBOX_SERVE_TOKEN`.
+pub const SERVE_TOKEN: EnvVar = user(
+    "CELLBOX_SERVE_TOKEN",
+    "token",
+    "",
+    "One more bearer token `cellbox serve` accepts, as principal `env` (for containers and CI secrets).",
+);
+
 // Folders.
 /// `CELLBOX_CACHE_DIR`.
 pub const CACHE_DIR: EnvVar = user(
@@ -348,6 +364,9 @@ pub const ENV_VARS: &[EnvVar] = &[
     DENY_READ,
     MEMORY_LIMIT,
     MAX_PROCESSES,
+    // The server.
+    SERVE_TOKENS,
+    SERVE_TOKEN,
     // Folders.
     CACHE_DIR,
     ARTIFACTS_DIR,

@@ -1,0 +1,162 @@
+//! `cellbox serve`: the MCP server over streamable HTTP for many clients, and
+//! `cellbox serve token add|list|revoke` to manage who may use it.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use cellbox::serve::{Auth, ServeConfig, tokens};
+use cellbox::settings;
+
+use super::mcp::EngineArgs;
+
+#[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ServeArgs {
+    #[command(subcommand)]
+    what: Option<ServeCommand>,
+    /// Address and port to listen on; port 0 picks a free one (printed on stderr).
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8740")]
+    listen: SocketAddr,
+    /// Serve without auth: every client is the one principal `local`. Only on a loopback address.
+    #[arg(long)]
+    no_auth: bool,
+    /// The tokens file [default: $XDG_CONFIG_HOME/cellbox/serve-tokens.json].
+    #[arg(long, value_name = "FILE")]
+    tokens: Option<PathBuf>,
+    /// Folder holding each principal's working folder (`<DIR>/<principal>`) [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Another `Host` header value to accept, e.g. `cellbox.example.com` (repeatable); loopback names always pass.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+    /// A browser origin allowed to call, e.g. `https://app.example.com:443` (repeatable); by default
+    /// requests that carry an `Origin` are refused.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    allowed_origins: Vec<String>,
+    /// Largest request body accepted.
+    #[arg(long, value_name = "BYTES", default_value_t = 4 * 1024 * 1024)]
+    max_body_bytes: usize,
+    /// Seconds calls in progress may go on after SIGINT/SIGTERM before they are cancelled.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    shutdown_grace: u64,
+    #[command(flatten)]
+    engine: EngineArgs,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum ServeCommand {
+    /// Manage the bearer tokens clients sign in with.
+    Token {
+        #[command(subcommand)]
+        what: TokenCommand,
+        /// The tokens file [default: $XDG_CONFIG_HOME/cellbox/serve-tokens.json].
+        #[arg(long, value_name = "FILE", global = true)]
+        tokens: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum TokenCommand {
+    /// Make a token for a new principal and print it (only once: the file keeps its hash).
+    Add {
+        /// The principal's name: letters, digits, `-` and `_`.
+        name: String,
+    },
+    /// List the principals (names and when their tokens were made; never the tokens).
+    List,
+    /// Revoke a principal's token; a running server refuses it from the next request on.
+    Revoke { name: String },
+}
+
+fn tokens_path(flag: Option<PathBuf>) -> PathBuf {
+    flag.or_else(|| settings::SERVE_TOKENS.path())
+        .unwrap_or_else(|| cellbox::paths::config_root().join("serve-tokens.json"))
+}
+
+pub async fn serve(args: ServeArgs) -> ExitCode {
+    if let Some(ServeCommand::Token { what, tokens }) = args.what {
+        return token(what, tokens_path(tokens));
+    }
+    let tokens_file = tokens_path(args.tokens);
+    let auth = if args.no_auth {
+        Auth::Off
+    } else {
+        match tokens::TokenStore::open(Some(tokens_file.clone()), settings::SERVE_TOKEN.get()) {
+            Ok(store) => Auth::Tokens(store),
+            Err(error) => {
+                eprintln!("cellbox serve: {error}");
+                return ExitCode::from(2);
+            }
+        }
+    };
+    let mut engine = match args.engine.engine_config() {
+        Ok(config) => config,
+        Err(message) => {
+            eprintln!("cellbox: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    // Kernels may not read the server's tokens file, hashes or not.
+    engine.sandbox.deny_read.push(tokens_file);
+    let root = match args.root.map_or_else(std::env::current_dir, std::path::absolute) {
+        Ok(root) => root,
+        Err(error) => {
+            eprintln!("cellbox serve: cannot resolve the root folder: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let config = ServeConfig {
+        listen: args.listen,
+        auth,
+        engine,
+        root,
+        allowed_hosts: args.allowed_hosts,
+        allowed_origins: args.allowed_origins,
+        max_body_bytes: args.max_body_bytes,
+        shutdown_grace: Duration::from_secs(args.shutdown_grace),
+    };
+    if let Err(error) = config.check() {
+        eprintln!("cellbox serve: {error}");
+        return ExitCode::from(2);
+    }
+    match cellbox::serve::serve(config, tokio_util::sync::CancellationToken::new()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("cellbox serve: {error}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn token(what: TokenCommand, path: PathBuf) -> ExitCode {
+    let result = match what {
+        TokenCommand::Add { name } => tokens::add(&path, &name).map(|token| {
+            println!("{token}");
+            eprintln!(
+                "Made a token for {name:?} in {}. It is shown only this once: clients send it as \
+                 `Authorization: Bearer <token>`.",
+                path.display()
+            );
+        }),
+        TokenCommand::List => tokens::list(&path).map(|entries| {
+            if entries.is_empty() {
+                eprintln!("No tokens in {}; make one with `cellbox serve token add NAME`.", path.display());
+            }
+            for entry in entries {
+                println!("{}\tcreated {}", entry.name, entry.created);
+            }
+        }),
+        TokenCommand::Revoke { name } => tokens::revoke(&path, &name).map(|()| {
+            eprintln!("Revoked {name:?}: its requests are refused from now on.");
+        }),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("cellbox serve token: {error}");
+            ExitCode::from(2)
+        }
+    }
+}

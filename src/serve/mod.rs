@@ -1,0 +1,248 @@
+//! `cellbox serve`: the eval tool for many clients over HTTP.
+//!
+//! Routes:
+//! - `/mcp`: the MCP server on the streamable HTTP transport (rmcp's own),
+//!   behind bearer-token auth; each principal reaches its own engine
+//!   ([`principals`]), so sessions, runs and artifacts never cross principals.
+//! - `/healthz` (the process answers) and `/readyz` (it takes new work; 503
+//!   while shutting down), without auth, for load balancers and supervisors.
+//!
+//! Safe by default: it listens on loopback, refuses a non-loopback address
+//! without tokens, checks `Host` (DNS rebinding) and rejects browser `Origin`s
+//! not explicitly allowed. On SIGINT/SIGTERM it stops accepting, lets calls in
+//! progress finish for a grace period, then cancels them and stops every kernel.
+
+pub mod principals;
+pub mod tokens;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
+use tokio_util::sync::CancellationToken;
+
+use crate::tool::EngineConfig;
+use principals::Principals;
+use tokens::TokenStore;
+
+/// The principal of every request when auth is off (loopback only).
+pub const LOCAL_PRINCIPAL: &str = "local";
+
+/// How requests prove who they are.
+pub enum Auth {
+    /// `Authorization: Bearer <token>`, checked against the store.
+    Tokens(TokenStore),
+    /// No check: every request is [`LOCAL_PRINCIPAL`]. Only on a loopback address.
+    Off,
+}
+
+/// Why the server would not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(
+        "refusing to listen on {0} without auth: anyone who can reach it could run code as you. Make a token \
+         with `cellbox serve token add NAME`, or listen on 127.0.0.1"
+    )]
+    OpenWithoutAuth(SocketAddr),
+    #[error(
+        "no tokens are configured, so no client could sign in. Make one with `cellbox serve token add NAME` (or \
+         set CELLBOX_SERVE_TOKEN), or pass --no-auth to serve this machine's loopback without auth"
+    )]
+    NoTokens,
+    #[error("cannot listen on {address}: {message}")]
+    Listen { address: SocketAddr, message: String },
+    #[error("the server failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Everything `serve` needs.
+pub struct ServeConfig {
+    pub listen: SocketAddr,
+    pub auth: Auth,
+    /// Every principal's engine configuration before its own folders are set.
+    pub engine: EngineConfig,
+    /// Principals' working folders are `<root>/<name>`.
+    pub root: PathBuf,
+    /// `Host` values accepted besides loopback names (needed for a public address).
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins accepted (`https://app.example.com:443`); none by default.
+    pub allowed_origins: Vec<String>,
+    /// Largest request body, in bytes.
+    pub max_body_bytes: usize,
+    /// How long calls in progress may go on after a stop signal.
+    pub shutdown_grace: Duration,
+}
+
+impl ServeConfig {
+    /// Refuse what would expose the machine: a reachable address without auth,
+    /// or auth with nobody able to sign in.
+    pub fn check(&self) -> Result<(), ServeError> {
+        match &self.auth {
+            Auth::Off if !self.listen.ip().is_loopback() => Err(ServeError::OpenWithoutAuth(self.listen)),
+            Auth::Tokens(store) if store.count() == 0 => Err(ServeError::NoTokens),
+            _ => Ok(()),
+        }
+    }
+
+    fn http_config(&self, cancel: CancellationToken) -> StreamableHttpServerConfig {
+        let mut hosts = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
+        if !self.listen.ip().is_unspecified() {
+            hosts.push(self.listen.ip().to_string());
+        }
+        hosts.extend(self.allowed_hosts.iter().cloned());
+        StreamableHttpServerConfig::default()
+            .with_allowed_hosts(hosts)
+            .with_allowed_origins(self.allowed_origins.clone())
+            // No allowed origin given: every request that carries an Origin (a browser's) is refused.
+            .enforce_origin_validation()
+            .with_max_request_body_bytes(self.max_body_bytes)
+            .with_cancellation_token(cancel)
+    }
+}
+
+struct ServerState {
+    auth: Auth,
+    principals: Principals,
+    stopping: AtomicBool,
+}
+
+/// Serve until SIGINT/SIGTERM or `stop` is cancelled. Prints the address it
+/// listens on (the port chosen, for `:0`) on stderr once it accepts.
+pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), ServeError> {
+    config.check()?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|e| ServeError::Listen { address: config.listen, message: e.to_string() })?;
+    let address = listener.local_addr()?;
+    let sessions_cancel = CancellationToken::new();
+    let http = config.http_config(sessions_cancel.clone());
+    let grace = config.shutdown_grace;
+    let state = Arc::new(ServerState {
+        principals: Principals::new(config.engine, config.root, http),
+        auth: config.auth,
+        stopping: AtomicBool::new(false),
+    });
+    let app = Router::new()
+        .route("/mcp", any(mcp))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(ready))
+        .with_state(state.clone());
+    let auth_note = match &state.auth {
+        Auth::Tokens(store) => format!("bearer tokens ({} principal(s))", store.count()),
+        Auth::Off => "no auth (loopback only)".to_string(),
+    };
+    eprintln!("cellbox serve: MCP on http://{address}/mcp, {auth_note}");
+
+    let accepting = CancellationToken::new();
+    let signals = tokio::spawn({
+        let (stop, accepting) = (stop.clone(), accepting.clone());
+        async move {
+            match crate::stop_signals::StopSignals::listen() {
+                Ok(mut signals) => tokio::select! { _ = signals.next() => {}, _ = stop.cancelled() => {} },
+                Err(_) => stop.cancelled().await,
+            }
+            accepting.cancel();
+        }
+    });
+    let server = axum::serve(listener, app).with_graceful_shutdown({
+        let (accepting, state) = (accepting.clone(), state.clone());
+        async move {
+            accepting.cancelled().await;
+            state.stopping.store(true, Ordering::SeqCst);
+            eprintln!("cellbox serve: stopping; calls in progress have {} s to finish", grace.as_secs());
+        }
+    });
+    let server = tokio::spawn(async move { server.await });
+    // After the grace period, calls still running are cancelled with their sessions.
+    let deadline = async {
+        accepting.cancelled().await;
+        tokio::time::sleep(grace).await;
+    };
+    let mut server = server;
+    let result = tokio::select! {
+        result = &mut server => result,
+        () = deadline => {
+            sessions_cancel.cancel();
+            server.await
+        }
+    };
+    sessions_cancel.cancel();
+    signals.abort();
+    for principal in state.principals.all() {
+        principal.engine.dispose_all().await;
+    }
+    match result {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => Err(ServeError::Io(error)),
+        Err(join) => Err(ServeError::Io(std::io::Error::other(join.to_string()))),
+    }
+}
+
+async fn ready(State(state): State<Arc<ServerState>>) -> Response {
+    if state.stopping.load(Ordering::SeqCst) {
+        (StatusCode::SERVICE_UNAVAILABLE, "stopping\n").into_response()
+    } else {
+        "ready\n".into_response()
+    }
+}
+
+async fn mcp(State(state): State<Arc<ServerState>>, request: Request) -> Response {
+    let name = match authenticate(&state.auth, request.headers()) {
+        Ok(name) => name,
+        Err(message) => return unauthorized(message),
+    };
+    let principal = match state.principals.get(&name) {
+        Ok(principal) => principal,
+        Err(error) => {
+            tracing::error!(principal = name, "cannot make the principal's folder: {error}");
+            return json_error(StatusCode::INTERNAL_SERVER_ERROR, &format!("cannot prepare your workspace: {error}"));
+        }
+    };
+    tracing::debug!(principal = principal.name, method = %request.method(), "mcp request");
+    let ends_session = request.method() == axum::http::Method::DELETE;
+    let mut response = principal.mcp.handle(request).await.map(Body::new);
+    // A session ended is "204 No Content": clients that expect 200/204 for a
+    // DELETE (the Python SDK) would otherwise log a failure for a success.
+    if ends_session && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
+    }
+    response
+}
+
+/// The principal a request's credentials name, or why they name none.
+fn authenticate(auth: &Auth, headers: &HeaderMap) -> Result<String, &'static str> {
+    let store = match auth {
+        Auth::Off => return Ok(LOCAL_PRINCIPAL.to_string()),
+        Auth::Tokens(store) => store,
+    };
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")))
+        .map(str::trim);
+    match token {
+        None => Err("this server needs a token: send `Authorization: Bearer <token>` (tokens are made with \
+                     `cellbox serve token add NAME` on the server)"),
+        Some(token) => store.principal(token).ok_or("the token is not valid here (unknown or revoked)"),
+    }
+}
+
+/// 401 with the challenge RFC 6750 asks for.
+fn unauthorized(message: &str) -> Response {
+    let mut response = json_error(StatusCode::UNAUTHORIZED, message);
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"cellbox\""));
+    response
+}
+
+fn json_error(status: StatusCode, message: &str) -> Response {
+    (status, axum::Json(serde_json::json!({ "error": message }))).into_response()
+}

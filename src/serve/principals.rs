@@ -1,0 +1,78 @@
+//! Who owns what on a shared server: one engine per principal.
+//!
+//! Each principal (a token's name) gets an engine of its own, with its own
+//! kernels, named sessions, runs, artifact folder and working folder, and an
+//! MCP endpoint whose `Mcp-Session-Id`s only it knows. Nothing a principal can
+//! name — a session, a run id, an artifact id, an MCP session — is looked up
+//! anywhere but in its own engine, so another principal's ids are "not found"
+//! by construction, not by a check that could be forgotten.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+use crate::mcp::EvalServer;
+use crate::tool::{EngineConfig, EvalEngine};
+
+/// The MCP endpoint of one principal.
+pub type McpService = StreamableHttpService<EvalServer, LocalSessionManager>;
+
+/// One principal's engine and MCP endpoint.
+pub struct Principal {
+    pub name: String,
+    pub engine: Arc<EvalEngine>,
+    pub mcp: McpService,
+}
+
+/// The principals that have made a request since the server started.
+pub struct Principals {
+    base: EngineConfig,
+    /// Where principals' working folders are made (`<root>/<name>`).
+    root: PathBuf,
+    http: StreamableHttpServerConfig,
+    live: Mutex<HashMap<String, Arc<Principal>>>,
+}
+
+impl Principals {
+    /// `base` is every principal's engine configuration before its own folders
+    /// are put in; `http` configures each MCP endpoint (hosts, origins, body limit).
+    pub fn new(base: EngineConfig, root: PathBuf, http: StreamableHttpServerConfig) -> Self {
+        Principals { base, root, http, live: Mutex::new(HashMap::new()) }
+    }
+
+    /// Principal `name`'s engine and endpoint, made on its first request.
+    pub fn get(&self, name: &str) -> std::io::Result<Arc<Principal>> {
+        let mut live = self.live.lock().unwrap();
+        if let Some(principal) = live.get(name) {
+            return Ok(principal.clone());
+        }
+        let workspace = self.root.join(name);
+        crate::paths::private_dir_builder().create(&workspace)?;
+        let mut config = self.base.clone();
+        config.default_cwd = workspace;
+        config.artifacts_dir = self.base.artifacts_dir.join("principals").join(name);
+        let engine = Arc::new(EvalEngine::new(config));
+        // Every MCP session of a principal starts in the same default session,
+        // so state lasts across reconnects (and stateless requests) until the
+        // kernel idles out; `session: "name"` picks others.
+        let default_session = format!("http-{name}");
+        let factory_engine = engine.clone();
+        let mcp = StreamableHttpService::new(
+            move || Ok(EvalServer::new(factory_engine.clone(), default_session.clone())),
+            Arc::new(LocalSessionManager::default()),
+            self.http.clone(),
+        );
+        let principal = Arc::new(Principal { name: name.to_string(), engine, mcp });
+        live.insert(name.to_string(), principal.clone());
+        tracing::info!(principal = name, "first request: engine started");
+        Ok(principal)
+    }
+
+    /// Every principal seen so far.
+    pub fn all(&self) -> Vec<Arc<Principal>> {
+        self.live.lock().unwrap().values().cloned().collect()
+    }
+}

@@ -1,0 +1,222 @@
+//! Bearer tokens for `cellbox serve`: each token is a principal with a name.
+//!
+//! The tokens file keeps only each token's SHA-256, so reading the file does
+//! not give anyone a token; the token itself is shown once, when it is made.
+//! The server reads the file again whenever it changes, so `token revoke`
+//! takes effect on the next request without a restart.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// What every token starts with, so a leaked one is recognisable in logs and scanners.
+pub const TOKEN_PREFIX: &str = "cbx_";
+/// The principal a token given in `CELLBOX_SERVE_TOKEN` stands for.
+pub const ENV_PRINCIPAL: &str = "env";
+
+/// Why a tokens file could not be read or changed.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    #[error("cannot read the tokens file {path}: {message}")]
+    Read { path: PathBuf, message: String },
+    #[error("cannot write the tokens file {path}: {message}")]
+    Write { path: PathBuf, message: String },
+    #[error(
+        "{0:?} is not a principal name: use 1–64 letters, digits, `-` or `_` (it names the token's sessions and folder)"
+    )]
+    BadName(String),
+    #[error("a token named {0:?} exists already; revoke it first or choose another name")]
+    Exists(String),
+    #[error("no token is named {0:?}; `cellbox serve token list` shows the names")]
+    NotFound(String),
+}
+
+/// One principal as the file keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TokenEntry {
+    pub name: String,
+    /// Hex SHA-256 of the whole token.
+    pub sha256: String,
+    /// Seconds since the Unix epoch.
+    pub created: u64,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct TokenFileBody {
+    tokens: Vec<TokenEntry>,
+}
+
+/// Whether `name` can name a principal: it becomes a folder name and part of session ids.
+pub fn is_principal_name(name: &str) -> bool {
+    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// The tokens file's entries (none when the file does not exist).
+pub fn list(path: &Path) -> Result<Vec<TokenEntry>, TokenError> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice::<TokenFileBody>(&bytes)
+            .map(|body| body.tokens)
+            .map_err(|e| TokenError::Read { path: path.to_path_buf(), message: e.to_string() }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(TokenError::Read { path: path.to_path_buf(), message: e.to_string() }),
+    }
+}
+
+/// Make a token for a new principal `name`; returns the token (it is not kept anywhere).
+pub fn add(path: &Path, name: &str) -> Result<String, TokenError> {
+    if !is_principal_name(name) {
+        return Err(TokenError::BadName(name.to_string()));
+    }
+    let mut tokens = list(path)?;
+    if tokens.iter().any(|entry| entry.name == name) {
+        return Err(TokenError::Exists(name.to_string()));
+    }
+    let token = new_token().map_err(|message| TokenError::Write { path: path.to_path_buf(), message })?;
+    let created = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    tokens.push(TokenEntry { name: name.to_string(), sha256: hash(&token), created });
+    save(path, tokens)?;
+    Ok(token)
+}
+
+/// Remove principal `name`'s token; its requests are refused from the next one on.
+pub fn revoke(path: &Path, name: &str) -> Result<(), TokenError> {
+    let mut tokens = list(path)?;
+    let before = tokens.len();
+    tokens.retain(|entry| entry.name != name);
+    if tokens.len() == before {
+        return Err(TokenError::NotFound(name.to_string()));
+    }
+    save(path, tokens)
+}
+
+/// Write the file whole through a private temp file renamed over it, so a
+/// server reading it never sees half a file.
+fn save(path: &Path, tokens: Vec<TokenEntry>) -> Result<(), TokenError> {
+    let error = |e: std::io::Error| TokenError::Write { path: path.to_path_buf(), message: e.to_string() };
+    let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    crate::paths::private_dir_builder().create(dir).map_err(error)?;
+    let mut file = tempfile::Builder::new().prefix(".tokens-").tempfile_in(dir).map_err(error)?;
+    let body = serde_json::to_vec_pretty(&TokenFileBody { tokens }).expect("tokens serialize");
+    file.write_all(&body).and_then(|()| file.write_all(b"\n")).map_err(error)?;
+    file.persist(path).map_err(|e| error(e.error))?;
+    Ok(())
+}
+
+fn new_token() -> Result<String, String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| format!("no random numbers from the OS: {e}"))?;
+    Ok(format!("{TOKEN_PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)))
+}
+
+fn hash(token: &str) -> String {
+    Sha256::digest(token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The server's view of the tokens: the file, read again when it changes,
+/// and at most one token from the environment.
+pub struct TokenStore {
+    path: Option<PathBuf>,
+    env_hash: Option<String>,
+    cache: Mutex<Cache>,
+}
+
+#[derive(Default)]
+struct Cache {
+    /// The file's modification time and length when it was last read.
+    stamp: Option<(SystemTime, u64)>,
+    by_hash: HashMap<String, String>,
+}
+
+impl TokenStore {
+    /// Tokens from `path` (if given) and `env_token` (principal [`ENV_PRINCIPAL`]).
+    /// Fails when the file exists but cannot be read: a server must not start
+    /// with an auth configuration it cannot see.
+    pub fn open(path: Option<PathBuf>, env_token: Option<String>) -> Result<Self, TokenError> {
+        let store = TokenStore { path, env_hash: env_token.as_deref().map(hash), cache: Mutex::new(Cache::default()) };
+        store.refresh()?;
+        Ok(store)
+    }
+
+    /// How many principals can sign in now.
+    pub fn count(&self) -> usize {
+        let _ = self.refresh();
+        self.cache.lock().unwrap().by_hash.len() + usize::from(self.env_hash.is_some())
+    }
+
+    /// The principal `token` stands for, if any. A file that became unreadable
+    /// keeps what was last read (a half-written edit does not lock everyone out).
+    pub fn principal(&self, token: &str) -> Option<String> {
+        let token_hash = hash(token);
+        if self.env_hash.as_deref() == Some(token_hash.as_str()) {
+            return Some(ENV_PRINCIPAL.to_string());
+        }
+        if let Err(error) = self.refresh() {
+            tracing::warn!("{error}; using the tokens read before");
+        }
+        self.cache.lock().unwrap().by_hash.get(&token_hash).cloned()
+    }
+
+    fn refresh(&self) -> Result<(), TokenError> {
+        let Some(path) = &self.path else { return Ok(()) };
+        let stamp = std::fs::metadata(path).ok().map(|meta| (meta.modified().unwrap_or(UNIX_EPOCH), meta.len()));
+        let mut cache = self.cache.lock().unwrap();
+        if stamp.is_some() && cache.stamp == stamp {
+            return Ok(());
+        }
+        let entries = list(path)?;
+        cache.by_hash = entries.into_iter().map(|entry| (entry.sha256, entry.name)).collect();
+        cache.stamp = stamp;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn add_list_revoke_and_the_store_follows_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("conf").join("tokens.json");
+        let ci = add(&path, "ci").unwrap();
+        let alice = add(&path, "alice").unwrap();
+        assert!(ci.starts_with(TOKEN_PREFIX) && ci.len() > 40, "{ci}");
+        assert_ne!(ci, alice);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains(&ci[TOKEN_PREFIX.len()..]), "the file keeps hashes only");
+        assert!(matches!(add(&path, "ci"), Err(TokenError::Exists(_))));
+        assert!(matches!(add(&path, "../x"), Err(TokenError::BadName(_))));
+
+        let store = TokenStore::open(Some(path.clone()), Some("cbx_from-env".into())).unwrap();
+        assert_eq!(store.principal(&ci).as_deref(), Some("ci"));
+        assert_eq!(store.principal(&alice).as_deref(), Some("alice"));
+        assert_eq!(store.principal("cbx_from-env").as_deref(), Some(ENV_PRINCIPAL));
+        assert_eq!(store.principal("cbx_wrong"), None);
+        assert_eq!(store.count(), 3);
+
+        revoke(&path, "ci").unwrap();
+        assert_eq!(store.principal(&ci), None, "a revoked token is refused without a restart");
+        assert_eq!(store.principal(&alice).as_deref(), Some("alice"));
+        assert!(matches!(revoke(&path, "ci"), Err(TokenError::NotFound(_))));
+        assert_eq!(list(&path).unwrap().iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["alice"]);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        }
+    }
+
+    #[test]
+    fn a_corrupt_file_stops_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.json");
+        std::fs::write(&path, "{not json").unwrap();
+        assert!(matches!(TokenStore::open(Some(path), None), Err(TokenError::Read { .. })));
+    }
+}

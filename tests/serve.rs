@@ -1,0 +1,225 @@
+//! `cellbox serve`: MCP over streamable HTTP, driven by the official Python MCP
+//! client and by raw HTTP for what a client library hides (status codes,
+//! headers, another principal's session id).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::binary;
+use serde_json::Value;
+
+/// A running `cellbox serve` on a free loopback port with its own tokens file and root.
+struct Server {
+    child: Child,
+    url: String,
+    tokens: PathBuf,
+    /// The server's stderr lines after its address (read by the Unix-only signal test).
+    #[cfg_attr(not(unix), allow(dead_code))]
+    stderr: mpsc::Receiver<String>,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    /// Started with principals `names`; returns their tokens in the same order.
+    fn start(names: &[&str], extra: &[&str]) -> (Server, Vec<String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let tokens_file = dir.path().join("tokens.json");
+        let tokens = names.iter().map(|name| token_add(&tokens_file, name)).collect();
+        let root = dir.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        let mut child = binary::cellbox(["serve", "--listen", "127.0.0.1:0", "--spares", "0"])
+            .arg("--tokens")
+            .arg(&tokens_file)
+            .arg("--root")
+            .arg(&root)
+            .args(extra)
+            .env("CELLBOX_ARTIFACTS_DIR", dir.path().join("artifacts"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (lines, stderr) = mpsc::channel();
+        let pipe = BufReader::new(child.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            for line in pipe.lines().map_while(Result::ok) {
+                let _ = lines.send(line);
+            }
+        });
+        // The server says where it listens once it accepts; nothing is polled.
+        let url = loop {
+            let line = stderr.recv_timeout(Duration::from_secs(60)).expect("cellbox serve printed its address");
+            if let Some(rest) = line.strip_prefix("cellbox serve: MCP on ") {
+                break rest.split(',').next().unwrap().to_string();
+            }
+        };
+        (Server { child, url, tokens: tokens_file, stderr, _dir: dir }, tokens)
+    }
+
+    fn base(&self) -> String {
+        self.url.trim_end_matches("/mcp").to_string()
+    }
+
+    /// Scenario `scenario` of tests/serve/client.py as the holder of `token`; its JSON answer.
+    fn client(&self, token: &str, scenario: &str, stdin: &str) -> Value {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve/client.py");
+        let mut command = Command::new(common::python());
+        command.arg(script).args([&self.url, token, scenario]);
+        let output = binary::output_with_input(&mut command, stdin);
+        let stdout = binary::text(&output.stdout);
+        assert!(output.status.success(), "client {scenario} failed:\n{stdout}\n{}", binary::text(&output.stderr));
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn token_add(tokens_file: &Path, name: &str) -> String {
+    let output = binary::bare(["serve", "token", "add", name]).arg("--tokens").arg(tokens_file).output().unwrap();
+    assert!(output.status.success(), "{}", binary::text(&output.stderr));
+    binary::text(&output.stdout).trim().to_string()
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
+/// POST `body` to the MCP endpoint with these headers; the status and the response's headers.
+async fn post(url: &str, body: &str, headers: &[(&str, &str)]) -> (u16, reqwest::header::HeaderMap, String) {
+    cellbox::tls::install_crypto();
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body.to_string());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    let (status, headers) = (response.status().as_u16(), response.headers().clone());
+    (status, headers, response.text().await.unwrap_or_default())
+}
+
+fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
+#[test]
+fn principals_keep_state_across_connections_and_never_see_each_other() {
+    let (server, tokens) = Server::start(&["alice", "bob"], &[]);
+    let (alice, bob) = (&tokens[0], &tokens[1]);
+    let defined = server.client(alice, "define", "");
+    // A new connection of the same principal finds its default and named sessions.
+    server.client(alice, "persisted", "");
+    let isolated = server.client(bob, "isolated", "");
+    assert!(isolated["cwd"].as_str().unwrap().ends_with("/root/bob"), "{isolated}");
+    // Another principal's artifact id is "does not exist", never its content.
+    let stolen = server.client(bob, "read", &defined.to_string());
+    let error = stolen["error"].as_str().unwrap_or_default();
+    assert!(error.contains("does not exist") && stolen.get("read").is_none(), "{stolen}");
+    let own = server.client(alice, "read", &defined.to_string());
+    assert!(own["read"].as_str().unwrap().starts_with("0\n1\n2\n"), "{own}");
+}
+
+#[tokio::test]
+async fn another_principals_mcp_session_id_is_not_found() {
+    let (server, tokens) = Server::start(&["alice", "bob"], &[]);
+    let (status, headers, _) = post(&server.url, INITIALIZE, &[("authorization", &bearer(&tokens[0]))]).await;
+    assert_eq!(status, 200);
+    let session = headers["mcp-session-id"].to_str().unwrap().to_string();
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let as_bob = [("authorization", bearer(&tokens[1])), ("mcp-session-id", session.clone())];
+    let as_bob: Vec<(&str, &str)> = as_bob.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (status, _, body) = post(&server.url, list, &as_bob).await;
+    assert_eq!(status, 404, "bob must not reach alice's MCP session: {body}");
+}
+
+#[tokio::test]
+async fn requests_need_a_valid_token_and_a_revoked_one_stops_at_once() {
+    let (server, tokens) = Server::start(&["alice", "bob"], &[]);
+    let (status, headers, body) = post(&server.url, INITIALIZE, &[]).await;
+    assert_eq!(status, 401, "{body}");
+    assert!(headers["www-authenticate"].to_str().unwrap().starts_with("Bearer"));
+    assert!(body.contains("cellbox serve token add"), "the refusal says what to do: {body}");
+    let (status, _, _) = post(&server.url, INITIALIZE, &[("authorization", "Bearer cbx_not-a-token")]).await;
+    assert_eq!(status, 401);
+    let (status, _, _) = post(&server.url, INITIALIZE, &[("authorization", &bearer(&tokens[1]))]).await;
+    assert_eq!(status, 200);
+
+    let output =
+        binary::bare(["serve", "token", "revoke", "bob"]).arg("--tokens").arg(&server.tokens).output().unwrap();
+    assert!(output.status.success(), "{}", binary::text(&output.stderr));
+    let (status, _, _) = post(&server.url, INITIALIZE, &[("authorization", &bearer(&tokens[1]))]).await;
+    assert_eq!(status, 401, "a revoked token is refused without a restart");
+    let (status, _, _) = post(&server.url, INITIALIZE, &[("authorization", &bearer(&tokens[0]))]).await;
+    assert_eq!(status, 200, "the other principals go on");
+
+    // Health and readiness answer without a token (load balancers have none).
+    cellbox::tls::install_crypto();
+    let health = reqwest::get(format!("{}/healthz", server.base())).await.unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    let ready = reqwest::get(format!("{}/readyz", server.base())).await.unwrap();
+    assert_eq!(ready.status().as_u16(), 200);
+}
+
+#[tokio::test]
+async fn browser_origins_and_foreign_host_names_are_refused() {
+    let (server, tokens) = Server::start(&["alice"], &[]);
+    let auth = bearer(&tokens[0]);
+    // A web page the user visits cannot drive the server (DNS rebinding, cross-site requests).
+    let (status, _, body) =
+        post(&server.url, INITIALIZE, &[("authorization", &auth), ("origin", "http://evil.example")]).await;
+    assert_eq!(status, 403, "{body}");
+    let (status, _, body) = post(&server.url, INITIALIZE, &[("authorization", &auth), ("host", "evil.example")]).await;
+    assert_eq!(status, 403, "{body}");
+    // What an operator allows passes.
+    let (allowed, allowed_tokens) = Server::start(&["alice"], &["--allowed-origin", "https://app.example:443"]);
+    let auth = bearer(&allowed_tokens[0]);
+    let (status, _, body) =
+        post(&allowed.url, INITIALIZE, &[("authorization", &auth), ("origin", "https://app.example")]).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+#[test]
+fn unsafe_or_unusable_configurations_are_refused_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.json");
+    let output = binary::bare(["serve", "--no-auth", "--listen", "0.0.0.0:0"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = binary::text(&output.stderr);
+    assert!(stderr.contains("without auth") && stderr.contains("token add"), "{stderr}");
+
+    let output = binary::bare(["serve", "--listen", "127.0.0.1:0"]).arg("--tokens").arg(&tokens).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(binary::text(&output.stderr).contains("no tokens are configured"), "{}", binary::text(&output.stderr));
+
+    let output = binary::bare(["serve", "token", "add", "../etc"]).arg("--tokens").arg(&tokens).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(binary::text(&output.stderr).contains("not a principal name"));
+    let output = binary::bare(["serve", "token", "revoke", "nobody"]).arg("--tokens").arg(&tokens).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_stops_the_server_and_its_kernels() {
+    let (mut server, tokens) = Server::start(&["alice"], &["--shutdown-grace", "5"]);
+    let defined = server.client(&tokens[0], "define", "");
+    let kernel = defined["kernel_pid"].as_u64().unwrap() as u32;
+    assert!(!common::reaped(kernel));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(server.child.id() as i32), nix::sys::signal::Signal::SIGTERM)
+        .unwrap();
+    let status = server.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let said: Vec<String> = server.stderr.try_iter().collect();
+    assert!(said.iter().any(|line| line.contains("stopping")), "{said:?}");
+    assert!(common::reaped(kernel), "the kernel {kernel} outlived the server");
+}

@@ -1,0 +1,78 @@
+"""Drive `cellbox serve` with the official Python MCP client over streamable HTTP.
+
+Usage: client.py URL TOKEN SCENARIO
+Prints one JSON object with what the scenario saw; a failed check raises, so the
+exit status says it all.
+"""
+import json
+import sys
+
+import anyio
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+URL, TOKEN, SCENARIO = sys.argv[1], sys.argv[2], sys.argv[3]
+
+
+def text_of(result):
+    return "".join(block.text for block in result.content if block.type == "text")
+
+
+async def eval_text(client, code, **extra):
+    arguments = {"cells": [{"code": code}]}
+    arguments.update(extra)
+    result = await client.call_tool("eval", arguments)
+    return text_of(result), result
+
+
+async def scenario_define(session):
+    """Set state in the default and a named session; return an artifact id of a long output."""
+    text, _ = await eval_text(session, "x = 41\nx + 1")
+    assert "42" in text, text
+    text, _ = await eval_text(session, "secret_in_s1 = 'alice-only'", session="s1")
+    _, long = await eval_text(session, "for i in range(20000): print(i)")
+    pid, _ = await eval_text(session, "import os; os.getpid()")
+    return {"artifact": long.structured_content["artifact"], "kernel_pid": int(pid)}
+
+
+async def scenario_persisted(session):
+    """A second connection of the same principal sees the first one's state."""
+    text, _ = await eval_text(session, "x")
+    assert "41" in text, text
+    text, _ = await eval_text(session, "secret_in_s1", session="s1")
+    assert "alice-only" in text, text
+    return {}
+
+
+async def scenario_isolated(session):
+    """Another principal's kernels know nothing of alice's state."""
+    text, result = await eval_text(session, "x")
+    assert result.is_error and "NameError" in text, text
+    text, result = await eval_text(session, "secret_in_s1", session="s1")
+    assert result.is_error and "NameError" in text, text
+    text, _ = await eval_text(session, "import os; os.getcwd()")
+    return {"cwd": text.strip().strip("'")}
+
+
+async def scenario_read(session):
+    """Read the artifact named on stdin's JSON; return what came back."""
+    uri = json.loads(sys.stdin.read())["artifact"]
+    try:
+        result = await session.read_resource(uri)
+        return {"read": "".join(getattr(c, "text", "") for c in result.contents)[:40]}
+    except Exception as error:  # the server's JSON-RPC error, as the SDK raises it
+        return {"error": str(error)}
+
+
+async def main():
+    scenario = globals()["scenario_" + SCENARIO]
+    async with create_mcp_http_client(headers={"Authorization": "Bearer " + TOKEN}) as http:
+        async with streamable_http_client(URL, http_client=http) as (read, write, *_):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                await session.list_tools()
+                return await scenario(session)
+
+
+print(json.dumps(anyio.run(main)))
