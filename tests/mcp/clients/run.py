@@ -16,6 +16,7 @@ import base64
 import json
 import re
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -115,12 +116,14 @@ def node_version(package):
     return json.loads((HERE / "node_modules" / package / "package.json").read_text())["version"]
 
 
-def inspector(binary, cases, env):
-    """`mcp-inspector --cli … --method tools/call`: prints the whole result as JSON on stdout."""
+def inspector(binary, cases, env, target=None):
+    """`mcp-inspector --cli … --method tools/call`: prints the whole result as JSON on stdout.
+    TARGET is what follows `--cli` (default: `BINARY mcp` over stdio)."""
     rows = {}
     for case, arguments in cases.items():
-        command = [str(NODE_BIN / "mcp-inspector"), "--cli", binary, "mcp", "--method", "tools/call",
-                   "--tool-name", "eval", "--tool-args-json", json.dumps(arguments), "--format", "json", "-q"]
+        command = [str(NODE_BIN / "mcp-inspector"), "--cli"] + (target or [binary, "mcp"]) + [
+                   "--method", "tools/call", "--tool-name", "eval", "--tool-args-json", json.dumps(arguments),
+                   "--format", "json", "-q"]
         proc, _ = run(command, env)
         try:
             result = json.loads(proc.stdout)
@@ -135,6 +138,31 @@ def inspector(binary, cases, env):
         # Shown: the printed JSON, both fields; the checks above cover what it prints.
         rows[case] = problems
     return node_version("@modelcontextprotocol/inspector"), rows
+
+
+def inspector_http(binary, cases, env):
+    """The Inspector's CLI over streamable HTTP against `cellbox serve` (a free loopback port, one
+    token given in CELLBOX_SERVE_TOKEN, sent as a bearer header)."""
+    token = "cbx_" + secrets.token_urlsafe(24)
+    with tempfile.TemporaryDirectory() as root:
+        server_env = dict(env, CELLBOX_SERVE_TOKEN=token)
+        server = subprocess.Popen(
+            [binary, "serve", "--listen", "127.0.0.1:0", "--root", root, "--tokens", os.path.join(root, "none.json")],
+            env=server_env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            said = []
+            for line in server.stderr:  # the server names its address once it accepts
+                said.append(line)
+                if line.startswith("cellbox serve: MCP on "):
+                    url = line.split(" on ", 1)[1].split(",", 1)[0]
+                    break
+            else:
+                raise RuntimeError("cellbox serve did not start: " + "".join(said)[-1500:])
+            target = [url, "--transport", "http", "--header", "Authorization: Bearer " + token]
+            return inspector(binary, cases, env, target)
+        finally:
+            server.terminate()
+            server.communicate(timeout=TIMEOUT)
 
 
 def mcporter(binary, cases, env):
@@ -214,10 +242,11 @@ CLIENTS = {
     "python-sdk": (sdk_client("python"), "CallToolResult: content + structuredContent (host's pick)"),
     "typescript-sdk": (sdk_client("ts"), "CallToolResult: content + structuredContent (host's pick)"),
     "inspector-cli": (inspector, "whole result JSON (content + structuredContent)"),
+    "inspector-cli-http": (inspector_http, "whole result JSON, over `cellbox serve` (streamable HTTP)"),
     "mcporter": (mcporter, "structuredContent.json, else structuredContent, before text"),
     "fastmcp-cli": (fastmcp_cli, "structuredContent as JSON (content text on isError)"),
 }
-SHORT_CLIENTS = ("python-sdk", "typescript-sdk")
+SHORT_CLIENTS = ("python-sdk", "typescript-sdk", "inspector-cli-http")
 
 
 def main():
