@@ -9,7 +9,7 @@ import os
 import weakref
 from typing import Any, Dict, Optional
 
-from ._transport import EngineGone, LocalTransport
+from ._transport import EngineGone, Transport
 from .exceptions import InvalidArgumentException
 
 __all__ = ["Calls", "check_path"]
@@ -19,7 +19,7 @@ class Calls:
     """Requests to one sandbox's engine, and the exceptions their failures become."""
 
     def __init__(self, sandbox: Any) -> None:
-        self._transport: LocalTransport = sandbox._transport
+        self._transport: Transport = sandbox._transport
         self._sandbox = weakref.ref(sandbox)
 
     def _gone(self, error: EngineGone) -> Exception:

@@ -21,11 +21,11 @@ import sys
 import sysconfig
 import threading
 import weakref
-from typing import Any, Awaitable, Callable, Dict, Generator, List, Optional, Tuple, Union
+from typing import IO, Any, Awaitable, Callable, Dict, Generator, List, Optional, Tuple, Union
 
 from .exceptions import InvalidArgumentException, NotFoundException, SandboxException, SandboxNotRunningException
 
-__all__ = ["EngineGone", "LocalTransport", "find_binary"]
+__all__ = ["EngineGone", "LocalTransport", "Transport", "find_binary"]
 
 #: JSON-RPC error codes the engine uses (see the server's `wire::code`).
 _INVALID_PARAMS = -32602
@@ -105,21 +105,34 @@ _GONE = "gone"
 
 
 class _Engine:
-    """The engine process and what its reader threads share with callers.
+    """The engine's connection and what its reader threads share with callers:
+    the lines it writes (`reader`), the lines it reads (`writer`), and for a
+    local engine its process.
 
-    The threads hold this object, never the `LocalTransport`, so a transport
-    nobody holds is garbage-collected and its finalizer stops the engine."""
+    The threads hold this object, never the transport, so a transport nobody
+    holds is garbage-collected and its finalizer stops the engine."""
 
-    def __init__(self, process: "subprocess.Popen[bytes]") -> None:
+    def __init__(
+        self, reader: IO[bytes], writer: IO[bytes], process: "Optional[subprocess.Popen[bytes]]", where: str
+    ) -> None:
+        self.reader = reader
+        self.writer = writer
         self.process = process
+        self.where = where
         self.lock = threading.Lock()
         self.calls: Dict[int, _Call] = {}
         self.stderr = ""
         #: Set once all of stderr is read: why the engine stopped is at its end.
         self.stderr_read = threading.Event()
+        if process is None:
+            self.stderr_read.set()
         self.gone: Optional[str] = None
+        #: Set once the engine's output has ended and every waiting call was told.
+        self.ended = threading.Event()
 
     def why_gone(self) -> str:
+        if self.process is None:
+            return "the connection to the cellbox server at %s was closed" % self.where
         code = self.process.poll()
         what = "the cellbox engine has stopped" if code is None else "the cellbox engine exited (code %s)" % code
         tail = self.stderr.strip()
@@ -129,9 +142,8 @@ class _Engine:
 def _read_answers(engine: _Engine) -> None:
     """Hand each line the engine writes to the call it belongs to; at the end
     of its output, tell every waiting call why the engine is gone."""
-    stdout = engine.process.stdout
-    assert stdout is not None
-    for line in stdout:
+    stdout = engine.reader
+    for line in _lines(stdout):
         try:
             message = json.loads(line)
         except ValueError:
@@ -145,8 +157,12 @@ def _read_answers(engine: _Engine) -> None:
             call = engine.calls.get(params.get("call"))
             if call is not None:
                 _deliver(call, (_OUTPUT, params))
-    stdout.close()
-    engine.process.wait()
+    try:
+        stdout.close()
+    except OSError:
+        pass
+    if engine.process is not None:
+        engine.process.wait()
     # A kernel still holding the pipe must not keep the callers waiting for long.
     engine.stderr_read.wait(timeout=_STDERR_GRACE)
     with engine.lock:
@@ -154,6 +170,16 @@ def _read_answers(engine: _Engine) -> None:
         calls = list(engine.calls.values())
     for call in calls:
         _deliver(call, (_GONE, engine.gone))
+    engine.ended.set()
+
+
+def _lines(reader: IO[bytes]) -> Generator[bytes, None, None]:
+    """The lines of `reader` until its end; a connection reset ends them too."""
+    try:
+        for line in reader:
+            yield line
+    except (OSError, ValueError):
+        return
 
 
 def _deliver(call: _Call, item: Tuple[str, Any]) -> None:
@@ -175,31 +201,19 @@ def _read_stderr(engine: _Engine) -> None:
     engine.stderr_read.set()
 
 
-class LocalTransport:
-    """An engine process this program started and owns."""
+class Transport:
+    """Calls to an engine over its connection: requests, their `output`
+    notifications and answers. `LocalTransport` and `RemoteTransport` differ
+    only in how they connect and what ends the engine."""
 
-    def __init__(self, args: List[str], cwd: Optional[str], env: Optional[Dict[str, str]]) -> None:
-        command = [find_binary(), "sdk-server"] + args
-        full_env = dict(os.environ)
-        full_env.update(env or {})
-        try:
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=cwd,
-                env=full_env,
-            )
-        except OSError as error:
-            raise EngineGone("could not start %s: %s" % (command[0], error)) from error
-        self._engine = _Engine(process)
+    _engine: _Engine
+    _finalizer: Any
+
+    def _start(self, engine: _Engine) -> None:
+        self._engine = engine
         self._write_lock = threading.Lock()
         self._next_id = 1
-        for target, name in ((_read_answers, "cellbox-sdk-reader"), (_read_stderr, "cellbox-sdk-stderr")):
-            threading.Thread(target=target, args=(self._engine,), name=name, daemon=True).start()
-        # The engine stops when its stdin closes: however this object ends.
-        self._finalizer = weakref.finalize(self, _close_process, process)
+        threading.Thread(target=_read_answers, args=(engine,), name="cellbox-sdk-reader", daemon=True).start()
 
     # -- calls -----------------------------------------------------------
 
@@ -324,8 +338,8 @@ class LocalTransport:
     def _send(self, message: Dict[str, Any]) -> None:
         line = json.dumps(message).encode("utf-8") + b"\n"
         with self._write_lock:
-            stdin = self._engine.process.stdin
-            if stdin is None or stdin.closed:
+            stdin = self._engine.writer
+            if stdin.closed:
                 raise EngineGone("the cellbox engine was stopped")
             try:
                 stdin.write(line)
@@ -336,26 +350,60 @@ class LocalTransport:
     # -- lifetime --------------------------------------------------------
 
     @property
-    def pid(self) -> int:
-        return self._engine.process.pid
-
-    @property
-    def exit_code(self) -> Optional[int]:
-        """The engine's exit status, once it has exited."""
-        return self._engine.process.poll()
-
-    @property
     def stderr(self) -> str:
-        """The tail of what the engine wrote to stderr."""
+        """The tail of what a local engine wrote to stderr (a remote one's stays on its server)."""
         return self._engine.stderr
 
     @property
+    def exit_code(self) -> Optional[int]:
+        """A local engine's exit status, once it has exited."""
+        return None
+
+    @property
     def alive(self) -> bool:
-        return self._engine.gone is None and self._engine.process.poll() is None
+        return self._engine.gone is None
 
     def close(self) -> None:
         """Stop the engine and its kernels (idempotent)."""
         self._finalizer()
+
+
+class LocalTransport(Transport):
+    """An engine process this program started and owns."""
+
+    def __init__(self, args: List[str], cwd: Optional[str], env: Optional[Dict[str, str]]) -> None:
+        command = [find_binary(), "sdk-server"] + args
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        try:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=full_env,
+            )
+        except OSError as error:
+            raise EngineGone("could not start %s: %s" % (command[0], error)) from error
+        assert process.stdout is not None and process.stdin is not None
+        self._process = process
+        self._start(_Engine(process.stdout, process.stdin, process, "local"))
+        threading.Thread(target=_read_stderr, args=(self._engine,), name="cellbox-sdk-stderr", daemon=True).start()
+        # The engine stops when its stdin closes: however this object ends.
+        self._finalizer = weakref.finalize(self, _close_process, process)
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
+    def exit_code(self) -> Optional[int]:
+        return self._process.poll()
+
+    @property
+    def alive(self) -> bool:
+        return self._engine.gone is None and self._process.poll() is None
 
 
 def _close_process(process: "subprocess.Popen[bytes]") -> None:

@@ -19,7 +19,8 @@ import uuid
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
-from ._transport import EngineGone, LocalTransport
+from ._remote import RemoteTransport
+from ._transport import EngineGone, LocalTransport, Transport
 from .commands import AsyncCommands, Commands
 from .exceptions import (
     InvalidArgumentException,
@@ -97,6 +98,24 @@ def _engine_args(
     return args
 
 
+def _open_transport(
+    opts: Dict[str, Any], args: List[str], cwd: Optional[str], envs: Optional[Dict[str, str]], timeout: Optional[float]
+) -> Transport:
+    """A local engine, or with `api_url` a sandbox on that `cellbox serve` server."""
+    api_url = opts.get("api_url")
+    if api_url is None:
+        return LocalTransport(args, cwd=cwd, env=envs)
+    chosen_by_server = [flag for flag in args if flag.startswith("--") and flag != "--idle-timeout"]
+    if cwd is not None:
+        chosen_by_server.append("cwd")
+    if chosen_by_server:
+        raise InvalidArgumentException(
+            "%s: a remote sandbox runs as its server was started (set them as `cellbox serve` flags), "
+            "not per sandbox" % ", ".join(flag.lstrip("-") for flag in chosen_by_server)
+        )
+    return RemoteTransport(api_url, opts.get("api_key"), timeout, envs)
+
+
 def _create_options(
     template: Optional[str],
     timeout: Optional[int],
@@ -125,7 +144,7 @@ def _create_options(
 class _Requests:
     """The requests of a sandbox and the reading of their answers, whatever waits for them."""
 
-    def __init__(self, transport: LocalTransport, metadata: Optional[Dict[str, str]], timeout: Optional[int]) -> None:
+    def __init__(self, transport: Transport, metadata: Optional[Dict[str, str]], timeout: Optional[int]) -> None:
         self._transport = transport
         self._sandbox_id = "local-" + uuid.uuid4().hex[:12]
         self._killed = False
@@ -258,7 +277,7 @@ class Sandbox(_Requests):
         **opts: Any,
     ) -> None:
         args = _engine_args(allow_internet_access, network, sandbox, python, preload, spares, timeout)
-        super().__init__(LocalTransport(args, cwd=cwd, env=envs), metadata, timeout)
+        super().__init__(_open_transport(opts, args, cwd, envs, timeout), metadata, timeout)
         try:
             self._transport.request("initialize")
         except (EngineGone, SandboxException) as error:
@@ -420,7 +439,7 @@ class AsyncSandbox(_Requests):
     ) -> None:
         """Starts the engine; `create` also waits until it answers."""
         args = _engine_args(allow_internet_access, network, sandbox, python, preload, spares, timeout)
-        super().__init__(LocalTransport(args, cwd=cwd, env=envs), metadata, timeout)
+        super().__init__(_open_transport(opts, args, cwd, envs, timeout), metadata, timeout)
 
     # -- lifecycle -------------------------------------------------------
 

@@ -20,8 +20,11 @@ mod contexts;
 mod files;
 mod lifetime;
 mod stdio;
+mod stream;
 mod watch;
 pub mod wire;
+
+pub use stream::serve_stream;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -56,8 +59,24 @@ struct Server {
 pub async fn serve_stdio(engine: Arc<EvalEngine>, root: PathBuf, idle: Option<Duration>) -> std::io::Result<()> {
     let (out, messages) = mpsc::unbounded_channel::<Value>();
     // One writer, so notifications of a call always come before its response.
-    // It stops at the first `null` (see end of input below).
+    // It stops at the first `null` (see `serve_lines`).
     let writer = stdio::write_messages(messages);
+    let result = serve_lines(engine, root, idle, stdio::read_lines(), out).await;
+    let _ = tokio::task::spawn_blocking(move || writer.join()).await;
+    result
+}
+
+/// Serve the SDK on request lines from `input`, answering on `out`, until the
+/// input ends, `shutdown`, or `idle` without work. A `null` sent on `out` is
+/// the last message: its writer flushes and stops there. The engine's kernels
+/// are stopped before this returns.
+pub async fn serve_lines(
+    engine: Arc<EvalEngine>,
+    root: PathBuf,
+    idle: Option<Duration>,
+    mut input: mpsc::UnboundedReceiver<std::io::Result<String>>,
+    out: mpsc::UnboundedSender<Value>,
+) -> std::io::Result<()> {
     let server = Arc::new(Server {
         files: Arc::new(files::Files::new(root.clone(), engine.config())),
         commands: commands::Commands::new(root.clone()),
@@ -69,7 +88,6 @@ pub async fn serve_stdio(engine: Arc<EvalEngine>, root: PathBuf, idle: Option<Du
         lifetime: lifetime::Lifetime::new(),
     });
     server.lifetime.set(idle);
-    let mut input = stdio::read_lines();
     let mut calls = tokio::task::JoinSet::new();
     loop {
         let line = tokio::select! {
@@ -121,8 +139,6 @@ pub async fn serve_stdio(engine: Arc<EvalEngine>, root: PathBuf, idle: Option<Du
     server.stopping.cancel();
     calls.abort_all();
     server.engine.dispose_all().await;
-    drop(server);
-    let _ = tokio::task::spawn_blocking(move || writer.join()).await;
     Ok(())
 }
 

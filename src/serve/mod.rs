@@ -13,6 +13,7 @@
 //! progress finish for a grace period, then cancels them and stops every kernel.
 
 pub mod principals;
+mod sdk;
 pub mod tokens;
 
 use std::net::SocketAddr;
@@ -109,10 +110,10 @@ impl ServeConfig {
     }
 }
 
-struct ServerState {
-    auth: Auth,
-    principals: Principals,
-    stopping: AtomicBool,
+pub(crate) struct ServerState {
+    pub(crate) auth: Auth,
+    pub(crate) principals: Principals,
+    pub(crate) stopping: AtomicBool,
 }
 
 /// Serve until SIGINT/SIGTERM or `stop` is cancelled. Prints the address it
@@ -133,6 +134,7 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
     });
     let app = Router::new()
         .route("/mcp", any(mcp))
+        .route("/sdk", get(sdk::connect))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready))
         .with_state(state.clone());
@@ -177,8 +179,8 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
     };
     sessions_cancel.cancel();
     signals.abort();
-    for principal in state.principals.all() {
-        principal.engine.dispose_all().await;
+    for engine in state.principals.engines() {
+        engine.dispose_all().await;
     }
     match result {
         Ok(Ok(())) => Ok(()),
@@ -219,7 +221,7 @@ async fn mcp(State(state): State<Arc<ServerState>>, request: Request) -> Respons
 }
 
 /// The principal a request's credentials name, or why they name none.
-fn authenticate(auth: &Auth, headers: &HeaderMap) -> Result<String, &'static str> {
+pub(crate) fn authenticate(auth: &Auth, headers: &HeaderMap) -> Result<String, &'static str> {
     let store = match auth {
         Auth::Off => return Ok(LOCAL_PRINCIPAL.to_string()),
         Auth::Tokens(store) => store,
@@ -237,12 +239,12 @@ fn authenticate(auth: &Auth, headers: &HeaderMap) -> Result<String, &'static str
 }
 
 /// 401 with the challenge RFC 6750 asks for.
-fn unauthorized(message: &str) -> Response {
+pub(crate) fn unauthorized(message: &str) -> Response {
     let mut response = json_error(StatusCode::UNAUTHORIZED, message);
     response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"cellbox\""));
     response
 }
 
-fn json_error(status: StatusCode, message: &str) -> Response {
+pub(crate) fn json_error(status: StatusCode, message: &str) -> Response {
     (status, axum::Json(serde_json::json!({ "error": message }))).into_response()
 }

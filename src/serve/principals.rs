@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -34,13 +34,15 @@ pub struct Principals {
     root: PathBuf,
     http: StreamableHttpServerConfig,
     live: Mutex<HashMap<String, Arc<Principal>>>,
+    /// The engines of SDK connections (one each, as a local `Sandbox()` has), to stop at shutdown.
+    sandboxes: Mutex<Vec<Weak<EvalEngine>>>,
 }
 
 impl Principals {
     /// `base` is every principal's engine configuration before its own folders
     /// are put in; `http` configures each MCP endpoint (hosts, origins, body limit).
     pub fn new(base: EngineConfig, root: PathBuf, http: StreamableHttpServerConfig) -> Self {
-        Principals { base, root, http, live: Mutex::new(HashMap::new()) }
+        Principals { base, root, http, live: Mutex::new(HashMap::new()), sandboxes: Mutex::default() }
     }
 
     /// Principal `name`'s engine and endpoint, made on its first request.
@@ -49,12 +51,7 @@ impl Principals {
         if let Some(principal) = live.get(name) {
             return Ok(principal.clone());
         }
-        let workspace = self.root.join(name);
-        crate::paths::private_dir_builder().create(&workspace)?;
-        let mut config = self.base.clone();
-        config.default_cwd = workspace;
-        config.artifacts_dir = self.base.artifacts_dir.join("principals").join(name);
-        let engine = Arc::new(EvalEngine::new(config));
+        let engine = Arc::new(EvalEngine::new(self.config_for(name)?));
         // Every MCP session of a principal starts in the same default session,
         // so state lasts across reconnects (and stateless requests) until the
         // kernel idles out; `session: "name"` picks others.
@@ -71,8 +68,30 @@ impl Principals {
         Ok(principal)
     }
 
-    /// Every principal seen so far.
-    pub fn all(&self) -> Vec<Arc<Principal>> {
-        self.live.lock().unwrap().values().cloned().collect()
+    /// A new engine for one SDK connection of principal `name` (a sandbox of
+    /// its own, in the principal's folders), and the folder its files are rooted in.
+    pub fn sandbox_engine(&self, name: &str) -> std::io::Result<Arc<EvalEngine>> {
+        let engine = Arc::new(EvalEngine::new(self.config_for(name)?));
+        let mut sandboxes = self.sandboxes.lock().unwrap();
+        sandboxes.retain(|engine| engine.strong_count() > 0);
+        sandboxes.push(Arc::downgrade(&engine));
+        Ok(engine)
+    }
+
+    /// Every engine still running: each principal's and each SDK connection's.
+    pub fn engines(&self) -> Vec<Arc<EvalEngine>> {
+        let mut engines: Vec<_> = self.live.lock().unwrap().values().map(|p| p.engine.clone()).collect();
+        engines.extend(self.sandboxes.lock().unwrap().iter().filter_map(Weak::upgrade));
+        engines
+    }
+
+    /// Principal `name`'s engine configuration: its own working and artifact folders.
+    fn config_for(&self, name: &str) -> std::io::Result<EngineConfig> {
+        let workspace = self.root.join(name);
+        crate::paths::private_dir_builder().create(&workspace)?;
+        let mut config = self.base.clone();
+        config.default_cwd = workspace;
+        config.artifacts_dir = self.base.artifacts_dir.join("principals").join(name);
+        Ok(config)
     }
 }

@@ -1,0 +1,85 @@
+//! `/sdk`: the Python SDK's remote API, `Sandbox(api_url=..., api_key=...)`.
+//!
+//! The SDK sends `GET /sdk` with `Upgrade: cellbox-sdk` and its bearer token;
+//! after `101 Switching Protocols` the connection carries the same JSON-RPC
+//! lines as the local `cellbox sdk-server`'s stdin and stdout (see
+//! [`crate::sdk`]), so streaming callbacks, cancellation and every method
+//! behave as they do locally. Each connection is one sandbox, with an engine
+//! of its own in its principal's folders; closing the connection stops it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::response::Response;
+use hyper_util::rt::TokioIo;
+
+use super::{ServerState, authenticate, json_error, unauthorized};
+
+/// What `Upgrade` names: the SDK's line protocol.
+pub const PROTOCOL: &str = "cellbox-sdk";
+
+#[derive(Debug, serde::Deserialize)]
+pub struct ConnectQuery {
+    /// The sandbox's idle lifetime in seconds (the SDK's `timeout=`); none or 0: no limit.
+    timeout: Option<f64>,
+}
+
+pub async fn connect(
+    State(state): State<Arc<ServerState>>,
+    Query(query): Query<ConnectQuery>,
+    mut request: Request,
+) -> Response {
+    let name = match authenticate(&state.auth, request.headers()) {
+        Ok(name) => name,
+        Err(message) => return unauthorized(message),
+    };
+    // Browsers cannot send this upgrade; a request carrying an Origin is not the SDK.
+    if request.headers().contains_key(header::ORIGIN) {
+        return json_error(StatusCode::FORBIDDEN, "the SDK endpoint does not serve browsers");
+    }
+    let upgrade = request.headers().get(header::UPGRADE).and_then(|value| value.to_str().ok());
+    if !upgrade.is_some_and(|value| value.eq_ignore_ascii_case(PROTOCOL)) {
+        return json_error(
+            StatusCode::UPGRADE_REQUIRED,
+            "this is the Python SDK's endpoint: connect with `Sandbox(api_url=..., api_key=...)` from the \
+             cellbox package",
+        );
+    }
+    let idle = match query.timeout {
+        None => None,
+        Some(seconds) if seconds.is_finite() && seconds >= 0.0 => {
+            (seconds > 0.0).then(|| Duration::from_secs_f64(seconds))
+        }
+        Some(seconds) => {
+            return json_error(StatusCode::BAD_REQUEST, &format!("timeout must be 0 or more seconds, not {seconds}"));
+        }
+    };
+    let engine = match state.principals.sandbox_engine(&name) {
+        Ok(engine) => engine,
+        Err(error) => {
+            return json_error(StatusCode::INTERNAL_SERVER_ERROR, &format!("cannot prepare your workspace: {error}"));
+        }
+    };
+    let root = engine.config().default_cwd.clone();
+    let on_upgrade = hyper::upgrade::on(&mut request);
+    tokio::spawn(async move {
+        match on_upgrade.await {
+            Ok(upgraded) => {
+                tracing::info!(principal = name, "sdk connection opened");
+                if let Err(error) = crate::sdk::serve_stream(engine, root, idle, TokioIo::new(upgraded)).await {
+                    tracing::warn!(principal = name, "sdk connection failed: {error}");
+                }
+            }
+            Err(error) => tracing::warn!(principal = name, "sdk upgrade failed: {error}"),
+        }
+    });
+    Response::builder()
+        .status(StatusCode::SWITCHING_PROTOCOLS)
+        .header(header::CONNECTION, "upgrade")
+        .header(header::UPGRADE, PROTOCOL)
+        .body(Body::empty())
+        .expect("a valid response")
+}
