@@ -35,6 +35,8 @@ mod javascript;
 mod ladder;
 #[path = "compare/mcp.rs"]
 mod mcp;
+#[path = "compare/mcp_http.rs"]
+mod mcp_http;
 #[path = "compare/output.rs"]
 mod output;
 #[path = "compare/pandas.rs"]

@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use common::binary;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// A running `cellbox serve` on a free loopback port with its own tokens file and root.
 struct Server {
@@ -222,4 +222,54 @@ fn sigterm_stops_the_server_and_its_kernels() {
     let said: Vec<String> = server.stderr.try_iter().collect();
     assert!(said.iter().any(|line| line.contains("stopping")), "{said:?}");
     assert!(common::reaped(kernel), "the kernel {kernel} outlived the server");
+}
+
+/// GET a path of the server; the status and the body.
+async fn get(server: &Server, path: &str) -> (u16, String) {
+    cellbox::tls::install_crypto();
+    let response = reqwest::get(format!("{}{path}", server.base())).await.unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn a_full_server_answers_429_and_metrics_count_it() {
+    let (server, tokens) = Server::start(&["alice"], &["--max-calls", "1"]);
+    let auth = bearer(&tokens[0]);
+    let (status, headers, _) = post(&server.url, INITIALIZE, &[("authorization", &auth)]).await;
+    assert_eq!(status, 200);
+    let session = headers["mcp-session-id"].to_str().unwrap().to_string();
+    let with_session = [("authorization", auth.as_str()), ("mcp-session-id", session.as_str())];
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    assert_eq!(post(&server.url, initialized, &with_session).await.0, 202);
+
+    // One call held open by a cell that waits for a file: the server's only place.
+    let gate = tempfile::tempdir().unwrap();
+    let open = gate.path().join("open");
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                      "params": {"name": "eval", "arguments": {"cells": [{"code": common::gate(&open)}]}}});
+    let (url, held) = (server.url.clone(), with_session.map(|(k, v)| (k.to_string(), v.to_string())));
+    let running = tokio::spawn(async move {
+        let headers: Vec<(&str, &str)> = held.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        post(&url, &call.to_string(), &headers).await
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !get(&server, "/metrics").await.1.contains("cellbox_calls_in_flight 1\n") {
+        assert!(std::time::Instant::now() < deadline, "the call never got in flight");
+        tokio::task::yield_now().await;
+    }
+    let list = r#"{"jsonrpc":"2.0","id":3,"method":"tools/list"}"#;
+    let (status, headers, body) = post(&server.url, list, &with_session).await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(headers["retry-after"], "1");
+    assert!(body.contains("retry"), "{body}");
+
+    std::fs::write(&open, "").unwrap();
+    let (status, _, body) = running.await.unwrap();
+    assert!(status == 200 && body.contains("\"isError\":false"), "{status} {body}");
+    assert_eq!(post(&server.url, list, &with_session).await.0, 200, "the place is free again");
+    let (status, metrics) = get(&server, "/metrics").await;
+    assert_eq!(status, 200);
+    for line in ["cellbox_refused_busy_total 1\n", "cellbox_principals 1\n", "cellbox_kernels 1\n"] {
+        assert!(metrics.contains(line), "{line:?} not in\n{metrics}");
+    }
 }

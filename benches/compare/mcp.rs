@@ -122,9 +122,12 @@ pub(super) async fn mcp_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, 
     let rounds = plan.warm_iterations.div_ceil(batch);
     let mut raw = RawMcp::start(&contenders.cellbox).await;
     let mut raw_warm = Series::new("cellbox mcp, bare JSON-RPC");
+    let mut http = super::mcp_http::HttpMcp::start(&contenders.cellbox, dir.path()).await;
+    let mut http_warm = Series::new("cellbox serve, bare HTTP");
     for _ in 0..rounds {
         for _ in 0..batch {
             raw_warm.values.push(raw.call_ms().await);
+            http_warm.values.push(http.call_ms().await);
         }
         let answer = client.call(json!({"op": "roundtrip", "name": "cellbox", "n": batch})).await;
         cellbox_warm.values.extend(ms_list(&answer.unwrap_or_else(|e| panic!("cellbox mcp: {e}"))));
@@ -152,6 +155,14 @@ pub(super) async fn mcp_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, 
         &raw_warm,
         Some(&library_warm),
         "request and response lines, no client library",
+    );
+    report.add(
+        "MCP warm round trip of 1+1, streamable HTTP",
+        "ms",
+        false,
+        &http_warm,
+        Some(&raw_warm),
+        "cellbox serve, a POST per call on a kept-alive connection, no client library",
     );
     add_peer_row(report, "MCP warm round trip of 1+1", "ms", &cellbox_warm, &repl_warm, &repl_problem);
 }

@@ -16,7 +16,7 @@ import weakref
 from typing import IO, Any, Dict, Optional, Tuple
 
 from ._transport import EngineGone, Transport, _Engine
-from .exceptions import AuthenticationException, InvalidArgumentException, SandboxException
+from .exceptions import AuthenticationException, InvalidArgumentException, RateLimitException, SandboxException
 
 __all__ = ["RemoteTransport"]
 
@@ -113,6 +113,8 @@ def _refusal(api_url: str, status: int, body: bytes) -> Exception:
         message = body.decode("utf-8", "replace").strip() or "HTTP %d" % status
     if status == 401:
         return AuthenticationException("the cellbox server at %s refused the api_key: %s" % (api_url, message))
+    if status == 429:
+        return RateLimitException("the cellbox server at %s is full: %s" % (api_url, message))
     if status == 404:
         return SandboxException("%s has no SDK endpoint: is it a cellbox server (`cellbox serve`)?" % api_url)
     return SandboxException("the cellbox server at %s refused the sandbox (HTTP %d): %s" % (api_url, status, message))

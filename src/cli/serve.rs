@@ -41,6 +41,12 @@ pub struct ServeArgs {
     /// Seconds calls in progress may go on after SIGINT/SIGTERM before they are cancelled.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     shutdown_grace: u64,
+    /// MCP requests in progress at most, over all principals; more are answered 429 (retry).
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    max_calls: usize,
+    /// Open SDK sandboxes at most, over all principals; more are answered 429 (retry).
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    max_sandboxes: usize,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -116,6 +122,8 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         allowed_origins: args.allowed_origins,
         max_body_bytes: args.max_body_bytes,
         shutdown_grace: Duration::from_secs(args.shutdown_grace),
+        max_calls: args.max_calls,
+        max_sandboxes: args.max_sandboxes,
     };
     if let Err(error) = config.check() {
         eprintln!("cellbox serve: {error}");

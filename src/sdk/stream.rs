@@ -14,12 +14,14 @@ use tokio::sync::mpsc;
 use crate::tool::EvalEngine;
 
 /// Serve one SDK connection on `stream` until it closes, `shutdown`, or `idle`
-/// without work; the engine's kernels are stopped before this returns.
-pub async fn serve_stream<S>(
+/// without work. The engine's kernels are stopped, then `held` is dropped,
+/// then the stream is closed: a peer that sees the end knows both are over.
+pub async fn serve_stream<S, H>(
     engine: Arc<EvalEngine>,
     root: PathBuf,
     idle: Option<Duration>,
     stream: S,
+    held: H,
 ) -> std::io::Result<()>
 where
     S: AsyncRead + AsyncWrite + Send + 'static,
@@ -44,7 +46,8 @@ where
         }
     });
     let (out, mut messages) = mpsc::unbounded_channel::<Value>();
-    // One writer, so a call's notifications come before its answer; it stops at `null`.
+    // One writer, so a call's notifications come before its answer; it stops at `null`
+    // and hands the stream's write half back, still open.
     let writer = tokio::spawn(async move {
         let mut buffer = Vec::new();
         while let Some(message) = messages.recv().await {
@@ -64,10 +67,13 @@ where
             }
             buffer.clear();
         }
-        let _ = write_half.shutdown().await;
+        write_half
     });
     let result = super::serve_lines(engine, root, idle, input, out).await;
     reader.abort();
-    let _ = writer.await;
+    drop(held);
+    if let Ok(mut write_half) = writer.await {
+        let _ = write_half.shutdown().await;
+    }
     result
 }

@@ -12,6 +12,7 @@
 //! not explicitly allowed. On SIGINT/SIGTERM it stops accepting, lets calls in
 //! progress finish for a grace period, then cancels them and stops every kernel.
 
+pub mod metrics;
 pub mod principals;
 mod sdk;
 pub mod tokens;
@@ -32,6 +33,7 @@ use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
 use tokio_util::sync::CancellationToken;
 
 use crate::tool::EngineConfig;
+use metrics::{Metrics, Ticket, Work};
 use principals::Principals;
 use tokens::TokenStore;
 
@@ -81,6 +83,10 @@ pub struct ServeConfig {
     pub max_body_bytes: usize,
     /// How long calls in progress may go on after a stop signal.
     pub shutdown_grace: Duration,
+    /// MCP requests in progress at most (over all principals); more get 429.
+    pub max_calls: usize,
+    /// Open SDK connections (remote sandboxes) at most; more get 429.
+    pub max_sandboxes: usize,
 }
 
 impl ServeConfig {
@@ -114,6 +120,56 @@ pub(crate) struct ServerState {
     pub(crate) auth: Auth,
     pub(crate) principals: Principals,
     pub(crate) stopping: AtomicBool,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) max_calls: usize,
+    pub(crate) max_sandboxes: usize,
+}
+
+impl ServerState {
+    /// The principal of a request, or why it is refused (counted).
+    pub(crate) fn principal_of(&self, headers: &HeaderMap) -> Result<String, Refusal> {
+        authenticate(&self.auth, headers).map_err(|message| {
+            self.metrics.refused_auth.fetch_add(1, Ordering::Relaxed);
+            Refusal::Unauthorized(message)
+        })
+    }
+
+    /// A place for `work`, or the refusal that says the server is full.
+    pub(crate) fn admit(&self, work: Work) -> Result<Ticket, Refusal> {
+        let (limit, what) = match work {
+            Work::Call => (self.max_calls, "MCP requests in progress"),
+            Work::Sandbox => (self.max_sandboxes, "open SDK sandboxes"),
+        };
+        self.metrics
+            .admit(work, limit)
+            .ok_or_else(|| Refusal::Busy(format!("the server is at its limit of {limit} {what}; retry in a moment")))
+    }
+}
+
+/// Why a request is not served.
+pub(crate) enum Refusal {
+    /// 401, with the challenge RFC 6750 asks for.
+    Unauthorized(&'static str),
+    /// 429, to retry after a second.
+    Busy(String),
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        match self {
+            Refusal::Unauthorized(message) => {
+                let mut response = json_error(StatusCode::UNAUTHORIZED, message);
+                let challenge = HeaderValue::from_static("Bearer realm=\"cellbox\"");
+                response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
+                response
+            }
+            Refusal::Busy(message) => {
+                let mut response = json_error(StatusCode::TOO_MANY_REQUESTS, &message);
+                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                response
+            }
+        }
+    }
 }
 
 /// Serve until SIGINT/SIGTERM or `stop` is cancelled. Prints the address it
@@ -131,12 +187,17 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
         principals: Principals::new(config.engine, config.root, http),
         auth: config.auth,
         stopping: AtomicBool::new(false),
+        metrics: Arc::default(),
+        max_calls: config.max_calls.max(1),
+        max_sandboxes: config.max_sandboxes.max(1),
     });
     let app = Router::new()
         .route("/mcp", any(mcp))
         .route("/sdk", get(sdk::connect))
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready))
+        .route("/metrics", get(metrics))
+        .layer(axum::middleware::from_fn(log_request))
         .with_state(state.clone());
     let auth_note = match &state.auth {
         Auth::Tokens(store) => format!("bearer tokens ({} principal(s))", store.count()),
@@ -154,6 +215,12 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
             }
             accepting.cancel();
         }
+    });
+    // Answers are small writes (an event stream's priming event, then the
+    // message): without no-delay, Nagle's algorithm holds the second until
+    // the client's delayed ACK, 40 ms on Linux.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
+        let _ = stream.set_nodelay(true);
     });
     let server = axum::serve(listener, app).with_graceful_shutdown({
         let (accepting, state) = (accepting.clone(), state.clone());
@@ -197,10 +264,40 @@ async fn ready(State(state): State<Arc<ServerState>>) -> Response {
     }
 }
 
+/// The Prometheus text format of [`Metrics`], with the engines' kernel counts.
+async fn metrics(State(state): State<Arc<ServerState>>) -> Response {
+    let engines = state.principals.engines();
+    let kernels = engines.iter().map(|engine| engine.kernel_pids().len()).sum();
+    let spares = engines.iter().map(|engine| engine.spare_pids().len()).sum();
+    let text = state.metrics.render(state.principals.count(), kernels, spares);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
+}
+
+/// Each request in a span with its own id and its MCP session, so the logs of
+/// one call can be told from another's.
+async fn log_request(request: Request, next: axum::middleware::Next) -> Response {
+    static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let session = request.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).unwrap_or("-").to_string();
+    let span = tracing::info_span!("request", id, method = %request.method(), path = %request.uri().path(), session);
+    let response = tracing::Instrument::instrument(next.run(request), span.clone()).await;
+    span.in_scope(|| tracing::info!(status = response.status().as_u16(), "answered"));
+    response
+}
+
 async fn mcp(State(state): State<Arc<ServerState>>, request: Request) -> Response {
-    let name = match authenticate(&state.auth, request.headers()) {
+    let name = match state.principal_of(request.headers()) {
         Ok(name) => name,
-        Err(message) => return unauthorized(message),
+        Err(refusal) => return refusal.into_response(),
+    };
+    // Each POST is a message; its answer (a tool call's stream) holds the place until it ends.
+    let ticket = if request.method() == axum::http::Method::POST {
+        match state.admit(Work::Call) {
+            Ok(ticket) => Some(ticket),
+            Err(refusal) => return refusal.into_response(),
+        }
+    } else {
+        None
     };
     let principal = match state.principals.get(&name) {
         Ok(principal) => principal,
@@ -217,11 +314,19 @@ async fn mcp(State(state): State<Arc<ServerState>>, request: Request) -> Respons
     if ends_session && response.status() == StatusCode::ACCEPTED {
         *response.status_mut() = StatusCode::NO_CONTENT;
     }
-    response
+    match ticket {
+        Some(ticket) => response.map(|body| {
+            Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
+                let _held = &ticket;
+                frame
+            }))
+        }),
+        None => response,
+    }
 }
 
 /// The principal a request's credentials name, or why they name none.
-pub(crate) fn authenticate(auth: &Auth, headers: &HeaderMap) -> Result<String, &'static str> {
+fn authenticate(auth: &Auth, headers: &HeaderMap) -> Result<String, &'static str> {
     let store = match auth {
         Auth::Off => return Ok(LOCAL_PRINCIPAL.to_string()),
         Auth::Tokens(store) => store,
@@ -236,13 +341,6 @@ pub(crate) fn authenticate(auth: &Auth, headers: &HeaderMap) -> Result<String, &
                      `cellbox serve token add NAME` on the server)"),
         Some(token) => store.principal(token).ok_or("the token is not valid here (unknown or revoked)"),
     }
-}
-
-/// 401 with the challenge RFC 6750 asks for.
-pub(crate) fn unauthorized(message: &str) -> Response {
-    let mut response = json_error(StatusCode::UNAUTHORIZED, message);
-    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"cellbox\""));
-    response
 }
 
 pub(crate) fn json_error(status: StatusCode, message: &str) -> Response {

@@ -78,6 +78,11 @@ impl Principals {
         Ok(engine)
     }
 
+    /// How many principals have made a request.
+    pub fn count(&self) -> usize {
+        self.live.lock().unwrap().len()
+    }
+
     /// Every engine still running: each principal's and each SDK connection's.
     pub fn engines(&self) -> Vec<Arc<EvalEngine>> {
         let mut engines: Vec<_> = self.live.lock().unwrap().values().map(|p| p.engine.clone()).collect();

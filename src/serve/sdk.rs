@@ -13,10 +13,11 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::extract::{Query, Request, State};
 use axum::http::{StatusCode, header};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use hyper_util::rt::TokioIo;
 
-use super::{ServerState, authenticate, json_error, unauthorized};
+use super::metrics::Work;
+use super::{ServerState, json_error};
 
 /// What `Upgrade` names: the SDK's line protocol.
 pub const PROTOCOL: &str = "cellbox-sdk";
@@ -32,9 +33,9 @@ pub async fn connect(
     Query(query): Query<ConnectQuery>,
     mut request: Request,
 ) -> Response {
-    let name = match authenticate(&state.auth, request.headers()) {
+    let name = match state.principal_of(request.headers()) {
         Ok(name) => name,
-        Err(message) => return unauthorized(message),
+        Err(refusal) => return refusal.into_response(),
     };
     // Browsers cannot send this upgrade; a request carrying an Origin is not the SDK.
     if request.headers().contains_key(header::ORIGIN) {
@@ -57,6 +58,11 @@ pub async fn connect(
             return json_error(StatusCode::BAD_REQUEST, &format!("timeout must be 0 or more seconds, not {seconds}"));
         }
     };
+    // The place is held for as long as the sandbox's connection is open.
+    let ticket = match state.admit(Work::Sandbox) {
+        Ok(ticket) => ticket,
+        Err(refusal) => return refusal.into_response(),
+    };
     let engine = match state.principals.sandbox_engine(&name) {
         Ok(engine) => engine,
         Err(error) => {
@@ -69,7 +75,9 @@ pub async fn connect(
         match on_upgrade.await {
             Ok(upgraded) => {
                 tracing::info!(principal = name, "sdk connection opened");
-                if let Err(error) = crate::sdk::serve_stream(engine, root, idle, TokioIo::new(upgraded)).await {
+                // The place is freed before the connection closes: a client that saw it close may open another.
+                let stream = TokioIo::new(upgraded);
+                if let Err(error) = crate::sdk::serve_stream(engine, root, idle, stream, ticket).await {
                     tracing::warn!(principal = name, "sdk connection failed: {error}");
                 }
             }

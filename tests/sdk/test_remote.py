@@ -12,6 +12,7 @@ from cellbox import AsyncSandbox, Sandbox
 from cellbox.exceptions import (
     AuthenticationException,
     InvalidArgumentException,
+    RateLimitException,
     SandboxException,
     TimeoutException,
 )
@@ -24,13 +25,13 @@ def _binary():
 class RemoteServer:
     """`cellbox serve` on a free loopback port, with one token (principal `env`)."""
 
-    def __init__(self):
+    def __init__(self, *flags):
         self.root = tempfile.mkdtemp(prefix="cellbox-sdk-remote-")
         self.token = "cbx_" + secrets.token_urlsafe(24)
         env = dict(os.environ, CELLBOX_SERVE_TOKEN=self.token, CELLBOX_PYTHON=PYTHON)
         self.process = subprocess.Popen(
             [_binary(), "serve", "--listen", "127.0.0.1:0", "--root", self.root, "--spares", "0",
-             "--tokens", os.path.join(self.root, "no-tokens.json")],
+             "--tokens", os.path.join(self.root, "no-tokens.json")] + list(flags),
             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         said = []
         for line in self.process.stderr:  # it names its address once it accepts
@@ -114,6 +115,21 @@ class RemoteSandboxTest(unittest.TestCase):
         with self.assertRaises(SandboxException) as gone:
             Sandbox(api_url="http://127.0.0.1:%d" % closed, api_key="x")
         self.assertIn("cannot connect", str(gone.exception))
+
+
+class FullServerTest(unittest.TestCase):
+    def test_a_full_server_refuses_with_the_rate_limit_error_until_a_place_frees(self):
+        server = RemoteServer("--max-sandboxes", "1")
+        self.addCleanup(server.stop)
+        first = Sandbox(api_url=server.url, api_key=server.token)
+        with self.assertRaises(RateLimitException) as full:
+            Sandbox(api_url=server.url, api_key=server.token)
+        self.assertIn("limit of 1 open SDK sandboxes", str(full.exception))
+        first.kill()
+        # kill() returns once the server has ended the sandbox, so its place is free.
+        second = Sandbox(api_url=server.url, api_key=server.token)
+        self.addCleanup(second.kill)
+        self.assertEqual(second.run_code("1+1").text, "2")
 
 
 def socket_port_closed():

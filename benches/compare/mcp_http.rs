@@ -1,0 +1,95 @@
+//! `cellbox serve` driven by hand over HTTP for the MCP rows: one POST per
+//! call on a kept-alive connection, the answer read from its event stream, so
+//! the row shows what the streamable HTTP transport adds over stdio.
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+pub(super) struct HttpMcp {
+    _child: Child,
+    client: reqwest::Client,
+    url: String,
+    session: String,
+    next_id: u64,
+}
+
+impl HttpMcp {
+    /// `cellbox serve --no-auth` on a free loopback port, started as `server` (the stdio
+    /// contender's command line and environment) would start `cellbox mcp`.
+    pub(super) async fn start(server: &Value, root: &std::path::Path) -> Self {
+        cellbox::tls::install_crypto();
+        let env: BTreeMap<String, String> = serde_json::from_value(server["env"].clone()).unwrap();
+        let mut child = Command::new(server["command"].as_str().unwrap())
+            .args(["serve", "--no-auth", "--listen", "127.0.0.1:0", "--spares", "0"])
+            .arg("--root")
+            .arg(root)
+            .env_clear()
+            .envs(env)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("cellbox serve starts");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let url = loop {
+            let line = lines.next_line().await.unwrap().expect("cellbox serve printed its address");
+            if let Some(rest) = line.strip_prefix("cellbox serve: MCP on ") {
+                break rest.split(',').next().unwrap().to_string();
+            }
+        };
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let client = reqwest::Client::new();
+        let mut http = HttpMcp { _child: child, client, url, session: String::new(), next_id: 0 };
+        let hello = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}});
+        http.request("initialize", hello).await;
+        http.post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        for _ in 0..20 {
+            http.call_ms().await;
+        }
+        http
+    }
+
+    async fn post(&mut self, message: Value) -> String {
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .body(message.to_string());
+        if !self.session.is_empty() {
+            request = request.header("mcp-session-id", &self.session);
+        }
+        let response = request.send().await.unwrap();
+        if let Some(session) = response.headers().get("mcp-session-id") {
+            self.session = session.to_str().unwrap().to_string();
+        }
+        response.text().await.unwrap()
+    }
+
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let body = self.post(json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})).await;
+        // The answer is the event-stream's `data:` line that carries this id.
+        body.lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+            .find(|message| message["id"] == json!(self.next_id))
+            .unwrap_or_else(|| panic!("no answer in {body}"))
+    }
+
+    pub(super) async fn call_ms(&mut self) -> f64 {
+        let started = Instant::now();
+        let params = json!({"name": "eval", "arguments": {"cells": [{"code": "1+1"}]}});
+        let answer = self.request("tools/call", params).await;
+        let elapsed = started.elapsed().as_secs_f64() * 1000.0;
+        assert_eq!(answer["result"]["content"][0]["text"], "2\n", "{answer}");
+        elapsed
+    }
+}
