@@ -44,20 +44,7 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let (lines, stderr) = mpsc::channel();
-        let pipe = BufReader::new(child.stderr.take().unwrap());
-        std::thread::spawn(move || {
-            for line in pipe.lines().map_while(Result::ok) {
-                let _ = lines.send(line);
-            }
-        });
-        // The server says where it listens once it accepts; nothing is polled.
-        let url = loop {
-            let line = stderr.recv_timeout(Duration::from_secs(60)).expect("cellbox serve printed its address");
-            if let Some(rest) = line.strip_prefix("cellbox serve: MCP on ") {
-                break rest.split(',').next().unwrap().to_string();
-            }
-        };
+        let (stderr, url) = follow_stderr(&mut child);
         (Server { child, url, tokens: tokens_file, stderr, _dir: dir }, tokens)
     }
 
@@ -82,6 +69,25 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The server's stderr lines, read on a thread so it never blocks on a full
+/// pipe, and the MCP URL it names once it accepts (nothing is polled).
+fn follow_stderr(child: &mut Child) -> (mpsc::Receiver<String>, String) {
+    let (lines, stderr) = mpsc::channel();
+    let pipe = BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in pipe.lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    let url = loop {
+        let line = stderr.recv_timeout(Duration::from_secs(60)).expect("cellbox serve printed its address");
+        if let Some(rest) = line.strip_prefix("cellbox serve: MCP on ") {
+            break rest.split(',').next().unwrap().to_string();
+        }
+    };
+    (stderr, url)
 }
 
 fn token_add(tokens_file: &Path, name: &str) -> String {
@@ -272,4 +278,33 @@ async fn a_full_server_answers_429_and_metrics_count_it() {
     for line in ["cellbox_refused_busy_total 1\n", "cellbox_principals 1\n", "cellbox_kernels 1\n"] {
         assert!(metrics.contains(line), "{line:?} not in\n{metrics}");
     }
+}
+
+#[tokio::test]
+async fn after_a_restart_an_old_session_id_is_not_found_and_a_new_session_works() {
+    let (mut server, tokens) = Server::start(&["alice"], &[]);
+    let auth = bearer(&tokens[0]);
+    let (_, headers, _) = post(&server.url, INITIALIZE, &[("authorization", &auth)]).await;
+    let old = headers["mcp-session-id"].to_str().unwrap().to_string();
+    // The same address again, with the same tokens: what a supervisor's restart does.
+    let address = server.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    server.child = binary::cellbox(["serve", "--listen", &address, "--spares", "0"])
+        .arg("--tokens")
+        .arg(&server.tokens)
+        .arg("--root")
+        .arg(server._dir.path().join("root"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (stderr, url) = follow_stderr(&mut server.child);
+    assert_eq!(url, server.url, "the restarted server listens where the first did");
+    server.stderr = stderr;
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let (status, _, body) = post(&server.url, list, &[("authorization", &auth), ("mcp-session-id", &old)]).await;
+    assert_eq!(status, 404, "an unknown session is a clear error at once, not a hang: {body}");
+    let (status, headers, _) = post(&server.url, INITIALIZE, &[("authorization", &auth)]).await;
+    assert_eq!(status, 200);
+    assert_ne!(headers["mcp-session-id"].to_str().unwrap(), old);
 }
