@@ -308,3 +308,97 @@ async fn after_a_restart_an_old_session_id_is_not_found_and_a_new_session_works(
     assert_eq!(status, 200);
     assert_ne!(headers["mcp-session-id"].to_str().unwrap(), old);
 }
+
+/// A test CA and a certificate it signed for 127.0.0.1 and localhost, made by
+/// the openssl CLI: (CA certificate, server certificate, server key).
+fn test_certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let path = |name: &str| dir.join(name);
+    let openssl = |args: &[&str]| {
+        let status = Command::new("openssl").current_dir(dir).args(args).stderr(Stdio::null()).status();
+        assert!(status.expect("the openssl CLI makes the test certificates").success(), "openssl {args:?}");
+    };
+    let key = ["-newkey", "rsa:2048", "-nodes"];
+    openssl(
+        &[
+            &["req", "-x509", "-days", "2", "-subj", "/CN=cellbox test CA"][..],
+            &key,
+            &["-keyout", "ca.key", "-out", "ca.pem"],
+        ]
+        .concat(),
+    );
+    openssl(&[&["req", "-subj", "/CN=localhost"][..], &key, &["-keyout", "key.pem", "-out", "leaf.csr"]].concat());
+    std::fs::write(path("leaf.ext"), "subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=CA:FALSE\n").unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-out",
+        "cert.pem",
+        "-extfile",
+        "leaf.ext",
+    ]);
+    (path("ca.pem"), path("cert.pem"), path("key.pem"))
+}
+
+#[tokio::test]
+async fn tls_serves_mcp_and_remote_sandboxes_over_https() {
+    let certs = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = test_certificates(certs.path());
+    let flags = ["--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap()];
+    let (server, tokens) = Server::start(&["alice"], &flags);
+    assert!(server.url.starts_with("https://127.0.0.1:"), "{}", server.url);
+
+    cellbox::tls::install_crypto();
+    let root = reqwest::Certificate::from_pem(&std::fs::read(&ca).unwrap()).unwrap();
+    let client = reqwest::Client::builder().tls_certs_only([root]).build().unwrap();
+    let response = client
+        .post(&server.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", bearer(&tokens[0]))
+        .body(INITIALIZE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    // Plain HTTP to the TLS port gets no answer a client could take for one.
+    let plain = server.url.replacen("https://", "http://", 1);
+    assert!(reqwest::Client::new().post(&plain).body(INITIALIZE).send().await.is_err());
+
+    // The SDK's remote sandbox, trusting the certificate through the standard SSL_CERT_FILE.
+    let script = format!(
+        "import sys; sys.path.insert(0, {python:?})\nfrom cellbox import Sandbox\n\
+         with Sandbox(api_url={url:?}, api_key={token:?}) as box:\n    print(box.run_code('6*7').text)\n",
+        python = Path::new(env!("CARGO_MANIFEST_DIR")).join("python").display().to_string(),
+        url = server.base(),
+        token = tokens[0],
+    );
+    let output = Command::new(common::python()).arg("-c").arg(script).env("SSL_CERT_FILE", &ca).output().unwrap();
+    assert!(output.status.success(), "{}", binary::text(&output.stderr));
+    assert_eq!(binary::text(&output.stdout).trim(), "42");
+}
+
+#[test]
+fn a_bad_certificate_stops_the_start_with_the_file_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bogus_cert, bogus_key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&bogus_cert, "not a certificate\n").unwrap();
+    std::fs::write(&bogus_key, "not a key\n").unwrap();
+    let output = binary::bare(["serve", "--no-auth", "--listen", "127.0.0.1:0", "--tls-cert"])
+        .arg(&bogus_cert)
+        .arg("--tls-key")
+        .arg(&bogus_key)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = binary::text(&output.stderr);
+    assert!(stderr.contains("cert.pem") && stderr.contains("TLS certificate"), "{stderr}");
+}

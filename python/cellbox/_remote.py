@@ -38,7 +38,7 @@ class RemoteTransport(Transport):
         writer = sock.makefile("wb")
         self._envs = dict(envs or {})
         self._start(_Engine(reader, writer, None, api_url))
-        self._finalizer = weakref.finalize(self, _close_connection, sock, writer, self._engine.ended)
+        self._finalizer = weakref.finalize(self, _close_connection, sock, writer, self._write_lock, self._engine.ended)
 
     def _send(self, message: Dict[str, Any]) -> None:
         if self._envs and message.get("method") in _WITH_ENVS and "id" in message:
@@ -120,16 +120,19 @@ def _refusal(api_url: str, status: int, body: bytes) -> Exception:
     return SandboxException("the cellbox server at %s refused the sandbox (HTTP %d): %s" % (api_url, status, message))
 
 
-def _close_connection(sock: socket.socket, writer: IO[bytes], ended: threading.Event) -> None:
-    """End of input asks the server to stop the sandbox; its end of the
-    connection closing says it has."""
+def _close_connection(sock: socket.socket, writer: IO[bytes], lock: threading.Lock, ended: threading.Event) -> None:
+    """Ask the server to stop the sandbox (a `shutdown` request: a TLS
+    connection cannot be half-closed); the server closing its end once the
+    kernels are stopped says it is done."""
     try:
-        writer.close()
-        sock.shutdown(socket.SHUT_WR)
-    except OSError:
+        with lock:
+            writer.write(b'{"jsonrpc": "2.0", "id": 0, "method": "shutdown"}\n')
+            writer.flush()
+    except (OSError, ValueError):
         pass
     ended.wait(timeout=_CLOSE_GRACE)
-    try:
-        sock.close()
-    except OSError:
-        pass
+    for close in (writer.close, sock.close):
+        try:
+            close()
+        except OSError:
+            pass

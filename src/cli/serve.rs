@@ -41,6 +41,12 @@ pub struct ServeArgs {
     /// Seconds calls in progress may go on after SIGINT/SIGTERM before they are cancelled.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     shutdown_grace: u64,
+    /// Serve HTTPS with this PEM certificate chain (leaf first); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// MCP requests in progress at most, over all principals; more are answered 429 (retry).
     #[arg(long, value_name = "N", default_value_t = 64)]
     max_calls: usize,
@@ -124,6 +130,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         shutdown_grace: Duration::from_secs(args.shutdown_grace),
         max_calls: args.max_calls,
         max_sandboxes: args.max_sandboxes,
+        tls: args.tls_cert.zip(args.tls_key),
     };
     if let Err(error) = config.check() {
         eprintln!("cellbox serve: {error}");

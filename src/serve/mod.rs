@@ -15,6 +15,7 @@
 pub mod metrics;
 pub mod principals;
 mod sdk;
+pub mod tls;
 pub mod tokens;
 
 use std::net::SocketAddr;
@@ -63,6 +64,8 @@ pub enum ServeError {
     NoTokens,
     #[error("cannot listen on {address}: {message}")]
     Listen { address: SocketAddr, message: String },
+    #[error(transparent)]
+    Tls(#[from] tls::TlsError),
     #[error("the server failed: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -87,6 +90,8 @@ pub struct ServeConfig {
     pub max_calls: usize,
     /// Open SDK connections (remote sandboxes) at most; more get 429.
     pub max_sandboxes: usize,
+    /// HTTPS with this PEM certificate chain and private key, instead of plain HTTP.
+    pub tls: Option<(PathBuf, PathBuf)>,
 }
 
 impl ServeConfig {
@@ -176,6 +181,7 @@ impl IntoResponse for Refusal {
 /// listens on (the port chosen, for `:0`) on stderr once it accepts.
 pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), ServeError> {
     config.check()?;
+    let acceptor = config.tls.as_ref().map(|(cert, key)| tls::acceptor(cert, key)).transpose()?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|e| ServeError::Listen { address: config.listen, message: e.to_string() })?;
@@ -203,8 +209,43 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
         Auth::Tokens(store) => format!("bearer tokens ({} principal(s))", store.count()),
         Auth::Off => "no auth (loopback only)".to_string(),
     };
-    eprintln!("cellbox serve: MCP on http://{address}/mcp, {auth_note}");
+    let scheme = if acceptor.is_some() { "https" } else { "http" };
+    eprintln!("cellbox serve: MCP on {scheme}://{address}/mcp, {auth_note}");
+    let result = match acceptor {
+        Some(acceptor) => {
+            let listener = tls::TlsListener::new(listener, acceptor)?;
+            run(listener, app, &state, stop, sessions_cancel, grace).await
+        }
+        None => {
+            // Answers are small writes (an event stream's priming event, then the
+            // message): without no-delay, Nagle's algorithm holds the second until
+            // the client's delayed ACK, 40 ms on Linux.
+            let listener = axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
+                let _ = stream.set_nodelay(true);
+            });
+            run(listener, app, &state, stop, sessions_cancel, grace).await
+        }
+    };
+    for engine in state.principals.engines() {
+        engine.dispose_all().await;
+    }
+    result
+}
 
+/// Accept on `listener` until a stop signal, then give calls `grace` to finish
+/// and cancel the MCP sessions (the calls still running with them).
+async fn run<L>(
+    listener: L,
+    app: Router,
+    state: &Arc<ServerState>,
+    stop: CancellationToken,
+    sessions_cancel: CancellationToken,
+    grace: Duration,
+) -> Result<(), ServeError>
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
     let accepting = CancellationToken::new();
     let signals = tokio::spawn({
         let (stop, accepting) = (stop.clone(), accepting.clone());
@@ -215,12 +256,6 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
             }
             accepting.cancel();
         }
-    });
-    // Answers are small writes (an event stream's priming event, then the
-    // message): without no-delay, Nagle's algorithm holds the second until
-    // the client's delayed ACK, 40 ms on Linux.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
-        let _ = stream.set_nodelay(true);
     });
     let server = axum::serve(listener, app).with_graceful_shutdown({
         let (accepting, state) = (accepting.clone(), state.clone());
@@ -246,9 +281,6 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
     };
     sessions_cancel.cancel();
     signals.abort();
-    for engine in state.principals.engines() {
-        engine.dispose_all().await;
-    }
     match result {
         Ok(Ok(())) => Ok(()),
         Ok(Err(error)) => Err(ServeError::Io(error)),
