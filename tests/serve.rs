@@ -135,6 +135,16 @@ fn principals_keep_state_across_connections_and_never_see_each_other() {
     assert!(own["read"].as_str().unwrap().starts_with("0\n1\n2\n"), "{own}");
 }
 
+#[test]
+fn progress_notifications_reach_an_http_client_while_the_cell_runs() {
+    let (server, tokens) = Server::start(&["alice"], &[]);
+    let gate = tempfile::tempdir().unwrap();
+    let stdin = json!({"gate": gate.path().join("open")}).to_string();
+    // The cell only ends after the client has seen its first progress notification.
+    let seen = server.client(&tokens[0], "progress", &stdin);
+    assert_eq!(seen["progress"][0], "cell 1 started", "{seen}");
+}
+
 #[tokio::test]
 async fn another_principals_mcp_session_id_is_not_found() {
     let (server, tokens) = Server::start(&["alice", "bob"], &[]);

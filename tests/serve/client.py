@@ -5,6 +5,7 @@ Prints one JSON object with what the scenario saw; a failed check raises, so the
 exit status says it all.
 """
 import json
+import os
 import sys
 
 import anyio
@@ -63,6 +64,25 @@ async def scenario_read(session):
         return {"read": "".join(getattr(c, "text", "") for c in result.contents)[:40]}
     except Exception as error:  # the server's JSON-RPC error, as the SDK raises it
         return {"error": str(error)}
+
+
+async def scenario_progress(session):
+    """Progress over HTTP as over stdio: the cell waits for a file that only
+    the first progress notification creates (stdin: {"gate": path})."""
+    gate = json.loads(sys.stdin.read())["gate"]
+    messages = []
+
+    async def on_progress(progress, total, message):
+        messages.append(message)
+        if not os.path.exists(gate):
+            open(gate, "w").close()
+
+    code = "import os, time\nwhile not os.path.exists(%r):\n    time.sleep(0.02)\n'done'" % gate
+    result = await session.call_tool("eval", {"cells": [{"code": code}]}, progress_callback=on_progress)
+    assert "done" in text_of(result), text_of(result)
+    # The cell could not end before a notification arrived: progress streams during the call.
+    assert messages, messages
+    return {"progress": messages[:3]}
 
 
 async def main():
