@@ -1,7 +1,7 @@
 //! cellbox against Jupyter and against the physical floor, in one run.
 //!
 //! `bench/run` provisions the Jupyter baseline and calls this with
-//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,sandbox,warm,js,output,bulk,spare,pandas,mcp,sdk,shim,gateway,interrupt,ladder,concurrency]`. Each scenario
+//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,sandbox,warm,js,output,bulk,spare,pandas,mcp,serve,sdk,shim,gateway,interrupt,ladder,concurrency]`. Each scenario
 //! interleaves cellbox and its baselines (A B A B …) so machine drift
 //! cancels out, then prints median / p90 and the ratio cellbox ÷ baseline,
 //! and writes the table as JSON and Markdown.
@@ -45,6 +45,8 @@ mod pandas;
 mod sandbox;
 #[path = "compare/sdk.rs"]
 mod sdk;
+#[path = "compare/serve_load.rs"]
+mod serve_load;
 #[path = "compare/shim.rs"]
 mod shim;
 #[path = "compare/spare.rs"]
@@ -430,6 +432,9 @@ async fn main() {
     }
     if wanted("mcp") {
         mcp_rows(&plan, &setup, &jupyter_python, &mut report).await;
+    }
+    if wanted("serve") {
+        serve_load::serve_load(&plan, &setup, &mut report).await;
     }
     if wanted("sdk") {
         sdk::sdk_rows(&plan, &setup, &jupyter_python, &mut report).await;

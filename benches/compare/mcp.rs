@@ -122,12 +122,16 @@ pub(super) async fn mcp_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, 
     let rounds = plan.warm_iterations.div_ceil(batch);
     let mut raw = RawMcp::start(&contenders.cellbox).await;
     let mut raw_warm = Series::new("cellbox mcp, bare JSON-RPC");
-    let mut http = super::mcp_http::HttpMcp::start(&contenders.cellbox, dir.path()).await;
+    let serve = super::mcp_http::ServeProcess::start(&contenders.cellbox, dir.path(), &[]).await;
+    let mut http = super::mcp_http::HttpMcp::connect(&serve.url).await;
+    for _ in 0..20 {
+        http.call_ms(None).await;
+    }
     let mut http_warm = Series::new("cellbox serve, bare HTTP");
     for _ in 0..rounds {
         for _ in 0..batch {
             raw_warm.values.push(raw.call_ms().await);
-            http_warm.values.push(http.call_ms().await);
+            http_warm.values.push(http.call_ms(None).await);
         }
         let answer = client.call(json!({"op": "roundtrip", "name": "cellbox", "n": batch})).await;
         cellbox_warm.values.extend(ms_list(&answer.unwrap_or_else(|e| panic!("cellbox mcp: {e}"))));

@@ -1,6 +1,7 @@
-//! `cellbox serve` driven by hand over HTTP for the MCP rows: one POST per
-//! call on a kept-alive connection, the answer read from its event stream, so
-//! the row shows what the streamable HTTP transport adds over stdio.
+//! `cellbox serve` driven by hand over HTTP: one POST per call on a kept-alive
+//! connection, the answer read from its event stream, so the rows show what
+//! the streamable HTTP transport adds over stdio (and what many clients at
+//! once cost).
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
@@ -10,24 +11,22 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-pub(super) struct HttpMcp {
-    _child: Child,
-    client: reqwest::Client,
-    url: String,
-    session: String,
-    next_id: u64,
+/// A `cellbox serve --no-auth` on a free loopback port.
+pub(super) struct ServeProcess {
+    child: Child,
+    pub url: String,
 }
 
-impl HttpMcp {
-    /// `cellbox serve --no-auth` on a free loopback port, started as `server` (the stdio
-    /// contender's command line and environment) would start `cellbox mcp`.
-    pub(super) async fn start(server: &Value, root: &std::path::Path) -> Self {
-        cellbox::tls::install_crypto();
+impl ServeProcess {
+    /// Started as `server` (the stdio contender's command line and environment)
+    /// would start `cellbox mcp`, with `extra` flags.
+    pub(super) async fn start(server: &Value, root: &std::path::Path, extra: &[&str]) -> Self {
         let env: BTreeMap<String, String> = serde_json::from_value(server["env"].clone()).unwrap();
         let mut child = Command::new(server["command"].as_str().unwrap())
             .args(["serve", "--no-auth", "--listen", "127.0.0.1:0", "--spares", "0"])
             .arg("--root")
             .arg(root)
+            .args(extra)
             .env_clear()
             .envs(env)
             .stdin(Stdio::null())
@@ -44,14 +43,33 @@ impl HttpMcp {
             }
         };
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        ServeProcess { child, url }
+    }
+
+    /// The server process's resident memory (Linux), in KiB.
+    pub(super) fn rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()?)).ok()?;
+        status.lines().find_map(|line| line.strip_prefix("VmRSS:"))?.split_whitespace().next()?.parse().ok()
+    }
+}
+
+/// One MCP session over HTTP, on a connection of its own.
+pub(super) struct HttpMcp {
+    client: reqwest::Client,
+    url: String,
+    session: String,
+    next_id: u64,
+}
+
+impl HttpMcp {
+    /// A new session (initialized) on the server at `url`.
+    pub(super) async fn connect(url: &str) -> Self {
+        cellbox::tls::install_crypto();
         let client = reqwest::Client::new();
-        let mut http = HttpMcp { _child: child, client, url, session: String::new(), next_id: 0 };
+        let mut http = HttpMcp { client, url: url.to_string(), session: String::new(), next_id: 0 };
         let hello = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}});
         http.request("initialize", hello).await;
         http.post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
-        for _ in 0..20 {
-            http.call_ms().await;
-        }
         http
     }
 
@@ -84,10 +102,14 @@ impl HttpMcp {
             .unwrap_or_else(|| panic!("no answer in {body}"))
     }
 
-    pub(super) async fn call_ms(&mut self) -> f64 {
+    /// One `1+1` through `eval` (in the named session, else the default one), in ms.
+    pub(super) async fn call_ms(&mut self, session: Option<&str>) -> f64 {
         let started = Instant::now();
-        let params = json!({"name": "eval", "arguments": {"cells": [{"code": "1+1"}]}});
-        let answer = self.request("tools/call", params).await;
+        let mut arguments = json!({"cells": [{"code": "1+1"}]});
+        if let Some(session) = session {
+            arguments["session"] = json!(session);
+        }
+        let answer = self.request("tools/call", json!({"name": "eval", "arguments": arguments})).await;
         let elapsed = started.elapsed().as_secs_f64() * 1000.0;
         assert_eq!(answer["result"]["content"][0]["text"], "2\n", "{answer}");
         elapsed

@@ -48,7 +48,9 @@ class RemoteServer:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-class RemoteSandboxTest(unittest.TestCase):
+class WithServer:
+    """One server for the whole test class."""
+
     @classmethod
     def setUpClass(cls):
         cls.server = RemoteServer()
@@ -57,6 +59,8 @@ class RemoteSandboxTest(unittest.TestCase):
     def tearDownClass(cls):
         cls.server.stop()
 
+
+class RemoteSandboxTest(WithServer, unittest.TestCase):
     def sandbox(self, **options):
         box = Sandbox(api_url=self.server.url, api_key=self.server.token, **options)
         self.addCleanup(box.kill)
@@ -141,15 +145,7 @@ def socket_port_closed():
         return probe.getsockname()[1]
 
 
-class AsyncRemoteSandboxTest(unittest.IsolatedAsyncioTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = RemoteServer()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-
+class AsyncRemoteSandboxTest(WithServer, unittest.IsolatedAsyncioTestCase):
     async def test_async_run_code_with_callbacks(self):
         box = await AsyncSandbox.create(api_url=self.server.url, api_key=self.server.token)
         try:

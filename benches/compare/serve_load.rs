@@ -1,0 +1,76 @@
+//! `cellbox serve` under load (`--only serve`): many MCP clients at once, each
+//! in a session (and kernel) of its own, beside one client alone on the same
+//! server; and the server's memory per idle MCP session.
+
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::mcp_http::{HttpMcp, ServeProcess};
+use super::{Plan, Report, Series, Setup};
+
+pub(super) async fn serve_load(plan: &Plan, setup: &Setup, report: &mut Report) {
+    let (clients, cells, idle) = if plan.quick { (10, 20, 100) } else { (50, 100, 500) };
+    let dir = tempfile::tempdir().unwrap();
+    let mut env = setup.env.clone();
+    env.insert("CELLBOX_PYTHON".into(), setup.python.display().to_string());
+    env.insert("CELLBOX_ARTIFACTS_DIR".into(), dir.path().join("artifacts").display().to_string());
+    let server = json!({"command": env!("CARGO_BIN_EXE_cellbox"), "env": env});
+    let kernels = (clients + 1).to_string();
+    let flags = ["--max-kernels", &kernels, "--max-calls", "10000", "--max-body-bytes", "1048576"];
+    let serve = ServeProcess::start(&server, dir.path(), &flags).await;
+
+    // One client alone: the per-call figure the loaded ones are compared with.
+    let mut solo = HttpMcp::connect(&serve.url).await;
+    let mut alone = Series::new("one client alone");
+    for _ in 0..20 {
+        solo.call_ms(Some("solo")).await;
+    }
+    for _ in 0..cells {
+        alone.values.push(solo.call_ms(Some("solo")).await);
+    }
+
+    // Each client's session gets its kernel before the clock starts.
+    let mut connected = Vec::new();
+    for index in 0..clients {
+        let mut client = HttpMcp::connect(&serve.url).await;
+        client.call_ms(Some(&format!("load-{index}"))).await;
+        connected.push(client);
+    }
+    let started = Instant::now();
+    let runs = connected.into_iter().enumerate().map(|(index, mut client)| {
+        tokio::spawn(async move {
+            let session = format!("load-{index}");
+            let mut times = Vec::with_capacity(cells);
+            for _ in 0..cells {
+                times.push(client.call_ms(Some(&session)).await);
+            }
+            times
+        })
+    });
+    let mut loaded = Series::new("cellbox serve");
+    for run in futures_util::future::join_all(runs).await {
+        loaded.values.extend(run.unwrap());
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let throughput = Series { name: "cellbox serve".into(), values: vec![(clients * cells) as f64 / seconds] };
+    let serial = Series { name: "one client alone".into(), values: vec![1000.0 / alone.quantile(0.5)] };
+    let what = format!("{clients} clients × {cells} cells of 1+1");
+    report.add(&format!("HTTP MCP, {what}: per call"), "ms", false, &loaded, Some(&alone), "each client its own session");
+    report.add(&format!("HTTP MCP, {what}: throughput"), "calls/s", true, &throughput, Some(&serial), "");
+
+    // Idle sessions: initialized, then left open.
+    let before = serve.rss_kib();
+    let mut sessions = Vec::with_capacity(idle);
+    for _ in 0..idle {
+        sessions.push(HttpMcp::connect(&serve.url).await);
+    }
+    let after = serve.rss_kib();
+    if let (Some(before), Some(after)) = (before, after) {
+        let per_session = after.saturating_sub(before) as f64 / idle as f64;
+        let row = Series { name: "cellbox serve".into(), values: vec![per_session] };
+        let note = format!("server RSS {before} → {after} KiB over {idle} idle MCP sessions");
+        report.add("HTTP MCP: server memory per idle session", "KiB", false, &row, None, &note);
+    }
+    drop(sessions);
+}
