@@ -222,6 +222,18 @@ fn unsafe_or_unusable_configurations_are_refused_with_what_to_do() {
     assert!(binary::text(&output.stderr).contains("not a principal name"));
     let output = binary::bare(["serve", "token", "revoke", "nobody"]).arg("--tokens").arg(&tokens).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
+
+    // An authorization server whose keys cannot be read: no start, rather than refusing everyone later.
+    let missing = dir.path().join("no-jwks.json");
+    let output = binary::bare(["serve", "--listen", "127.0.0.1:0", "--jwt-issuer", "https://idp.example"])
+        .args(["--jwt-audience", "cellbox", "--jwks"])
+        .arg(&missing)
+        .arg("--tokens")
+        .arg(&tokens)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(binary::text(&output.stderr).contains("cannot read the JWKS file"), "{}", binary::text(&output.stderr));
 }
 
 #[cfg(unix)]
@@ -411,4 +423,70 @@ fn a_bad_certificate_stops_the_start_with_the_file_named() {
     assert!(!output.status.success());
     let stderr = binary::text(&output.stderr);
     assert!(stderr.contains("cert.pem") && stderr.contains("TLS certificate"), "{stderr}");
+}
+
+/// An RSA signing key made by the openssl CLI, and its public half as a JWKS file with key id `test-key`.
+fn jwt_keys(dir: &Path) -> (jsonwebtoken::EncodingKey, PathBuf) {
+    let pem = dir.join("jwt.key");
+    let status = Command::new("openssl")
+        .args(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out"])
+        .arg(&pem)
+        .stderr(Stdio::null())
+        .status()
+        .expect("the openssl CLI makes the test key");
+    assert!(status.success());
+    let key = jsonwebtoken::EncodingKey::from_rsa_pem(&std::fs::read(&pem).unwrap()).unwrap();
+    let mut jwk = jsonwebtoken::jwk::Jwk::from_encoding_key(&key, jsonwebtoken::Algorithm::RS256).unwrap();
+    jwk.common.key_id = Some("test-key".into());
+    let jwks = dir.join("jwks.json");
+    std::fs::write(&jwks, serde_json::to_vec(&jsonwebtoken::jwk::JwkSet { keys: vec![jwk] }).unwrap()).unwrap();
+    (key, jwks)
+}
+
+fn jwt(key: &jsonwebtoken::EncodingKey, claims: Value) -> String {
+    let header = jsonwebtoken::Header {
+        kid: Some("test-key".into()),
+        ..jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256)
+    };
+    jsonwebtoken::encode(&header, &claims, key).unwrap()
+}
+
+#[tokio::test]
+async fn jwts_of_the_configured_issuer_and_audience_sign_in_and_others_do_not() {
+    let keys = tempfile::tempdir().unwrap();
+    let (key, jwks) = jwt_keys(keys.path());
+    let issuer = "https://idp.example";
+    let flags = ["--jwt-issuer", issuer, "--jwt-audience", "cellbox-test", "--jwks", jwks.to_str().unwrap()];
+    let (server, _) = Server::start(&[], &flags);
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let claims = |sub: &str, iss: &str, aud: &str, exp: u64| json!({"sub": sub, "iss": iss, "aud": aud, "exp": exp});
+
+    let good = jwt(&key, claims("bob", issuer, "cellbox-test", now + 600));
+    let (status, _, body) = post(&server.url, INITIALIZE, &[("authorization", &bearer(&good))]).await;
+    assert_eq!(status, 200, "{body}");
+    let isolated = server.client(&good, "isolated", "");
+    assert!(
+        isolated["cwd"].as_str().unwrap().ends_with("/root/jwt-bob"),
+        "the subject names the principal: {isolated}"
+    );
+
+    let refused = [
+        ("another audience", jwt(&key, claims("bob", issuer, "someone-else", now + 600))),
+        ("another issuer", jwt(&key, claims("bob", "https://evil.example", "cellbox-test", now + 600))),
+        ("expired", jwt(&key, claims("bob", issuer, "cellbox-test", now - 600))),
+        ("not a JWT", "cbx_not-a-token".to_string()),
+    ];
+    for (why, token) in refused {
+        let (status, headers, body) = post(&server.url, INITIALIZE, &[("authorization", &bearer(&token))]).await;
+        assert_eq!(status, 401, "{why}: {body}");
+        let challenge = headers["www-authenticate"].to_str().unwrap();
+        assert!(challenge.contains("resource_metadata=\"http://127.0.0.1:"), "{why}: {challenge}");
+    }
+
+    // RFC 9728: where clients learn which authorization server to ask.
+    let (status, metadata) = get(&server, "/.well-known/oauth-protected-resource/mcp").await;
+    assert_eq!(status, 200);
+    let metadata: Value = serde_json::from_str(&metadata).unwrap();
+    assert_eq!(metadata["authorization_servers"], json!([issuer]));
+    assert_eq!(metadata["resource"], json!(server.url));
 }

@@ -41,6 +41,16 @@ pub struct ServeArgs {
     /// Seconds calls in progress may go on after SIGINT/SIGTERM before they are cancelled.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     shutdown_grace: u64,
+    /// Also accept access tokens (JWTs) of this OAuth authorization server; its `sub` names the
+    /// principal (as `jwt-<sub>`). Needs --jwt-audience.
+    #[arg(long, value_name = "URL", requires = "jwt_audience")]
+    jwt_issuer: Option<String>,
+    /// The audience JWTs must name (usually this server's MCP URL).
+    #[arg(long, value_name = "AUDIENCE", requires = "jwt_issuer")]
+    jwt_audience: Option<String>,
+    /// The issuer's signing keys: a JWKS URL or file [default: <issuer>/.well-known/jwks.json].
+    #[arg(long, value_name = "URL|FILE", requires = "jwt_issuer")]
+    jwks: Option<String>,
     /// Serve HTTPS with this PEM certificate chain (leaf first); needs --tls-key.
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -96,7 +106,17 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         Auth::Off
     } else {
         match tokens::TokenStore::open(Some(tokens_file.clone()), settings::SERVE_TOKEN.get()) {
-            Ok(store) => Auth::Tokens(store),
+            Ok(tokens) => {
+                let jwt = args.jwt_issuer.zip(args.jwt_audience).map(|(issuer, audience)| {
+                    let keys = args
+                        .jwks
+                        .clone()
+                        .unwrap_or_else(|| format!("{}/.well-known/jwks.json", issuer.trim_end_matches('/')));
+                    let source = cellbox::serve::jwt::KeySource::parse(&keys);
+                    Box::new(cellbox::serve::jwt::JwtVerifier::new(issuer, audience, source))
+                });
+                Auth::Bearer { tokens, jwt }
+            }
             Err(error) => {
                 eprintln!("cellbox serve: {error}");
                 return ExitCode::from(2);

@@ -12,6 +12,7 @@
 //! not explicitly allowed. On SIGINT/SIGTERM it stops accepting, lets calls in
 //! progress finish for a grace period, then cancels them and stops every kernel.
 
+pub mod jwt;
 pub mod metrics;
 pub mod principals;
 mod sdk;
@@ -43,8 +44,9 @@ pub const LOCAL_PRINCIPAL: &str = "local";
 
 /// How requests prove who they are.
 pub enum Auth {
-    /// `Authorization: Bearer <token>`, checked against the store.
-    Tokens(TokenStore),
+    /// `Authorization: Bearer <token>`: a token of the store, or with `jwt`
+    /// an access token of that external authorization server.
+    Bearer { tokens: TokenStore, jwt: Option<Box<jwt::JwtVerifier>> },
     /// No check: every request is [`LOCAL_PRINCIPAL`]. Only on a loopback address.
     Off,
 }
@@ -66,6 +68,8 @@ pub enum ServeError {
     Listen { address: SocketAddr, message: String },
     #[error(transparent)]
     Tls(#[from] tls::TlsError),
+    #[error("{0}")]
+    Keys(String),
     #[error("the server failed: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -100,7 +104,7 @@ impl ServeConfig {
     pub fn check(&self) -> Result<(), ServeError> {
         match &self.auth {
             Auth::Off if !self.listen.ip().is_loopback() => Err(ServeError::OpenWithoutAuth(self.listen)),
-            Auth::Tokens(store) if store.count() == 0 => Err(ServeError::NoTokens),
+            Auth::Bearer { tokens, jwt: None } if tokens.count() == 0 => Err(ServeError::NoTokens),
             _ => Ok(()),
         }
     }
@@ -128,15 +132,27 @@ pub(crate) struct ServerState {
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) max_calls: usize,
     pub(crate) max_sandboxes: usize,
+    /// Whether the server speaks HTTPS (for the URLs it gives out).
+    pub(crate) https: bool,
 }
 
 impl ServerState {
     /// The principal of a request, or why it is refused (counted).
-    pub(crate) fn principal_of(&self, headers: &HeaderMap) -> Result<String, Refusal> {
-        authenticate(&self.auth, headers).map_err(|message| {
+    pub(crate) async fn principal_of(&self, headers: &HeaderMap) -> Result<String, Refusal> {
+        authenticate(&self.auth, headers).await.map_err(|message| {
             self.metrics.refused_auth.fetch_add(1, Ordering::Relaxed);
-            Refusal::Unauthorized(message)
+            let metadata = match &self.auth {
+                Auth::Bearer { jwt: Some(_), .. } => Some(self.url_of(headers, METADATA_PATH)),
+                _ => None,
+            };
+            Refusal::Unauthorized { message, metadata }
         })
+    }
+
+    /// This server's URL for `path`, as the request's `Host` names the server.
+    fn url_of(&self, headers: &HeaderMap, path: &str) -> String {
+        let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("localhost");
+        format!("{}://{host}{path}", if self.https { "https" } else { "http" })
     }
 
     /// A place for `work`, or the refusal that says the server is full.
@@ -151,10 +167,13 @@ impl ServerState {
     }
 }
 
+/// Where the OAuth 2.0 Protected Resource Metadata of `/mcp` is (RFC 9728's path insertion).
+const METADATA_PATH: &str = "/.well-known/oauth-protected-resource/mcp";
+
 /// Why a request is not served.
 pub(crate) enum Refusal {
-    /// 401, with the challenge RFC 6750 asks for.
-    Unauthorized(&'static str),
+    /// 401, with the challenge RFC 6750 asks for (and RFC 9728's metadata URL when there is one).
+    Unauthorized { message: &'static str, metadata: Option<String> },
     /// 429, to retry after a second.
     Busy(String),
 }
@@ -162,10 +181,15 @@ pub(crate) enum Refusal {
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
         match self {
-            Refusal::Unauthorized(message) => {
+            Refusal::Unauthorized { message, metadata } => {
                 let mut response = json_error(StatusCode::UNAUTHORIZED, message);
-                let challenge = HeaderValue::from_static("Bearer realm=\"cellbox\"");
-                response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge);
+                let challenge = match metadata {
+                    Some(url) => format!("Bearer realm=\"cellbox\", resource_metadata=\"{url}\""),
+                    None => "Bearer realm=\"cellbox\"".to_string(),
+                };
+                if let Ok(value) = HeaderValue::from_str(&challenge) {
+                    response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+                }
                 response
             }
             Refusal::Busy(message) => {
@@ -181,6 +205,9 @@ impl IntoResponse for Refusal {
 /// listens on (the port chosen, for `:0`) on stderr once it accepts.
 pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), ServeError> {
     config.check()?;
+    if let Auth::Bearer { jwt: Some(jwt), .. } = &config.auth {
+        jwt.check_keys().await.map_err(ServeError::Keys)?;
+    }
     let acceptor = config.tls.as_ref().map(|(cert, key)| tls::acceptor(cert, key)).transpose()?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
@@ -196,6 +223,7 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
         metrics: Arc::default(),
         max_calls: config.max_calls.max(1),
         max_sandboxes: config.max_sandboxes.max(1),
+        https: config.tls.is_some(),
     });
     let app = Router::new()
         .route("/mcp", any(mcp))
@@ -203,10 +231,15 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready))
         .route("/metrics", get(metrics))
+        .route(METADATA_PATH, get(resource_metadata))
+        .route("/.well-known/oauth-protected-resource", get(resource_metadata))
         .layer(axum::middleware::from_fn(log_request))
         .with_state(state.clone());
     let auth_note = match &state.auth {
-        Auth::Tokens(store) => format!("bearer tokens ({} principal(s))", store.count()),
+        Auth::Bearer { tokens, jwt: None } => format!("bearer tokens ({} principal(s))", tokens.count()),
+        Auth::Bearer { tokens, jwt: Some(jwt) } => {
+            format!("bearer tokens ({} principal(s)) and JWTs of {}", tokens.count(), jwt.issuer)
+        }
         Auth::Off => "no auth (loopback only)".to_string(),
     };
     let scheme = if acceptor.is_some() { "https" } else { "http" };
@@ -317,8 +350,18 @@ async fn log_request(request: Request, next: axum::middleware::Next) -> Response
     response
 }
 
+/// RFC 9728's metadata, when an external authorization server is configured.
+async fn resource_metadata(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> Response {
+    match &state.auth {
+        Auth::Bearer { jwt: Some(jwt), .. } => {
+            axum::Json(jwt.metadata(&state.url_of(&headers, "/mcp"))).into_response()
+        }
+        _ => json_error(StatusCode::NOT_FOUND, "this server takes cellbox tokens only: no authorization server"),
+    }
+}
+
 async fn mcp(State(state): State<Arc<ServerState>>, request: Request) -> Response {
-    let name = match state.principal_of(request.headers()) {
+    let name = match state.principal_of(request.headers()).await {
         Ok(name) => name,
         Err(refusal) => return refusal.into_response(),
     };
@@ -358,20 +401,26 @@ async fn mcp(State(state): State<Arc<ServerState>>, request: Request) -> Respons
 }
 
 /// The principal a request's credentials name, or why they name none.
-fn authenticate(auth: &Auth, headers: &HeaderMap) -> Result<String, &'static str> {
-    let store = match auth {
+async fn authenticate(auth: &Auth, headers: &HeaderMap) -> Result<String, &'static str> {
+    let (tokens, jwt) = match auth {
         Auth::Off => return Ok(LOCAL_PRINCIPAL.to_string()),
-        Auth::Tokens(store) => store,
+        Auth::Bearer { tokens, jwt } => (tokens, jwt),
     };
     let token = headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")))
-        .map(str::trim);
-    match token {
-        None => Err("this server needs a token: send `Authorization: Bearer <token>` (tokens are made with \
-                     `cellbox serve token add NAME` on the server)"),
-        Some(token) => store.principal(token).ok_or("the token is not valid here (unknown or revoked)"),
+        .map(str::trim)
+        .ok_or(
+            "this server needs a token: send `Authorization: Bearer <token>` (tokens are made with \
+             `cellbox serve token add NAME` on the server)",
+        )?;
+    if let Some(name) = tokens.principal(token) {
+        return Ok(name);
+    }
+    match jwt {
+        Some(jwt) if !token.starts_with(tokens::TOKEN_PREFIX) => jwt.principal(token).await,
+        _ => Err("the token is not valid here (unknown or revoked)"),
     }
 }
 

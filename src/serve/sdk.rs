@@ -33,7 +33,7 @@ pub async fn connect(
     Query(query): Query<ConnectQuery>,
     mut request: Request,
 ) -> Response {
-    let name = match state.principal_of(request.headers()) {
+    let name = match state.principal_of(request.headers()).await {
         Ok(name) => name,
         Err(refusal) => return refusal.into_response(),
     };
