@@ -63,6 +63,11 @@ fn commands_and_async_files_and_commands_run_on_the_real_engine() {
     sdk_unit_tests("test_*commands.py");
 }
 
+#[test]
+fn remote_sandboxes_work_against_cellbox_serve() {
+    sdk_unit_tests("test_remote.py");
+}
+
 /// The files and commands methods, spoken to directly: missing paths and
 /// commands are NOT_FOUND, bad parameters INVALID_PARAMS, a refused write
 /// DENIED; binary content travels as base64.
