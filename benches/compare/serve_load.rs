@@ -56,7 +56,14 @@ pub(super) async fn serve_load(plan: &Plan, setup: &Setup, report: &mut Report) 
     let throughput = Series { name: "cellbox serve".into(), values: vec![(clients * cells) as f64 / seconds] };
     let serial = Series { name: "one client alone".into(), values: vec![1000.0 / alone.quantile(0.5)] };
     let what = format!("{clients} clients × {cells} cells of 1+1");
-    report.add(&format!("HTTP MCP, {what}: per call"), "ms", false, &loaded, Some(&alone), "each client its own session");
+    report.add(
+        &format!("HTTP MCP, {what}: per call"),
+        "ms",
+        false,
+        &loaded,
+        Some(&alone),
+        "each client its own session",
+    );
     report.add(&format!("HTTP MCP, {what}: throughput"), "calls/s", true, &throughput, Some(&serial), "");
 
     // Idle sessions: initialized, then left open.
