@@ -132,7 +132,7 @@ fn a_timeout_exits_124_with_the_annotation() {
 #[test]
 fn help_shows_each_flags_variable() {
     let mut help = String::new();
-    for command in ["run", "repl", "mcp"] {
+    for command in ["run", "repl", "mcp", "serve"] {
         help.push_str(&text(&cellbox(&[command, "--help"], None).stdout));
     }
     for var in cellbox::settings::ENV_VARS {
