@@ -242,7 +242,7 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
         }
         Auth::Off => "no auth (loopback only)".to_string(),
     };
-    let scheme = if acceptor.is_some() { "https" } else { "http" };
+    let scheme = if state.https { "https" } else { "http" };
     eprintln!("cellbox serve: MCP on {scheme}://{address}/mcp, {auth_note}");
     let result = match acceptor {
         Some(acceptor) => {
@@ -298,13 +298,13 @@ where
             eprintln!("cellbox serve: stopping; calls in progress have {} s to finish", grace.as_secs());
         }
     });
-    let server = tokio::spawn(async move { server.await });
+    let server = std::future::IntoFuture::into_future(server);
+    tokio::pin!(server);
     // After the grace period, calls still running are cancelled with their sessions.
     let deadline = async {
         accepting.cancelled().await;
         tokio::time::sleep(grace).await;
     };
-    let mut server = server;
     let result = tokio::select! {
         result = &mut server => result,
         () = deadline => {
@@ -314,11 +314,7 @@ where
     };
     sessions_cancel.cancel();
     signals.abort();
-    match result {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(error)) => Err(ServeError::Io(error)),
-        Err(join) => Err(ServeError::Io(std::io::Error::other(join.to_string()))),
-    }
+    Ok(result?)
 }
 
 async fn ready(State(state): State<Arc<ServerState>>) -> Response {
