@@ -134,6 +134,10 @@ pub enum RunnerFrame {
         python: String,
         pid: u32,
         executable: String,
+        /// In a kernel forked from another: the threads of that kernel's cells,
+        /// which a fork does not copy.
+        #[serde(default, rename = "lostThreads", skip_serializing_if = "Vec::is_empty")]
+        lost_threads: Vec<String>,
     },
     Started {
         id: String,
@@ -372,7 +376,7 @@ mod tests {
         fn frame() -> impl Strategy<Value = RunnerFrame> {
             prop_oneof![
                 (any::<u32>(), text(), any::<u32>(), text()).prop_map(|(protocol, python, pid, executable)| {
-                    RunnerFrame::Ready { protocol, python, pid, executable }
+                    RunnerFrame::Ready { protocol, python, pid, executable, lost_threads: Vec::new() }
                 }),
                 text().prop_map(|id| RunnerFrame::Started { id }),
                 (proptest::option::of(text()), text()).prop_map(|(id, data)| RunnerFrame::Stdout { id, data }),

@@ -29,6 +29,11 @@ fn named_sessions_have_separate_state() {
 }
 
 #[test]
+fn eval_fork_copies_a_session_into_a_new_one_that_diverges() {
+    scenario("fork");
+}
+
+#[test]
 fn a_silent_cell_still_sends_progress_at_least_every_ten_seconds() {
     scenario("silent_progress");
 }

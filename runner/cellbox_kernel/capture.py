@@ -57,6 +57,11 @@ class OutputCapture:
         self._channel = channel
         self._running = False
         self._diversions = []
+        self.start_output_thread()
+
+    def start_output_thread(self):
+        """Start the output thread (at start, and again in a forked kernel,
+        which has no thread but the one that forked)."""
         thread = threading.Thread(target=self._tick, name="cellbox-output", daemon=True)
         thread.start()
 

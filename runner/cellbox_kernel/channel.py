@@ -134,6 +134,7 @@ class Channel:
         diagnostics_fd = _arg(argv, "--diagnostics-fd")
         if diagnostics_fd is None:
             diagnostics_fd = _handle_arg(argv, "--diagnostics-handle")
+        control_fd = _arg(argv, "--control-fd")
         self.host_pipes = frames_fd is not None
         self.requests = _private(0, floor)
         if self.host_pipes:
@@ -151,13 +152,52 @@ class Channel:
         os.dup2(devnull, 0)
         os.close(devnull)
         self.saved = {1: _private(1, floor), 2: _private(2, floor)}
+        # The socket fork requests bring their fds on (see `fork.py`), when the host gave one.
+        self.control = None
+        if control_fd is not None:
+            self.control = _private(control_fd, floor)
+            os.close(control_fd)
         self._identities = {1: _identity(1), 2: _identity(2)}
         self._streams = {}  # "stdout"/"stderr" -> (the stream we installed, factory)
         self._buffer = bytearray(4)
         self._limit = _WAIT_LIMIT
         self._measurable = self.host_pipes and _FIONREAD is not None
-        self.private = frozenset((self.requests, self.frames, self.diagnostics, self.saved[1], self.saved[2]))
+        private = [self.requests, self.frames, self.diagnostics, self.saved[1], self.saved[2]]
+        if self.control is not None:
+            private.append(self.control)
+        self.private = frozenset(private)
         self.on_fork_child = []  # callbacks run in a forked child (the writer stops)
+        # True while the runner itself forks the kernel: that child keeps the protocol.
+        self.forking = False
+        self._raw_close = os.close
+
+    def raw_close(self, fd):
+        """Close `fd` even if it is private (the wrapped os.close would skip it)."""
+        try:
+            self._raw_close(fd)
+        except OSError:
+            pass
+
+    def adopt_fork(self, fds):
+        """In a kernel forked by the runner: put the host's new pipes where
+        the old ones were (requests, stdout, stderr, frames, diagnostics,
+        control), so every object holding those fd numbers talks to the new
+        kernel's host ends, then close the received copies."""
+        requests, stdout, stderr, frames, diagnostics, control = fds
+        places = [
+            (requests, (self.requests,)),
+            (stdout, (1, self.saved[1])),
+            (stderr, (2, self.saved[2])),
+            (frames, (self.frames,)),
+            (diagnostics, (self.diagnostics,)),
+            (control, (self.control,)),
+        ]
+        for received, targets in places:
+            for target in targets:
+                _raw_dup2(received, target, target in (1, 2))
+        for received in fds:
+            self.raw_close(received)
+        self._identities = {1: _identity(1), 2: _identity(2)}
 
     def fault_file(self):
         """Where faulthandler writes a crash's stacks: the diagnostics pipe,
@@ -229,8 +269,13 @@ class Channel:
     def _in_forked_child(self):
         """A forked child never speaks the protocol: its copies of the request,
         frame and diagnostics fds go, and its stdout/stderr become unbuffered
-        so `print(); os._exit()` loses nothing."""
-        for fd in (self.requests, self.frames, self.diagnostics):
+        so `print(); os._exit()` loses nothing. A kernel the runner forks
+        itself (`forking`) keeps them: it is a kernel too."""
+        if self.forking:
+            return
+        for fd in (self.requests, self.frames, self.diagnostics, self.control):
+            if fd is None:
+                continue
             try:
                 self._raw_close(fd)
             except OSError:

@@ -18,6 +18,7 @@ from .bridge import BRIDGE
 from .capture import OutputCapture, flush_python_streams
 from .channel import Channel
 from .execute import Executor
+from .fork import Forker
 from .interrupts import InterruptGate, block_interrupts_in_this_thread
 from .magics.dispatch import Magics
 from .requests import Requests
@@ -139,12 +140,14 @@ def _watch_parent(parent_pid, host_pid):
     """Exit, taking our process group along, once the host has died.
 
     A changed parent pid means we were re-parented; the host's own pid covers
-    a host that died before we even started.
+    a host that died before we even started. A kernel forked from another
+    (`parent_pid` None) outlives that kernel, so only the host counts.
     """
     block_interrupts_in_this_thread()
     while True:
         time.sleep(_PARENT_POLL_SECONDS)
-        if os.getppid() != parent_pid or (host_pid is not None and not _alive(host_pid)):
+        reparented = parent_pid is not None and os.getppid() != parent_pid
+        if reparented or (host_pid is not None and not _alive(host_pid)):
             if os.getpgrp() == os.getpid():
                 os.killpg(os.getpid(), signal.SIGKILL)
             os._exit(1)
@@ -236,6 +239,10 @@ class Kernel:
             )
             self._request_id = None
 
+    def after_fork(self):
+        """This process is a kernel forked from the one it copied."""
+        self._pid = os.getpid()
+
     @staticmethod
     def _leave_forked_child():
         """A child made by os.fork() in a cell came back here instead of
@@ -312,6 +319,21 @@ def main():
         os._exit(70)
 
 
+def _start_parent_watch(parent_pid, host_pid):
+    thread = threading.Thread(target=_watch_parent, args=(parent_pid, host_pid), name="cellbox-parent-watch", daemon=True)
+    thread.start()
+
+
+def _ready_frame():
+    return {
+        "type": "ready",
+        "protocol": protocol.PROTOCOL_VERSION,
+        "python": "%d.%d.%d" % sys.version_info[:3],
+        "pid": os.getpid(),
+        "executable": sys.executable,
+    }
+
+
 def _serve(channel):
     parent_pid = os.getppid()
     _isolate_stdin()
@@ -339,21 +361,28 @@ def _serve(channel):
     # On Windows the host's Job Object ends the kernel with the host (and
     # os.kill(pid, 0) there would terminate the host, not probe it).
     if sys.platform != "win32":
-        threading.Thread(target=_watch_parent, args=(parent_pid, host_pid), name="cellbox-parent-watch", daemon=True).start()
+        _start_parent_watch(parent_pid, host_pid)
 
     kernel = Kernel(writer, capture, gate, channel)
     reader = protocol.RequestReader(channel.requests)
-    writer.send(
-        {
-            "type": "ready",
-            "protocol": protocol.PROTOCOL_VERSION,
-            "python": "%d.%d.%d" % sys.version_info[:3],
-            "pid": os.getpid(),
-            "executable": sys.executable,
-        }
-    )
+    writer.send(_ready_frame())
+
+    def become_forked_child(lost_threads):
+        """In a kernel forked from this one: the runner's threads and buffers
+        start over on the new pipes, then the host hears `ready`."""
+        kernel.after_fork()
+        writer.after_fork()
+        reader.drop_buffer()
+        capture.start_output_thread()
+        _start_parent_watch(None, host_pid)
+        frame = _ready_frame()
+        frame["lostThreads"] = lost_threads
+        writer.send(frame)
+
+    forker = Forker(channel, become_forked_child)
     # Windows has no SIGINT to send: interrupts arrive as request lines, read while a cell runs.
-    requests = Requests(reader, BRIDGE, always_read=sys.platform == "win32")
+    always_read = sys.platform == "win32"
+    requests = Requests(reader, BRIDGE, always_read=always_read)
     while True:
         request = requests.next()
         if request is None:
@@ -363,6 +392,10 @@ def _serve(channel):
             continue
         if isinstance(request, protocol.ExitRequest):
             break
+        if isinstance(request, protocol.ForkRequest):
+            if forker.fork(request, _flush_python_output):
+                requests = Requests(reader, BRIDGE, always_read=always_read)
+            continue
         if isinstance(request, protocol.CheckRequest):
             from .precheck import check_cells
 

@@ -4,6 +4,7 @@ Frames are written to a private fd of their own (see `channel.py`), so
 nothing user code writes to fd 1 can corrupt the channel.
 """
 import codecs
+import io
 import json
 import math
 import os
@@ -100,6 +101,12 @@ class FrameWriter:
         self._held = []
         self._lock = threading.Lock()  # the parent's may have been held at fork
 
+    def after_fork(self):
+        """In a kernel the runner forked: a lock of its own (the copy's state
+        is whatever another thread left it in; no frame is held at a boundary)."""
+        self._lock = threading.Lock()
+        self._held = []
+
     def send(self, frame, hold=False):
         self.send_raw(encode_frame(frame), hold)
 
@@ -188,6 +195,16 @@ class CheckRequest:
         self.lint = lint
 
 
+class ForkRequest:
+    """Fork the kernel here (see `fork.py`); `fork_id` matches the fds sent on the control socket."""
+
+    __slots__ = ("id", "fork_id")
+
+    def __init__(self, id, fork_id):
+        self.id = id
+        self.fork_id = fork_id
+
+
 class BridgeResult:
     """The host's answer to a `bridge_call` (read while a cell runs)."""
 
@@ -262,6 +279,11 @@ def parse_request(line):
                 number = len(parsed) + 1
             parsed.append((number, cell["code"]))
         return CheckRequest(request_id, parsed, message.get("lint") is True)
+    if kind == "fork":
+        fork_id = message.get("fork")
+        if request_id is None or not isinstance(fork_id, int) or isinstance(fork_id, bool):
+            raise ProtocolError("fork request needs an 'id' and 'fork' as an integer", request_id)
+        return ForkRequest(request_id, fork_id)
     if kind == "bridge_result":
         if request_id is None or not isinstance(message.get("ok"), bool):
             raise ProtocolError("bridge_result needs an 'id' and 'ok' as a boolean")
@@ -298,3 +320,9 @@ class RequestReader:
     def read_line(self):
         """The next raw line, or b'' at end of input (the host went away)."""
         return self._file.readline()
+
+    def drop_buffer(self):
+        """Forget what was read ahead: after a fork the fd is a new pipe, and
+        what the old one held belongs to the kernel forked from."""
+        raw = self._file.detach()
+        self._file = io.BufferedReader(raw, 1 << 16)

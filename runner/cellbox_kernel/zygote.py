@@ -9,6 +9,7 @@ ever in the child), says `ready`, and then serves fork requests:
     host -> zygote   {"type": "fork", "id": N, "cwd": ..., "env": {...}, "argv": [...]}
                      with five fds attached (SCM_RIGHTS): the request pipe,
                      stdout, stderr, the frames pipe, the diagnostics pipe
+                     (and a sixth, the kernel's control socket, on Linux)
     zygote -> host   {"type": "forked", "id": N, "pid": P}  (or "fork_failed")
                      {"type": "exit", "pid": P, "code": C, "signal": S}
 
@@ -28,9 +29,10 @@ import socket
 import sys
 import threading
 
-# One request: the JSON text (an environment can be large) and five fds.
+# One request: the JSON text (an environment can be large) and five fds, or
+# six with the kernel's control socket (see `fork.py`).
 _MAX_MESSAGE = 1 << 20
-_FD_COUNT = 5
+_FD_COUNTS = (5, 6)
 
 
 def _arg(argv, name):
@@ -96,7 +98,7 @@ def _send(sock, message):
 
 
 def _place_fds(fds):
-    """Put the five received fds at 0..4 (copied high first, so that no dup2
+    """Put the received fds at 0..4 (or 0..5) (copied high first, so that no dup2
     overwrites one not yet moved), and close the received copies."""
     import fcntl
 
@@ -193,10 +195,10 @@ def _fork(sock, data, fds, base_path, closing):
         _send(sock, {"type": "fork_failed", "id": None, "message": "bad request: %s" % error})
         return
     ident = request.get("id")
-    if len(fds) != _FD_COUNT:
+    if len(fds) not in _FD_COUNTS:
         for fd in fds:
             os.close(fd)
-        _send(sock, {"type": "fork_failed", "id": ident, "message": "expected %d fds, got %d" % (_FD_COUNT, len(fds))})
+        _send(sock, {"type": "fork_failed", "id": ident, "message": "expected 5 or 6 fds, got %d" % len(fds)})
         return
     try:
         pid = os.fork()
@@ -230,7 +232,7 @@ def _reap(sock):
 
 def _receive(sock):
     """One request and its fds; (None, []) at end of file."""
-    space = socket.CMSG_SPACE(_FD_COUNT * 4)
+    space = socket.CMSG_SPACE(max(_FD_COUNTS) * 4)
     data, ancillary, _flags, _address = sock.recvmsg(_MAX_MESSAGE, space)
     fds = []
     for level, kind, payload in ancillary:

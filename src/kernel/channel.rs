@@ -25,6 +25,9 @@ pub const FRAMES_FD: RawFd = 3;
 /// The diagnostics pipe's write end as the runner sees it.
 #[cfg(unix)]
 pub const DIAGNOSTICS_FD: RawFd = 4;
+/// The control socket (fork requests bring their fds on it), when there is one.
+#[cfg(unix)]
+pub const CONTROL_FD: RawFd = 5;
 /// Output pipes are enlarged to this (Linux), so bursts block the writer less.
 #[cfg(target_os = "linux")]
 const OUTPUT_PIPE_SIZE: i32 = 1 << 20;
@@ -75,25 +78,31 @@ fn grow(end: &PipeWriter) {
 #[cfg(not(target_os = "linux"))]
 fn grow(_end: &PipeWriter) {}
 
-/// In the forked child, before exec: put `frames` at fd 3 and `diagnostics`
-/// at fd 4 (inheritable). Only async-signal-safe calls.
+/// In the forked child, before exec: put `frames` at fd 3, `diagnostics`
+/// at fd 4 and `control`, if any, at fd 5 (inheritable). Only
+/// async-signal-safe calls.
 ///
-/// Both are first copied above fd 10, so neither can be overwritten by the
-/// other's `dup2` whatever numbers they had in the host.
+/// All are first copied above fd 10, so none can be overwritten by another's
+/// `dup2` whatever numbers they had in the host.
 #[cfg(unix)]
-pub fn place_in_child(frames: RawFd, diagnostics: RawFd) -> io::Result<()> {
+pub fn place_in_child(frames: RawFd, diagnostics: RawFd, control: Option<RawFd>) -> io::Result<()> {
+    // An array, not a Vec: nothing may allocate between fork and exec.
+    let mut all = [(frames, FRAMES_FD), (diagnostics, DIAGNOSTICS_FD), (control.unwrap_or(-1), CONTROL_FD)];
+    let places = &mut all[..if control.is_some() { 3 } else { 2 }];
     // SAFETY: plain fd syscalls on fds this child owns.
     unsafe {
-        let high_frames = libc::fcntl(frames, libc::F_DUPFD, 10);
-        let high_diagnostics = libc::fcntl(diagnostics, libc::F_DUPFD, 10);
-        if high_frames < 0 || high_diagnostics < 0 {
-            return Err(io::Error::last_os_error());
+        for place in places.iter_mut() {
+            place.0 = libc::fcntl(place.0, libc::F_DUPFD, 10);
+            if place.0 < 0 {
+                return Err(io::Error::last_os_error());
+            }
         }
-        if libc::dup2(high_frames, FRAMES_FD) < 0 || libc::dup2(high_diagnostics, DIAGNOSTICS_FD) < 0 {
-            return Err(io::Error::last_os_error());
+        for &(high, target) in places.iter() {
+            if libc::dup2(high, target) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            libc::close(high);
         }
-        libc::close(high_frames);
-        libc::close(high_diagnostics);
     }
     Ok(())
 }

@@ -319,7 +319,7 @@ fn cell_number(file: &str) -> Option<u64> {
 /// The code of a kernel's cells by their file name, `<cell-N>` (N: the
 /// execution count the runner gives a request that counts), so that a crash
 /// dump can quote their lines.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct CellSources {
     /// Cells sent and not done yet, by request id.
     waiting: HashMap<String, String>,

@@ -33,6 +33,9 @@ pub(super) struct Launched {
     pub guard: crate::sandbox::SandboxGuard,
     /// The fork server that reports this kernel's exit, when it was forked.
     pub zygote: Option<Arc<Zygote>>,
+    /// The host's end of the kernel's control socket, on which forks of the
+    /// kernel are asked for (Python on Linux; see [`super::fork`]).
+    pub control: Option<super::fork::ControlEnd>,
 }
 
 /// Make the runner process for `options`, with `ends` as its output pipes.
@@ -45,27 +48,34 @@ pub(super) async fn launch(options: &KernelOptions, runner: &Path, ends: ChildEn
     };
     let (request_read, request_write) = std::io::pipe().map_err(spawn_error)?;
     let requests = pipe::sender(request_write).map_err(spawn_error)?;
-    let host_args = host_args(&ends);
+    let (control, child_control) = match super::fork::control_pair(options.runtime) {
+        Ok(Some((host, child))) => (Some(host), Some(child)),
+        Ok(None) => (None, None),
+        Err(error) => return Err(spawn_error(error)),
+    };
+    let host_args = host_args(&ends, child_control.is_some());
     let mut argv = vec![runner.to_string_lossy().into_owned()];
     argv.extend(host_args.iter().cloned());
-    if let Some(forked) = zygote::fork(options, runner, &argv, &ends, &request_read).await {
+    if let Some(forked) = zygote::fork(options, runner, &argv, &ends, &request_read, child_control.as_ref()).await {
         return Ok(Launched {
             pid: forked.pid,
             exit: forked.exit,
             requests,
             guard: forked.guard,
             zygote: Some(forked.zygote),
+            control,
         });
     }
     // The fork server got copies of the ends (or none was used); the host
     // drops its own below, so end of file still means the kernel is gone.
-    let (pid, exit, guard) = spawn(options, runner, &host_args, ends, request_read)?;
-    Ok(Launched { pid, exit, requests, guard, zygote: None })
+    let (pid, exit, guard) = spawn(options, runner, &host_args, ends, request_read, child_control)?;
+    Ok(Launched { pid, exit, requests, guard, zygote: None, control })
 }
 
 /// What the runner is told after its own file: the host's pid and where its
-/// frames and diagnostics go (fd numbers on Unix, inherited handles on Windows).
-fn host_args(ends: &ChildEnds) -> Vec<String> {
+/// frames and diagnostics go (fd numbers on Unix, inherited handles on
+/// Windows), and its control socket's fd when it has one.
+fn host_args(ends: &ChildEnds, control: bool) -> Vec<String> {
     #[cfg(unix)]
     let (flag, frames, diagnostics) = {
         let _ = ends;
@@ -80,14 +90,21 @@ fn host_args(ends: &ChildEnds) -> Vec<String> {
             (ends.diagnostics.as_raw_handle() as usize).to_string(),
         )
     };
-    vec![
+    let mut args = vec![
         "--host-pid".to_string(),
         std::process::id().to_string(),
         format!("--frames-{flag}"),
         frames,
         format!("--diagnostics-{flag}"),
         diagnostics,
-    ]
+    ];
+    #[cfg(unix)]
+    if control {
+        args.extend(["--control-fd".to_string(), channel::CONTROL_FD.to_string()]);
+    }
+    #[cfg(not(unix))]
+    let _ = control;
+    args
 }
 
 /// The runner's command line, environment and output pipes, the same on every OS.
@@ -130,6 +147,7 @@ fn spawn(
     host_args: &[String],
     ends: ChildEnds,
     requests: PipeReader,
+    control: Option<super::fork::ControlEnd>,
 ) -> Result<Spawned, KernelError> {
     use std::os::fd::AsRawFd;
     let mut sandbox = crate::sandbox::prepare(&options.sandbox, &options.cwd, &options.env)?;
@@ -141,6 +159,7 @@ fn spawn(
         .stderr(Stdio::from(ends.stderr));
     let frames_fd = ends.frames.as_raw_fd();
     let diagnostics_fd = ends.diagnostics.as_raw_fd();
+    let control_fd = control.as_ref().map(AsRawFd::as_raw_fd);
     let guard = std::mem::take(&mut sandbox.guard);
     let sandbox = Arc::new(sandbox);
     let child_sandbox = sandbox.clone();
@@ -150,7 +169,7 @@ fn spawn(
     unsafe {
         command.pre_exec(move || {
             child_sandbox.enter_in_child()?;
-            channel::place_in_child(frames_fd, diagnostics_fd)
+            channel::place_in_child(frames_fd, diagnostics_fd, control_fd)
         });
     }
     let spawned = command.spawn();
@@ -160,6 +179,7 @@ fn spawn(
     drop(command);
     drop(ends.frames);
     drop(ends.diagnostics);
+    drop(control);
     let child = spawned.map_err(|e| KernelError::Spawn {
         runtime: options.runtime,
         program: options.program.clone(),
@@ -183,6 +203,7 @@ fn spawn(
     host_args: &[String],
     ends: ChildEnds,
     requests: PipeReader,
+    _control: Option<super::fork::ControlEnd>,
 ) -> Result<Spawned, KernelError> {
     use std::os::windows::io::AsRawHandle;
     use windows_sys::Win32::Foundation::{HANDLE_FLAG_INHERIT, SetHandleInformation};

@@ -16,6 +16,7 @@ pub mod bridge_relay;
 pub mod channel;
 mod crash_dump;
 pub mod extensions;
+pub mod fork;
 mod launch;
 pub mod pipe;
 pub mod process;
@@ -92,8 +93,16 @@ struct Shared {
     /// The fork server this kernel came from, which reports its exit; let go
     /// once the kernel has ended (a retired fork server then ends too).
     zygote: Mutex<Option<Arc<zygote::Zygote>>>,
-    /// That fork server's pid.
+    /// That fork server's pid, or the kernel's this one is a fork of.
     forked_from: Option<u32>,
+    /// The host's end of the control socket, which forks of this kernel go
+    /// through (Python on Linux).
+    #[cfg(unix)]
+    control: Option<fork::Control>,
+    /// How the kernel was started, for its forks (runtime, cwd, sandbox limits).
+    options: KernelOptions,
+    /// The runner's file, for crash dumps of its forks.
+    runner: PathBuf,
     /// The cells' code, quoted in a crash dump.
     cells: Mutex<crash_dump::CellSources>,
 }
@@ -135,8 +144,41 @@ impl Kernel {
             message: e.to_string(),
         })?;
         let launched = launch::launch(&options, &runner, child_ends).await?;
+        let forked_from = launched.zygote.as_ref().map(|zygote| zygote.pid);
+        let kernel = Kernel::attach(options, runner, launched, host_ends, forked_from).await?;
+        let startup_timeout = kernel.shared.options.startup_timeout;
+        let setup = async {
+            kernel.run_internal(None, Some(kernel.cwd.display().to_string())).await?;
+            match runtime.prelude() {
+                Some(prelude) => kernel.run_internal(Some(prelude), None).await,
+                None => Ok(()),
+            }
+        };
+        match tokio::time::timeout(startup_timeout, setup).await {
+            Ok(Ok(())) => Ok(kernel),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(KernelError::StartupTimeout {
+                runtime,
+                seconds: startup_timeout.as_secs(),
+                stderr_tail: kernel.stderr_tail(),
+            }),
+        }
+    }
+
+    /// Read a launched (or forked) runner's pipes and wait for its `ready`.
+    async fn attach(
+        options: KernelOptions,
+        runner: PathBuf,
+        launched: launch::Launched,
+        host_ends: channel::HostEnds,
+        forked_from: Option<u32>,
+    ) -> Result<Kernel, KernelError> {
+        let runtime = options.runtime;
         let pid = launched.pid;
         let (ready_tx, ready_rx) = oneshot::channel();
+        let roots = crash_dump::runner_roots(&runner);
+        #[cfg(not(unix))]
+        let _ = launched.control;
         let shared = Arc::new(Shared {
             pid,
             runtime,
@@ -148,11 +190,16 @@ impl Kernel {
             bridge: Mutex::new(None),
             bridge_state: Mutex::new(bridge_relay::BridgeState::default()),
             sandbox: launched.guard,
-            forked_from: launched.zygote.as_ref().map(|zygote| zygote.pid),
+            forked_from,
             zygote: Mutex::new(launched.zygote),
+            #[cfg(unix)]
+            control: launched.control.map(fork::Control::new),
             cells: Mutex::default(),
+            runner,
+            options,
         });
-        let stderr_task = tokio::spawn(Reader::new(shared.clone(), crash_dump::runner_roots(&runner)).run(host_ends));
+        let options = &shared.options;
+        let stderr_task = tokio::spawn(Reader::new(shared.clone(), roots).run(host_ends));
 
         let kill_guard = KillGuard(pid);
         let ready = match tokio::time::timeout(options.startup_timeout, ready_rx).await {
@@ -185,23 +232,8 @@ impl Kernel {
             }
         };
         std::mem::forget(kill_guard);
-        let kernel = Kernel { shared, next_id: AtomicU64::new(1), ready, cwd: options.cwd.clone() };
-        let setup = async {
-            kernel.run_internal(None, Some(kernel.cwd.display().to_string())).await?;
-            match runtime.prelude() {
-                Some(prelude) => kernel.run_internal(Some(prelude), None).await,
-                None => Ok(()),
-            }
-        };
-        match tokio::time::timeout(options.startup_timeout, setup).await {
-            Ok(Ok(())) => Ok(kernel),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(KernelError::StartupTimeout {
-                runtime,
-                seconds: options.startup_timeout.as_secs(),
-                stderr_tail: kernel.stderr_tail(),
-            }),
-        }
+        let cwd = options.cwd.clone();
+        Ok(Kernel { shared, next_id: AtomicU64::new(1), ready, cwd })
     }
 
     /// Run host-internal code (init, prelude); a Python error fails startup.

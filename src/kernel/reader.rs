@@ -350,11 +350,11 @@ impl Reader {
 
     async fn route(&mut self, frame: RunnerFrame) {
         let (id, event) = match frame {
-            RunnerFrame::Ready { protocol: version, python, pid, executable } => {
+            RunnerFrame::Ready { protocol: version, python, pid, executable, lost_threads } => {
                 let ready = self.shared.routes.lock().unwrap().ready.take();
                 if let Some(ready) = ready {
                     let answer = if version == protocol::PROTOCOL_VERSION {
-                        Ok(ReadyInfo { pid, python_version: python, executable })
+                        Ok(ReadyInfo { pid, python_version: python, executable, lost_threads })
                     } else {
                         Err(HandshakeError::ProtocolMismatch { runner: version, host: protocol::PROTOCOL_VERSION })
                     };

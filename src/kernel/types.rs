@@ -90,6 +90,11 @@ pub enum KernelError {
     Died { runtime: Runtime, exit: String, stderr_tail: String },
     #[error("the kernel has been shut down; start a new one")]
     Closed,
+    /// [`crate::kernel::Kernel::fork`] on a kernel that cannot be forked.
+    #[error("{0}")]
+    ForkUnsupported(String),
+    #[error("the kernel could not be forked: {0}")]
+    ForkFailed(String),
     /// The requested sandbox cannot be enforced on this host: the kernel was
     /// not started (never a silent downgrade).
     #[error("{0}")]
@@ -112,6 +117,9 @@ pub struct ReadyInfo {
     pub pid: u32,
     pub python_version: String,
     pub executable: String,
+    /// Threads of the source kernel's cells that a fork did not copy (empty
+    /// for a kernel that was started, not forked).
+    pub lost_threads: Vec<String>,
 }
 
 /// Why the runner's `ready` handshake is refused; the text becomes the reason in

@@ -40,6 +40,8 @@ pub fn annotations_for(name: &str) -> Option<Hints> {
         // Interrupts the running cell and skips the rest; a second cancel finds the run over.
         "eval_cancel" => (false, true, true, false),
         "eval_sessions" => (true, false, true, false),
+        // Adds a session and changes none; a second fork under the same name is refused.
+        "eval_fork" => (false, false, false, false),
         _ => return None,
     })
 }

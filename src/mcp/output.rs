@@ -117,6 +117,24 @@ pub struct ResetOutput {
     pub restarted: Option<bool>,
 }
 
+/// `eval_fork`: the new session.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+pub struct ForkOutput {
+    pub text: String,
+    /// The new session's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// The session it is a copy of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// How long the fork took, from the request to the copy being ready.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub milliseconds: Option<f64>,
+    /// Threads the source's cells had started; the copy does not have them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost_threads: Vec<String>,
+}
+
 /// `eval_export_notebook`: the notebook, or where it was written.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
 pub struct ExportOutput {
@@ -165,6 +183,7 @@ pub fn schema_for_tool(name: &str) -> Option<Arc<JsonObject>> {
         "eval_sessions" => schema_of::<SessionsOutput>(),
         "eval_reset" => schema_of::<ResetOutput>(),
         "eval_export_notebook" => schema_of::<ExportOutput>(),
+        "eval_fork" => schema_of::<ForkOutput>(),
         _ => return None,
     })
 }

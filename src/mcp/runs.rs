@@ -85,6 +85,15 @@ impl Sessions {
         entry.in_flight += 1;
         InFlight { sessions: self, name: name.to_string() }
     }
+
+    /// List `target`, a fork of `source`, with what it inherited.
+    pub fn forked(&self, source: &str, target: &str) {
+        let mut sessions = self.0.lock().unwrap();
+        let last_cell = sessions.get(source).and_then(|entry| entry.last_cell.clone());
+        let entry = sessions.entry(target.to_string()).or_default();
+        entry.started = Some(SystemTime::now());
+        entry.last_cell = last_cell;
+    }
 }
 
 /// `session` from a call's arguments (removed from them): a name of letters,
@@ -124,7 +133,7 @@ fn run_property() -> Value {
     })
 }
 
-fn object_schema(properties: Value) -> Arc<serde_json::Map<String, Value>> {
+pub(super) fn object_schema(properties: Value) -> Arc<serde_json::Map<String, Value>> {
     let schema = json!({"type": "object", "properties": properties, "additionalProperties": false});
     Arc::new(schema.as_object().cloned().unwrap_or_default())
 }

@@ -113,6 +113,7 @@ impl EvalServer {
             Self::wait_tool(),
             Self::cancel_tool(),
             Self::sessions_tool(),
+            Self::fork_tool(),
         ]
         .into_iter()
         .map(|tool| output::with_output_schema(manners::dress(tool, max_text_bytes)))

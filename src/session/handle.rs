@@ -221,6 +221,17 @@ impl KernelHandle {
         }
     }
 
+    /// A copy-on-write copy of the kernel after the requests already sent
+    /// (see [`Kernel::fork`]); gateway kernels run elsewhere and cannot be copied.
+    pub async fn fork(&self, wait: std::time::Duration) -> Result<KernelHandle, KernelError> {
+        match self {
+            KernelHandle::Process(kernel) => Ok(KernelHandle::Process(kernel.fork(wait).await?)),
+            KernelHandle::Gateway(_) => Err(KernelError::ForkUnsupported(
+                "kernels on a Jupyter gateway cannot be forked: they run on the gateway's machine".into(),
+            )),
+        }
+    }
+
     /// The process kernel, when this is one.
     pub fn as_process(&self) -> Option<&Kernel> {
         match self {

@@ -140,7 +140,8 @@ impl Slot {
         Ok(SlotGuard { slot: self, state })
     }
 
-    fn try_lock(&self) -> Option<SlotGuard<'_>> {
+    /// The slot now if no call holds it, else `None`.
+    pub fn try_lock(&self) -> Option<SlotGuard<'_>> {
         let state = self.state.try_lock().ok()?;
         Some(SlotGuard { slot: self, state })
     }
@@ -312,6 +313,12 @@ impl KernelPool {
             keys.iter().filter_map(|key| slots.remove(key)).collect()
         };
         shutdown_slots(orphaned).await;
+    }
+
+    /// The slots of `session` (every cwd and language) that hold a kernel now.
+    pub fn live_slots_of(&self, session: &str) -> Vec<Arc<Slot>> {
+        let slots = self.slots.lock().unwrap();
+        slots.values().filter(|slot| slot.key.session == session && slot.has_kernel()).cloned().collect()
     }
 
     /// The slots of `session` (every cwd and language) with the pid of

@@ -29,7 +29,7 @@ async def call(session, cells, **extra):
 async def scenario_tools(session, init):
     assert "persistent kernel" in (init.instructions or ""), init.instructions
     tools = {tool.name: tool for tool in (await session.list_tools()).tools}
-    assert set(tools) == {"eval", "eval_reset", "eval_export_notebook", "eval_wait", "eval_cancel", "eval_sessions"}, tools
+    assert set(tools) == {"eval", "eval_reset", "eval_export_notebook", "eval_wait", "eval_cancel", "eval_sessions", "eval_fork"}, tools
     assert "path" in tools["eval_export_notebook"].input_schema["properties"]
     schema = tools["eval"].input_schema
     assert "cells" in schema["properties"], schema
@@ -281,6 +281,8 @@ async def scenario_schemas(session, init):
     check("eval_wait", await session.call_tool("eval_wait", {"run": "run://no-such-run"}))
     check("eval_cancel", await session.call_tool("eval_cancel", {"run": "run://no-such-run"}))
     check("eval_sessions", await session.call_tool("eval_sessions", {}))
+    check("eval_fork", await session.call_tool("eval_fork", {"name": "schema-branch"}))
+    check("eval_fork", await session.call_tool("eval_fork", {"name": "../bad"}))
     check("eval_export_notebook", await session.call_tool("eval_export_notebook", {}))
     check("eval_export_notebook", await session.call_tool("eval_export_notebook", {"path": "s.ipynb"}))
     check("eval_export_notebook", await session.call_tool("eval_export_notebook", {"path": 3}))

@@ -163,6 +163,48 @@ async def scenario_sessions(session, init):
     print("sessions ok")
 
 
+async def scenario_fork(session, init):
+    tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    fork_tool = tools["eval_fork"]
+    assert fork_tool.annotations.destructive_hint is False and fork_tool.output_schema, fork_tool
+    start = (
+        "import threading, time\ndata = [1, 2]\n"
+        "threading.Thread(target=time.sleep, args=(600,), name='bg', daemon=True).start()"
+    )
+    await session.call_tool("eval", {"cells": [{"code": start}]})
+    forked = await session.call_tool("eval_fork", {"name": "branch"})
+    assert not forked.is_error and "Forked" in text_of(forked), text_of(forked)
+    details = forked.structured_content
+    assert details["session"] == "branch" and details["source"] == "default", details
+    assert details["lost_threads"] == ["bg"] and details["milliseconds"] > 0, details
+    assert "required" not in fork_tool.output_schema or fork_tool.output_schema["required"] == ["text"], fork_tool
+    assert text_of(forked) == details["text"], details
+    changed = await session.call_tool("eval", {"cells": [{"code": "data.append(3); data"}], "session": "branch"})
+    kept = await session.call_tool("eval", {"cells": [{"code": "data"}]})
+    assert text_of(changed) == "[1, 2, 3]\n" and text_of(kept) == "[1, 2]\n", (text_of(changed), text_of(kept))
+    listed = await session.call_tool("eval_sessions", {})
+    sessions = {entry["name"]: entry for entry in listed.structured_content["sessions"]}
+    assert "branch" in sessions and sessions["branch"]["languages"] == ["python"], sessions
+    assert sessions["branch"]["kernels"][0]["pid"] != sessions["default"]["kernels"][0]["pid"], sessions
+    again = await session.call_tool("eval_fork", {"name": "branch"})
+    assert again.is_error and "already exists" in text_of(again), text_of(again)
+    empty = await session.call_tool("eval_fork", {"session": "nothing", "name": "x"})
+    assert empty.is_error and "no running Python kernel" in text_of(empty), text_of(empty)
+    unnamed = await session.call_tool("eval_fork", {})
+    assert unnamed.is_error and '"name" must name' in text_of(unnamed), text_of(unnamed)
+    # A busy session: refused at once with wait false, copied after the cell with the default wait.
+    busy = await session.call_tool("eval", {"cells": [{"code": gate("fork-gate") + "late = True"}], "session": "branch", "wait": 0})
+    refused = await session.call_tool("eval_fork", {"session": "branch", "name": "b2", "wait": False})
+    assert refused.is_error and "is running a cell" in text_of(refused), text_of(refused)
+    release("fork-gate")
+    waited = await session.call_tool("eval_fork", {"session": "branch", "name": "b2"})
+    assert not waited.is_error, text_of(waited)
+    late = await session.call_tool("eval", {"cells": [{"code": "late, data"}], "session": "b2"})
+    assert text_of(late) == "(True, [1, 2, 3])\n", text_of(late)
+    assert busy.structured_content["run"], busy.structured_content
+    print("fork ok:", details["milliseconds"], "ms")
+
+
 async def scenario_silent_progress(session, init):
     """A cell silent for 12 s still gets progress notifications at least every 10 s."""
     stamps = []

@@ -24,7 +24,7 @@
 //! or leaves threads running, a sandbox whose per-kernel part the host cannot
 //! apply to a forked process (rlimit fallbacks), or a zygote that would not start.
 
-mod wire;
+pub(super) mod wire;
 
 use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -144,7 +144,7 @@ fn zygote_policy(policy: &SandboxPolicy) -> SandboxPolicy {
 }
 
 /// The per-kernel part: the limits alone.
-fn limits_policy(policy: &SandboxPolicy) -> SandboxPolicy {
+pub(in crate::kernel) fn limits_policy(policy: &SandboxPolicy) -> SandboxPolicy {
     SandboxPolicy { memory_limit: policy.memory_limit, max_processes: policy.max_processes, ..SandboxPolicy::off() }
 }
 
@@ -226,6 +226,7 @@ pub async fn fork(
     argv: &[String],
     ends: &ChildEnds,
     stdin: &std::io::PipeReader,
+    control: Option<&OwnedFd>,
 ) -> Option<ForkedKernel> {
     if options.preload.is_empty() {
         return None;
@@ -255,7 +256,7 @@ pub async fn fork(
     let zygote = acquire(&key, options, runner).await?;
     let mut env = options.env.clone();
     env.extend(zygote.child_env.iter().cloned());
-    let (pid, exit) = match zygote.fork(options, argv, env, ends, stdin).await {
+    let (pid, exit) = match zygote.fork(options, argv, env, ends, stdin, control).await {
         Ok(forked) => forked,
         Err(message) => {
             tracing::warn!("the fork server could not fork a kernel ({message}); spawning it instead");
@@ -461,6 +462,7 @@ impl Zygote {
         env: BTreeMap<String, String>,
         ends: &ChildEnds,
         stdin: &std::io::PipeReader,
+        control: Option<&OwnedFd>,
     ) -> Result<wire::Forked, ZygoteError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let request = serde_json::json!({
@@ -472,13 +474,14 @@ impl Zygote {
         });
         let body = serde_json::to_vec(&request).map_err(ZygoteError::Encode)?;
         let answer = self.routes.expect_fork(id).ok_or(ZygoteError::Gone)?;
-        let fds = [
+        let mut fds = vec![
             stdin.as_raw_fd(),
             ends.stdout.as_raw_fd(),
             ends.stderr.as_raw_fd(),
             ends.frames.as_raw_fd(),
             ends.diagnostics.as_raw_fd(),
         ];
+        fds.extend(control.map(AsRawFd::as_raw_fd));
         let sent = {
             let socket = self.socket.lock().unwrap();
             wire::send(socket.as_raw_fd(), &body, &fds)

@@ -2,8 +2,11 @@
 //! order in a retained (or fresh) kernel, under per-cell timeouts and the
 //! caller's cancellation, streaming events and returning an [`EvalResult`].
 
+mod branch;
 mod calls;
 mod cells;
+
+pub use branch::{BranchError, ForkOptions, ForkReport};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

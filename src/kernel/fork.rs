@@ -1,0 +1,241 @@
+//! Forking a live kernel ([`super::Kernel::fork`]): a copy-on-write copy of
+//! the whole process at a cell boundary, which then lives as a kernel of its
+//! own (its own pipes, process group, cgroup and request ids).
+//!
+//! Python kernels on Linux are started with a control socket (fd 5, a Unix
+//! SOCK_SEQPACKET socket). To fork one, the host makes the new kernel's
+//! pipes exactly as for a start, sends their child ends over that socket, and
+//! then writes a `fork` request line, which the runner reads in order with the
+//! other requests: a fork therefore happens after the cells sent before it,
+//! never in the middle of one. The source kernel forks, answers `forked` with
+//! the new pid on the control socket, and is the new kernel's parent: it
+//! reaps it and reports its exit there, as the preloading fork server does
+//! for its kernels ([`super::zygote::wire`] carries both). If the source
+//! kernel ends first, the copy lives on and its exit status is reported as
+//! unknown. The copy says `ready` on its new frames pipe, as a started kernel does.
+//!
+//! Not forked: Node kernels (V8 cannot be forked), kernels on other systems
+//! (macOS forbids forking a process that touched its system frameworks,
+//! Windows has no `fork()`), and kernels behind a gateway (not ours to copy).
+
+use std::time::Duration;
+
+use crate::runtime::Runtime;
+
+/// The host's (or the child's) end of a kernel's control socket.
+#[cfg(unix)]
+pub type ControlEnd = std::os::fd::OwnedFd;
+/// No kernel has a control socket off Unix.
+#[cfg(not(unix))]
+pub enum ControlEnd {}
+
+/// How long the source kernel may take to answer a fork request once it has
+/// read it: the fork itself takes milliseconds even for gigabytes.
+pub const FORK_ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why kernels of `runtime` cannot be forked here, or `None` when they can.
+pub fn unsupported(runtime: Runtime) -> Option<String> {
+    if !cfg!(target_os = "linux") {
+        return Some(
+            "forking a kernel is supported on Linux only (macOS forbids forking a process that loaded its \
+             system frameworks; Windows has no fork())"
+                .into(),
+        );
+    }
+    if runtime != Runtime::Python {
+        return Some(format!("{runtime} kernels cannot be forked: only Python kernels can"));
+    }
+    None
+}
+
+/// A new control socket pair (host end, child end) for a kernel of
+/// `runtime`, or `None` when such kernels are never forked.
+pub(super) fn control_pair(runtime: Runtime) -> std::io::Result<Option<(ControlEnd, ControlEnd)>> {
+    if unsupported(runtime).is_some() {
+        return Ok(None);
+    }
+    #[cfg(unix)]
+    {
+        use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
+        let (host, child) = socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SockFlag::SOCK_CLOEXEC)
+            .map_err(std::io::Error::from)?;
+        Ok(Some((host, child)))
+    }
+    #[cfg(not(unix))]
+    Ok(None)
+}
+
+#[cfg(unix)]
+pub(super) use self::unix::Control;
+
+#[cfg(unix)]
+mod unix {
+    use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex, OnceLock};
+
+    use super::super::KernelError;
+    use super::super::zygote::wire;
+
+    /// The host's side of one kernel's control socket.
+    pub struct Control {
+        socket: OwnedFd,
+        routes: Arc<wire::Routes>,
+        /// The thread that reads the socket, started at the first fork (most
+        /// kernels are never forked and need none).
+        reader: OnceLock<Result<(), String>>,
+        next_id: AtomicU64,
+        /// Sends are whole messages; the lock keeps a fork's id and fds together with its turn.
+        send_lock: Mutex<()>,
+    }
+
+    impl Control {
+        pub fn new(socket: OwnedFd) -> Control {
+            Control {
+                socket,
+                routes: Arc::default(),
+                reader: OnceLock::new(),
+                next_id: AtomicU64::new(1),
+                send_lock: Mutex::new(()),
+            }
+        }
+
+        fn start_reader(&self) -> Result<(), KernelError> {
+            let started = self.reader.get_or_init(|| {
+                let socket = self.socket.try_clone().map_err(|e| e.to_string())?;
+                let routes = self.routes.clone();
+                std::thread::Builder::new()
+                    .name("cellbox-fork-control".into())
+                    .spawn(move || wire::read_loop(socket, &routes))
+                    .map(drop)
+                    .map_err(|e| e.to_string())
+            });
+            started.clone().map_err(|why| KernelError::ForkFailed(format!("cannot read the control socket: {why}")))
+        }
+
+        /// Send fork `id`'s fds; the answer arrives on the returned receiver
+        /// once the kernel has read the matching request line.
+        pub fn send(
+            &self,
+            fds: &[RawFd],
+        ) -> Result<
+            (u64, tokio::sync::oneshot::Receiver<Result<wire::Forked, super::super::zygote::ZygoteError>>),
+            KernelError,
+        > {
+            self.start_reader()?;
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let answer = self
+                .routes
+                .expect_fork(id)
+                .ok_or_else(|| KernelError::ForkFailed("the kernel's control socket is closed".into()))?;
+            let body = serde_json::json!({"type": "fork", "id": id}).to_string();
+            let _turn = self.send_lock.lock().unwrap();
+            if let Err(error) = wire::send(self.socket.as_raw_fd(), body.as_bytes(), fds) {
+                self.routes.forget_fork(id);
+                return Err(KernelError::ForkFailed(format!("cannot reach the kernel's control socket: {error}")));
+            }
+            Ok((id, answer))
+        }
+    }
+}
+
+impl super::Kernel {
+    /// Fork this kernel: a new kernel whose process is a copy-on-write copy
+    /// of this one after the requests already sent (a running cell first
+    /// finishes). Names, imports, objects, the working folder, environment
+    /// and execution count carry over; threads that cells started do not
+    /// (the copy lists them in [`super::ReadyInfo::lost_threads`]). The copy
+    /// gets its own process group, pipes and, when the kernel has memory or
+    /// process limits, cgroup.
+    ///
+    /// `wait` bounds the whole fork, including the wait for a running cell.
+    pub async fn fork(&self, wait: Duration) -> Result<super::Kernel, super::KernelError> {
+        #[cfg(unix)]
+        {
+            self.fork_unix(wait).await
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = wait;
+            Err(super::KernelError::ForkUnsupported(unsupported(self.shared.runtime).unwrap_or_default()))
+        }
+    }
+
+    #[cfg(unix)]
+    async fn fork_unix(&self, wait: Duration) -> Result<super::Kernel, super::KernelError> {
+        use std::os::fd::AsRawFd;
+
+        use super::{KernelError, channel, launch, pipe};
+
+        let shared = &self.shared;
+        let Some(control) = shared.control.as_ref() else {
+            let why = unsupported(shared.runtime)
+                .unwrap_or_else(|| "this kernel was started without a control socket, so it cannot be forked".into());
+            return Err(KernelError::ForkUnsupported(why));
+        };
+        if !self.is_alive() {
+            return Err(self.death_error().await);
+        }
+        let io_error = |e: std::io::Error| KernelError::ForkFailed(e.to_string());
+        let (child_ends, host_ends) = channel::create().map_err(io_error)?;
+        let (request_read, request_write) = std::io::pipe().map_err(io_error)?;
+        let requests = pipe::sender(request_write).map_err(io_error)?;
+        let (control_host, control_child) =
+            control_pair(shared.runtime).map_err(io_error)?.expect("a kernel with a control socket is forkable");
+        let fds = [
+            request_read.as_raw_fd(),
+            child_ends.stdout.as_raw_fd(),
+            child_ends.stderr.as_raw_fd(),
+            child_ends.frames.as_raw_fd(),
+            child_ends.diagnostics.as_raw_fd(),
+            control_child.as_raw_fd(),
+        ];
+        let (id, answer) = control.send(&fds)?;
+        // The kernel holds its own copies now (in flight on the socket): the
+        // host's go, so end of file on a pipe means the copy has ended.
+        drop((request_read, child_ends, control_child));
+        shared.write_line(&format!("{{\"type\":\"fork\",\"id\":\"f{id}\",\"fork\":{id}}}\n")).await;
+        let (pid, exit) = match tokio::time::timeout(wait, answer).await {
+            Ok(Ok(Ok(forked))) => forked,
+            Ok(Ok(Err(why))) => return Err(KernelError::ForkFailed(why.to_string())),
+            Ok(Err(_)) => return Err(self.death_error().await),
+            Err(_) => {
+                return Err(KernelError::ForkFailed(format!(
+                    "the kernel did not fork within {}s (a cell may still be running)",
+                    wait.as_secs()
+                )));
+            }
+        };
+        let options = shared.options.clone();
+        let guard = match own_cgroup(&options, pid) {
+            Ok(guard) => guard,
+            Err(error) => {
+                let _ = super::process::signal_group(pid, super::process::Signal::SIGKILL);
+                return Err(error);
+            }
+        };
+        let launched = launch::Launched { pid, exit, requests, guard, zygote: None, control: Some(control_host) };
+        let fork = super::Kernel::attach(options, shared.runner.clone(), launched, host_ends, Some(shared.pid)).await?;
+        // A crash of the copy quotes the cells it inherited.
+        *fork.shared.cells.lock().unwrap() = shared.cells.lock().unwrap().clone();
+        Ok(fork)
+    }
+}
+
+/// The copy's own cgroup when the kernel has memory or process limits that
+/// cgroups carry (rlimits are inherited by the fork as they are).
+#[cfg(unix)]
+fn own_cgroup(options: &super::KernelOptions, pid: u32) -> Result<crate::sandbox::SandboxGuard, super::KernelError> {
+    let limits = super::zygote::limits_policy(&options.sandbox);
+    if limits.is_off() {
+        return Ok(crate::sandbox::SandboxGuard::default());
+    }
+    let prepared = crate::sandbox::prepare(&limits, &options.cwd, &options.env)?;
+    if !prepared.only_cgroups() {
+        return Ok(crate::sandbox::SandboxGuard::default());
+    }
+    prepared
+        .move_process(pid)
+        .map_err(|e| super::KernelError::ForkFailed(format!("cannot move the copy into its cgroup: {e}")))?;
+    Ok(prepared.guard)
+}

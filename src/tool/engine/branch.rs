@@ -1,0 +1,135 @@
+//! Branching a session: [`EvalEngine::fork_session`] copies a session's
+//! Python kernel, with all its state, into a new session, in milliseconds
+//! (the kernel layer's copy-on-write fork, [`crate::kernel::Kernel::fork`]).
+//! Both sessions then live on independently; the copy inherits the cell
+//! history too, so its notebook export starts where the source's was.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::EvalEngine;
+use crate::kernel::KernelError;
+use crate::runtime::Runtime;
+use crate::tool::call::{CallContext, is_session_name};
+
+/// How a fork waits for the source session.
+#[derive(Debug, Clone, Copy)]
+pub struct ForkOptions {
+    /// Wait for a call running in the source session to end (up to
+    /// `timeout`); `false` refuses at once while one runs.
+    pub wait: bool,
+    /// Bound on the wait and the fork together.
+    pub timeout: Duration,
+}
+
+impl Default for ForkOptions {
+    fn default() -> Self {
+        ForkOptions { wait: true, timeout: Duration::from_secs(60) }
+    }
+}
+
+/// What a fork made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForkReport {
+    /// The new session's name, as the caller gave it.
+    pub session: String,
+    /// The copy's pid and the source kernel's.
+    pub pid: Option<u32>,
+    pub source_pid: Option<u32>,
+    /// Threads the source's cells had started, which the copy does not have.
+    pub lost_threads: Vec<String>,
+    /// From the request to the copy's `ready`.
+    pub elapsed: Duration,
+}
+
+/// Why a session could not be forked. Every message says what to do instead.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum BranchError {
+    #[error("{0:?} is not a session name: use 1 to 64 letters, digits, '-', '_' or '.'")]
+    BadName(String),
+    #[error("session {0:?} has no running Python kernel to fork; run a Python cell in it first")]
+    NoKernel(String),
+    #[error("session {0:?} already exists; choose another name, or eval_reset it first")]
+    TargetExists(String),
+    #[error("session {0:?} is running a cell; fork it again when the cell ends, or ask to wait")]
+    Busy(String),
+    #[error("session {session:?} is still running a cell after {seconds}s; try again when it ends")]
+    Timeout { session: String, seconds: u64 },
+    #[error("session {0:?} was closed while the fork waited for it")]
+    Closed(String),
+    #[error("{0}")]
+    Kernel(#[from] KernelError),
+}
+
+impl EvalEngine {
+    /// Fork `source`'s Python kernel into the new session `target` (named
+    /// `target_name` for messages). The copy keeps the source's working
+    /// folder and interpreter, and the target is owned by `target.owner`.
+    pub async fn fork_session(
+        &self,
+        source: &CallContext,
+        target: &CallContext,
+        target_name: &str,
+        options: ForkOptions,
+    ) -> Result<ForkReport, BranchError> {
+        if !is_session_name(target_name) {
+            return Err(BranchError::BadName(target_name.to_string()));
+        }
+        if !self.pool().live_slots_of(&target.session).is_empty() || self.history_len(&target.session) > 0 {
+            return Err(BranchError::TargetExists(target_name.to_string()));
+        }
+        let slots = self.pool().live_slots_of(&source.session);
+        let Some(slot) = slots.iter().find(|slot| slot.key.runtime == Runtime::Python) else {
+            if let Some(other) = slots.first() {
+                return Err(KernelError::ForkUnsupported(
+                    crate::kernel::fork::unsupported(other.key.runtime).unwrap_or_default(),
+                )
+                .into());
+            }
+            return Err(BranchError::NoKernel(source.session.clone()));
+        };
+        let started = Instant::now();
+        let guard = if options.wait {
+            match tokio::time::timeout(options.timeout, slot.lock()).await {
+                Ok(Ok(guard)) => guard,
+                Ok(Err(_)) => return Err(BranchError::Closed(source.session.clone())),
+                Err(_) => {
+                    return Err(BranchError::Timeout {
+                        session: source.session.clone(),
+                        seconds: options.timeout.as_secs(),
+                    });
+                }
+            }
+        } else {
+            slot.try_lock().ok_or_else(|| BranchError::Busy(source.session.clone()))?
+        };
+        let Some(kernel) = guard.kernel().filter(|kernel| kernel.is_alive()) else {
+            return Err(BranchError::NoKernel(source.session.clone()));
+        };
+        let left = options.timeout.saturating_sub(started.elapsed());
+        let copy = kernel.fork(left).await?;
+        drop(guard);
+        let lost_threads = copy.as_process().map(|k| k.ready_info().lost_threads.clone()).unwrap_or_default();
+        copy.set_bridge(self.bridge_hook(&target.session));
+        let key = crate::session::KernelKey { session: target.session.clone(), ..slot.key.clone() };
+        self.pool().make_room(&key).await;
+        let target_slot = self.pool().slot(key, &target.owner);
+        let mut target_guard = target_slot.lock().await.map_err(|_| BranchError::Closed(target.session.clone()))?;
+        let pid = copy.pid();
+        if let Some(old) = target_guard.replace_kernel(Some(Arc::new(copy))) {
+            // Another call started the target meanwhile: the fork wins, as asked.
+            old.shutdown().await;
+        }
+        let history = self.histories.lock().unwrap().get(&source.session).cloned();
+        if let Some(history) = history {
+            self.histories.lock().unwrap().insert(target.session.clone(), history);
+        }
+        Ok(ForkReport {
+            session: target_name.to_string(),
+            pid,
+            source_pid: kernel.pid(),
+            lost_threads,
+            elapsed: started.elapsed(),
+        })
+    }
+}
