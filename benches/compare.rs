@@ -25,6 +25,8 @@ mod bulk;
 mod cold;
 #[path = "compare/concurrency.rs"]
 mod concurrency;
+#[path = "compare/fork.rs"]
+mod fork;
 #[path = "compare/gateway.rs"]
 mod gateway;
 #[path = "compare/interrupt.rs"]
@@ -438,6 +440,9 @@ async fn main() {
     }
     if wanted("sdk") {
         sdk::sdk_rows(&plan, &setup, &jupyter_python, &mut report).await;
+    }
+    if wanted("fork") {
+        fork::fork_rows(&plan, &setup, &mut report).await;
     }
     if wanted("shim") {
         shim_rows(&plan, &setup, &jupyter_python, &mut report).await;

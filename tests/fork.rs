@@ -4,6 +4,8 @@
 //! the source's death does not take the copy along; kernels that cannot be
 //! forked say so.
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use std::time::Duration;

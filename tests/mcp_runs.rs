@@ -34,6 +34,11 @@ fn eval_fork_copies_a_session_into_a_new_one_that_diverges() {
 }
 
 #[test]
+fn eval_undo_returns_a_session_to_its_checkpoint_after_a_crash() {
+    scenario("undo");
+}
+
+#[test]
 fn a_silent_cell_still_sends_progress_at_least_every_ten_seconds() {
     scenario("silent_progress");
 }

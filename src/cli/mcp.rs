@@ -42,6 +42,15 @@ pub struct EngineArgs {
     /// reset, a per-call call or a new session starts at once (0: none).
     #[arg(long, value_name = "N", default_value_t = 1)]
     spares: usize,
+    /// Checkpoints each session keeps for undo: its Python kernel is forked
+    /// before every call (0: off; a call may still ask with `checkpoint`)
+    /// [env: CELLBOX_CHECKPOINTS] [default: 0].
+    #[arg(long, value_name = "N")]
+    checkpoints: Option<usize>,
+    /// Private memory a session's checkpoints may hold together; the oldest
+    /// go first [env: CELLBOX_CHECKPOINT_MEMORY] [default: 1G].
+    #[arg(long, value_name = "SIZE", value_parser = cellbox::sandbox::parse_size)]
+    checkpoint_memory: Option<u64>,
     /// Refuse Python cells [env: CELLBOX_PY=0].
     #[arg(long)]
     no_py: bool,
@@ -72,6 +81,8 @@ impl EngineArgs {
         // `--no-py` alone means JavaScript only (as CELLBOX_PY=0).
         config.exposure.js &= !self.no_js;
         config.spare.count = self.spares;
+        config.checkpoints.count = self.checkpoints.unwrap_or(config.checkpoints.count);
+        config.checkpoints.memory_bytes = self.checkpoint_memory.unwrap_or(config.checkpoints.memory_bytes);
         config.check = self.check.unwrap_or(config.check);
         Ok(config)
     }

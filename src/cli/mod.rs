@@ -74,7 +74,7 @@ enum Command {
     /// Serve the eval tool to MCP clients over stdin/stdout.
     Mcp(mcp::McpArgs),
     /// Serve the eval tool to many MCP clients over HTTP, with bearer-token auth (`serve token add NAME`).
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// The engine behind the Python SDK (`from cellbox import Sandbox`), over stdin/stdout.
     #[command(hide = true)]
     SdkServer(sdk_server::SdkServerArgs),
@@ -254,7 +254,7 @@ pub async fn dispatch(cli: Cli) -> ExitCode {
         Command::Docs { what } => docs::docs(what),
         Command::Uninstall(args) => install::uninstall(args),
         Command::Mcp(args) => mcp::mcp(args).await,
-        Command::Serve(args) => serve::serve(args).await,
+        Command::Serve(args) => serve::serve(*args).await,
         Command::SdkServer(args) => sdk_server::sdk_server(args).await,
         Command::Repl(args) => repl::repl(args).await,
     }

@@ -54,14 +54,14 @@ pub(super) fn control_pair(runtime: Runtime) -> std::io::Result<Option<(ControlE
     if unsupported(runtime).is_some() {
         return Ok(None);
     }
-    #[cfg(unix)]
+    #[cfg(target_os = "linux")]
     {
         use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
         let (host, child) = socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SockFlag::SOCK_CLOEXEC)
             .map_err(std::io::Error::from)?;
         Ok(Some((host, child)))
     }
-    #[cfg(not(unix))]
+    #[cfg(not(target_os = "linux"))]
     Ok(None)
 }
 

@@ -90,6 +90,7 @@ fn host_args(ends: &ChildEnds, control: bool) -> Vec<String> {
             (ends.diagnostics.as_raw_handle() as usize).to_string(),
         )
     };
+    #[cfg_attr(not(unix), allow(unused_mut, reason = "only Unix kernels get a control socket"))]
     let mut args = vec![
         "--host-pid".to_string(),
         std::process::id().to_string(),

@@ -102,6 +102,7 @@ struct Shared {
     /// How the kernel was started, for its forks (runtime, cwd, sandbox limits).
     options: KernelOptions,
     /// The runner's file, for crash dumps of its forks.
+    #[cfg_attr(not(unix), allow(dead_code, reason = "kernels are forked on Unix only"))]
     runner: PathBuf,
     /// The cells' code, quoted in a crash dump.
     cells: Mutex<crash_dump::CellSources>,

@@ -1,5 +1,7 @@
 //! The tools that branch a session: `eval_fork` copies a session's live
-//! Python kernel into a new named session (see [`EvalEngine::fork_session`](crate::tool::EvalEngine::fork_session)).
+//! Python kernel into a new named session (see [`EvalEngine::fork_session`](crate::tool::EvalEngine::fork_session)),
+//! and `eval_undo` puts a session back to a checkpoint taken before one of
+//! its calls (see [`EvalEngine::undo`](crate::tool::EvalEngine::undo)).
 
 use std::time::Duration;
 
@@ -38,6 +40,56 @@ impl EvalServer {
             })),
         )
         .with_title("Fork a session")
+    }
+
+    pub(super) fn undo_tool() -> Tool {
+        Tool::new(
+            "eval_undo",
+            "Put a session's Python kernel back to its state before its last call(s), in milliseconds: variables, \
+             data and imports as they were, even after a crash or a timeout. Needs checkpoints: pass \
+             \"checkpoint\": true on the eval calls you may want to undo (or start the server with --checkpoints N). \
+             Files written and other effects outside the kernel are not undone.",
+            object_schema(json!({
+                "session": {
+                    "type": "string",
+                    "description": "The session to take back (default \"default\")."
+                },
+                "steps": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "How many calls to undo (default 1)."
+                }
+            })),
+        )
+        .with_title("Undo the last call")
+    }
+
+    pub(super) async fn call_undo(&self, mut arguments: Value) -> CallToolResult {
+        let name = match take_session(&mut arguments) {
+            Ok(name) => name,
+            Err(error) => return output::error_result(error.to_string()),
+        };
+        let steps = match arguments.get("steps") {
+            None | Some(Value::Null) => 1,
+            Some(Value::Number(n)) if n.as_u64().is_some_and(|n| n >= 1) => n.as_u64().unwrap_or(1) as usize,
+            Some(other) => {
+                return output::error_result(format!("\"steps\" must be a whole number from 1, got {other}"));
+            }
+        };
+        let context = self.session_context(&name);
+        let report = match self.engine.undo(&context, steps).await {
+            Ok(report) => report,
+            Err(error) => return output::error_result(error.to_string()),
+        };
+        let text = format!(
+            "Session \"{name}\" is back to its state before its last {} call(s) ({:.1} ms); {} more undo(s) possible. \
+             Files and other effects outside the kernel were not undone.",
+            report.steps,
+            report.elapsed.as_secs_f64() * 1000.0,
+            report.left
+        );
+        let undone = output::UndoOutput { text: text.clone(), steps: Some(report.steps), left: Some(report.left) };
+        output::text_result(text, &undone, false)
     }
 
     pub(super) async fn call_fork(&self, mut arguments: Value) -> CallToolResult {

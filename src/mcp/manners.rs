@@ -42,6 +42,8 @@ pub fn annotations_for(name: &str) -> Option<Hints> {
         "eval_sessions" => (true, false, true, false),
         // Adds a session and changes none; a second fork under the same name is refused.
         "eval_fork" => (false, false, false, false),
+        // Throws away the state after the checkpoint; each undo goes one step further back.
+        "eval_undo" => (false, true, false, false),
         _ => return None,
     })
 }

@@ -9,7 +9,8 @@
 //! instructions offer only the languages available; `wait` returns a
 //! `run://<id>` handle for cells still running, `session` picks a named
 //! session), `eval_wait` and `eval_cancel` (runs), `eval_sessions`,
-//! `eval_fork` (copy a session's kernel into a new session, [`branches`]),
+//! `eval_fork` (copy a session's kernel into a new session) and `eval_undo`
+//! (back to a checkpoint; both in [`branches`]),
 //! `eval_reset` (clear all state) and `eval_export_notebook` (the session's cells as a Jupyter
 //! notebook, returned or written to a file). Artifacts are resources: `artifact://<id>`, read in pages of
 //! [`RESOURCE_PAGE_BYTES`] with `?offset=N`.
@@ -288,6 +289,7 @@ impl EvalServer {
             "eval_cancel" => Ok(self.call_cancel(arguments).await.into()),
             "eval_sessions" => Ok(self.call_sessions().into()),
             "eval_fork" => Ok(self.call_fork(arguments).await.into()),
+            "eval_undo" => Ok(self.call_undo(arguments).await.into()),
             "eval_reset" => {
                 let name = match runs::take_session(&mut arguments) {
                     Ok(name) => name,
@@ -306,7 +308,7 @@ impl EvalServer {
             other => Err(McpError::invalid_params(
                 format!(
                     "unknown tool {other:?}; use \"eval\", \"eval_wait\", \"eval_cancel\", \"eval_reset\", \
-                     \"eval_sessions\", \"eval_fork\" or \"eval_export_notebook\""
+                     \"eval_sessions\", \"eval_fork\", \"eval_undo\" or \"eval_export_notebook\""
                 ),
                 None,
             )),

@@ -135,6 +135,18 @@ pub struct ForkOutput {
     pub lost_threads: Vec<String>,
 }
 
+/// `eval_undo`: how far back the session went.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+pub struct UndoOutput {
+    pub text: String,
+    /// Calls undone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps: Option<usize>,
+    /// Checkpoints left: how many more calls can be undone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left: Option<usize>,
+}
+
 /// `eval_export_notebook`: the notebook, or where it was written.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
 pub struct ExportOutput {
@@ -184,6 +196,7 @@ pub fn schema_for_tool(name: &str) -> Option<Arc<JsonObject>> {
         "eval_reset" => schema_of::<ResetOutput>(),
         "eval_export_notebook" => schema_of::<ExportOutput>(),
         "eval_fork" => schema_of::<ForkOutput>(),
+        "eval_undo" => schema_of::<UndoOutput>(),
         _ => return None,
     })
 }

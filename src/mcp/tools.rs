@@ -114,6 +114,7 @@ impl EvalServer {
             Self::cancel_tool(),
             Self::sessions_tool(),
             Self::fork_tool(),
+            Self::undo_tool(),
         ]
         .into_iter()
         .map(|tool| output::with_output_schema(manners::dress(tool, max_text_bytes)))

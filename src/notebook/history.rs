@@ -110,6 +110,13 @@ impl History {
         }
     }
 
+    /// Forget the cells after the first `len` (an undo took the session back).
+    pub fn truncate(&mut self, len: usize) {
+        for cell in self.cells.drain(len.min(self.cells.len())..) {
+            self.bytes = self.bytes.saturating_sub(cell.output_bytes);
+        }
+    }
+
     /// Cells recorded.
     pub fn len(&self) -> usize {
         self.cells.len()

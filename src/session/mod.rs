@@ -236,6 +236,11 @@ impl KernelPool {
         }
     }
 
+    /// Whether a slot for `key` exists (it may hold no kernel).
+    pub fn has_slot(&self, key: &KernelKey) -> bool {
+        self.slots.lock().unwrap().contains_key(key)
+    }
+
     /// Number of slots (with or without a live kernel).
     pub fn slot_count(&self) -> usize {
         self.slots.lock().unwrap().len()
@@ -388,6 +393,19 @@ async fn reap_idle(pool: Weak<KernelPool>, idle: Duration) {
         let Some(pool) = pool.upgrade() else { return };
         pool.reap_idle_once(idle).await;
     }
+}
+
+/// Memory only process `pid` holds: its private pages (copy-on-write pages
+/// it shares with a fork are not counted until one side writes them), from
+/// smaps_rollup (Linux); None elsewhere.
+pub fn private_bytes(pid: u32) -> Option<u64> {
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    let kib: u64 = rollup
+        .lines()
+        .filter(|line| line.starts_with("Private_Clean:") || line.starts_with("Private_Dirty:"))
+        .filter_map(|line| line.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .sum();
+    Some(kib * 1024)
 }
 
 /// Resident memory of a process, from /proc (Linux); None elsewhere.

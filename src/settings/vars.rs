@@ -110,6 +110,20 @@ pub const GATEWAY_DIR: EnvVar = user(
 );
 
 // The sandbox.
+/// `CELLBOX_CHECKPOINTS`.
+pub const CHECKPOINTS: EnvVar = user(
+    "CELLBOX_CHECKPOINTS",
+    "count",
+    "0",
+    "Checkpoints each session keeps for undo: its Python kernel is forked before every call (as `--checkpoints`; 0: off).",
+);
+/// `CELLBOX_CHECKPOINT_MEMORY`.
+pub const CHECKPOINT_MEMORY: EnvVar = user(
+    "CELLBOX_CHECKPOINT_MEMORY",
+    "size, e.g. 2G",
+    "1G",
+    "Private memory a session's checkpoints may hold together; the oldest go first (as `--checkpoint-memory`).",
+);
 /// `CELLBOX_SANDBOX`.
 pub const SANDBOX: EnvVar = user(
     "CELLBOX_SANDBOX",
@@ -349,6 +363,8 @@ pub const ENV_VARS: &[EnvVar] = &[
     JS,
     PRELOAD,
     CHECK,
+    CHECKPOINTS,
+    CHECKPOINT_MEMORY,
     // Where kernels run.
     BACKEND,
     GATEWAY_URL,

@@ -131,6 +131,8 @@ pub struct EngineConfig {
     /// Checks run before each call's cells unless the call says otherwise
     /// (default from `CELLBOX_CHECK`: off).
     pub check: CheckMode,
+    /// Checkpoints kept per session for undo (default from `CELLBOX_CHECKPOINTS`: off).
+    pub checkpoints: super::engine::CheckpointLimits,
 }
 
 impl EngineConfig {
@@ -158,6 +160,7 @@ impl EngineConfig {
             backend: Backend::from_env().unwrap_or_default(),
             preload: preload_from_env(),
             check: CheckMode::from_env(),
+            checkpoints: super::engine::CheckpointLimits::from_env(),
         }
     }
 }

@@ -42,6 +42,11 @@ pub struct EvalParams {
     /// with `--check` or `CELLBOX_CHECK`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<CheckMode>,
+    /// Fork the session's Python kernel into a checkpoint before this call, so `eval_undo` can bring
+    /// back the state from before it (whatever the call does: change data, crash, time out). Default:
+    /// the server's setting (off unless started with `--checkpoints`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<bool>,
 }
 
 /// Which checks run before a call's cells (see [`EvalParams::check`]).

@@ -29,7 +29,7 @@ async def call(session, cells, **extra):
 async def scenario_tools(session, init):
     assert "persistent kernel" in (init.instructions or ""), init.instructions
     tools = {tool.name: tool for tool in (await session.list_tools()).tools}
-    assert set(tools) == {"eval", "eval_reset", "eval_export_notebook", "eval_wait", "eval_cancel", "eval_sessions", "eval_fork"}, tools
+    assert set(tools) == {"eval", "eval_reset", "eval_export_notebook", "eval_wait", "eval_cancel", "eval_sessions", "eval_fork", "eval_undo"}, tools
     assert "path" in tools["eval_export_notebook"].input_schema["properties"]
     schema = tools["eval"].input_schema
     assert "cells" in schema["properties"], schema
@@ -283,6 +283,9 @@ async def scenario_schemas(session, init):
     check("eval_sessions", await session.call_tool("eval_sessions", {}))
     check("eval_fork", await session.call_tool("eval_fork", {"name": "schema-branch"}))
     check("eval_fork", await session.call_tool("eval_fork", {"name": "../bad"}))
+    check("eval", await call(session, [{"code": "undo_me = 1"}], checkpoint=True))
+    check("eval_undo", await session.call_tool("eval_undo", {}))
+    check("eval_undo", await session.call_tool("eval_undo", {"steps": 0}))
     check("eval_export_notebook", await session.call_tool("eval_export_notebook", {}))
     check("eval_export_notebook", await session.call_tool("eval_export_notebook", {"path": "s.ipynb"}))
     check("eval_export_notebook", await session.call_tool("eval_export_notebook", {"path": 3}))

@@ -205,6 +205,26 @@ async def scenario_fork(session, init):
     print("fork ok:", details["milliseconds"], "ms")
 
 
+async def scenario_undo(session, init):
+    tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+    assert "checkpoint" in tools["eval"].input_schema["properties"], tools["eval"].input_schema
+    assert tools["eval_undo"].annotations.destructive_hint is True, tools["eval_undo"]
+    off = await session.call_tool("eval_undo", {})
+    assert off.is_error and "checkpoints are off" in text_of(off), text_of(off)
+    await session.call_tool("eval", {"cells": [{"code": "rows = [1, 2, 3]"}], "checkpoint": True})
+    await session.call_tool("eval", {"cells": [{"code": "rows.clear()"}], "checkpoint": True})
+    crash = await session.call_tool("eval", {"cells": [{"code": "import os; os.kill(os.getpid(), 9)"}], "checkpoint": True})
+    assert crash.is_error, text_of(crash)
+    undone = await session.call_tool("eval_undo", {"steps": 2})
+    assert not undone.is_error and undone.structured_content["steps"] == 2, text_of(undone)
+    assert undone.structured_content["left"] == 0, undone.structured_content
+    back = await session.call_tool("eval", {"cells": [{"code": "rows"}]})
+    assert text_of(back) == "[1, 2, 3]\n", text_of(back)
+    too_far = await session.call_tool("eval_undo", {"steps": 5})
+    assert too_far.is_error and "checkpoint" in text_of(too_far), text_of(too_far)
+    print("undo ok")
+
+
 async def scenario_silent_progress(session, init):
     """A cell silent for 12 s still gets progress notifications at least every 10 s."""
     stamps = []

@@ -57,8 +57,23 @@ pub enum BranchError {
     Timeout { session: String, seconds: u64 },
     #[error("session {0:?} was closed while the fork waited for it")]
     Closed(String),
+    #[error("{}", no_checkpoint(.session, *.enabled))]
+    NoCheckpoint { session: String, enabled: bool },
+    #[error("only {kept} checkpoint(s) are kept, so {steps} call(s) cannot be undone; undo at most {kept}")]
+    NotEnoughCheckpoints { steps: usize, kept: usize },
     #[error("{0}")]
     Kernel(#[from] KernelError),
+}
+
+fn no_checkpoint(session: &str, enabled: bool) -> String {
+    if enabled {
+        format!("session {session:?} has no checkpoint to go back to: none was taken since it started or was reset")
+    } else {
+        format!(
+            "session {session:?} has no checkpoint: checkpoints are off. Pass \"checkpoint\": true on the calls to \
+             undo, or start the server with --checkpoints N (CELLBOX_CHECKPOINTS)"
+        )
+    }
 }
 
 impl EvalEngine {

@@ -5,8 +5,10 @@
 mod branch;
 mod calls;
 mod cells;
+mod checkpoints;
 
 pub use branch::{BranchError, ForkOptions, ForkReport};
+pub use checkpoints::{CheckpointLimits, UndoReport};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -49,6 +51,8 @@ pub struct EvalEngine {
     fallback_told: std::sync::atomic::AtomicBool,
     /// Calls running in the background under a `run://` handle.
     pub(super) runs: RunRegistry,
+    /// Each session's checkpoints for undo.
+    checkpoints: checkpoints::CheckpointStore,
 }
 
 impl EvalEngine {
@@ -71,6 +75,7 @@ impl EvalEngine {
             histories: Default::default(),
             fallback_told: Default::default(),
             runs: RunRegistry::default(),
+            checkpoints: Default::default(),
         }
     }
 
@@ -148,6 +153,7 @@ impl EvalEngine {
     pub async fn dispose_owner(&self, owner: &str) {
         self.runs.dispose_owner(owner);
         self.pool.dispose_owner(owner).await;
+        self.drop_orphaned_checkpoints();
     }
 
     /// Is `code` a whole cell yet? Asked of the session's kernel for the
@@ -299,6 +305,7 @@ impl EvalEngine {
     /// Restart `session`'s kernels: all state is cleared, the next call starts
     /// a fresh kernel. Returns how many kernels were stopped.
     pub async fn reset_session(&self, session: &str) -> usize {
+        self.drop_checkpoints(Some(session));
         self.pool.reset_session(session).await
     }
 
@@ -337,6 +344,7 @@ impl EvalEngine {
 
     /// Shut every kernel down (host exit, SIGINT/SIGTERM).
     pub async fn dispose_all(&self) {
+        self.drop_checkpoints(None);
         self.spares.dispose_all().await;
         self.pool.dispose_all().await;
         // Fork servers end once no kernel forked from them is left.
@@ -435,6 +443,9 @@ impl EvalEngine {
             for note in guard.take_notes() {
                 collector.note(note);
             }
+        }
+        for note in self.checkpoint_before(&mut guards, params.checkpoint).await {
+            collector.note(note);
         }
         let mut kernels: Vec<(Interpreter, SlotGuard<'_>)> = interpreters.into_iter().zip(guards).collect();
         // Off (the default): no exchange with the kernel before the cells.

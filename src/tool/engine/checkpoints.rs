@@ -1,0 +1,225 @@
+//! Checkpoints and undo. With checkpoints on (the engine's
+//! [`CheckpointLimits`], or `checkpoint: true` on a call), the session's
+//! Python kernel is forked right before each call; the copy waits, idle, as
+//! the state before that call. [`EvalEngine::undo`] puts one back in the
+//! session in milliseconds, whatever the calls after it did: changed data,
+//! crashed the kernel, timed out.
+//!
+//! A checkpoint is a process whose memory is shared copy-on-write with the
+//! live kernel: it costs what the live kernel has changed since. Each
+//! session keeps at most `count` of them and `memory_bytes` of their private
+//! memory; the oldest go first. They are the kernel's first victims under
+//! memory pressure (their OOM score is raised to the maximum), so memory
+//! pressure never takes the live kernel before them.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::EvalEngine;
+use super::branch::BranchError;
+use crate::kernel::fork::FORK_ANSWER_TIMEOUT;
+use crate::runtime::Runtime;
+use crate::session::{KernelKey, SharedKernel, SlotGuard};
+use crate::settings;
+use crate::tool::call::CallContext;
+
+/// How many checkpoints a session keeps, and how much memory they may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckpointLimits {
+    /// Checkpoints kept per session; 0 turns them off (the default) unless a
+    /// call asks for one, which then keeps [`CheckpointLimits::ON_REQUEST`].
+    pub count: usize,
+    /// The private memory of a session's checkpoints together, at most.
+    pub memory_bytes: u64,
+}
+
+impl CheckpointLimits {
+    /// Kept when checkpoints are off but calls ask for them.
+    pub const ON_REQUEST: usize = 5;
+    /// Default memory budget per session.
+    pub const DEFAULT_MEMORY: u64 = 1 << 30;
+
+    /// `CELLBOX_CHECKPOINTS` and `CELLBOX_CHECKPOINT_MEMORY` (unset or
+    /// unreadable: off, 1 GiB).
+    pub fn from_env() -> CheckpointLimits {
+        let count = settings::CHECKPOINTS.get().and_then(|value| value.trim().parse().ok()).unwrap_or(0);
+        let memory_bytes = settings::CHECKPOINT_MEMORY
+            .get()
+            .and_then(|value| crate::sandbox::parse_size(&value).ok())
+            .unwrap_or(Self::DEFAULT_MEMORY);
+        CheckpointLimits { count, memory_bytes }
+    }
+}
+
+impl Default for CheckpointLimits {
+    fn default() -> Self {
+        CheckpointLimits { count: 0, memory_bytes: Self::DEFAULT_MEMORY }
+    }
+}
+
+/// One saved state: a forked kernel and the history length it matches.
+struct Checkpoint {
+    kernel: SharedKernel,
+    history_len: usize,
+}
+
+/// Every session's checkpoints, oldest first, by kernel slot.
+#[derive(Default)]
+pub(super) struct CheckpointStore(Mutex<HashMap<KernelKey, VecDeque<Checkpoint>>>);
+
+impl CheckpointStore {
+    fn take_all(&self, keep: impl Fn(&KernelKey) -> bool) -> Vec<SharedKernel> {
+        let mut all = self.0.lock().unwrap();
+        let keys: Vec<KernelKey> = all.keys().filter(|key| !keep(key)).cloned().collect();
+        keys.iter().filter_map(|key| all.remove(key)).flatten().map(|checkpoint| checkpoint.kernel).collect()
+    }
+
+    fn count(&self, key: &KernelKey) -> usize {
+        self.0.lock().unwrap().get(key).map_or(0, VecDeque::len)
+    }
+}
+
+/// What an undo did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UndoReport {
+    /// Calls undone.
+    pub steps: usize,
+    /// Checkpoints still kept after it (further undos possible).
+    pub left: usize,
+    pub elapsed: Duration,
+}
+
+impl EvalEngine {
+    /// Before a call: fork each of its Python kernels that is alive into a
+    /// checkpoint, when checkpoints are on or the call asks (`requested`).
+    /// A checkpoint that cannot be taken is a note, never a failed call.
+    pub(super) async fn checkpoint_before(&self, guards: &mut [SlotGuard<'_>], requested: Option<bool>) -> Vec<String> {
+        let limits = self.config.checkpoints;
+        let keep = match requested {
+            Some(false) => return Vec::new(),
+            Some(true) => limits.count.max(CheckpointLimits::ON_REQUEST),
+            None if limits.count == 0 => return Vec::new(),
+            None => limits.count,
+        };
+        let mut notes = Vec::new();
+        for guard in guards.iter_mut().filter(|guard| guard.key().runtime == Runtime::Python) {
+            let Some(kernel) = guard.kernel().filter(|kernel| kernel.is_alive()) else { continue };
+            if kernel.as_process().is_none() {
+                continue; // a gateway kernel: nothing to copy here
+            }
+            let copy = match kernel.fork(FORK_ANSWER_TIMEOUT).await {
+                Ok(copy) => copy,
+                Err(error) => {
+                    notes.push(format!("No checkpoint was taken before this call: {error}."));
+                    continue;
+                }
+            };
+            if let Some(pid) = copy.pid() {
+                // Under memory pressure the kernel's OOM killer takes checkpoints first.
+                let _ = std::fs::write(format!("/proc/{pid}/oom_score_adj"), "1000");
+            }
+            let history_len = self.history_len(&guard.key().session);
+            let evicted = {
+                let mut all = self.checkpoints.0.lock().unwrap();
+                let kept = all.entry(guard.key().clone()).or_default();
+                kept.push_back(Checkpoint { kernel: Arc::new(copy), history_len });
+                evict(kept, keep, limits.memory_bytes)
+            };
+            for old in evicted {
+                self.pool().retire(old);
+            }
+        }
+        notes
+    }
+
+    /// Put `session`'s Python kernel back to its state before its last
+    /// `steps` calls (checkpoints taken, see [`CheckpointLimits`]). The
+    /// current kernel and the newer checkpoints are stopped; the notebook
+    /// history is cut back to match.
+    pub async fn undo(&self, context: &CallContext, steps: usize) -> Result<UndoReport, BranchError> {
+        let started = Instant::now();
+        let steps = steps.max(1);
+        let key = {
+            let all = self.checkpoints.0.lock().unwrap();
+            all.iter()
+                .filter(|(key, kept)| key.session == context.session && !kept.is_empty())
+                .map(|(key, _)| key.clone())
+                .next()
+        };
+        let Some(key) = key else {
+            return Err(BranchError::NoCheckpoint {
+                session: context.session.clone(),
+                enabled: self.config.checkpoints.count > 0,
+            });
+        };
+        let slot = self.pool().slot(key.clone(), &context.owner);
+        let mut guard = slot.lock().await.map_err(|_| BranchError::Closed(context.session.clone()))?;
+        let (restored, newer, left) = {
+            let mut all = self.checkpoints.0.lock().unwrap();
+            let kept = all.entry(key.clone()).or_default();
+            if kept.len() < steps {
+                return Err(BranchError::NotEnoughCheckpoints { steps, kept: kept.len() });
+            }
+            let newer: Vec<Checkpoint> = kept.drain(kept.len() - steps + 1..).collect();
+            let restored = kept.pop_back().expect("at least one checkpoint is kept");
+            (restored, newer, kept.len())
+        };
+        for checkpoint in newer {
+            self.pool().retire(checkpoint.kernel);
+        }
+        if let Some(pid) = restored.kernel.pid() {
+            // Live again: no longer the first to go under memory pressure.
+            let _ = std::fs::write(format!("/proc/{pid}/oom_score_adj"), "0");
+        }
+        restored.kernel.set_bridge(self.bridge_hook(&context.session));
+        if let Some(current) = guard.replace_kernel(Some(restored.kernel)) {
+            self.pool().retire(current);
+        }
+        if let Some(history) = self.histories.lock().unwrap().get_mut(&context.session) {
+            history.truncate(restored.history_len);
+        }
+        drop(guard);
+        Ok(UndoReport { steps, left, elapsed: started.elapsed() })
+    }
+
+    /// How many checkpoints `session` keeps now (all its kernels).
+    pub fn checkpoint_count(&self, session: &str) -> usize {
+        let keys: Vec<KernelKey> = self.pool().kernels_of(session).into_iter().map(|(key, _)| key).collect();
+        keys.iter().map(|key| self.checkpoints.count(key)).sum()
+    }
+
+    /// Stop the checkpoints of kernel slots that are gone (their owner left).
+    pub(super) fn drop_orphaned_checkpoints(&self) {
+        for kernel in self.checkpoints.take_all(|key| self.pool().has_slot(key)) {
+            self.pool().retire(kernel);
+        }
+    }
+
+    /// Stop the checkpoints of `session` (it was reset), or of every session when `None`.
+    pub(super) fn drop_checkpoints(&self, session: Option<&str>) {
+        let dropped = self.checkpoints.take_all(|key| session.is_some_and(|session| key.session != session));
+        for kernel in dropped {
+            self.pool().retire(kernel);
+        }
+    }
+}
+
+/// Drop the oldest checkpoints beyond `count`, then while their private
+/// memory together exceeds `budget` (the newest one always stays).
+fn evict(kept: &mut VecDeque<Checkpoint>, count: usize, budget: u64) -> Vec<SharedKernel> {
+    let mut evicted = Vec::new();
+    while kept.len() > count.max(1) {
+        evicted.extend(kept.pop_front().map(|checkpoint| checkpoint.kernel));
+    }
+    let private =
+        |checkpoint: &Checkpoint| checkpoint.kernel.pid().and_then(crate::session::private_bytes).unwrap_or(0);
+    let mut total: u64 = kept.iter().map(private).sum();
+    while kept.len() > 1 && total > budget {
+        if let Some(oldest) = kept.pop_front() {
+            total = total.saturating_sub(private(&oldest));
+            evicted.push(oldest.kernel);
+        }
+    }
+    evicted
+}
