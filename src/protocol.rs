@@ -69,6 +69,19 @@ pub struct CheckRequest {
     pub lint: bool,
 }
 
+/// Host → runner: save the user namespace to `path` (`kind` "snapshot") or
+/// restore one saved there into it (`kind` "restore"); answered by a
+/// `snapshot` frame. Runs between cells, in order with them.
+#[derive(Debug, Clone, Serialize)]
+pub struct SnapshotRequest {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub id: String,
+    pub path: String,
+    /// Written into the file's header.
+    pub version: &'static str,
+}
+
 /// One cell of a [`CheckRequest`].
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckCell {
@@ -193,6 +206,15 @@ pub enum RunnerFrame {
         #[serde(default)]
         notes: Vec<String>,
     },
+    /// The answer to a `snapshot` or `restore` request: what was saved or
+    /// restored and what was skipped, or why nothing could be.
+    Snapshot {
+        id: String,
+        #[serde(default)]
+        report: Option<Value>,
+        #[serde(default)]
+        error: Option<String>,
+    },
     /// A cell asks the host for work (`completion`, `agent`, `tool`): answered
     /// by a [`BridgeResult`] with the same `id` on the request pipe.
     #[serde(rename = "bridge_call")]
@@ -215,7 +237,8 @@ impl RunnerFrame {
             RunnerFrame::Started { id }
             | RunnerFrame::Done { id, .. }
             | RunnerFrame::Completeness { id, .. }
-            | RunnerFrame::Checked { id, .. } => Some(id),
+            | RunnerFrame::Checked { id, .. }
+            | RunnerFrame::Snapshot { id, .. } => Some(id),
             RunnerFrame::BridgeCall { cell, .. } => cell.as_deref(),
             RunnerFrame::Stdout { id, .. }
             | RunnerFrame::Stderr { id, .. }

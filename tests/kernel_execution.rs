@@ -29,6 +29,7 @@ async fn every_frame_type_arrives_in_order() {
             ExecEvent::Checked(_) => "checked",
             ExecEvent::Budget(_) => "budget",
             ExecEvent::CrashDump(_) => "crash dump",
+            ExecEvent::Snapshot(_) => "snapshot",
         });
     }
     assert_eq!(kinds, ["started", "stdout", "stderr", "display", "error", "done"]);

@@ -39,6 +39,11 @@ fn eval_undo_returns_a_session_to_its_checkpoint_after_a_crash() {
 }
 
 #[test]
+fn eval_snapshot_and_eval_restore_carry_variables_between_sessions() {
+    scenario("snapshot");
+}
+
+#[test]
 fn a_silent_cell_still_sends_progress_at_least_every_ten_seconds() {
     scenario("silent_progress");
 }

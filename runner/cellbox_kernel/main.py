@@ -334,6 +334,24 @@ def _ready_frame():
     }
 
 
+def _snapshot_answer(request, namespace):
+    """Save or restore for `request`; the `snapshot` frame with the report, or
+    with the reason in words (a bad file, a path that cannot be written)."""
+    from . import snapshot
+
+    try:
+        if request.restore:
+            report = snapshot.load(request.path, namespace)
+        else:
+            report = snapshot.save(namespace, request.path, request.version)
+    except snapshot.SnapshotError as error:
+        return {"type": "snapshot", "id": request.id, "error": str(error)}
+    except OSError as error:
+        what = "restore from" if request.restore else "save to"
+        return {"type": "snapshot", "id": request.id, "error": "cannot %s %s: %s" % (what, request.path, error.strerror or error)}
+    return {"type": "snapshot", "id": request.id, "report": protocol.jsonable(report)}
+
+
 def _serve(channel):
     parent_pid = os.getppid()
     _isolate_stdin()
@@ -392,6 +410,9 @@ def _serve(channel):
             continue
         if isinstance(request, protocol.ExitRequest):
             break
+        if isinstance(request, protocol.SnapshotRequest):
+            writer.send(_snapshot_answer(request, kernel.executor.namespace))
+            continue
         if isinstance(request, protocol.ForkRequest):
             if forker.fork(request, _flush_python_output):
                 requests = Requests(reader, BRIDGE, always_read=always_read)

@@ -205,6 +205,18 @@ class ForkRequest:
         self.fork_id = fork_id
 
 
+class SnapshotRequest:
+    """Save the user namespace to `path`, or restore one from it (`restore`); see `snapshot.py`."""
+
+    __slots__ = ("id", "path", "restore", "version")
+
+    def __init__(self, id, path, restore, version):
+        self.id = id
+        self.path = path
+        self.restore = restore
+        self.version = version
+
+
 class BridgeResult:
     """The host's answer to a `bridge_call` (read while a cell runs)."""
 
@@ -279,6 +291,12 @@ def parse_request(line):
                 number = len(parsed) + 1
             parsed.append((number, cell["code"]))
         return CheckRequest(request_id, parsed, message.get("lint") is True)
+    if kind in ("snapshot", "restore"):
+        path = message.get("path")
+        if request_id is None or not isinstance(path, str) or not path:
+            raise ProtocolError("%s request needs an 'id' and 'path' as a string" % kind, request_id)
+        version = message.get("version")
+        return SnapshotRequest(request_id, path, kind == "restore", version if isinstance(version, str) else "")
     if kind == "fork":
         fork_id = message.get("fork")
         if request_id is None or not isinstance(fork_id, int) or isinstance(fork_id, bool):

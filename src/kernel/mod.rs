@@ -22,6 +22,7 @@ pub mod pipe;
 pub mod process;
 pub mod progress;
 mod reader;
+mod snapshot;
 mod types;
 /// The preloading fork server (Unix; Windows has no `fork()` and spawns every kernel).
 #[cfg(unix)]

@@ -377,6 +377,13 @@ impl Reader {
                 (Some(id), ExecEvent::Completeness(Completeness { status, indent }))
             }
             RunnerFrame::Checked { id, cells, notes } => (Some(id), ExecEvent::Checked(CheckReport { cells, notes })),
+            RunnerFrame::Snapshot { id, report, error } => {
+                let answer = match (report, error) {
+                    (Some(report), None) => Ok(report),
+                    (_, error) => Err(error.unwrap_or_else(|| "the runner gave no report".into())),
+                };
+                (Some(id), ExecEvent::Snapshot(answer))
+            }
             RunnerFrame::BridgeCall { id, cell, op, args } => {
                 self.bridge_call(id, cell, op, args).await;
                 return;
@@ -418,7 +425,10 @@ impl Reader {
             tracing::debug!(target: "cellbox::ipc", "frame for no request: {event:?}");
             return;
         };
-        let done = matches!(event, ExecEvent::Done(_) | ExecEvent::Completeness(_) | ExecEvent::Checked(_));
+        let done = matches!(
+            event,
+            ExecEvent::Done(_) | ExecEvent::Completeness(_) | ExecEvent::Checked(_) | ExecEvent::Snapshot(_)
+        );
         if !done && self.is_running(&id) {
             self.ensure_started(&id).await;
         }

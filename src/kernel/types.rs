@@ -95,6 +95,10 @@ pub enum KernelError {
     ForkUnsupported(String),
     #[error("the kernel could not be forked: {0}")]
     ForkFailed(String),
+    /// A snapshot could not be saved or restored: the runner's words (a
+    /// corrupt or foreign file, another Python version, a path it cannot write).
+    #[error("{0}")]
+    Snapshot(String),
     /// The requested sandbox cannot be enforced on this host: the kernel was
     /// not started (never a silent downgrade).
     #[error("{0}")]
@@ -167,6 +171,9 @@ pub enum ExecEvent {
     Completeness(Completeness),
     /// The answer to [`Kernel::check`].
     Checked(CheckReport),
+    /// The answer to [`Kernel::snapshot`] and [`Kernel::restore`]: the
+    /// runner's report, or why it could not.
+    Snapshot(Result<serde_json::Value, String>),
     /// The host started or finished work on the cell's behalf (a bridge
     /// call): the cell's time budget waits meanwhile. Only the host makes
     /// these; nothing a cell prints or displays can.
@@ -237,7 +244,11 @@ impl Execution {
             return None;
         }
         let item = self.events.recv().await.unwrap_or(Err(KernelError::Closed));
-        if matches!(item, Ok(ExecEvent::Done(_) | ExecEvent::Completeness(_) | ExecEvent::Checked(_)) | Err(_)) {
+        if matches!(
+            item,
+            Ok(ExecEvent::Done(_) | ExecEvent::Completeness(_) | ExecEvent::Checked(_) | ExecEvent::Snapshot(_))
+                | Err(_)
+        ) {
             self.finished = true;
         }
         Some(item)

@@ -1,7 +1,9 @@
 //! The tools that branch a session: `eval_fork` copies a session's live
 //! Python kernel into a new named session (see [`EvalEngine::fork_session`](crate::tool::EvalEngine::fork_session)),
 //! and `eval_undo` puts a session back to a checkpoint taken before one of
-//! its calls (see [`EvalEngine::undo`](crate::tool::EvalEngine::undo)).
+//! its calls (see [`EvalEngine::undo`](crate::tool::EvalEngine::undo)); `eval_snapshot` and
+//! `eval_restore` save a session's variables to a file and bring them back,
+//! in another session or after a restart.
 
 use std::time::Duration;
 
@@ -90,6 +92,108 @@ impl EvalServer {
         );
         let undone = output::UndoOutput { text: text.clone(), steps: Some(report.steps), left: Some(report.left) };
         output::text_result(text, &undone, false)
+    }
+
+    pub(super) fn snapshot_tool() -> Tool {
+        Tool::new(
+            "eval_snapshot",
+            "Save a session's Python variables to a file: data, and functions and classes defined in cells (by \
+             value); modules are saved by name and imported again on restore. What cannot be saved (open files, \
+             generators, sockets…) is listed with the reason. Restore it with eval_restore, later or elsewhere \
+             (same Python minor version).",
+            object_schema(json!({
+                "session": {"type": "string", "description": "The session to save (default \"default\")."},
+                "path": {
+                    "type": "string",
+                    "description": "The file to write, relative to the server's working directory (e.g. \
+                                    \"state.cellbox\"); replaced if it exists."
+                }
+            })),
+        )
+        .with_title("Save a session to a file")
+    }
+
+    pub(super) fn restore_tool() -> Tool {
+        Tool::new(
+            "eval_restore",
+            "Load the variables saved by eval_snapshot into a session (started if needed): names in the file replace \
+             the session's names of the same name. Names that cannot be restored (a module no longer installed) are \
+             listed with the reason. Only restore files you trust: loading runs code.",
+            object_schema(json!({
+                "session": {"type": "string", "description": "The session to restore into (default \"default\")."},
+                "path": {"type": "string", "description": "The snapshot file, relative to the server's working directory."}
+            })),
+        )
+        .with_title("Restore a session from a file")
+    }
+
+    pub(super) async fn call_snapshot(&self, mut arguments: Value, restore: bool) -> CallToolResult {
+        let name = match take_session(&mut arguments) {
+            Ok(name) => name,
+            Err(error) => return output::error_result(error.to_string()),
+        };
+        let path = match arguments.get("path") {
+            Some(Value::String(path)) if !path.trim().is_empty() => std::path::PathBuf::from(path),
+            other => {
+                return output::error_result(format!(
+                    "\"path\" must name the snapshot file (e.g. \"state.cellbox\"), got {}",
+                    other.map_or("nothing".to_string(), Value::to_string)
+                ));
+            }
+        };
+        let context = self.session_context(&name);
+        let listed = |pairs: &[(String, String)]| {
+            pairs.iter().map(|(name, reason)| format!("{name} ({reason})")).collect::<Vec<_>>().join("; ")
+        };
+        let (text, mut details) = if restore {
+            let report = match self.engine.restore_session(&context, &path).await {
+                Ok(report) => report,
+                Err(error) => return output::error_result(error.to_string()),
+            };
+            let mut text = format!(
+                "Restored {} name(s) into session \"{name}\" from {} (saved by Python {} on {}): {}.",
+                report.restored.len(),
+                report.path.display(),
+                report.python,
+                report.created,
+                report.restored.join(", ")
+            );
+            if !report.failed.is_empty() {
+                text.push_str(&format!(" Not restored: {}.", listed(&report.failed)));
+            }
+            let details = output::SnapshotOutput {
+                path: Some(report.path.display().to_string()),
+                names: report.restored,
+                left_out: report.failed.into_iter().map(output::LeftOut::from).collect(),
+                ..Default::default()
+            };
+            (text, details)
+        } else {
+            let report = match self.engine.snapshot_session(&context, &path).await {
+                Ok(report) => report,
+                Err(error) => return output::error_result(error.to_string()),
+            };
+            let mut text = format!(
+                "Saved {} name(s) of session \"{name}\" to {} ({}): {}.",
+                report.saved.len(),
+                report.path.display(),
+                crate::output::limiter::human_bytes(report.bytes),
+                report.saved.join(", ")
+            );
+            if !report.skipped.is_empty() {
+                text.push_str(&format!(" Not saved: {}.", listed(&report.skipped)));
+            }
+            let details = output::SnapshotOutput {
+                path: Some(report.path.display().to_string()),
+                bytes: Some(report.bytes),
+                names: report.saved,
+                left_out: report.skipped.into_iter().map(output::LeftOut::from).collect(),
+                ..Default::default()
+            };
+            (text, details)
+        };
+        details.text = text.clone();
+        output::text_result(text, &details, false)
     }
 
     pub(super) async fn call_fork(&self, mut arguments: Value) -> CallToolResult {

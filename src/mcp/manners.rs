@@ -44,6 +44,10 @@ pub fn annotations_for(name: &str) -> Option<Hints> {
         "eval_fork" => (false, false, false, false),
         // Throws away the state after the checkpoint; each undo goes one step further back.
         "eval_undo" => (false, true, false, false),
+        // Writes (replaces) a file; the same state saved again gives the same names.
+        "eval_snapshot" => (false, true, true, false),
+        // Replaces names in the session; restoring the same file twice gives the same state.
+        "eval_restore" => (false, true, true, false),
         _ => return None,
     })
 }

@@ -9,8 +9,9 @@
 //! instructions offer only the languages available; `wait` returns a
 //! `run://<id>` handle for cells still running, `session` picks a named
 //! session), `eval_wait` and `eval_cancel` (runs), `eval_sessions`,
-//! `eval_fork` (copy a session's kernel into a new session) and `eval_undo`
-//! (back to a checkpoint; both in [`branches`]),
+//! `eval_fork` (copy a session's kernel into a new session), `eval_undo`
+//! (back to a checkpoint), `eval_snapshot`/`eval_restore` (variables to a
+//! file and back; all in [`branches`]),
 //! `eval_reset` (clear all state) and `eval_export_notebook` (the session's cells as a Jupyter
 //! notebook, returned or written to a file). Artifacts are resources: `artifact://<id>`, read in pages of
 //! [`RESOURCE_PAGE_BYTES`] with `?offset=N`.
@@ -290,6 +291,8 @@ impl EvalServer {
             "eval_sessions" => Ok(self.call_sessions().into()),
             "eval_fork" => Ok(self.call_fork(arguments).await.into()),
             "eval_undo" => Ok(self.call_undo(arguments).await.into()),
+            "eval_snapshot" => Ok(self.call_snapshot(arguments, false).await.into()),
+            "eval_restore" => Ok(self.call_snapshot(arguments, true).await.into()),
             "eval_reset" => {
                 let name = match runs::take_session(&mut arguments) {
                     Ok(name) => name,
@@ -308,7 +311,8 @@ impl EvalServer {
             other => Err(McpError::invalid_params(
                 format!(
                     "unknown tool {other:?}; use \"eval\", \"eval_wait\", \"eval_cancel\", \"eval_reset\", \
-                     \"eval_sessions\", \"eval_fork\", \"eval_undo\" or \"eval_export_notebook\""
+                     \"eval_sessions\", \"eval_fork\", \"eval_undo\", \"eval_snapshot\", \"eval_restore\" or \
+                     \"eval_export_notebook\""
                 ),
                 None,
             )),

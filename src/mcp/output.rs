@@ -147,6 +147,37 @@ pub struct UndoOutput {
     pub left: Option<usize>,
 }
 
+/// `eval_snapshot` and `eval_restore`: the file and the names.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+pub struct SnapshotOutput {
+    pub text: String,
+    /// The snapshot file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Its size (`eval_snapshot`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// The names saved, or restored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub names: Vec<String>,
+    /// The names that could not be saved, or restored, with the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<LeftOut>,
+}
+
+/// A name a snapshot left out, and why.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema)]
+pub struct LeftOut {
+    pub name: String,
+    pub reason: String,
+}
+
+impl From<(String, String)> for LeftOut {
+    fn from((name, reason): (String, String)) -> LeftOut {
+        LeftOut { name, reason }
+    }
+}
+
 /// `eval_export_notebook`: the notebook, or where it was written.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema)]
 pub struct ExportOutput {
@@ -197,6 +228,7 @@ pub fn schema_for_tool(name: &str) -> Option<Arc<JsonObject>> {
         "eval_export_notebook" => schema_of::<ExportOutput>(),
         "eval_fork" => schema_of::<ForkOutput>(),
         "eval_undo" => schema_of::<UndoOutput>(),
+        "eval_snapshot" | "eval_restore" => schema_of::<SnapshotOutput>(),
         _ => return None,
     })
 }

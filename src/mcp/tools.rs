@@ -115,6 +115,8 @@ impl EvalServer {
             Self::sessions_tool(),
             Self::fork_tool(),
             Self::undo_tool(),
+            Self::snapshot_tool(),
+            Self::restore_tool(),
         ]
         .into_iter()
         .map(|tool| output::with_output_schema(manners::dress(tool, max_text_bytes)))

@@ -77,6 +77,7 @@ impl OutputBuilder {
             | ExecEvent::Done(_)
             | ExecEvent::Completeness(_)
             | ExecEvent::Checked(_)
+            | ExecEvent::Snapshot(_)
             | ExecEvent::Budget(_)
             // The cell's part of a crash dump came as stderr.
             | ExecEvent::CrashDump(_) => {}

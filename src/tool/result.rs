@@ -298,7 +298,11 @@ impl Collector {
             recorder.event(&event);
         }
         match event {
-            ExecEvent::Started | ExecEvent::Done(_) | ExecEvent::Completeness(_) | ExecEvent::Checked(_) => None,
+            ExecEvent::Started
+            | ExecEvent::Done(_)
+            | ExecEvent::Completeness(_)
+            | ExecEvent::Checked(_)
+            | ExecEvent::Snapshot(_) => None,
             // Streamed for embedders that follow the budget; not part of the result.
             ExecEvent::Budget(control) => {
                 Some(EvalEvent::Status { cell, event: Value::Object(control.status_fields()) })

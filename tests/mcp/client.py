@@ -29,7 +29,7 @@ async def call(session, cells, **extra):
 async def scenario_tools(session, init):
     assert "persistent kernel" in (init.instructions or ""), init.instructions
     tools = {tool.name: tool for tool in (await session.list_tools()).tools}
-    assert set(tools) == {"eval", "eval_reset", "eval_export_notebook", "eval_wait", "eval_cancel", "eval_sessions", "eval_fork", "eval_undo"}, tools
+    assert set(tools) == {"eval", "eval_reset", "eval_export_notebook", "eval_wait", "eval_cancel", "eval_sessions", "eval_fork", "eval_undo", "eval_snapshot", "eval_restore"}, tools
     assert "path" in tools["eval_export_notebook"].input_schema["properties"]
     schema = tools["eval"].input_schema
     assert "cells" in schema["properties"], schema
@@ -286,6 +286,10 @@ async def scenario_schemas(session, init):
     check("eval", await call(session, [{"code": "undo_me = 1"}], checkpoint=True))
     check("eval_undo", await session.call_tool("eval_undo", {}))
     check("eval_undo", await session.call_tool("eval_undo", {"steps": 0}))
+    check("eval_snapshot", await session.call_tool("eval_snapshot", {"path": "s.cellbox"}))
+    check("eval_snapshot", await session.call_tool("eval_snapshot", {}))
+    check("eval_restore", await session.call_tool("eval_restore", {"path": "s.cellbox", "session": "restored"}))
+    check("eval_restore", await session.call_tool("eval_restore", {"path": "no-such.cellbox"}))
     check("eval_export_notebook", await session.call_tool("eval_export_notebook", {}))
     check("eval_export_notebook", await session.call_tool("eval_export_notebook", {"path": "s.ipynb"}))
     check("eval_export_notebook", await session.call_tool("eval_export_notebook", {"path": 3}))

@@ -225,6 +225,26 @@ async def scenario_undo(session, init):
     print("undo ok")
 
 
+async def scenario_snapshot(session, init):
+    code = "def greet(name):\n    return 'hi ' + name\nnumbers = [1, 2]\nstream = (n for n in numbers)"
+    await session.call_tool("eval", {"cells": [{"code": code}], "session": "src"})
+    saved = await session.call_tool("eval_snapshot", {"session": "src", "path": "state.cellbox"})
+    assert not saved.is_error, text_of(saved)
+    details = saved.structured_content
+    assert set(details["names"]) == {"greet", "numbers"} and details["bytes"] > 0, details
+    assert details["left_out"][0]["name"] == "stream" and "generator" in details["left_out"][0]["reason"], details
+    assert "Not saved: stream" in text_of(saved), text_of(saved)
+    restored = await session.call_tool("eval_restore", {"session": "dst", "path": "state.cellbox"})
+    assert not restored.is_error and set(restored.structured_content["names"]) == {"greet", "numbers"}, text_of(restored)
+    used = await session.call_tool("eval", {"cells": [{"code": "greet('x'), numbers"}], "session": "dst"})
+    assert text_of(used) == "('hi x', [1, 2])\n", text_of(used)
+    with open(os.path.join(CWD, "state.cellbox"), "r+b") as handle:
+        handle.truncate(os.path.getsize(handle.name) - 5)
+    broken = await session.call_tool("eval_restore", {"session": "dst", "path": "state.cellbox"})
+    assert broken.is_error and "truncated" in text_of(broken), text_of(broken)
+    print("snapshot ok")
+
+
 async def scenario_silent_progress(session, init):
     """A cell silent for 12 s still gets progress notifications at least every 10 s."""
     stamps = []

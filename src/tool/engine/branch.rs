@@ -4,6 +4,7 @@
 //! Both sessions then live on independently; the copy inherits the cell
 //! history too, so its notebook export starts where the source's was.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -61,6 +62,8 @@ pub enum BranchError {
     NoCheckpoint { session: String, enabled: bool },
     #[error("only {kept} checkpoint(s) are kept, so {steps} call(s) cannot be undone; undo at most {kept}")]
     NotEnoughCheckpoints { steps: usize, kept: usize },
+    #[error("{0}")]
+    Unsupported(String),
     #[error("{0}")]
     Kernel(#[from] KernelError),
 }
@@ -147,4 +150,95 @@ impl EvalEngine {
             elapsed: started.elapsed(),
         })
     }
+}
+
+/// What [`EvalEngine::snapshot_session`] saved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotReport {
+    pub path: PathBuf,
+    /// Names saved, in the order they are restored.
+    pub saved: Vec<String>,
+    /// Names that could not be saved, each with the reason.
+    pub skipped: Vec<(String, String)>,
+    /// The file's size.
+    pub bytes: u64,
+}
+
+/// What [`EvalEngine::restore_session`] restored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RestoreReport {
+    pub path: PathBuf,
+    pub restored: Vec<String>,
+    /// Names that could not be restored (a module no longer installed…), each with the reason.
+    pub failed: Vec<(String, String)>,
+    /// The Python and cellbox versions that wrote the file, and when.
+    pub python: String,
+    pub cellbox: String,
+    pub created: String,
+}
+
+impl EvalEngine {
+    /// Save `session`'s Python namespace to `path` (relative to the default
+    /// cwd), after the calls already running in it.
+    pub async fn snapshot_session(&self, context: &CallContext, path: &Path) -> Result<SnapshotReport, BranchError> {
+        let path = self.config.default_cwd.join(path);
+        let slots = self.pool().live_slots_of(&context.session);
+        let Some(slot) = slots.iter().find(|slot| slot.key.runtime == Runtime::Python) else {
+            return Err(BranchError::NoKernel(context.session.clone()));
+        };
+        let guard = slot.lock().await.map_err(|_| BranchError::Closed(context.session.clone()))?;
+        let kernel = guard.kernel().filter(|kernel| kernel.is_alive());
+        let kernel = kernel.ok_or_else(|| BranchError::NoKernel(context.session.clone()))?;
+        let process = kernel.as_process().ok_or_else(gateway_unsupported)?;
+        let report = process.snapshot(&path).await?;
+        Ok(SnapshotReport {
+            path,
+            saved: strings(&report["saved"]),
+            skipped: reasons(&report["skipped"]),
+            bytes: report["bytes"].as_u64().unwrap_or(0),
+        })
+    }
+
+    /// Restore the snapshot at `path` (relative to the default cwd) into
+    /// `session`'s Python kernel, started if it has none. Names already there
+    /// are replaced by the saved ones; others are kept.
+    pub async fn restore_session(&self, context: &CallContext, path: &Path) -> Result<RestoreReport, BranchError> {
+        let path = self.config.default_cwd.join(path);
+        let cwd = self.resolve_cwd(None).map_err(|error| BranchError::Unsupported(error.to_string()))?;
+        let interpreter =
+            self.resolve_python(&cwd).await.map_err(|error| BranchError::Unsupported(error.to_string()))?;
+        let slot = self.pool().slot(self.key(&context.session, &cwd, &interpreter), &context.owner);
+        let mut guard = slot.lock().await.map_err(|_| BranchError::Closed(context.session.clone()))?;
+        let kernel = self.kernel_for(&interpreter, &cwd, &mut guard, 0, &crate::tool::ignore_events).await?;
+        let process = kernel.as_process().ok_or_else(gateway_unsupported)?;
+        let report = process.restore(&path).await?;
+        let header = &report["header"];
+        let text = |key: &str| header[key].as_str().unwrap_or("?").to_string();
+        Ok(RestoreReport {
+            path,
+            restored: strings(&report["restored"]),
+            failed: reasons(&report["failed"]),
+            python: text("python"),
+            cellbox: text("cellbox"),
+            created: text("created"),
+        })
+    }
+}
+
+fn gateway_unsupported() -> BranchError {
+    BranchError::Unsupported(
+        "snapshots of kernels on a Jupyter gateway are not supported: they run on the gateway's machine".into(),
+    )
+}
+
+fn strings(value: &serde_json::Value) -> Vec<String> {
+    value.as_array().into_iter().flatten().filter_map(|name| name.as_str().map(str::to_string)).collect()
+}
+
+/// `[{"name", "reason"}]` as pairs.
+fn reasons(value: &serde_json::Value) -> Vec<(String, String)> {
+    let pair = |entry: &serde_json::Value| {
+        Some((entry["name"].as_str()?.to_string(), entry["reason"].as_str().unwrap_or("").to_string()))
+    };
+    value.as_array().into_iter().flatten().filter_map(pair).collect()
 }

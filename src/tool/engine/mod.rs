@@ -7,7 +7,7 @@ mod calls;
 mod cells;
 mod checkpoints;
 
-pub use branch::{BranchError, ForkOptions, ForkReport};
+pub use branch::{BranchError, ForkOptions, ForkReport, RestoreReport, SnapshotReport};
 pub use checkpoints::{CheckpointLimits, UndoReport};
 
 use std::path::{Path, PathBuf};

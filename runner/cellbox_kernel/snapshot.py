@@ -1,0 +1,499 @@
+"""Save a session's variables to a file and restore them into a fresh kernel.
+
+Classes and functions defined in cells (in the `__main__` dict, usermain.py)
+exist only in that kernel, so plain pickle's reference `__main__.f` would not
+resolve elsewhere: they are saved by value (code through `marshal`), and their
+globals become the restoring namespace, as for a function defined there.
+Modules and importable classes and functions go by reference, data by value.
+Loading unpickles and so runs code: load only snapshots you wrote yourself.
+
+Each name is pickled on its own: one that cannot be pickled is skipped, one
+that cannot be unpickled (its module is gone) fails, the others are intact.
+Identity holds where it matters: a name's pickle exports the objects it met
+that are other names' values, or classes, functions and cells saved by
+value, and later names refer to those (`type(p) is P`, `b is a` after
+`b = a`, closures sharing a cell), failing if that name failed. Other objects
+two names share are copied into both: finding them would need each
+pickler's whole memo, which costs as much as the pickling itself.
+
+File: the magic line, a JSON header line (format, Python version and
+implementation, cellbox version, creation time, names count, payload length
+and sha256), then the payload: a pickled list of (name, pickles of its value
+and of its exports). Marshalled code ties a snapshot to one Python minor
+version and implementation.
+"""
+import builtins
+import dataclasses
+import datetime
+import enum
+import functools
+import hashlib
+import importlib
+import io
+import json
+import marshal
+import os
+import pickle
+import re
+import sys
+import tempfile
+import types
+
+from . import prelude
+
+__all__ = ["SnapshotError", "save", "load", "read_header"]
+
+MAGIC = b"CELLBOX-SNAPSHOT\n"
+FORMAT_VERSION = 1
+_PROTOCOL = pickle.HIGHEST_PROTOCOL
+_MAX_HEADER = 1 << 16
+_HEADER_KEYS = frozenset(("python", "implementation", "payload_bytes", "payload_sha256"))
+_PYTHON = "%d.%d" % sys.version_info[:2]
+# Values whose copies are as good as the original: never referred to across names.
+_COPIED = frozenset((type(None), bool, int, float, complex, str, bytes))
+
+# What every module has (usermain.py); the new kernel sets its own.
+_MODULE_NAMES = frozenset(("__name__", "__doc__", "__package__", "__loader__", "__spec__", "__builtins__"))
+# The shell's history (magics/history.py) and `!cmd`'s exit status
+# (magics/dispatch.py): the new kernel starts its own history.
+_SHELL_NAMES = frozenset(("In", "Out", "_ih", "_oh", "_dh", "_", "__", "___", "_i", "_ii", "_iii", "_exit_code"))
+_NUMBERED = re.compile(r"_i?\d+\Z")  # `_N` outputs, `_iN` and `_i00` inputs
+
+# dataclasses tells field kinds apart by identity (`f._field_type is _FIELD`):
+# copies of these sentinels would make `dataclasses.fields()` come back empty.
+_DATACLASS_SENTINELS = {
+    id(value): name
+    for name, value in vars(dataclasses).items()
+    if type(value).__module__ == "dataclasses" and not isinstance(value, type)
+}
+# What `type()` must get when a class is created; the rest of the class body
+# is set afterwards, once the class exists for its methods to refer to.
+# Slots make the instance layout; Generic checks `__orig_bases__`.
+_CLASS_BODY = ("__module__", "__qualname__", "__doc__", "__slots__", "__orig_bases__")
+_FUNCTION_ATTRS = ("__defaults__", "__kwdefaults__", "__annotations__", "__qualname__", "__doc__", "__module__")
+
+# Hints for the kinds of object that never pickle, by type name.
+_CANNOT_SAVE = {
+    "generators cannot be saved": "generator async_generator",
+    "coroutines cannot be saved": "coroutine",
+    "frames cannot be saved": "frame traceback",
+    "open files cannot be saved; keep the path and open the file again after restoring": (
+        "TextIOWrapper BufferedReader BufferedWriter BufferedRandom FileIO"
+    ),
+    "sockets cannot be saved; connect again after restoring": "socket SSLSocket",
+    "locks cannot be saved; create them again after restoring": "lock RLock Lock Condition Event",
+    "threads cannot be saved; start them again after restoring": "Thread",
+}
+_HINTS = {kind: hint for hint, kinds in _CANNOT_SAVE.items() for kind in kinds.split()}
+_UNPICKLABLE = re.compile(r"cannot pickle '([\w.]+)'")
+
+
+class SnapshotError(Exception):
+    """The file is not a snapshot this kernel can load; the message says why and what to do."""
+
+
+def save(namespace, path, cellbox_version):
+    """Write the user's names in `namespace` to `path`, atomically (a crash
+    leaves the old file or the new one, never half of one).
+
+    Returns {"saved": [names], "skipped": [{"name", "reason"}], "bytes": file
+    size, "path": absolute path}. Every user name is saved or listed as skipped.
+    """
+    entries, skipped = _pickle_names(namespace)
+    payload = pickle.dumps(entries, _PROTOCOL)
+    header = {
+        "format": FORMAT_VERSION,
+        "python": _PYTHON,
+        "implementation": sys.implementation.name,
+        "cellbox": cellbox_version,
+        "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "names": len(entries),
+        "payload_bytes": len(payload),
+        "payload_sha256": hashlib.sha256(payload).hexdigest(),
+    }
+    chunks = [MAGIC, json.dumps(header).encode("ascii") + b"\n", payload]  # not joined: the payload may be large
+    path = os.path.abspath(os.fspath(path))
+    _write_atomically(path, chunks)
+    size = sum(len(chunk) for chunk in chunks)
+    return {"saved": [name for name, _pickles in entries], "skipped": skipped, "bytes": size, "path": path}
+
+
+def load(path, namespace):
+    """Restore the names saved in `path` into `namespace` (a dict).
+
+    Returns {"restored": [names], "failed": [{"name", "reason"}], "header": {...}}:
+    a name that cannot be restored (say its module is no longer installed)
+    is reported, and the others are still restored. Raises SnapshotError for
+    a file that is not a loadable snapshot, before changing `namespace`
+    (which otherwise also gets `__builtins__` if it has none).
+    """
+    header, payload = _read(path)
+    entries = pickle.loads(payload)
+    del payload  # the entries hold a copy of it
+    # Before Python 3.10 a function finds the builtins through its globals, even while unpickling.
+    namespace.setdefault("__builtins__", builtins)
+    shared = {}  # name -> the objects its pickle exports, for later names to refer to
+    restored, failed = [], []
+    for name, data in entries:
+        unpickler = _Unpickler(io.BytesIO(data), namespace, shared)
+        try:
+            value = unpickler.load()
+            shared[name] = unpickler.load()
+        except Exception as error:
+            failed.append({"name": name, "reason": _load_reason(error)})
+            continue
+        namespace[name] = value
+        restored.append(name)
+    return {"restored": restored, "failed": failed, "header": header}
+
+
+def read_header(path):
+    """The header of the snapshot at `path`, without reading its payload; it
+    does not check whether this kernel's Python can load the snapshot."""
+    with open(path, "rb") as handle:
+        return _read_header(handle, path)
+
+
+# saving ------------------------------------------------------------------
+
+
+def _pickle_names(namespace):
+    """([(name, pickles)], skipped) for the names worth saving."""
+    names = _save_order(namespace)
+    values = {id(namespace[name]) for name in names if _keeps_identity(namespace[name])}
+    shared = {}  # id -> ((name, position), object) of what earlier names' pickles export
+    entries, skipped = [], []
+    for name in names:
+        stream = io.BytesIO()
+        pickler = _Pickler(stream, namespace, values, shared)
+        try:
+            pickler.dump(namespace[name])
+            exports = list(pickler.exports.values())
+            pickler.dump(exports)  # all in the pickler's memo by now: a list of references
+        except Exception as error:
+            skipped.append({"name": name, "reason": _save_reason(namespace[name], error)})
+            continue
+        entries.append((name, stream.getvalue()))
+        for position, obj in enumerate(exports):
+            shared[id(obj)] = ((name, position), obj)  # the object is kept so that its id stays unique
+    return entries, skipped
+
+
+def _keeps_identity(value):
+    """Whether other names must refer to this value rather than copy it: not
+    for strings and numbers, whose copies are as good, nor for what is looked
+    up by name (modules, importable classes and functions)."""
+    if type(value) in _COPIED or isinstance(value, (types.ModuleType, types.BuiltinFunctionType)):
+        return False
+    if isinstance(value, type):
+        return value.__module__ == "__main__"
+    return _by_value(value) if isinstance(value, types.FunctionType) else True
+
+
+def _save_order(namespace):
+    """The names to save: classes, functions, then the rest, each in the
+    namespace's order (a base class is defined before its subclasses). So a
+    definition is pickled whole in its own entry and does not depend on data."""
+    helpers = {}
+    prelude.install(helpers)  # the prelude's helpers: the new kernel installs its own
+    names = [name for name, value in list(namespace.items()) if not _excluded(name, value, helpers)]
+    return sorted(names, key=lambda name: _rank(namespace[name]))
+
+
+def _rank(value):
+    return 0 if isinstance(value, type) else 1 if isinstance(value, types.FunctionType) else 2
+
+
+def _excluded(name, value, helpers):
+    """Names the runner made: the module's own, the shell's history, and the
+    prelude's helpers unless the user bound the name to something else."""
+    if name in _MODULE_NAMES or name in _SHELL_NAMES or _NUMBERED.match(name):
+        return True
+    return name in helpers and helpers[name] is value
+
+
+def _save_reason(value, error):
+    """Why a value was skipped, with a hint for the kinds of object that never pickle."""
+    message = str(error)[:500]
+    found = _UNPICKLABLE.search(message)
+    inner = found.group(1).rpartition(".")[2] if found else None
+    hint = _HINTS.get(type(value).__name__) or _HINTS.get(inner)
+    detail = "%s: %s" % (type(error).__name__, message)
+    return "%s: %s" % (type(value).__name__, "%s (%s)" % (hint, detail) if hint else detail)
+
+
+class _ModuleGlobals:
+    """Stands for a module's dict as a function's globals; imported when loading."""
+
+    def __init__(self, module):
+        self.module = module
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles cell-defined classes and functions by value (see the module doc)."""
+
+    def __init__(self, file, namespace, values, shared):
+        super().__init__(file, _PROTOCOL)
+        self.namespace = namespace
+        self.values = values  # ids of the values of the names being saved
+        self.shared = shared
+        self.exports = {}  # id -> object, for later names to refer to
+        # Cells whose contents their function's state sets: the function
+        # needs its cells before it exists, and the contents may be the
+        # function itself (a recursive closure).
+        self.owned_cells = set()
+
+    def persistent_id(self, obj):
+        kind = type(obj)
+        if kind in _COPIED:  # most objects: a quick way out
+            return None
+        if obj is self.namespace:  # a function's globals, or `space = globals()`
+            return ("globals", None)
+        if kind is _ModuleGlobals:
+            return ("globals", obj.module)
+        key = id(obj)
+        found = self.shared.get(key)
+        if found is not None:
+            return ("shared",) + found[0]
+        if key in self.values:
+            self.exports[key] = obj
+        return None
+
+    def reducer_override(self, obj):
+        kind = type(obj)
+        if kind is types.FunctionType:
+            if not _by_value(obj):
+                return NotImplemented
+            self.exports[id(obj)] = obj
+            return self._reduce_function(obj)
+        if isinstance(obj, type):
+            if getattr(obj, "__module__", None) != "__main__":
+                return NotImplemented
+            self.exports[id(obj)] = obj
+            return _reduce_class(obj)
+        if isinstance(obj, types.ModuleType):
+            return _reduce_module(obj)
+        if kind is types.CellType:
+            self.exports[id(obj)] = obj
+            if id(obj) in self.owned_cells:
+                return _make_cell, ()
+            return _make_cell, (), _contents(obj), None, None, _fill_cell
+        # Parts of class bodies that pickle cannot handle by itself.
+        if kind in (staticmethod, classmethod):
+            return kind, (obj.__func__,)
+        if isinstance(obj, property):
+            return kind, (obj.fget, obj.fset, obj.fdel, obj.__doc__)
+        if kind is functools.cached_property:  # holds a lock before Python 3.12
+            return kind, (obj.func,), {"attrname": obj.attrname}
+        if kind is types.MappingProxyType:  # dataclass field metadata
+            return _mappingproxy, (dict(obj),)
+        if id(obj) in _DATACLASS_SENTINELS:
+            return getattr, (dataclasses, _DATACLASS_SENTINELS[id(obj)])
+        return NotImplemented
+
+    def _reduce_function(self, func):
+        cells = func.__closure__ or ()
+        self.owned_cells.update(id(cell) for cell in cells)
+        state = {attr: getattr(func, attr) for attr in _FUNCTION_ATTRS}
+        state["__dict__"] = func.__dict__
+        state["closure"] = [_contents(cell) for cell in cells]
+        args = (marshal.dumps(func.__code__), self._globals_of(func), func.__name__, func.__closure__)
+        return _make_function, args, state, None, None, _set_function_state
+
+    def _globals_of(self, func):
+        """Where the restored function looks up globals: the restoring
+        namespace for cell code (also `%run` scripts, run as `__main__`), a
+        module's own dict for code from a module, else a copy of just the
+        names it uses (a namedtuple's generated `__new__`)."""
+        found = func.__globals__
+        module = found.get("__name__")
+        if found is self.namespace or module == "__main__":
+            return self.namespace
+        if getattr(sys.modules.get(module), "__dict__", None) is found:
+            return _ModuleGlobals(module)
+        return {name: found[name] for name in _global_names(func.__code__) | {"__builtins__"} if name in found}
+
+
+def _by_value(func):
+    """Cell-defined functions, and those pickle cannot find by their name
+    (closures made by library code, a namedtuple's `__new__`)."""
+    if func.__module__ == "__main__":
+        return True
+    target = sys.modules.get(func.__module__)
+    for part in func.__qualname__.split("."):
+        target = getattr(target, part, None)
+    return target is not func
+
+
+def _global_names(code):
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def _contents(cell):
+    """() for an empty cell (a variable not assigned yet), else (contents,)."""
+    try:
+        return (cell.cell_contents,)
+    except ValueError:
+        return ()
+
+
+def _reduce_class(cls):
+    if isinstance(cls, enum.EnumMeta):
+        # EnumMeta makes the members from the class body, which is set after creation here.
+        raise pickle.PicklingError("enum classes defined in a cell cannot be saved; define the enum in a module")
+    attrs = {name: value for name, value in vars(cls).items() if not _made_by_type(cls, name, value)}
+    body = {name: attrs.pop(name) for name in _CLASS_BODY if name in attrs}
+    return _make_class, (type(cls), cls.__name__, cls.__bases__, body), attrs, None, None, _set_attributes
+
+
+def _made_by_type(cls, name, value):
+    """Attributes the metaclass creates again: `__dict__`, `__weakref__`, slot
+    descriptors, and ABCMeta's registry (its virtual subclasses are lost)."""
+    if name == "_abc_impl":
+        return True
+    return isinstance(value, (types.GetSetDescriptorType, types.MemberDescriptorType)) and value.__objclass__ is cls
+
+
+def _reduce_module(module):
+    name = module.__name__
+    if sys.modules.get(name) is not module:
+        raise pickle.PicklingError("module %r was not imported by name, so it cannot be imported again" % name)
+    return importlib.import_module, (name,)
+
+
+# restoring (the functions the pickles name) -------------------------------
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, file, namespace, shared):
+        super().__init__(file)
+        self.namespace = namespace
+        self.shared = shared
+
+    def persistent_load(self, pid):
+        if pid[0] == "globals":
+            return self.namespace if pid[1] is None else vars(importlib.import_module(pid[1]))
+        _kind, name, position = pid
+        if name not in self.shared:
+            raise _SharedWithFailed("it shares objects with %r, which could not be restored" % name)
+        return self.shared[name][position]
+
+
+class _SharedWithFailed(Exception):
+    """A name refers to an object of an earlier name that could not be restored."""
+
+
+def _make_function(code, globals_, name, closure):
+    return types.FunctionType(marshal.loads(code), globals_, name, None, closure)
+
+
+def _set_function_state(func, state):
+    for cell, contents in zip(func.__closure__ or (), state.pop("closure")):
+        _fill_cell(cell, contents)
+    func.__dict__.update(state.pop("__dict__"))
+    _set_attributes(func, state)
+
+
+def _make_cell():
+    return types.CellType()
+
+
+def _fill_cell(cell, contents):
+    if contents:
+        cell.cell_contents = contents[0]
+
+
+def _make_class(metaclass, name, bases, body):
+    return metaclass(name, bases, dict(body))
+
+
+def _set_attributes(obj, attrs):
+    for name, value in attrs.items():
+        setattr(obj, name, value)
+
+
+def _mappingproxy(mapping):
+    return types.MappingProxyType(mapping)
+
+
+def _load_reason(error):
+    if isinstance(error, _SharedWithFailed):
+        return str(error)
+    reason = "%s: %s" % (type(error).__name__, str(error)[:500])
+    if isinstance(error, ImportError):
+        reason += "; make the module importable in this kernel, then load the snapshot again"
+    return reason
+
+
+# the file ----------------------------------------------------------------
+
+
+def _write_atomically(path, chunks):
+    """Write to a temporary file in the same folder, fsync, then rename over `path`."""
+    folder, base = os.path.split(path)
+    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix="." + base + ".", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def _read(path):
+    """(header, payload) of a snapshot this kernel can load, else SnapshotError."""
+    with open(path, "rb") as handle:
+        header = _read_header(handle, path)
+        _check_interpreter(header, path)
+        payload = handle.read()
+    expected = header["payload_bytes"]
+    if len(payload) < expected:
+        raise SnapshotError(
+            "snapshot %s is truncated: it has %d of its %d payload bytes (it was cut short while being written "
+            "or copied); use a complete copy" % (path, len(payload), expected)
+        )
+    if len(payload) > expected or hashlib.sha256(payload).hexdigest() != header["payload_sha256"]:
+        raise SnapshotError("snapshot %s is corrupt: its checksum does not match; use an intact copy" % path)
+    return header, payload
+
+
+def _read_header(handle, path):
+    magic = handle.read(len(MAGIC))
+    if magic != MAGIC:
+        if magic and MAGIC.startswith(magic):
+            raise SnapshotError("snapshot %s is truncated: it ends inside its first line; use a complete copy" % path)
+        raise SnapshotError("%s is not a cellbox snapshot (it does not start with %r)" % (path, MAGIC.decode()))
+    line = handle.readline(_MAX_HEADER)
+    try:
+        header = json.loads(line) if line.endswith(b"\n") else None
+    except ValueError:
+        header = None
+    if not isinstance(header, dict):
+        raise SnapshotError("snapshot %s is truncated or damaged: its header is incomplete; use an intact copy" % path)
+    if header.get("format") != FORMAT_VERSION:
+        message = "snapshot %s has format %r; this cellbox reads format %d: load it with the cellbox that wrote it (%s)"
+        raise SnapshotError(message % (path, header.get("format"), FORMAT_VERSION, header.get("cellbox", "unknown")))
+    if not _HEADER_KEYS <= header.keys() or not isinstance(header["payload_bytes"], int):
+        raise SnapshotError("snapshot %s is damaged: its header lacks %s" % (path, ", ".join(sorted(_HEADER_KEYS))))
+    return header
+
+
+def _check_interpreter(header, path):
+    """Marshalled code only loads in the Python minor version (and implementation) that wrote it."""
+    written = _interpreter(header["implementation"], header["python"])
+    running = _interpreter(sys.implementation.name, _PYTHON)
+    if written != running:
+        message = "snapshot %s was written by %s; restore it with %s (this kernel runs %s)"
+        raise SnapshotError(message % (path, written, written, running))
+
+
+def _interpreter(implementation, version):
+    return "Python %s" % version if implementation == "cpython" else "%s %s" % (implementation, version)

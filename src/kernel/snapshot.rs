@@ -1,0 +1,47 @@
+//! Saving a kernel's namespace to a file and restoring one into it
+//! ([`Kernel::snapshot`], [`Kernel::restore`]). The runner does the work
+//! (`runner/cellbox_kernel/snapshot.py`): cell-defined functions and classes
+//! by value, modules by reference, what cannot be saved skipped and named.
+//! The file is written and read by the kernel process, so the sandbox's
+//! rules apply to its path as to any file a cell opens.
+
+use std::path::Path;
+
+use super::{ExecEvent, Kernel, KernelError};
+use crate::protocol::SnapshotRequest;
+
+impl Kernel {
+    /// Save the user namespace to `path` (written atomically); the runner's
+    /// report: `saved` names, `skipped` ones with reasons, `bytes`, `path`.
+    pub async fn snapshot(&self, path: &Path) -> Result<serde_json::Value, KernelError> {
+        self.snapshot_request("snapshot", path).await
+    }
+
+    /// Restore the snapshot at `path` into the user namespace; the runner's
+    /// report: `restored` names, `failed` ones with reasons, the file's `header`.
+    pub async fn restore(&self, path: &Path) -> Result<serde_json::Value, KernelError> {
+        self.snapshot_request("restore", path).await
+    }
+
+    async fn snapshot_request(&self, kind: &'static str, path: &Path) -> Result<serde_json::Value, KernelError> {
+        let id = format!("s{}", self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let request = SnapshotRequest {
+            kind,
+            id: id.clone(),
+            path: path.display().to_string(),
+            version: env!("CARGO_PKG_VERSION"),
+        };
+        let mut line = serde_json::to_string(&request).expect("requests serialize");
+        if self.shared.trace {
+            tracing::info!(target: "cellbox::ipc", "host → runner {line}");
+        }
+        line.push('\n');
+        let mut execution = self.send(id, line, 4, false).await?;
+        while let Some(item) = execution.next().await {
+            if let ExecEvent::Snapshot(answer) = item? {
+                return answer.map_err(KernelError::Snapshot);
+            }
+        }
+        Err(KernelError::Closed)
+    }
+}
