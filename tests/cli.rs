@@ -143,3 +143,21 @@ fn help_shows_each_flags_variable() {
         assert!(shown, "{flag} should show [env: {}] in --help:\n{help}", var.name);
     }
 }
+
+#[test]
+fn run_saves_a_snapshot_and_a_later_run_restores_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let in_dir =
+        |args: &[&str]| common::binary::cellbox(args).current_dir(dir.path()).stdin(Stdio::null()).output().unwrap();
+    let saved =
+        in_dir(&["run", "-c", "def f(x):\n    return x + 1\nlines = (l for l in 'ab')", "--snapshot", "s.cellbox"]);
+    assert!(saved.status.success(), "{}", text(&saved.stderr));
+    let stderr = text(&saved.stderr);
+    assert!(stderr.contains("--snapshot: lines was not saved: generator"), "{stderr}");
+    let restored = in_dir(&["run", "-c", "print(f(41))", "--restore", "s.cellbox"]);
+    assert!(restored.status.success(), "{}", text(&restored.stderr));
+    assert_eq!(text(&restored.stdout).trim(), "42");
+    let missing = in_dir(&["run", "-c", "1", "--restore", "missing.cellbox"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(text(&missing.stderr).contains("missing.cellbox"), "{}", text(&missing.stderr));
+}

@@ -183,3 +183,42 @@ fn a_javascript_session_continues_open_brackets_like_node() {
     s.send_control('d').unwrap();
     s.exp_eof().unwrap();
 }
+
+#[test]
+fn undo_fork_switch_snapshot_and_restore_at_the_prompt() {
+    // The workspace is the home folder here, whose own entries the sandbox
+    // keeps (it guards the secrets in it): the file goes in a folder of it,
+    // made before the kernel starts (its rules name what exists then).
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir(home.path().join("saved")).unwrap();
+    let patience = common::PATIENCE.as_millis() as u64;
+    let mut s = spawn_command(repl_command(&[], home.path()), Some(patience)).expect("the repl starts");
+    s.exp_string(">>> ").expect("first prompt");
+    run(&mut s, "items = [1, 2]");
+    s.exp_string(">>> ").unwrap();
+    run(&mut s, "items.append(3)");
+    s.exp_string(">>> ").unwrap();
+    run(&mut s, ":undo");
+    s.exp_string("undid 1 cell(s)").unwrap();
+    run(&mut s, "print('items', items)");
+    s.exp_string("items [1, 2]").unwrap();
+    run(&mut s, ":fork other");
+    s.exp_string("forked into other").unwrap();
+    run(&mut s, ":switch other");
+    s.exp_string("now in session other").unwrap();
+    run(&mut s, "items.append(9); print('other', items)");
+    s.exp_string("other [1, 2, 9]").unwrap();
+    run(&mut s, ":snapshot saved/other.cellbox");
+    s.exp_string("saved 1 name(s)").unwrap();
+    run(&mut s, ":switch main");
+    s.exp_string("now in session main").unwrap();
+    run(&mut s, "print('main', items)");
+    s.exp_string("main [1, 2]").unwrap();
+    run(&mut s, ":restore saved/other.cellbox");
+    s.exp_string("restored items").unwrap();
+    run(&mut s, "print('back', items)");
+    s.exp_string("back [1, 2, 9]").unwrap();
+    assert!(home.path().join("saved/other.cellbox").exists());
+    run(&mut s, ":quit");
+    s.exp_eof().unwrap();
+}

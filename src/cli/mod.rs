@@ -9,6 +9,7 @@ mod interpreter;
 mod mcp;
 mod notebook;
 mod repl;
+mod repl_branches;
 mod run;
 mod run_args;
 mod sdk_server;

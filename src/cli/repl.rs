@@ -66,9 +66,13 @@ pub async fn repl(args: ReplArgs) -> ExitCode {
         }
     };
     config.pool.idle_timeout = None;
+    if cellbox::settings::CHECKPOINTS.get().is_none() {
+        config.checkpoints.count = super::repl_branches::DEFAULT_CHECKPOINTS;
+    }
     config.check = args.check.unwrap_or(config.check);
     let engine = Arc::new(EvalEngine::new(config));
-    let context = CallContext::new(format!("repl-{}", std::process::id()));
+    let mut sessions = super::repl_branches::Sessions::new(format!("repl-{}", std::process::id()));
+    let context = sessions.current();
     // The kernel starts now, so the first prompt answers at once.
     let language = args.lang.unwrap_or_else(|| {
         let available = engine.available_languages();
@@ -96,12 +100,13 @@ pub async fn repl(args: ReplArgs) -> ExitCode {
     );
     let mut last_artifact: Option<String> = None;
     loop {
+        let context = sessions.current();
         let (returned, input) = read_cell(editor, engine.clone(), context.clone(), language).await;
         editor = returned;
         match input {
             Input::Quit => break,
             Input::Command(command) => match command.as_str() {
-                ":help" => println!("{HELP}"),
+                ":help" => println!("{HELP}\n{}", super::repl_branches::HELP),
                 ":reset" => {
                     engine.reset_session(&context.session).await;
                     println!("kernel restarted");
@@ -117,7 +122,11 @@ pub async fn repl(args: ReplArgs) -> ExitCode {
                 save if save == ":save" || save.starts_with(":save ") => {
                     save_notebook(&engine, &context, save[":save".len()..].trim())
                 }
-                other => println!("unknown command {other}; :help lists them"),
+                other => {
+                    if !sessions.run(&engine, other).await {
+                        println!("unknown command {other}; :help lists them");
+                    }
+                }
             },
             Input::Cell(code) => {
                 let _ = editor.add_history_entry(code.trim_end());

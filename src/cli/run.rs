@@ -78,7 +78,10 @@ async fn run_inner(args: RunArgs) -> Result<ExitCode, String> {
     }
     let params = read_params(&args)?;
     let mut config = args.kernel.engine_config_with_bridge()?;
-    config.mode = KernelMode::PerCall;
+    // A snapshot is restored into, or saved from, the call's kernel: it must
+    // outlive the call (the engine is disposed at the end either way).
+    let keeps_kernel = args.restore.is_some() || args.snapshot.is_some();
+    config.mode = if keeps_kernel { KernelMode::Session } else { KernelMode::PerCall };
     // One call: a spare kernel would only take CPU from it.
     config.spare = cellbox::session::SpareLimits::OFF;
     config.extra_env = args.env.iter().cloned().collect();
@@ -98,7 +101,17 @@ async fn run_inner(args: RunArgs) -> Result<ExitCode, String> {
         }
     };
     let context = CallContext::new(format!("run-{}", std::process::id()));
+    if let Some(path) = &args.restore {
+        if let Err(error) = restore(&engine, &context, path).await {
+            signals.abort();
+            engine.dispose_all().await;
+            return Err(error);
+        }
+    }
     let outcome = redrawing(&renderer, engine.eval(&params, &context, &cancel, &printer)).await;
+    if let Some(path) = &args.snapshot {
+        save(&engine, &context, path).await;
+    }
     signals.abort();
     engine.dispose_all().await;
     let result = outcome.map_err(|e| e.to_string())?;
@@ -118,6 +131,32 @@ async fn run_inner(args: RunArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::from(143));
     }
     Ok(exit_code(&result))
+}
+
+/// Restore `path` into the run's session; what could not be restored is told on stderr.
+async fn restore(engine: &EvalEngine, context: &CallContext, path: &std::path::Path) -> Result<(), String> {
+    let path = std::path::absolute(path).map_err(|e| format!("--restore {}: {e}", path.display()))?;
+    let report = engine.restore_session(context, &path).await.map_err(|e| format!("--restore: {e}"))?;
+    for (name, reason) in &report.failed {
+        eprintln!("cellbox: --restore: {name} was not restored: {reason}");
+    }
+    Ok(())
+}
+
+/// Save the run's session to `path`; what could not be saved, or why nothing was, on stderr.
+async fn save(engine: &EvalEngine, context: &CallContext, path: &std::path::Path) {
+    let saved = match std::path::absolute(path) {
+        Ok(path) => engine.snapshot_session(context, &path).await.map_err(|e| e.to_string()),
+        Err(error) => Err(error.to_string()),
+    };
+    match saved {
+        Ok(report) => {
+            for (name, reason) in &report.skipped {
+                eprintln!("cellbox: --snapshot: {name} was not saved: {reason}");
+            }
+        }
+        Err(error) => eprintln!("cellbox: --snapshot {}: {error}", path.display()),
+    }
 }
 
 pub(super) fn exit_code(result: &EvalResult) -> ExitCode {

@@ -49,6 +49,13 @@ pub struct RunArgs {
     /// Notebook runs: a parameter kept as a string; repeatable.
     #[arg(short = 'r', long = "parameter-raw", num_args = 2, value_names = ["NAME", "VALUE"], action = clap::ArgAction::Append)]
     pub(super) raw_parameters: Vec<String>,
+    /// Before the code runs, restore the variables saved in this snapshot file (see --snapshot).
+    #[arg(long, value_name = "FILE")]
+    pub(super) restore: Option<PathBuf>,
+    /// After the code ran, save the kernel's variables to this snapshot file (functions and
+    /// classes defined in cells included), for a later --restore.
+    #[arg(long, value_name = "FILE")]
+    pub(super) snapshot: Option<PathBuf>,
     /// Also save the cells that ran, with their outputs, as a notebook (.ipynb).
     #[arg(long, value_name = "FILE")]
     pub(super) save_notebook: Option<PathBuf>,
