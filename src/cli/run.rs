@@ -101,12 +101,12 @@ async fn run_inner(args: RunArgs) -> Result<ExitCode, String> {
         }
     };
     let context = CallContext::new(format!("run-{}", std::process::id()));
-    if let Some(path) = &args.restore {
-        if let Err(error) = restore(&engine, &context, path).await {
-            signals.abort();
-            engine.dispose_all().await;
-            return Err(error);
-        }
+    if let Some(path) = &args.restore
+        && let Err(error) = restore(&engine, &context, path).await
+    {
+        signals.abort();
+        engine.dispose_all().await;
+        return Err(error);
     }
     let outcome = redrawing(&renderer, engine.eval(&params, &context, &cancel, &printer)).await;
     if let Some(path) = &args.snapshot {
