@@ -19,6 +19,7 @@ from .exceptions import __all__ as _exceptions
 from .models import *  # noqa: F401,F403
 from .models import __all__ as _models
 from .sandbox import AsyncSandbox, Sandbox
+from ._branches import SnapshotInfo
 from .filesystem import (
     AsyncWatchHandle,
     EntryInfo,
@@ -60,4 +61,4 @@ _files_and_commands = [
     "PtySize",
 ]
 
-__all__ = ["Sandbox", "AsyncSandbox", "EngineGone"] + list(_models) + list(_exceptions) + _files_and_commands
+__all__ = ["Sandbox", "AsyncSandbox", "EngineGone", "SnapshotInfo"] + list(_models) + list(_exceptions) + _files_and_commands

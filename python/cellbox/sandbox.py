@@ -14,10 +14,9 @@ thread or on an event loop.
 import asyncio
 import functools
 import inspect
-import time
 import uuid
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 from ._remote import RemoteTransport
 from ._transport import EngineGone, LocalTransport, Transport
@@ -30,6 +29,9 @@ from .exceptions import (
     format_sandbox_killed_error,
 )
 from .filesystem import AsyncFilesystem, Filesystem
+from ._branches import AsyncBranches, SyncBranches
+from ._outputs import Handlers as _Handlers
+from ._outputs import context_id as _context_id
 from .models import Context, Execution, ExecutionError, OutputMessage, Result
 
 __all__ = ["Sandbox", "AsyncSandbox"]
@@ -189,6 +191,7 @@ class _Requests:
         context: Union[None, Context, str],
         envs: Optional[Dict[str, str]],
         timeout: Optional[float],
+        checkpoint: Optional[bool] = None,
     ) -> Dict[str, Any]:
         if language and context:
             raise InvalidArgumentException("give run_code a language or a context, not both")
@@ -201,6 +204,8 @@ class _Requests:
             params["context_id"] = _context_id(context)
         if envs:
             params["envs"] = dict(envs)
+        if checkpoint is not None:
+            params["checkpoint"] = bool(checkpoint)
         return params
 
     def _gone(self, error: EngineGone) -> Exception:
@@ -232,7 +237,7 @@ class _Requests:
         return {key: value for key, value in given if value is not None}
 
 
-class Sandbox(_Requests):
+class Sandbox(_Requests, SyncBranches):
     """A local code interpreter: Python, JavaScript/TypeScript and bash cells
     in long-lived kernels, under cellbox's OS sandbox.
 
@@ -362,14 +367,17 @@ class Sandbox(_Requests):
         envs: Optional[Dict[str, str]] = None,
         timeout: Optional[float] = None,
         request_timeout: Optional[float] = None,
+        *,
+        checkpoint: Optional[bool] = None,
     ) -> Execution:
         """Run `code`; an error in it is the result's `error`, never raised.
         `timeout` (seconds, default 300, 0: no limit) bounds the run: past
         it the cell is interrupted, the context stays usable, and
         `TimeoutException` is raised. Callbacks run in this thread, in
         order, while the cell runs; one that raises stops the cell.
-        `request_timeout` is ignored (no connection is waited for)."""
-        params = self._run_params(code, language, context, envs, timeout)
+        `request_timeout` is ignored (no connection is waited for).
+        `checkpoint=True` (cellbox's own) lets `undo()` take this run back."""
+        params = self._run_params(code, language, context, envs, timeout, checkpoint)
         execution = Execution()
         handlers = _Handlers(execution, on_stdout, on_stderr, on_result, on_error)
         try:
@@ -412,7 +420,7 @@ class Sandbox(_Requests):
         self._transport.request("remove_context", {"context_id": _context_id(context)})
 
 
-class AsyncSandbox(_Requests):
+class AsyncSandbox(_Requests, AsyncBranches):
     """`Sandbox` for asyncio: make one with `await AsyncSandbox.create(...)`
     (same arguments); every method is a coroutine. Callbacks may be plain
     functions or coroutine functions; they run in the event loop, in order.
@@ -519,9 +527,11 @@ class AsyncSandbox(_Requests):
         envs: Optional[Dict[str, str]] = None,
         timeout: Optional[float] = None,
         request_timeout: Optional[float] = None,
+        *,
+        checkpoint: Optional[bool] = None,
     ) -> Execution:
         """`Sandbox.run_code`, awaited."""
-        params = self._run_params(code, language, context, envs, timeout)
+        params = self._run_params(code, language, context, envs, timeout, checkpoint)
         execution = Execution()
         handlers = _Handlers(execution, on_stdout, on_stderr, on_result, on_error)
         try:
@@ -557,43 +567,3 @@ class AsyncSandbox(_Requests):
 
     async def remove_code_context(self, context: Union[Context, str]) -> None:
         await self._transport.request_async("remove_context", {"context_id": _context_id(context)})
-
-
-class _Handlers:
-    """Builds the `Execution` from `output` notifications and calls the
-    caller's callbacks in arrival order; `output` returns what the callback
-    returned, for an async caller to await."""
-
-    def __init__(self, execution: Execution, on_stdout: Any, on_stderr: Any, on_result: Any, on_error: Any) -> None:
-        self.execution = execution
-        self.callbacks: Dict[str, Any] = {"stdout": on_stdout, "stderr": on_stderr, "result": on_result, "error": on_error}
-
-    def output(self, params: Dict[str, Any]) -> Any:
-        kind = params.get("type")
-        item, stored = self._item(kind, params)
-        if stored is not None:
-            stored.append(item.line if isinstance(item, OutputMessage) else item)
-        callback = self.callbacks.get(kind or "")
-        if item is not None and callback is not None:
-            return callback(item)
-        return None
-
-    def _item(self, kind: Optional[str], params: Dict[str, Any]) -> Tuple[Any, Optional[List[Any]]]:
-        """The SDK object an output stands for, and the list of the execution it joins."""
-        logs = self.execution.logs
-        if kind == "stdout":
-            return OutputMessage(params.get("text", ""), time.time_ns(), False), logs.stdout
-        if kind == "stderr":
-            return OutputMessage(params.get("text", ""), time.time_ns(), True), logs.stderr
-        if kind == "result":
-            return Result.from_bundle(params.get("bundle") or {}, bool(params.get("is_main_result"))), self.execution.results
-        if kind == "error":
-            error = ExecutionError(params.get("name", ""), params.get("value", ""), params.get("traceback", ""))
-            if self.execution.error is None:  # the first error is the execution's
-                self.execution.error = error
-            return error, None
-        return None, None
-
-
-def _context_id(context: Union[Context, str]) -> str:
-    return context if isinstance(context, str) else context.id

@@ -165,6 +165,18 @@ impl Contexts {
         Ok(context)
     }
 
+    /// A new Python context beside `source` (its folder and language), for a
+    /// fork: unlike [`Contexts::create`], a name in use is refused.
+    pub fn create_new(&self, source: &Context, name: Option<&str>) -> Result<Context, Failure> {
+        if let Some(name) = name
+            && self.get(name).is_ok()
+        {
+            return Err(Failure::invalid_params(format!("a context named {name:?} exists; choose another name")));
+        }
+        let cwd = source.cwd.strip_prefix(&self.root).unwrap_or(&source.cwd).to_string_lossy().into_owned();
+        self.create(source.language, (!cwd.is_empty()).then_some(cwd.as_str()), name)
+    }
+
     /// Forget a context (its kernels are the caller's to stop).
     pub fn remove(&self, id: &str) -> Result<Context, Failure> {
         let mut made = self.made.lock().unwrap();

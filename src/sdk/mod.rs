@@ -15,6 +15,7 @@
 //! `sandbox.files` and `sandbox.commands` are the `files.*` methods ([`files`],
 //! with [`watch`]) and the `commands.*` methods ([`commands`]).
 
+mod branches;
 mod commands;
 mod contexts;
 mod files;
@@ -197,6 +198,9 @@ impl Server {
                 self.lifetime.set(params.limit()?);
                 Ok(Value::Null)
             }
+            "fork_context" | "undo" | "snapshot" | "restore" => {
+                self.branch_call(method, params).await.expect("a branch call")
+            }
             files if files.starts_with("files.") => self.files.call(files, params, &self.stopping).await,
             commands if commands.starts_with("commands.") => {
                 let id = request.id.clone().unwrap_or(Value::Null);
@@ -238,6 +242,7 @@ impl Server {
                 ..Default::default()
             }],
             cwd: Some(context.cwd.display().to_string()),
+            checkpoint: params.checkpoint,
             ..Default::default()
         };
         let out = self.out.clone();

@@ -80,6 +80,9 @@ pub struct RunCode {
     /// Seconds; `None`: [`DEFAULT_TIMEOUT_SECS`]; `0`: as long as a cell may run.
     #[serde(default)]
     pub timeout: Option<f64>,
+    /// Take a checkpoint before the run, for `undo` (cellbox's own).
+    #[serde(default)]
+    pub checkpoint: Option<bool>,
 }
 
 /// A run's timeout when the SDK gives none, as E2B's SDK.
