@@ -70,6 +70,13 @@ async fn undo_goes_several_steps_back_and_the_count_bounds_the_checkpoints() {
         eval_json(engine, json!({"cells": [{"code": format!("step = {step}")}]})).await;
     }
     assert_eq!(engine.checkpoint_count("s"), 2);
+    // They wait stopped, and are the OOM killer's first choice.
+    for pid in engine.checkpoint_pids("s") {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let state = stat.rsplit_once(')').unwrap().1.split_whitespace().next().unwrap().to_string();
+        assert_eq!(state, "T", "checkpoint {pid} is stopped");
+        assert_eq!(std::fs::read_to_string(format!("/proc/{pid}/oom_score_adj")).unwrap().trim(), "1000");
+    }
     match engine.undo(&session(), 3).await {
         Err(BranchError::NotEnoughCheckpoints { steps: 3, kept: 2 }) => {}
         other => panic!("expected too few checkpoints, got {other:?}"),

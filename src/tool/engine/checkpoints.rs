@@ -74,10 +74,6 @@ impl CheckpointStore {
         let keys: Vec<KernelKey> = all.keys().filter(|key| !keep(key)).cloned().collect();
         keys.iter().filter_map(|key| all.remove(key)).flatten().map(|checkpoint| checkpoint.kernel).collect()
     }
-
-    fn count(&self, key: &KernelKey) -> usize {
-        self.0.lock().unwrap().get(key).map_or(0, VecDeque::len)
-    }
 }
 
 /// What an undo did.
@@ -116,8 +112,7 @@ impl EvalEngine {
                 }
             };
             if let Some(pid) = copy.pid() {
-                // Under memory pressure the kernel's OOM killer takes checkpoints first.
-                let _ = std::fs::write(format!("/proc/{pid}/oom_score_adj"), "1000");
+                park(pid);
             }
             let history_len = self.history_len(&guard.key().session);
             let evicted = {
@@ -127,7 +122,7 @@ impl EvalEngine {
                 evict(kept, keep, limits.memory_bytes)
             };
             for old in evicted {
-                self.pool().retire(old);
+                self.retire_checkpoint(old);
             }
         }
         notes
@@ -166,11 +161,10 @@ impl EvalEngine {
             (restored, newer, kept.len())
         };
         for checkpoint in newer {
-            self.pool().retire(checkpoint.kernel);
+            self.retire_checkpoint(checkpoint.kernel);
         }
         if let Some(pid) = restored.kernel.pid() {
-            // Live again: no longer the first to go under memory pressure.
-            let _ = std::fs::write(format!("/proc/{pid}/oom_score_adj"), "0");
+            wake(pid);
         }
         restored.kernel.set_bridge(self.bridge_hook(&context.session));
         if let Some(current) = guard.replace_kernel(Some(restored.kernel)) {
@@ -185,14 +179,20 @@ impl EvalEngine {
 
     /// How many checkpoints `session` keeps now (all its kernels).
     pub fn checkpoint_count(&self, session: &str) -> usize {
-        let keys: Vec<KernelKey> = self.pool().kernels_of(session).into_iter().map(|(key, _)| key).collect();
-        keys.iter().map(|key| self.checkpoints.count(key)).sum()
+        self.checkpoint_pids(session).len()
+    }
+
+    /// The pids of `session`'s checkpoints, oldest first (for diagnostics and tests).
+    pub fn checkpoint_pids(&self, session: &str) -> Vec<u32> {
+        let all = self.checkpoints.0.lock().unwrap();
+        let kept = all.iter().filter(|(key, _)| key.session == session).flat_map(|(_, kept)| kept.iter());
+        kept.filter_map(|checkpoint| checkpoint.kernel.pid()).collect()
     }
 
     /// Stop the checkpoints of kernel slots that are gone (their owner left).
     pub(super) fn drop_orphaned_checkpoints(&self) {
         for kernel in self.checkpoints.take_all(|key| self.pool().has_slot(key)) {
-            self.pool().retire(kernel);
+            self.retire_checkpoint(kernel);
         }
     }
 
@@ -200,9 +200,34 @@ impl EvalEngine {
     pub(super) fn drop_checkpoints(&self, session: Option<&str>) {
         let dropped = self.checkpoints.take_all(|key| session.is_some_and(|session| key.session != session));
         for kernel in dropped {
-            self.pool().retire(kernel);
+            self.retire_checkpoint(kernel);
         }
     }
+
+    /// Stop a checkpoint in the background (woken first: a stopped process
+    /// cannot read the `exit` request, and would wait out the grace periods).
+    fn retire_checkpoint(&self, kernel: SharedKernel) {
+        if let Some(pid) = kernel.pid() {
+            wake(pid);
+        }
+        self.pool().retire(kernel);
+    }
+}
+
+/// A new checkpoint waits stopped (SIGSTOP: no thread of it wakes while it
+/// waits), and is the OOM killer's first choice under memory pressure.
+fn park(pid: u32) {
+    let _ = std::fs::write(format!("/proc/{pid}/oom_score_adj"), "1000");
+    #[cfg(unix)]
+    let _ = crate::kernel::process::signal_group(pid, crate::kernel::process::Signal::SIGSTOP);
+}
+
+/// A checkpoint becomes a live kernel (or is about to be stopped): running
+/// again, no longer the first to go under memory pressure.
+fn wake(pid: u32) {
+    #[cfg(unix)]
+    let _ = crate::kernel::process::signal_group(pid, crate::kernel::process::Signal::SIGCONT);
+    let _ = std::fs::write(format!("/proc/{pid}/oom_score_adj"), "0");
 }
 
 /// Drop the oldest checkpoints beyond `count`, then while their private
