@@ -207,3 +207,32 @@ async fn a_kernel_forked_from_the_preloading_server_can_be_forked_again() {
     let copy = source.fork(WAIT).await.unwrap();
     assert_eq!(value(&copy, "y").await, "'[1]'");
 }
+
+#[tokio::test]
+async fn a_cell_cannot_make_the_host_adopt_a_process_that_is_not_its_copy() {
+    let (_dir, source) = start().await;
+    // The cell finds the control socket among its fds and answers the next
+    // fork itself, naming pid 1.
+    let spoof = r#"
+import json, os, socket, stat
+for name in os.listdir('/proc/self/fd'):
+    fd = int(name)
+    try:
+        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            continue
+        sock = socket.socket(fileno=os.dup(fd))
+    except OSError:
+        continue
+    if sock.type == socket.SOCK_SEQPACKET:
+        sock.send(json.dumps({"type": "forked", "id": 1, "pid": 1}).encode())
+    sock.detach()
+"#;
+    value(&source, spoof).await;
+    match source.fork(WAIT).await {
+        Err(KernelError::ForkFailed(why)) => assert!(why.contains("not its child"), "{why}"),
+        other => panic!("expected the spoofed answer to be refused, got {:?}", other.map(|k| k.pid())),
+    }
+    // The kernel goes on, and the next fork is a real one.
+    let copy = source.fork(WAIT).await.unwrap();
+    assert_eq!(value(&copy, "1 + 1").await, "2");
+}

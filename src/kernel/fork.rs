@@ -206,6 +206,11 @@ impl super::Kernel {
                 )));
             }
         };
+        // The pid came from the kernel, which runs user code: only a child of
+        // it is taken as the copy (the host signals that pid's group later).
+        if parent_of(pid) != Some(shared.pid) {
+            return Err(KernelError::ForkFailed(format!("the kernel answered with pid {pid}, which is not its child")));
+        }
         let options = shared.options.clone();
         let guard = match own_cgroup(&options, pid) {
             Ok(guard) => guard,
@@ -216,10 +221,24 @@ impl super::Kernel {
         };
         let launched = launch::Launched { pid, exit, requests, guard, zygote: None, control: Some(control_host) };
         let fork = super::Kernel::attach(options, shared.runner.clone(), launched, host_ends, Some(shared.pid)).await?;
+        if fork.ready_info().pid != pid {
+            return Err(KernelError::ForkFailed(format!(
+                "the copy said it is pid {}, the kernel said {pid}",
+                fork.ready_info().pid
+            )));
+        }
         // A crash of the copy quotes the cells it inherited.
         *fork.shared.cells.lock().unwrap() = shared.cells.lock().unwrap().clone();
         Ok(fork)
     }
+}
+
+/// The parent pid of process `pid` (Linux /proc), or `None` when it is gone.
+#[cfg(unix)]
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields follow the last ')'.
+    stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// The copy's own cgroup when the kernel has memory or process limits that
