@@ -236,3 +236,17 @@ for name in os.listdir('/proc/self/fd'):
     let copy = source.fork(WAIT).await.unwrap();
     assert_eq!(value(&copy, "1 + 1").await, "2");
 }
+
+#[tokio::test]
+async fn the_copy_keeps_its_temp_dir_after_the_source_is_gone() {
+    let (_dir, source) = start().await;
+    value(&source, "import tempfile, os").await;
+    let copy = source.fork(WAIT).await.unwrap();
+    assert_eq!(value(&copy, "os.path.basename(os.environ['TMPDIR']).startswith('cellbox-kernel-')").await, "True");
+    source.shutdown().await;
+    // The sandbox's temp dir is the source's (the copy's rules name it): it stays while the copy lives.
+    assert_eq!(
+        value(&copy, "fd, path = tempfile.mkstemp(); os.write(fd, b'ok'); os.close(fd); os.path.getsize(path)").await,
+        "2"
+    );
+}

@@ -132,3 +132,21 @@ async fn a_reset_drops_the_checkpoints() {
     assert!(engine.undo(&session(), 1).await.is_err());
     engine.dispose_all().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_checkpoint_shares_the_kernels_memory_limit_and_an_undone_kernel_keeps_it() {
+    use cellbox::sandbox::SandboxPolicy;
+    let fx = fixture(|config| config.sandbox = SandboxPolicy { memory_limit: Some(256 << 20), ..SandboxPolicy::off() });
+    let engine = &fx.engine;
+    eval_json(engine, call("state = 'before'", 60.0)).await;
+    eval_json(engine, call("state = 'after'", 60.0)).await;
+    let cgroup = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    let live = engine.kernel_pids()[0];
+    let checkpoint = engine.checkpoint_pids("s")[0];
+    assert_eq!(cgroup(checkpoint), cgroup(live), "the checkpoint stays under the kernel's limits");
+    engine.undo(&session(), 1).await.unwrap();
+    let hog = "x = bytearray(512 << 20)\nfor i in range(0, len(x), 4096):\n    x[i] = 1";
+    let over = eval_json(engine, json!({"cells": [{"code": hog, "timeout": 60}]})).await;
+    assert!(over.is_error && over.text.contains("memory limit exceeded"), "{}", over.text);
+    engine.dispose_all().await;
+}

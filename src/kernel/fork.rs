@@ -150,19 +150,31 @@ impl super::Kernel {
     ///
     /// `wait` bounds the whole fork, including the wait for a running cell.
     pub async fn fork(&self, wait: Duration) -> Result<super::Kernel, super::KernelError> {
+        self.fork_placed(wait, true).await
+    }
+
+    /// [`Kernel::fork`] for a checkpoint: the copy stays in this kernel's
+    /// cgroups, under the same limits, so that memory pressure there finds
+    /// the copy (the OOM killer's first choice once its score is raised)
+    /// before this kernel; the cgroups last as long as either of them.
+    pub async fn checkpoint(&self, wait: Duration) -> Result<super::Kernel, super::KernelError> {
+        self.fork_placed(wait, false).await
+    }
+
+    async fn fork_placed(&self, wait: Duration, own_cgroup: bool) -> Result<super::Kernel, super::KernelError> {
         #[cfg(unix)]
         {
-            self.fork_unix(wait).await
+            self.fork_unix(wait, own_cgroup).await
         }
         #[cfg(not(unix))]
         {
-            let _ = wait;
+            let _ = (wait, own_cgroup);
             Err(super::KernelError::ForkUnsupported(unsupported(self.shared.runtime).unwrap_or_default()))
         }
     }
 
     #[cfg(unix)]
-    async fn fork_unix(&self, wait: Duration) -> Result<super::Kernel, super::KernelError> {
+    async fn fork_unix(&self, wait: Duration, own_cgroup: bool) -> Result<super::Kernel, super::KernelError> {
         use std::os::fd::AsRawFd;
 
         use super::{KernelError, channel, launch, pipe};
@@ -212,12 +224,18 @@ impl super::Kernel {
             return Err(KernelError::ForkFailed(format!("the kernel answered with pid {pid}, which is not its child")));
         }
         let options = shared.options.clone();
-        let guard = match own_cgroup(&options, pid) {
-            Ok(guard) => guard,
-            Err(error) => {
-                let _ = super::process::signal_group(pid, super::process::Signal::SIGKILL);
-                return Err(error);
+        // The copy's sandbox is the source's (the OS copied it): it writes to
+        // the source's temp dir, which therefore lives as long as either.
+        let guard = if own_cgroup {
+            match own_cgroup_for(&options, pid) {
+                Ok(guard) => guard.with_temp_dir_of(&shared.sandbox),
+                Err(error) => {
+                    let _ = super::process::signal_group(pid, super::process::Signal::SIGKILL);
+                    return Err(error);
+                }
             }
+        } else {
+            shared.sandbox.shared()
         };
         let launched = launch::Launched { pid, exit, requests, guard, zygote: None, control: Some(control_host) };
         let fork = super::Kernel::attach(options, shared.runner.clone(), launched, host_ends, Some(shared.pid)).await?;
@@ -244,7 +262,10 @@ fn parent_of(pid: u32) -> Option<u32> {
 /// The copy's own cgroup when the kernel has memory or process limits that
 /// cgroups carry (rlimits are inherited by the fork as they are).
 #[cfg(unix)]
-fn own_cgroup(options: &super::KernelOptions, pid: u32) -> Result<crate::sandbox::SandboxGuard, super::KernelError> {
+fn own_cgroup_for(
+    options: &super::KernelOptions,
+    pid: u32,
+) -> Result<crate::sandbox::SandboxGuard, super::KernelError> {
     let limits = super::zygote::limits_policy(&options.sandbox);
     if limits.is_off() {
         return Ok(crate::sandbox::SandboxGuard::default());

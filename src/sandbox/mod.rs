@@ -124,10 +124,12 @@ fn fail(reason: Unenforceable) -> SandboxError {
 
 /// What the host keeps while the kernel lives: its private temp dir and its
 /// cgroups (removed when the kernel is gone), and what explains its death.
+/// Both are shared with the kernel's forks that need them (see
+/// [`SandboxGuard::shared`]): they go when the last of those kernels goes.
 #[derive(Debug, Default)]
 pub struct SandboxGuard {
-    tmp: Option<tempfile::TempDir>,
-    cgroups: Vec<Cgroup>,
+    tmp: Option<Arc<tempfile::TempDir>>,
+    cgroups: Vec<Arc<Cgroup>>,
     memory_limit: Option<u64>,
 }
 
@@ -141,6 +143,19 @@ impl SandboxGuard {
             .find(|g| g.controller == Controller::Memory)
             .filter(|g| g.oom_killed())
             .map(|_| format!("memory limit exceeded ({})", format_size(limit)))
+    }
+
+    /// The same temp dir, cgroups and limit, held also by a fork that stays
+    /// in the kernel's cgroups (a checkpoint).
+    pub fn shared(&self) -> SandboxGuard {
+        SandboxGuard { tmp: self.tmp.clone(), cgroups: self.cgroups.clone(), memory_limit: self.memory_limit }
+    }
+
+    /// This guard with `other`'s temp dir: a fork's own cgroups, and the temp
+    /// dir its sandbox was made for (a fork keeps the source's filesystem rules).
+    pub fn with_temp_dir_of(mut self, other: &SandboxGuard) -> SandboxGuard {
+        self.tmp = other.tmp.clone();
+        self
     }
 
     /// The kernel's private temp dir, when it has one.
@@ -210,7 +225,7 @@ fn prepare_files(
     if mode == SandboxMode::ReadOnly && !env.contains_key("MPLCONFIGDIR") {
         prepared.env.push(("MPLCONFIGDIR".into(), tmp_path.join("matplotlib").display().to_string()));
     }
-    prepared.guard.tmp = Some(tmp);
+    prepared.guard.tmp = Some(Arc::new(tmp));
     Ok(access::file_access(policy, mode, cwd, &home, env, &tmp_path))
 }
 
@@ -290,7 +305,7 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
             Some(parent) => {
                 let group = Cgroup::create(&parent, Controller::Memory, limit)?;
                 prepared.cgroup_procs.push(group.procs_fd()?);
-                prepared.guard.cgroups.push(group);
+                prepared.guard.cgroups.push(Arc::new(group));
             }
             None => {
                 prepared.rlimits.push((libc::RLIMIT_AS as libc::c_int, limit));
@@ -307,7 +322,7 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
             Some(parent) => {
                 let group = Cgroup::create(&parent, Controller::Pids, limit)?;
                 prepared.cgroup_procs.push(group.procs_fd()?);
-                prepared.guard.cgroups.push(group);
+                prepared.guard.cgroups.push(Arc::new(group));
             }
             None if !root => {
                 nproc_in_userns = true;

@@ -224,8 +224,17 @@ impl KernelHandle {
     /// A copy-on-write copy of the kernel after the requests already sent
     /// (see [`Kernel::fork`]); gateway kernels run elsewhere and cannot be copied.
     pub async fn fork(&self, wait: std::time::Duration) -> Result<KernelHandle, KernelError> {
+        Ok(KernelHandle::Process(self.forkable()?.fork(wait).await?))
+    }
+
+    /// A copy for undo, under this kernel's own limits (see [`Kernel::checkpoint`]).
+    pub async fn checkpoint(&self, wait: std::time::Duration) -> Result<KernelHandle, KernelError> {
+        Ok(KernelHandle::Process(self.forkable()?.checkpoint(wait).await?))
+    }
+
+    fn forkable(&self) -> Result<&Kernel, KernelError> {
         match self {
-            KernelHandle::Process(kernel) => Ok(KernelHandle::Process(kernel.fork(wait).await?)),
+            KernelHandle::Process(kernel) => Ok(kernel),
             KernelHandle::Gateway(_) => Err(KernelError::ForkUnsupported(
                 "kernels on a Jupyter gateway cannot be forked: they run on the gateway's machine".into(),
             )),

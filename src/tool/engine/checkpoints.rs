@@ -8,9 +8,10 @@
 //! A checkpoint is a process whose memory is shared copy-on-write with the
 //! live kernel: it costs what the live kernel has changed since. Each
 //! session keeps at most `count` of them and `memory_bytes` of their private
-//! memory; the oldest go first. They are the kernel's first victims under
+//! memory; the oldest go first. They stay in the live kernel's cgroups (its
+//! memory limit counts the pages they keep) and are the first victims under
 //! memory pressure (their OOM score is raised to the maximum), so memory
-//! pressure never takes the live kernel before them.
+//! pressure, the limit's or the machine's, takes them before the live kernel.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -104,7 +105,7 @@ impl EvalEngine {
             if kernel.as_process().is_none() {
                 continue; // a gateway kernel: nothing to copy here
             }
-            let copy = match kernel.fork(FORK_ANSWER_TIMEOUT).await {
+            let copy = match kernel.checkpoint(FORK_ANSWER_TIMEOUT).await {
                 Ok(copy) => copy,
                 Err(error) => {
                     notes.push(format!("No checkpoint was taken before this call: {error}."));
