@@ -136,6 +136,21 @@ fn principals_keep_state_across_connections_and_never_see_each_other() {
 }
 
 #[test]
+fn the_total_kernel_limit_holds_over_all_principals_and_frees_with_a_reset() {
+    let (server, tokens) = Server::start(&["alice", "bob"], &["--max-kernels-total", "1"]);
+    let (alice, bob) = (&tokens[0], &tokens[1]);
+    let run = |token: &str| server.client(token, "run", &json!({"code": "6 * 7"}).to_string());
+    let first = run(alice);
+    assert_eq!(first["text"], "42\n", "{first}");
+    let refused = run(bob);
+    assert_eq!(refused["is_error"], true, "{refused}");
+    assert!(refused["text"].as_str().unwrap().contains("limit of 1 kernels"), "{refused}");
+    server.client(alice, "reset", "");
+    let second = run(bob);
+    assert_eq!(second["text"], "42\n", "{second}");
+}
+
+#[test]
 fn progress_notifications_reach_an_http_client_while_the_cell_runs() {
     let (server, tokens) = Server::start(&["alice"], &[]);
     let gate = tempfile::tempdir().unwrap();

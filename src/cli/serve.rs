@@ -63,6 +63,10 @@ pub struct ServeArgs {
     /// Open SDK sandboxes at most, over all principals; more are answered 429 (retry).
     #[arg(long, value_name = "N", default_value_t = 32)]
     max_sandboxes: usize,
+    /// Live kernels at most over all principals and sandboxes (warm spares included; --max-kernels is
+    /// per principal); a start beyond it fails with a retry hint.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    max_kernels_total: usize,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -132,6 +136,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     };
     // Kernels may not read the server's tokens file, hashes or not.
     engine.sandbox.deny_read.push(tokens_file);
+    engine.kernel_budget = Some(cellbox::session::KernelBudget::new(args.max_kernels_total));
     let root = match args.root.map_or_else(std::env::current_dir, std::path::absolute) {
         Ok(root) => root,
         Err(error) => {

@@ -8,6 +8,7 @@
 //! kernels, keeps the number of live kernels bounded, and recycles kernels
 //! that grew past a memory limit.
 
+pub mod budget;
 pub mod handle;
 pub mod spare;
 
@@ -18,6 +19,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+pub use budget::KernelBudget;
 use handle::KernelHandle as Kernel;
 pub use handle::{Backend, KernelHandle, SharedKernel};
 pub use spare::{SpareLimits, SparePool};

@@ -133,6 +133,9 @@ pub struct EngineConfig {
     pub check: CheckMode,
     /// Checkpoints kept per session for undo (default from `CELLBOX_CHECKPOINTS`: off).
     pub checkpoints: super::engine::CheckpointLimits,
+    /// A cap on live kernels shared with other engines (a server's principals), on
+    /// top of `pool.max_kernels` (default: none).
+    pub kernel_budget: Option<std::sync::Arc<crate::session::KernelBudget>>,
 }
 
 impl EngineConfig {
@@ -161,6 +164,7 @@ impl EngineConfig {
             preload: preload_from_env(),
             check: CheckMode::from_env(),
             checkpoints: super::engine::CheckpointLimits::from_env(),
+            kernel_budget: None,
         }
     }
 }

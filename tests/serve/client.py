@@ -85,6 +85,19 @@ async def scenario_progress(session):
     return {"progress": messages[:3]}
 
 
+async def scenario_run(session):
+    """Run the code on stdin's JSON ({"code": ...}); return the text and whether it is an error."""
+    code = json.loads(sys.stdin.read())["code"]
+    text, result = await eval_text(session, code)
+    return {"text": text, "is_error": bool(result.is_error)}
+
+
+async def scenario_reset(session):
+    """Stop this principal's default session's kernel."""
+    result = await session.call_tool("eval_reset", {})
+    return {"text": text_of(result)}
+
+
 async def main():
     scenario = globals()["scenario_" + SCENARIO]
     async with create_mcp_http_client(headers={"Authorization": "Bearer " + TOKEN}) as http:

@@ -125,6 +125,7 @@ impl EvalEngine {
             return Err(BranchError::NoKernel(source.session.clone()));
         };
         let left = options.timeout.saturating_sub(started.elapsed());
+        let _room = self.reserve_kernel().await?;
         let copy = kernel.fork(left).await?;
         drop(guard);
         let lost_threads = copy.as_process().map(|k| k.ready_info().lost_threads.clone()).unwrap_or_default();

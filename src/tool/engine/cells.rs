@@ -283,9 +283,12 @@ impl EvalEngine {
             self.spares.shed(allowed, Some(&options)).await;
             self.pool.make_room(guard.key()).await;
         }
+        // Held until the kernel is in its slot, where the budget counts it.
+        let mut _room = None;
         let kernel = match spare {
             Some(kernel) => Arc::new(kernel),
             None => {
+                _room = self.reserve_kernel().await?;
                 let observer = |stage: StartStage| report.enter(stage);
                 let started =
                     report.run(KernelHandle::start_observed(options.clone(), &self.config.backend, &observer)).await;

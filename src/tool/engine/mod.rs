@@ -25,7 +25,7 @@ use super::result::{CellStatus, Collector, EvalEvent, EvalResult};
 use super::run::{RunRegistry, RunShared};
 use super::watchdog::{PauseGuard, Watchdog};
 use crate::discovery::{self, DiscoveryInput, env};
-use crate::kernel::{Completeness, KernelOptions};
+use crate::kernel::{Completeness, KernelError, KernelOptions};
 use crate::notebook::{History, Notebook, RecordedCell};
 use crate::output::artifacts::{ArtifactError, ArtifactStore};
 use crate::runtime::{self, Interpreter, Runtime};
@@ -64,10 +64,15 @@ impl EvalEngine {
             let store = ArtifactStore::new(config.artifacts_dir.clone(), config.max_artifact_bytes);
             handle.spawn_blocking(move || store.prune(age));
         }
+        let pool = KernelPool::new(config.pool);
+        let spares = SparePool::new(config.spare, config.backend.clone());
+        if let Some(budget) = &config.kernel_budget {
+            budget.register(&pool, &spares);
+        }
         EvalEngine {
-            pool: KernelPool::new(config.pool),
+            pool,
             bridge_permits: crate::bridge::Dispatcher::permits_for(&config.bridge),
-            spares: SparePool::new(config.spare, config.backend.clone()),
+            spares,
             artifacts,
             config,
             calls: AtomicU64::new(0),
@@ -130,7 +135,26 @@ impl EvalEngine {
             return;
         }
         let used = self.pool.live_count(None) + self.spares.len();
-        self.spares.fill(options, self.pool.limits().max_kernels.saturating_sub(used));
+        let mut room = self.pool.limits().max_kernels.saturating_sub(used);
+        if let Some(budget) = &self.config.kernel_budget {
+            room = room.min(budget.limit().saturating_sub(budget.used()));
+        }
+        self.spares.fill(options, room);
+    }
+
+    /// Room for one more kernel in the shared budget, if there is one: warm
+    /// spares give way first; then the start is refused (retryably).
+    pub(super) async fn reserve_kernel(&self) -> Result<Option<crate::session::budget::Reservation>, KernelError> {
+        let Some(budget) = &self.config.kernel_budget else { return Ok(None) };
+        if let Some(reservation) = budget.reserve() {
+            return Ok(Some(reservation));
+        }
+        if budget.shed_spares().await
+            && let Some(reservation) = budget.reserve()
+        {
+            return Ok(Some(reservation));
+        }
+        Err(KernelError::AtCapacity { limit: budget.limit() })
     }
 
     /// The options a kernel for `interpreter` in `cwd` starts with (also the key of its spares).
