@@ -124,9 +124,10 @@ pub fn log_mark() -> u64 {
     std::fs::metadata(log_path(&dir())).map(|meta| meta.len()).unwrap_or(0)
 }
 
-/// Whether the shared gateway has logged `EMFILE` ("Too many open files")
-/// since `mark`. A gateway out of descriptors may not even accept the next
-/// connection, so a start would only time out: its log says why at once.
+/// Whether the shared gateway ran out of file descriptors (`EMFILE`) since
+/// `mark`. A gateway out of descriptors may not even accept the next
+/// connection, so a start would only time out: its log says why at once, and
+/// its descriptor count shows it while it lasts.
 pub fn out_of_files_since(mark: u64) -> bool {
     use std::io::{Read, Seek, SeekFrom};
     let Ok(mut log) = std::fs::File::open(log_path(&dir())) else { return false };
@@ -136,9 +137,34 @@ pub fn out_of_files_since(mark: u64) -> bool {
     if log.seek(SeekFrom::Start(start)).is_err() || log.take(1 << 20).read_to_end(&mut text).is_err() {
         return false;
     }
-    // A kernel's own stderr goes to the same log: believe the words only if
-    // the gateway process is indeed (nearly) out of descriptors, where that can be seen.
-    memchr::memmem::find(&text, b"Too many open files").is_some() && descriptors_left().is_none_or(|left| left < 16)
+    // Descriptors come back as soon as the failed operation is cleaned up, so
+    // the count alone misses most failures, and the log is where they stay.
+    // A kernel's own stderr goes to the same log: words in it count only where
+    // the count agrees; in the gateway's own error records, always.
+    let words = memchr::memmem::find(&text, b"Too many open files").is_some();
+    gateway_logged_emfile(&String::from_utf8_lossy(&text))
+        || descriptors_left().is_some_and(|left| left == 0)
+        || (words && descriptors_left().is_none_or(|left| left < 16))
+}
+
+/// Whether an error record of the gateway itself, not a kernel's stderr,
+/// reports EMFILE. Its records start with a level and a time in brackets
+/// (`[E 2026-12-04 06:26:32.575 KernelGatewayApp] …`, `[E 261204 06:26:32
+/// web:2108] …`) and go on with indented lines (the traceback); a kernel's
+/// output has neither.
+fn gateway_logged_emfile(log: &str) -> bool {
+    let mut in_error_record = false;
+    for line in log.lines() {
+        if line.starts_with('[') {
+            in_error_record = line.starts_with("[E ") || line.starts_with("[C ");
+        } else if !line.starts_with(' ') {
+            in_error_record = false;
+        }
+        if in_error_record && (line.contains("Too many open files") || line.contains("[Errno 24]")) {
+            return true;
+        }
+    }
+    false
 }
 
 /// How many more files the shared gateway process may open (Linux `/proc`), if known.
@@ -525,6 +551,25 @@ pub async fn stop() -> Result<bool, LocalGatewayError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn emfile_counts_in_the_gateways_error_records_and_not_in_kernel_output() {
+        let record = "[I 2026-12-04 06:26:32.508 KernelGatewayApp] Connecting to kernel a8.\n\
+                      [E 261204 06:26:32 base_events:1771] Exception in callback BaseAsyncIOLoop._handle_events(6, 1)\n\
+                      \x20   Traceback (most recent call last):\n\
+                      \x20     File \"socket.py\", line 294, in accept\n\
+                      \x20   OSError: [Errno 24] Too many open files\n";
+        assert!(gateway_logged_emfile(record));
+        let headline = "[E 2026-12-04 06:26:32.575 KernelGatewayApp] [Errno 24] Too many open files\n";
+        assert!(gateway_logged_emfile(headline));
+        // A cell printed the words (its stderr shares the log), or an info record quotes them.
+        let kernel = "[I 2026-12-04 06:26:32.508 KernelGatewayApp] Kernel started: a8\n\
+                      OSError: [Errno 24] Too many open files\n\
+                      \x20   indented output of the cell: Too many open files\n";
+        assert!(!gateway_logged_emfile(kernel));
+        let info = "[I 2026-12-04 06:26:32.508 KernelGatewayApp] Too many open files, said a kernel\n";
+        assert!(!gateway_logged_emfile(info));
+    }
 
     #[test]
     fn a_folder_that_cannot_be_made_names_the_setting() {
