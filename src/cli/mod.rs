@@ -66,14 +66,16 @@ fn with_env_help(command: clap::Command) -> clap::Command {
     })
 }
 
+/// The large argument sets are boxed: they differ in size by platform, and
+/// the enum is as large as its largest variant.
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run code in a fresh kernel, streaming its output.
-    Run(run_args::RunArgs),
+    Run(Box<run_args::RunArgs>),
     /// An interactive session on one kernel.
-    Repl(repl::ReplArgs),
+    Repl(Box<repl::ReplArgs>),
     /// Serve the eval tool to MCP clients over stdin/stdout.
-    Mcp(mcp::McpArgs),
+    Mcp(Box<mcp::McpArgs>),
     /// Serve the eval tool to many MCP clients over HTTP, with bearer-token auth (`serve token add NAME`).
     Serve(Box<serve::ServeArgs>),
     /// The engine behind the Python SDK (`from cellbox import Sandbox`), over stdin/stdout.
@@ -244,7 +246,7 @@ pub fn init_logging() {
 
 pub async fn dispatch(cli: Cli) -> ExitCode {
     match cli.command {
-        Command::Run(args) => run::run(args).await,
+        Command::Run(args) => run::run(*args).await,
         Command::Setup { what } => setup::setup(what).await,
         Command::Gateway { what } => gateway::gateway(what).await,
         Command::Artifact(args) => artifact::artifact(args),
@@ -254,9 +256,9 @@ pub async fn dispatch(cli: Cli) -> ExitCode {
         Command::Man => docs::man(),
         Command::Docs { what } => docs::docs(what),
         Command::Uninstall(args) => install::uninstall(args),
-        Command::Mcp(args) => mcp::mcp(args).await,
+        Command::Mcp(args) => mcp::mcp(*args).await,
         Command::Serve(args) => serve::serve(*args).await,
         Command::SdkServer(args) => sdk_server::sdk_server(args).await,
-        Command::Repl(args) => repl::repl(args).await,
+        Command::Repl(args) => repl::repl(*args).await,
     }
 }
