@@ -151,6 +151,13 @@ fn the_total_kernel_limit_holds_over_all_principals_and_frees_with_a_reset() {
 }
 
 #[test]
+fn a_call_the_http_client_cancels_interrupts_its_cell_and_keeps_the_kernel() {
+    let (server, tokens) = Server::start(&["alice"], &[]);
+    let cancelled = server.client(&tokens[0], "cancel", "");
+    assert_eq!(cancelled["kept"], "'still here'", "{cancelled}");
+}
+
+#[test]
 fn progress_notifications_reach_an_http_client_while_the_cell_runs() {
     let (server, tokens) = Server::start(&["alice"], &[]);
     let gate = tempfile::tempdir().unwrap();

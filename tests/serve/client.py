@@ -98,6 +98,29 @@ async def scenario_reset(session):
     return {"text": text_of(result)}
 
 
+async def scenario_cancel(session):
+    """A call the client gives up on (notifications/cancelled over HTTP) interrupts its cell; state stays."""
+    await eval_text(session, "kept = 'still here'")
+    running = anyio.Event()
+
+    async def on_progress(progress, total, message):
+        if message and message.startswith("sleeping"):
+            running.set()
+
+    async def long_call():
+        code = "import time\nprint('sleeping', flush=True)\ntime.sleep(3600)"
+        await session.call_tool("eval", {"cells": [{"code": code}]}, progress_callback=on_progress)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(long_call)
+        await running.wait()
+        group.cancel_scope.cancel()
+    # A cell the server failed to interrupt would hold this call past its own timeout (it sleeps an hour).
+    text, result = await eval_text(session, "kept", timeout=60)
+    assert not result.is_error and "still here" in text, text
+    return {"kept": text.strip()}
+
+
 async def main():
     scenario = globals()["scenario_" + SCENARIO]
     async with create_mcp_http_client(headers={"Authorization": "Bearer " + TOKEN}) as http:
