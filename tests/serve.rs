@@ -512,3 +512,80 @@ async fn jwts_of_the_configured_issuer_and_audience_sign_in_and_others_do_not() 
     assert_eq!(metadata["authorization_servers"], json!([issuer]));
     assert_eq!(metadata["resource"], json!(server.url));
 }
+
+/// The SSE events of a response as they come: (id, data) of each.
+struct Events {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl Events {
+    async fn next(&mut self) -> Option<(Option<String>, String)> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let field = |name: &str| {
+                    block.lines().find_map(|line| line.strip_prefix(name).map(|rest| rest.trim_start().to_string()))
+                };
+                match field("data:") {
+                    Some(data) => return Some((field("id:"), data)),
+                    None => continue, // a comment or a priming event
+                }
+            }
+            let chunk = self.response.chunk().await.ok()??;
+            self.buffer.push_str(&String::from_utf8_lossy(&chunk).replace("\r\n", "\n"));
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_lost_its_stream_resumes_it_with_last_event_id() {
+    let (server, tokens) = Server::start(&["alice"], &[]);
+    let auth = bearer(&tokens[0]);
+    let (_, headers, _) = post(&server.url, INITIALIZE, &[("authorization", &auth)]).await;
+    let session = headers["mcp-session-id"].to_str().unwrap().to_string();
+    let with_session = [("authorization", auth.as_str()), ("mcp-session-id", session.as_str())];
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    post(&server.url, initialized, &with_session).await;
+    let gate = server._dir.path().join("root/alice/go-on");
+    let code = format!(
+        "import os, time\nprint('first', flush=True)\nwhile not os.path.exists({:?}):\n    time.sleep(0.02)\n'done'",
+        gate.display().to_string()
+    );
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "eval", "arguments": {"cells": [{"code": code}]}, "_meta": {"progressToken": "p"}}});
+    cellbox::tls::install_crypto();
+    let client = reqwest::Client::new();
+    let mut request = client
+        .post(&server.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(call.to_string());
+    for (name, value) in with_session {
+        request = request.header(name, value);
+    }
+    let mut events = Events { response: request.send().await.unwrap(), buffer: String::new() };
+    // The first progress event, with its id; then the connection is lost.
+    let last_id = loop {
+        let (id, data) = events.next().await.expect("the call's stream sends progress");
+        if data.contains("notifications/progress") && data.contains("first") {
+            break id.expect("events carry ids");
+        }
+    };
+    drop(events);
+    std::fs::write(&gate, "").unwrap();
+    let mut resume = client.get(&server.url).header("accept", "text/event-stream").header("last-event-id", &last_id);
+    for (name, value) in with_session {
+        resume = resume.header(name, value);
+    }
+    let response = resume.send().await.unwrap();
+    assert_eq!(response.status(), 200, "resuming from {last_id}");
+    let mut events = Events { response, buffer: String::new() };
+    let answer = loop {
+        let (_, data) = events.next().await.expect("the resumed stream brings the call's answer");
+        if data.contains("\"id\":2") && data.contains("\"result\"") {
+            break data;
+        }
+    };
+    assert!(answer.contains("'done'"), "{answer}");
+}
