@@ -92,14 +92,15 @@ def run(command, env, timeout=TIMEOUT):
     return proc, time.monotonic() - started
 
 
-def sdk_client(kind):
-    """The official SDKs: the host gets the CallToolResult, content and structuredContent both."""
+def sdk_client(kind, extra=()):
+    """The official SDKs: the host gets the CallToolResult, content and structuredContent both.
+    `extra` goes after the script's arguments (the TypeScript one's --url/--token)."""
 
     def drive(binary, cases, env):
         if kind == "python":
             command = [sys.executable, str(HERE / "python_sdk.py"), binary, json.dumps(cases)]
         else:
-            command = ["node", str(HERE / "ts_sdk.mjs"), binary, json.dumps(cases)]
+            command = ["node", str(HERE / "ts_sdk.mjs"), binary, json.dumps(cases)] + list(extra)
         proc, _ = run(command, env)
         if proc.returncode != 0:
             raise RuntimeError(proc.stderr[-1500:])
@@ -140,29 +141,47 @@ def inspector(binary, cases, env, target=None):
     return node_version("@modelcontextprotocol/inspector"), rows
 
 
-def inspector_http(binary, cases, env):
-    """The Inspector's CLI over streamable HTTP against `cellbox serve` (a free loopback port, one
-    token given in CELLBOX_SERVE_TOKEN, sent as a bearer header)."""
-    token = "cbx_" + secrets.token_urlsafe(24)
-    with tempfile.TemporaryDirectory() as root:
-        server_env = dict(env, CELLBOX_SERVE_TOKEN=token)
-        server = subprocess.Popen(
-            [binary, "serve", "--listen", "127.0.0.1:0", "--root", root, "--tokens", os.path.join(root, "none.json")],
+class Served:
+    """`cellbox serve` on a free loopback port for the time of a `with`, with one token given in
+    CELLBOX_SERVE_TOKEN: `url` and `token` once it accepts."""
+
+    def __init__(self, binary, env):
+        self.binary, self.env = binary, env
+        self.token = "cbx_" + secrets.token_urlsafe(24)
+
+    def __enter__(self):
+        self.root = tempfile.TemporaryDirectory()
+        root = self.root.name
+        server_env = dict(self.env, CELLBOX_SERVE_TOKEN=self.token)
+        self.server = subprocess.Popen(
+            [self.binary, "serve", "--listen", "127.0.0.1:0", "--root", root, "--tokens", os.path.join(root, "none.json")],
             env=server_env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        try:
-            said = []
-            for line in server.stderr:  # the server names its address once it accepts
-                said.append(line)
-                if line.startswith("cellbox serve: MCP on "):
-                    url = line.split(" on ", 1)[1].split(",", 1)[0]
-                    break
-            else:
-                raise RuntimeError("cellbox serve did not start: " + "".join(said)[-1500:])
-            target = [url, "--transport", "http", "--header", "Authorization: Bearer " + token]
-            return inspector(binary, cases, env, target)
-        finally:
-            server.terminate()
-            server.communicate(timeout=TIMEOUT)
+        said = []
+        for line in self.server.stderr:  # the server names its address once it accepts
+            said.append(line)
+            if line.startswith("cellbox serve: MCP on "):
+                self.url = line.split(" on ", 1)[1].split(",", 1)[0]
+                return self
+        self.__exit__(None, None, None)
+        raise RuntimeError("cellbox serve did not start: " + "".join(said)[-1500:])
+
+    def __exit__(self, *exc):
+        self.server.terminate()
+        self.server.communicate(timeout=TIMEOUT)
+        self.root.cleanup()
+
+
+def inspector_http(binary, cases, env):
+    """The Inspector's CLI over streamable HTTP against `cellbox serve`, the token as a bearer header."""
+    with Served(binary, env) as served:
+        target = [served.url, "--transport", "http", "--header", "Authorization: Bearer " + served.token]
+        return inspector(binary, cases, env, target)
+
+
+def ts_sdk_http(binary, cases, env):
+    """The TypeScript SDK's streamable HTTP client against `cellbox serve`."""
+    with Served(binary, env) as served:
+        return sdk_client("ts", ["--url", served.url, "--token", served.token])(binary, cases, env)
 
 
 def mcporter(binary, cases, env):
@@ -243,10 +262,11 @@ CLIENTS = {
     "typescript-sdk": (sdk_client("ts"), "CallToolResult: content + structuredContent (host's pick)"),
     "inspector-cli": (inspector, "whole result JSON (content + structuredContent)"),
     "inspector-cli-http": (inspector_http, "whole result JSON, over `cellbox serve` (streamable HTTP)"),
+    "typescript-sdk-http": (ts_sdk_http, "CallToolResult, over `cellbox serve` (streamable HTTP)"),
     "mcporter": (mcporter, "structuredContent.json, else structuredContent, before text"),
     "fastmcp-cli": (fastmcp_cli, "structuredContent as JSON (content text on isError)"),
 }
-SHORT_CLIENTS = ("python-sdk", "typescript-sdk", "inspector-cli-http")
+SHORT_CLIENTS = ("python-sdk", "typescript-sdk", "inspector-cli-http", "typescript-sdk-http")
 
 
 def main():
