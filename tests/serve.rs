@@ -27,6 +27,11 @@ struct Server {
 impl Server {
     /// Started with principals `names`; returns their tokens in the same order.
     fn start(names: &[&str], extra: &[&str]) -> (Server, Vec<String>) {
+        Server::start_with_env(names, extra, &[])
+    }
+
+    /// [`Server::start`] with variables added to the server's environment.
+    fn start_with_env(names: &[&str], extra: &[&str], env: &[(&str, &str)]) -> (Server, Vec<String>) {
         let dir = tempfile::tempdir().unwrap();
         let tokens_file = dir.path().join("tokens.json");
         let tokens = names.iter().map(|name| token_add(&tokens_file, name)).collect();
@@ -38,6 +43,7 @@ impl Server {
             .arg("--root")
             .arg(&root)
             .args(extra)
+            .envs(env.iter().copied())
             .env("CELLBOX_ARTIFACTS_DIR", dir.path().join("artifacts"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -155,6 +161,25 @@ fn a_call_the_http_client_cancels_interrupts_its_cell_and_keeps_the_kernel() {
     let (server, tokens) = Server::start(&["alice"], &[]);
     let cancelled = server.client(&tokens[0], "cancel", "");
     assert_eq!(cancelled["kept"], "'still here'", "{cancelled}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_server_runs_its_principals_kernels_on_an_enterprise_gateway() {
+    use common::gateway::{Flavor, TestGateway};
+    let gateway = TestGateway::start(Flavor::EnterpriseGateway, &common::gateway::enterprise_python(), false).await;
+    let env = [("CELLBOX_GATEWAY_URL", gateway.url.as_str()), ("CELLBOX_GATEWAY_TOKEN", gateway.token.as_str())];
+    let (server, tokens) = Server::start_with_env(&["alice"], &["--backend", "gateway"], &env);
+    let token = tokens[0].clone();
+    let ran = tokio::task::spawn_blocking(move || {
+        let ran = server.client(&token, "run", &json!({"code": "6 * 7"}).to_string());
+        (server, ran)
+    });
+    let (server, ran) = ran.await.unwrap();
+    assert_eq!(ran["is_error"], false, "{ran}");
+    assert!(ran["text"].as_str().unwrap().contains("42"), "{ran}");
+    assert_eq!(gateway.kernels().await.len(), 1, "the kernel runs on the gateway");
+    drop(server);
+    drop(gateway);
 }
 
 #[test]
