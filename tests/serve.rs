@@ -183,6 +183,17 @@ async fn the_server_runs_its_principals_kernels_on_an_enterprise_gateway() {
 }
 
 #[test]
+fn per_kernel_limits_hold_for_every_principals_kernels() {
+    let (server, tokens) = Server::start(&["alice"], &["--memory-limit", "256M"]);
+    let hog = "x = bytearray(512 << 20)\nfor i in range(0, len(x), 4096):\n    x[i] = 1";
+    let over = server.client(&tokens[0], "run", &json!({"code": hog}).to_string());
+    assert_eq!(over["is_error"], true, "{over}");
+    assert!(over["text"].as_str().unwrap().contains("memory limit exceeded (256 MiB)"), "{over}");
+    let next = server.client(&tokens[0], "run", &json!({"code": "1 + 1"}).to_string());
+    assert_eq!(next["is_error"], false, "a fresh kernel takes the next call: {next}");
+}
+
+#[test]
 fn progress_notifications_reach_an_http_client_while_the_cell_runs() {
     let (server, tokens) = Server::start(&["alice"], &[]);
     let gate = tempfile::tempdir().unwrap();
