@@ -49,6 +49,8 @@ mod sandbox;
 mod sdk;
 #[path = "compare/serve_load.rs"]
 mod serve_load;
+#[path = "compare/serve_memory.rs"]
+mod serve_memory;
 #[path = "compare/shim.rs"]
 mod shim;
 #[path = "compare/spare.rs"]
@@ -437,6 +439,7 @@ async fn main() {
     }
     if wanted("serve") {
         serve_load::serve_load(&plan, &setup, &mut report).await;
+        serve_memory::memory_rows(&plan, &setup, &jupyter_python, &mut report).await;
     }
     if wanted("sdk") {
         sdk::sdk_rows(&plan, &setup, &jupyter_python, &mut report).await;

@@ -191,3 +191,24 @@ async fn interrupts_and_crashes_on_an_enterprise_gateway() {
     assert_eq!(gateway.kernels().await, Vec::<String>::new());
     assert_eq!(gateway.stop(), Vec::<u32>::new(), "no gateway or kernel process is left");
 }
+
+#[tokio::test]
+async fn a_gateway_session_says_it_cannot_be_forked_checkpointed_or_saved() {
+    let gateway = TestGateway::start(Flavor::KernelGateway, common::python(), false).await;
+    let f = engine_on(&gateway.url, &gateway.token, |_| {});
+    let source = CallContext::new("s");
+    let first = eval(&f.engine, "x = 1").await;
+    assert!(!first.is_error, "{}", first.text);
+    let fork = f.engine.fork_session(&source, &CallContext::new("copy"), "copy", Default::default()).await;
+    let error = fork.expect_err("a gateway kernel is not forked").to_string();
+    assert!(error.contains("Jupyter gateway cannot be forked"), "{error}");
+    let saved = f.engine.snapshot_session(&source, std::path::Path::new("s.cellbox")).await;
+    let error = saved.expect_err("a gateway kernel is not saved").to_string();
+    assert!(error.contains("gateway are not supported"), "{error}");
+    // A call asking for a checkpoint runs, and says why none was taken.
+    let call = eval_params(&f.engine, json!({"checkpoint": true, "cells": [{"code": "x + 1"}]})).await;
+    assert!(!call.is_error && call.text.contains('2'), "{}", call.text);
+    assert!(call.text.contains("cannot be checkpointed"), "{}", call.text);
+    f.engine.dispose_all().await;
+    assert_eq!(gateway.stop(), Vec::<u32>::new());
+}

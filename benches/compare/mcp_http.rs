@@ -47,6 +47,10 @@ impl ServeProcess {
     }
 
     /// The server process's resident memory (Linux), in KiB.
+    pub(super) fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     pub(super) fn rss_kib(&self) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()?)).ok()?;
         status.lines().find_map(|line| line.strip_prefix("VmRSS:"))?.split_whitespace().next()?.parse().ok()

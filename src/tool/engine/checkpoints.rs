@@ -103,7 +103,12 @@ impl EvalEngine {
         for guard in guards.iter_mut().filter(|guard| guard.key().runtime == Runtime::Python) {
             let Some(kernel) = guard.kernel().filter(|kernel| kernel.is_alive()) else { continue };
             if kernel.as_process().is_none() {
-                continue; // a gateway kernel: nothing to copy here
+                // A gateway kernel runs elsewhere: nothing to copy here. Said
+                // when the call asked; a server-wide setting would say it every call.
+                if requested == Some(true) {
+                    notes.push("No checkpoint was taken before this call: kernels on a Jupyter gateway cannot be checkpointed.".into());
+                }
+                continue;
             }
             let copy = match kernel.checkpoint(FORK_ANSWER_TIMEOUT).await {
                 Ok(copy) => copy,
