@@ -4,125 +4,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::binary;
+use common::serve::{INITIALIZE, Server, bearer, follow_stderr, get, post};
 use serde_json::{Value, json};
-
-/// A running `cellbox serve` on a free loopback port with its own tokens file and root.
-struct Server {
-    child: Child,
-    url: String,
-    tokens: PathBuf,
-    /// The server's stderr lines after its address (read by the Unix-only signal test).
-    #[cfg_attr(not(unix), allow(dead_code))]
-    stderr: mpsc::Receiver<String>,
-    _dir: tempfile::TempDir,
-}
-
-impl Server {
-    /// Started with principals `names`; returns their tokens in the same order.
-    fn start(names: &[&str], extra: &[&str]) -> (Server, Vec<String>) {
-        Server::start_with_env(names, extra, &[])
-    }
-
-    /// [`Server::start`] with variables added to the server's environment.
-    fn start_with_env(names: &[&str], extra: &[&str], env: &[(&str, &str)]) -> (Server, Vec<String>) {
-        let dir = tempfile::tempdir().unwrap();
-        let tokens_file = dir.path().join("tokens.json");
-        let tokens = names.iter().map(|name| token_add(&tokens_file, name)).collect();
-        let root = dir.path().join("root");
-        std::fs::create_dir(&root).unwrap();
-        let mut child = binary::cellbox(["serve", "--listen", "127.0.0.1:0", "--spares", "0"])
-            .arg("--tokens")
-            .arg(&tokens_file)
-            .arg("--root")
-            .arg(&root)
-            .args(extra)
-            .envs(env.iter().copied())
-            .env("CELLBOX_ARTIFACTS_DIR", dir.path().join("artifacts"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (stderr, url) = follow_stderr(&mut child);
-        (Server { child, url, tokens: tokens_file, stderr, _dir: dir }, tokens)
-    }
-
-    fn base(&self) -> String {
-        self.url.trim_end_matches("/mcp").to_string()
-    }
-
-    /// Scenario `scenario` of tests/serve/client.py as the holder of `token`; its JSON answer.
-    fn client(&self, token: &str, scenario: &str, stdin: &str) -> Value {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve/client.py");
-        let mut command = Command::new(common::python());
-        command.arg(script).args([&self.url, token, scenario]);
-        let output = binary::output_with_input(&mut command, stdin);
-        let stdout = binary::text(&output.stdout);
-        assert!(output.status.success(), "client {scenario} failed:\n{stdout}\n{}", binary::text(&output.stderr));
-        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The server's stderr lines, read on a thread so it never blocks on a full
-/// pipe, and the MCP URL it names once it accepts (nothing is polled).
-fn follow_stderr(child: &mut Child) -> (mpsc::Receiver<String>, String) {
-    let (lines, stderr) = mpsc::channel();
-    let pipe = BufReader::new(child.stderr.take().unwrap());
-    std::thread::spawn(move || {
-        for line in pipe.lines().map_while(Result::ok) {
-            let _ = lines.send(line);
-        }
-    });
-    let url = loop {
-        let line = stderr.recv_timeout(Duration::from_secs(60)).expect("cellbox serve printed its address");
-        if let Some(rest) = line.strip_prefix("cellbox serve: MCP on ") {
-            break rest.split(',').next().unwrap().to_string();
-        }
-    };
-    (stderr, url)
-}
-
-fn token_add(tokens_file: &Path, name: &str) -> String {
-    let output = binary::bare(["serve", "token", "add", name]).arg("--tokens").arg(tokens_file).output().unwrap();
-    assert!(output.status.success(), "{}", binary::text(&output.stderr));
-    binary::text(&output.stdout).trim().to_string()
-}
-
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
-
-/// POST `body` to the MCP endpoint with these headers; the status and the response's headers.
-async fn post(url: &str, body: &str, headers: &[(&str, &str)]) -> (u16, reqwest::header::HeaderMap, String) {
-    cellbox::tls::install_crypto();
-    let mut request = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body.to_string());
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let response = request.send().await.unwrap();
-    let (status, headers) = (response.status().as_u16(), response.headers().clone());
-    (status, headers, response.text().await.unwrap_or_default())
-}
-
-fn bearer(token: &str) -> String {
-    format!("Bearer {token}")
-}
 
 #[test]
 fn principals_keep_state_across_connections_and_never_see_each_other() {
@@ -139,68 +27,6 @@ fn principals_keep_state_across_connections_and_never_see_each_other() {
     assert!(error.contains("does not exist") && stolen.get("read").is_none(), "{stolen}");
     let own = server.client(alice, "read", &defined.to_string());
     assert!(own["read"].as_str().unwrap().starts_with("0\n1\n2\n"), "{own}");
-}
-
-#[test]
-fn the_total_kernel_limit_holds_over_all_principals_and_frees_with_a_reset() {
-    let (server, tokens) = Server::start(&["alice", "bob"], &["--max-kernels-total", "1"]);
-    let (alice, bob) = (&tokens[0], &tokens[1]);
-    let run = |token: &str| server.client(token, "run", &json!({"code": "6 * 7"}).to_string());
-    let first = run(alice);
-    assert_eq!(first["text"], "42\n", "{first}");
-    let refused = run(bob);
-    assert_eq!(refused["is_error"], true, "{refused}");
-    assert!(refused["text"].as_str().unwrap().contains("limit of 1 kernels"), "{refused}");
-    server.client(alice, "reset", "");
-    let second = run(bob);
-    assert_eq!(second["text"], "42\n", "{second}");
-}
-
-#[test]
-fn a_call_the_http_client_cancels_interrupts_its_cell_and_keeps_the_kernel() {
-    let (server, tokens) = Server::start(&["alice"], &[]);
-    let cancelled = server.client(&tokens[0], "cancel", "");
-    assert_eq!(cancelled["kept"], "'still here'", "{cancelled}");
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn the_server_runs_its_principals_kernels_on_an_enterprise_gateway() {
-    use common::gateway::{Flavor, TestGateway};
-    let gateway = TestGateway::start(Flavor::EnterpriseGateway, &common::gateway::enterprise_python(), false).await;
-    let env = [("CELLBOX_GATEWAY_URL", gateway.url.as_str()), ("CELLBOX_GATEWAY_TOKEN", gateway.token.as_str())];
-    let (server, tokens) = Server::start_with_env(&["alice"], &["--backend", "gateway"], &env);
-    let token = tokens[0].clone();
-    let ran = tokio::task::spawn_blocking(move || {
-        let ran = server.client(&token, "run", &json!({"code": "6 * 7"}).to_string());
-        (server, ran)
-    });
-    let (server, ran) = ran.await.unwrap();
-    assert_eq!(ran["is_error"], false, "{ran}");
-    assert!(ran["text"].as_str().unwrap().contains("42"), "{ran}");
-    assert_eq!(gateway.kernels().await.len(), 1, "the kernel runs on the gateway");
-    drop(server);
-    drop(gateway);
-}
-
-#[test]
-fn per_kernel_limits_hold_for_every_principals_kernels() {
-    let (server, tokens) = Server::start(&["alice"], &["--memory-limit", "256M"]);
-    let hog = "x = bytearray(512 << 20)\nfor i in range(0, len(x), 4096):\n    x[i] = 1";
-    let over = server.client(&tokens[0], "run", &json!({"code": hog}).to_string());
-    assert_eq!(over["is_error"], true, "{over}");
-    assert!(over["text"].as_str().unwrap().contains("memory limit exceeded (256 MiB)"), "{over}");
-    let next = server.client(&tokens[0], "run", &json!({"code": "1 + 1"}).to_string());
-    assert_eq!(next["is_error"], false, "a fresh kernel takes the next call: {next}");
-}
-
-#[test]
-fn progress_notifications_reach_an_http_client_while_the_cell_runs() {
-    let (server, tokens) = Server::start(&["alice"], &[]);
-    let gate = tempfile::tempdir().unwrap();
-    let stdin = json!({"gate": gate.path().join("open")}).to_string();
-    // The cell only ends after the client has seen its first progress notification.
-    let seen = server.client(&tokens[0], "progress", &stdin);
-    assert_eq!(seen["progress"][0], "cell 1 started", "{seen}");
 }
 
 #[tokio::test]
@@ -310,13 +136,6 @@ fn sigterm_stops_the_server_and_its_kernels() {
     assert!(common::reaped(kernel), "the kernel {kernel} outlived the server");
 }
 
-/// GET a path of the server; the status and the body.
-async fn get(server: &Server, path: &str) -> (u16, String) {
-    cellbox::tls::install_crypto();
-    let response = reqwest::get(format!("{}{path}", server.base())).await.unwrap();
-    (response.status().as_u16(), response.text().await.unwrap())
-}
-
 #[tokio::test]
 async fn a_full_server_answers_429_and_metrics_count_it() {
     let (server, tokens) = Server::start(&["alice"], &["--max-calls", "1"]);
@@ -374,7 +193,7 @@ async fn after_a_restart_an_old_session_id_is_not_found_and_a_new_session_works(
         .arg("--tokens")
         .arg(&server.tokens)
         .arg("--root")
-        .arg(server._dir.path().join("root"))
+        .arg(server.dir.path().join("root"))
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -547,81 +366,4 @@ async fn jwts_of_the_configured_issuer_and_audience_sign_in_and_others_do_not() 
     let metadata: Value = serde_json::from_str(&metadata).unwrap();
     assert_eq!(metadata["authorization_servers"], json!([issuer]));
     assert_eq!(metadata["resource"], json!(server.url));
-}
-
-/// The SSE events of a response as they come: (id, data) of each.
-struct Events {
-    response: reqwest::Response,
-    buffer: String,
-}
-
-impl Events {
-    async fn next(&mut self) -> Option<(Option<String>, String)> {
-        loop {
-            if let Some(end) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..end + 2).collect();
-                let field = |name: &str| {
-                    block.lines().find_map(|line| line.strip_prefix(name).map(|rest| rest.trim_start().to_string()))
-                };
-                match field("data:") {
-                    Some(data) => return Some((field("id:"), data)),
-                    None => continue, // a comment or a priming event
-                }
-            }
-            let chunk = self.response.chunk().await.ok()??;
-            self.buffer.push_str(&String::from_utf8_lossy(&chunk).replace("\r\n", "\n"));
-        }
-    }
-}
-
-#[tokio::test]
-async fn a_client_that_lost_its_stream_resumes_it_with_last_event_id() {
-    let (server, tokens) = Server::start(&["alice"], &[]);
-    let auth = bearer(&tokens[0]);
-    let (_, headers, _) = post(&server.url, INITIALIZE, &[("authorization", &auth)]).await;
-    let session = headers["mcp-session-id"].to_str().unwrap().to_string();
-    let with_session = [("authorization", auth.as_str()), ("mcp-session-id", session.as_str())];
-    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
-    post(&server.url, initialized, &with_session).await;
-    let gate = server._dir.path().join("root/alice/go-on");
-    let code = format!(
-        "import os, time\nprint('first', flush=True)\nwhile not os.path.exists({:?}):\n    time.sleep(0.02)\n'done'",
-        gate.display().to_string()
-    );
-    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "name": "eval", "arguments": {"cells": [{"code": code}]}, "_meta": {"progressToken": "p"}}});
-    cellbox::tls::install_crypto();
-    let client = reqwest::Client::new();
-    let mut request = client
-        .post(&server.url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(call.to_string());
-    for (name, value) in with_session {
-        request = request.header(name, value);
-    }
-    let mut events = Events { response: request.send().await.unwrap(), buffer: String::new() };
-    // The first progress event, with its id; then the connection is lost.
-    let last_id = loop {
-        let (id, data) = events.next().await.expect("the call's stream sends progress");
-        if data.contains("notifications/progress") && data.contains("first") {
-            break id.expect("events carry ids");
-        }
-    };
-    drop(events);
-    std::fs::write(&gate, "").unwrap();
-    let mut resume = client.get(&server.url).header("accept", "text/event-stream").header("last-event-id", &last_id);
-    for (name, value) in with_session {
-        resume = resume.header(name, value);
-    }
-    let response = resume.send().await.unwrap();
-    assert_eq!(response.status(), 200, "resuming from {last_id}");
-    let mut events = Events { response, buffer: String::new() };
-    let answer = loop {
-        let (_, data) = events.next().await.expect("the resumed stream brings the call's answer");
-        if data.contains("\"id\":2") && data.contains("\"result\"") {
-            break data;
-        }
-    };
-    assert!(answer.contains("'done'"), "{answer}");
 }

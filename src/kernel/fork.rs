@@ -20,50 +20,13 @@
 
 use std::time::Duration;
 
-use crate::runtime::Runtime;
-
-/// The host's (or the child's) end of a kernel's control socket.
-#[cfg(unix)]
-pub type ControlEnd = std::os::fd::OwnedFd;
-/// No kernel has a control socket off Unix.
-#[cfg(not(unix))]
-pub enum ControlEnd {}
-
 /// How long the source kernel may take to answer a fork request once it has
 /// read it: the fork itself takes milliseconds even for gigabytes.
 pub const FORK_ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Why kernels of `runtime` cannot be forked here, or `None` when they can.
-pub fn unsupported(runtime: Runtime) -> Option<String> {
-    if !cfg!(target_os = "linux") {
-        return Some(
-            "forking a kernel is supported on Linux only (macOS forbids forking a process that loaded its \
-             system frameworks; Windows has no fork())"
-                .into(),
-        );
-    }
-    if runtime != Runtime::Python {
-        return Some(format!("{runtime} kernels cannot be forked: only Python kernels can"));
-    }
-    None
-}
-
-/// A new control socket pair (host end, child end) for a kernel of
-/// `runtime`, or `None` when such kernels are never forked.
-pub(super) fn control_pair(runtime: Runtime) -> std::io::Result<Option<(ControlEnd, ControlEnd)>> {
-    if unsupported(runtime).is_some() {
-        return Ok(None);
-    }
-    #[cfg(target_os = "linux")]
-    {
-        use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
-        let (host, child) = socketpair(AddressFamily::Unix, SockType::SeqPacket, None, SockFlag::SOCK_CLOEXEC)
-            .map_err(std::io::Error::from)?;
-        Ok(Some((host, child)))
-    }
-    #[cfg(not(target_os = "linux"))]
-    Ok(None)
-}
+#[cfg(unix)]
+use super::control::control_pair;
+pub use super::control::{ControlEnd, unsupported};
 
 #[cfg(unix)]
 pub(super) use self::unix::Control;

@@ -35,7 +35,7 @@ pub(super) struct Launched {
     pub zygote: Option<Arc<Zygote>>,
     /// The host's end of the kernel's control socket, on which forks of the
     /// kernel are asked for (Python on Linux; see [`super::fork`]).
-    pub control: Option<super::fork::ControlEnd>,
+    pub control: Option<super::control::ControlEnd>,
 }
 
 /// Make the runner process for `options`, with `ends` as its output pipes.
@@ -48,7 +48,7 @@ pub(super) async fn launch(options: &KernelOptions, runner: &Path, ends: ChildEn
     };
     let (request_read, request_write) = std::io::pipe().map_err(spawn_error)?;
     let requests = pipe::sender(request_write).map_err(spawn_error)?;
-    let (control, child_control) = match super::fork::control_pair(options.runtime) {
+    let (control, child_control) = match super::control::control_pair(options.runtime) {
         Ok(Some((host, child))) => (Some(host), Some(child)),
         Ok(None) => (None, None),
         Err(error) => return Err(spawn_error(error)),
@@ -148,7 +148,7 @@ fn spawn(
     host_args: &[String],
     ends: ChildEnds,
     requests: PipeReader,
-    control: Option<super::fork::ControlEnd>,
+    control: Option<super::control::ControlEnd>,
 ) -> Result<Spawned, KernelError> {
     use std::os::fd::AsRawFd;
     let mut sandbox = crate::sandbox::prepare(&options.sandbox, &options.cwd, &options.env)?;
@@ -204,7 +204,7 @@ fn spawn(
     host_args: &[String],
     ends: ChildEnds,
     requests: PipeReader,
-    _control: Option<super::fork::ControlEnd>,
+    _control: Option<super::control::ControlEnd>,
 ) -> Result<Spawned, KernelError> {
     use std::os::windows::io::AsRawHandle;
     use windows_sys::Win32::Foundation::{HANDLE_FLAG_INHERIT, SetHandleInformation};

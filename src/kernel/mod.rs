@@ -14,6 +14,7 @@
 
 pub mod bridge_relay;
 pub mod channel;
+pub mod control;
 mod crash_dump;
 pub mod extensions;
 pub mod fork;

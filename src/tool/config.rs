@@ -132,7 +132,7 @@ pub struct EngineConfig {
     /// (default from `CELLBOX_CHECK`: off).
     pub check: CheckMode,
     /// Checkpoints kept per session for undo (default from `CELLBOX_CHECKPOINTS`: off).
-    pub checkpoints: super::engine::CheckpointLimits,
+    pub checkpoints: CheckpointLimits,
     /// A cap on live kernels shared with other engines (a server's principals), on
     /// top of `pool.max_kernels` (default: none).
     pub kernel_budget: Option<std::sync::Arc<crate::session::KernelBudget>>,
@@ -163,7 +163,7 @@ impl EngineConfig {
             backend: Backend::from_env().unwrap_or_default(),
             preload: preload_from_env(),
             check: CheckMode::from_env(),
-            checkpoints: super::engine::CheckpointLimits::from_env(),
+            checkpoints: CheckpointLimits::from_env(),
             kernel_budget: None,
         }
     }
@@ -184,4 +184,38 @@ pub fn parse_preload(list: &str) -> Vec<String> {
 /// `CELLBOX_PRELOAD`, parsed (unset: nothing).
 pub fn preload_from_env() -> Vec<String> {
     settings::PRELOAD.get().map(|list| parse_preload(&list)).unwrap_or_default()
+}
+
+/// How many checkpoints a session keeps, and how much memory they may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckpointLimits {
+    /// Checkpoints kept per session; 0 turns them off (the default) unless a
+    /// call asks for one, which then keeps [`CheckpointLimits::ON_REQUEST`].
+    pub count: usize,
+    /// The private memory of a session's checkpoints together, at most.
+    pub memory_bytes: u64,
+}
+
+impl CheckpointLimits {
+    /// Kept when checkpoints are off but calls ask for them.
+    pub const ON_REQUEST: usize = 5;
+    /// Default memory budget per session.
+    pub const DEFAULT_MEMORY: u64 = 1 << 30;
+
+    /// `CELLBOX_CHECKPOINTS` and `CELLBOX_CHECKPOINT_MEMORY` (unset or
+    /// unreadable: off, 1 GiB).
+    pub fn from_env() -> CheckpointLimits {
+        let count = settings::CHECKPOINTS.get().and_then(|value| value.trim().parse().ok()).unwrap_or(0);
+        let memory_bytes = settings::CHECKPOINT_MEMORY
+            .get()
+            .and_then(|value| crate::sandbox::parse_size(&value).ok())
+            .unwrap_or(Self::DEFAULT_MEMORY);
+        CheckpointLimits { count, memory_bytes }
+    }
+}
+
+impl Default for CheckpointLimits {
+    fn default() -> Self {
+        CheckpointLimits { count: 0, memory_bytes: Self::DEFAULT_MEMORY }
+    }
 }

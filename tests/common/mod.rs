@@ -7,6 +7,7 @@ pub mod engine;
 pub mod fake_bridge;
 pub mod gateway;
 pub mod mcp;
+pub mod serve;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

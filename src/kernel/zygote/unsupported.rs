@@ -39,7 +39,7 @@ pub async fn fork(
     _argv: &[String],
     _ends: &ChildEnds,
     _stdin: &std::io::PipeReader,
-    _control: Option<&crate::kernel::fork::ControlEnd>,
+    _control: Option<&crate::kernel::control::ControlEnd>,
 ) -> Option<ForkedKernel> {
     if !options.preload.is_empty() {
         crate::notice::warn_once(&format!("not preloading {}: {}", options.preload.join(","), platform_note()));

@@ -22,42 +22,8 @@ use super::branch::BranchError;
 use crate::kernel::fork::FORK_ANSWER_TIMEOUT;
 use crate::runtime::Runtime;
 use crate::session::{KernelKey, SharedKernel, SlotGuard};
-use crate::settings;
 use crate::tool::call::CallContext;
-
-/// How many checkpoints a session keeps, and how much memory they may hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CheckpointLimits {
-    /// Checkpoints kept per session; 0 turns them off (the default) unless a
-    /// call asks for one, which then keeps [`CheckpointLimits::ON_REQUEST`].
-    pub count: usize,
-    /// The private memory of a session's checkpoints together, at most.
-    pub memory_bytes: u64,
-}
-
-impl CheckpointLimits {
-    /// Kept when checkpoints are off but calls ask for them.
-    pub const ON_REQUEST: usize = 5;
-    /// Default memory budget per session.
-    pub const DEFAULT_MEMORY: u64 = 1 << 30;
-
-    /// `CELLBOX_CHECKPOINTS` and `CELLBOX_CHECKPOINT_MEMORY` (unset or
-    /// unreadable: off, 1 GiB).
-    pub fn from_env() -> CheckpointLimits {
-        let count = settings::CHECKPOINTS.get().and_then(|value| value.trim().parse().ok()).unwrap_or(0);
-        let memory_bytes = settings::CHECKPOINT_MEMORY
-            .get()
-            .and_then(|value| crate::sandbox::parse_size(&value).ok())
-            .unwrap_or(Self::DEFAULT_MEMORY);
-        CheckpointLimits { count, memory_bytes }
-    }
-}
-
-impl Default for CheckpointLimits {
-    fn default() -> Self {
-        CheckpointLimits { count: 0, memory_bytes: Self::DEFAULT_MEMORY }
-    }
-}
+use crate::tool::config::CheckpointLimits;
 
 /// One saved state: a forked kernel and the history length it matches.
 struct Checkpoint {

@@ -8,7 +8,7 @@ mod cells;
 mod checkpoints;
 
 pub use branch::{BranchError, ForkOptions, ForkReport, RestoreReport, SnapshotReport};
-pub use checkpoints::{CheckpointLimits, UndoReport};
+pub use checkpoints::UndoReport;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
