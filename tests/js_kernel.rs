@@ -320,3 +320,19 @@ async fn typescript_cells_strip_types_or_say_why_not() {
     }
     f.engine.dispose_all().await;
 }
+
+#[tokio::test]
+async fn a_javascript_session_says_it_cannot_be_forked_or_saved() {
+    use cellbox::tool::CallContext;
+    let f = fixture(|_| {});
+    let ran = js(&f.engine, "const kept = 1").await;
+    assert!(!ran.is_error, "{}", ran.text);
+    let session = CallContext::new("s");
+    let fork = f.engine.fork_session(&session, &CallContext::new("copy"), "copy", Default::default()).await;
+    let error = fork.expect_err("a JavaScript kernel is not forked").to_string();
+    assert!(error.contains("only Python kernels can"), "{error}");
+    let saved = f.engine.snapshot_session(&session, std::path::Path::new("s.cellbox")).await;
+    let error = saved.expect_err("a JavaScript kernel is not saved").to_string();
+    assert!(error.contains("snapshots are of Python kernels"), "{error}");
+    f.engine.dispose_all().await;
+}

@@ -48,7 +48,7 @@ pub struct ForkReport {
 pub enum BranchError {
     #[error("{0:?} is not a session name: use 1 to 64 letters, digits, '-', '_' or '.'")]
     BadName(String),
-    #[error("session {0:?} has no running Python kernel to fork; run a Python cell in it first")]
+    #[error("session {0:?} has no running Python kernel; run a Python cell in it first")]
     NoKernel(String),
     #[error("session {0:?} already exists; choose another name, or eval_reset it first")]
     TargetExists(String),
@@ -185,6 +185,12 @@ impl EvalEngine {
         let path = self.config.default_cwd.join(path);
         let slots = self.pool().live_slots_of(&context.session);
         let Some(slot) = slots.iter().find(|slot| slot.key.runtime == Runtime::Python) else {
+            if let Some(other) = slots.first() {
+                return Err(BranchError::Unsupported(format!(
+                    "session {:?} runs {} only: snapshots are of Python kernels",
+                    context.session, other.key.runtime
+                )));
+            }
             return Err(BranchError::NoKernel(context.session.clone()));
         };
         let guard = slot.lock().await.map_err(|_| BranchError::Closed(context.session.clone()))?;
