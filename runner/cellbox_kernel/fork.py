@@ -27,9 +27,10 @@ in the copy. The child is told their names (`lostThreads`).
 import json
 import os
 import socket
-import sys
 import threading
 import warnings
+
+from . import fdpass
 
 # One message: a small JSON object and six fds.
 _MAX_MESSAGE = 1 << 16
@@ -51,15 +52,9 @@ def _receive(control):
     """One fork message and its fds from the control socket."""
     control.settimeout(_RECEIVE_SECONDS)
     try:
-        data, ancillary, _flags, _address = control.recvmsg(_MAX_MESSAGE, socket.CMSG_SPACE(_FD_COUNT * 4))
+        return fdpass.receive(control, _MAX_MESSAGE, _FD_COUNT)
     finally:
         control.settimeout(None)
-    fds = []
-    for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            usable = len(payload) - len(payload) % 4
-            fds.extend(int.from_bytes(payload[i : i + 4], sys.byteorder, signed=True) for i in range(0, usable, 4))
-    return data, fds
 
 
 def _send(control, message):

@@ -232,13 +232,9 @@ def _reap(sock):
 
 def _receive(sock):
     """One request and its fds; (None, []) at end of file."""
-    space = socket.CMSG_SPACE(max(_FD_COUNTS) * 4)
-    data, ancillary, _flags, _address = sock.recvmsg(_MAX_MESSAGE, space)
-    fds = []
-    for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            usable = len(payload) - len(payload) % 4
-            fds.extend(int.from_bytes(payload[i : i + 4], sys.byteorder, signed=True) for i in range(0, usable, 4))
+    from .fdpass import receive
+
+    data, fds = receive(sock, _MAX_MESSAGE, max(_FD_COUNTS))
     if not data:
         for fd in fds:
             os.close(fd)

@@ -22,6 +22,7 @@ mod launch;
 pub mod pipe;
 pub mod process;
 pub mod progress;
+mod queries;
 mod reader;
 mod snapshot;
 mod types;
@@ -312,42 +313,6 @@ impl Kernel {
             return Err(self.death_error().await);
         }
         Ok(execution_from(id, events))
-    }
-
-    /// Ask whether `code` is a whole cell yet (codeop rules, magics understood).
-    pub async fn check_complete(&self, code: &str) -> Result<Completeness, KernelError> {
-        let id = format!("c{}", self.next_id.fetch_add(1, Ordering::Relaxed));
-        let request = protocol::CompleteRequest { kind: "complete", id: id.clone(), code: code.to_string() };
-        let mut line = serde_json::to_string(&request).expect("requests serialize");
-        line.push('\n');
-        let mut execution = self.send(id, line, 4, false).await?;
-        while let Some(item) = execution.next().await {
-            if let ExecEvent::Completeness(answer) = item? {
-                return Ok(answer);
-            }
-        }
-        Err(KernelError::Closed)
-    }
-
-    /// Check `cells` without running anything: the Python runner compiles
-    /// each after its magic transform (and with `lint` runs `ruff check` when
-    /// it finds it); the Node runner parses each as it would run it. The
-    /// kernel's state is untouched.
-    pub async fn check(&self, cells: Vec<protocol::CheckCell>, lint: bool) -> Result<CheckReport, KernelError> {
-        let id = format!("k{}", self.next_id.fetch_add(1, Ordering::Relaxed));
-        let request = protocol::CheckRequest { kind: "check", id: id.clone(), cells, lint };
-        let mut line = serde_json::to_string(&request).expect("requests serialize");
-        if self.shared.trace {
-            tracing::info!(target: "cellbox::ipc", "host → runner {line}");
-        }
-        line.push('\n');
-        let mut execution = self.send(id, line, 4, false).await?;
-        while let Some(item) = execution.next().await {
-            if let ExecEvent::Checked(report) = item? {
-                return Ok(report);
-            }
-        }
-        Err(KernelError::Closed)
     }
 
     /// The error to report once the runner is gone.

@@ -24,24 +24,19 @@ impl Kernel {
     }
 
     async fn snapshot_request(&self, kind: &'static str, path: &Path) -> Result<serde_json::Value, KernelError> {
-        let id = format!("s{}", self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        let id = self.next_request_id('s');
         let request = SnapshotRequest {
             kind,
             id: id.clone(),
             path: path.display().to_string(),
             version: env!("CARGO_PKG_VERSION"),
         };
-        let mut line = serde_json::to_string(&request).expect("requests serialize");
-        if self.shared.trace {
-            tracing::info!(target: "cellbox::ipc", "host → runner {line}");
-        }
-        line.push('\n');
-        let mut execution = self.send(id, line, 4, false).await?;
-        while let Some(item) = execution.next().await {
-            if let ExecEvent::Snapshot(answer) = item? {
-                return answer.map_err(KernelError::Snapshot);
-            }
-        }
-        Err(KernelError::Closed)
+        let answer = self
+            .ask(id, &request, |event| match event {
+                ExecEvent::Snapshot(answer) => Some(answer),
+                _ => None,
+            })
+            .await?;
+        answer.map_err(KernelError::Snapshot)
     }
 }

@@ -34,6 +34,7 @@ pub const RUNNER_FILES: &[(&str, &str)] = &[
     runner_file!("cellbox_kernel/display.py"),
     runner_file!("cellbox_kernel/execute.py"),
     runner_file!("cellbox_kernel/expansion.py"),
+    runner_file!("cellbox_kernel/fdpass.py"),
     runner_file!("cellbox_kernel/fork.py"),
     runner_file!("cellbox_kernel/helpers.py"),
     runner_file!("cellbox_kernel/import_hooks.py"),
