@@ -30,7 +30,7 @@ import socket
 import threading
 import warnings
 
-from . import fdpass
+from . import forking
 
 # One message: a small JSON object and six fds.
 _MAX_MESSAGE = 1 << 16
@@ -52,7 +52,7 @@ def _receive(control):
     """One fork message and its fds from the control socket."""
     control.settimeout(_RECEIVE_SECONDS)
     try:
-        return fdpass.receive(control, _MAX_MESSAGE, _FD_COUNT)
+        return forking.receive(control, _MAX_MESSAGE, _FD_COUNT)
     finally:
         control.settimeout(None)
 
@@ -69,14 +69,8 @@ def _reap(control, pid):
     try:
         _, status = os.waitpid(pid, 0)
     except ChildProcessError:
-        # A cell reaped it first (os.wait()): the status is lost.
-        _send(control, {"type": "exit", "pid": pid, "code": None, "signal": None})
-        return
-    if os.WIFSIGNALED(status):
-        message = {"type": "exit", "pid": pid, "code": None, "signal": os.WTERMSIG(status)}
-    else:
-        message = {"type": "exit", "pid": pid, "code": os.WEXITSTATUS(status), "signal": None}
-    _send(control, message)
+        status = None  # a cell reaped it first (os.wait()): the status is lost
+    _send(control, forking.exit_message(pid, status))
 
 
 class Forker:

@@ -29,6 +29,8 @@ import socket
 import sys
 import threading
 
+from .forking import exit_message, receive
+
 # One request: the JSON text (an environment can be large) and five fds, or
 # six with the kernel's control socket (see `fork.py`).
 _MAX_MESSAGE = 1 << 20
@@ -223,17 +225,11 @@ def _reap(sock):
             return
         if pid == 0:
             return
-        if os.WIFSIGNALED(status):
-            message = {"type": "exit", "pid": pid, "code": None, "signal": os.WTERMSIG(status)}
-        else:
-            message = {"type": "exit", "pid": pid, "code": os.WEXITSTATUS(status), "signal": None}
-        _send(sock, message)
+        _send(sock, exit_message(pid, status))
 
 
 def _receive(sock):
     """One request and its fds; (None, []) at end of file."""
-    from .fdpass import receive
-
     data, fds = receive(sock, _MAX_MESSAGE, max(_FD_COUNTS))
     if not data:
         for fd in fds:
