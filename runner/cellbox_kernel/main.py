@@ -18,7 +18,6 @@ from .bridge import BRIDGE
 from .capture import OutputCapture, flush_python_streams
 from .channel import Channel
 from .execute import Executor
-from .fork import Forker
 from .interrupts import InterruptGate, block_interrupts_in_this_thread
 from .magics.dispatch import Magics
 from .requests import Requests
@@ -397,7 +396,8 @@ def _serve(channel):
         frame["lostThreads"] = lost_threads
         writer.send(frame)
 
-    forker = Forker(channel, become_forked_child)
+    # Made at the first fork request: most kernels are never forked, and it imports socket.
+    forker = None
     # Windows has no SIGINT to send: interrupts arrive as request lines, read while a cell runs.
     always_read = sys.platform == "win32"
     requests = Requests(reader, BRIDGE, always_read=always_read)
@@ -405,6 +405,9 @@ def _serve(channel):
         request = requests.next()
         if request is None:
             break
+        if type(request) is protocol.Request:  # a cell, by far the most frequent
+            kernel.handle(request)
+            continue
         if isinstance(request, protocol.ProtocolError):
             kernel.protocol_error(request)
             continue
@@ -414,6 +417,10 @@ def _serve(channel):
             writer.send(_snapshot_answer(request, kernel.executor.namespace))
             continue
         if isinstance(request, protocol.ForkRequest):
+            if forker is None:
+                from .fork import Forker
+
+                forker = Forker(channel, become_forked_child)
             if forker.fork(request, _flush_python_output):
                 requests = Requests(reader, BRIDGE, always_read=always_read)
             continue
