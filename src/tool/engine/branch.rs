@@ -96,15 +96,13 @@ impl EvalEngine {
         if !self.pool().live_slots_of(&target.session).is_empty() || self.history_len(&target.session) > 0 {
             return Err(BranchError::TargetExists(target_name.to_string()));
         }
-        let slots = self.pool().live_slots_of(&source.session);
-        let Some(slot) = slots.iter().find(|slot| slot.key.runtime == Runtime::Python) else {
-            if let Some(other) = slots.first() {
-                return Err(KernelError::ForkUnsupported(
-                    crate::kernel::fork::unsupported(other.key.runtime).unwrap_or_default(),
-                )
-                .into());
+        let slot = match self.python_slot(&source.session) {
+            Ok(slot) => slot,
+            Err(Some(runtime)) => {
+                let why = crate::kernel::fork::unsupported(runtime).unwrap_or_default();
+                return Err(KernelError::ForkUnsupported(why).into());
             }
-            return Err(BranchError::NoKernel(source.session.clone()));
+            Err(None) => return Err(BranchError::NoKernel(source.session.clone())),
         };
         let started = Instant::now();
         let guard = if options.wait {
@@ -183,15 +181,15 @@ impl EvalEngine {
     /// cwd), after the calls already running in it.
     pub async fn snapshot_session(&self, context: &CallContext, path: &Path) -> Result<SnapshotReport, BranchError> {
         let path = self.config.default_cwd.join(path);
-        let slots = self.pool().live_slots_of(&context.session);
-        let Some(slot) = slots.iter().find(|slot| slot.key.runtime == Runtime::Python) else {
-            if let Some(other) = slots.first() {
+        let slot = match self.python_slot(&context.session) {
+            Ok(slot) => slot,
+            Err(Some(runtime)) => {
                 return Err(BranchError::Unsupported(format!(
-                    "session {:?} runs {} only: snapshots are of Python kernels",
-                    context.session, other.key.runtime
+                    "session {:?} runs {runtime} only: snapshots are of Python kernels",
+                    context.session
                 )));
             }
-            return Err(BranchError::NoKernel(context.session.clone()));
+            Err(None) => return Err(BranchError::NoKernel(context.session.clone())),
         };
         let guard = slot.lock().await.map_err(|_| BranchError::Closed(context.session.clone()))?;
         let kernel = guard.kernel().filter(|kernel| kernel.is_alive());
@@ -229,6 +227,18 @@ impl EvalEngine {
             cellbox: text("cellbox"),
             created: text("created"),
         })
+    }
+}
+
+impl EvalEngine {
+    /// `session`'s slot with a live Python kernel; else the runtime it runs
+    /// instead (`Err(Some)`), or `Err(None)` when it runs nothing.
+    fn python_slot(&self, session: &str) -> Result<Arc<crate::session::Slot>, Option<Runtime>> {
+        let slots = self.pool().live_slots_of(session);
+        match slots.iter().find(|slot| slot.key.runtime == Runtime::Python) {
+            Some(slot) => Ok(slot.clone()),
+            None => Err(slots.first().map(|slot| slot.key.runtime)),
+        }
     }
 }
 
