@@ -1,5 +1,6 @@
 //! `cellbox serve` running cells for its clients: progress, cancellation and
-//! resumed streams over HTTP, the kernel limits (per kernel, and in total over
+//! resumed streams over HTTP, cells' completion()/agent() answered by the
+//! calling client's sampling, the kernel limits (per kernel, and in total over
 //! all principals), and kernels on an Enterprise Gateway.
 
 mod common;
@@ -27,6 +28,39 @@ fn a_call_the_http_client_cancels_interrupts_its_cell_and_keeps_the_kernel() {
     let (server, tokens) = Server::start(&["alice"], &[]);
     let cancelled = server.client(&tokens[0], "cancel", "");
     assert_eq!(cancelled["kept"], "'still here'", "{cancelled}");
+}
+
+/// Scenario `name` of tests/mcp/sampling.py against a fresh server, over HTTP.
+fn sampling_scenario(name: &str) {
+    let (server, tokens) = Server::start(&["alice"], &[]);
+    common::mcp::mcp_scenario(
+        "sampling.py",
+        name,
+        &[("CELLBOX_TEST_MCP_URL", server.url.as_str()), ("CELLBOX_TEST_MCP_TOKEN", tokens[0].as_str())],
+    );
+}
+
+#[test]
+fn over_http_completion_and_agent_are_answered_by_the_clients_sampling() {
+    sampling_scenario("completion");
+    sampling_scenario("schema_and_agent");
+    sampling_scenario("named_session");
+}
+
+#[test]
+fn over_http_the_client_making_the_call_answers_its_cells_not_another_connection() {
+    sampling_scenario("the_calling_client_answers");
+}
+
+#[test]
+fn over_http_on_protocol_2026_07_28_sampling_goes_through_input_required_rounds() {
+    sampling_scenario("rounds_completion");
+}
+
+#[test]
+fn over_http_a_client_without_sampling_gets_a_clear_error_in_the_cell() {
+    sampling_scenario("no_sampling");
+    sampling_scenario("rounds_no_sampling");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -68,11 +68,8 @@ pub struct EvalServer {
     sessions: runs::Sessions,
     /// `eval` calls running as MCP tasks.
     tasks: rmcp::task_manager::TaskManager,
-    /// Answers the cells' completion()/agent() through this connection's client.
+    /// Answers the cells' completion()/agent() through the calling client.
     sampling: Option<Arc<sampling::SamplingBridge>>,
-    /// `eval` calls waiting for the client's next sampling round, by `requestState`.
-    parked: std::sync::Mutex<std::collections::HashMap<String, rounds::Parked>>,
-    rounds_seq: AtomicU64,
 }
 
 impl EvalServer {
@@ -85,8 +82,6 @@ impl EvalServer {
             sessions: Default::default(),
             tasks: Default::default(),
             sampling: None,
-            parked: Default::default(),
-            rounds_seq: AtomicU64::new(0),
         }
     }
 
@@ -275,6 +270,14 @@ fn heartbeat_message(last: Option<&str>, elapsed: Duration) -> String {
 }
 
 impl EvalServer {
+    /// The client making this `eval` call answers its cells' completion()/agent().
+    fn answer_sampling_through(&self, arguments: &Value, context: &RequestContext<RoleServer>) {
+        let Some(sampling) = &self.sampling else { return };
+        // A bad name is refused by the call itself; nothing to route then.
+        let Ok(name) = runs::session_of(arguments) else { return };
+        sampling.answer_through(&self.session_context(&name).session, context.peer.clone(), context.id.clone());
+    }
+
     /// A tool call, answered as the newest protocol answers it ([`output::for_version`] adapts it).
     async fn dispatch_tool(
         &self,
@@ -282,6 +285,9 @@ impl EvalServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let mut arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        if request.name == "eval" {
+            self.answer_sampling_through(&arguments, &context);
+        }
         match request.name.as_ref() {
             "eval" if Self::runs_as_task(&arguments, &context) => Ok(self.call_eval_task(arguments)),
             "eval" if self.uses_rounds(&context) => Ok(self.call_eval_rounds(request, arguments, &context).await),

@@ -56,7 +56,7 @@ impl EvalServer {
             return output::error_result("sampling is not set up on this server").into();
         };
         if let Some(state) = request.request_state {
-            let Some(parked) = self.parked.lock().unwrap().remove(&state) else {
+            let Some(parked) = sampling.parked.lock().unwrap().remove(&state) else {
                 return output::error_result(format!(
                     "requestState {state:?} names no waiting eval call (it was answered already, or the server \
                      restarted); run the cells again"
@@ -115,10 +115,13 @@ impl EvalServer {
                 }
             }
             Some(asked) = asks.recv() => {
-                let state = format!("{}#{}", session, self.rounds_seq.fetch_add(1, Ordering::Relaxed));
+                let Some(sampling) = &self.sampling else {
+                    return output::error_result("sampling is not set up on this server").into();
+                };
+                let state = format!("{}#{}", session, sampling.rounds_seq.fetch_add(1, Ordering::Relaxed));
                 let request = CreateMessageRequest::new(asked.params);
                 let requests = BTreeMap::from([(ASK_KEY.to_string(), InputRequest::CreateMessage(request))]);
-                self.parked.lock().unwrap().insert(state.clone(), Parked { task, asks, answer: asked.answer, session });
+                sampling.parked.lock().unwrap().insert(state.clone(), Parked { task, asks, answer: asked.answer, session });
                 InputRequiredResult::new(Some(requests), Some(state)).into()
             }
         }

@@ -99,11 +99,19 @@ impl Sessions {
 /// `session` from a call's arguments (removed from them): a name of letters,
 /// digits, `-`, `_` and `.`, at most 64 characters; `None` for the default.
 pub fn take_session(arguments: &mut Value) -> Result<String, RunsError> {
-    let taken = arguments.as_object_mut().and_then(|map| map.remove("session"));
-    match taken {
+    let name = session_of(arguments);
+    if let Some(map) = arguments.as_object_mut() {
+        map.remove("session");
+    }
+    name
+}
+
+/// `session` from a call's arguments, left in place.
+pub fn session_of(arguments: &Value) -> Result<String, RunsError> {
+    match arguments.get("session") {
         None | Some(Value::Null) => Ok(DEFAULT_SESSION.to_string()),
-        Some(Value::String(name)) if is_session_name(&name) => Ok(name),
-        Some(other) => Err(RunsError::BadSession { got: other }),
+        Some(Value::String(name)) if is_session_name(name) => Ok(name.clone()),
+        Some(other) => Err(RunsError::BadSession { got: other.clone() }),
     }
 }
 

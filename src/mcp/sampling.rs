@@ -2,8 +2,13 @@
 //! answered by the client of the connection whose call runs the cell, through
 //! MCP sampling (`sampling/createMessage`).
 //!
-//! Engine sessions of a connection are named `<connection>` and
-//! `<connection>/<name>`, so the connection is the part before the first `/`.
+//! Each `eval` call names its client as the one answering its session's
+//! cells ([`SamplingBridge::answer_through`]), and the requests ride that
+//! call's own response stream (over HTTP, its SSE stream). A session no call
+//! named yet falls back to its connection: engine sessions of a connection are
+//! named `<connection>` and `<connection>/<name>`, so the connection is the
+//! part before the first `/`. Over HTTP, one principal's MCP sessions share
+//! engine sessions, which is why the call, not the connection, decides.
 //! `agent()` becomes one sampling request with the agent's instructions as
 //! the system prompt; a `schema` asks for JSON (the cell validates the answer).
 //! A client without the sampling capability gets an error in the cell that
@@ -16,10 +21,13 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
 
 use rmcp::model::{
-    CreateMessageRequestParams, CreateMessageResult, ModelHint, ModelPreferences, ProtocolVersion, SamplingMessage,
+    ClientResult, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult, ModelHint, ModelPreferences,
+    ProtocolVersion, RequestId, SamplingMessage, ServerRequest,
 };
+use rmcp::service::{OriginatingRequestId, ServiceError};
 use rmcp::{Peer, RoleServer};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -32,10 +40,26 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// Answers bridge calls through the MCP clients of the server's connections.
 #[derive(Default)]
 pub struct SamplingBridge {
+    /// Each connection's client, by connection name.
     peers: Mutex<HashMap<String, Peer<RoleServer>>>,
+    /// The client of the last `eval` call on each engine session.
+    callers: Mutex<HashMap<String, Caller>>,
     /// Engine sessions whose running call answers sampling in rounds
     /// (`InputRequiredResult`) rather than by a server-to-client request.
     rounds: Mutex<HashMap<String, Rounds>>,
+    /// `eval` calls waiting for the client's next round, by `requestState`.
+    /// Kept here, not per connection, because a stateless HTTP request gets a
+    /// server of its own and the retry comes in another request.
+    pub(super) parked: Mutex<HashMap<String, super::rounds::Parked>>,
+    pub(super) rounds_seq: AtomicU64,
+}
+
+/// A client that answers sampling requests, and the request of its whose
+/// response stream carries them (none: whichever stream the transport picks).
+#[derive(Clone)]
+struct Caller {
+    peer: Peer<RoleServer>,
+    origin: Option<RequestId>,
 }
 
 /// Why a client's round did not answer a sampling request, by cause; the cell's
@@ -73,6 +97,14 @@ impl SamplingBridge {
         self.peers.lock().unwrap().remove(connection);
     }
 
+    /// The `eval` call `origin` of `peer` runs `session`'s cells: their
+    /// sampling requests go to that client on that call's stream. It stays the
+    /// answerer until the next call on the session, so a run that outlives its
+    /// call still reaches a client (on the stream the transport picks).
+    pub fn answer_through(&self, session: &str, peer: Peer<RoleServer>, origin: RequestId) {
+        self.callers.lock().unwrap().insert(session.to_string(), Caller { peer, origin: Some(origin) });
+    }
+
     /// While the current call of `session` runs, its cells' sampling requests
     /// go to the returned receiver (to be asked in `InputRequiredResult`
     /// rounds); `sampling` says whether the client declared the capability.
@@ -88,15 +120,20 @@ impl SamplingBridge {
     }
 
     /// The client that runs `session`'s cells, if it can sample.
-    fn peer_for(&self, session: &str) -> Result<Peer<RoleServer>, BridgeError> {
-        let connection = session.split('/').next().unwrap_or(session);
-        let peer = self.peers.lock().unwrap().get(connection).cloned().ok_or_else(|| {
+    fn caller_for(&self, session: &str) -> Result<Caller, BridgeError> {
+        let caller = self.callers.lock().unwrap().get(session).cloned();
+        let caller = caller.or_else(|| {
+            let connection = session.split('/').next().unwrap_or(session);
+            let peer = self.peers.lock().unwrap().get(connection).cloned()?;
+            Some(Caller { peer, origin: None })
+        });
+        let caller = caller.ok_or_else(|| {
             BridgeError::new(
                 "unavailable",
                 "this cell's MCP client is gone; completion() and agent() need a connected client",
             )
         })?;
-        let Some(info) = peer.peer_info() else {
+        let Some(info) = caller.peer.peer_info() else {
             return Err(BridgeError::new(
                 "unavailable",
                 "this MCP client connected without the initialize handshake (protocol 2026-07-28 or later), where \
@@ -117,7 +154,7 @@ impl SamplingBridge {
                 ),
             ));
         }
-        Ok(peer)
+        Ok(caller)
     }
 
     /// One sampling round trip: the model's text and name.
@@ -133,13 +170,28 @@ impl SamplingBridge {
                     BridgeError::new("failed", format!("the MCP client did not answer the sampling request: {error}"))
                 })?
             }
-            None => self.peer_for(session)?.create_message(params).await.map_err(|error| {
+            None => self.caller_for(session)?.create_message(params).await.map_err(|error| {
                 BridgeError::new("failed", format!("the MCP client did not answer the sampling request: {error}"))
             })?,
         };
         let text: String =
             result.message.content.iter().filter_map(|block| block.as_text()).map(|t| t.text.as_str()).collect();
         Ok(Completion { text, model: Some(result.model).filter(|model| !model.is_empty()) })
+    }
+}
+
+impl Caller {
+    /// `sampling/createMessage` to this client, on its call's stream when known.
+    async fn create_message(&self, params: CreateMessageRequestParams) -> Result<CreateMessageResult, ServiceError> {
+        params.validate().map_err(|error| ServiceError::McpError(rmcp::ErrorData::invalid_params(error, None)))?;
+        let mut request = CreateMessageRequest::new(params);
+        if let Some(origin) = &self.origin {
+            request.extensions.insert(OriginatingRequestId(origin.clone()));
+        }
+        match self.peer.send_request(ServerRequest::CreateMessageRequest(request)).await? {
+            ClientResult::CreateMessageResult(result) => Ok(*result),
+            _ => Err(ServiceError::UnexpectedResponse),
+        }
     }
 }
 
@@ -243,7 +295,7 @@ mod tests {
     #[test]
     fn an_unknown_connection_is_a_clear_error() {
         let bridge = SamplingBridge::default();
-        let error = bridge.peer_for("mcp-1-0/data").err().unwrap();
+        let error = bridge.caller_for("mcp-1-0/data").err().unwrap();
         assert!(error.to_string().contains("client is gone"), "{error}");
     }
 }

@@ -14,7 +14,9 @@ use std::sync::{Arc, Mutex, Weak};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+use crate::bridge::BridgeConfig;
 use crate::mcp::EvalServer;
+use crate::mcp::sampling::SamplingBridge;
 use crate::tool::{EngineConfig, EvalEngine};
 
 /// The MCP endpoint of one principal.
@@ -51,14 +53,22 @@ impl Principals {
         if let Some(principal) = live.get(name) {
             return Ok(principal.clone());
         }
-        let engine = Arc::new(EvalEngine::new(self.config_for(name)?));
+        // Cells' completion()/agent() are answered by the MCP client whose
+        // call runs them (MCP sampling), as under `cellbox mcp`.
+        let sampling = Arc::new(SamplingBridge::default());
+        let mut config = self.config_for(name)?;
+        config.bridge = BridgeConfig::new(sampling.clone());
+        let engine = Arc::new(EvalEngine::new(config));
         // Every MCP session of a principal starts in the same default session,
         // so state lasts across reconnects (and stateless requests) until the
         // kernel idles out; `session: "name"` picks others.
         let default_session = format!("http-{name}");
         let factory_engine = engine.clone();
         let mcp = StreamableHttpService::new(
-            move || Ok(EvalServer::new(factory_engine.clone(), default_session.clone())),
+            move || {
+                let server = EvalServer::new(factory_engine.clone(), default_session.clone());
+                Ok(server.with_sampling(Some(sampling.clone())))
+            },
             Arc::new(LocalSessionManager::default()),
             self.http.clone(),
         );

@@ -1,10 +1,13 @@
 """Drive `cellbox mcp` with the official Python MCP client answering sampling.
 
 Usage: sampling.py CELLBOX_BINARY CWD SCENARIO
+With CELLBOX_TEST_MCP_URL and CELLBOX_TEST_MCP_TOKEN set, the client talks to
+that `cellbox serve` over streamable HTTP instead of starting `cellbox mcp`.
 The client's sampling callback plays the model: it echoes what it was asked,
 so the cell's output shows what reached the client.
 Prints what it checked; any failed check raises, so the exit status says it all.
 """
+import contextlib
 import json
 import os
 import sys
@@ -12,8 +15,11 @@ import sys
 import anyio
 from mcp import Client, ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 BINARY, CWD, SCENARIO = sys.argv[1], sys.argv[2], sys.argv[3]
+URL, TOKEN = os.environ.get("CELLBOX_TEST_MCP_URL"), os.environ.get("CELLBOX_TEST_MCP_TOKEN")
 ASKED = []
 
 
@@ -77,6 +83,22 @@ async def scenario_paused_timeout(session):
     print("paused timeout ok")
 
 
+async def scenario_the_calling_client_answers(session):
+    """Over HTTP one principal's connections share its default session: the caller answers, not the first."""
+    async def other_model(context, params):
+        prompt = params.messages[0].content.text
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="other: " + prompt), model="other-model"
+        )
+
+    async with connect(other_model) as other:
+        result = await call(other, "print(completion('to the second'))")
+        assert not result.is_error and text_of(result) == "other: to the second\n", text_of(result)
+        result = await call(session, "print(completion('to the first'))")
+        assert not result.is_error and text_of(result) == "echo: to the first\n", text_of(result)
+    print("the calling client answers ok")
+
+
 async def scenario_no_sampling(session):
     result = await call(session, "completion('hi')")
     out = text_of(result)
@@ -102,18 +124,44 @@ async def scenario_rounds_no_sampling(session):
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items() if name.startswith("scenario_")}
 
 
+@contextlib.asynccontextmanager
+async def streams():
+    """The transport's read and write streams: HTTP when a server URL is given, else a `cellbox mcp` child."""
+    if URL:
+        async with create_mcp_http_client(headers={"Authorization": "Bearer " + TOKEN}) as http:
+            async with streamable_http_client(URL, http_client=http) as (read, write, *_):
+                yield read, write
+    else:
+        params = StdioServerParameters(command=BINARY, args=["mcp", "--cwd", CWD], env=dict(os.environ))
+        async with stdio_client(params) as (read, write):
+            yield read, write
+
+
+@contextlib.asynccontextmanager
+async def connect(callback):
+    async with streams() as (read, write):
+        async with ClientSession(read, write, sampling_callback=callback) as session:
+            await session.initialize()
+            yield session
+
+
 async def main():
-    params = StdioServerParameters(command=BINARY, args=["mcp", "--cwd", CWD], env=dict(os.environ))
     callback = None if SCENARIO.endswith("no_sampling") else model
     if SCENARIO.startswith("rounds_"):
-        async with Client(params, sampling_callback=callback, mode="2026-07-28") as client:
+        async with contextlib.AsyncExitStack() as stack:
+            if URL:
+                http = await stack.enter_async_context(
+                    create_mcp_http_client(headers={"Authorization": "Bearer " + TOKEN})
+                )
+                target = streamable_http_client(URL, http_client=http)
+            else:
+                target = StdioServerParameters(command=BINARY, args=["mcp", "--cwd", CWD], env=dict(os.environ))
+            client = await stack.enter_async_context(Client(target, sampling_callback=callback, mode="2026-07-28"))
             assert client.session.protocol_version == "2026-07-28", client.session.protocol_version
             await SCENARIOS[SCENARIO](client)
     else:
-        async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write, sampling_callback=callback) as session:
-                await session.initialize()
-                await SCENARIOS[SCENARIO](session)
+        async with connect(callback) as session:
+            await SCENARIOS[SCENARIO](session)
     if callback is not None:
         assert ASKED, "the client was never asked"
 
