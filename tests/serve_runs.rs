@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::serve::{INITIALIZE, Server, bearer, post};
+use common::serve::{INITIALIZE, Server, bearer, get, post};
 use serde_json::json;
 
 #[test]
@@ -28,6 +28,60 @@ fn a_call_the_http_client_cancels_interrupts_its_cell_and_keeps_the_kernel() {
     let (server, tokens) = Server::start(&["alice"], &[]);
     let cancelled = server.client(&tokens[0], "cancel", "");
     assert_eq!(cancelled["kept"], "'still here'", "{cancelled}");
+}
+
+/// Wait until `/metrics` has every one of `lines` (each a whole line), and return the text.
+async fn metrics_showing(server: &Server, lines: &[&str]) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (_, text) = get(server, "/metrics").await;
+        if lines.iter().all(|line| text.lines().any(|have| have == *line)) {
+            return text;
+        }
+        assert!(std::time::Instant::now() < deadline, "{lines:?} never all in\n{text}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn metrics_show_busy_and_idle_kernels_queued_calls_evictions_and_bytes_sent() {
+    let (server, tokens) = Server::start(&["alice"], &["--max-kernels", "1"]);
+    let auth = bearer(&tokens[0]);
+    let (status, headers, _) = post(&server.url, INITIALIZE, &[("authorization", &auth)]).await;
+    assert_eq!(status, 200);
+    let session = headers["mcp-session-id"].to_str().unwrap().to_string();
+    let headers = vec![("authorization".to_string(), auth), ("mcp-session-id".to_string(), session)];
+    let call = |id: u64, code: String, session: Option<&str>| {
+        let mut arguments = json!({"cells": [{"code": code}]});
+        if let Some(session) = session {
+            arguments["session"] = json!(session);
+        }
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": "eval", "arguments": arguments}});
+        let (url, headers) = (server.url.clone(), headers.clone());
+        tokio::spawn(async move {
+            let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            post(&url, &body.to_string(), &headers).await
+        })
+    };
+    // A cell held by a gate, and a second call of the same session behind it.
+    let gate = tempfile::tempdir().unwrap();
+    let open = gate.path().join("open");
+    let first = call(2, common::gate(&open), None);
+    metrics_showing(&server, &["cellbox_kernels_by_state{state=\"busy\"} 1"]).await;
+    let second = call(3, "6 * 7".into(), None);
+    metrics_showing(&server, &["cellbox_calls_queued 1"]).await;
+    std::fs::write(&open, "").unwrap();
+    for answered in [first.await.unwrap(), second.await.unwrap()] {
+        assert!(answered.0 == 200 && answered.2.contains("\"isError\":false"), "{answered:?}");
+    }
+    metrics_showing(&server, &["cellbox_kernels_by_state{state=\"idle\"} 1", "cellbox_calls_queued 0"]).await;
+    // Another session's kernel needs the only place: the idle one is stopped for it.
+    let other = call(4, "1".into(), Some("other")).await.unwrap();
+    assert!(other.2.contains("\"isError\":false"), "{other:?}");
+    let text = metrics_showing(&server, &["cellbox_kernel_evictions_total{reason=\"limit\"} 1"]).await;
+    let sent = text.lines().find_map(|line| line.strip_prefix("cellbox_bytes_out_total ")).unwrap();
+    assert!(sent.parse::<u64>().unwrap() > 0, "{text}");
 }
 
 /// Scenario `name` of tests/mcp/sampling.py against a fresh server, over HTTP.

@@ -10,6 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
+use crate::tool::EngineLoad;
+
 /// Upper bounds, in seconds, of the call-duration histogram's buckets.
 const BUCKETS: [f64; 10] = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0, 300.0];
 
@@ -22,6 +24,8 @@ pub struct Metrics {
     pub refused_busy: AtomicU64,
     pub refused_auth: AtomicU64,
     pub sandboxes_total: AtomicU64,
+    /// Bytes of MCP response bodies and of SDK connections sent to clients.
+    pub bytes_out: AtomicU64,
     /// Calls finished per bucket of [`BUCKETS`], then past the last.
     buckets: [AtomicU64; BUCKETS.len() + 1],
     /// Sum of finished calls' seconds, in microseconds.
@@ -75,42 +79,99 @@ impl Metrics {
         self.duration_micros.fetch_add((seconds * 1e6) as u64, Ordering::Relaxed);
     }
 
-    /// The Prometheus text exposition, with the gauges only the caller knows.
-    pub fn render(&self, principals: usize, kernels: usize, spares: usize) -> String {
+    /// The Prometheus text exposition, with what only the engines know (`load`, summed over them).
+    pub fn render(&self, principals: usize, load: &EngineLoad) -> String {
         let mut out = String::new();
-        let mut metric = |name: &str, kind: &str, help: &str, value: String| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+        let mut metric = |name: &str, kind: &str, help: &str, values: &[(&str, String)]| {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+            for (labels, value) in values {
+                let _ = writeln!(out, "{name}{labels} {value}");
+            }
         };
-        let load = |atomic: &AtomicU64| atomic.load(Ordering::Relaxed).to_string();
+        let load_of = |atomic: &AtomicU64| atomic.load(Ordering::Relaxed).to_string();
         metric(
             "cellbox_principals",
             "gauge",
             "Principals that made a request since the start.",
-            principals.to_string(),
+            &[("", principals.to_string())],
         );
-        metric("cellbox_kernels", "gauge", "Live kernels over all engines.", kernels.to_string());
-        metric("cellbox_spare_kernels", "gauge", "Warm spare kernels ready.", spares.to_string());
+        let kernels = load.kernels.busy + load.kernels.idle;
+        metric(
+            "cellbox_kernels",
+            "gauge",
+            "Live kernels over all engines, spares not included.",
+            &[("", kernels.to_string())],
+        );
+        metric(
+            "cellbox_kernels_by_state",
+            "gauge",
+            "Live kernels: busy (a call holds it), idle, or spare (started ahead of need).",
+            &[
+                ("{state=\"busy\"}", load.kernels.busy.to_string()),
+                ("{state=\"idle\"}", load.kernels.idle.to_string()),
+                ("{state=\"spare\"}", load.spares.to_string()),
+            ],
+        );
+        metric("cellbox_spare_kernels", "gauge", "Warm spare kernels ready.", &[("", load.spares.to_string())]);
+        metric(
+            "cellbox_calls_queued",
+            "gauge",
+            "Calls waiting for a kernel another call of their session holds.",
+            &[("", load.kernels.queued_calls.to_string())],
+        );
+        metric(
+            "cellbox_runs_unfinished",
+            "gauge",
+            "Runs (calls with a wait) not finished.",
+            &[("", load.runs.to_string())],
+        );
+        metric(
+            "cellbox_kernel_evictions_total",
+            "counter",
+            "Kernels the server stopped on its own: at the kernel limit, idle too long, or past the memory limit.",
+            &[
+                ("{reason=\"limit\"}", load.evictions.limit.to_string()),
+                ("{reason=\"idle\"}", load.evictions.idle.to_string()),
+                ("{reason=\"memory\"}", load.evictions.memory.to_string()),
+            ],
+        );
+        metric(
+            "cellbox_bytes_out_total",
+            "counter",
+            "Bytes sent to clients: MCP response bodies and SDK connections.",
+            &[("", load_of(&self.bytes_out))],
+        );
         metric(
             "cellbox_calls_in_flight",
             "gauge",
             "MCP requests whose answers are not over yet.",
-            self.calls_in_flight.load(Ordering::Relaxed).to_string(),
+            &[("", self.calls_in_flight.load(Ordering::Relaxed).to_string())],
         );
         metric(
             "cellbox_sdk_sandboxes_open",
             "gauge",
             "Open SDK connections.",
-            self.sandboxes_open.load(Ordering::Relaxed).to_string(),
+            &[("", self.sandboxes_open.load(Ordering::Relaxed).to_string())],
         );
-        metric("cellbox_calls_total", "counter", "MCP requests admitted.", load(&self.calls_total));
-        metric("cellbox_sdk_sandboxes_total", "counter", "SDK connections admitted.", load(&self.sandboxes_total));
+        metric("cellbox_calls_total", "counter", "MCP requests admitted.", &[("", load_of(&self.calls_total))]);
+        metric(
+            "cellbox_sdk_sandboxes_total",
+            "counter",
+            "SDK connections admitted.",
+            &[("", load_of(&self.sandboxes_total))],
+        );
         metric(
             "cellbox_refused_busy_total",
             "counter",
             "Requests refused with 429 (at a limit).",
-            load(&self.refused_busy),
+            &[("", load_of(&self.refused_busy))],
         );
-        metric("cellbox_refused_auth_total", "counter", "Requests refused with 401.", load(&self.refused_auth));
+        metric(
+            "cellbox_refused_auth_total",
+            "counter",
+            "Requests refused with 401.",
+            &[("", load_of(&self.refused_auth))],
+        );
         let name = "cellbox_call_duration_seconds";
         let _ = writeln!(out, "# HELP {name} MCP requests from admission to the end of their answer.");
         let _ = writeln!(out, "# TYPE {name} histogram");
@@ -149,9 +210,15 @@ mod tests {
         assert!(metrics.admit(Work::Sandbox, 1).is_some(), "each kind of work has its own limit");
         drop(first);
         assert!(metrics.admit(Work::Call, 2).is_some());
-        let text = metrics.render(1, 3, 0);
+        let mut load = EngineLoad::default();
+        load.kernels.busy = 1;
+        load.kernels.idle = 2;
+        load.evictions.idle = 4;
+        let text = metrics.render(1, &load);
         assert!(text.contains("cellbox_refused_busy_total 1\n"), "{text}");
         assert!(text.contains("cellbox_kernels 3\n"), "{text}");
+        assert!(text.contains("cellbox_kernels_by_state{state=\"busy\"} 1\n"), "{text}");
+        assert!(text.contains("cellbox_kernel_evictions_total{reason=\"idle\"} 4\n"), "{text}");
         assert!(text.contains("cellbox_call_duration_seconds_count 2\n"), "{text}");
         assert!(text.contains("cellbox_calls_in_flight 1\n"), "{text}");
     }

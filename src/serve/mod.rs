@@ -325,12 +325,13 @@ async fn ready(State(state): State<Arc<ServerState>>) -> Response {
     }
 }
 
-/// The Prometheus text format of [`Metrics`], with the engines' kernel counts.
+/// The Prometheus text format of [`Metrics`], with the engines' load summed.
 async fn metrics(State(state): State<Arc<ServerState>>) -> Response {
-    let engines = state.principals.engines();
-    let kernels = engines.iter().map(|engine| engine.kernel_pids().len()).sum();
-    let spares = engines.iter().map(|engine| engine.spare_pids().len()).sum();
-    let text = state.metrics.render(state.principals.count(), kernels, spares);
+    let mut load = crate::tool::EngineLoad::default();
+    for engine in state.principals.engines() {
+        load.add(&engine.load());
+    }
+    let text = state.metrics.render(state.principals.count(), &load);
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 
@@ -385,15 +386,17 @@ async fn mcp(State(state): State<Arc<ServerState>>, request: Request) -> Respons
     if ends_session && response.status() == StatusCode::ACCEPTED {
         *response.status_mut() = StatusCode::NO_CONTENT;
     }
-    match ticket {
-        Some(ticket) => response.map(|body| {
-            Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
-                let _held = &ticket;
-                frame
-            }))
-        }),
-        None => response,
-    }
+    // The body counts what it sends, and holds the ticket (if any) until it ends.
+    let metrics = state.metrics.clone();
+    response.map(|body| {
+        Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
+            let _held = &ticket;
+            if let Some(data) = frame.data_ref() {
+                metrics.bytes_out.fetch_add(data.len() as u64, Ordering::Relaxed);
+            }
+            frame
+        }))
+    })
 }
 
 /// The principal a request's credentials name, or why they name none.

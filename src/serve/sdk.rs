@@ -7,7 +7,10 @@
 //! behave as they do locally. Each connection is one sandbox, with an engine
 //! of its own in its principal's folders; closing the connection stops it.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -16,7 +19,9 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use hyper_util::rt::TokioIo;
 
-use super::metrics::Work;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::metrics::{Metrics, Work};
 use super::{ServerState, json_error};
 
 /// What `Upgrade` names: the SDK's line protocol.
@@ -76,7 +81,7 @@ pub async fn connect(
             Ok(upgraded) => {
                 tracing::info!(principal = name, "sdk connection opened");
                 // The place is freed before the connection closes: a client that saw it close may open another.
-                let stream = TokioIo::new(upgraded);
+                let stream = Counted { inner: TokioIo::new(upgraded), metrics: state.metrics.clone() };
                 if let Err(error) = crate::sdk::serve_stream(engine, root, idle, stream, ticket).await {
                     tracing::warn!(principal = name, "sdk connection failed: {error}");
                 }
@@ -90,4 +95,34 @@ pub async fn connect(
         .header(header::UPGRADE, PROTOCOL)
         .body(Body::empty())
         .expect("a valid response")
+}
+
+/// An SDK connection's stream, counting the bytes written to the client.
+struct Counted<S> {
+    inner: S,
+    metrics: Arc<Metrics>,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Counted<S> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        let written = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = &written {
+            self.metrics.bytes_out.fetch_add(*n as u64, Ordering::Relaxed);
+        }
+        written
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
 }

@@ -45,6 +45,26 @@ impl Default for PoolLimits {
     }
 }
 
+/// Kernels the pool stopped on its own, by reason, since it was made (for metrics).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Evictions {
+    /// Stopped to stay within [`PoolLimits::max_kernels`].
+    pub limit: u64,
+    /// Stopped after [`PoolLimits::idle_timeout`] unused.
+    pub idle: u64,
+    /// Restarted past [`PoolLimits::rss_limit_bytes`].
+    pub memory: u64,
+}
+
+/// How many retained kernels a call holds now, how many wait unused, and
+/// how many calls wait for a kernel another call of their session holds.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct KernelStates {
+    pub busy: usize,
+    pub idle: usize,
+    pub queued_calls: usize,
+}
+
 /// What identifies a retained kernel.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct KernelKey {
@@ -68,6 +88,8 @@ pub struct Slot {
     owners: Mutex<HashSet<String>>,
     last_used: Mutex<Instant>,
     disposed: std::sync::atomic::AtomicBool,
+    /// Calls waiting in [`Slot::lock`].
+    waiting: std::sync::atomic::AtomicUsize,
 }
 
 #[derive(Debug, Default)]
@@ -129,12 +151,27 @@ impl Slot {
             owners: Mutex::new(HashSet::new()),
             last_used: Mutex::new(Instant::now()),
             disposed: std::sync::atomic::AtomicBool::new(false),
+            waiting: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
     /// Wait for this slot (FIFO). Hold the guard for the whole call.
     pub async fn lock(&self) -> Result<SlotGuard<'_>, SlotDisposed> {
-        let state = self.state.lock().await;
+        let state = match self.state.try_lock() {
+            Ok(state) => state,
+            Err(_) => {
+                // Counted while waiting, and uncounted however the wait ends (a cancelled call too).
+                struct Waiting<'a>(&'a std::sync::atomic::AtomicUsize);
+                impl Drop for Waiting<'_> {
+                    fn drop(&mut self) {
+                        self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+                self.waiting.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let _waiting = Waiting(&self.waiting);
+                self.state.lock().await
+            }
+        };
         if self.disposed.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(SlotDisposed);
         }
@@ -186,12 +223,18 @@ pub struct KernelPool {
     slots: Mutex<HashMap<KernelKey, Arc<Slot>>>,
     /// Kernels being shut down in the background ([`KernelPool::retire`]).
     retiring: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    evictions: Mutex<Evictions>,
 }
 
 impl KernelPool {
     /// A pool; when a tokio runtime is running, a reaper stops idle kernels.
     pub fn new(limits: PoolLimits) -> Arc<Self> {
-        let pool = Arc::new(KernelPool { limits, slots: Mutex::new(HashMap::new()), retiring: Mutex::new(Vec::new()) });
+        let pool = Arc::new(KernelPool {
+            limits,
+            slots: Mutex::new(HashMap::new()),
+            retiring: Mutex::new(Vec::new()),
+            evictions: Mutex::default(),
+        });
         if let (Some(idle), Ok(handle)) = (limits.idle_timeout, tokio::runtime::Handle::try_current()) {
             handle.spawn(reap_idle(Arc::downgrade(&pool), idle));
         }
@@ -254,6 +297,25 @@ impl KernelPool {
         slots.iter().filter_map(|slot| slot.current.lock().unwrap().as_ref().and_then(|k| k.pid())).collect()
     }
 
+    /// The live kernels, busy (a call holds the slot) or idle, and the calls waiting for one.
+    pub fn kernel_states(&self) -> KernelStates {
+        let slots: Vec<Arc<Slot>> = self.slots.lock().unwrap().values().cloned().collect();
+        let queued_calls = slots.iter().map(|slot| slot.waiting.load(std::sync::atomic::Ordering::Relaxed)).sum();
+        let mut states = KernelStates { queued_calls, ..KernelStates::default() };
+        for slot in slots.iter().filter(|slot| slot.has_kernel()) {
+            match slot.state.try_lock() {
+                Ok(_) => states.idle += 1,
+                Err(_) => states.busy += 1,
+            }
+        }
+        states
+    }
+
+    /// Kernels stopped by the pool itself since it was made.
+    pub fn evictions(&self) -> Evictions {
+        *self.evictions.lock().unwrap()
+    }
+
     /// Live kernels in slots other than `except` (spares are counted by their own pool).
     pub fn live_count(&self, except: Option<&KernelKey>) -> usize {
         let slots: Vec<Arc<Slot>> = self.slots.lock().unwrap().values().cloned().collect();
@@ -284,6 +346,7 @@ impl KernelPool {
             );
             if slot.stop_if_idle(note).await {
                 live -= 1;
+                self.evictions.lock().unwrap().limit += 1;
             }
         }
     }
@@ -297,6 +360,7 @@ impl KernelPool {
         }
         guard.replace_kernel(None);
         kernel.shutdown().await;
+        self.evictions.lock().unwrap().memory += 1;
         guard.add_note(format!(
             "The previous kernel used {} of memory (limit {}) and was restarted; its state was lost.",
             crate::output::limiter::human_bytes(rss),
@@ -373,10 +437,10 @@ impl KernelPool {
                 continue;
             }
             let minutes = idle.as_secs() / 60;
-            slot.stop_if_idle(format!(
-                "The previous kernel was stopped after {minutes} minutes unused; its state was lost."
-            ))
-            .await;
+            let note = format!("The previous kernel was stopped after {minutes} minutes unused; its state was lost.");
+            if slot.stop_if_idle(note).await {
+                self.evictions.lock().unwrap().idle += 1;
+            }
         }
     }
 }

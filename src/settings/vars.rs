@@ -311,6 +311,20 @@ pub const TEST_EG_PYTHON: EnvVar = development(
 /// `CELLBOX_TEST_VENV`.
 pub const TEST_VENV: EnvVar =
     development("CELLBOX_TEST_VENV", "path", "`.venv-test`", "The venv the packaging test takes its tools from.");
+/// `CELLBOX_TEST_MCP_URL`.
+pub const TEST_MCP_URL: EnvVar = development(
+    "CELLBOX_TEST_MCP_URL",
+    "URL",
+    "",
+    "`tests/mcp/sampling.py`: a `cellbox serve` MCP endpoint to drive over HTTP instead of starting `cellbox mcp`.",
+);
+/// `CELLBOX_TEST_MCP_TOKEN`.
+pub const TEST_MCP_TOKEN: EnvVar = development(
+    "CELLBOX_TEST_MCP_TOKEN",
+    "token",
+    "",
+    "`tests/mcp/sampling.py`: the bearer token for `CELLBOX_TEST_MCP_URL`.",
+);
 /// `CELLBOX_GATEWAY_NOFILE_FOR_TEST`.
 pub const GATEWAY_NOFILE_FOR_TEST: EnvVar = development(
     "CELLBOX_GATEWAY_NOFILE_FOR_TEST",
@@ -413,6 +427,8 @@ pub const ENV_VARS: &[EnvVar] = &[
     TEST_BASE_PYTHON,
     TEST_EG_BASE_PYTHON,
     TEST_EG_PYTHON,
+    TEST_MCP_URL,
+    TEST_MCP_TOKEN,
     TEST_VENV,
     GATEWAY_NOFILE_FOR_TEST,
     CHAOS_SECS,

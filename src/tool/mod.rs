@@ -10,7 +10,9 @@ pub mod watchdog;
 
 pub use call::{CallContext, EvalError, ExportError, ignore_events, is_session_name};
 pub use config::{CheckpointLimits, EngineConfig, Exposure, KernelMode, parse_preload, preload_from_env};
-pub use engine::{BranchError, EvalEngine, ForkOptions, ForkReport, RestoreReport, SnapshotReport, UndoReport};
+pub use engine::{
+    BranchError, EngineLoad, EvalEngine, ForkOptions, ForkReport, RestoreReport, SnapshotReport, UndoReport,
+};
 pub use params::{CellParams, CheckMode, EvalParams, Language};
 pub use result::{CellReport, CellStatus, ErrorSummary, EvalEvent, EvalResult, JsonOutput, StatusEvent};
 pub use run::{CallOutcome, RUN_SCHEME, RunCell, RunError, RunReport, RunSummary, SessionKernel, WaitFor};

@@ -395,6 +395,11 @@ impl RunRegistry {
             .map(|run| run.uri())
     }
 
+    /// How many runs are unfinished.
+    pub(crate) fn unfinished(&self) -> usize {
+        self.runs.lock().unwrap().values().filter(|run| !run.is_finished()).count()
+    }
+
     /// The unfinished runs of `session`, oldest first.
     pub(crate) fn of_session(&self, session: &str) -> Vec<Arc<RunShared>> {
         let runs = self.runs.lock().unwrap();

@@ -8,10 +8,36 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::EvalEngine;
+use crate::session::{Evictions, KernelStates};
 use crate::tool::call::{CallContext, EvalError, EventSink};
 use crate::tool::params::EvalParams;
 use crate::tool::result::EvalEvent;
 use crate::tool::run::{CallOutcome, RunError, RunReport, RunShared, RunSummary, SessionKernel, WaitFor};
+
+/// An engine's kernels, runs and evictions at one moment ([`EvalEngine::load`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct EngineLoad {
+    pub kernels: KernelStates,
+    /// Warm spares ready.
+    pub spares: usize,
+    /// Runs not finished (calls with a `wait`, which may outlive it).
+    pub runs: usize,
+    pub evictions: Evictions,
+}
+
+impl EngineLoad {
+    /// Add `other`'s figures to these (a server sums its engines').
+    pub fn add(&mut self, other: &EngineLoad) {
+        self.kernels.busy += other.kernels.busy;
+        self.kernels.idle += other.kernels.idle;
+        self.kernels.queued_calls += other.kernels.queued_calls;
+        self.spares += other.spares;
+        self.runs += other.runs;
+        self.evictions.limit += other.evictions.limit;
+        self.evictions.idle += other.evictions.idle;
+        self.evictions.memory += other.evictions.memory;
+    }
+}
 
 impl EvalEngine {
     /// Run one call as its `wait` says: without one, exactly
@@ -115,6 +141,16 @@ impl EvalEngine {
     pub fn cancel(&self, run: &str) -> Result<(), RunError> {
         self.runs.get(run)?.cancel.cancel();
         Ok(())
+    }
+
+    /// What the engine holds and does now, for a server's metrics.
+    pub fn load(&self) -> EngineLoad {
+        EngineLoad {
+            kernels: self.pool.kernel_states(),
+            spares: self.spares.pids().len(),
+            runs: self.runs.unfinished(),
+            evictions: self.pool.evictions(),
+        }
     }
 
     /// The `run://` handle of `session`'s oldest unfinished run.

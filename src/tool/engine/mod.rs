@@ -8,6 +8,7 @@ mod cells;
 mod checkpoints;
 
 pub use branch::{BranchError, ForkOptions, ForkReport, RestoreReport, SnapshotReport};
+pub use calls::EngineLoad;
 pub use checkpoints::UndoReport;
 
 use std::path::{Path, PathBuf};
