@@ -29,6 +29,33 @@ fn principals_keep_state_across_connections_and_never_see_each_other() {
     assert!(own["read"].as_str().unwrap().starts_with("0\n1\n2\n"), "{own}");
 }
 
+/// Linux: Landlock closes folders made after a kernel starts; Seatbelt only those named at its start.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_principals_kernels_cannot_read_or_enter_another_principals_folders() {
+    let (server, tokens) = Server::start(&["alice", "bob", "carol"], &[]);
+    let (alice, bob, carol) = (&tokens[0], &tokens[1], &tokens[2]);
+    let run = |token: &str, request: serde_json::Value| server.client(token, "run", &request.to_string());
+    let wrote = run(alice, json!({"code": "open('notes.txt', 'w').write('alice only')\nimport os; os.getcwd()"}));
+    let alice_dir = wrote["text"].as_str().unwrap().trim().trim_matches('\'').to_string();
+    assert!(alice_dir.ends_with("/root/alice"), "{wrote}");
+    let notes = format!("{alice_dir}/notes.txt");
+    // Bob's kernel is running before carol's folder exists.
+    let started = run(bob, json!({"code": "open('mine.txt', 'w').write('bob'); open('mine.txt').read()"}));
+    assert_eq!(started["text"], "'bob'\n", "a principal reads its own folder: {started}");
+    let read = run(bob, json!({"code": format!("open({notes:?}).read()")}));
+    assert!(read["is_error"] == true && read["text"].as_str().unwrap().contains("PermissionError"), "{read}");
+    let listed = run(bob, json!({"code": format!("import os; os.listdir({:?})", format!("{alice_dir}/.."))}));
+    assert!(listed["text"].as_str().unwrap().contains("PermissionError"), "the principals are not listed: {listed}");
+    let entered = run(bob, json!({"code": "1", "cwd": "../alice"}));
+    let text = entered["text"].as_str().unwrap();
+    assert!(entered["is_error"] == true && text.contains("outside your workspace"), "{entered}");
+    let carol_wrote = run(carol, json!({"code": "open('c.txt', 'w').write('carol'); import os; os.getcwd()"}));
+    let carol_dir = carol_wrote["text"].as_str().unwrap().trim().trim_matches('\'').to_string();
+    let late = run(bob, json!({"code": format!("open({:?}).read()", format!("{carol_dir}/c.txt"))}));
+    assert!(late["text"].as_str().unwrap().contains("PermissionError"), "a folder made later is closed too: {late}");
+}
+
 #[tokio::test]
 async fn another_principals_mcp_session_id_is_not_found() {
     let (server, tokens) = Server::start(&["alice", "bob"], &[]);

@@ -31,9 +31,40 @@ pub const DEVICES: &[&str] = &[
 pub struct FileAccess {
     /// Where the kernel may create, write, rename and remove, recursively.
     pub writable: Vec<PathBuf>,
-    /// What the kernel may neither read nor write (the secret locations),
-    /// sorted, without duplicates; a path that does not exist yet is included.
+    /// What the kernel may neither read nor write (the secret locations and
+    /// the other entries of private roots), sorted, without duplicates; a
+    /// path that does not exist yet is included.
     pub denied: Vec<PathBuf>,
+    /// [`SandboxPolicy::private_roots`], resolved, each with the entry the
+    /// kernel works in (none: the kernel works elsewhere).
+    pub private: Vec<(PathBuf, Option<PathBuf>)>,
+}
+
+/// Why a path is unreadable under a [`FileAccess`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Denial<'a> {
+    /// Under this secret location (or `deny_read` path).
+    Secret(&'a Path),
+    /// Under this private root, outside the entry the kernel works in.
+    Private(&'a Path),
+}
+
+/// A name under each private root that never exists: denying it makes
+/// Landlock split the root into rules for its entries of the moment, so an
+/// entry made later gets no rule and stays unreadable.
+const NEVER_AN_ENTRY: &str = ".cellbox-private-root";
+
+impl FileAccess {
+    /// Why the resolved path `real` is unreadable, if it is.
+    pub fn denial(&self, real: &Path) -> Option<Denial<'_>> {
+        if let Some(secret) = self.denied.iter().find(|secret| real.starts_with(secret)) {
+            return Some(Denial::Secret(secret));
+        }
+        self.private
+            .iter()
+            .find(|(root, kept)| real.starts_with(root) && !kept.as_ref().is_some_and(|kept| real.starts_with(kept)))
+            .map(|(root, _)| Denial::Private(root))
+    }
 }
 
 /// The paths `mode` (not `off`) gives a kernel in `cwd` whose private temp
@@ -62,9 +93,18 @@ pub fn file_access(
     let writable = writable.iter().map(|p| resolve(p)).collect();
     let mut denied: Vec<PathBuf> =
         default_secret_paths(home).iter().chain(&policy.deny_read).map(|p| resolve(p)).collect();
+    let cwd = resolve(cwd);
+    let mut private = Vec::new();
+    for root in policy.private_roots.iter().map(|root| resolve(root)) {
+        let kept = cwd.strip_prefix(&root).ok().and_then(|rest| rest.components().next()).map(|c| root.join(c));
+        let entries = std::fs::read_dir(&root).into_iter().flatten().flatten();
+        denied.extend(entries.map(|entry| resolve(&entry.path())).filter(|entry| Some(entry) != kept.as_ref()));
+        denied.push(root.join(NEVER_AN_ENTRY));
+        private.push((root, kept));
+    }
     denied.sort();
     denied.dedup();
-    FileAccess { writable, denied }
+    FileAccess { writable, denied, private }
 }
 
 /// The folders an interpreter writes to while working normally: pip's and
@@ -118,5 +158,31 @@ pub fn resolve(path: &Path) -> PathBuf {
                 return out;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_private_root_keeps_only_the_working_entry_readable_and_names_a_split_for_later_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = resolve(dir.path()).join("principals");
+        for name in ["alice", "bob"] {
+            std::fs::create_dir_all(root.join(name)).unwrap();
+        }
+        let policy = SandboxPolicy { private_roots: vec![root.clone()], ..SandboxPolicy::default() };
+        let cwd = root.join("alice/project");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let home = dir.path().join("home");
+        let access = file_access(&policy, SandboxMode::WorkspaceWrite, &cwd, &home, &BTreeMap::new(), dir.path());
+        assert!(access.denied.contains(&root.join("bob")), "{access:?}");
+        assert!(access.denied.contains(&root.join(NEVER_AN_ENTRY)), "the root is split: {access:?}");
+        assert!(!access.denied.iter().any(|d| cwd.starts_with(d)), "{access:?}");
+        assert_eq!(access.denial(&root.join("alice/project/x")), None);
+        assert_eq!(access.denial(&root.join("carol/made-later")), Some(Denial::Private(&root)));
+        assert_eq!(access.denial(&root), Some(Denial::Private(&root)), "the list of principals is closed");
+        assert_eq!(access.denial(&home.join(".ssh/id_rsa")), Some(Denial::Secret(&home.join(".ssh"))));
     }
 }

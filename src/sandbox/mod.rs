@@ -42,7 +42,7 @@ use std::os::windows::io::OwnedHandle as OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use access::{FileAccess, file_access, resolve};
+pub use access::{Denial, FileAccess, file_access, resolve};
 #[cfg(target_os = "linux")]
 pub use fs::{Grant, plan as plan_rules};
 pub use limits::LimitMethod;

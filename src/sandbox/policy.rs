@@ -87,6 +87,11 @@ pub struct SandboxPolicy {
     pub allow_write: Vec<PathBuf>,
     /// Extra paths that are unreadable (on top of [`default_secret_paths`]).
     pub deny_read: Vec<PathBuf>,
+    /// Folders whose entries are unreadable except the one holding the
+    /// kernel's working folder: a shared server's folder of principals, so
+    /// that no principal's kernel reads another's files, those made later too.
+    #[serde(default)]
+    pub private_roots: Vec<PathBuf>,
     /// Memory for the whole process tree, in bytes.
     pub memory_limit: Option<u64>,
     /// Processes and threads for the whole process tree.

@@ -78,6 +78,7 @@ mod tests {
         FileAccess {
             writable: vec![PathBuf::from("/private/var/folders/t/cellbox-kernel-1"), PathBuf::from("/Users/ann/proj")],
             denied: vec![PathBuf::from("/Users/ann/.ssh"), PathBuf::from("/Users/ann/odd \"name\\")],
+            private: Vec::new(),
         }
     }
 

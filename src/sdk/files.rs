@@ -37,7 +37,7 @@ use super::parse;
 use super::watch::Watchers;
 use super::wire::{self, EntryInfo, Failure, code};
 use crate::discovery::{EnvActivation, env};
-use crate::sandbox::{FileAccess, SandboxMode, file_access, resolve};
+use crate::sandbox::{Denial, FileAccess, SandboxMode, file_access, resolve};
 use crate::tool::EngineConfig;
 
 /// What [`file_access`] is given as the kernel's private temp dir: a device
@@ -140,9 +140,18 @@ impl Files {
 
     fn check_secret(&self, path: &Path, real: &Path) -> Result<(), Failure> {
         let Some(policy) = &self.policy else { return Ok(()) };
-        match policy.access.denied.iter().find(|secret| real.starts_with(secret)) {
+        match policy.access.denial(real) {
             None => Ok(()),
-            Some(secret) => Err(Failure::new(
+            Some(Denial::Private(root)) => Err(Failure::new(
+                code::DENIED,
+                format!(
+                    "{}: only your own folder under {} is readable on this server; the others belong to other \
+                     principals",
+                    path.display(),
+                    root.display()
+                ),
+            )),
+            Some(Denial::Secret(secret)) => Err(Failure::new(
                 code::DENIED,
                 format!(
                     "{}: the sandbox policy ({}) keeps secret locations such as {} unreadable, for kernels and the \

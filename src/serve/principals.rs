@@ -106,7 +106,12 @@ impl Principals {
         crate::paths::private_dir_builder().create(&workspace)?;
         let mut config = self.base.clone();
         config.default_cwd = workspace;
-        config.artifacts_dir = self.base.artifacts_dir.join("principals").join(name);
+        let artifacts = self.base.artifacts_dir.join("principals");
+        config.artifacts_dir = artifacts.join(name);
+        // Calls stay in the principal's folder, and its kernels cannot read
+        // other principals' folders or artifacts, those made later too.
+        config.cwd_inside_default = true;
+        config.sandbox.private_roots.extend([self.root.clone(), artifacts]);
         Ok(config)
     }
 }

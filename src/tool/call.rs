@@ -38,6 +38,12 @@ pub enum EvalError {
     /// The cwd is missing or not a directory (the kernel layer's own error).
     #[error(transparent)]
     InvalidCwd(KernelError),
+    /// The cwd leads out of the workspace of a server that keeps calls in it.
+    #[error(
+        "cwd {cwd:?} leads outside your workspace {workspace}: on this server cells run inside it; pass a folder \
+         inside it (a relative cwd starts there)"
+    )]
+    CwdOutsideWorkspace { cwd: String, workspace: std::path::PathBuf },
     #[error("{0}")]
     LanguageDisabled(String),
     #[error("the Python backend is not available: {0}")]

@@ -136,6 +136,9 @@ pub struct EngineConfig {
     /// A cap on live kernels shared with other engines (a server's principals), on
     /// top of `pool.max_kernels` (default: none).
     pub kernel_budget: Option<std::sync::Arc<crate::session::KernelBudget>>,
+    /// Refuse a call's `cwd` outside `default_cwd` (a shared server, where
+    /// each principal's workspace is its `default_cwd`); default off.
+    pub cwd_inside_default: bool,
 }
 
 impl EngineConfig {
@@ -165,6 +168,7 @@ impl EngineConfig {
             check: CheckMode::from_env(),
             checkpoints: CheckpointLimits::from_env(),
             kernel_budget: None,
+            cwd_inside_default: false,
         }
     }
 }

@@ -86,9 +86,11 @@ async def scenario_progress(session):
 
 
 async def scenario_run(session):
-    """Run the code on stdin's JSON ({"code": ...}); return the text and whether it is an error."""
-    code = json.loads(sys.stdin.read())["code"]
-    text, result = await eval_text(session, code)
+    """Run the code on stdin's JSON ({"code": ..., and "cwd" or "session" if given});
+    return the text and whether it is an error."""
+    request = json.loads(sys.stdin.read())
+    extra = {key: request[key] for key in ("cwd", "session") if key in request}
+    text, result = await eval_text(session, request["code"], **extra)
     return {"text": text, "is_error": bool(result.is_error)}
 
 

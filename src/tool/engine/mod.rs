@@ -529,6 +529,16 @@ impl EvalEngine {
             Some(dir) => self.config.default_cwd.join(dir),
             None => self.config.default_cwd.clone(),
         };
+        // Resolved (symlinks followed as far as the path exists) and checked before
+        // anything says whether a path outside exists.
+        if self.config.cwd_inside_default
+            && !crate::sandbox::resolve(&cwd).starts_with(crate::sandbox::resolve(&self.config.default_cwd))
+        {
+            return Err(EvalError::CwdOutsideWorkspace {
+                cwd: requested.unwrap_or_default().to_string(),
+                workspace: self.config.default_cwd.clone(),
+            });
+        }
         crate::kernel::validate_cwd(&cwd).map_err(EvalError::InvalidCwd)?;
         Ok(std::fs::canonicalize(&cwd).unwrap_or(cwd))
     }
