@@ -84,6 +84,53 @@ async fn metrics_show_busy_and_idle_kernels_queued_calls_evictions_and_bytes_sen
     assert!(sent.parse::<u64>().unwrap() > 0, "{text}");
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tokens_own_limits_hold_for_its_principal_and_no_other() {
+    let (server, tokens) =
+        Server::start(&["alice --max-calls 1 --max-kernels 1 --memory-limit 300M", "bob"], &["--max-calls", "8"]);
+    let session_of = |token: String| {
+        let url = server.url.clone();
+        async move {
+            let auth = bearer(&token);
+            let (status, headers, _) = post(&url, INITIALIZE, &[("authorization", &auth)]).await;
+            assert_eq!(status, 200);
+            vec![
+                ("authorization".to_string(), auth),
+                ("mcp-session-id".to_string(), headers["mcp-session-id"].to_str().unwrap().to_string()),
+            ]
+        }
+    };
+    let (alice, bob) = (session_of(tokens[0].clone()).await, session_of(tokens[1].clone()).await);
+    let call = |headers: &Vec<(String, String)>, id: u64, code: String, session: &str| {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": "eval", "arguments": {"cells": [{"code": code}], "session": session}}});
+        let (url, headers) = (server.url.clone(), headers.clone());
+        tokio::spawn(async move {
+            let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            post(&url, &body.to_string(), &headers).await
+        })
+    };
+    let hog = "x = bytearray(512 << 20)\nfor i in range(0, len(x), 4096):\n    x[i] = 1";
+    let over = call(&alice, 2, hog.into(), "a").await.unwrap();
+    assert!(over.2.contains("memory limit exceeded (300 MiB)"), "alice's kernels get her memory limit: {over:?}");
+    // Alice's one place is held by a cell; her next request is refused, bob's is not.
+    let gate = tempfile::tempdir().unwrap();
+    let open = gate.path().join("open");
+    let held = call(&alice, 3, common::gate(&open), "a");
+    metrics_showing(&server, &["cellbox_calls_in_flight 1"]).await;
+    let refused = call(&alice, 4, "1".into(), "a").await.unwrap();
+    assert!(refused.0 == 429 && refused.2.contains("your limit of 1"), "{refused:?}");
+    let bobs = call(&bob, 5, "6 * 7".into(), "b").await.unwrap();
+    assert!(bobs.0 == 200 && bobs.2.contains("42"), "{bobs:?}");
+    std::fs::write(&open, "").unwrap();
+    assert_eq!(held.await.unwrap().0, 200);
+    // One kernel for alice: a second session's kernel takes the place of the first.
+    let second = call(&alice, 6, "1".into(), "other").await.unwrap();
+    assert_eq!(second.0, 200, "{second:?}");
+    let back = call(&alice, 7, "1".into(), "a").await.unwrap();
+    assert!(back.2.contains("stopped to stay within 1 live kernels"), "{back:?}");
+}
+
 /// Scenario `name` of tests/mcp/sampling.py against a fresh server, over HTTP.
 fn sampling_scenario(name: &str) {
     let (server, tokens) = Server::start(&["alice"], &[]);

@@ -89,6 +89,15 @@ enum TokenCommand {
     Add {
         /// The principal's name: letters, digits, `-` and `_`.
         name: String,
+        /// Live kernels of this principal at most (within the server's --max-kernels).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        max_kernels: Option<u64>,
+        /// MCP requests of this principal in progress at most; more are answered 429 (retry).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        max_calls: Option<u64>,
+        /// Memory for each of its kernels and what it starts (within the server's --memory-limit).
+        #[arg(long, value_name = "SIZE", value_parser = cellbox::sandbox::parse_size)]
+        memory_limit: Option<u64>,
     },
     /// List the principals (names and when their tokens were made; never the tokens).
     List,
@@ -172,20 +181,38 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
 
 fn token(what: TokenCommand, path: PathBuf) -> ExitCode {
     let result = match what {
-        TokenCommand::Add { name } => tokens::add(&path, &name).map(|token| {
-            println!("{token}");
-            eprintln!(
-                "Made a token for {name:?} in {}. It is shown only this once: clients send it as \
+        TokenCommand::Add { name, max_kernels, max_calls, memory_limit } => {
+            let limits = tokens::PrincipalLimits {
+                max_kernels: max_kernels.map(|n| n as usize),
+                max_calls: max_calls.map(|n| n as usize),
+                memory_limit,
+            };
+            tokens::add(&path, &name, limits).map(|token| {
+                println!("{token}");
+                eprintln!(
+                    "Made a token for {name:?} in {}. It is shown only this once: clients send it as \
                  `Authorization: Bearer <token>`.",
-                path.display()
-            );
-        }),
+                    path.display()
+                );
+            })
+        }
         TokenCommand::List => tokens::list(&path).map(|entries| {
             if entries.is_empty() {
                 eprintln!("No tokens in {}; make one with `cellbox serve token add NAME`.", path.display());
             }
             for entry in entries {
-                println!("{}\tcreated {}", entry.name, entry.created);
+                let limits = &entry.limits;
+                let mut line = format!("{}\tcreated {}", entry.name, entry.created);
+                if let Some(n) = limits.max_kernels {
+                    line.push_str(&format!("\tmax kernels {n}"));
+                }
+                if let Some(n) = limits.max_calls {
+                    line.push_str(&format!("\tmax calls {n}"));
+                }
+                if let Some(bytes) = limits.memory_limit {
+                    line.push_str(&format!("\tmemory limit {}", cellbox::output::limiter::human_bytes(bytes)));
+                }
+                println!("{line}");
             }
         }),
         TokenCommand::Revoke { name } => tokens::revoke(&path, &name).map(|()| {

@@ -37,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 use crate::tool::EngineConfig;
 use metrics::{Metrics, Ticket, Work};
 use principals::Principals;
-use tokens::TokenStore;
+use tokens::{Identity, TokenStore};
 
 /// The principal of every request when auth is off (loopback only).
 pub const LOCAL_PRINCIPAL: &str = "local";
@@ -138,7 +138,7 @@ pub(crate) struct ServerState {
 
 impl ServerState {
     /// The principal of a request, or why it is refused (counted).
-    pub(crate) async fn principal_of(&self, headers: &HeaderMap) -> Result<String, Refusal> {
+    pub(crate) async fn principal_of(&self, headers: &HeaderMap) -> Result<Identity, Refusal> {
         authenticate(&self.auth, headers).await.map_err(|message| {
             self.metrics.refused_auth.fetch_add(1, Ordering::Relaxed);
             let metadata = match &self.auth {
@@ -358,10 +358,11 @@ async fn resource_metadata(State(state): State<Arc<ServerState>>, headers: Heade
 }
 
 async fn mcp(State(state): State<Arc<ServerState>>, request: Request) -> Response {
-    let name = match state.principal_of(request.headers()).await {
-        Ok(name) => name,
+    let identity = match state.principal_of(request.headers()).await {
+        Ok(identity) => identity,
         Err(refusal) => return refusal.into_response(),
     };
+    let name = identity.name.clone();
     // Each POST is a message; its answer (a tool call's stream) holds the place until it ends.
     let ticket = if request.method() == axum::http::Method::POST {
         match state.admit(Work::Call) {
@@ -371,12 +372,27 @@ async fn mcp(State(state): State<Arc<ServerState>>, request: Request) -> Respons
     } else {
         None
     };
-    let principal = match state.principals.get(&name) {
+    let principal = match state.principals.get(&identity) {
         Ok(principal) => principal,
         Err(error) => {
             tracing::error!(principal = name, "cannot make the principal's folder: {error}");
             return json_error(StatusCode::INTERNAL_SERVER_ERROR, &format!("cannot prepare your workspace: {error}"));
         }
+    };
+    // And the principal's own place, when its token sets a limit.
+    let own_place = if ticket.is_some() {
+        match principal.admit_call() {
+            Ok(place) => place,
+            Err(limit) => {
+                state.metrics.refused_busy.fetch_add(1, Ordering::Relaxed);
+                return Refusal::Busy(format!(
+                    "you are at your limit of {limit} MCP requests in progress; retry in a moment"
+                ))
+                .into_response();
+            }
+        }
+    } else {
+        None
     };
     tracing::debug!(principal = principal.name, method = %request.method(), "mcp request");
     let ends_session = request.method() == axum::http::Method::DELETE;
@@ -390,7 +406,7 @@ async fn mcp(State(state): State<Arc<ServerState>>, request: Request) -> Respons
     let metrics = state.metrics.clone();
     response.map(|body| {
         Body::new(http_body_util::BodyExt::map_frame(body, move |frame| {
-            let _held = &ticket;
+            let _held = (&ticket, &own_place);
             if let Some(data) = frame.data_ref() {
                 metrics.bytes_out.fetch_add(data.len() as u64, Ordering::Relaxed);
             }
@@ -400,9 +416,9 @@ async fn mcp(State(state): State<Arc<ServerState>>, request: Request) -> Respons
 }
 
 /// The principal a request's credentials name, or why they name none.
-async fn authenticate(auth: &Auth, headers: &HeaderMap) -> Result<String, &'static str> {
+async fn authenticate(auth: &Auth, headers: &HeaderMap) -> Result<Identity, &'static str> {
     let (tokens, jwt) = match auth {
-        Auth::Off => return Ok(LOCAL_PRINCIPAL.to_string()),
+        Auth::Off => return Ok(Identity::named(LOCAL_PRINCIPAL)),
         Auth::Bearer { tokens, jwt } => (tokens, jwt),
     };
     let token = headers
@@ -418,7 +434,7 @@ async fn authenticate(auth: &Auth, headers: &HeaderMap) -> Result<String, &'stat
         return Ok(name);
     }
     match jwt {
-        Some(jwt) if !token.starts_with(tokens::TOKEN_PREFIX) => jwt.principal(token).await,
+        Some(jwt) if !token.starts_with(tokens::TOKEN_PREFIX) => jwt.principal(token).await.map(Identity::named),
         _ => Err("the token is not valid here (unknown or revoked)"),
     }
 }

@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -17,6 +18,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use crate::bridge::BridgeConfig;
 use crate::mcp::EvalServer;
 use crate::mcp::sampling::SamplingBridge;
+use crate::serve::tokens::{Identity, PrincipalLimits};
 use crate::tool::{EngineConfig, EvalEngine};
 
 /// The MCP endpoint of one principal.
@@ -27,6 +29,29 @@ pub struct Principal {
     pub name: String,
     pub engine: Arc<EvalEngine>,
     pub mcp: McpService,
+    /// Its token's limits when its engine was made (kernel limits hold from then on).
+    limits: PrincipalLimits,
+    /// Its MCP requests in progress.
+    calls: Arc<AtomicUsize>,
+}
+
+/// A place among a principal's MCP requests in progress, freed when dropped.
+pub struct CallPlace(Arc<AtomicUsize>);
+
+impl Drop for CallPlace {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Principal {
+    /// A place for one more MCP request under the token's `max_calls`
+    /// (`None`: no limit of its own), or that limit when it is reached.
+    pub fn admit_call(&self) -> Result<Option<CallPlace>, usize> {
+        let Some(limit) = self.limits.max_calls else { return Ok(None) };
+        let admitted = self.calls.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < limit).then_some(n + 1));
+        admitted.map(|_| Some(CallPlace(self.calls.clone()))).map_err(|_| limit)
+    }
 }
 
 /// The principals that have made a request since the server started.
@@ -47,8 +72,9 @@ impl Principals {
         Principals { base, root, http, live: Mutex::new(HashMap::new()), sandboxes: Mutex::default() }
     }
 
-    /// Principal `name`'s engine and endpoint, made on its first request.
-    pub fn get(&self, name: &str) -> std::io::Result<Arc<Principal>> {
+    /// The principal's engine and endpoint, made on its first request.
+    pub fn get(&self, identity: &Identity) -> std::io::Result<Arc<Principal>> {
+        let name = identity.name.as_str();
         let mut live = self.live.lock().unwrap();
         if let Some(principal) = live.get(name) {
             return Ok(principal.clone());
@@ -56,7 +82,7 @@ impl Principals {
         // Cells' completion()/agent() are answered by the MCP client whose
         // call runs them (MCP sampling), as under `cellbox mcp`.
         let sampling = Arc::new(SamplingBridge::default());
-        let mut config = self.config_for(name)?;
+        let mut config = self.config_for(identity)?;
         config.bridge = BridgeConfig::new(sampling.clone());
         let engine = Arc::new(EvalEngine::new(config));
         // Every MCP session of a principal starts in the same default session,
@@ -72,7 +98,8 @@ impl Principals {
             Arc::new(LocalSessionManager::default()),
             self.http.clone(),
         );
-        let principal = Arc::new(Principal { name: name.to_string(), engine, mcp });
+        let principal =
+            Arc::new(Principal { name: name.to_string(), engine, mcp, limits: identity.limits, calls: Arc::default() });
         live.insert(name.to_string(), principal.clone());
         tracing::info!(principal = name, "first request: engine started");
         Ok(principal)
@@ -80,8 +107,8 @@ impl Principals {
 
     /// A new engine for one SDK connection of principal `name` (a sandbox of
     /// its own, in the principal's folders), and the folder its files are rooted in.
-    pub fn sandbox_engine(&self, name: &str) -> std::io::Result<Arc<EvalEngine>> {
-        let engine = Arc::new(EvalEngine::new(self.config_for(name)?));
+    pub fn sandbox_engine(&self, identity: &Identity) -> std::io::Result<Arc<EvalEngine>> {
+        let engine = Arc::new(EvalEngine::new(self.config_for(identity)?));
         let mut sandboxes = self.sandboxes.lock().unwrap();
         sandboxes.retain(|engine| engine.strong_count() > 0);
         sandboxes.push(Arc::downgrade(&engine));
@@ -100,8 +127,10 @@ impl Principals {
         engines
     }
 
-    /// Principal `name`'s engine configuration: its own working and artifact folders.
-    fn config_for(&self, name: &str) -> std::io::Result<EngineConfig> {
+    /// A principal's engine configuration: its own working and artifact
+    /// folders, and its token's limits within the server's.
+    fn config_for(&self, identity: &Identity) -> std::io::Result<EngineConfig> {
+        let name = identity.name.as_str();
         let workspace = self.root.join(name);
         crate::paths::private_dir_builder().create(&workspace)?;
         let mut config = self.base.clone();
@@ -112,6 +141,13 @@ impl Principals {
         // other principals' folders or artifacts, those made later too.
         config.cwd_inside_default = true;
         config.sandbox.private_roots.extend([self.root.clone(), artifacts]);
+        let limits = identity.limits;
+        if let Some(max) = limits.max_kernels {
+            config.pool.max_kernels = config.pool.max_kernels.min(max.max(1));
+        }
+        if let Some(bytes) = limits.memory_limit {
+            config.sandbox.memory_limit = Some(config.sandbox.memory_limit.map_or(bytes, |server| server.min(bytes)));
+        }
         Ok(config)
     }
 }

@@ -38,10 +38,11 @@ pub async fn connect(
     Query(query): Query<ConnectQuery>,
     mut request: Request,
 ) -> Response {
-    let name = match state.principal_of(request.headers()).await {
-        Ok(name) => name,
+    let identity = match state.principal_of(request.headers()).await {
+        Ok(identity) => identity,
         Err(refusal) => return refusal.into_response(),
     };
+    let name = identity.name.clone();
     // Browsers cannot send this upgrade; a request carrying an Origin is not the SDK.
     if request.headers().contains_key(header::ORIGIN) {
         return json_error(StatusCode::FORBIDDEN, "the SDK endpoint does not serve browsers");
@@ -68,7 +69,7 @@ pub async fn connect(
         Ok(ticket) => ticket,
         Err(refusal) => return refusal.into_response(),
     };
-    let engine = match state.principals.sandbox_engine(&name) {
+    let engine = match state.principals.sandbox_engine(&identity) {
         Ok(engine) => engine,
         Err(error) => {
             return json_error(StatusCode::INTERNAL_SERVER_ERROR, &format!("cannot prepare your workspace: {error}"));

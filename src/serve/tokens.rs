@@ -1,4 +1,5 @@
-//! Bearer tokens for `cellbox serve`: each token is a principal with a name.
+//! Bearer tokens for `cellbox serve`: each token is a principal with a name
+//! and, optionally, limits of its own.
 //!
 //! The tokens file keeps only each token's SHA-256, so reading the file does
 //! not give anyone a token; the token itself is shown once, when it is made.
@@ -45,6 +46,42 @@ pub struct TokenEntry {
     pub sha256: String,
     /// Seconds since the Unix epoch.
     pub created: u64,
+    #[serde(default, skip_serializing_if = "PrincipalLimits::is_none")]
+    pub limits: PrincipalLimits,
+}
+
+/// What one principal may use, within the server's own limits; `None`: the server's.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PrincipalLimits {
+    /// Live kernels of this principal at most (the least recently used idle one gives way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_kernels: Option<usize>,
+    /// MCP requests of this principal in progress at most; more are answered 429.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_calls: Option<usize>,
+    /// Memory for each of its kernels and what it starts, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit: Option<u64>,
+}
+
+impl PrincipalLimits {
+    pub fn is_none(&self) -> bool {
+        *self == PrincipalLimits::default()
+    }
+}
+
+/// Who a request comes from: a principal's name and its limits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub name: String,
+    pub limits: PrincipalLimits,
+}
+
+impl Identity {
+    /// A principal with the server's limits (the environment's token, a JWT's subject).
+    pub fn named(name: impl Into<String>) -> Self {
+        Identity { name: name.into(), limits: PrincipalLimits::default() }
+    }
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -68,8 +105,8 @@ pub fn list(path: &Path) -> Result<Vec<TokenEntry>, TokenError> {
     }
 }
 
-/// Make a token for a new principal `name`; returns the token (it is not kept anywhere).
-pub fn add(path: &Path, name: &str) -> Result<String, TokenError> {
+/// Make a token for a new principal `name` with `limits`; returns the token (it is not kept anywhere).
+pub fn add(path: &Path, name: &str, limits: PrincipalLimits) -> Result<String, TokenError> {
     if !is_principal_name(name) {
         return Err(TokenError::BadName(name.to_string()));
     }
@@ -79,7 +116,7 @@ pub fn add(path: &Path, name: &str) -> Result<String, TokenError> {
     }
     let token = new_token().map_err(|message| TokenError::Write { path: path.to_path_buf(), message })?;
     let created = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    tokens.push(TokenEntry { name: name.to_string(), sha256: hash(&token), created });
+    tokens.push(TokenEntry { name: name.to_string(), sha256: hash(&token), created, limits });
     save(path, tokens)?;
     Ok(token)
 }
@@ -130,7 +167,7 @@ pub struct TokenStore {
 struct Cache {
     /// The file's modification time and length when it was last read.
     stamp: Option<(SystemTime, u64)>,
-    by_hash: HashMap<String, String>,
+    by_hash: HashMap<String, Identity>,
 }
 
 impl TokenStore {
@@ -151,10 +188,10 @@ impl TokenStore {
 
     /// The principal `token` stands for, if any. A file that became unreadable
     /// keeps what was last read (a half-written edit does not lock everyone out).
-    pub fn principal(&self, token: &str) -> Option<String> {
+    pub fn principal(&self, token: &str) -> Option<Identity> {
         let token_hash = hash(token);
         if self.env_hash.as_deref() == Some(token_hash.as_str()) {
-            return Some(ENV_PRINCIPAL.to_string());
+            return Some(Identity::named(ENV_PRINCIPAL));
         }
         if let Err(error) = self.refresh() {
             tracing::warn!("{error}; using the tokens read before");
@@ -170,7 +207,10 @@ impl TokenStore {
             return Ok(());
         }
         let entries = list(path)?;
-        cache.by_hash = entries.into_iter().map(|entry| (entry.sha256, entry.name)).collect();
+        cache.by_hash = entries
+            .into_iter()
+            .map(|entry| (entry.sha256, Identity { name: entry.name, limits: entry.limits }))
+            .collect();
         cache.stamp = stamp;
         Ok(())
     }
@@ -184,25 +224,26 @@ mod tests {
     fn add_list_revoke_and_the_store_follows_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("conf").join("tokens.json");
-        let ci = add(&path, "ci").unwrap();
-        let alice = add(&path, "alice").unwrap();
+        let ci = add(&path, "ci", PrincipalLimits::default()).unwrap();
+        let limits = PrincipalLimits { max_kernels: Some(2), max_calls: None, memory_limit: Some(1 << 30) };
+        let alice = add(&path, "alice", limits).unwrap();
         assert!(ci.starts_with(TOKEN_PREFIX) && ci.len() > 40, "{ci}");
         assert_ne!(ci, alice);
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains(&ci[TOKEN_PREFIX.len()..]), "the file keeps hashes only");
-        assert!(matches!(add(&path, "ci"), Err(TokenError::Exists(_))));
-        assert!(matches!(add(&path, "../x"), Err(TokenError::BadName(_))));
+        assert!(matches!(add(&path, "ci", limits), Err(TokenError::Exists(_))));
+        assert!(matches!(add(&path, "../x", limits), Err(TokenError::BadName(_))));
 
         let store = TokenStore::open(Some(path.clone()), Some("cbx_from-env".into())).unwrap();
-        assert_eq!(store.principal(&ci).as_deref(), Some("ci"));
-        assert_eq!(store.principal(&alice).as_deref(), Some("alice"));
-        assert_eq!(store.principal("cbx_from-env").as_deref(), Some(ENV_PRINCIPAL));
+        assert_eq!(store.principal(&ci), Some(Identity::named("ci")));
+        assert_eq!(store.principal(&alice), Some(Identity { name: "alice".into(), limits }), "limits are kept");
+        assert_eq!(store.principal("cbx_from-env"), Some(Identity::named(ENV_PRINCIPAL)));
         assert_eq!(store.principal("cbx_wrong"), None);
         assert_eq!(store.count(), 3);
 
         revoke(&path, "ci").unwrap();
         assert_eq!(store.principal(&ci), None, "a revoked token is refused without a restart");
-        assert_eq!(store.principal(&alice).as_deref(), Some("alice"));
+        assert_eq!(store.principal(&alice).map(|i| i.name).as_deref(), Some("alice"));
         assert!(matches!(revoke(&path, "ci"), Err(TokenError::NotFound(_))));
         assert_eq!(list(&path).unwrap().iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["alice"]);
         #[cfg(unix)]

@@ -94,8 +94,14 @@ pub fn follow_stderr(child: &mut Child) -> (mpsc::Receiver<String>, String) {
     (stderr, url)
 }
 
+/// `cellbox serve token add`; `name` may go on with the command's flags (`"alice --max-calls 1"`).
 pub fn token_add(tokens_file: &Path, name: &str) -> String {
-    let output = binary::bare(["serve", "token", "add", name]).arg("--tokens").arg(tokens_file).output().unwrap();
+    let output = binary::bare(["serve", "token", "add"])
+        .args(name.split_whitespace())
+        .arg("--tokens")
+        .arg(tokens_file)
+        .output()
+        .unwrap();
     assert!(output.status.success(), "{}", binary::text(&output.stderr));
     binary::text(&output.stdout).trim().to_string()
 }

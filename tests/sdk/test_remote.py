@@ -90,6 +90,20 @@ class RemoteSandboxTest(WithServer, unittest.TestCase):
         self.assertTrue(os.path.exists(os.path.join(self.server.root, "env", name)))
         result = box.commands.run("cat " + name)
         self.assertEqual(result.stdout, "remote text")
+        # Another principal's folder, made after this sandbox started: closed to files and to code.
+        other = os.path.join(self.server.root, unique("other"))
+        os.makedirs(other)
+        with open(os.path.join(other, "private.txt"), "w") as file:
+            file.write("not yours")
+        relative = os.path.join("..", os.path.basename(other), "private.txt")
+        with self.assertRaises(SandboxException) as refused:
+            box.files.read(relative)
+        self.assertIn("other principals", str(refused.exception))
+        self.assertIn("PermissionError", box.run_code("open(%r).read()" % relative).error.name)
+        with self.assertRaises(SandboxException) as outside:
+            box.create_code_context(cwd=os.path.join("..", os.path.basename(other)))
+            box.run_code("1", context=box.list_code_contexts()[-1])
+        self.assertIn("outside your workspace", str(outside.exception))
 
     def test_sandboxes_are_apart_and_a_killed_one_says_so(self):
         first, second = self.sandbox(), self.sandbox()
