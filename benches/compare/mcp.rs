@@ -174,7 +174,7 @@ pub(super) async fn mcp_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, 
 /// `cellbox mcp` driven by hand: one JSON-RPC line out, one line back, so the
 /// row shows what the MCP layer itself adds to a call (the Python client's
 /// own work per call is most of the other MCP row).
-struct RawMcp {
+pub(super) struct RawMcp {
     _child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
@@ -182,7 +182,7 @@ struct RawMcp {
 }
 
 impl RawMcp {
-    async fn start(server: &Value) -> Self {
+    pub(super) async fn start(server: &Value) -> Self {
         let args: Vec<String> =
             server["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
         let env: BTreeMap<String, String> = serde_json::from_value(server["env"].clone()).unwrap();
@@ -228,7 +228,7 @@ impl RawMcp {
         }
     }
 
-    async fn call_ms(&mut self) -> f64 {
+    pub(super) async fn call_ms(&mut self) -> f64 {
         let started = Instant::now();
         let params = json!({"name": "eval", "arguments": {"cells": [{"code": "1+1"}]}});
         let answer = self.request("tools/call", params).await;

@@ -1,11 +1,13 @@
 //! `cellbox serve` under load (`--only serve`): many MCP clients at once, each
-//! in a session (and kernel) of its own, beside one client alone on the same
-//! server; and the server's memory per idle MCP session.
+//! in a session (and kernel) of its own, beside the same clients each with a
+//! `cellbox mcp` of its own over stdio (and one client alone, in the note);
+//! and the server's memory per idle MCP session.
 
 use std::time::Instant;
 
 use serde_json::json;
 
+use super::mcp::RawMcp;
 use super::mcp_http::{HttpMcp, ServeProcess};
 use super::{Plan, Report, Series, Setup};
 
@@ -54,17 +56,42 @@ pub(super) async fn serve_load(plan: &Plan, setup: &Setup, report: &mut Report) 
     }
     let seconds = started.elapsed().as_secs_f64();
     let throughput = Series { name: "cellbox serve".into(), values: vec![(clients * cells) as f64 / seconds] };
-    let serial = Series { name: "one client alone".into(), values: vec![1000.0 / alone.quantile(0.5)] };
+
+    // The same clients over stdio, each with a `cellbox mcp` of its own (warmed by `start`).
+    let stdio = json!({"command": env!("CARGO_BIN_EXE_cellbox"),
+                       "args": ["mcp", "--spares", "0", "--cwd", dir.path()], "env": env});
+    let mut servers = Vec::new();
+    for _ in 0..clients {
+        servers.push(RawMcp::start(&stdio).await);
+    }
+    let started = Instant::now();
+    let runs = servers.into_iter().map(|mut server| {
+        tokio::spawn(async move {
+            let mut times = Vec::with_capacity(cells);
+            for _ in 0..cells {
+                times.push(server.call_ms().await);
+            }
+            times
+        })
+    });
+    let mut stdio_loaded = Series::new("stdio MCP, a server per client");
+    for run in futures_util::future::join_all(runs).await {
+        stdio_loaded.values.extend(run.unwrap());
+    }
+    let stdio_throughput = Series {
+        name: stdio_loaded.name.clone(),
+        values: vec![(clients * cells) as f64 / started.elapsed().as_secs_f64()],
+    };
     let what = format!("{clients} clients × {cells} cells of 1+1");
-    report.add(
-        &format!("HTTP MCP, {what}: per call"),
-        "ms",
-        false,
-        &loaded,
-        Some(&alone),
-        "each client its own session",
+    let note = format!(
+        "each client its own session; p99 {:.1} ms (stdio {:.1} ms); one client alone {:.2} ms",
+        loaded.quantile(0.99),
+        stdio_loaded.quantile(0.99),
+        alone.quantile(0.5)
     );
-    report.add(&format!("HTTP MCP, {what}: throughput"), "calls/s", true, &throughput, Some(&serial), "");
+    report.add(&format!("HTTP MCP, {what}: per call"), "ms", false, &loaded, Some(&stdio_loaded), &note);
+    let note = format!("one client alone: {:.0} calls/s", 1000.0 / alone.quantile(0.5));
+    report.add(&format!("HTTP MCP, {what}: throughput"), "calls/s", true, &throughput, Some(&stdio_throughput), &note);
 
     // Idle sessions: initialized, then left open.
     let before = serve.rss_kib();
