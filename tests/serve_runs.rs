@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::serve::{INITIALIZE, Server, bearer, get, post};
+use common::serve::{INITIALIZE, Server, bearer, get, post, raw_session, spawn_eval};
 use serde_json::json;
 
 #[test]
@@ -46,24 +46,8 @@ async fn metrics_showing(server: &Server, lines: &[&str]) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn metrics_show_busy_and_idle_kernels_queued_calls_evictions_and_bytes_sent() {
     let (server, tokens) = Server::start(&["alice"], &["--max-kernels", "1"]);
-    let auth = bearer(&tokens[0]);
-    let (status, headers, _) = post(&server.url, INITIALIZE, &[("authorization", &auth)]).await;
-    assert_eq!(status, 200);
-    let session = headers["mcp-session-id"].to_str().unwrap().to_string();
-    let headers = vec![("authorization".to_string(), auth), ("mcp-session-id".to_string(), session)];
-    let call = |id: u64, code: String, session: Option<&str>| {
-        let mut arguments = json!({"cells": [{"code": code}]});
-        if let Some(session) = session {
-            arguments["session"] = json!(session);
-        }
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                          "params": {"name": "eval", "arguments": arguments}});
-        let (url, headers) = (server.url.clone(), headers.clone());
-        tokio::spawn(async move {
-            let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            post(&url, &body.to_string(), &headers).await
-        })
-    };
+    let headers = raw_session(&server.url, &tokens[0]).await;
+    let call = |id: u64, code: String, session: Option<&str>| spawn_eval(&server.url, &headers, id, &code, session);
     // A cell held by a gate, and a second call of the same session behind it.
     let gate = tempfile::tempdir().unwrap();
     let open = gate.path().join("open");
@@ -88,27 +72,9 @@ async fn metrics_show_busy_and_idle_kernels_queued_calls_evictions_and_bytes_sen
 async fn a_tokens_own_limits_hold_for_its_principal_and_no_other() {
     let (server, tokens) =
         Server::start(&["alice --max-calls 1 --max-kernels 1 --memory-limit 300M", "bob"], &["--max-calls", "8"]);
-    let session_of = |token: String| {
-        let url = server.url.clone();
-        async move {
-            let auth = bearer(&token);
-            let (status, headers, _) = post(&url, INITIALIZE, &[("authorization", &auth)]).await;
-            assert_eq!(status, 200);
-            vec![
-                ("authorization".to_string(), auth),
-                ("mcp-session-id".to_string(), headers["mcp-session-id"].to_str().unwrap().to_string()),
-            ]
-        }
-    };
-    let (alice, bob) = (session_of(tokens[0].clone()).await, session_of(tokens[1].clone()).await);
+    let (alice, bob) = (raw_session(&server.url, &tokens[0]).await, raw_session(&server.url, &tokens[1]).await);
     let call = |headers: &Vec<(String, String)>, id: u64, code: String, session: &str| {
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                          "params": {"name": "eval", "arguments": {"cells": [{"code": code}], "session": session}}});
-        let (url, headers) = (server.url.clone(), headers.clone());
-        tokio::spawn(async move {
-            let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            post(&url, &body.to_string(), &headers).await
-        })
+        spawn_eval(&server.url, headers, id, &code, Some(session))
     };
     let hog = "x = bytearray(512 << 20)\nfor i in range(0, len(x), 4096):\n    x[i] = 1";
     let over = call(&alice, 2, hog.into(), "a").await.unwrap();

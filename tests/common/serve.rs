@@ -108,6 +108,37 @@ pub fn token_add(tokens_file: &Path, name: &str) -> String {
 
 pub const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
 
+/// An MCP session opened by hand for `token`: the headers its requests carry.
+pub async fn raw_session(url: &str, token: &str) -> Vec<(String, String)> {
+    let auth = bearer(token);
+    let (status, headers, body) = post(url, INITIALIZE, &[("authorization", &auth)]).await;
+    assert_eq!(status, 200, "{body}");
+    let session = headers["mcp-session-id"].to_str().unwrap().to_string();
+    vec![("authorization".to_string(), auth), ("mcp-session-id".to_string(), session)]
+}
+
+/// An `eval` of `code` (in `session` when given) POSTed on a task of its own
+/// with `headers`; the task gives the status, headers and body.
+pub fn spawn_eval(
+    url: &str,
+    headers: &[(String, String)],
+    id: u64,
+    code: &str,
+    session: Option<&str>,
+) -> tokio::task::JoinHandle<(u16, reqwest::header::HeaderMap, String)> {
+    let mut arguments = serde_json::json!({"cells": [{"code": code}]});
+    if let Some(session) = session {
+        arguments["session"] = session.into();
+    }
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                                  "params": {"name": "eval", "arguments": arguments}});
+    let (url, headers) = (url.to_string(), headers.to_vec());
+    tokio::spawn(async move {
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        post(&url, &body.to_string(), &headers).await
+    })
+}
+
 /// POST `body` to the MCP endpoint with these headers; the status and the response's headers.
 pub async fn post(url: &str, body: &str, headers: &[(&str, &str)]) -> (u16, reqwest::header::HeaderMap, String) {
     cellbox::tls::install_crypto();
