@@ -21,7 +21,9 @@ is not part of them. Commands:
 
 The kernels this helper starts log at ERROR: ipykernel warns at every start that it "is running
 over TCP without encryption" (the local kernels are on 127.0.0.1), which is noise in the bench's
-output.
+output. Their stderr goes to a file, not the bench's output (an interrupt that lands between two
+cells makes ipykernel log "KeyboardInterrupt caught in kernel"); a command that fails answers with
+that file's tail.
 """
 import collections
 import http.client
@@ -29,6 +31,7 @@ import json
 import queue
 import socket
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -39,13 +42,21 @@ from jupyter_client.session import Session
 _warm = None
 _gateway = None
 
-# Only the kernel application's own log (its TCP warning) is quieted; its errors still show.
+# Only the kernel application's own log (its TCP warning) is quieted; its errors go to KERNEL_LOG.
 QUIET_KERNEL = ["--IPKernelApp.log_level=ERROR"]
+KERNEL_LOG = tempfile.TemporaryFile()
+
+
+def _kernel_log_tail(limit=2000):
+    KERNEL_LOG.seek(0, 2)
+    size = KERNEL_LOG.tell()
+    KERNEL_LOG.seek(max(0, size - limit))
+    return KERNEL_LOG.read().decode("utf-8", "replace")
 
 
 def _start():
     manager = KernelManager(kernel_name="python3")
-    manager.start_kernel(extra_arguments=QUIET_KERNEL)
+    manager.start_kernel(extra_arguments=QUIET_KERNEL, stderr=KERNEL_LOG)
     client = manager.client()
     client.start_channels()
     client.wait_for_ready(timeout=60)
@@ -379,6 +390,9 @@ def main():
             answer = COMMANDS[command["op"]](command)
         except Exception as error:  # report, keep serving
             answer = {"error": "%s: %s" % (type(error).__name__, error)}
+            tail = _kernel_log_tail()
+            if tail.strip():
+                answer["error"] += "\nthe kernels' stderr ends with:\n" + tail
         sys.stdout.write(json.dumps(answer) + "\n")
         sys.stdout.flush()
 
