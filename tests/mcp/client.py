@@ -13,6 +13,8 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from cancelling import cancel_a_running_call
+
 BINARY, CWD, SCENARIO = sys.argv[1], sys.argv[2], sys.argv[3]
 
 
@@ -140,27 +142,7 @@ async def scenario_progress(session, init):
 
 
 async def scenario_cancel(session, init):
-    await call(session, [{"code": "kept = 'still here'"}])
-    # The client gives up on the call once the cell runs (its line came as
-    # progress), not after a guess at how long that takes.
-    running = anyio.Event()
-
-    async def on_progress(progress, total, message):
-        if message and message.startswith("sleeping"):
-            running.set()
-
-    async def long_call():
-        code = "import time\nprint('sleeping', flush=True)\ntime.sleep(3600)"
-        await session.call_tool("eval", {"cells": [{"code": code}]}, progress_callback=on_progress)
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(long_call)
-        await running.wait()
-        group.cancel_scope.cancel()
-    # The server interrupts the cell; the kernel and its state survive. The next
-    # call waits for the interrupted cell to end, within its own timeout: a cell
-    # the server failed to interrupt would hold it up past that (it sleeps an hour).
-    result = await call(session, [{"code": "kept"}], timeout=60)
+    result = await cancel_a_running_call(session)
     assert not result.is_error, text_of(result)
     assert text_of(result) == "'still here'\n", text_of(result)
     print("cancel ok")

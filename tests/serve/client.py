@@ -13,6 +13,10 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+# The scenarios both transports share live beside the stdio client.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "mcp"))
+from cancelling import cancel_a_running_call  # noqa: E402
+
 URL, TOKEN, SCENARIO = sys.argv[1], sys.argv[2], sys.argv[3]
 
 
@@ -102,23 +106,8 @@ async def scenario_reset(session):
 
 async def scenario_cancel(session):
     """A call the client gives up on (notifications/cancelled over HTTP) interrupts its cell; state stays."""
-    await eval_text(session, "kept = 'still here'")
-    running = anyio.Event()
-
-    async def on_progress(progress, total, message):
-        if message and message.startswith("sleeping"):
-            running.set()
-
-    async def long_call():
-        code = "import time\nprint('sleeping', flush=True)\ntime.sleep(3600)"
-        await session.call_tool("eval", {"cells": [{"code": code}]}, progress_callback=on_progress)
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(long_call)
-        await running.wait()
-        group.cancel_scope.cancel()
-    # A cell the server failed to interrupt would hold this call past its own timeout (it sleeps an hour).
-    text, result = await eval_text(session, "kept", timeout=60)
+    result = await cancel_a_running_call(session)
+    text = text_of(result)
     assert not result.is_error and "still here" in text, text
     return {"kept": text.strip()}
 
