@@ -48,13 +48,16 @@ pub struct Ticket {
     started: Instant,
 }
 
+/// Count one more in `in_progress` if fewer than `limit` are; whether it was.
+/// The caller gives the place back with a `fetch_sub` when the work ends.
+pub(crate) fn take_place(in_progress: &AtomicUsize, limit: usize) -> bool {
+    in_progress.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |now| (now < limit).then_some(now + 1)).is_ok()
+}
+
 impl Metrics {
     /// A place for `work` if fewer than `limit` are in progress; `None`: the server is full.
     pub fn admit(self: &Arc<Self>, work: Work, limit: usize) -> Option<Ticket> {
-        let gauge = self.gauge(work);
-        let admitted =
-            gauge.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |now| (now < limit).then_some(now + 1)).is_ok();
-        if !admitted {
+        if !take_place(self.gauge(work), limit) {
             self.refused_busy.fetch_add(1, Ordering::Relaxed);
             return None;
         }

@@ -49,8 +49,10 @@ impl Principal {
     /// (`None`: no limit of its own), or that limit when it is reached.
     pub fn admit_call(&self) -> Result<Option<CallPlace>, usize> {
         let Some(limit) = self.limits.max_calls else { return Ok(None) };
-        let admitted = self.calls.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < limit).then_some(n + 1));
-        admitted.map(|_| Some(CallPlace(self.calls.clone()))).map_err(|_| limit)
+        if !crate::serve::metrics::take_place(&self.calls, limit) {
+            return Err(limit);
+        }
+        Ok(Some(CallPlace(self.calls.clone())))
     }
 }
 
