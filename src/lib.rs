@@ -22,6 +22,7 @@ pub mod doctor;
 pub mod gateway;
 pub mod install;
 pub mod kernel;
+pub mod kernel_args;
 pub mod mcp;
 pub mod notebook;
 pub mod notice;

@@ -22,7 +22,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("gateway kernels", &["gateway"]),
     ("sessions", &["output", "notebook", "bridge", "session"]),
     ("engine", &["tool"]),
-    ("front ends", &["render", "mcp", "sdk", "serve", "doctor", "install", "cli", "main"]),
+    ("front ends", &["render", "kernel_args", "mcp", "sdk", "serve", "doctor", "install", "cli", "main"]),
 ];
 
 /// Modules whose direct submodules must not import each other in a cycle either.

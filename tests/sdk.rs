@@ -1,16 +1,43 @@
 //! The Python SDK: its own tests (tests/sdk/*.py: its models, `Sandbox` and `AsyncSandbox`
-//! against this build's `cellbox sdk-server` with real kernels on the
-//! interpreter under test), and the server's answers to bad requests.
+//! against this build's engine, in the test's process (`cellbox._engine`, built here) and as a
+//! `cellbox sdk-server` child, with real kernels on the interpreter under test), and the
+//! server's answers to bad requests.
 
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+/// This build's in-process engine (`cellbox._engine`), built once per test run
+/// with the profile of the tests themselves.
+fn in_process_engine() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let binary_dir = Path::new(env!("CARGO_BIN_EXE_cellbox")).parent().unwrap();
+        let mut build = Command::new(env!("CARGO"));
+        build.args(["build", "--quiet", "-p", "cellbox-sdk-engine"]).current_dir(env!("CARGO_MANIFEST_DIR"));
+        if binary_dir.ends_with("release") {
+            build.arg("--release");
+        }
+        let status = build.status().expect("cargo runs");
+        assert!(status.success(), "cargo build -p cellbox-sdk-engine failed");
+        let library = binary_dir.join(if cfg!(target_os = "macos") { "lib_engine.dylib" } else { "lib_engine.so" });
+        assert!(library.is_file(), "{} was not built", library.display());
+        library
+    })
+}
 
 /// Run `python -m unittest` on the SDK tests matching `pattern`, with this
-/// build's binary first on PATH (the SDK looks there after its own scripts dir).
+/// build's binary first on PATH (the SDK looks there after its own scripts dir)
+/// and its in-process engine as the SDK's default engine.
 fn sdk_unit_tests(pattern: &str) {
+    sdk_unit_tests_on(pattern, &in_process_engine().display().to_string());
+}
+
+/// [`sdk_unit_tests`] with `CELLBOX_SDK_ENGINE` set to `engine`.
+fn sdk_unit_tests_on(pattern: &str, engine: &str) {
     let root = env!("CARGO_MANIFEST_DIR");
     let binary_dir = Path::new(env!("CARGO_BIN_EXE_cellbox")).parent().unwrap();
     let path = std::env::join_paths(
@@ -25,6 +52,7 @@ fn sdk_unit_tests(pattern: &str) {
         .env("PATH", path)
         .env("CELLBOX_TEST_PYTHON", common::python())
         .env("CELLBOX_ARTIFACTS_DIR", artifacts.path())
+        .env("CELLBOX_SDK_ENGINE", engine)
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .output()
         .unwrap();
@@ -46,6 +74,17 @@ fn names_and_signatures_match_e2b_s_package() {
 #[test]
 fn sandbox_and_async_sandbox_run_cells_on_the_real_engine() {
     sdk_unit_tests("test_*sandbox.py");
+}
+
+/// The same tests on the engine a sandbox runs as a child process (`engine="process"`).
+#[test]
+fn sandbox_and_async_sandbox_run_cells_on_the_child_engine() {
+    sdk_unit_tests_on("test_*sandbox.py", "process");
+}
+
+#[test]
+fn the_in_process_engine_is_chosen_stops_and_refuses_what_it_cannot_do() {
+    sdk_unit_tests("test_in_process.py");
 }
 
 #[test]

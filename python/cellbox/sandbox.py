@@ -19,7 +19,8 @@ import weakref
 from typing import Any, Callable, Dict, List, Optional, Union
 
 from ._remote import RemoteTransport
-from ._transport import EngineGone, LocalTransport, Transport
+from ._in_process import open_local
+from ._transport import EngineGone, Transport
 from .commands import AsyncCommands, Commands
 from .exceptions import (
     InvalidArgumentException,
@@ -106,7 +107,7 @@ def _open_transport(
     """A local engine, or with `api_url` a sandbox on that `cellbox serve` server."""
     api_url = opts.get("api_url")
     if api_url is None:
-        return LocalTransport(args, cwd=cwd, env=envs)
+        return open_local(opts.get("engine"), args, cwd, envs)
     chosen_by_server = [flag for flag in args if flag.startswith("--") and flag != "--idle-timeout"]
     if cwd is not None:
         chosen_by_server.append("cwd")
@@ -259,7 +260,10 @@ class Sandbox(_Requests, SyncBranches):
     `cellbox doctor` finds), `preload` modules every Python kernel starts
     with already imported (e.g. `["numpy", "pandas"]`: imported once in a
     fork server; Linux), `spares` how many warm kernels are kept ready per
-    kernel kind (default 1; 0: none).
+    kernel kind (default 1; 0: none), `engine` where the engine runs:
+    `"in-process"` (the default where the wheel's extension is installed:
+    the fastest calls) or `"process"` (a child process of its own: a crash
+    in the engine cannot end this program).
     """
 
     default_template = "code-interpreter-v1"

@@ -15,16 +15,19 @@
 //! `sandbox.files` and `sandbox.commands` are the `files.*` methods ([`files`],
 //! with [`watch`]) and the `commands.*` methods ([`commands`]).
 
+mod args;
 mod branches;
 mod commands;
 mod contexts;
 mod files;
+pub mod in_process;
 mod lifetime;
 mod stdio;
 mod stream;
 mod watch;
 pub mod wire;
 
+pub use args::EngineArgs;
 pub use stream::serve_stream;
 
 use std::collections::HashMap;
@@ -48,7 +51,7 @@ struct Server {
     stopping: CancellationToken,
     /// The running `run_code` and `commands.wait` calls, by request id (as JSON text), for `cancel`.
     running: Mutex<HashMap<String, CancellationToken>>,
-    out: mpsc::UnboundedSender<Value>,
+    out: Outbox,
     files: Arc<files::Files>,
     commands: commands::Commands,
     lifetime: Arc<lifetime::Lifetime>,
@@ -62,22 +65,25 @@ pub async fn serve_stdio(engine: Arc<EvalEngine>, root: PathBuf, idle: Option<Du
     // One writer, so notifications of a call always come before its response.
     // It stops at the first `null` (see `serve_lines`).
     let writer = stdio::write_messages(messages);
-    let result = serve_lines(engine, root, idle, stdio::read_lines(), out).await;
+    let ending = serve_lines(engine, root, idle, stdio::read_lines(), Outbox::channel(out)).await;
     let _ = tokio::task::spawn_blocking(move || writer.join()).await;
-    result
+    if let Some(why) = ending.as_ref().ok().and_then(|ending| ending.why()) {
+        eprintln!("cellbox sdk-server: {why}");
+    }
+    ending.map(drop)
 }
 
 /// Serve the SDK on request lines from `input`, answering on `out`, until the
-/// input ends, `shutdown`, or `idle` without work. A `null` sent on `out` is
-/// the last message: its writer flushes and stops there. The engine's kernels
-/// are stopped before this returns.
+/// input ends, `shutdown`, or `idle` without work (the [`Ending`] says which).
+/// A `null` sent on `out` is the last message: its writer flushes and stops
+/// there. The engine's kernels are stopped before this returns.
 pub async fn serve_lines(
     engine: Arc<EvalEngine>,
     root: PathBuf,
     idle: Option<Duration>,
     mut input: mpsc::UnboundedReceiver<std::io::Result<String>>,
-    out: mpsc::UnboundedSender<Value>,
-) -> std::io::Result<()> {
+    out: Outbox,
+) -> std::io::Result<Ending> {
     let server = Arc::new(Server {
         files: Arc::new(files::Files::new(root.clone(), engine.config())),
         commands: commands::Commands::new(root.clone()),
@@ -90,15 +96,12 @@ pub async fn serve_lines(
     });
     server.lifetime.set(idle);
     let mut calls = tokio::task::JoinSet::new();
+    let mut ending = Ending::Closed;
     loop {
         let line = tokio::select! {
             line = input.recv() => line.transpose()?,
             limit = server.lifetime.expired() => {
-                eprintln!(
-                    "cellbox sdk-server: the sandbox was idle for {} s, its timeout: its kernels are stopped. \
-                     Create a new sandbox, or give a longer timeout (Sandbox(timeout=...) or set_timeout())",
-                    limit.as_secs_f64()
-                );
+                ending = Ending::Idle(limit);
                 break;
             }
         };
@@ -140,7 +143,52 @@ pub async fn serve_lines(
     server.stopping.cancel();
     calls.abort_all();
     server.engine.dispose_all().await;
-    Ok(())
+    Ok(ending)
+}
+
+/// Where a connection's messages go, in the order they are sent: a writer's
+/// channel, or (in-process) a router that hands each to the call waiting for it.
+#[derive(Clone)]
+pub struct Outbox(Arc<dyn Fn(Value) -> bool + Send + Sync>);
+
+impl Outbox {
+    /// Messages go to `deliver`, which says whether they still had somewhere to go.
+    pub fn new(deliver: impl Fn(Value) -> bool + Send + Sync + 'static) -> Self {
+        Outbox(Arc::new(deliver))
+    }
+
+    /// Messages go into `sender`'s channel.
+    pub fn channel(sender: mpsc::UnboundedSender<Value>) -> Self {
+        Outbox::new(move |message| sender.send(message).is_ok())
+    }
+
+    /// Send one message; false once nobody reads them.
+    fn send(&self, message: Value) -> bool {
+        (self.0)(message)
+    }
+}
+
+/// Why an SDK connection's serving ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// Its input ended, or it asked for `shutdown`.
+    Closed,
+    /// The sandbox was idle for its timeout.
+    Idle(Duration),
+}
+
+impl Ending {
+    /// What the SDK's user is told when the engine stopped by itself; `None` when it was asked to.
+    pub fn why(self) -> Option<String> {
+        match self {
+            Ending::Closed => None,
+            Ending::Idle(limit) => Some(format!(
+                "the sandbox was idle for {} s, its timeout: its kernels are stopped. Create a new sandbox, \
+                 or give a longer timeout (Sandbox(timeout=...) or set_timeout())",
+                limit.as_secs_f64()
+            )),
+        }
+    }
 }
 
 /// A method's parameters (none given: as `{}`), or what is wrong with them.

@@ -69,11 +69,14 @@ where
         }
         write_half
     });
-    let result = super::serve_lines(engine, root, idle, input, out).await;
+    let ending = super::serve_lines(engine, root, idle, input, super::Outbox::channel(out)).await;
     reader.abort();
     drop(held);
     if let Ok(mut write_half) = writer.await {
         let _ = write_half.shutdown().await;
     }
-    result
+    if let Some(why) = ending.as_ref().ok().and_then(|ending| ending.why()) {
+        eprintln!("cellbox serve: a remote SDK connection ended: {why}");
+    }
+    ending.map(drop)
 }

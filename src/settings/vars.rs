@@ -178,6 +178,16 @@ pub const SERVE_TOKEN: EnvVar = user(
     "One more bearer token `cellbox serve` accepts, as principal `env` (for containers and CI secrets).",
 );
 
+// The Python SDK.
+/// `CELLBOX_SDK_ENGINE`.
+pub const SDK_ENGINE: EnvVar = user(
+    "CELLBOX_SDK_ENGINE",
+    "in-process|process|path",
+    "in-process when installed",
+    "Where a local `Sandbox()` runs its engine (as its `engine=`): in the program's process (the wheel's \
+     `cellbox._engine`), in a child process, or in-process from the extension file at this path.",
+);
+
 // Folders.
 /// `CELLBOX_CACHE_DIR`.
 pub const CACHE_DIR: EnvVar = user(
@@ -397,6 +407,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     // The server.
     SERVE_TOKENS,
     SERVE_TOKEN,
+    SDK_ENGINE,
     // Folders.
     CACHE_DIR,
     ARTIFACTS_DIR,

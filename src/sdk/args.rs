@@ -1,0 +1,52 @@
+//! The flags that configure an SDK engine: those of `cellbox sdk-server`, which
+//! the SDK's in-process engine parses too, so both engines of a `Sandbox` are
+//! configured by the same words.
+
+use std::time::Duration;
+
+use crate::kernel_args::KernelArgs;
+use crate::tool::EngineConfig;
+
+/// `cellbox sdk-server`'s flags.
+#[derive(Debug, clap::Args)]
+pub struct EngineArgs {
+    #[command(flatten)]
+    kernel: KernelArgs,
+    /// Warm spare kernels kept ready per kernel configuration in use (0: none).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    spares: usize,
+    /// Stop once idle this long, no call in progress and no command running
+    /// (the SDK's `timeout=`; 0: never).
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.0, value_parser = idle_seconds)]
+    idle_timeout: f64,
+}
+
+/// [`EngineArgs`] alone, for parsing a flag list that did not come from a command line.
+#[derive(Debug, clap::Parser)]
+#[command(name = "cellbox sdk-server", no_binary_name = true)]
+struct Flags {
+    #[command(flatten)]
+    args: EngineArgs,
+}
+
+impl EngineArgs {
+    /// Parse `flags` (no program name first), as `cellbox sdk-server` would.
+    pub fn parse(flags: &[String]) -> Result<Self, String> {
+        <Flags as clap::Parser>::try_parse_from(flags).map(|flags| flags.args).map_err(|e| e.to_string())
+    }
+
+    /// The engine's configuration (its working folder checked first) and its idle limit.
+    pub fn engine_config(&self) -> Result<(EngineConfig, Option<Duration>), String> {
+        let mut config = self.kernel.engine_config()?;
+        config.spare.count = self.spares;
+        let idle = (self.idle_timeout > 0.0).then(|| Duration::from_secs_f64(self.idle_timeout));
+        Ok((config, idle))
+    }
+}
+
+fn idle_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => Ok(seconds),
+        _ => Err(format!("expected 0 (never) or more seconds, not {text:?}")),
+    }
+}

@@ -1,0 +1,226 @@
+//! The engine inside the SDK's own Python process (the wheel's `cellbox._engine`
+//! extension): the same JSON-RPC lines as `cellbox sdk-server` speaks, handed
+//! over in memory instead of through pipes.
+//!
+//! A caller that waits for its own call ([`InProcess::call`]) gets that call's
+//! messages straight from the engine's task: no pipe, no thread in between,
+//! which is what brings a warm `run_code` close to the library's own call
+//! (docs/benchmarks.md). Every other message (those of calls whose outputs
+//! stream to callbacks) is read by one reader ([`InProcess::receive`]).
+//!
+//! The engine runs on a thread of its own, with its own async runtime. It is
+//! stopped by [`InProcess::close`] or when dropped; in a process forked from
+//! the one that started it (where that thread does not exist) it is never waited for.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::{EngineArgs, Outbox};
+use crate::tool::EvalEngine;
+
+/// How long closing waits for the engine to stop its kernels before it lets the runtime go.
+const CLOSE_GRACE: Duration = Duration::from_secs(10);
+
+/// An SDK engine running in this process.
+pub struct InProcess {
+    input: Mutex<Option<mpsc::UnboundedSender<std::io::Result<String>>>>,
+    routes: Arc<Routes>,
+    /// The messages no caller waits for, in order; `null` ends them.
+    general: Mutex<Receiver<Value>>,
+    /// Ends (or gets a message) when the engine's thread has stopped its kernels and its runtime.
+    done: Mutex<Receiver<()>>,
+    /// Why the engine stopped by itself (its idle timeout), once it has.
+    stopped: Arc<Mutex<Option<String>>>,
+    /// The process that started the engine: only it may wait for the engine's threads.
+    owner: u32,
+}
+
+/// Where each message of the engine goes: to the caller waiting for its call, else to the reader.
+struct Routes {
+    waiting: Mutex<Waiting>,
+    general: Sender<Value>,
+}
+
+#[derive(Default)]
+struct Waiting {
+    calls: HashMap<i64, Sender<Value>>,
+    /// The engine's output has ended: nothing more will come.
+    ended: bool,
+}
+
+impl Routes {
+    fn deliver(&self, message: Value) -> bool {
+        let mut waiting = self.waiting.lock().unwrap();
+        if message.is_null() {
+            waiting.ended = true;
+            waiting.calls.clear(); // each waiting caller sees its channel end
+        } else if let Some(caller) = call_of(&message).and_then(|call| waiting.calls.get(&call)) {
+            return caller.send(message).is_ok();
+        }
+        drop(waiting);
+        self.general.send(message).is_ok()
+    }
+}
+
+/// The request id a message belongs to: an answer's `id`, an `output` notification's `call`.
+fn call_of(message: &Value) -> Option<i64> {
+    match message.get("method") {
+        Some(_) => message.get("params")?.get("call")?.as_i64(),
+        None => message.get("id")?.as_i64(),
+    }
+}
+
+/// How far a waited-for call has come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// Its answer has come (the last of its lines).
+    Answered,
+    /// Not yet, within the time given.
+    Pending,
+    /// The engine stopped before answering it.
+    Ended,
+}
+
+/// A call whose messages come to its caller; it stops waiting when dropped.
+pub struct Waiter {
+    call: i64,
+    messages: Receiver<Value>,
+    routes: Arc<Routes>,
+}
+
+impl Waiter {
+    /// Add the call's messages to `lines` (one line of JSON each) until its
+    /// answer, for at most `limit`.
+    pub fn collect(&self, lines: &mut Vec<String>, limit: Duration) -> Progress {
+        loop {
+            match self.messages.recv_timeout(limit) {
+                Ok(message) => {
+                    let answer = message.get("method").is_none();
+                    lines.push(message.to_string());
+                    if answer {
+                        return Progress::Answered;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => return Progress::Pending,
+                Err(RecvTimeoutError::Disconnected) => return Progress::Ended,
+            }
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        self.routes.waiting.lock().unwrap().calls.remove(&self.call);
+    }
+}
+
+impl InProcess {
+    /// Start an engine configured by `flags` (those of `cellbox sdk-server`), with
+    /// `env` set in every kernel it starts; a bad flag or working folder is an error.
+    pub fn start(flags: &[String], env: BTreeMap<String, String>) -> Result<Self, String> {
+        let (mut config, idle) = EngineArgs::parse(flags)?.engine_config()?;
+        config.extra_env.extend(env);
+        // One thread drives the engine: a call's request, its cell's frames and its
+        // answer are handled there without waking another worker for each.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|error| format!("could not start the engine's async runtime: {error}"))?;
+        let (input, lines) = mpsc::unbounded_channel();
+        let (general_out, general) = channel();
+        let routes = Arc::new(Routes { waiting: Mutex::default(), general: general_out });
+        // The engine's own `null` (nothing more will be written) is not the end yet:
+        // the end comes once its kernels are stopped and why it stopped is known.
+        let out = {
+            let routes = routes.clone();
+            Outbox::new(move |message| message.is_null() || routes.deliver(message))
+        };
+        let last = routes.clone();
+        let stopped = Arc::new(Mutex::new(None));
+        let why = stopped.clone();
+        let (finished, done) = channel();
+        std::thread::Builder::new()
+            .name("cellbox-engine".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    let root = config.default_cwd.clone();
+                    let engine = Arc::new(EvalEngine::new(config));
+                    let warm = engine.clone();
+                    tokio::spawn(async move { warm.prewarm().await });
+                    let ending = super::serve_lines(engine, root, idle, lines, out).await;
+                    *why.lock().unwrap() = match ending {
+                        Ok(ending) => ending.why(),
+                        Err(error) => Some(error.to_string()),
+                    };
+                    last.deliver(Value::Null);
+                });
+                runtime.shutdown_timeout(Duration::from_millis(200));
+                let _ = finished.send(());
+            })
+            .map_err(|error| format!("could not start the engine's thread: {error}"))?;
+        Ok(InProcess {
+            input: Mutex::new(Some(input)),
+            routes,
+            general: Mutex::new(general),
+            done: Mutex::new(done),
+            stopped,
+            owner: std::process::id(),
+        })
+    }
+
+    /// Hand the engine one request line; false once the engine no longer reads.
+    pub fn send(&self, line: String) -> bool {
+        self.input.lock().unwrap().as_ref().is_some_and(|input| input.send(Ok(line)).is_ok())
+    }
+
+    /// Send the request `line`, whose id is `call`, and take its messages
+    /// (outputs, then the answer) from the returned waiter; `None` when the
+    /// engine no longer reads.
+    pub fn call(&self, line: String, call: i64) -> Option<Waiter> {
+        let (sender, messages) = channel();
+        {
+            let mut waiting = self.routes.waiting.lock().unwrap();
+            if waiting.ended {
+                return None;
+            }
+            waiting.calls.insert(call, sender);
+        }
+        let waiter = Waiter { call, messages, routes: self.routes.clone() };
+        self.send(line).then_some(waiter)
+    }
+
+    /// The next message no caller waits for, as one line of JSON, waiting for
+    /// it; `None` at the end of the engine's output. One reader at a time.
+    pub fn receive(&self) -> Option<String> {
+        match self.general.lock().unwrap().recv() {
+            Err(_) | Ok(Value::Null) => None,
+            Ok(message) => Some(message.to_string()),
+        }
+    }
+
+    /// Why the engine stopped by itself, once it has (`None` while it runs or when it was closed).
+    pub fn stopped(&self) -> Option<String> {
+        self.stopped.lock().unwrap().clone()
+    }
+
+    /// End the engine's input: it stops its kernels and leaves. Waits for that
+    /// (at most a few seconds); does not wait in a forked child, where the
+    /// engine's thread does not exist.
+    pub fn close(&self) {
+        drop(self.input.lock().unwrap().take());
+        if std::process::id() == self.owner {
+            let _ = self.done.lock().unwrap().recv_timeout(CLOSE_GRACE);
+        }
+    }
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
