@@ -4,9 +4,10 @@ Each input line is a JSON command; each answer is one JSON line. Timings are
 taken here, around the SDK's own calls, as a program using the SDK sees them.
 The SDK is imported from the repository's python/ folder and starts the
 `cellbox` binary in BIN (the benchmark's own build: put first on PATH, where
-the SDK looks after its own scripts folder). Commands:
-  {"op": "cold", "python": PY, "cwd": DIR, "binary_dir": BIN}
-                                             Sandbox(python=PY, cwd=DIR) → run_code("1+1").text == "2";
+the SDK looks after its own scripts folder) or, with "engine": "in-process",
+loads the benchmark's build of the in-process engine from ENGINE_FILE. Commands:
+  {"op": "cold", "python": PY, "cwd": DIR, "binary_dir": BIN, "engine": E, "engine_file": ENGINE_FILE}
+                                             Sandbox(python=PY, cwd=DIR, engine=E) → run_code("1+1").text == "2";
                                              ms from the constructor's call to that text (kill not timed)
   {"op": "start", ...as cold...}             keep one sandbox (its first cell run)
   {"op": "roundtrip", "n": N}                N warm run_code("1+1") calls of the kept sandbox; ms each
@@ -36,15 +37,17 @@ def main():
         binary_dir = command.get("binary_dir")
         if binary_dir and not os.environ.get("PATH", "").startswith(binary_dir + os.pathsep):
             os.environ["PATH"] = binary_dir + os.pathsep + os.environ.get("PATH", "")
+        if command.get("engine_file"):
+            os.environ["CELLBOX_SDK_ENGINE"] = command["engine_file"]
         try:
             if op == "cold":
                 started = time.perf_counter()
-                sandbox = Sandbox(python=command["python"], cwd=command["cwd"])
+                sandbox = Sandbox(python=command["python"], cwd=command["cwd"], engine=command["engine"])
                 one_plus_one(sandbox)
                 answer = {"ms": (time.perf_counter() - started) * 1000}
                 sandbox.kill()
             elif op == "start":
-                kept = Sandbox(python=command["python"], cwd=command["cwd"])
+                kept = Sandbox(python=command["python"], cwd=command["cwd"], engine=command["engine"])
                 one_plus_one(kept)
                 answer = {}
             elif op == "roundtrip":

@@ -1,5 +1,6 @@
 //! The Python SDK (`--only sdk`): `Sandbox()` → the first `1+1` beside `cellbox run`'s spawn → first
-//! result, and the warm `run_code("1+1")` beside the library's own warm call (bench/sdk_helper.py).
+//! result, and the warm `run_code("1+1")` beside the library's own warm call (bench/sdk_helper.py),
+//! each with the engine in the SDK's process (the default, `cellbox._engine`) and in a child process.
 
 use std::path::Path;
 
@@ -9,20 +10,32 @@ use tokio_util::sync::CancellationToken;
 
 use super::{HelperProcess, McpClient, Plan, Report, Series, Setup, ms_list};
 
-/// The SDK helper runs on the benchmark's interpreter (a program using the SDK would) and starts
-/// this build's binary; `cellbox run` is timed by the MCP helper, as in the MCP rows.
+/// The SDK helpers (one per engine) run on the benchmark's interpreter (a program using the SDK
+/// would) and use this build's binary and extension (bench/run builds it beside the binary);
+/// `cellbox run` is timed by the MCP helper, as in the MCP rows.
 pub(super) async fn sdk_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, report: &mut Report) {
     let binary = Path::new(env!("CARGO_BIN_EXE_cellbox"));
-    let binary_dir = binary.parent().unwrap().display().to_string();
+    let binary_dir = binary.parent().unwrap();
+    let extension = binary_dir.join(if cfg!(target_os = "macos") { "lib_engine.dylib" } else { "lib_engine.so" });
+    assert!(
+        extension.is_file(),
+        "{}: build it with `cargo build --release -p cellbox-sdk-engine` (bench/run does)",
+        extension.display()
+    );
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/sdk_helper.py");
-    let mut sdk = HelperProcess::spawn(&setup.python, &script, "SDK").await;
+    let mut in_process = HelperProcess::spawn(&setup.python, &script, "SDK in-process").await;
+    let mut child = HelperProcess::spawn(&setup.python, &script, "SDK child engine").await;
     let mut cli = McpClient::spawn(jupyter_python).await;
     let python = setup.python.display().to_string();
     let cwd = setup.cwd.display().to_string();
-    let sandbox = json!({"python": python, "cwd": cwd, "binary_dir": binary_dir});
-    let with_op = |op: &str| {
+    let sandbox = json!({
+        "python": python, "cwd": cwd, "binary_dir": binary_dir.display().to_string(),
+        "engine_file": extension.display().to_string(),
+    });
+    let with_op = |op: &str, engine: &str| {
         let mut command = sandbox.clone();
         command["op"] = json!(op);
+        command["engine"] = json!(engine);
         command
     };
     let argv = [binary.display().to_string(), "run".into(), "--cwd".into(), cwd.clone(), "-c".into(), "1+1".into()];
@@ -30,15 +43,27 @@ pub(super) async fn sdk_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, 
     env.insert("CELLBOX_PYTHON".into(), python.clone());
     let run = json!({"op": "run", "argv": argv, "env": env, "expect": "2"});
 
-    let (mut sdk_cold, mut run_cold) = (Series::new("SDK Sandbox()"), Series::new("cellbox run"));
+    let (mut sdk_cold, mut child_cold) = (Series::new("SDK Sandbox()"), Series::new("SDK, child engine"));
+    let mut run_cold = Series::new("cellbox run");
     for _ in 0..plan.cold_runs {
-        let answer = sdk.call(&with_op("cold")).await.unwrap_or_else(|e| panic!("SDK: {e}"));
+        let answer = in_process.call(&with_op("cold", "in-process")).await.unwrap_or_else(|e| panic!("SDK: {e}"));
         sdk_cold.values.push(answer["ms"].as_f64().unwrap_or(f64::NAN));
+        let answer = child.call(&with_op("cold", "process")).await.unwrap_or_else(|e| panic!("SDK: {e}"));
+        child_cold.values.push(answer["ms"].as_f64().unwrap_or(f64::NAN));
         run_cold.values.push(cli.ms(run.clone()).await.unwrap_or_else(|e| panic!("cellbox run: {e}")));
     }
-    report.add("SDK Sandbox() → first 1+1", "ms", false, &sdk_cold, Some(&run_cold), "engine spawn included");
+    report.add("SDK Sandbox() → first 1+1", "ms", false, &sdk_cold, Some(&run_cold), "engine in the SDK's process");
+    report.add(
+        "SDK Sandbox() → first 1+1, child engine",
+        "ms",
+        false,
+        &child_cold,
+        Some(&run_cold),
+        "engine spawn included",
+    );
 
-    sdk.call(&with_op("start")).await.unwrap_or_else(|e| panic!("SDK: {e}"));
+    in_process.call(&with_op("start", "in-process")).await.unwrap_or_else(|e| panic!("SDK: {e}"));
+    child.call(&with_op("start", "process")).await.unwrap_or_else(|e| panic!("SDK: {e}"));
     let mut config = EngineConfig::new(&setup.cwd);
     config.python = Some(python);
     let artifacts = tempfile::tempdir().unwrap();
@@ -50,11 +75,15 @@ pub(super) async fn sdk_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, 
     for _ in 0..20 {
         engine.eval(&one, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
     }
-    let (mut sdk_warm, mut library_warm) = (Series::new("SDK run_code"), Series::new("cellbox library"));
+    let (mut sdk_warm, mut child_warm) = (Series::new("SDK run_code"), Series::new("SDK run_code, child engine"));
+    let mut library_warm = Series::new("cellbox library");
     let batch = 50;
+    let roundtrip = json!({"op": "roundtrip", "n": batch});
     for _ in 0..plan.warm_iterations.div_ceil(batch) {
-        let answer = sdk.call(&json!({"op": "roundtrip", "n": batch})).await.unwrap_or_else(|e| panic!("SDK: {e}"));
+        let answer = in_process.call(&roundtrip).await.unwrap_or_else(|e| panic!("SDK: {e}"));
         sdk_warm.values.extend(ms_list(&answer));
+        let answer = child.call(&roundtrip).await.unwrap_or_else(|e| panic!("SDK: {e}"));
+        child_warm.values.extend(ms_list(&answer));
         for _ in 0..batch {
             let started = std::time::Instant::now();
             let result = engine.eval(&one, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
@@ -63,7 +92,8 @@ pub(super) async fn sdk_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, 
         }
     }
     engine.dispose_all().await;
-    let _ = sdk.call(&json!({"op": "stop"})).await;
+    let _ = in_process.call(&json!({"op": "stop"})).await;
+    let _ = child.call(&json!({"op": "stop"})).await;
     let _ = cli.call(json!({"op": "stop"})).await;
     report.add(
         "SDK warm run_code(\"1+1\")",
@@ -71,6 +101,14 @@ pub(super) async fn sdk_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, 
         false,
         &sdk_warm,
         Some(&library_warm),
-        "child engine, JSON-RPC over pipes",
+        "engine in the SDK's process (goal ≤ 1.5×)",
+    );
+    report.add(
+        "SDK warm run_code(\"1+1\"), child engine",
+        "ms",
+        false,
+        &child_warm,
+        Some(&library_warm),
+        "JSON-RPC over pipes",
     );
 }
