@@ -20,7 +20,7 @@ import threading
 import weakref
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
-from ._transport import _ANSWER, EngineGone, LocalTransport, Transport, _answer, _Engine
+from ._transport import _ANSWER, EngineGone, LocalTransport, Transport, _answer, _Engine, _request
 from .exceptions import InvalidArgumentException
 
 __all__ = ["InProcessTransport", "open_local"]
@@ -153,12 +153,8 @@ class InProcessTransport(Transport):
         # The caller takes its call's messages from the engine itself, without
         # the reader thread: the one wake-up a warm call costs.
         engine = self._engine
-        with engine.lock:
-            if engine.gone is not None:
-                raise EngineGone(engine.gone)
-            call_id = self._next_id
-            self._next_id += 1
-        line = json.dumps({"jsonrpc": "2.0", "id": call_id, "method": method, "params": params or {}})
+        call_id = self._new_call()
+        line = json.dumps(_request(call_id, method, params))
         answered = False
         try:
             lines, answered = engine.native.call(line, call_id)

@@ -306,17 +306,24 @@ class Transport:
         finally:
             self._close(call_id, method, answered)
 
-    def _open(self, method: str, params: Optional[Dict[str, Any]], deliver: Callable[[Tuple[str, Any]], None]) -> int:
-        """Register a call and send its request; its id."""
+    def _new_call(self, deliver: Optional[Callable[[Tuple[str, Any]], None]] = None) -> int:
+        """The next call's id, its messages registered for `deliver` (if
+        given); `EngineGone` once the engine is."""
         engine = self._engine
         with engine.lock:
             if engine.gone is not None:
                 raise EngineGone(engine.gone)
             call_id = self._next_id
             self._next_id += 1
-            engine.calls[call_id] = _Call(deliver)
+            if deliver is not None:
+                engine.calls[call_id] = _Call(deliver)
+        return call_id
+
+    def _open(self, method: str, params: Optional[Dict[str, Any]], deliver: Callable[[Tuple[str, Any]], None]) -> int:
+        """Register a call and send its request; its id."""
+        call_id = self._new_call(deliver)
         try:
-            self._send({"jsonrpc": "2.0", "id": call_id, "method": method, "params": params or {}})
+            self._send(_request(call_id, method, params))
         except BaseException:
             self._close(call_id, method, answered=True)
             raise
@@ -419,6 +426,11 @@ def _close_process(process: "subprocess.Popen[bytes]") -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+def _request(call_id: int, method: str, params: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """A JSON-RPC request."""
+    return {"jsonrpc": "2.0", "id": call_id, "method": method, "params": params or {}}
 
 
 def _answer(kind: str, payload: Any) -> Any:
