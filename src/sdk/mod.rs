@@ -1,8 +1,9 @@
 //! The engine's side of the Python SDK (`from cellbox import Sandbox`):
-//! `cellbox sdk-server` speaks JSON-RPC 2.0, one message per line, on its
-//! stdin and stdout, to the one SDK process that started it and owns it.
-//! No port is opened. The same methods are what a remote server will offer,
-//! so the SDK keeps its transport behind one seam.
+//! JSON-RPC 2.0, one message per line, to the one SDK process that owns the
+//! engine. The engine runs in that process ([`in_process`], the wheel's
+//! `cellbox._engine`) or as `cellbox sdk-server` on its stdin and stdout;
+//! `cellbox serve` offers the same methods to remote SDKs ([`serve_stream`]).
+//! No port is opened locally, and the SDK keeps its transport behind one seam.
 //!
 //! Methods (see [`wire`] for their parameters): `initialize`, `run_code`
 //! (streams `output` notifications, then answers with the cell's status and
