@@ -9,7 +9,8 @@ child, whose crash cannot take this program with it. `CELLBOX_SDK_ENGINE` may
 also name an extension file to load (a development build).
 
 A process forked from this one cannot use the engine (its threads stayed in
-the parent): there, its sandboxes say so instead of hanging.
+the parent): there, its sandboxes say so instead of hanging, and new ones run
+their engine as a child process.
 """
 
 import importlib.machinery
@@ -32,6 +33,9 @@ _ENGINES = (_PROCESS, _IN_PROCESS)
 
 _loaded: Any = None
 _load_lock = threading.Lock()
+#: The process that started in-process engines: a process forked from it
+#: cannot start one (the fork copied locks the engines' threads held there).
+_STARTED_IN: Optional[int] = None
 #: In-process engines alive in this process, told when it forks.
 _LIVE: "weakref.WeakSet[_InProcessEngine]" = weakref.WeakSet()
 
@@ -79,7 +83,13 @@ def open_local(engine: Optional[str], args: List[str], cwd: Optional[str], envs:
     chosen = engine if engine is not None else os.environ.get("CELLBOX_SDK_ENGINE") or None
     if engine is not None and engine not in _ENGINES:
         raise InvalidArgumentException("engine=%r: expected %r or %r" % (engine, _IN_PROCESS, _PROCESS))
-    if chosen == _PROCESS:
+    forked = _STARTED_IN is not None and _STARTED_IN != os.getpid()
+    if forked and engine == _IN_PROCESS:
+        raise InvalidArgumentException(
+            "engine=%r: this process was forked from one whose sandboxes run in-process (pid %d), "
+            "and cannot start that engine; use engine=%r" % (_IN_PROCESS, _STARTED_IN, _PROCESS)
+        )
+    if chosen == _PROCESS or forked:
         return LocalTransport(args, cwd=cwd, env=envs)
     extension = _extension(required=chosen is not None)
     if extension is None:
@@ -142,6 +152,8 @@ class InProcessTransport(Transport):
             native = extension.Engine(flags, dict(envs or {}))
         except ValueError as error:
             raise InvalidArgumentException(_first_line(str(error))) from None
+        global _STARTED_IN
+        _STARTED_IN = os.getpid()
         engine = _InProcessEngine(native)
         _LIVE.add(engine)
         self._start(engine)
@@ -198,7 +210,7 @@ def _after_fork_in_child() -> None:
     for engine in list(_LIVE):
         engine.forked = (
             "this sandbox's engine runs in the process that created it (pid %d), not in this forked child: "
-            "create the sandbox after the fork, or use engine=%r" % (os.getppid(), _PROCESS)
+            "create a sandbox here (its engine runs as a child process), or use engine=%r" % (os.getppid(), _PROCESS)
         )
         engine.writer.closed = True
         engine.gone = engine.forked

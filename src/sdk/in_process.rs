@@ -10,7 +10,8 @@
 //!
 //! The engine runs on a thread of its own, with its own async runtime. It is
 //! stopped by [`InProcess::close`] or when dropped; in a process forked from
-//! the one that started it (where that thread does not exist) it is never waited for.
+//! the one that started it (where that thread does not exist) it is never
+//! touched again.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
@@ -28,6 +29,15 @@ const CLOSE_GRACE: Duration = Duration::from_secs(10);
 
 /// An SDK engine running in this process.
 pub struct InProcess {
+    /// The process that started the engine: only it may touch the engine's state
+    /// when it ends. A forked child leaves it alone (see [`Drop`]).
+    owner: u32,
+    /// Present until dropped.
+    shared: Option<Shared>,
+}
+
+/// What the caller's side and the engine's thread share.
+struct Shared {
     input: Mutex<Option<mpsc::UnboundedSender<std::io::Result<String>>>>,
     routes: Arc<Routes>,
     /// The messages no caller waits for, in order; `null` ends them.
@@ -36,8 +46,6 @@ pub struct InProcess {
     done: Mutex<Receiver<()>>,
     /// Why the engine stopped by itself (its idle timeout), once it has.
     stopped: Arc<Mutex<Option<String>>>,
-    /// The process that started the engine: only it may wait for the engine's threads.
-    owner: u32,
 }
 
 /// Where each message of the engine goes: to the caller waiting for its call, else to the reader.
@@ -164,18 +172,24 @@ impl InProcess {
             })
             .map_err(|error| format!("could not start the engine's thread: {error}"))?;
         Ok(InProcess {
-            input: Mutex::new(Some(input)),
-            routes,
-            general: Mutex::new(general),
-            done: Mutex::new(done),
-            stopped,
             owner: std::process::id(),
+            shared: Some(Shared {
+                input: Mutex::new(Some(input)),
+                routes,
+                general: Mutex::new(general),
+                done: Mutex::new(done),
+                stopped,
+            }),
         })
+    }
+
+    fn shared(&self) -> &Shared {
+        self.shared.as_ref().expect("present until dropped")
     }
 
     /// Hand the engine one request line; false once the engine no longer reads.
     pub fn send(&self, line: String) -> bool {
-        self.input.lock().unwrap().as_ref().is_some_and(|input| input.send(Ok(line)).is_ok())
+        self.shared().input.lock().unwrap().as_ref().is_some_and(|input| input.send(Ok(line)).is_ok())
     }
 
     /// Send the request `line`, whose id is `call`, and take its messages
@@ -184,20 +198,20 @@ impl InProcess {
     pub fn call(&self, line: String, call: i64) -> Option<Waiter> {
         let (sender, messages) = channel();
         {
-            let mut waiting = self.routes.waiting.lock().unwrap();
+            let mut waiting = self.shared().routes.waiting.lock().unwrap();
             if waiting.ended {
                 return None;
             }
             waiting.calls.insert(call, sender);
         }
-        let waiter = Waiter { call, messages, routes: self.routes.clone() };
+        let waiter = Waiter { call, messages, routes: self.shared().routes.clone() };
         self.send(line).then_some(waiter)
     }
 
     /// The next message no caller waits for, as one line of JSON, waiting for
     /// it; `None` at the end of the engine's output. One reader at a time.
     pub fn receive(&self) -> Option<String> {
-        match self.general.lock().unwrap().recv() {
+        match self.shared().general.lock().unwrap().recv() {
             Err(_) | Ok(Value::Null) => None,
             Ok(message) => Some(message.to_string()),
         }
@@ -205,22 +219,30 @@ impl InProcess {
 
     /// Why the engine stopped by itself, once it has (`None` while it runs or when it was closed).
     pub fn stopped(&self) -> Option<String> {
-        self.stopped.lock().unwrap().clone()
+        self.shared().stopped.lock().unwrap().clone()
     }
 
     /// End the engine's input: it stops its kernels and leaves. Waits for that
     /// (at most a few seconds); does not wait in a forked child, where the
     /// engine's thread does not exist.
     pub fn close(&self) {
-        drop(self.input.lock().unwrap().take());
-        if std::process::id() == self.owner {
-            let _ = self.done.lock().unwrap().recv_timeout(CLOSE_GRACE);
+        if std::process::id() != self.owner {
+            return;
         }
+        drop(self.shared().input.lock().unwrap().take());
+        let _ = self.shared().done.lock().unwrap().recv_timeout(CLOSE_GRACE);
     }
 }
 
 impl Drop for InProcess {
     fn drop(&mut self) {
+        if std::process::id() != self.owner {
+            // A forked child: its copy of the engine's state may hold locks and
+            // channels the parent's threads were using at the fork. Touching it
+            // could hang, or wake the parent's engine; it is left as it is.
+            std::mem::forget(self.shared.take());
+            return;
+        }
         self.close();
     }
 }

@@ -73,7 +73,10 @@ class InProcessTests(unittest.TestCase):
                 said = "%s: %s" % (type(error).__name__, error)
             try:
                 with Sandbox(python=PYTHON, cwd=self.workspace.work) as own:
-                    said += "\nown sandbox: %s" % own.run_code("6 * 7").text
+                    said += "\nown sandbox: %s, %s" % (own.run_code("6 * 7").text, type(own._transport).__name__)
+                Sandbox(python=PYTHON, cwd=self.workspace.work, engine="in-process")
+            except InvalidArgumentException as error:
+                said += "\nin-process asked for: %s" % error
             except BaseException as error:
                 said += "\nown sandbox: %s: %s" % (type(error).__name__, error)
             os.write(write_end, said.encode("utf-8"))
@@ -84,7 +87,10 @@ class InProcessTests(unittest.TestCase):
         os.waitpid(pid, 0)
         self.assertIn("SandboxNotRunningException", said)
         self.assertIn("forked child", said)
-        self.assertIn("own sandbox: 42", said)
+        # Its own sandboxes run their engine as a child process: the fork copied
+        # locks the parent's engine threads may have held.
+        self.assertIn("own sandbox: 42, LocalTransport", said)
+        self.assertIn("in-process asked for: engine='in-process': this process was forked", said)
         self.assertEqual(box.run_code("x + 1").text, "42")
 
     def test_ctrl_c_while_waiting_stops_the_cell_and_keeps_the_context(self):
