@@ -21,7 +21,7 @@ import threading
 import weakref
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
-from ._transport import _ANSWER, EngineGone, LocalTransport, Transport, _answer, _Engine, _request
+from ._transport import _ANSWER, _OUTPUT, EngineGone, LocalTransport, Transport, _answer, _Engine, _OneAnswer, _request
 from .exceptions import InvalidArgumentException
 
 __all__ = ["InProcessTransport", "open_local"]
@@ -173,22 +173,17 @@ class InProcessTransport(Transport):
         finally:
             if not answered:
                 self._close(call_id, method, answered=False)  # Ctrl-C: the cell stops too
-        answer = None
-        failure: Optional[BaseException] = None
+        # The same recording as with the reader thread: the first failure of
+        # `on_output` is kept and the outputs after it are dropped.
+        answer = _OneAnswer(on_output)
         for text in lines:
             message = json.loads(text)
-            if "method" not in message:
-                answer = message
-            elif on_output is not None and failure is None:
-                try:
-                    on_output(message.get("params") or {})
-                except Exception as error:  # the outputs after it are dropped, as with the reader thread
-                    failure = error
-        if failure is not None:
-            raise failure
-        if answer is None:
+            answer.deliver((_OUTPUT, message.get("params") or {}) if "method" in message else (_ANSWER, message))
+        if answer.failure is not None:
+            raise answer.failure
+        if not answered:
             raise EngineGone(engine.why_gone())
-        return _answer(_ANSWER, answer)
+        return _answer(*answer.wait())
 
 
 def _close_engine(engine: _InProcessEngine) -> None:
