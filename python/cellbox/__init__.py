@@ -20,6 +20,10 @@ from .models import *  # noqa: F401,F403
 from .models import __all__ as _models
 from .sandbox import AsyncSandbox, Sandbox
 from ._branches import SnapshotInfo
+from ._e2b_types import *  # noqa: F401,F403 - the rest of E2B's top-level names
+from ._e2b_types import __all__ as _e2b_types
+from ._cloud import *  # noqa: F401,F403
+from ._cloud import __all__ as _cloud_names
 from .filesystem import (
     AsyncWatchHandle,
     EntryInfo,
@@ -62,3 +66,4 @@ _files_and_commands = [
 ]
 
 __all__ = ["Sandbox", "AsyncSandbox", "EngineGone", "SnapshotInfo"] + list(_models) + list(_exceptions) + _files_and_commands
+__all__ += list(_e2b_types) + list(_cloud_names)

@@ -43,6 +43,7 @@ __all__ = [
     "GuestUnresponsiveException",
     "ServiceBusyException",
     "DockerfileSyntaxError",
+    "NotLocalException",
 ]
 
 
@@ -189,3 +190,9 @@ def format_sandbox_killed_error() -> TimeoutException:
         "The sandbox was killed while the request was in progress, because it timed out or was killed on purpose; "
         "a longer sandbox lifetime can be set with 'timeout' at creation or with set_timeout()"
     )
+
+
+class NotLocalException(SandboxException, AttributeError):
+    """cellbox's own: raised when code reaches a part of E2B's SDK that only
+    its cloud serves (`Template`, `Sandbox.list`, …), saying what to use
+    instead. It is an `AttributeError` too, so `hasattr` says False."""

@@ -18,6 +18,8 @@ import uuid
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Union
 
+from ._cloud import MembersElsewhere, SandboxMembersElsewhere
+from ._e2b_types import network_off
 from ._remote import RemoteTransport
 from ._in_process import open_local
 from ._transport import EngineGone, Transport
@@ -93,8 +95,7 @@ def _engine_args(
         args += ["--preload", preload if isinstance(preload, str) else ",".join(preload)]
     if spares is not None:
         args += ["--spares", str(int(spares))]
-    deny = (network or {}).get("deny_out") or []
-    if not allow_internet_access or (isinstance(deny, (list, tuple)) and "0.0.0.0/0" in deny):
+    if network_off(allow_internet_access, network):
         args += ["--network", "off"]
     if sandbox is not None:
         args += ["--sandbox", sandbox]
@@ -238,15 +239,16 @@ class _Requests:
         return {key: value for key, value in given if value is not None}
 
 
-class Sandbox(_Requests, SyncBranches):
+class Sandbox(_Requests, SyncBranches, MembersElsewhere, metaclass=SandboxMembersElsewhere):
     """A local code interpreter: Python, JavaScript/TypeScript and bash cells
     in long-lived kernels, under cellbox's OS sandbox.
 
     `template`, `metadata`, `secure`, `api_key`, `domain`, `debug`, `proxy`,
     `request_timeout`, `mcp`, `lifecycle`, `volume_mounts` and `logger` have
     no local meaning and are ignored. `envs` are set in every kernel;
-    `allow_internet_access=False` (or `network={"deny_out": ["0.0.0.0/0"]}`)
-    turns the kernels' network off. `timeout` is the sandbox's idle
+    `allow_internet_access=False` (or `network={"deny_out": [ALL_TRAFFIC]}`)
+    turns the kernels' network off; other network rules are refused, since
+    the network is on or off as a whole. `timeout` is the sandbox's idle
     lifetime: once that many seconds pass without a call in progress or a
     command running, its kernels are stopped and later calls raise
     `SandboxNotRunningException` (E2B counts it from creation, busy or not).
@@ -424,7 +426,7 @@ class Sandbox(_Requests, SyncBranches):
         self._transport.request("remove_context", {"context_id": _context_id(context)})
 
 
-class AsyncSandbox(_Requests, AsyncBranches):
+class AsyncSandbox(_Requests, AsyncBranches, MembersElsewhere, metaclass=SandboxMembersElsewhere):
     """`Sandbox` for asyncio: make one with `await AsyncSandbox.create(...)`
     (same arguments); every method is a coroutine. Callbacks may be plain
     functions or coroutine functions; they run in the event loop, in order.

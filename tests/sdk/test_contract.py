@@ -6,10 +6,12 @@ method accepts every argument E2B's does, in the same positions.
 import inspect
 import os
 import sys
+import typing
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 
+import e2b as e2b_base  # noqa: E402
 import e2b_code_interpreter as e2b  # noqa: E402
 from e2b.sandbox_async.commands.command import Commands as E2BAsyncCommands  # noqa: E402
 from e2b.sandbox_async.commands.command_handle import AsyncCommandHandle as E2BAsyncCommandHandle  # noqa: E402
@@ -74,6 +76,60 @@ class NamesTests(unittest.TestCase):
             with self.subTest(name):
                 self.assertTrue(hasattr(e2b, name), "the contract changed: e2b_code_interpreter has no %s" % name)
                 self.assertTrue(hasattr(cellbox, name), "cellbox has no %s" % name)
+
+    def test_every_top_level_name_of_e2b_s_package_exists(self):
+        exported = set(getattr(e2b, "__all__", ())) | set(e2b_base.__all__)
+        exported |= {name for name in vars(e2b) if not name.startswith("_")}
+        exported = {name for name in exported if not inspect.ismodule(getattr(e2b, name))}
+        self.assertIn("Template", exported, "the contract changed: E2B exports no Template")
+        missing = sorted(name for name in exported if not hasattr(cellbox, name))
+        self.assertEqual(missing, [], "cellbox lacks these names of e2b_code_interpreter")
+        star = {}
+        exec("from cellbox import *", star)
+        self.assertEqual(sorted(exported - set(star)), [], "`from cellbox import *` lacks these names")
+
+    def test_cloud_services_import_and_annotate_but_refuse_use(self):
+        def uses(template: typing.Optional[cellbox.Template], network: cellbox.SandboxNetworkOpts) -> cellbox.Volume:
+            raise AssertionError("not called")
+
+        self.assertIs(typing.get_type_hints(uses)["return"], cellbox.Volume)
+        self.assertFalse(isinstance(object(), cellbox.Template))
+        refusals = [
+            lambda: cellbox.Template(),
+            lambda: cellbox.Template.build,
+            lambda: cellbox.AsyncVolume.create("data"),
+            lambda: cellbox.Secret.list(),
+            lambda: cellbox.SandboxPaginator(),
+            lambda: cellbox.wait_for_port(8080),
+            lambda: cellbox.get_signature("/a", "read", "user"),
+        ]
+        for refusal in refusals:
+            with self.assertRaises(cellbox.SandboxException) as caught:
+                refusal()
+            self.assertIn("has no counterpart in a local cellbox sandbox", str(caught.exception))
+            self.assertIn("Coming from E2B", str(caught.exception))
+        self.assertEqual(cellbox.ALL_TRAFFIC, e2b.ALL_TRAFFIC)
+        self.assertEqual(cellbox.SandboxState.RUNNING, "running")
+        options = cellbox.SandboxNetworkOpts(deny_out=[cellbox.ALL_TRAFFIC])
+        self.assertEqual(options, {"deny_out": ["0.0.0.0/0"]})
+
+    def test_each_member_of_e2b_s_sandboxes_exists_or_says_what_to_use_instead(self):
+        for cls in ("Sandbox", "AsyncSandbox"):
+            ours, theirs = getattr(cellbox, cls), getattr(e2b, cls)
+            unmade = object.__new__(ours)  # the members are looked up, never called
+            elsewhere = [name for name in dir(theirs) if not name.startswith("_") and name not in dir(ours)]
+            self.assertIn("get_info", elsewhere, "the contract changed: cellbox has get_info now")
+            for name in elsewhere:
+                for owner in (ours, unmade):
+                    with self.subTest(cls=cls, member=name, on="class" if owner is ours else "sandbox"):
+                        self.assertFalse(hasattr(owner, name))
+                        with self.assertRaises(cellbox.NotLocalException) as caught:
+                            getattr(owner, name)
+                        self.assertIn("%s.%s belongs to E2B's service" % (cls, name), str(caught.exception))
+                        self.assertIsInstance(caught.exception, cellbox.SandboxException)
+            with self.assertRaises(AttributeError) as caught:
+                unmade.no_such_member
+            self.assertNotIsInstance(caught.exception, cellbox.SandboxException)
 
     def test_chart_classes_exist_in_the_charts_module(self):
         names = [n for n, v in _classes(e2b_charts).items() if v.__module__ == e2b_charts.__name__]

@@ -8,6 +8,7 @@ import gc
 import os
 import subprocess
 import shutil
+import socket
 import sys
 import tempfile
 import threading
@@ -17,11 +18,13 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 
 from cellbox import (  # noqa: E402
+    ALL_TRAFFIC,
     Execution,
     InvalidArgumentException,
     NotFoundException,
     Sandbox,
     SandboxException,
+    SandboxNetworkOpts,
     SandboxNotRunningException,
     TimeoutException,
 )
@@ -231,6 +234,51 @@ class BadArgumentTests(unittest.TestCase):
             with self.subTest(arguments=arguments), self.assertRaises(InvalidArgumentException):
                 box.run_code("1", **arguments)
         self.assertEqual(box.run_code("1").text, "1")
+
+
+class NetworkTests(unittest.TestCase):
+    """E2B's network options against the kernels' real network: the OS
+    sandbox turns it on or off as a whole."""
+
+    CONNECT = (
+        "import socket\n"
+        "try:\n"
+        "    socket.create_connection(('127.0.0.1', %d), timeout=10).close()\n"
+        "    reached = 'reached'\n"
+        "except OSError as error:\n"
+        "    reached = type(error).__name__\n"
+        "reached"
+    )
+
+    def reaches_a_host_listener(self, **options):
+        listener = socket.socket()
+        self.addCleanup(listener.close)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        box = sandbox(self, spares=0, **options)
+        return box.run_code(self.CONNECT % listener.getsockname()[1]).text
+
+    def test_denying_all_traffic_turns_the_network_off(self):
+        self.assertEqual(self.reaches_a_host_listener(), "reached")
+        for options in (
+            {"allow_internet_access": False},
+            {"network": {"deny_out": [ALL_TRAFFIC]}},
+            {"network": SandboxNetworkOpts(deny_out=lambda context: [context.all_traffic])},
+        ):
+            with self.subTest(options=options):
+                # ENETUNREACH on Linux (a network namespace without a network), EPERM on macOS.
+                self.assertIn(self.reaches_a_host_listener(**options), ("OSError", "PermissionError"))
+
+    def test_rules_the_sandbox_cannot_keep_are_refused_before_it_starts(self):
+        for network, says in (
+            ({"deny_out": ["10.0.0.0/8"]}, "on or off as a whole"),
+            ({"deny_out": [ALL_TRAFFIC], "allow_out": ["1.1.1.1"]}, "cannot let some addresses through"),
+            ({"deny_out": ALL_TRAFFIC}, "lists of addresses"),
+        ):
+            with self.subTest(network=network), self.assertRaises(InvalidArgumentException) as raised:
+                new_sandbox(network=network)
+            self.assertIn(says, str(raised.exception))
+        self.assertEqual(self.reaches_a_host_listener(network={"allow_out": ["1.1.1.1"], "dns_servers": ["9.9.9.9"]}), "reached")
 
 
 class LifetimeTests(unittest.TestCase):
