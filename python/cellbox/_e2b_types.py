@@ -89,6 +89,9 @@ class SandboxState(str, enum.Enum):
     PAUSED = "paused"
 
 
+# -- E2B's records of its sandboxes (a local sandbox makes none) -------------
+
+
 @dataclass
 class SandboxInfo:
     """What E2B reports of a sandbox; the fields are E2B's."""
@@ -136,6 +139,9 @@ class SandboxMetrics:
     mem_used: int
     mem_cache: int
     timestamp: datetime.datetime
+
+
+# -- the network options, read by `network_off` ------------------------------
 
 
 @dataclass
