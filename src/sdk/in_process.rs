@@ -14,9 +14,9 @@
 //! touched again.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError, channel};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -26,6 +26,13 @@ use crate::tool::EvalEngine;
 
 /// How long closing waits for the engine to stop its kernels before it lets the runtime go.
 const CLOSE_GRACE: Duration = Duration::from_secs(10);
+
+/// How long a waiting caller keeps its CPU awake (yielding it to any thread that
+/// wants it) before it sleeps. A warm `1+1` is answered within this; a caller
+/// that slept instead waits for its CPU to wake from idle, which on a virtual
+/// machine was most of what a warm call cost over the library's own
+/// (docs/benchmarks.md). A longer call costs this much CPU once.
+const AWAKE_FOR: Duration = Duration::from_micros(500);
 
 /// An SDK engine running in this process.
 pub struct InProcess {
@@ -99,14 +106,28 @@ pub struct Waiter {
     call: i64,
     messages: Receiver<Value>,
     routes: Arc<Routes>,
+    /// When the call was sent: the caller stays awake until [`AWAKE_FOR`] after it.
+    sent: Instant,
 }
 
 impl Waiter {
     /// Add the call's messages to `lines` (one line of JSON each) until its
-    /// answer, for at most `limit`.
+    /// answer, for at most `limit` (once awake, see [`AWAKE_FOR`]).
     pub fn collect(&self, lines: &mut Vec<String>, limit: Duration) -> Progress {
         loop {
-            match self.messages.recv_timeout(limit) {
+            let next = if self.sent.elapsed() < AWAKE_FOR {
+                match self.messages.try_recv() {
+                    Ok(message) => Ok(message),
+                    Err(TryRecvError::Empty) => {
+                        std::thread::yield_now();
+                        continue;
+                    }
+                    Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
+                }
+            } else {
+                self.messages.recv_timeout(limit)
+            };
+            match next {
                 Ok(message) => {
                     let answer = message.get("method").is_none();
                     lines.push(message.to_string());
@@ -204,7 +225,7 @@ impl InProcess {
             }
             waiting.calls.insert(call, sender);
         }
-        let waiter = Waiter { call, messages, routes: self.shared().routes.clone() };
+        let waiter = Waiter { call, messages, routes: self.shared().routes.clone(), sent: Instant::now() };
         self.send(line).then_some(waiter)
     }
 
