@@ -268,6 +268,8 @@ wait_for_url = _cloud_function("wait_for_url", _TEMPLATES)
 
 
 _VM_SNAPSHOTS = "snapshots of its VMs: snapshot() and restore() save and load a context's variables"
+_PAUSE = "pausing VMs: a local sandbox runs until kill() or its idle timeout"
+_MCP = "an MCP gateway in its VMs: `cellbox mcp` is cellbox's own MCP server"
 
 #: Members of E2B's `Sandbox`/`AsyncSandbox` that only its cloud has, and
 #: what to use instead; `SandboxMembersElsewhere` raises for them.
@@ -275,8 +277,8 @@ _SANDBOX_MEMBERS = {
     "list": _PAGES,
     "get_info": "the records of its VMs: sandbox_id, metadata and is_running() are on the sandbox",
     "get_metrics": "metrics of its VMs: the kernels are processes of this machine",
-    "pause": "pausing VMs: a local sandbox runs until kill() or its idle timeout",
-    "beta_pause": "pausing VMs: a local sandbox runs until kill() or its idle timeout",
+    "pause": _PAUSE,
+    "beta_pause": _PAUSE,
     "fork": "forking VMs: fork_code_context() forks one context's kernel",
     "create_snapshot": _VM_SNAPSHOTS,
     "list_snapshots": _VM_SNAPSHOTS,
@@ -287,10 +289,10 @@ _SANDBOX_MEMBERS = {
     "get_host": "public hosts of its VMs' ports: a server a cell starts listens on this machine",
     "download_url": _SIGNING,
     "upload_url": _SIGNING,
-    "get_mcp_url": "an MCP gateway in its VMs: `cellbox mcp` is cellbox's own MCP server",
-    "get_mcp_token": "an MCP gateway in its VMs: `cellbox mcp` is cellbox's own MCP server",
-    "mcp_port": "an MCP gateway in its VMs: `cellbox mcp` is cellbox's own MCP server",
-    "default_mcp_template": "an MCP gateway in its VMs: `cellbox mcp` is cellbox's own MCP server",
+    "get_mcp_url": _MCP,
+    "get_mcp_token": _MCP,
+    "mcp_port": _MCP,
+    "default_mcp_template": _MCP,
     "traffic_access_token": _API,
     "envd_api_url": _API,
     "envd_direct_url": _API,
