@@ -392,11 +392,20 @@ async fn bad_input_is_refused_before_any_kernel_work() {
     let ctx = CallContext::new("s");
     let missing = f
         .engine
-        .eval(&params(json!({"cwd": "/no/such/dir", "cells": [{"code": "1"}]})), &ctx, &cancel, &ignore_events)
+        .eval(&params(json!({"cwd": "no/such/dir", "cells": [{"code": "1"}]})), &ctx, &cancel, &ignore_events)
         .await;
     let error = missing.unwrap_err();
     assert!(matches!(error, EvalError::InvalidCwd(_)));
-    assert!(error.to_string().contains("/no/such/dir"), "{error}");
+    assert!(error.to_string().contains("no/such/dir"), "{error}");
+    // A folder outside the workspace is refused as such, before anything says whether it exists.
+    for outside in ["/no/such/dir", "/tmp", "..", "~/"] {
+        let refused = f
+            .engine
+            .eval(&params(json!({"cwd": outside, "cells": [{"code": "1"}]})), &ctx, &cancel, &ignore_events)
+            .await
+            .unwrap_err();
+        assert!(matches!(refused, EvalError::CwdOutsideWorkspace { .. }), "{outside}: {refused}");
+    }
     assert!(matches!(
         f.engine.eval(&params(json!({"cells": []})), &ctx, &cancel, &ignore_events).await,
         Err(EvalError::Params(_))

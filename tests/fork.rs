@@ -135,7 +135,7 @@ async fn a_node_kernel_says_it_cannot_be_forked() {
     let node = match std::env::var_os("CELLBOX_TEST_NODE") {
         Some(explicit) => std::path::PathBuf::from(explicit),
         None => {
-            cellbox::runtime::node::resolve_from_env(None, &std::env::temp_dir())
+            cellbox::runtime::node::resolve_from_env(None, &std::env::temp_dir(), &Default::default())
                 .expect("tests need Node 18+ on PATH")
                 .executable
         }

@@ -22,7 +22,9 @@ fn node() -> &'static PathBuf {
         if let Some(explicit) = std::env::var_os("CELLBOX_TEST_NODE") {
             return PathBuf::from(explicit);
         }
-        runtime::node::resolve_from_env(None, &std::env::temp_dir()).expect("tests need Node 18+ on PATH").executable
+        runtime::node::resolve_from_env(None, &std::env::temp_dir(), &Default::default())
+            .expect("tests need Node 18+ on PATH")
+            .executable
     })
 }
 
@@ -305,7 +307,10 @@ async fn typescript_cells_strip_types_or_say_why_not() {
     let result = eval_params(&f.engine, json!({"cells": [{"code": "const n: number = 20;\nn + 1", "language": "ts"}]}))
         .await
         .unwrap();
-    let version = runtime::node::resolve_from_env(Some(&node().display().to_string()), f.dir.path()).unwrap().version;
+    let version =
+        runtime::node::resolve_from_env(Some(&node().display().to_string()), f.dir.path(), &Default::default())
+            .unwrap()
+            .version;
     let (major, minor) = {
         let version = version.unwrap_or_default();
         let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));

@@ -180,6 +180,7 @@ async fn javascript_cells_are_parsed_by_the_node_runner() {
     let Ok(node) = cellbox::runtime::node::resolve_from_env(
         std::env::var("CELLBOX_TEST_NODE").ok().as_deref(),
         &std::env::temp_dir(),
+        &Default::default(),
     ) else {
         eprintln!("skipped: no node");
         return;

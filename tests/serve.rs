@@ -49,7 +49,7 @@ fn a_principals_kernels_cannot_read_or_enter_another_principals_folders() {
     assert!(listed["text"].as_str().unwrap().contains("PermissionError"), "the principals are not listed: {listed}");
     let entered = run(bob, json!({"code": "1", "cwd": "../alice"}));
     let text = entered["text"].as_str().unwrap();
-    assert!(entered["is_error"] == true && text.contains("outside your workspace"), "{entered}");
+    assert!(entered["is_error"] == true && text.contains("outside the workspace"), "{entered}");
     let carol_wrote = run(carol, json!({"code": "open('c.txt', 'w').write('carol'); import os; os.getcwd()"}));
     let carol_dir = carol_wrote["text"].as_str().unwrap().trim().trim_matches('\'').to_string();
     let late = run(bob, json!({"code": format!("open({:?}).read()", format!("{carol_dir}/c.txt"))}));

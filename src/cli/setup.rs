@@ -105,10 +105,12 @@ async fn setup_node(kernel: KernelArgs) -> ExitCode {
         }
     };
     let explicit = kernel.node.clone();
-    let found =
-        tokio::task::spawn_blocking(move || cellbox::runtime::node::resolve_from_env(explicit.as_deref(), &cwd))
-            .await
-            .expect("discovery does not panic");
+    let found = tokio::task::spawn_blocking(move || {
+        let policy = cellbox::sandbox::SandboxPolicy::from_env().unwrap_or_default();
+        cellbox::runtime::node::resolve_from_env(explicit.as_deref(), &cwd, &policy)
+    })
+    .await
+    .expect("discovery does not panic");
     match found {
         Ok(node) => {
             println!("Node.js:            {}", node.executable.display());

@@ -19,6 +19,8 @@ pub struct DiscoveryInput {
     pub path: Option<OsString>,
     /// The version managers' variables ([`MANAGER_VARS`]) that are set.
     pub manager_vars: BTreeMap<String, String>,
+    /// The kernels' sandbox policy, which every probe runs under (default: the default policy).
+    pub sandbox: crate::sandbox::SandboxPolicy,
 }
 
 impl DiscoveryInput {
@@ -33,6 +35,7 @@ impl DiscoveryInput {
             home: dirs::home_dir(),
             path: std::env::var_os("PATH"),
             manager_vars: manager_vars_from_env(),
+            sandbox: crate::sandbox::SandboxPolicy::default(),
         }
     }
 }

@@ -121,7 +121,7 @@ pub fn resolve(input: &DiscoveryInput, skip_check: bool) -> Result<ResolvedPytho
                 unfollowed,
             });
         }
-        match probe::probe(&run, &input.cwd) {
+        match probe::probe(&run, &input.cwd, &input.sandbox) {
             Ok(info) => {
                 return Ok(ResolvedPython {
                     source,

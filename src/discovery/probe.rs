@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::sandbox::{SandboxError, SandboxGuard, SandboxPolicy};
+
 /// Why a probed program (an interpreter, `node`, a tool) is unusable, by cause; the text
 /// completes "… failed: " and is what an attempt lists. `Arc` keeps it cloneable for caches.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -35,6 +37,9 @@ pub enum ProbeError {
     /// It runs, but is older than cellbox supports (`runtime` is `Python` or `Node`).
     #[error("it is {runtime} {version}; cellbox needs {needed} or newer")]
     TooOld { runtime: &'static str, version: String, needed: String },
+    /// The kernels' sandbox, which a probe runs in, cannot be set up here.
+    #[error("{0}")]
+    Sandbox(Arc<SandboxError>),
 }
 
 /// How long one probe may take before the candidate is given up.
@@ -65,23 +70,39 @@ fn cache() -> &'static Mutex<HashMap<(PathBuf, PathBuf), Slot>> {
     CACHE.get_or_init(Default::default)
 }
 
-/// Probe `interpreter` in `cwd` (cached on success, in the process and, for
-/// a real binary, on disk: see [`super::memo`]); the error says why it is unusable.
-pub fn probe(interpreter: &Path, cwd: &Path) -> Result<ProbeInfo, ProbeError> {
+/// A probe of `program` in `cwd`, started as a kernel would be: under the
+/// kernels' sandbox `policy` and with the kernels' filtered environment.
+/// A candidate may be a file a kernel wrote (`<cwd>/.venv/bin/python`, a
+/// shim's target named by a `.python-version` in the workspace): running it
+/// with the host's rights and environment would hand the host to the kernel.
+/// The guard holds the probe's temp dir until it is done.
+pub fn probe_command(
+    program: &Path,
+    cwd: &Path,
+    policy: &SandboxPolicy,
+) -> Result<(Command, SandboxGuard), ProbeError> {
+    let env = super::env::kernel_env(std::env::vars_os(), &super::EnvActivation::None, &Default::default());
+    crate::sandbox::command_like_a_kernel(program, policy, cwd, &env).map_err(|e| ProbeError::Sandbox(Arc::new(e)))
+}
+
+/// Probe `interpreter` in `cwd` under the kernels' sandbox `policy` (cached on
+/// success, in the process and, for a real binary, on disk: see
+/// [`super::memo`]); the error says why it is unusable.
+pub fn probe(interpreter: &Path, cwd: &Path, policy: &SandboxPolicy) -> Result<ProbeInfo, ProbeError> {
     let key = (cwd.to_path_buf(), interpreter.to_path_buf());
     let slot = cache().lock().unwrap().entry(key).or_default().clone();
     let mut known = slot.lock().unwrap();
     if let Some(info) = known.as_ref() {
         return Ok(info.clone());
     }
-    let info = super::memo::remembered("python", interpreter, || run_probe(interpreter, cwd))?;
+    let info = super::memo::remembered("python", interpreter, || run_probe(interpreter, cwd, policy))?;
     *known = Some(info.clone());
     Ok(info)
 }
 
-fn run_probe(interpreter: &Path, cwd: &Path) -> Result<ProbeInfo, ProbeError> {
-    let mut command = Command::new(interpreter);
-    command.args(["-c", PROBE_SCRIPT]).current_dir(cwd);
+fn run_probe(interpreter: &Path, cwd: &Path, policy: &SandboxPolicy) -> Result<ProbeInfo, ProbeError> {
+    let (mut command, _sandbox) = probe_command(interpreter, cwd, policy)?;
+    command.args(["-c", PROBE_SCRIPT]);
     let stdout = run_bounded(command, PROBE_TIMEOUT)?;
     let info: ProbeInfo = serde_json::from_str(stdout.trim())
         .map_err(|_| ProbeError::Unexpected { output: stdout.trim().to_string() })?;

@@ -233,7 +233,8 @@ pub fn examine(input: &DoctorInput) -> Report {
 }
 
 fn examine_python(input: &DoctorInput) -> PythonReport {
-    let discovery_input = DiscoveryInput::from_env(&input.cwd, input.python.clone());
+    let mut discovery_input = DiscoveryInput::from_env(&input.cwd, input.python.clone());
+    discovery_input.sandbox = crate::sandbox::SandboxPolicy::from_env().unwrap_or_default();
     let resolved = discovery::resolve(&discovery_input, discovery::skip_check_from_env());
     let attempts = match &resolved {
         Ok(_) => Vec::new(),
@@ -303,7 +304,11 @@ fn examine_python(input: &DoctorInput) -> PythonReport {
 }
 
 fn examine_node(input: &DoctorInput) -> ToolReport {
-    match runtime::node::resolve_from_env(input.node.as_deref(), &input.cwd) {
+    match runtime::node::resolve_from_env(
+        input.node.as_deref(),
+        &input.cwd,
+        &crate::sandbox::SandboxPolicy::from_env().unwrap_or_default(),
+    ) {
         Ok(node) => ToolReport {
             found: true,
             version: node.version.clone(),

@@ -117,9 +117,17 @@ impl EvalServer {
                 output::text_result(text, &exported, false)
             }
             Some(path) => {
-                let target = self.engine.config().default_cwd.join(path);
-                match notebook.write(&target) {
-                    Ok(()) => {
+                // Written as the session's kernels could write it: inside the workspace (or an
+                // --allow-write folder), never through a symlink, confined like them.
+                let written = self.engine.host_files().and_then(|files| {
+                    let target = files.absolute(&path);
+                    files
+                        .replace(&target, notebook.to_json_string().as_bytes())
+                        .map(|()| target)
+                        .map_err(|error| format!("cannot save the notebook: {error}"))
+                });
+                match written {
+                    Ok(target) => {
                         let text = format!("Saved {} cell(s) to {}", notebook.cells.len(), target.display());
                         let exported = output::ExportOutput {
                             text: text.clone(),
@@ -128,7 +136,7 @@ impl EvalServer {
                         };
                         output::text_result(text, &exported, false)
                     }
-                    Err(error) => output::error_result(error.to_string()),
+                    Err(error) => output::error_result(error),
                 }
             }
         }

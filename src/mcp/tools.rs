@@ -141,8 +141,9 @@ impl EvalServer {
             "properties": {
                 "path": {
                     "type": "string",
-                    "description": "Write the notebook to this file (.ipynb), relative to the server's working \
-                                    directory. Without it, the notebook's JSON is returned as text."
+                    "description": "Write the notebook to this file (.ipynb), relative to the workspace (the \
+                                    server's working directory); it must stay inside the folders cells may write. \
+                                    Without it, the notebook's JSON is returned as text."
                 }
             },
             "additionalProperties": false

@@ -9,7 +9,6 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -19,6 +18,7 @@ use crate::discovery::EnvActivation;
 use crate::discovery::ProbeError;
 use crate::discovery::is_executable;
 use crate::discovery::sources::search_path;
+use crate::sandbox::SandboxPolicy;
 
 /// The oldest Node the runner supports.
 pub const MIN_MAJOR: u32 = 18;
@@ -55,11 +55,13 @@ fn cache() -> &'static Mutex<HashMap<PathBuf, Probed>> {
 }
 
 /// Find and probe node: `explicit` (or `CELLBOX_NODE` when `explicit` is
-/// `None`), else `node` on `path`.
+/// `None`), else `node` on `path`. The probe runs under the kernels' sandbox
+/// `policy` (a relative `--node` names a file of the workspace).
 pub fn resolve(
     explicit: Option<&str>,
     cwd: &Path,
     path: Option<&std::ffi::OsString>,
+    policy: &SandboxPolicy,
 ) -> Result<Interpreter, NodeUnavailable> {
     let from_env = crate::settings::NODE.get();
     let explicit = explicit.map(str::to_string).or(from_env);
@@ -87,7 +89,7 @@ pub fn resolve(
         match cached {
             Some(result) => result,
             None => {
-                let result = crate::discovery::memo::remembered("node", &candidate, || probe(&candidate, cwd));
+                let result = crate::discovery::memo::remembered("node", &candidate, || probe(&candidate, cwd, policy));
                 cache().lock().unwrap().insert(candidate.clone(), result.clone());
                 result
             }
@@ -105,13 +107,17 @@ pub fn resolve(
 }
 
 /// [`resolve`] with this process's `PATH`.
-pub fn resolve_from_env(explicit: Option<&str>, cwd: &Path) -> Result<Interpreter, NodeUnavailable> {
-    resolve(explicit, cwd, std::env::var_os("PATH").as_ref())
+pub fn resolve_from_env(
+    explicit: Option<&str>,
+    cwd: &Path,
+    policy: &SandboxPolicy,
+) -> Result<Interpreter, NodeUnavailable> {
+    resolve(explicit, cwd, std::env::var_os("PATH").as_ref(), policy)
 }
 
-fn probe(node: &Path, cwd: &Path) -> Probed {
-    let mut command = Command::new(node);
-    command.args(["-e", PROBE_SCRIPT]).current_dir(cwd).env_remove("NODE_OPTIONS");
+fn probe(node: &Path, cwd: &Path, policy: &SandboxPolicy) -> Probed {
+    let (mut command, _sandbox) = crate::discovery::probe::probe_command(node, cwd, policy)?;
+    command.args(["-e", PROBE_SCRIPT]).env_remove("NODE_OPTIONS");
     let stdout = crate::discovery::probe::run_bounded(command, PROBE_TIMEOUT)?;
     let mut lines = stdout.lines();
     let version = lines.next().unwrap_or_default().trim().to_string();
@@ -149,10 +155,16 @@ mod tests {
 
     #[test]
     fn a_missing_explicit_node_is_explained() {
-        let error = resolve(Some("/no/such/node"), Path::new("/"), None).unwrap_err();
+        let error = resolve(Some("/no/such/node"), Path::new("/"), None, &SandboxPolicy::default()).unwrap_err();
         assert!(error.to_string().contains("/no/such/node"), "{error}");
         assert!(error.to_string().contains("--node"), "{error}");
-        let none = resolve(None, Path::new("/"), Some(&std::ffi::OsString::from("/nonexistent-dir"))).unwrap_err();
+        let none = resolve(
+            None,
+            Path::new("/"),
+            Some(&std::ffi::OsString::from("/nonexistent-dir")),
+            &SandboxPolicy::default(),
+        )
+        .unwrap_err();
         assert!(none.tried.contains("not on PATH") || none.tried.contains("explicit"), "{none}");
     }
 }

@@ -6,7 +6,6 @@
 //! [`FileAccess::writable`]. Paths are [`resolve`]d, because both backends
 //! check where a file really is, not the symlink it was reached through.
 
-use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use super::policy::{SandboxMode, SandboxPolicy, default_secret_paths};
@@ -36,7 +35,7 @@ pub struct FileAccess {
     /// path that does not exist yet is included.
     pub denied: Vec<PathBuf>,
     /// [`SandboxPolicy::private_roots`], resolved, each with the entry the
-    /// kernel works in (none: the kernel works elsewhere).
+    /// kernel may reach (none: every entry is closed).
     pub private: Vec<(PathBuf, Option<PathBuf>)>,
 }
 
@@ -45,7 +44,7 @@ pub struct FileAccess {
 pub enum Denial<'a> {
     /// Under this secret location (or `deny_read` path).
     Secret(&'a Path),
-    /// Under this private root, outside the entry the kernel works in.
+    /// Under this private root, outside the entry the kernel may reach.
     Private(&'a Path),
 }
 
@@ -65,64 +64,69 @@ impl FileAccess {
             .find(|(root, kept)| real.starts_with(root) && !kept.as_ref().is_some_and(|kept| real.starts_with(kept)))
             .map(|(root, _)| Denial::Private(root))
     }
+
+    /// The writable folder the resolved path `real` is under, if any.
+    pub fn writable_place(&self, real: &Path) -> Option<&Path> {
+        self.writable
+            .iter()
+            .filter(|place| real.starts_with(place))
+            .max_by_key(|p| p.as_os_str().len())
+            .map(|p| p.as_path())
+    }
 }
 
 /// The paths `mode` (not `off`) gives a kernel in `cwd` whose private temp
-/// dir is `tmp`; `home` and the cache variables of `env` place the secrets
-/// and the interpreter caches, and `policy` adds its `allow_write` (in
-/// `workspace-write`) and `deny_read` paths. Interpreter caches that do not
-/// exist yet are created, so that a rule can name them.
+/// dir is `tmp` (none: the host's own file work, which has no temp dir);
+/// `home` and the variables of `env` place the secrets. `policy` adds its
+/// workspace (else `cwd`), `allow_write` and caches (in `workspace-write`),
+/// its `deny_read` paths and its private roots. The caches folder is
+/// created, so that a rule can name it.
 pub fn file_access(
     policy: &SandboxPolicy,
     mode: SandboxMode,
     cwd: &Path,
     home: &Path,
-    env: &BTreeMap<String, String>,
-    tmp: &Path,
+    tmp: Option<&Path>,
 ) -> FileAccess {
-    let mut writable = vec![tmp.to_path_buf()];
+    let mut writable: Vec<PathBuf> = tmp.into_iter().map(Path::to_path_buf).collect();
     writable.extend(DEVICES.iter().map(PathBuf::from));
     if mode == SandboxMode::WorkspaceWrite {
-        writable.push(cwd.to_path_buf());
+        writable.push(policy.workspace.clone().unwrap_or_else(|| cwd.to_path_buf()));
         writable.extend(policy.allow_write.iter().cloned());
-        for cache in interpreter_caches(home, env) {
-            let _ = std::fs::create_dir_all(&cache);
-            writable.push(cache);
+        let caches = policy.caches();
+        if crate::paths::private_dir_builder().create(&caches).is_ok() {
+            writable.push(caches);
         }
     }
     let writable = writable.iter().map(|p| resolve(p)).collect();
     let mut denied: Vec<PathBuf> =
         default_secret_paths(home).iter().chain(&policy.deny_read).map(|p| resolve(p)).collect();
-    let cwd = resolve(cwd);
     let mut private = Vec::new();
-    for root in policy.private_roots.iter().map(|root| resolve(root)) {
-        let kept = cwd.strip_prefix(&root).ok().and_then(|rest| rest.components().next()).map(|c| root.join(c));
-        let entries = std::fs::read_dir(&root).into_iter().flatten().flatten();
-        denied.extend(entries.map(|entry| resolve(&entry.path())).filter(|entry| Some(entry) != kept.as_ref()));
-        denied.push(root.join(NEVER_AN_ENTRY));
-        private.push((root, kept));
+    for root in &policy.private_roots {
+        let path = resolve(&root.path);
+        let kept = root.keep.as_ref().map(|name| path.join(name));
+        let entries = std::fs::read_dir(&path).into_iter().flatten().flatten();
+        let others = entries.filter(|entry| root.keep.as_deref().is_none_or(|keep| entry.file_name() != keep));
+        denied.extend(others.map(|entry| resolve(&entry.path())));
+        denied.push(path.join(NEVER_AN_ENTRY));
+        private.push((path, kept));
     }
     denied.sort();
     denied.dedup();
     FileAccess { writable, denied, private }
 }
 
-/// The folders an interpreter writes to while working normally: pip's and
-/// uv's caches, matplotlib's config and font cache, and `%store`'s folder.
-fn interpreter_caches(home: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
-    let var = |k: &str| env.get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let cache = var("XDG_CACHE_HOME").unwrap_or_else(|| home.join(".cache"));
-    let data = var("XDG_DATA_HOME").unwrap_or_else(|| home.join(".local/share"));
-    let config = var("XDG_CONFIG_HOME").unwrap_or_else(|| home.join(".config"));
-    let mut out = vec![
-        var("PIP_CACHE_DIR").unwrap_or_else(|| cache.join("pip")),
-        var("UV_CACHE_DIR").unwrap_or_else(|| cache.join("uv")),
-        var("MPLCONFIGDIR").unwrap_or_else(|| config.join("matplotlib")),
-        cache.join("matplotlib"),
-        data.join("cellbox/store"),
-    ];
-    out.retain(|p| p.is_absolute());
-    out
+/// The variables that point each tool a kernel runs at the kernels' own
+/// caches folder `caches`: pip's and uv's caches, matplotlib's config and
+/// cache, and `%store`'s folder.
+pub fn cache_env(caches: &Path) -> Vec<(String, String)> {
+    let at = |folder: &str| caches.join(folder).display().to_string();
+    vec![
+        ("PIP_CACHE_DIR".into(), at("pip")),
+        ("UV_CACHE_DIR".into(), at("uv")),
+        ("MPLCONFIGDIR".into(), at("matplotlib")),
+        (crate::settings::STORE_DIR.name.into(), at("store")),
+    ]
 }
 
 /// A path with symlinks resolved as far as it exists; the rest is appended
@@ -172,11 +176,15 @@ mod tests {
         for name in ["alice", "bob"] {
             std::fs::create_dir_all(root.join(name)).unwrap();
         }
-        let policy = SandboxPolicy { private_roots: vec![root.clone()], ..SandboxPolicy::default() };
+        let policy = SandboxPolicy {
+            private_roots: vec![super::super::PrivateRoot::new(&root, Some("alice"))],
+            kernel_files: Some(dir.path().join("kernel-files")),
+            ..SandboxPolicy::default()
+        };
         let cwd = root.join("alice/project");
         std::fs::create_dir_all(&cwd).unwrap();
         let home = dir.path().join("home");
-        let access = file_access(&policy, SandboxMode::WorkspaceWrite, &cwd, &home, &BTreeMap::new(), dir.path());
+        let access = file_access(&policy, SandboxMode::WorkspaceWrite, &cwd, &home, Some(dir.path()));
         assert!(access.denied.contains(&root.join("bob")), "{access:?}");
         assert!(access.denied.contains(&root.join(NEVER_AN_ENTRY)), "the root is split: {access:?}");
         assert!(!access.denied.iter().any(|d| cwd.starts_with(d)), "{access:?}");

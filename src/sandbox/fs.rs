@@ -98,11 +98,21 @@ fn abi() -> ABI {
     ABI::from(kernel_abi().min(7))
 }
 
+/// What a ruleset scopes besides files (ABI 6+).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scoping {
+    /// Nothing: a host thread doing file work for a kernel.
+    None,
+    /// A kernel cannot signal processes outside its sandbox.
+    Signals,
+    /// Nor reach abstract UNIX sockets outside it (with its network off).
+    SignalsAndAbstractUnix,
+}
+
 /// Build the ruleset (in the host, before fork) and return its fd; the child
-/// only has to call `landlock_restrict_self` on it. `scopes` also keeps the
-/// kernel from signalling processes outside the sandbox and, when asked, from
-/// reaching abstract UNIX sockets outside it (ABI 6+).
-pub fn build_ruleset(rules: &[(PathBuf, Grant)], scope_abstract_unix: bool) -> Result<OwnedFd, Unenforceable> {
+/// only has to call `landlock_restrict_self` on it. `scoping` says what it
+/// closes besides files.
+pub fn build_ruleset(rules: &[(PathBuf, Grant)], scoping: Scoping) -> Result<OwnedFd, Unenforceable> {
     check_abi()?;
     let version = kernel_abi();
     let abi = abi();
@@ -112,9 +122,9 @@ pub fn build_ruleset(rules: &[(PathBuf, Grant)], scope_abstract_unix: bool) -> R
     let err = |e: landlock::RulesetError| Unenforceable::Ruleset { source: Arc::new(e) };
     let mut ruleset =
         Ruleset::default().set_compatibility(CompatLevel::HardRequirement).handle_access(all).map_err(err)?;
-    if version >= 6 {
+    if version >= 6 && scoping != Scoping::None {
         let mut scopes: BitFlags<Scope> = Scope::Signal.into();
-        if scope_abstract_unix {
+        if scoping == Scoping::SignalsAndAbstractUnix {
             scopes |= Scope::AbstractUnixSocket;
         }
         ruleset = ruleset.scope(scopes).map_err(err)?;

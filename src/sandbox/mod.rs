@@ -21,8 +21,10 @@
 #![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_imports))]
 
 mod access;
+mod confine;
 #[cfg(target_os = "linux")]
 mod fs;
+pub mod host_files;
 mod limits;
 #[cfg(target_os = "macos")]
 mod macos;
@@ -42,13 +44,17 @@ use std::os::windows::io::OwnedHandle as OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use access::{Denial, FileAccess, file_access, resolve};
+pub use access::{Denial, FileAccess, cache_env, file_access, resolve};
+pub use confine::{ConfineError, Confinement};
 #[cfg(target_os = "linux")]
 pub use fs::{Grant, plan as plan_rules};
 pub use limits::LimitMethod;
 #[cfg(target_os = "macos")]
 pub use macos::prepare;
-pub use policy::{NetworkMode, PolicyError, SandboxMode, SandboxPolicy, default_secret_paths, format_size, parse_size};
+pub use policy::{
+    NetworkMode, PolicyError, PrivateRoot, SandboxMode, SandboxPolicy, default_kernel_files, default_secret_paths,
+    format_size, parse_size,
+};
 pub use probe::{SandboxSupport, support};
 
 use crate::settings;
@@ -116,6 +122,8 @@ pub enum Unenforceable {
     NoSandboxExec { path: &'static str },
     #[error("--network localhost gives a kernel a loopback of its own, which only Linux can; use --network off or on")]
     NoPrivateLoopback,
+    #[error("the host's file work for kernels could not be confined: {message}")]
+    Confine { message: String },
 }
 
 fn fail(reason: Unenforceable) -> SandboxError {
@@ -204,8 +212,9 @@ pub fn prepare(policy: &SandboxPolicy, _cwd: &Path, _env: &BTreeMap<String, Stri
 }
 
 /// The filesystem part every backend shares: the kernel's private temp dir
-/// (kept by `prepared`'s guard, named in its `TMPDIR`, `TMP` and `TEMP`, and
-/// matplotlib's config dir under `read-only`) and the paths `mode` gives it.
+/// (kept by `prepared`'s guard, named in its `TMPDIR`, `TMP` and `TEMP`), the
+/// variables that point its tools at its own caches, and the paths `mode`
+/// gives it.
 fn prepare_files(
     prepared: &mut Prepared,
     policy: &SandboxPolicy,
@@ -214,19 +223,23 @@ fn prepare_files(
     env: &BTreeMap<String, String>,
 ) -> Result<FileAccess, SandboxError> {
     let home = env.get("HOME").map(PathBuf::from).or_else(dirs::home_dir).unwrap_or_else(|| PathBuf::from("/"));
-    let tmp = tempfile::Builder::new()
-        .prefix("cellbox-kernel-")
-        .tempdir()
-        .map_err(|e| fail(Unenforceable::TempDir { source: Arc::new(e) }))?;
+    let temp_error = |e| fail(Unenforceable::TempDir { source: Arc::new(e) });
+    let temp_root = policy.temp_root();
+    crate::paths::private_dir_builder().create(&temp_root).map_err(temp_error)?;
+    let tmp = tempfile::Builder::new().prefix("cellbox-kernel-").tempdir_in(&temp_root).map_err(temp_error)?;
     let tmp_path = tmp.path().to_path_buf();
     for name in ["TMPDIR", "TMP", "TEMP"] {
         prepared.env.push((name.into(), tmp_path.display().to_string()));
     }
-    if mode == SandboxMode::ReadOnly && !env.contains_key("MPLCONFIGDIR") {
-        prepared.env.push(("MPLCONFIGDIR".into(), tmp_path.join("matplotlib").display().to_string()));
+    match mode {
+        SandboxMode::WorkspaceWrite => prepared.env.extend(access::cache_env(&policy.caches())),
+        SandboxMode::ReadOnly => {
+            prepared.env.push(("MPLCONFIGDIR".into(), tmp_path.join("matplotlib").display().to_string()));
+        }
+        SandboxMode::Off => {}
     }
     prepared.guard.tmp = Some(Arc::new(tmp));
-    Ok(access::file_access(policy, mode, cwd, &home, env, &tmp_path))
+    Ok(access::file_access(policy, mode, cwd, &home, Some(&tmp_path)))
 }
 
 /// Why the filesystem part of `policy` (`workspace-write`, `read-only`) cannot
@@ -274,6 +287,42 @@ fn enforceable_mode(mode: SandboxMode) -> SandboxMode {
             SandboxMode::Off
         }
     }
+}
+
+/// A short-lived program the host runs for a kernel's sake (an interpreter
+/// probe), started the way the kernel would be: under the filesystem and
+/// network part of `policy` (limits are for kernels), in `cwd`, with `env`
+/// and nothing else of the host's environment. The guard must outlive the
+/// program (it holds the program's temp dir).
+pub fn command_like_a_kernel(
+    program: &Path,
+    policy: &SandboxPolicy,
+    cwd: &Path,
+    env: &BTreeMap<String, String>,
+) -> Result<(std::process::Command, SandboxGuard), SandboxError> {
+    let policy = SandboxPolicy { memory_limit: None, max_processes: None, ..policy.clone() };
+    let mut prepared = prepare(&policy, cwd, env)?;
+    let mut command = match prepared.wrapper.split_first() {
+        Some((wrapper, wrapper_args)) => {
+            let mut command = std::process::Command::new(wrapper);
+            command.args(wrapper_args).arg(program);
+            command
+        }
+        None => std::process::Command::new(program),
+    };
+    command.current_dir(cwd).env_clear().envs(env).envs(prepared.env.iter().map(|(k, v)| (k, v)));
+    let guard = std::mem::take(&mut prepared.guard);
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        let prepared = Arc::new(prepared);
+        // SAFETY: the sandbox's steps are async-signal-safe system calls on
+        // what `prepared` holds (see `Prepared::apply_in_child`).
+        unsafe {
+            command.pre_exec(move || prepared.enter_in_child());
+        }
+    }
+    Ok((command, guard))
 }
 
 /// Say once per process, when a kernel starts with the sandbox off, that it
@@ -361,7 +410,8 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         let mut grants = vec![(PathBuf::from("/"), Grant::Read)];
         grants.extend(access.writable.into_iter().map(|path| (path, Grant::Write)));
         let rules = fs::plan(&grants, &access.denied);
-        prepared.landlock = Some(fs::build_ruleset(&rules, wants_netns)?);
+        let scoping = if wants_netns { fs::Scoping::SignalsAndAbstractUnix } else { fs::Scoping::Signals };
+        prepared.landlock = Some(fs::build_ruleset(&rules, scoping)?);
     }
     prepared.env.push((settings::SANDBOX.name.into(), mode.to_string()));
     prepared.env.push((settings::NETWORK.name.into(), policy.network.to_string()));

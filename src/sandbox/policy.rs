@@ -87,15 +87,53 @@ pub struct SandboxPolicy {
     pub allow_write: Vec<PathBuf>,
     /// Extra paths that are unreadable (on top of [`default_secret_paths`]).
     pub deny_read: Vec<PathBuf>,
-    /// Folders whose entries are unreadable except the one holding the
-    /// kernel's working folder: a shared server's folder of principals, so
-    /// that no principal's kernel reads another's files, those made later too.
+    /// The folder kernels write in under `workspace-write` (with
+    /// `allow_write`), and the one every path a tool call names must stay in.
+    /// `None`: each kernel's own working folder. Set by the engine to its
+    /// default working folder, so that a kernel's `cwd` (which a kernel can
+    /// swap for a symlink) never decides what it may write.
     #[serde(default)]
-    pub private_roots: Vec<PathBuf>,
+    pub workspace: Option<PathBuf>,
+    /// Folders whose entries have different owners (a server's principals,
+    /// their artifacts, their caches): every entry but the one a
+    /// [`PrivateRoot`] keeps is unreadable, those made later too.
+    #[serde(default)]
+    pub private_roots: Vec<PrivateRoot>,
+    /// The folder of the kernels' own files outside the workspace: their
+    /// private temp dirs (`tmp/`) and their caches (pip's, uv's, matplotlib's
+    /// and `%store`'s), writable, with each tool's variable pointing into it,
+    /// so that a kernel never writes a cache the user's own programs trust (a
+    /// poisoned wheel in `~/.cache/pip`) nor one another principal reads. A
+    /// server gives each principal its own. `None`: caches in
+    /// [`default_kernel_files`], temp dirs in the system's temp dir.
+    #[serde(default)]
+    pub kernel_files: Option<PathBuf>,
     /// Memory for the whole process tree, in bytes.
     pub memory_limit: Option<u64>,
     /// Processes and threads for the whole process tree.
     pub max_processes: Option<u64>,
+}
+
+/// A folder whose entries belong to different owners: a kernel may reach
+/// only the entry named `keep` (none when `None`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PrivateRoot {
+    pub path: PathBuf,
+    /// The name of the one entry of `path` the kernel may reach.
+    pub keep: Option<String>,
+}
+
+impl PrivateRoot {
+    pub fn new(path: impl Into<PathBuf>, keep: Option<&str>) -> PrivateRoot {
+        PrivateRoot { path: path.into(), keep: keep.map(str::to_string) }
+    }
+}
+
+/// Where kernels keep their caches when the policy names no folder: one
+/// folder of cellbox's cache for everything run by this user, apart from the
+/// user's own caches.
+pub fn default_kernel_files() -> PathBuf {
+    crate::paths::cache_root().join("kernels").join("local")
 }
 
 impl SandboxPolicy {
@@ -110,6 +148,16 @@ impl SandboxPolicy {
             && self.network == NetworkMode::On
             && self.memory_limit.is_none()
             && self.max_processes.is_none()
+    }
+
+    /// The folder of the kernels' caches (see [`SandboxPolicy::kernel_files`]).
+    pub fn caches(&self) -> PathBuf {
+        self.kernel_files.clone().unwrap_or_else(default_kernel_files)
+    }
+
+    /// The folder the kernels' private temp dirs are made in.
+    pub fn temp_root(&self) -> PathBuf {
+        self.kernel_files.as_ref().map_or_else(std::env::temp_dir, |folder| folder.join("tmp"))
     }
 
     /// The policy the `CELLBOX_*` variables describe (unset ones keep the default).
@@ -147,6 +195,7 @@ impl SandboxPolicy {
         let fix = |p: &PathBuf| absolute(base, p);
         self.allow_write = self.allow_write.iter().map(fix).collect();
         self.deny_read = self.deny_read.iter().map(fix).collect();
+        self.workspace = self.workspace.as_ref().map(fix);
         self
     }
 

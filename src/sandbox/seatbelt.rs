@@ -122,13 +122,15 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let work = tempfile::tempdir().unwrap();
         let tmp = tempfile::tempdir().unwrap();
-        let policy = crate::sandbox::SandboxPolicy::default();
-        let env = std::collections::BTreeMap::new();
-        let access = super::super::file_access(&policy, policy.mode, work.path(), home.path(), &env, tmp.path());
+        let caches = tempfile::tempdir().unwrap();
+        let policy =
+            crate::sandbox::SandboxPolicy { kernel_files: Some(caches.path().to_path_buf()), ..Default::default() };
+        let access = super::super::file_access(&policy, policy.mode, work.path(), home.path(), Some(tmp.path()));
         let text = profile(policy.mode, Some(&access), policy.network).unwrap();
         let real = |p: &Path| format!("(subpath {})", quoted(&p.canonicalize().unwrap()));
         assert!(text.contains(&real(work.path())) && text.contains(&real(tmp.path())), "{text}");
-        assert!(text.contains(&real(&home.path().join(".cache/pip"))), "interpreter caches: {text}");
+        assert!(text.contains(&real(caches.path())), "the kernels' own caches: {text}");
+        assert!(!text.contains(".cache/pip"), "never the user's caches: {text}");
         let secret = format!("(subpath {})", quoted(&home.path().canonicalize().unwrap().join(".ssh")));
         let deny = text.find("(deny file-read* file-write*").unwrap();
         assert!(text[deny..].contains(&secret), "secrets are denied after every allow: {text}");

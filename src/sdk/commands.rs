@@ -36,9 +36,9 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::files::lexical;
 use super::wire::{self, Failure, ProcessInfo, code};
 use super::{Server, parse};
+use crate::sandbox::host_files::lexical;
 use crate::tool::{
     CallContext, CellParams, CellStatus, EvalEngine, EvalError, EvalEvent, EvalParams, EvalResult, Language,
 };

@@ -86,7 +86,7 @@ pub async fn serve_lines(
     out: Outbox,
 ) -> std::io::Result<Ending> {
     let server = Arc::new(Server {
-        files: Arc::new(files::Files::new(root.clone(), engine.config())),
+        files: Arc::new(files::Files::new(engine.host_files())),
         commands: commands::Commands::new(root.clone()),
         engine,
         contexts: Contexts::new(root),

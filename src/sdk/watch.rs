@@ -3,8 +3,10 @@
 //! what kernels and commands change as well as what the files API does.
 //!
 //! `files.watch` takes a snapshot of the folder (its entries, or the whole
-//! tree when recursive; symlinked folders and secret locations are not
-//! entered). `files.watch_events` compares the folder with the snapshot,
+//! tree when recursive), through the engine's [`HostFiles`]: confined like
+//! the kernels, symlinked folders and what the principal may not read never
+//! entered, and at most [`MAX_ENTRIES`] entries (a bigger tree is refused
+//! when the watch starts, and a watch whose folder grows past it fails). `files.watch_events` compares the folder with the snapshot,
 //! answers the differences as events and keeps the new state:
 //!
 //! - a new entry is `create`, a new non-empty file `create` then `write`;
@@ -21,14 +23,14 @@
 //! again every 100 ms until something changed.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use super::files::{Owners, entry_info};
+use super::files::{MAX_ENTRIES, Owners, entry_info};
 use super::wire::FsEvent;
+use crate::sandbox::host_files::{HostFileError, HostFiles, Kind, Stat};
 use crate::sandbox::resolve;
 
 /// The watchers of one server, by id.
@@ -39,22 +41,27 @@ pub struct Watchers {
 }
 
 impl Watchers {
-    /// Start watching `dir` (shown as given, looked at where it resolves);
-    /// `denied` are the secret locations, never entered. Returns the watcher's id.
-    pub fn add(&self, dir: &Path, recursive: bool, include_entry: bool, denied: Vec<PathBuf>) -> String {
+    /// Start watching `dir` (shown as given) through `host`. Returns the watcher's id.
+    pub fn add(
+        &self,
+        host: Arc<HostFiles>,
+        dir: &Path,
+        recursive: bool,
+        include_entry: bool,
+    ) -> Result<String, HostFileError> {
         let mut watcher = Watcher {
+            host,
             real: resolve(dir),
             shown: dir.to_path_buf(),
             recursive,
             include_entry,
-            denied,
             seen: BTreeMap::new(),
             touched: HashSet::new(),
         };
-        watcher.seen = watcher.scan();
+        watcher.seen = watcher.scan()?;
         let id = format!("watch-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
         self.all.lock().unwrap().insert(id.clone(), Arc::new(Mutex::new(watcher)));
-        id
+        Ok(id)
     }
 
     pub fn get(&self, id: &str) -> Option<Arc<Mutex<Watcher>>> {
@@ -83,11 +90,11 @@ impl Watchers {
 
 /// One watched folder and what it held at the last look.
 pub struct Watcher {
+    host: Arc<HostFiles>,
     real: PathBuf,
     shown: PathBuf,
     recursive: bool,
     include_entry: bool,
-    denied: Vec<PathBuf>,
     seen: BTreeMap<PathBuf, Signature>,
     /// Files the files API wrote since the last look (relative paths).
     touched: HashSet<PathBuf>,
@@ -105,8 +112,8 @@ struct Signature {
 
 impl Watcher {
     /// The events since the last look, removals and renames first.
-    pub fn poll(&mut self) -> Vec<FsEvent> {
-        let now = self.scan();
+    pub fn poll(&mut self) -> Result<Vec<FsEvent>, HostFileError> {
+        let now = self.scan()?;
         let touched = std::mem::take(&mut self.touched);
         let mut events = Vec::new();
         let appeared: HashMap<u64, &PathBuf> = now
@@ -152,46 +159,32 @@ impl Watcher {
             }
         }
         self.seen = now;
-        events
+        Ok(events)
     }
 
     fn event(&self, relative: &Path, kind: &'static str, exists: bool) -> FsEvent {
         let name: Vec<String> = relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
         let entry = (self.include_entry && exists)
-            .then(|| entry_info(&self.shown.join(relative), &mut Owners::default()).ok())
-            .flatten();
+            .then(|| self.host.stat(&self.shown.join(relative)).ok().flatten())
+            .flatten()
+            .map(|entry| entry_info(&entry, &mut Owners::default()));
         FsEvent { name: name.join("/"), kind, entry }
     }
 
     /// Every entry under the folder now (the folder's own entries unless recursive).
-    fn scan(&self) -> BTreeMap<PathBuf, Signature> {
-        let mut out = BTreeMap::new();
-        let mut folders = vec![PathBuf::new()];
-        while let Some(relative) = folders.pop() {
-            let Ok(entries) = fs::read_dir(self.real.join(&relative)) else { continue };
-            for entry in entries.flatten() {
-                let child = relative.join(entry.file_name());
-                let Ok(meta) = entry.metadata() else { continue };
-                let signature = signature(&meta);
-                let real = self.real.join(&child);
-                if self.recursive && meta.is_dir() && !self.denied.iter().any(|secret| real.starts_with(secret)) {
-                    folders.push(child.clone());
-                }
-                out.insert(child, signature);
-            }
-        }
-        out
+    fn scan(&self) -> Result<BTreeMap<PathBuf, Signature>, HostFileError> {
+        let entries = self.host.scan(&self.shown, self.recursive, MAX_ENTRIES)?;
+        Ok(entries.into_iter().map(|(relative, stat)| (relative, signature(&stat))).collect())
     }
 }
 
-/// `meta` is the entry's own (a symlink is not followed).
-fn signature(meta: &fs::Metadata) -> Signature {
-    #[cfg(unix)]
-    let (mode, inode) = {
-        use std::os::unix::fs::MetadataExt;
-        (meta.mode() & 0o7777, meta.ino())
-    };
-    #[cfg(not(unix))]
-    let (mode, inode) = (u32::from(meta.permissions().readonly()), 0);
-    Signature { is_dir: meta.is_dir(), size: meta.len(), modified: meta.modified().ok(), mode, inode }
+/// `stat` is the entry's own (a symlink is not followed).
+fn signature(stat: &Stat) -> Signature {
+    Signature {
+        is_dir: stat.kind == Kind::Dir,
+        size: stat.size,
+        modified: stat.modified,
+        mode: stat.mode & 0o7777,
+        inode: stat.inode,
+    }
 }

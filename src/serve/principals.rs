@@ -18,6 +18,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use crate::bridge::BridgeConfig;
 use crate::mcp::EvalServer;
 use crate::mcp::sampling::SamplingBridge;
+use crate::sandbox::PrivateRoot;
 use crate::serve::tokens::{Identity, PrincipalLimits};
 use crate::tool::{EngineConfig, EvalEngine};
 
@@ -142,7 +143,14 @@ impl Principals {
         // Calls stay in the principal's folder, and its kernels cannot read
         // other principals' folders or artifacts, those made later too.
         config.cwd_inside_default = true;
-        config.sandbox.private_roots.extend([self.root.clone(), artifacts]);
+        // Its kernels' temp dirs and caches (pip, uv, matplotlib, %store) are its own too.
+        let kernel_files = crate::paths::cache_root().join("kernels").join("principals");
+        config.sandbox.kernel_files = Some(kernel_files.join(name));
+        config.sandbox.private_roots.extend([
+            PrivateRoot::new(&self.root, Some(name)),
+            PrivateRoot::new(&artifacts, None),
+            PrivateRoot::new(&kernel_files, Some(name)),
+        ]);
         let limits = identity.limits;
         if let Some(max) = limits.max_kernels {
             config.pool.max_kernels = config.pool.max_kernels.min(max.max(1));

@@ -279,6 +279,12 @@ pub const AGENT_MODEL: EnvVar = set_by_cellbox(
 /// `CELLBOX_MEMORY_RLIMIT`.
 pub const MEMORY_RLIMIT: EnvVar =
     set_by_cellbox("CELLBOX_MEMORY_RLIMIT", "size", "The kernel's memory limit, set so a `MemoryError` can name it.");
+/// `CELLBOX_STORE_DIR`.
+pub const STORE_DIR: EnvVar = set_by_cellbox(
+    "CELLBOX_STORE_DIR",
+    "path",
+    "Where a sandboxed kernel's `%store` keeps variables: a folder of its principal's own caches.",
+);
 
 // Build.
 /// `CELLBOX_GIT_REVISION`.
@@ -430,6 +436,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     AGENT_KIND,
     AGENT_MODEL,
     MEMORY_RLIMIT,
+    STORE_DIR,
     // Build.
     GIT_REVISION,
     // Tests and the benchmark.

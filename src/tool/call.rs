@@ -38,10 +38,10 @@ pub enum EvalError {
     /// The cwd is missing or not a directory (the kernel layer's own error).
     #[error(transparent)]
     InvalidCwd(KernelError),
-    /// The cwd leads out of the workspace of a server that keeps calls in it.
+    /// The cwd leads out of the workspace (and the `--allow-write` folders).
     #[error(
-        "cwd {cwd:?} leads outside your workspace {workspace}: on this server cells run inside it; pass a folder \
-         inside it (a relative cwd starts there)"
+        "cwd {cwd:?} leads outside the workspace {workspace}: cells run inside it (or an --allow-write folder); pass \
+         a folder inside it (a relative cwd starts there), or start cellbox with another --cwd"
     )]
     CwdOutsideWorkspace { cwd: String, workspace: std::path::PathBuf },
     #[error("{0}")]

@@ -23,20 +23,20 @@ def unique(prefix):
 
 
 class Workspace:
-    """A sandbox's folder (`work`) with a home inside it (`home`) holding
-    `~/.ssh/id_rsa` with `secret` in it, and a folder outside it (`outside`)."""
+    """A sandbox's folder (`work`), a home beside it (`home`) holding
+    `~/.ssh/id_rsa` with `secret` in it, and a folder outside both (`outside`)."""
 
     def __init__(self, name, secret="secret\n"):
         self.work = tempfile.mkdtemp(prefix="cellbox-sdk-%s-" % name)
         self.outside = tempfile.mkdtemp(prefix="cellbox-sdk-outside-")
-        self.home = os.path.join(self.work, "home")
+        self.home = tempfile.mkdtemp(prefix="cellbox-sdk-home-")
         os.makedirs(os.path.join(self.home, ".ssh"))
         with open(os.path.join(self.home, ".ssh", "id_rsa"), "w") as key:
             key.write(secret)
 
     def remove(self):
-        shutil.rmtree(self.work, ignore_errors=True)
-        shutil.rmtree(self.outside, ignore_errors=True)
+        for folder in (self.work, self.outside, self.home):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 class AsyncSandboxCase(unittest.IsolatedAsyncioTestCase):

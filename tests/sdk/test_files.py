@@ -25,7 +25,7 @@ from cellbox import (
     WriteInfo,
 )
 
-#: The sandboxes' folder; HOME (with a planted secret) lives in it; OUTSIDE is another temp dir.
+#: The sandboxes' folder; HOME (with a planted secret) and OUTSIDE are temp dirs beside it.
 SPACE = None
 WORK = HOME = OUTSIDE = ""
 SECRET = "not for the sandbox\n"
@@ -333,19 +333,32 @@ class PolicyTests(SharedSandbox):
         self.assertTrue(os.path.isdir(OUTSIDE))
 
     def test_a_secret_cannot_be_read_listed_or_written(self):
-        secret = "home/.ssh/id_rsa"
+        ssh = os.path.join(HOME, ".ssh")
+        secret = os.path.join(ssh, "id_rsa")
         for call in (
             lambda: self.files.read(secret),
             lambda: self.files.get_info(secret),
-            lambda: self.files.list("home/.ssh"),
-            lambda: self.files.watch_dir("home/.ssh"),
-            lambda: self.files.write("home/.ssh/authorized_keys", "no"),
+            lambda: self.files.list(ssh),
+            lambda: self.files.watch_dir(ssh),
+        ):
+            self.assert_refused(call, os.path.realpath(ssh), 'sandbox="off"')
+        for call in (
+            lambda: self.files.write(os.path.join(ssh, "authorized_keys"), "no"),
             lambda: self.files.remove(secret),
         ):
-            self.assert_refused(call, os.path.realpath(os.path.join(HOME, ".ssh")), 'sandbox="off"')
-        listed = [entry.path for entry in self.files.list("home", depth=3)]
-        self.assertIn(os.path.join(HOME, ".ssh"), listed)
-        self.assertNotIn(os.path.join(HOME, ".ssh", "id_rsa"), listed)
+            self.assert_refused(call, os.path.realpath(ssh))
+        # A link a kernel plants in the workspace leads nowhere either.
+        link = unique("key-link")
+        os.symlink(secret, os.path.join(WORK, link))
+        self.assert_refused(lambda: self.files.read(link), os.path.realpath(ssh))
+        # The folders on the way to a secret cannot be listed by kernels, so not by the files API
+        # either where the OS enforces it; where it lists them, the secret's entries stay out.
+        try:
+            listed = [entry.path for entry in self.files.list(HOME, depth=3)]
+        except SandboxException as refused:
+            self.assertIn("Permission denied", str(refused))
+        else:
+            self.assertNotIn(secret, listed)
         with open(os.path.join(HOME, ".ssh", "id_rsa")) as key:
             self.assertEqual(key.read(), SECRET)
 
@@ -353,7 +366,7 @@ class PolicyTests(SharedSandbox):
 class OtherPolicyTests(unittest.TestCase):
     def test_sandbox_off_reaches_everything(self):
         with new_sandbox(sandbox="off") as box:
-            self.assertEqual(box.files.read("home/.ssh/id_rsa"), SECRET)
+            self.assertEqual(box.files.read(os.path.join(HOME, ".ssh", "id_rsa")), SECRET)
             outside = os.path.join(OUTSIDE, unique("allowed"))
             box.files.write(outside, "written")
             with open(outside) as written:
@@ -365,7 +378,7 @@ class OtherPolicyTests(unittest.TestCase):
             with self.assertRaisesRegex(SandboxException, "read-only"):
                 box.files.write(name, "no")
             self.assertFalse(os.path.exists(os.path.join(WORK, name)))
-            self.assertTrue(box.files.exists("home"))
+            self.assertTrue(box.files.exists(HOME))
 
 
 if __name__ == "__main__":

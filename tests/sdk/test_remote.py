@@ -103,7 +103,7 @@ class RemoteSandboxTest(WithServer, unittest.TestCase):
         with self.assertRaises(SandboxException) as outside:
             box.create_code_context(cwd=os.path.join("..", os.path.basename(other)))
             box.run_code("1", context=box.list_code_contexts()[-1])
-        self.assertIn("outside your workspace", str(outside.exception))
+        self.assertIn("outside the workspace", str(outside.exception))
 
     def test_sandboxes_are_apart_and_a_killed_one_says_so(self):
         first, second = self.sandbox(), self.sandbox()

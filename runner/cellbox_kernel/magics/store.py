@@ -1,10 +1,12 @@
 """`%store`: variables kept on disk for later kernels, as IPython's storemagic.
 
-One pickle file per variable in
-`$XDG_DATA_HOME/cellbox/store/<first 16 hex digits of sha256(project dir)>/`
-(`~/.local/share` when XDG_DATA_HOME is unset), where the project directory
-is the kernel's working directory when it started: each project has its own
-store, and nothing is written inside the project.
+One pickle file per variable in `<store>/<first 16 hex digits of
+sha256(project dir)>/`, where the project directory is the kernel's working
+directory when it started: each project has its own store, and nothing is
+written inside the project. `<store>` is `$CELLBOX_STORE_DIR`, which the host
+sets for a sandboxed kernel to a folder of its principal's own (so that no
+other principal's kernel can plant a pickle there), else
+`$XDG_DATA_HOME/cellbox/store` (`~/.local/share` when XDG_DATA_HOME is unset).
 """
 import os
 import shlex
@@ -18,9 +20,11 @@ def store_dir(shell):
     """The folder where this project's variables are kept."""
     import hashlib  # here, not at start-up: few kernels ever %store
 
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    base = os.environ.get("CELLBOX_STORE_DIR") or os.path.join(
+        os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share"), "cellbox", "store"
+    )
     digest = hashlib.sha256(os.path.abspath(shell.start_directory).encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    return os.path.join(base, "cellbox", "store", digest)
+    return os.path.join(base, digest)
 
 
 def _path(shell, name):

@@ -30,6 +30,8 @@ use crate::kernel::{Completeness, KernelError, KernelOptions};
 use crate::notebook::{History, Notebook, RecordedCell};
 use crate::output::artifacts::{ArtifactError, ArtifactStore};
 use crate::runtime::{self, Interpreter, Runtime};
+use crate::sandbox::host_files::HostFiles;
+use crate::sandbox::{Confinement, SandboxPolicy};
 use crate::session::{Backend, KernelKey, KernelPool, SlotGuard, SparePool};
 
 /// After an interrupt, how long the kernel gets to finish the cell before it is killed.
@@ -54,6 +56,8 @@ pub struct EvalEngine {
     pub(super) runs: RunRegistry,
     /// Each session's checkpoints for undo.
     checkpoints: checkpoints::CheckpointStore,
+    /// The engine's own work on its workspace's files, confined like its kernels ([`EvalEngine::host_files`]).
+    host_files: std::sync::OnceLock<Result<Arc<HostFiles>, String>>,
 }
 
 impl EvalEngine {
@@ -82,6 +86,7 @@ impl EvalEngine {
             fallback_told: Default::default(),
             runs: RunRegistry::default(),
             checkpoints: Default::default(),
+            host_files: std::sync::OnceLock::new(),
         }
     }
 
@@ -164,14 +169,36 @@ impl EvalEngine {
         let mut options = KernelOptions::for_interpreter(interpreter, cwd, env);
         options.startup_timeout = self.config.startup_timeout;
         options.cache_dir = self.config.runner_cache_dir.clone();
-        options.sandbox = self.config.sandbox.clone();
+        options.sandbox = self.kernel_policy();
         if interpreter.runtime == Runtime::Python && self.config.backend == Backend::Process {
             options.preload = self.config.preload.clone();
         }
-        if options.sandbox.mode == crate::sandbox::SandboxMode::WorkspaceWrite {
-            options.sandbox.allow_write.push(self.config.default_cwd.clone());
-        }
         options
+    }
+
+    /// The sandbox policy of this engine's kernels: the configured one, whose
+    /// workspace is the engine's default working folder.
+    pub fn kernel_policy(&self) -> SandboxPolicy {
+        let mut policy = self.config.sandbox.clone();
+        policy.workspace.get_or_insert_with(|| self.config.default_cwd.clone());
+        policy
+    }
+
+    /// The engine's own work on its workspace's files (the SDK's files API,
+    /// notebook exports): confined by its kernels' rules and done by file
+    /// descriptor, rooted in its default working folder. Made once; `Err` says
+    /// why it cannot be (this host enforces Landlock but the rules could not be built).
+    pub fn host_files(&self) -> Result<Arc<HostFiles>, String> {
+        self.host_files
+            .get_or_init(|| {
+                let env = env::kernel_env(std::env::vars_os(), &discovery::EnvActivation::None, &self.config.extra_env);
+                let home = env.get("HOME").map(PathBuf::from).or_else(dirs::home_dir).unwrap_or_else(|| "/".into());
+                let root = self.config.default_cwd.clone();
+                Confinement::new(&self.kernel_policy(), &root, &home)
+                    .map(|confinement| Arc::new(HostFiles::new(confinement, root)))
+                    .map_err(|error| error.to_string())
+            })
+            .clone()
     }
 
     /// `owner` is gone: kernels no other owner holds are shut down. Idempotent.
@@ -241,13 +268,11 @@ impl EvalEngine {
         let exposure = self.config.exposure;
         let cwd = &self.config.default_cwd;
         let mut languages = Vec::new();
-        if exposure.py {
-            let input = DiscoveryInput::from_env(cwd, self.config.python.clone());
-            if discovery::resolve(&input, discovery::skip_check_from_env()).is_ok() {
-                languages.push(Language::Py);
-            }
+        if exposure.py && discovery::resolve(&self.discovery_input(cwd), discovery::skip_check_from_env()).is_ok() {
+            languages.push(Language::Py);
         }
-        if exposure.js && runtime::node::resolve_from_env(self.config.node.as_deref(), cwd).is_ok() {
+        let policy = self.kernel_policy();
+        if exposure.js && runtime::node::resolve_from_env(self.config.node.as_deref(), cwd, &policy).is_ok() {
             languages.extend([Language::Js, Language::Ts]);
         }
         languages
@@ -523,28 +548,46 @@ impl EvalEngine {
         Ok(())
     }
 
+    /// The working folder a call asks for (relative: from the default one),
+    /// resolved once. Under a sandbox (and always on a server that keeps
+    /// calls in their workspace) it must lead inside the workspace or an
+    /// `--allow-write` folder: a kernel's folder is a path a tool call names.
     pub(super) fn resolve_cwd(&self, requested: Option<&str>) -> Result<PathBuf, EvalError> {
         let cwd = match requested {
             Some(dir) if dir.starts_with("~/") => dirs::home_dir().unwrap_or_default().join(&dir[2..]),
             Some(dir) => self.config.default_cwd.join(dir),
             None => self.config.default_cwd.clone(),
         };
-        // Resolved (symlinks followed as far as the path exists) and checked before
-        // anything says whether a path outside exists.
-        if self.config.cwd_inside_default
-            && !crate::sandbox::resolve(&cwd).starts_with(crate::sandbox::resolve(&self.config.default_cwd))
-        {
-            return Err(EvalError::CwdOutsideWorkspace {
-                cwd: requested.unwrap_or_default().to_string(),
-                workspace: self.config.default_cwd.clone(),
-            });
+        // Resolved (symlinks followed as far as the path exists) once, and checked before
+        // anything says whether a path outside exists; the resolved path is what is used.
+        let real = crate::sandbox::resolve(&cwd);
+        let confined = self.config.cwd_inside_default || self.config.sandbox.mode != crate::sandbox::SandboxMode::Off;
+        if confined && requested.is_some() {
+            let policy = self.kernel_policy();
+            let mut places = vec![self.config.default_cwd.clone()];
+            if policy.mode == crate::sandbox::SandboxMode::WorkspaceWrite && !self.config.cwd_inside_default {
+                places.extend(policy.allow_write.iter().cloned());
+            }
+            if !places.iter().any(|place| real.starts_with(crate::sandbox::resolve(place))) {
+                return Err(EvalError::CwdOutsideWorkspace {
+                    cwd: requested.unwrap_or_default().to_string(),
+                    workspace: self.config.default_cwd.clone(),
+                });
+            }
         }
-        crate::kernel::validate_cwd(&cwd).map_err(EvalError::InvalidCwd)?;
-        Ok(std::fs::canonicalize(&cwd).unwrap_or(cwd))
+        crate::kernel::validate_cwd(&real).map_err(EvalError::InvalidCwd)?;
+        Ok(real)
+    }
+
+    /// What discovery looks at for a kernel in `cwd`: its probes run under the kernels' sandbox.
+    fn discovery_input(&self, cwd: &Path) -> DiscoveryInput {
+        let mut input = DiscoveryInput::from_env(cwd, self.config.python.clone());
+        input.sandbox = self.kernel_policy();
+        input
     }
 
     async fn resolve_python(&self, cwd: &Path) -> Result<Interpreter, EvalError> {
-        let input = DiscoveryInput::from_env(cwd, self.config.python.clone());
+        let input = self.discovery_input(cwd);
         let skip = discovery::skip_check_from_env();
         tokio::task::spawn_blocking(move || discovery::resolve(&input, skip))
             .await
@@ -556,7 +599,8 @@ impl EvalEngine {
     async fn resolve_node(&self, cwd: &Path) -> Result<Interpreter, EvalError> {
         let explicit = self.config.node.clone();
         let cwd = cwd.to_path_buf();
-        tokio::task::spawn_blocking(move || runtime::node::resolve_from_env(explicit.as_deref(), &cwd))
+        let policy = self.kernel_policy();
+        tokio::task::spawn_blocking(move || runtime::node::resolve_from_env(explicit.as_deref(), &cwd, &policy))
             .await
             .map_err(|e| EvalError::NodeUnavailable(e.to_string()))?
             .map_err(|e| EvalError::NodeUnavailable(e.to_string()))
