@@ -63,10 +63,21 @@ pub struct ServeArgs {
     /// Open SDK sandboxes at most, over all principals; more are answered 429 (retry).
     #[arg(long, value_name = "N", default_value_t = 32)]
     max_sandboxes: usize,
+    /// Open connections at most; one more is closed at once.
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    max_connections: usize,
+    /// Seconds a client may stall: a request's headers must arrive within them (an idle kept-alive
+    /// connection is closed after them too), and a request's body may not go quiet for longer.
+    #[arg(long, value_name = "SECONDS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..))]
+    client_timeout: u64,
     /// Live kernels at most over all principals and sandboxes (warm spares included; --max-kernels is
-    /// per principal); a start beyond it fails with a retry hint.
+    /// per session engine); a start beyond it fails with a retry hint.
     #[arg(long, value_name = "N", default_value_t = 64)]
     max_kernels_total: usize,
+    /// The share, in percent, of --max-calls, --max-sandboxes and --max-kernels-total that one principal
+    /// may take, unless its token sets its own limits; more are answered 429 (retry).
+    #[arg(long, value_name = "PERCENT", default_value_t = 25, value_parser = clap::value_parser!(u8).range(1..=100))]
+    principal_share: u8,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -95,6 +106,9 @@ enum TokenCommand {
         /// MCP requests of this principal in progress at most; more are answered 429 (retry).
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
         max_calls: Option<u64>,
+        /// Open SDK sandboxes of this principal at most; more are answered 429 (retry).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        max_sandboxes: Option<u64>,
         /// Memory for each of its kernels and what it starts (within the server's --memory-limit).
         #[arg(long, value_name = "SIZE", value_parser = cellbox::sandbox::parse_size)]
         memory_limit: Option<u64>,
@@ -125,10 +139,16 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
                         .jwks
                         .clone()
                         .unwrap_or_else(|| format!("{}/.well-known/jwks.json", issuer.trim_end_matches('/')));
-                    let source = cellbox::serve::jwt::KeySource::parse(&keys);
-                    Box::new(cellbox::serve::jwt::JwtVerifier::new(issuer, audience, source))
+                    cellbox::serve::jwt::KeySource::parse(&keys)
+                        .map(|source| Box::new(cellbox::serve::jwt::JwtVerifier::new(issuer, audience, source)))
                 });
-                Auth::Bearer { tokens, jwt }
+                match jwt.transpose() {
+                    Ok(jwt) => Auth::Bearer { tokens, jwt },
+                    Err(error) => {
+                        eprintln!("cellbox serve: {error}");
+                        return ExitCode::from(2);
+                    }
+                }
             }
             Err(error) => {
                 eprintln!("cellbox serve: {error}");
@@ -143,8 +163,9 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // Kernels may not read the server's tokens file, hashes or not.
+    // Kernels may not read the server's tokens file (hashes or not), nor its TLS key.
     engine.sandbox.deny_read.push(tokens_file);
+    engine.sandbox.deny_read.extend(args.tls_key.iter().map(|key| std::path::absolute(key).unwrap_or(key.clone())));
     engine.kernel_budget = Some(cellbox::session::KernelBudget::new(args.max_kernels_total));
     let root = match args.root.map_or_else(std::env::current_dir, std::path::absolute) {
         Ok(root) => root,
@@ -164,7 +185,17 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         shutdown_grace: Duration::from_secs(args.shutdown_grace),
         max_calls: args.max_calls,
         max_sandboxes: args.max_sandboxes,
+        shares: cellbox::serve::principals::Shares::of(
+            args.principal_share,
+            args.max_calls,
+            args.max_sandboxes,
+            args.max_kernels_total,
+        ),
         tls: args.tls_cert.zip(args.tls_key),
+        connections: cellbox::serve::listen::ConnectionLimits {
+            max_connections: args.max_connections,
+            client_timeout: Duration::from_secs(args.client_timeout),
+        },
     };
     if let Err(error) = config.check() {
         eprintln!("cellbox serve: {error}");
@@ -181,10 +212,11 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
 
 fn token(what: TokenCommand, path: PathBuf) -> ExitCode {
     let result = match what {
-        TokenCommand::Add { name, max_kernels, max_calls, memory_limit } => {
+        TokenCommand::Add { name, max_kernels, max_calls, max_sandboxes, memory_limit } => {
             let limits = tokens::PrincipalLimits {
                 max_kernels: max_kernels.map(|n| n as usize),
                 max_calls: max_calls.map(|n| n as usize),
+                max_sandboxes: max_sandboxes.map(|n| n as usize),
                 memory_limit,
             };
             tokens::add(&path, &name, limits).map(|token| {
@@ -208,6 +240,9 @@ fn token(what: TokenCommand, path: PathBuf) -> ExitCode {
                 }
                 if let Some(n) = limits.max_calls {
                     line.push_str(&format!("\tmax calls {n}"));
+                }
+                if let Some(n) = limits.max_sandboxes {
+                    line.push_str(&format!("\tmax sandboxes {n}"));
                 }
                 if let Some(bytes) = limits.memory_limit {
                     line.push_str(&format!("\tmemory limit {}", cellbox::output::limiter::human_bytes(bytes)));

@@ -64,11 +64,6 @@ pub const ALLOWED_VARS: &[&str] = &[
     "http_proxy",
     "https_proxy",
     "no_proxy",
-    // agent forwarding (a socket path, not a key)
-    "SSH_AUTH_SOCK",
-    // display, for users who run GUI toolkits on purpose
-    "DISPLAY",
-    "WAYLAND_DISPLAY",
 ];
 
 /// Name prefixes passed through (locale categories, XDG folders, cellbox's own settings).
@@ -97,6 +92,20 @@ pub const DENIED_VARS: &[&str] = &[
     "HF_TOKEN",
     "HUGGING_FACE_HUB_TOKEN",
     "REPLICATE_API_TOKEN",
+    // Ways into the user's session, which a sandbox does not close (UNIX sockets on disk): the
+    // ssh and gpg agents, display servers, message buses, the session's runtime folder, Kerberos
+    // tickets and a Docker daemon. A cell that needs one names it in its `env`.
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "GPG_AGENT_INFO",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "XAUTHORITY",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "DBUS_SYSTEM_BUS_ADDRESS",
+    "XDG_RUNTIME_DIR",
+    "KRB5CCNAME",
+    "DOCKER_HOST",
     // The host bridge's own settings: the host answers bridge calls, the kernel never needs them.
     settings::LLM_BASE_URL.name,
     settings::LLM_API_KEY.name,
@@ -196,6 +205,19 @@ mod tests {
             ("GITHUB_TOKEN", "x"),
         ]));
         assert_eq!(env.keys().collect::<Vec<_>>(), ["CELLBOX_PYTHON_IPC_TRACE", "LC_TIME", "PATH"]);
+    }
+
+    #[test]
+    fn the_users_session_does_not_reach_kernels() {
+        let env = filter_env(vars(&[
+            ("SSH_AUTH_SOCK", "/run/user/1000/ssh"),
+            ("DISPLAY", ":0"),
+            ("WAYLAND_DISPLAY", "wayland-0"),
+            ("DBUS_SESSION_BUS_ADDRESS", "unix:path=/run/user/1000/bus"),
+            ("XDG_RUNTIME_DIR", "/run/user/1000"),
+            ("XDG_CONFIG_HOME", "/home/u/.config"),
+        ]));
+        assert_eq!(env.keys().collect::<Vec<_>>(), ["XDG_CONFIG_HOME"]);
     }
 
     #[test]

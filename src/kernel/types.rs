@@ -90,12 +90,12 @@ pub enum KernelError {
     Died { runtime: Runtime, exit: String, stderr_tail: String },
     #[error("the kernel has been shut down; start a new one")]
     Closed,
-    /// A kernel budget shared by several engines (a server's users) is spent.
+    /// A kernel budget shared by several engines (a server's users, or one user's sandboxes) is spent.
     #[error(
-        "this server runs its limit of {limit} kernels (over all its users); retry in a moment, or stop a session \
-         you no longer need (eval_reset)"
+        "{} its limit of {limit} kernels; retry in a moment, or stop a session you no longer need (eval_reset)",
+        if *yours { "you run (over your sessions and sandboxes)" } else { "this server runs (over all its users)" }
     )]
-    AtCapacity { limit: usize },
+    AtCapacity { limit: usize, yours: bool },
     /// [`crate::kernel::Kernel::fork`] on a kernel that cannot be forked.
     #[error("{0}")]
     ForkUnsupported(String),

@@ -51,6 +51,9 @@ const KEEP_FINISHED: usize = 64;
 /// How long `commands.kill` waits for the command to end (the engine's own
 /// ladder ends a kernel that ignores the interrupt well before).
 const KILL_WAIT: Duration = Duration::from_secs(30);
+/// Bytes of a command's output kept for late `commands.wait` calls; past it
+/// the earliest chunks go (a waiter already streaming sees every chunk).
+const MAX_KEPT_OUTPUT: usize = 16 << 20;
 
 /// The commands of one server, by id.
 pub struct Commands {
@@ -80,12 +83,35 @@ struct Spec {
 #[derive(Default)]
 struct State {
     pid: Option<u32>,
-    output: Vec<(&'static str, String)>,
+    /// The output chunks kept: chunk number `dropped + i` is `output[i]`.
+    output: std::collections::VecDeque<(&'static str, String)>,
+    /// Chunks no longer kept, from the first on.
+    dropped: usize,
+    /// Bytes of text in `output`.
+    kept_bytes: usize,
     exit_value: Option<i64>,
     error: Option<String>,
     killed: bool,
     /// Set once the command's kernel is gone.
     outcome: Option<Result<Value, Failure>>,
+}
+
+impl State {
+    /// Keep one chunk of output, letting the earliest go past [`MAX_KEPT_OUTPUT`].
+    fn keep(&mut self, kind: &'static str, text: String) {
+        self.kept_bytes += text.len();
+        self.output.push_back((kind, text));
+        while self.kept_bytes > MAX_KEPT_OUTPUT && self.output.len() > 1 {
+            let (_, gone) = self.output.pop_front().expect("more than one chunk");
+            self.kept_bytes -= gone.len();
+            self.dropped += 1;
+        }
+    }
+
+    /// How many chunks the command has written so far.
+    fn chunks(&self) -> usize {
+        self.dropped + self.output.len()
+    }
 }
 
 impl Commands {
@@ -211,13 +237,24 @@ impl Server {
         self.running.lock().unwrap().insert(key.clone(), cancel.clone());
         let mut next = match params.from_chunk {
             Some(chunk) => usize::try_from(chunk).unwrap_or(usize::MAX),
-            None => command.state.lock().unwrap().output.len(),
+            None => command.state.lock().unwrap().chunks(),
         };
         let outcome = loop {
-            let (chunks, outcome) = {
+            let (dropped, chunks, outcome) = {
                 let state = command.state.lock().unwrap();
-                (state.output.get(next..).unwrap_or_default().to_vec(), state.outcome.clone())
+                let first = next.saturating_sub(state.dropped);
+                (state.dropped, state.output.iter().skip(first).cloned().collect::<Vec<_>>(), state.outcome.clone())
             };
+            if next < dropped {
+                let text = format!(
+                    "[cellbox: the first {} chunks of this command's output are no longer kept (it wrote more than \
+                     {} MiB); the rest follows]\n",
+                    dropped - next,
+                    MAX_KEPT_OUTPUT >> 20
+                );
+                let _ = self.out.send(wire::output(call, json!({"type": "stderr", "text": text, "chunk": dropped - 1})));
+                next = dropped;
+            }
             for (kind, text) in chunks {
                 let _ = self.out.send(wire::output(call, json!({"type": kind, "text": text, "chunk": next})));
                 next += 1;
@@ -308,8 +345,8 @@ impl Command {
     fn event(&self, event: EvalEvent) {
         let mut state = self.state.lock().unwrap();
         match event {
-            EvalEvent::Stdout { text, .. } => state.output.push(("stdout", text)),
-            EvalEvent::Stderr { text, .. } => state.output.push(("stderr", text)),
+            EvalEvent::Stdout { text, .. } => state.keep("stdout", text),
+            EvalEvent::Stderr { text, .. } => state.keep("stderr", text),
             EvalEvent::Status { event, .. } if event["op"] == STARTED_OP => {
                 state.pid = event["pid"].as_u64().and_then(|pid| u32::try_from(pid).ok());
             }
@@ -354,7 +391,7 @@ impl Command {
         let spec = &self.spec;
         Some(ProcessInfo {
             id: self.id,
-            chunks: state.output.len() as u64,
+            chunks: state.chunks() as u64,
             pid,
             tag: None,
             cmd: spec.shell.clone().unwrap_or_else(|| "/bin/sh".into()),

@@ -29,7 +29,7 @@ mod watch;
 pub mod wire;
 
 pub use args::EngineArgs;
-pub use stream::serve_stream;
+pub use stream::{StreamLimits, serve_stream};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -43,6 +43,10 @@ use tokio_util::sync::CancellationToken;
 use crate::tool::{CallContext, CellParams, EvalEngine, EvalEvent, EvalParams};
 use contexts::{Contexts, SdkLanguage};
 use wire::{Failure, code};
+
+/// Calls one connection may have in progress at once (`run_code`, files,
+/// waits on commands); one more is answered with an error, not queued.
+pub const MAX_CALLS_IN_PROGRESS: usize = 256;
 
 /// One SDK connection's state.
 struct Server {
@@ -125,6 +129,20 @@ pub async fn serve_lines(
                 let _ = server.out.send(wire::response(id, Ok(Value::Null)));
             }
             break;
+        }
+        while calls.try_join_next().is_some() {}
+        if calls.len() >= MAX_CALLS_IN_PROGRESS && request.method != "cancel" {
+            if let Some(id) = &request.id {
+                let failure = Failure::new(
+                    code::FAILED,
+                    format!(
+                        "this sandbox has {MAX_CALLS_IN_PROGRESS} calls in progress, its limit; wait for one to end \
+                         (or cancel one) and send this again"
+                    ),
+                );
+                let _ = server.out.send(wire::response(id, Err(failure)));
+            }
+            continue;
         }
         let server = server.clone();
         let busy = server.lifetime.busy();

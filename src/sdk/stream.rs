@@ -2,16 +2,44 @@
 //! remote SDK upgraded from HTTP. The lines are the same JSON-RPC as on
 //! stdin/stdout, so the SDK's remote transport differs from its local one
 //! only in how it connects.
+//!
+//! A remote client is not trusted to be well-behaved: a request line longer
+//! than [`StreamLimits::max_line`] is answered with an error (and skipped),
+//! the lines waiting for the engine are few (the client's sends then wait),
+//! and a client that leaves more than [`StreamLimits::max_unsent`] bytes of
+//! answers and output unread has its connection closed.
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
+use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+use tokio_util::sync::CancellationToken;
 
+use super::wire::{self, Failure, code};
 use crate::tool::EvalEngine;
+
+/// What one connection may make the server hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamLimits {
+    /// The longest request line, in bytes (the SDK sends files in 4 MiB chunks, base64 in a line).
+    pub max_line: usize,
+    /// Bytes of answers and output sent to the client and not yet written to it, at most.
+    pub max_unsent: usize,
+}
+
+impl StreamLimits {
+    /// A remote SDK's connection to `cellbox serve`.
+    pub const REMOTE: StreamLimits = StreamLimits { max_line: 16 << 20, max_unsent: 64 << 20 };
+}
+
+/// Request lines read ahead of the engine.
+const LINES_AHEAD: usize = 16;
 
 /// Serve one SDK connection on `stream` until it closes, `shutdown`, or `idle`
 /// without work. The engine's kernels are stopped, then `held` is dropped,
@@ -22,61 +50,120 @@ pub async fn serve_stream<S, H>(
     idle: Option<Duration>,
     stream: S,
     held: H,
+    limits: StreamLimits,
 ) -> std::io::Result<()>
 where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
     let (read_half, mut write_half) = tokio::io::split(stream);
     let (lines_in, input) = mpsc::unbounded_channel();
-    let reader = tokio::spawn(async move {
-        let mut lines = BufReader::new(read_half).lines();
-        loop {
-            match lines.next_line().await {
-                Ok(Some(line)) => {
-                    if lines_in.send(Ok(line)).is_err() {
-                        return;
+    let (ahead, mut lines_out) = mpsc::channel::<std::io::Result<String>>(LINES_AHEAD);
+    let (out, mut messages) = mpsc::unbounded_channel::<Vec<u8>>();
+    let unsent = Arc::new(AtomicUsize::new(0));
+    // Set when the client leaves too much unread: the connection then ends.
+    let too_slow = CancellationToken::new();
+    let reader = tokio::spawn({
+        let out = out.clone();
+        async move {
+            let mut lines = FramedRead::new(read_half, LinesCodec::new_with_max_length(limits.max_line));
+            while let Some(line) = lines.next().await {
+                let line = match line {
+                    Ok(line) => Ok(line),
+                    Err(LinesCodecError::MaxLineLengthExceeded) => {
+                        let failure = Failure::new(
+                            code::INVALID_REQUEST,
+                            format!("a request line is longer than {} bytes; send files in chunks", limits.max_line),
+                        );
+                        let _ = out.send(encode(&wire::response(&Value::Null, Err(failure))));
+                        continue;
                     }
-                }
-                Ok(None) => return,
-                Err(error) => {
-                    let _ = lines_in.send(Err(error));
+                    Err(LinesCodecError::Io(error)) => Err(error),
+                };
+                let failed = line.is_err();
+                if ahead.send(line).await.is_err() || failed {
                     return;
                 }
             }
         }
     });
-    let (out, mut messages) = mpsc::unbounded_channel::<Value>();
-    // One writer, so a call's notifications come before its answer; it stops at `null`
+    // The engine reads from an unbounded channel; this hand-over keeps at most
+    // LINES_AHEAD lines in it, so a client that floods waits instead.
+    let forward = tokio::spawn(async move {
+        while let Some(line) = lines_out.recv().await {
+            if lines_in.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    // One writer, so a call's notifications come before its answer; it stops at an empty message
     // and hands the stream's write half back, still open.
-    let writer = tokio::spawn(async move {
-        let mut buffer = Vec::new();
-        while let Some(message) = messages.recv().await {
-            let mut next = Some(message);
-            let mut last = false;
-            while let Some(message) = next.take() {
-                if message.is_null() {
-                    last = true;
+    let writer = tokio::spawn({
+        let unsent = unsent.clone();
+        async move {
+            let mut buffer = Vec::new();
+            while let Some(message) = messages.recv().await {
+                let mut next = Some(message);
+                let mut last = false;
+                while let Some(message) = next.take() {
+                    if message.is_empty() {
+                        last = true;
+                        break;
+                    }
+                    buffer.extend_from_slice(&message);
+                    next = messages.try_recv().ok();
+                }
+                let written = buffer.len();
+                if write_half.write_all(&buffer).await.and(write_half.flush().await).is_err() || last {
                     break;
                 }
-                serde_json::to_writer(&mut buffer, &message).expect("messages serialize");
-                buffer.push(b'\n');
-                next = messages.try_recv().ok();
+                unsent.fetch_sub(written, Ordering::SeqCst);
+                buffer.clear();
             }
-            if write_half.write_all(&buffer).await.and(write_half.flush().await).is_err() || last {
-                break;
-            }
-            buffer.clear();
+            write_half
         }
-        write_half
     });
-    let ending = super::serve_lines(engine, root, idle, input, super::Outbox::channel(out)).await;
+    let outbox = {
+        let (unsent, too_slow) = (unsent.clone(), too_slow.clone());
+        super::Outbox::new(move |message| {
+            if message.is_null() {
+                return out.send(Vec::new()).is_ok();
+            }
+            let bytes = encode(&message);
+            if unsent.fetch_add(bytes.len(), Ordering::SeqCst) + bytes.len() > limits.max_unsent {
+                too_slow.cancel();
+                return false;
+            }
+            out.send(bytes).is_ok()
+        })
+    };
+    let ending = tokio::select! {
+        ending = super::serve_lines(engine.clone(), root, idle, input, outbox) => Some(ending),
+        () = too_slow.cancelled() => None,
+    };
+    if ending.is_none() {
+        tracing::warn!("an SDK client left more than {} bytes unread: its connection is closed", limits.max_unsent);
+        engine.dispose_all().await;
+    }
     reader.abort();
+    forward.abort();
     drop(held);
     if let Ok(mut write_half) = writer.await {
         let _ = write_half.shutdown().await;
     }
-    if let Some(why) = ending.as_ref().ok().and_then(|ending| ending.why()) {
-        eprintln!("cellbox serve: a remote SDK connection ended: {why}");
+    match ending {
+        Some(ending) => {
+            if let Some(why) = ending.as_ref().ok().and_then(|ending| ending.why()) {
+                eprintln!("cellbox serve: a remote SDK connection ended: {why}");
+            }
+            ending.map(drop)
+        }
+        None => Ok(()),
     }
-    ending.map(drop)
+}
+
+/// One message as a line.
+fn encode(message: &Value) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec(message).expect("messages serialize");
+    bytes.push(b'\n');
+    bytes
 }

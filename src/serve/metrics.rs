@@ -23,6 +23,8 @@ pub struct Metrics {
     pub calls_total: AtomicU64,
     pub refused_busy: AtomicU64,
     pub refused_auth: AtomicU64,
+    /// Connections closed at once because the server had `--max-connections` open.
+    pub refused_connections: AtomicU64,
     pub sandboxes_total: AtomicU64,
     /// Bytes of MCP response bodies and of SDK connections sent to clients.
     pub bytes_out: AtomicU64,
@@ -174,6 +176,12 @@ impl Metrics {
             "counter",
             "Requests refused with 401.",
             &[("", load_of(&self.refused_auth))],
+        );
+        metric(
+            "cellbox_refused_connections_total",
+            "counter",
+            "Connections closed at once because the server had --max-connections open.",
+            &[("", load_of(&self.refused_connections))],
         );
         let name = "cellbox_call_duration_seconds";
         let _ = writeln!(out, "# HELP {name} MCP requests from admission to the end of their answer.");

@@ -12,7 +12,9 @@
 //! not explicitly allowed. On SIGINT/SIGTERM it stops accepting, lets calls in
 //! progress finish for a grace period, then cancels them and stops every kernel.
 
+mod hosts;
 pub mod jwt;
+pub mod listen;
 pub mod metrics;
 pub mod principals;
 mod sdk;
@@ -51,6 +53,16 @@ pub enum Auth {
     Off,
 }
 
+impl Auth {
+    /// Whether more than one principal can sign in (now or once the tokens file grows).
+    pub fn several_principals(&self) -> bool {
+        match self {
+            Auth::Off => false,
+            Auth::Bearer { tokens, jwt } => jwt.is_some() || tokens.count() > 1,
+        }
+    }
+}
+
 /// Why the server would not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -70,6 +82,12 @@ pub enum ServeError {
     Tls(#[from] tls::TlsError),
     #[error("{0}")]
     Keys(String),
+    #[error(
+        "refusing to serve several principals without a sandbox: {0}. Their kernels would read and write each \
+         other's folders. Run one server per principal, fix what is missing (`cellbox doctor` says), or pass \
+         --sandbox off to accept that principals are not kept apart"
+    )]
+    Unsandboxed(crate::sandbox::Unenforceable),
     #[error("the server failed: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -94,8 +112,12 @@ pub struct ServeConfig {
     pub max_calls: usize,
     /// Open SDK connections (remote sandboxes) at most; more get 429.
     pub max_sandboxes: usize,
+    /// What one principal may hold unless its token says otherwise.
+    pub shares: principals::Shares,
     /// HTTPS with this PEM certificate chain and private key, instead of plain HTTP.
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// How many connections may be open, and how long a client may stall.
+    pub connections: listen::ConnectionLimits,
 }
 
 impl ServeConfig {
@@ -103,20 +125,29 @@ impl ServeConfig {
     /// or auth with nobody able to sign in.
     pub fn check(&self) -> Result<(), ServeError> {
         match &self.auth {
-            Auth::Off if !self.listen.ip().is_loopback() => Err(ServeError::OpenWithoutAuth(self.listen)),
-            Auth::Bearer { tokens, jwt: None } if tokens.count() == 0 => Err(ServeError::NoTokens),
+            Auth::Off if !self.listen.ip().is_loopback() => return Err(ServeError::OpenWithoutAuth(self.listen)),
+            Auth::Bearer { tokens, jwt: None } if tokens.count() == 0 => return Err(ServeError::NoTokens),
+            _ => {}
+        }
+        match crate::sandbox::filesystem_unenforceable(&self.engine.sandbox) {
+            Some(reason) if self.auth.several_principals() => Err(ServeError::Unsandboxed(reason)),
             _ => Ok(()),
         }
     }
 
-    fn http_config(&self, cancel: CancellationToken) -> StreamableHttpServerConfig {
+    /// The `Host` values a request may carry: loopback names, the listen address, and `--allowed-host`s.
+    fn hosts(&self) -> Vec<String> {
         let mut hosts = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
         if !self.listen.ip().is_unspecified() {
             hosts.push(self.listen.ip().to_string());
         }
         hosts.extend(self.allowed_hosts.iter().cloned());
+        hosts
+    }
+
+    fn http_config(&self, cancel: CancellationToken) -> StreamableHttpServerConfig {
         StreamableHttpServerConfig::default()
-            .with_allowed_hosts(hosts)
+            .with_allowed_hosts(self.hosts())
             .with_allowed_origins(self.allowed_origins.clone())
             // No allowed origin given: every request that carries an Origin (a browser's) is refused.
             .enforce_origin_validation()
@@ -134,6 +165,9 @@ pub(crate) struct ServerState {
     pub(crate) max_sandboxes: usize,
     /// Whether the server speaks HTTPS (for the URLs it gives out).
     pub(crate) https: bool,
+    /// Cancelled when the grace period after a stop signal is over: what outlives a
+    /// request (an upgraded `/sdk` connection) ends then.
+    pub(crate) hard_stop: CancellationToken,
 }
 
 impl ServerState {
@@ -216,14 +250,17 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
     let sessions_cancel = CancellationToken::new();
     let http = config.http_config(sessions_cancel.clone());
     let grace = config.shutdown_grace;
+    let allowed_hosts = Arc::new(hosts::AllowedHosts::new(&config.hosts()));
+    let connections = config.connections;
     let state = Arc::new(ServerState {
-        principals: Principals::new(config.engine, config.root, http),
+        principals: Principals::new(config.engine, config.root, http, config.shares),
         auth: config.auth,
         stopping: AtomicBool::new(false),
         metrics: Arc::default(),
         max_calls: config.max_calls.max(1),
         max_sandboxes: config.max_sandboxes.max(1),
         https: config.tls.is_some(),
+        hard_stop: CancellationToken::new(),
     });
     let app = Router::new()
         .route("/mcp", any(mcp))
@@ -233,8 +270,9 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
         .route("/metrics", get(metrics))
         .route(METADATA_PATH, get(resource_metadata))
         .route("/.well-known/oauth-protected-resource", get(resource_metadata))
-        .layer(axum::middleware::from_fn(log_request))
-        .with_state(state.clone());
+        .with_state(state.clone())
+        .layer(axum::middleware::from_fn_with_state(allowed_hosts, hosts::check))
+        .layer(axum::middleware::from_fn(log_request));
     let auth_note = match &state.auth {
         Auth::Bearer { tokens, jwt: None } => format!("bearer tokens ({} principal(s))", tokens.count()),
         Auth::Bearer { tokens, jwt: Some(jwt) } => {
@@ -247,7 +285,7 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
     let result = match acceptor {
         Some(acceptor) => {
             let listener = tls::TlsListener::new(listener, acceptor)?;
-            run(listener, app, &state, stop, sessions_cancel, grace).await
+            run(listener, app, &state, stop, sessions_cancel, grace, connections).await
         }
         None => {
             // Answers are small writes (an event stream's priming event, then the
@@ -256,7 +294,7 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
             let listener = axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
                 let _ = stream.set_nodelay(true);
             });
-            run(listener, app, &state, stop, sessions_cancel, grace).await
+            run(listener, app, &state, stop, sessions_cancel, grace, connections).await
         }
     };
     for engine in state.principals.engines() {
@@ -265,8 +303,9 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
     result
 }
 
-/// Accept on `listener` until a stop signal, then give calls `grace` to finish
-/// and cancel the MCP sessions (the calls still running with them).
+/// Accept on `listener` until a stop signal, then give calls `grace` to finish;
+/// after it, cancel the MCP sessions (the calls still running with them), end
+/// the SDK connections and close every connection still open.
 async fn run<L>(
     listener: L,
     app: Router,
@@ -274,47 +313,38 @@ async fn run<L>(
     stop: CancellationToken,
     sessions_cancel: CancellationToken,
     grace: Duration,
+    connections: listen::ConnectionLimits,
 ) -> Result<(), ServeError>
 where
     L: axum::serve::Listener,
-    L::Addr: std::fmt::Debug,
 {
     let accepting = CancellationToken::new();
     let signals = tokio::spawn({
-        let (stop, accepting) = (stop.clone(), accepting.clone());
+        let (stop, accepting, state) = (stop.clone(), accepting.clone(), state.clone());
         async move {
             match crate::stop_signals::StopSignals::listen() {
                 Ok(mut signals) => tokio::select! { _ = signals.next() => {}, _ = stop.cancelled() => {} },
                 Err(_) => stop.cancelled().await,
             }
+            state.stopping.store(true, Ordering::SeqCst);
+            eprintln!("cellbox serve: stopping; calls in progress have {} s to finish", grace.as_secs());
             accepting.cancel();
         }
     });
-    let server = axum::serve(listener, app).with_graceful_shutdown({
-        let (accepting, state) = (accepting.clone(), state.clone());
+    let hard_stop = state.hard_stop.clone();
+    let cancel_sessions = tokio::spawn({
+        let (hard_stop, sessions_cancel) = (hard_stop.clone(), sessions_cancel.clone());
         async move {
-            accepting.cancelled().await;
-            state.stopping.store(true, Ordering::SeqCst);
-            eprintln!("cellbox serve: stopping; calls in progress have {} s to finish", grace.as_secs());
+            hard_stop.cancelled().await;
+            sessions_cancel.cancel();
         }
     });
-    let server = std::future::IntoFuture::into_future(server);
-    tokio::pin!(server);
-    // After the grace period, calls still running are cancelled with their sessions.
-    let deadline = async {
-        accepting.cancelled().await;
-        tokio::time::sleep(grace).await;
-    };
-    let result = tokio::select! {
-        result = &mut server => result,
-        () = deadline => {
-            sessions_cancel.cancel();
-            server.await
-        }
-    };
+    listen::serve(listener, app, connections, state.metrics.clone(), accepting, grace, hard_stop.clone()).await;
+    hard_stop.cancel();
     sessions_cancel.cancel();
+    let _ = cancel_sessions.await;
     signals.abort();
-    Ok(result?)
+    Ok(())
 }
 
 async fn ready(State(state): State<Arc<ServerState>>) -> Response {
@@ -363,25 +393,14 @@ async fn mcp(State(state): State<Arc<ServerState>>, request: Request) -> Respons
         Err(refusal) => return refusal.into_response(),
     };
     let name = identity.name.clone();
-    // Each POST is a message; its answer (a tool call's stream) holds the place until it ends.
-    let ticket = if request.method() == axum::http::Method::POST {
-        match state.admit(Work::Call) {
-            Ok(ticket) => Some(ticket),
-            Err(refusal) => return refusal.into_response(),
-        }
-    } else {
-        None
-    };
     let principal = match state.principals.get(&identity) {
         Ok(principal) => principal,
-        Err(error) => {
-            tracing::error!(principal = name, "cannot make the principal's folder: {error}");
-            return json_error(StatusCode::INTERNAL_SERVER_ERROR, &format!("cannot prepare your workspace: {error}"));
-        }
+        Err(error) => return principal_refusal(&name, error),
     };
-    // And the principal's own place, when its token sets a limit.
-    let own_place = if ticket.is_some() {
-        match principal.admit_call() {
+    // Each POST is a message; its answer (a tool call's stream) holds its places (the
+    // principal's own, then the server's) until it ends.
+    let (own_place, ticket) = if request.method() == axum::http::Method::POST {
+        let own = match principal.admit_call() {
             Ok(place) => place,
             Err(limit) => {
                 state.metrics.refused_busy.fetch_add(1, Ordering::Relaxed);
@@ -390,9 +409,13 @@ async fn mcp(State(state): State<Arc<ServerState>>, request: Request) -> Respons
                 ))
                 .into_response();
             }
+        };
+        match state.admit(Work::Call) {
+            Ok(ticket) => (Some(own), Some(ticket)),
+            Err(refusal) => return refusal.into_response(),
         }
     } else {
-        None
+        (None, None)
     };
     tracing::debug!(principal = principal.name, method = %request.method(), "mcp request");
     let ends_session = request.method() == axum::http::Method::DELETE;
@@ -413,6 +436,19 @@ async fn mcp(State(state): State<Arc<ServerState>>, request: Request) -> Respons
             frame
         }))
     })
+}
+
+/// The answer to a request of a principal the server cannot serve now.
+pub(crate) fn principal_refusal(name: &str, error: principals::PrincipalError) -> Response {
+    use principals::PrincipalError;
+    match &error {
+        PrincipalError::Workspace(io) => {
+            tracing::error!(principal = name, "cannot make the principal's folder: {io}");
+            json_error(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string())
+        }
+        PrincipalError::OnlyOne { .. } => json_error(StatusCode::FORBIDDEN, &error.to_string()),
+        PrincipalError::Full => Refusal::Busy(error.to_string()).into_response(),
+    }
 }
 
 /// The principal a request's credentials name, or why they name none.

@@ -6,11 +6,19 @@
 //! name — a session, a run id, an artifact id, an MCP session — is looked up
 //! anywhere but in its own engine, so another principal's ids are "not found"
 //! by construction, not by a check that could be forgotten.
+//!
+//! No principal takes more than its share: its MCP requests in progress, its
+//! open SDK sandboxes and its live kernels (over its MCP engine and every
+//! sandbox) each have a cap of their own, a token's limits or else a share of
+//! the server's ([`Shares`]). A principal that has been idle a while (no
+//! request, no sandbox, no kernel, no run) is forgotten when others arrive,
+//! so a stream of new JWT subjects cannot fill the server's memory.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -19,73 +27,169 @@ use crate::bridge::BridgeConfig;
 use crate::mcp::EvalServer;
 use crate::mcp::sampling::SamplingBridge;
 use crate::sandbox::PrivateRoot;
-use crate::serve::tokens::{Identity, PrincipalLimits};
+use crate::serve::tokens::Identity;
+use crate::session::KernelBudget;
 use crate::tool::{EngineConfig, EvalEngine};
 
 /// The MCP endpoint of one principal.
 pub type McpService = StreamableHttpService<EvalServer, LocalSessionManager>;
 
-/// One principal's engine and MCP endpoint.
+/// A principal with no request, sandbox, kernel or run for this long is
+/// forgotten when another arrives (its engine stops; it gets a new one on its
+/// next request).
+pub const PRINCIPAL_IDLE: Duration = Duration::from_secs(10 * 60);
+/// Principals known at once, at most; a new one beyond it is refused while none is idle.
+pub const MAX_PRINCIPALS: usize = 4096;
+
+/// What one principal may hold at most, unless its token says otherwise: a
+/// share of each of the server's limits.
+#[derive(Debug, Clone, Copy)]
+pub struct Shares {
+    pub calls: usize,
+    pub sandboxes: usize,
+    pub kernels: usize,
+}
+
+impl Shares {
+    /// `percent` of each server-wide limit, at least 1.
+    pub fn of(percent: u8, max_calls: usize, max_sandboxes: usize, max_kernels: usize) -> Shares {
+        let share = |limit: usize| (limit * usize::from(percent.clamp(1, 100)) / 100).max(1);
+        Shares { calls: share(max_calls), sandboxes: share(max_sandboxes), kernels: share(max_kernels) }
+    }
+}
+
+/// One principal's engine, MCP endpoint and what it holds.
 pub struct Principal {
     pub name: String,
     pub engine: Arc<EvalEngine>,
     pub mcp: McpService,
-    /// Its token's limits when its engine was made (kernel limits hold from then on).
-    limits: PrincipalLimits,
+    /// Its caps: its token's limits, else its share of the server's.
+    caps: Shares,
     /// Its MCP requests in progress.
     calls: Arc<AtomicUsize>,
+    /// Its open SDK sandboxes.
+    sandboxes: Arc<AtomicUsize>,
+    /// Its live kernels, within the server's budget.
+    budget: Arc<KernelBudget>,
+    /// Its sandboxes' engines (the MCP engine is `engine`).
+    sandbox_engines: Mutex<Vec<Weak<EvalEngine>>>,
+    last_used: Mutex<Instant>,
 }
 
-/// A place among a principal's MCP requests in progress, freed when dropped.
-pub struct CallPlace(Arc<AtomicUsize>);
+/// A place among a principal's calls or sandboxes, freed when dropped.
+pub struct Place(Arc<AtomicUsize>);
 
-impl Drop for CallPlace {
+impl Drop for Place {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
+/// Why a principal cannot be served now.
+#[derive(Debug, thiserror::Error)]
+pub enum PrincipalError {
+    #[error("cannot prepare your workspace: {0}")]
+    Workspace(std::io::Error),
+    #[error(
+        "this server keeps one principal only, because its sandbox cannot be enforced here ({reason}); another \
+         principal is using it"
+    )]
+    OnlyOne { reason: String },
+    #[error("this server knows {MAX_PRINCIPALS} principals, none of them idle; retry in a moment")]
+    Full,
+}
+
 impl Principal {
-    /// A place for one more MCP request under the token's `max_calls`
-    /// (`None`: no limit of its own), or that limit when it is reached.
-    pub fn admit_call(&self) -> Result<Option<CallPlace>, usize> {
-        let Some(limit) = self.limits.max_calls else { return Ok(None) };
-        if !crate::serve::metrics::take_place(&self.calls, limit) {
-            return Err(limit);
-        }
-        Ok(Some(CallPlace(self.calls.clone())))
+    /// A place for one more MCP request, or the principal's cap when it is reached.
+    pub fn admit_call(&self) -> Result<Place, usize> {
+        take(&self.calls, self.caps.calls)
+    }
+
+    /// A place for one more open SDK sandbox, or the principal's cap when it is reached.
+    pub fn admit_sandbox(&self) -> Result<Place, usize> {
+        take(&self.sandboxes, self.caps.sandboxes)
+    }
+
+    fn touch(&self) {
+        *self.last_used.lock().unwrap() = Instant::now();
+    }
+
+    /// Whether the principal holds nothing and has done nothing for [`PRINCIPAL_IDLE`].
+    fn is_idle(&self) -> bool {
+        let quiet = self.last_used.lock().unwrap().elapsed() > PRINCIPAL_IDLE;
+        let load = self.engine.load();
+        quiet
+            && self.calls.load(Ordering::SeqCst) == 0
+            && self.sandboxes.load(Ordering::SeqCst) == 0
+            && load.kernels.busy + load.kernels.idle == 0
+            && load.runs == 0
+    }
+
+    fn engines(&self) -> Vec<Arc<EvalEngine>> {
+        let mut engines = vec![self.engine.clone()];
+        engines.extend(self.sandbox_engines.lock().unwrap().iter().filter_map(Weak::upgrade));
+        engines
     }
 }
 
-/// The principals that have made a request since the server started.
+fn take(counter: &Arc<AtomicUsize>, limit: usize) -> Result<Place, usize> {
+    if !crate::serve::metrics::take_place(counter, limit) {
+        return Err(limit);
+    }
+    Ok(Place(counter.clone()))
+}
+
+/// The principals the server knows now.
 pub struct Principals {
     base: EngineConfig,
     /// Where principals' working folders are made (`<root>/<name>`).
     root: PathBuf,
     http: StreamableHttpServerConfig,
+    shares: Shares,
+    /// Set when the sandbox cannot be enforced here: then only one principal may be served.
+    only_one: Option<String>,
     live: Mutex<HashMap<String, Arc<Principal>>>,
-    /// The engines of SDK connections (one each, as a local `Sandbox()` has), to stop at shutdown.
-    sandboxes: Mutex<Vec<Weak<EvalEngine>>>,
 }
 
 impl Principals {
     /// `base` is every principal's engine configuration before its own folders
     /// are put in; `http` configures each MCP endpoint (hosts, origins, body limit).
-    pub fn new(base: EngineConfig, root: PathBuf, http: StreamableHttpServerConfig) -> Self {
-        Principals { base, root, http, live: Mutex::new(HashMap::new()), sandboxes: Mutex::default() }
+    pub fn new(base: EngineConfig, root: PathBuf, http: StreamableHttpServerConfig, shares: Shares) -> Self {
+        let only_one = crate::sandbox::filesystem_unenforceable(&base.sandbox).map(|reason| reason.to_string());
+        Principals { base, root, http, shares, only_one, live: Mutex::new(HashMap::new()) }
     }
 
     /// The principal's engine and endpoint, made on its first request.
-    pub fn get(&self, identity: &Identity) -> std::io::Result<Arc<Principal>> {
+    pub fn get(&self, identity: &Identity) -> Result<Arc<Principal>, PrincipalError> {
         let name = identity.name.as_str();
         let mut live = self.live.lock().unwrap();
         if let Some(principal) = live.get(name) {
+            principal.touch();
             return Ok(principal.clone());
         }
+        self.forget_idle(&mut live);
+        if let Some(reason) = &self.only_one
+            && !live.is_empty()
+        {
+            return Err(PrincipalError::OnlyOne { reason: reason.clone() });
+        }
+        if live.len() >= MAX_PRINCIPALS {
+            return Err(PrincipalError::Full);
+        }
+        let limits = identity.limits;
+        let caps = Shares {
+            calls: limits.max_calls.unwrap_or(self.shares.calls),
+            sandboxes: limits.max_sandboxes.unwrap_or(self.shares.sandboxes),
+            kernels: limits.max_kernels.unwrap_or(self.shares.kernels),
+        };
+        let budget = match &self.base.kernel_budget {
+            Some(server) => KernelBudget::within(caps.kernels, server),
+            None => KernelBudget::new(caps.kernels),
+        };
         // Cells' completion()/agent() are answered by the MCP client whose
         // call runs them (MCP sampling), as under `cellbox mcp`.
         let sampling = Arc::new(SamplingBridge::default());
-        let mut config = self.config_for(identity)?;
+        let mut config = self.config_for(identity, &budget).map_err(PrincipalError::Workspace)?;
         config.bridge = BridgeConfig::new(sampling.clone());
         let engine = Arc::new(EvalEngine::new(config));
         // Every MCP session of a principal starts in the same default session,
@@ -101,38 +205,61 @@ impl Principals {
             Arc::new(LocalSessionManager::default()),
             self.http.clone(),
         );
-        let principal =
-            Arc::new(Principal { name: name.to_string(), engine, mcp, limits: identity.limits, calls: Arc::default() });
+        let principal = Arc::new(Principal {
+            name: name.to_string(),
+            engine,
+            mcp,
+            caps,
+            calls: Arc::default(),
+            sandboxes: Arc::default(),
+            budget,
+            sandbox_engines: Mutex::default(),
+            last_used: Mutex::new(Instant::now()),
+        });
         live.insert(name.to_string(), principal.clone());
         tracing::info!(principal = name, "first request: engine started");
         Ok(principal)
     }
 
-    /// A new engine for one SDK connection of principal `name` (a sandbox of
-    /// its own, in the principal's folders), and the folder its files are rooted in.
-    pub fn sandbox_engine(&self, identity: &Identity) -> std::io::Result<Arc<EvalEngine>> {
-        let engine = Arc::new(EvalEngine::new(self.config_for(identity)?));
-        let mut sandboxes = self.sandboxes.lock().unwrap();
-        sandboxes.retain(|engine| engine.strong_count() > 0);
-        sandboxes.push(Arc::downgrade(&engine));
+    /// Forget the principals that are idle; their engines stop in the background.
+    fn forget_idle(&self, live: &mut HashMap<String, Arc<Principal>>) {
+        let idle: Vec<String> = live.iter().filter(|(_, p)| p.is_idle()).map(|(name, _)| name.clone()).collect();
+        for name in idle {
+            if let Some(principal) = live.remove(&name) {
+                tracing::info!(principal = name, "idle: engine stopped");
+                tokio::spawn(async move {
+                    for engine in principal.engines() {
+                        engine.dispose_all().await;
+                    }
+                });
+            }
+        }
+    }
+
+    /// A new engine for one SDK connection of `principal` (a sandbox of its
+    /// own, in the principal's folders, counted in its kernel budget).
+    pub fn sandbox_engine(&self, principal: &Principal, identity: &Identity) -> std::io::Result<Arc<EvalEngine>> {
+        let engine = Arc::new(EvalEngine::new(self.config_for(identity, &principal.budget)?));
+        let mut engines = principal.sandbox_engines.lock().unwrap();
+        engines.retain(|engine| engine.strong_count() > 0);
+        engines.push(Arc::downgrade(&engine));
         Ok(engine)
     }
 
-    /// How many principals have made a request.
+    /// How many principals the server knows now.
     pub fn count(&self) -> usize {
         self.live.lock().unwrap().len()
     }
 
     /// Every engine still running: each principal's and each SDK connection's.
     pub fn engines(&self) -> Vec<Arc<EvalEngine>> {
-        let mut engines: Vec<_> = self.live.lock().unwrap().values().map(|p| p.engine.clone()).collect();
-        engines.extend(self.sandboxes.lock().unwrap().iter().filter_map(Weak::upgrade));
-        engines
+        self.live.lock().unwrap().values().flat_map(|principal| principal.engines()).collect()
     }
 
     /// A principal's engine configuration: its own working and artifact
-    /// folders, and its token's limits within the server's.
-    fn config_for(&self, identity: &Identity) -> std::io::Result<EngineConfig> {
+    /// folders, kernel files and kernel budget, and its token's limits within
+    /// the server's.
+    fn config_for(&self, identity: &Identity, budget: &Arc<KernelBudget>) -> std::io::Result<EngineConfig> {
         let name = identity.name.as_str();
         let workspace = self.root.join(name);
         crate::paths::private_dir_builder().create(&workspace)?;
@@ -151,6 +278,7 @@ impl Principals {
             PrivateRoot::new(&artifacts, None),
             PrivateRoot::new(&kernel_files, Some(name)),
         ]);
+        config.kernel_budget = Some(budget.clone());
         let limits = identity.limits;
         if let Some(max) = limits.max_kernels {
             config.pool.max_kernels = config.pool.max_kernels.min(max.max(1));

@@ -64,12 +64,26 @@ pub async fn connect(
             return json_error(StatusCode::BAD_REQUEST, &format!("timeout must be 0 or more seconds, not {seconds}"));
         }
     };
-    // The place is held for as long as the sandbox's connection is open.
+    let principal = match state.principals.get(&identity) {
+        Ok(principal) => principal,
+        Err(error) => return super::principal_refusal(&name, error),
+    };
+    // The places (the principal's own, then the server's) are held for as long as the sandbox's connection is open.
+    let own_place = match principal.admit_sandbox() {
+        Ok(place) => place,
+        Err(limit) => {
+            state.metrics.refused_busy.fetch_add(1, Ordering::Relaxed);
+            return super::Refusal::Busy(format!(
+                "you have {limit} sandboxes open, your limit; close one (kill()) or retry in a moment"
+            ))
+            .into_response();
+        }
+    };
     let ticket = match state.admit(Work::Sandbox) {
-        Ok(ticket) => ticket,
+        Ok(ticket) => (ticket, own_place),
         Err(refusal) => return refusal.into_response(),
     };
-    let engine = match state.principals.sandbox_engine(&identity) {
+    let engine = match state.principals.sandbox_engine(&principal, &identity) {
         Ok(engine) => engine,
         Err(error) => {
             return json_error(StatusCode::INTERNAL_SERVER_ERROR, &format!("cannot prepare your workspace: {error}"));
@@ -77,14 +91,22 @@ pub async fn connect(
     };
     let root = engine.config().default_cwd.clone();
     let on_upgrade = hyper::upgrade::on(&mut request);
+    let hard_stop = state.hard_stop.clone();
     tokio::spawn(async move {
         match on_upgrade.await {
             Ok(upgraded) => {
                 tracing::info!(principal = name, "sdk connection opened");
                 // The place is freed before the connection closes: a client that saw it close may open another.
                 let stream = Counted { inner: TokioIo::new(upgraded), metrics: state.metrics.clone() };
-                if let Err(error) = crate::sdk::serve_stream(engine, root, idle, stream, ticket).await {
-                    tracing::warn!(principal = name, "sdk connection failed: {error}");
+                let limits = crate::sdk::StreamLimits::REMOTE;
+                tokio::select! {
+                    served = crate::sdk::serve_stream(engine.clone(), root, idle, stream, ticket, limits) => {
+                        if let Err(error) = served {
+                            tracing::warn!(principal = name, "sdk connection failed: {error}");
+                        }
+                    }
+                    // The server's grace period is over: the sandbox ends with it.
+                    () = hard_stop.cancelled() => engine.dispose_all().await,
                 }
             }
             Err(error) => tracing::warn!(principal = name, "sdk upgrade failed: {error}"),

@@ -18,6 +18,8 @@ use tokio_rustls::server::TlsStream;
 
 /// How long a client has to finish its handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Handshakes under way at most; the next connection waits in the listen queue.
+const MAX_HANDSHAKES: usize = 256;
 
 /// Why the certificate or key cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -57,8 +59,10 @@ impl TlsListener {
     pub fn new(tcp: TcpListener, acceptor: TlsAcceptor) -> std::io::Result<Self> {
         let local = tcp.local_addr()?;
         let (done, ready) = mpsc::channel(64);
+        let handshakes = Arc::new(tokio::sync::Semaphore::new(MAX_HANDSHAKES));
         let accepting = tokio::spawn(async move {
             loop {
+                let Ok(place) = handshakes.clone().acquire_owned().await else { return };
                 let (stream, peer) = match tcp.accept().await {
                     Ok(accepted) => accepted,
                     Err(error) => {
@@ -71,7 +75,9 @@ impl TlsListener {
                 let _ = stream.set_nodelay(true);
                 let (acceptor, done) = (acceptor.clone(), done.clone());
                 tokio::spawn(async move {
-                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                    let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await;
+                    drop(place);
+                    match handshake {
                         Ok(Ok(stream)) => {
                             let _ = done.send((stream, peer)).await;
                         }

@@ -32,7 +32,12 @@ pub enum TokenError {
         "{0:?} is not a principal name: use 1–64 letters, digits, `-` or `_` (it names the token's sessions and folder)"
     )]
     BadName(String),
-    #[error("a token named {0:?} exists already; revoke it first or choose another name")]
+    #[error(
+        "{0:?} is reserved: `env` and `local` name the principals of CELLBOX_SERVE_TOKEN and of --no-auth, and \
+         names starting with `jwt-` those of JWT subjects; choose another name"
+    )]
+    Reserved(String),
+    #[error("a token named {0:?} exists already (names are told apart regardless of case); revoke it first or choose another name")]
     Exists(String),
     #[error("no token is named {0:?}; `cellbox serve token list` shows the names")]
     NotFound(String),
@@ -53,12 +58,15 @@ pub struct TokenEntry {
 /// What one principal may use, within the server's own limits; `None`: the server's.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct PrincipalLimits {
-    /// Live kernels of this principal at most (the least recently used idle one gives way).
+    /// Live kernels of this principal at most, over its sessions and sandboxes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_kernels: Option<usize>,
     /// MCP requests of this principal in progress at most; more are answered 429.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_calls: Option<usize>,
+    /// Open SDK sandboxes of this principal at most; more are answered 429.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sandboxes: Option<usize>,
     /// Memory for each of its kernels and what it starts, in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_limit: Option<u64>,
@@ -94,6 +102,16 @@ pub fn is_principal_name(name: &str) -> bool {
     (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
+/// What the names of principals that are not tokens of the file start with (JWT subjects).
+pub const JWT_PREFIX: &str = "jwt-";
+
+/// Whether `name` belongs to principals the server names itself, so that no
+/// token of the file may take it (its folder, sessions and artifacts would be theirs).
+pub fn is_reserved_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower == ENV_PRINCIPAL || lower == super::LOCAL_PRINCIPAL || lower.starts_with(JWT_PREFIX)
+}
+
 /// The tokens file's entries (none when the file does not exist).
 pub fn list(path: &Path) -> Result<Vec<TokenEntry>, TokenError> {
     match std::fs::read(path) {
@@ -110,8 +128,13 @@ pub fn add(path: &Path, name: &str, limits: PrincipalLimits) -> Result<String, T
     if !is_principal_name(name) {
         return Err(TokenError::BadName(name.to_string()));
     }
+    if is_reserved_name(name) {
+        return Err(TokenError::Reserved(name.to_string()));
+    }
     let mut tokens = list(path)?;
-    if tokens.iter().any(|entry| entry.name == name) {
+    // Principals' folders are named after them: two names that differ by case alone would share one
+    // on a case-insensitive file system.
+    if tokens.iter().any(|entry| entry.name.eq_ignore_ascii_case(name)) {
         return Err(TokenError::Exists(name.to_string()));
     }
     let token = new_token().map_err(|message| TokenError::Write { path: path.to_path_buf(), message })?;
@@ -209,6 +232,14 @@ impl TokenStore {
         let entries = list(path)?;
         cache.by_hash = entries
             .into_iter()
+            .filter(|entry| {
+                // A file written by hand (or before names were reserved) cannot take a reserved name.
+                let usable = is_principal_name(&entry.name) && !is_reserved_name(&entry.name);
+                if !usable {
+                    tracing::warn!("the token named {:?} in {} is not used: that name is reserved", entry.name, path.display());
+                }
+                usable
+            })
             .map(|entry| (entry.sha256, Identity { name: entry.name, limits: entry.limits }))
             .collect();
         cache.stamp = stamp;
@@ -225,14 +256,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("conf").join("tokens.json");
         let ci = add(&path, "ci", PrincipalLimits::default()).unwrap();
-        let limits = PrincipalLimits { max_kernels: Some(2), max_calls: None, memory_limit: Some(1 << 30) };
+        let limits =
+            PrincipalLimits { max_kernels: Some(2), max_calls: None, max_sandboxes: Some(3), memory_limit: Some(1 << 30) };
         let alice = add(&path, "alice", limits).unwrap();
         assert!(ci.starts_with(TOKEN_PREFIX) && ci.len() > 40, "{ci}");
         assert_ne!(ci, alice);
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains(&ci[TOKEN_PREFIX.len()..]), "the file keeps hashes only");
         assert!(matches!(add(&path, "ci", limits), Err(TokenError::Exists(_))));
+        assert!(matches!(add(&path, "CI", limits), Err(TokenError::Exists(_))), "case alone is no other name");
         assert!(matches!(add(&path, "../x", limits), Err(TokenError::BadName(_))));
+        for reserved in ["env", "local", "jwt-alice", "JWT-bob", "Env"] {
+            assert!(matches!(add(&path, reserved, limits), Err(TokenError::Reserved(_))), "{reserved}");
+        }
 
         let store = TokenStore::open(Some(path.clone()), Some("cbx_from-env".into())).unwrap();
         assert_eq!(store.principal(&ci), Some(Identity::named("ci")));
@@ -251,6 +287,23 @@ mod tests {
             use std::os::unix::fs::PermissionsExt;
             assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
         }
+    }
+
+    #[test]
+    fn a_reserved_name_written_into_the_file_by_hand_signs_nobody_in() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.json");
+        let entry = |name: &str, token: &str| TokenEntry {
+            name: name.into(),
+            sha256: hash(token),
+            created: 0,
+            limits: PrincipalLimits::default(),
+        };
+        save(&path, vec![entry("jwt-alice", "cbx_a"), entry("env", "cbx_e"), entry("bob", "cbx_b")]).unwrap();
+        let store = TokenStore::open(Some(path), None).unwrap();
+        assert_eq!(store.principal("cbx_a"), None);
+        assert_eq!(store.principal("cbx_e"), None);
+        assert_eq!(store.principal("cbx_b"), Some(Identity::named("bob")));
     }
 
     #[test]

@@ -143,7 +143,7 @@ impl EvalEngine {
         let used = self.pool.live_count(None) + self.spares.len();
         let mut room = self.pool.limits().max_kernels.saturating_sub(used);
         if let Some(budget) = &self.config.kernel_budget {
-            room = room.min(budget.limit().saturating_sub(budget.used()));
+            room = room.min(budget.room());
         }
         self.spares.fill(options, room);
     }
@@ -160,7 +160,8 @@ impl EvalEngine {
         {
             return Ok(Some(reservation));
         }
-        Err(KernelError::AtCapacity { limit: budget.limit() })
+        let (limit, here) = budget.full().unwrap_or((budget.limit(), true));
+        Err(KernelError::AtCapacity { limit, yours: here && budget.is_inner() })
     }
 
     /// The options a kernel for `interpreter` in `cwd` starts with (also the key of its spares).
