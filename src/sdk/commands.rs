@@ -252,7 +252,8 @@ impl Server {
                     dropped - next,
                     MAX_KEPT_OUTPUT >> 20
                 );
-                let _ = self.out.send(wire::output(call, json!({"type": "stderr", "text": text, "chunk": dropped - 1})));
+                let _ =
+                    self.out.send(wire::output(call, json!({"type": "stderr", "text": text, "chunk": dropped - 1})));
                 next = dropped;
             }
             for (kind, text) in chunks {

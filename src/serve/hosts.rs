@@ -24,7 +24,9 @@ impl AllowedHosts {
     /// Whether a `Host` header's value names this server.
     pub fn allows(&self, host: &str) -> bool {
         let Some((name, port)) = authority(host) else { return false };
-        self.hosts.iter().any(|(allowed, allowed_port)| *allowed == name && allowed_port.is_none_or(|p| Some(p) == port))
+        self.hosts
+            .iter()
+            .any(|(allowed, allowed_port)| *allowed == name && allowed_port.is_none_or(|p| Some(p) == port))
     }
 }
 
@@ -36,7 +38,11 @@ fn authority(text: &str) -> Option<(String, Option<u16>)> {
 }
 
 /// Refuse (403) a request whose `Host` does not name this server, and (400) one without a readable `Host`.
-pub async fn check(State(allowed): State<Arc<AllowedHosts>>, request: Request, next: axum::middleware::Next) -> Response {
+pub async fn check(
+    State(allowed): State<Arc<AllowedHosts>>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> Response {
     let host = request.headers().get(header::HOST).and_then(|value| value.to_str().ok());
     match host {
         Some(host) if allowed.allows(host) => next.run(request).await,
@@ -54,7 +60,8 @@ mod tests {
 
     #[test]
     fn names_and_ports_are_told_apart() {
-        let allowed = AllowedHosts::new(&["localhost".into(), "127.0.0.1".into(), "::1".into(), "box.example:443".into()]);
+        let allowed =
+            AllowedHosts::new(&["localhost".into(), "127.0.0.1".into(), "::1".into(), "box.example:443".into()]);
         for host in ["localhost", "LOCALHOST:8740", "127.0.0.1:1", "[::1]:8740", "box.example:443"] {
             assert!(allowed.allows(host), "{host}");
         }

@@ -10,7 +10,6 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use sha2::{Digest, Sha256};
@@ -243,7 +242,9 @@ mod tests {
         assert_ne!(hashed, principal_name("auth0|1235"));
         assert!(matches!(KeySource::parse("https://idp/jwks"), Ok(KeySource::Url(_))));
         assert!(matches!(KeySource::parse("keys.json"), Ok(KeySource::File(_))));
-        for loopback in ["http://127.0.0.1:8080/jwks", "http://localhost/jwks", "http://[::1]:9/k", "http://u@127.0.0.1/"] {
+        for loopback in
+            ["http://127.0.0.1:8080/jwks", "http://localhost/jwks", "http://[::1]:9/k", "http://u@127.0.0.1/"]
+        {
             assert!(matches!(KeySource::parse(loopback), Ok(KeySource::Url(_))), "{loopback}");
         }
         for remote in ["http://idp.example.com/jwks", "http://127.0.0.1.evil.com/jwks", "http://10.0.0.1/k"] {

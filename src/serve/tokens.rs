@@ -37,7 +37,9 @@ pub enum TokenError {
          names starting with `jwt-` those of JWT subjects; choose another name"
     )]
     Reserved(String),
-    #[error("a token named {0:?} exists already (names are told apart regardless of case); revoke it first or choose another name")]
+    #[error(
+        "a token named {0:?} exists already (names are told apart regardless of case); revoke it first or choose another name"
+    )]
     Exists(String),
     #[error("no token is named {0:?}; `cellbox serve token list` shows the names")]
     NotFound(String),
@@ -236,7 +238,11 @@ impl TokenStore {
                 // A file written by hand (or before names were reserved) cannot take a reserved name.
                 let usable = is_principal_name(&entry.name) && !is_reserved_name(&entry.name);
                 if !usable {
-                    tracing::warn!("the token named {:?} in {} is not used: that name is reserved", entry.name, path.display());
+                    tracing::warn!(
+                        "the token named {:?} in {} is not used: that name is reserved",
+                        entry.name,
+                        path.display()
+                    );
                 }
                 usable
             })
@@ -256,8 +262,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("conf").join("tokens.json");
         let ci = add(&path, "ci", PrincipalLimits::default()).unwrap();
-        let limits =
-            PrincipalLimits { max_kernels: Some(2), max_calls: None, max_sandboxes: Some(3), memory_limit: Some(1 << 30) };
+        let limits = PrincipalLimits {
+            max_kernels: Some(2),
+            max_calls: None,
+            max_sandboxes: Some(3),
+            memory_limit: Some(1 << 30),
+        };
         let alice = add(&path, "alice", limits).unwrap();
         assert!(ci.starts_with(TOKEN_PREFIX) && ci.len() > 40, "{ci}");
         assert_ne!(ci, alice);
