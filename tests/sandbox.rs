@@ -289,6 +289,29 @@ async fn pip_under_network_off_says_why_and_how_to_allow_it() {
     assert!(r.text.contains("--network on"), "{}", r.text);
 }
 
+/// A refusal of the sandbox carries one note saying which rule refused it and the flag that lifts it.
+#[tokio::test(flavor = "multi_thread")]
+async fn refusals_name_their_rule_and_the_flag_that_lifts_it() {
+    let fx = fixture();
+    let on = engine(&fx, policy(SandboxMode::WorkspaceWrite, NetworkMode::Off));
+    let outside = fx.outside.join("refused.txt");
+    let write = eval(&on, &format!("open({:?}, 'w').write('x')", outside.display().to_string())).await;
+    assert!(write.is_error, "{}", write.text);
+    let note = write.notes.iter().find(|note| note.contains("--allow-write")).unwrap_or_else(|| panic!("{:#?}", write));
+    assert!(note.contains(&fx.outside.display().to_string()) && note.contains(&fx.work.display().to_string()), "{note}");
+    assert!(write.text.contains(note.as_str()), "the model reads it: {}", write.text);
+    let read = eval(&on, "import os; open(os.path.expanduser('~/.ssh/id_rsa')).read()").await;
+    assert!(read.notes.iter().any(|note| note.contains("secret location") && note.contains("--sandbox off")), "{read:#?}");
+    let shell = eval(&on, "!cat ~/.ssh/id_rsa").await;
+    assert!(shell.notes.iter().any(|note| note.contains("secret location")), "a child's refusal too: {shell:#?}");
+    let connect = eval(&on, "import socket; socket.create_connection(('192.0.2.1', 80), timeout=5)").await;
+    assert!(connect.notes.iter().any(|note| note.contains("--network on")), "{connect:#?}");
+    // What the sandbox allows is not blamed on it.
+    let fine = eval(&on, "open('inside.txt', 'w').write('x'); open('/nonexistent-folder/x')").await;
+    assert!(fine.notes.iter().all(|note| !note.starts_with("Sandbox:")), "{fine:#?}");
+    on.dispose_all().await;
+}
+
 #[test]
 fn sandbox_support_is_probed() {
     let support = cellbox::sandbox::support();

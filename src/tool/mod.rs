@@ -2,6 +2,7 @@
 
 pub mod call;
 pub mod config;
+pub mod denials;
 pub mod engine;
 pub mod params;
 pub mod result;

@@ -188,6 +188,8 @@ pub struct Collector {
     at_line_start: bool,
     recording: Option<Recording>,
     mirror: Option<TextMirror>,
+    /// Errors and stderr lines that may be the sandbox's refusals.
+    evidence: super::denials::Evidence,
 }
 
 /// Receives every piece of model-facing text as the collector writes it (a
@@ -217,7 +219,13 @@ impl Collector {
             at_line_start: true,
             recording: None,
             mirror: None,
+            evidence: Default::default(),
         }
+    }
+
+    /// What the cells said that may be the sandbox's refusals.
+    pub fn evidence(&self) -> &super::denials::Evidence {
+        &self.evidence
     }
 
     /// Also hand every piece of text to `mirror` as it is written.
@@ -313,6 +321,7 @@ impl Collector {
             }
             ExecEvent::Stderr(text) => {
                 self.text(&text);
+                self.evidence.look_at(&text);
                 Some(EvalEvent::Stderr { cell, text })
             }
             // The cell's part of it was stderr; the whole is for the full output only.
@@ -323,6 +332,7 @@ impl Collector {
             ExecEvent::Display { bundle, .. } => self.display(cell, bundle, false),
             ExecEvent::Result { bundle, .. } => self.display(cell, bundle, true),
             ExecEvent::Error(error) => {
+                self.evidence.look_at(&format!("{}: {}", error.ename, error.evalue));
                 let traceback = error.traceback.concat();
                 if traceback.trim().is_empty() {
                     self.line(&format!("{}: {}", error.ename, error.evalue));

@@ -185,6 +185,22 @@ impl EvalEngine {
         policy
     }
 
+    /// A note for each refusal of the sandbox the call's cells ran into: which
+    /// rule, and the flag that lifts it (see [`crate::tool::denials`]). Not for
+    /// gateway kernels, which the sandbox does not reach.
+    fn explain_denials(&self, collector: &mut Collector, cwd: &Path) {
+        if !matches!(self.config.backend, Backend::Process) {
+            return;
+        }
+        let env = env::kernel_env(std::env::vars_os(), &discovery::EnvActivation::None, &self.config.extra_env);
+        let home = env.get("HOME").map(PathBuf::from).or_else(dirs::home_dir).unwrap_or_else(|| "/".into());
+        let policy = self.kernel_policy();
+        let notes = crate::tool::denials::explain(collector.evidence(), &policy, &self.config.default_cwd, cwd, &home);
+        for note in notes {
+            collector.note(note);
+        }
+    }
+
     /// The engine's own work on its workspace's files (the SDK's files API,
     /// notebook exports): confined by its kernels' rules and done by file
     /// descriptor, rooted in its default working folder. Made once; `Err` says
@@ -506,6 +522,7 @@ impl EvalEngine {
         {
             self.run_cells(&plan, &cwd, &mut kernels, &mut collector, cancel, on_event).await;
         }
+        self.explain_denials(&mut collector, &cwd);
         self.remember(&context.session, collector.take_recorded());
         match self.config.mode {
             KernelMode::Session => {
