@@ -298,10 +298,16 @@ async fn refusals_name_their_rule_and_the_flag_that_lifts_it() {
     let write = eval(&on, &format!("open({:?}, 'w').write('x')", outside.display().to_string())).await;
     assert!(write.is_error, "{}", write.text);
     let note = write.notes.iter().find(|note| note.contains("--allow-write")).unwrap_or_else(|| panic!("{:#?}", write));
-    assert!(note.contains(&fx.outside.display().to_string()) && note.contains(&fx.work.display().to_string()), "{note}");
+    assert!(
+        note.contains(&fx.outside.display().to_string()) && note.contains(&fx.work.display().to_string()),
+        "{note}"
+    );
     assert!(write.text.contains(note.as_str()), "the model reads it: {}", write.text);
     let read = eval(&on, "import os; open(os.path.expanduser('~/.ssh/id_rsa')).read()").await;
-    assert!(read.notes.iter().any(|note| note.contains("secret location") && note.contains("--sandbox off")), "{read:#?}");
+    assert!(
+        read.notes.iter().any(|note| note.contains("secret location") && note.contains("--sandbox off")),
+        "{read:#?}"
+    );
     let shell = eval(&on, "!cat ~/.ssh/id_rsa").await;
     assert!(shell.notes.iter().any(|note| note.contains("secret location")), "a child's refusal too: {shell:#?}");
     let connect = eval(&on, "import socket; socket.create_connection(('192.0.2.1', 80), timeout=5)").await;
@@ -310,6 +316,30 @@ async fn refusals_name_their_rule_and_the_flag_that_lifts_it() {
     let fine = eval(&on, "open('inside.txt', 'w').write('x'); open('/nonexistent-folder/x')").await;
     assert!(fine.notes.iter().all(|note| !note.starts_with("Sandbox:")), "{fine:#?}");
     on.dispose_all().await;
+}
+
+/// Kernels of a server's principals each get a `/dev/shm` of their own: one cannot
+/// read or plant another's shared memory, nor the host's, and multiprocessing still works.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_private_dev_shm_is_shared_with_nobody() {
+    let fx = fixture();
+    let private = SandboxPolicy { private_shm: true, ..policy(SandboxMode::WorkspaceWrite, NetworkMode::On) };
+    let (a, b) = (engine(&fx, private.clone()), engine(&fx, private));
+    let name = format!("cellbox-test-{}", std::process::id());
+    let planted = eval(&a, &format!("open('/dev/shm/{name}', 'w').write('from a'); sorted(os.listdir('/dev/shm')) if (os := __import__('os')) else 0")).await;
+    assert!(!planted.is_error && planted.text.contains(&name), "{}", planted.text);
+    assert!(!Path::new("/dev/shm").join(&name).exists(), "the host's /dev/shm got it");
+    let looked = eval(&b, &format!("import os; os.path.exists('/dev/shm/{name}')")).await;
+    assert_eq!(looked.text.trim(), "False", "{}", looked.text);
+    let locks =
+        eval(&b, "import multiprocessing as mp; lock = mp.Lock(); lock.acquire(); lock.release(); 'locked'").await;
+    assert!(locks.text.contains("'locked'"), "{}", locks.text);
+    std::fs::write(Path::new("/dev/shm").join(&name), "host").unwrap();
+    let host = eval(&a, &format!("open('/dev/shm/{name}').read()")).await;
+    assert_eq!(host.text.trim(), "'from a'", "a kernel sees its own, not the host's: {}", host.text);
+    std::fs::remove_file(Path::new("/dev/shm").join(&name)).unwrap();
+    a.dispose_all().await;
+    b.dispose_all().await;
 }
 
 #[test]

@@ -92,6 +92,11 @@ fn split(path: &Path, grant: Grant, denied: &[PathBuf], out: &mut Vec<(PathBuf, 
     }
 }
 
+/// Every right a ruleset handles (a write grant's rights), as Landlock's bit mask.
+pub fn all_rights() -> u64 {
+    AccessFs::from_all(abi()).bits()
+}
+
 /// The Landlock ABI to build rulesets for: the kernel's, within what the
 /// crate knows.
 fn abi() -> ABI {

@@ -182,6 +182,9 @@ pub struct Prepared {
     /// `setgroups`, `uid_map` and `gid_map` contents for a new user namespace.
     id_maps: Option<[Vec<u8>; 2]>,
     loopback_up: bool,
+    /// Mount a tmpfs of its own on `/dev/shm` (in its own mount namespace),
+    /// and give it these Landlock rights (when the kernel has a ruleset).
+    private_shm: Option<u64>,
     rlimits: Vec<(libc::c_int, u64)>,
     #[cfg(target_os = "linux")]
     seccomp: Option<seccompiler::BpfProgram>,
@@ -390,7 +393,20 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         prepared.unshare_flags |= libc::CLONE_NEWNET;
         prepared.loopback_up = policy.network == NetworkMode::Localhost;
     }
-    if (wants_netns || nproc_in_userns) && !root {
+    let mode = enforceable_mode(policy.mode);
+    // POSIX shared memory of its own, where asked for and the host allows it.
+    let private_shm = policy.private_shm && mode != SandboxMode::Off && Path::new(SHM).is_dir();
+    let mount_shm = private_shm && probe::can_mount_private_shm();
+    if private_shm && !mount_shm {
+        crate::notice::warn_once(
+            "/dev/shm is closed to kernels: this host cannot give each its own (a mount namespace and a tmpfs), so \
+             POSIX shared memory and multiprocessing's locks are unavailable in cells",
+        );
+    }
+    if mount_shm {
+        prepared.unshare_flags |= libc::CLONE_NEWNS;
+    }
+    if (wants_netns || nproc_in_userns || mount_shm) && !root {
         prepared.unshare_flags |= libc::CLONE_NEWUSER;
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
         prepared.id_maps = Some([format!("{uid} {uid} 1\n").into_bytes(), format!("{gid} {gid} 1\n").into_bytes()]);
@@ -404,19 +420,34 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
     }
 
     // Filesystem.
-    let mode = enforceable_mode(policy.mode);
     if mode != SandboxMode::Off {
-        let access = prepare_files(&mut prepared, policy, mode, cwd, env)?;
+        let mut access = prepare_files(&mut prepared, policy, mode, cwd, env)?;
+        if private_shm {
+            // The host's /dev/shm is no kernel's: its own is granted in the child (or none at all).
+            access.writable.retain(|place| place != Path::new(SHM));
+            if !mount_shm {
+                access.denied.push(PathBuf::from(SHM));
+            }
+        }
         let mut grants = vec![(PathBuf::from("/"), Grant::Read)];
         grants.extend(access.writable.into_iter().map(|path| (path, Grant::Write)));
         let rules = fs::plan(&grants, &access.denied);
         let scoping = if wants_netns { fs::Scoping::SignalsAndAbstractUnix } else { fs::Scoping::Signals };
         prepared.landlock = Some(fs::build_ruleset(&rules, scoping)?);
+        if mount_shm {
+            prepared.private_shm = Some(fs::all_rights());
+        }
+    } else if mount_shm {
+        prepared.private_shm = Some(0);
     }
     prepared.env.push((settings::SANDBOX.name.into(), mode.to_string()));
     prepared.env.push((settings::NETWORK.name.into(), policy.network.to_string()));
     Ok(prepared)
 }
+
+/// Where POSIX shared memory lives.
+#[cfg(target_os = "linux")]
+const SHM: &str = "/dev/shm";
 
 #[cfg(target_os = "linux")]
 /// Kernels in a network namespace must not `setns` back into the host's
@@ -510,6 +541,12 @@ impl Prepared {
             if self.loopback_up {
                 loopback_up()?;
             }
+            if let Some(rights) = self.private_shm {
+                mount_private_shm()?;
+                if let (Some(ruleset), true) = (&self.landlock, rights != 0) {
+                    grant_private_shm(ruleset.as_raw_fd(), rights)?;
+                }
+            }
             for (resource, value) in &self.rlimits {
                 let limit = libc::rlimit { rlim_cur: *value as libc::rlim_t, rlim_max: *value as libc::rlim_t };
                 check(libc::setrlimit(*resource as _, &limit) as libc::c_long)?;
@@ -523,6 +560,50 @@ impl Prepared {
             seccompiler::apply_filter(program).map_err(|_| std::io::Error::last_os_error())?;
         }
         Ok(())
+    }
+}
+
+#[cfg(target_os = "linux")]
+/// In a new mount namespace: stop mounts from propagating to the host, then
+/// put a fresh tmpfs on `/dev/shm`. Async-signal-safe.
+unsafe fn mount_private_shm() -> std::io::Result<()> {
+    let check = |rc: libc::c_int| if rc < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) };
+    let none = std::ptr::null();
+    // SAFETY: NUL-terminated literals; no memory of the caller is touched.
+    unsafe {
+        check(libc::mount(none, c"/".as_ptr(), none, libc::MS_REC | libc::MS_PRIVATE, none.cast()))?;
+        check(libc::mount(
+            c"tmpfs".as_ptr(),
+            c"/dev/shm".as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            c"mode=1777".as_ptr().cast(),
+        ))
+    }
+}
+
+#[cfg(target_os = "linux")]
+/// Add a rule granting `rights` beneath the (new) `/dev/shm` to the Landlock
+/// ruleset `ruleset`, before the kernel restricts itself with it. Async-signal-safe.
+unsafe fn grant_private_shm(ruleset: libc::c_int, rights: u64) -> std::io::Result<()> {
+    /// The kernel's `struct landlock_path_beneath_attr`.
+    #[repr(C, packed)]
+    struct PathBeneath {
+        allowed_access: u64,
+        parent_fd: i32,
+    }
+    const RULE_PATH_BENEATH: libc::c_int = 1;
+    // SAFETY: an O_PATH open, a rule struct on the stack, a close.
+    unsafe {
+        let fd = libc::open(c"/dev/shm".as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let rule = PathBeneath { allowed_access: rights, parent_fd: fd };
+        let rc = libc::syscall(libc::SYS_landlock_add_rule, ruleset, RULE_PATH_BENEATH, &rule, 0u32);
+        let error = std::io::Error::last_os_error();
+        libc::close(fd);
+        if rc < 0 { Err(error) } else { Ok(()) }
     }
 }
 

@@ -108,6 +108,12 @@ pub struct SandboxPolicy {
     /// [`default_kernel_files`], temp dirs in the system's temp dir.
     #[serde(default)]
     pub kernel_files: Option<PathBuf>,
+    /// Give each kernel a `/dev/shm` of its own (POSIX shared memory and
+    /// semaphores), so that kernels of different principals can neither read
+    /// nor plant each other's; where the host cannot, `/dev/shm` is closed to
+    /// kernels instead. A server sets it; one user's kernels may share theirs.
+    #[serde(default)]
+    pub private_shm: bool,
     /// Memory for the whole process tree, in bytes.
     pub memory_limit: Option<u64>,
     /// Processes and threads for the whole process tree.

@@ -171,6 +171,43 @@ fn can_make_user_namespace() -> bool {
     return false;
 }
 
+/// Whether kernels can get a `/dev/shm` of their own: a mount namespace
+/// (in a user namespace when not root) with a fresh tmpfs on `/dev/shm`,
+/// tried once per process in a forked child.
+#[cfg(target_os = "linux")]
+pub(crate) fn can_mount_private_shm() -> bool {
+    static CAN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *CAN.get_or_init(|| {
+        let root = unsafe { libc::geteuid() } == 0;
+        let flags = if root { libc::CLONE_NEWNS } else { libc::CLONE_NEWNS | libc::CLONE_NEWUSER };
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let maps = [format!("{uid} {uid} 1\n").into_bytes(), format!("{gid} {gid} 1\n").into_bytes()];
+        // SAFETY: the child makes only system calls on buffers made before the fork, then _exits.
+        unsafe {
+            let pid = libc::fork();
+            if pid == 0 {
+                let ok = libc::unshare(flags) == 0
+                    && (root
+                        || (super::write_file(c"/proc/self/setgroups", b"deny").is_ok()
+                            && super::write_file(c"/proc/self/uid_map", &maps[0]).is_ok()
+                            && super::write_file(c"/proc/self/gid_map", &maps[1]).is_ok()))
+                    && super::mount_private_shm().is_ok();
+                libc::_exit(if ok { 0 } else { 1 });
+            }
+            if pid < 0 {
+                return false;
+            }
+            let mut status = 0;
+            while libc::waitpid(pid, &mut status, 0) < 0 {
+                if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                    return false;
+                }
+            }
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+        }
+    })
+}
+
 /// Whether `unshare(flags)` works here: tried in a forked child that exits at once.
 #[cfg(target_os = "linux")]
 pub(crate) fn can_unshare(flags: libc::c_int) -> bool {

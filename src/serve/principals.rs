@@ -273,6 +273,7 @@ impl Principals {
         // Its kernels' temp dirs and caches (pip, uv, matplotlib, %store) are its own too.
         let kernel_files = crate::paths::cache_root().join("kernels").join("principals");
         config.sandbox.kernel_files = Some(kernel_files.join(name));
+        config.sandbox.private_shm = true;
         config.sandbox.private_roots.extend([
             PrivateRoot::new(&self.root, Some(name)),
             PrivateRoot::new(&artifacts, None),

@@ -135,7 +135,8 @@ fn file_note(path: &Path, policy: &SandboxPolicy, access: &FileAccess) -> Option
                 .filter(|place| !place.starts_with("/dev"))
                 .map(|place| place.display().to_string())
                 .collect();
-            let folder = if real.is_dir() { real.clone() } else { real.parent().map_or(real.clone(), Path::to_path_buf) };
+            let folder =
+                if real.is_dir() { real.clone() } else { real.parent().map_or(real.clone(), Path::to_path_buf) };
             format!(
                 "Sandbox: writing {shown} was refused: cells may write only in {} and their $TMPDIR. Start cellbox \
                  with --allow-write {} (CELLBOX_ALLOW_WRITE) to let them write there, or --sandbox off.",
@@ -190,7 +191,9 @@ fn paths_in(line: &str) -> Vec<PathBuf> {
 }
 
 fn looks_like_a_path(text: &str) -> bool {
-    !text.is_empty() && !text.contains('\n') && (text.starts_with('/') || text.starts_with("./") || text.starts_with("../"))
+    !text.is_empty()
+        && !text.contains('\n')
+        && (text.starts_with('/') || text.starts_with("./") || text.starts_with("../"))
 }
 
 #[cfg(test)]
