@@ -404,7 +404,7 @@ async fn bad_input_is_refused_before_any_kernel_work() {
             .eval(&params(json!({"cwd": outside, "cells": [{"code": "1"}]})), &ctx, &cancel, &ignore_events)
             .await
             .unwrap_err();
-        assert!(matches!(refused, EvalError::CwdOutsideWorkspace { .. }), "{outside}: {refused}");
+        assert!(matches!(refused, EvalError::OutsideWorkspace { what: "cwd", .. }), "{outside}: {refused}");
     }
     assert!(matches!(
         f.engine.eval(&params(json!({"cells": []})), &ctx, &cancel, &ignore_events).await,

@@ -21,6 +21,8 @@
 #![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_imports))]
 
 mod access;
+#[cfg(target_os = "linux")]
+mod child;
 mod confine;
 #[cfg(target_os = "linux")]
 mod fs;
@@ -534,17 +536,17 @@ impl Prepared {
                 check(libc::unshare(self.unshare_flags) as libc::c_long)?;
             }
             if let Some([uid_map, gid_map]) = &self.id_maps {
-                write_file(c"/proc/self/setgroups", b"deny")?;
-                write_file(c"/proc/self/uid_map", uid_map)?;
-                write_file(c"/proc/self/gid_map", gid_map)?;
+                child::write_file(c"/proc/self/setgroups", b"deny")?;
+                child::write_file(c"/proc/self/uid_map", uid_map)?;
+                child::write_file(c"/proc/self/gid_map", gid_map)?;
             }
             if self.loopback_up {
-                loopback_up()?;
+                child::loopback_up()?;
             }
             if let Some(rights) = self.private_shm {
-                mount_private_shm()?;
+                child::mount_private_shm()?;
                 if let (Some(ruleset), true) = (&self.landlock, rights != 0) {
-                    grant_private_shm(ruleset.as_raw_fd(), rights)?;
+                    child::grant_private_shm(ruleset.as_raw_fd(), rights)?;
                 }
             }
             for (resource, value) in &self.rlimits {
@@ -560,88 +562,5 @@ impl Prepared {
             seccompiler::apply_filter(program).map_err(|_| std::io::Error::last_os_error())?;
         }
         Ok(())
-    }
-}
-
-#[cfg(target_os = "linux")]
-/// In a new mount namespace: stop mounts from propagating to the host, then
-/// put a fresh tmpfs on `/dev/shm`. Async-signal-safe.
-unsafe fn mount_private_shm() -> std::io::Result<()> {
-    let check = |rc: libc::c_int| if rc < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) };
-    let none = std::ptr::null();
-    // SAFETY: NUL-terminated literals; no memory of the caller is touched.
-    unsafe {
-        check(libc::mount(none, c"/".as_ptr(), none, libc::MS_REC | libc::MS_PRIVATE, none.cast()))?;
-        check(libc::mount(
-            c"tmpfs".as_ptr(),
-            c"/dev/shm".as_ptr(),
-            c"tmpfs".as_ptr(),
-            libc::MS_NOSUID | libc::MS_NODEV,
-            c"mode=1777".as_ptr().cast(),
-        ))
-    }
-}
-
-#[cfg(target_os = "linux")]
-/// Add a rule granting `rights` beneath the (new) `/dev/shm` to the Landlock
-/// ruleset `ruleset`, before the kernel restricts itself with it. Async-signal-safe.
-unsafe fn grant_private_shm(ruleset: libc::c_int, rights: u64) -> std::io::Result<()> {
-    /// The kernel's `struct landlock_path_beneath_attr`.
-    #[repr(C, packed)]
-    struct PathBeneath {
-        allowed_access: u64,
-        parent_fd: i32,
-    }
-    const RULE_PATH_BENEATH: libc::c_int = 1;
-    // SAFETY: an O_PATH open, a rule struct on the stack, a close.
-    unsafe {
-        let fd = libc::open(c"/dev/shm".as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC);
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let rule = PathBeneath { allowed_access: rights, parent_fd: fd };
-        let rc = libc::syscall(libc::SYS_landlock_add_rule, ruleset, RULE_PATH_BENEATH, &rule, 0u32);
-        let error = std::io::Error::last_os_error();
-        libc::close(fd);
-        if rc < 0 { Err(error) } else { Ok(()) }
-    }
-}
-
-#[cfg(target_os = "linux")]
-/// open + write + close, async-signal-safe.
-unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
-    // SAFETY: a NUL-terminated path and a live buffer.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let written = libc::write(fd, data.as_ptr().cast(), data.len());
-        let error = std::io::Error::last_os_error();
-        libc::close(fd);
-        if written < 0 { Err(error) } else { Ok(()) }
-    }
-}
-
-#[cfg(target_os = "linux")]
-/// Bring up `lo` in the (new) network namespace, async-signal-safe.
-unsafe fn loopback_up() -> std::io::Result<()> {
-    // SAFETY: an ifreq on the stack, a socket closed before returning.
-    unsafe {
-        let sock = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
-        if sock < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let mut req: libc::ifreq = std::mem::zeroed();
-        req.ifr_name[0] = b'l' as libc::c_char;
-        req.ifr_name[1] = b'o' as libc::c_char;
-        let mut rc = libc::ioctl(sock, libc::SIOCGIFFLAGS, &mut req);
-        if rc == 0 {
-            req.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
-            rc = libc::ioctl(sock, libc::SIOCSIFFLAGS, &req);
-        }
-        let error = std::io::Error::last_os_error();
-        libc::close(sock);
-        if rc < 0 { Err(error) } else { Ok(()) }
     }
 }

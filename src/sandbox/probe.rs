@@ -188,10 +188,10 @@ pub(crate) fn can_mount_private_shm() -> bool {
             if pid == 0 {
                 let ok = libc::unshare(flags) == 0
                     && (root
-                        || (super::write_file(c"/proc/self/setgroups", b"deny").is_ok()
-                            && super::write_file(c"/proc/self/uid_map", &maps[0]).is_ok()
-                            && super::write_file(c"/proc/self/gid_map", &maps[1]).is_ok()))
-                    && super::mount_private_shm().is_ok();
+                        || (super::child::write_file(c"/proc/self/setgroups", b"deny").is_ok()
+                            && super::child::write_file(c"/proc/self/uid_map", &maps[0]).is_ok()
+                            && super::child::write_file(c"/proc/self/gid_map", &maps[1]).is_ok()))
+                    && super::child::mount_private_shm().is_ok();
                 libc::_exit(if ok { 0 } else { 1 });
             }
             if pid < 0 {

@@ -244,7 +244,11 @@ impl Server {
             "create_context" => {
                 let params: wire::CreateContext = parse(method, params)?;
                 let language = SdkLanguage::parse(params.language.as_deref().unwrap_or("python"))?;
-                Ok(json!(self.contexts.create(language, params.cwd.as_deref(), params.name.as_deref())?.info()))
+                // A context's folder is a path a call names: it stays in the workspace.
+                let cwd = params.cwd.as_deref().map(|dir| self.engine.tool_path("cwd", dir)).transpose();
+                let cwd = cwd.map_err(|error| Failure::invalid_params(error.to_string()))?;
+                let cwd = cwd.map(|dir| dir.display().to_string());
+                Ok(json!(self.contexts.create(language, cwd.as_deref(), params.name.as_deref())?.info()))
             }
             "list_contexts" => Ok(json!(self.contexts.list().iter().map(|c| c.info()).collect::<Vec<_>>())),
             "restart_context" => {

@@ -32,7 +32,12 @@ impl AllowedHosts {
 
 /// A host and its port, lower-case, without the brackets of an IPv6 address.
 fn authority(text: &str) -> Option<(String, Option<u16>)> {
-    let authority = text.trim().parse::<axum::http::uri::Authority>().ok()?;
+    let text = text.trim();
+    // A bare IPv6 address (`::1`, as --listen and the defaults name it) is no authority on its own.
+    if let Ok(std::net::IpAddr::V6(ip)) = text.parse::<std::net::IpAddr>() {
+        return Some((ip.to_string(), None));
+    }
+    let authority = text.parse::<axum::http::uri::Authority>().ok()?;
     let host = authority.host().trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
     (!host.is_empty()).then_some((host, authority.port_u16()))
 }

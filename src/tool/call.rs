@@ -38,12 +38,14 @@ pub enum EvalError {
     /// The cwd is missing or not a directory (the kernel layer's own error).
     #[error(transparent)]
     InvalidCwd(KernelError),
-    /// The cwd leads out of the workspace (and the `--allow-write` folders).
+    /// A path a tool call names (its `cwd`, a notebook or snapshot file) leads out of
+    /// the workspace (and the `--allow-write` folders).
     #[error(
-        "cwd {cwd:?} leads outside the workspace {workspace}: cells run inside it (or an --allow-write folder); pass \
-         a folder inside it (a relative cwd starts there), or start cellbox with another --cwd"
+        "{what} {path:?} leads outside the workspace {workspace}: cells and the files tool calls name stay inside \
+         it (or an --allow-write folder); pass a path inside it (a relative one starts there), or start cellbox \
+         with another --cwd"
     )]
-    CwdOutsideWorkspace { cwd: String, workspace: std::path::PathBuf },
+    OutsideWorkspace { what: &'static str, path: String, workspace: std::path::PathBuf },
     #[error("{0}")]
     LanguageDisabled(String),
     #[error("the Python backend is not available: {0}")]

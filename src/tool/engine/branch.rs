@@ -177,10 +177,15 @@ pub struct RestoreReport {
 }
 
 impl EvalEngine {
+    /// A snapshot file a tool call names, inside the workspace (see [`EvalEngine::tool_path`]).
+    fn snapshot_path(&self, path: &Path) -> Result<PathBuf, BranchError> {
+        self.tool_path("path", &path.to_string_lossy()).map_err(|error| BranchError::Unsupported(error.to_string()))
+    }
+
     /// Save `session`'s Python namespace to `path` (relative to the default
     /// cwd), after the calls already running in it.
     pub async fn snapshot_session(&self, context: &CallContext, path: &Path) -> Result<SnapshotReport, BranchError> {
-        let path = self.config.default_cwd.join(path);
+        let path = self.snapshot_path(path)?;
         let slot = match self.python_slot(&context.session) {
             Ok(slot) => slot,
             Err(Some(runtime)) => {
@@ -208,7 +213,7 @@ impl EvalEngine {
     /// `session`'s Python kernel, started if it has none. Names already there
     /// are replaced by the saved ones; others are kept.
     pub async fn restore_session(&self, context: &CallContext, path: &Path) -> Result<RestoreReport, BranchError> {
-        let path = self.config.default_cwd.join(path);
+        let path = self.snapshot_path(path)?;
         let cwd = self.resolve_cwd(None).map_err(|error| BranchError::Unsupported(error.to_string()))?;
         let interpreter =
             self.resolve_python(&cwd).await.map_err(|error| BranchError::Unsupported(error.to_string()))?;

@@ -6,12 +6,13 @@ mod branch;
 mod calls;
 mod cells;
 mod checkpoints;
+mod workspace;
 
 pub use branch::{BranchError, ForkOptions, ForkReport, RestoreReport, SnapshotReport};
 pub use calls::EngineLoad;
 pub use checkpoints::UndoReport;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -31,7 +32,6 @@ use crate::notebook::{History, Notebook, RecordedCell};
 use crate::output::artifacts::{ArtifactError, ArtifactStore};
 use crate::runtime::{self, Interpreter, Runtime};
 use crate::sandbox::host_files::HostFiles;
-use crate::sandbox::{Confinement, SandboxPolicy};
 use crate::session::{Backend, KernelKey, KernelPool, SlotGuard, SparePool};
 
 /// After an interrupt, how long the kernel gets to finish the cell before it is killed.
@@ -175,47 +175,6 @@ impl EvalEngine {
             options.preload = self.config.preload.clone();
         }
         options
-    }
-
-    /// The sandbox policy of this engine's kernels: the configured one, whose
-    /// workspace is the engine's default working folder.
-    pub fn kernel_policy(&self) -> SandboxPolicy {
-        let mut policy = self.config.sandbox.clone();
-        policy.workspace.get_or_insert_with(|| self.config.default_cwd.clone());
-        policy
-    }
-
-    /// A note for each refusal of the sandbox the call's cells ran into: which
-    /// rule, and the flag that lifts it (see [`crate::tool::denials`]). Not for
-    /// gateway kernels, which the sandbox does not reach.
-    fn explain_denials(&self, collector: &mut Collector, cwd: &Path) {
-        if !matches!(self.config.backend, Backend::Process) {
-            return;
-        }
-        let env = env::kernel_env(std::env::vars_os(), &discovery::EnvActivation::None, &self.config.extra_env);
-        let home = env.get("HOME").map(PathBuf::from).or_else(dirs::home_dir).unwrap_or_else(|| "/".into());
-        let policy = self.kernel_policy();
-        let notes = crate::tool::denials::explain(collector.evidence(), &policy, &self.config.default_cwd, cwd, &home);
-        for note in notes {
-            collector.note(note);
-        }
-    }
-
-    /// The engine's own work on its workspace's files (the SDK's files API,
-    /// notebook exports): confined by its kernels' rules and done by file
-    /// descriptor, rooted in its default working folder. Made once; `Err` says
-    /// why it cannot be (this host enforces Landlock but the rules could not be built).
-    pub fn host_files(&self) -> Result<Arc<HostFiles>, String> {
-        self.host_files
-            .get_or_init(|| {
-                let env = env::kernel_env(std::env::vars_os(), &discovery::EnvActivation::None, &self.config.extra_env);
-                let home = env.get("HOME").map(PathBuf::from).or_else(dirs::home_dir).unwrap_or_else(|| "/".into());
-                let root = self.config.default_cwd.clone();
-                Confinement::new(&self.kernel_policy(), &root, &home)
-                    .map(|confinement| Arc::new(HostFiles::new(confinement, root)))
-                    .map_err(|error| error.to_string())
-            })
-            .clone()
     }
 
     /// `owner` is gone: kernels no other owner holds are shut down. Idempotent.
@@ -564,37 +523,6 @@ impl EvalEngine {
             ));
         }
         Ok(())
-    }
-
-    /// The working folder a call asks for (relative: from the default one),
-    /// resolved once. Under a sandbox (and always on a server that keeps
-    /// calls in their workspace) it must lead inside the workspace or an
-    /// `--allow-write` folder: a kernel's folder is a path a tool call names.
-    pub(super) fn resolve_cwd(&self, requested: Option<&str>) -> Result<PathBuf, EvalError> {
-        let cwd = match requested {
-            Some(dir) if dir.starts_with("~/") => dirs::home_dir().unwrap_or_default().join(&dir[2..]),
-            Some(dir) => self.config.default_cwd.join(dir),
-            None => self.config.default_cwd.clone(),
-        };
-        // Resolved (symlinks followed as far as the path exists) once, and checked before
-        // anything says whether a path outside exists; the resolved path is what is used.
-        let real = crate::sandbox::resolve(&cwd);
-        let confined = self.config.cwd_inside_default || self.config.sandbox.mode != crate::sandbox::SandboxMode::Off;
-        if confined && requested.is_some() {
-            let policy = self.kernel_policy();
-            let mut places = vec![self.config.default_cwd.clone()];
-            if policy.mode == crate::sandbox::SandboxMode::WorkspaceWrite && !self.config.cwd_inside_default {
-                places.extend(policy.allow_write.iter().cloned());
-            }
-            if !places.iter().any(|place| real.starts_with(crate::sandbox::resolve(place))) {
-                return Err(EvalError::CwdOutsideWorkspace {
-                    cwd: requested.unwrap_or_default().to_string(),
-                    workspace: self.config.default_cwd.clone(),
-                });
-            }
-        }
-        crate::kernel::validate_cwd(&real).map_err(EvalError::InvalidCwd)?;
-        Ok(real)
     }
 
     /// What discovery looks at for a kernel in `cwd`: its probes run under the kernels' sandbox.

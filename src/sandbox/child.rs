@@ -1,0 +1,81 @@
+//! The steps a forked child takes before `exec`, for its sandbox: only
+//! async-signal-safe system calls on memory prepared before the fork.
+
+/// In a new mount namespace: stop mounts from propagating to the host, then
+/// put a fresh tmpfs on `/dev/shm`. Async-signal-safe.
+pub(super) unsafe fn mount_private_shm() -> std::io::Result<()> {
+    let check = |rc: libc::c_int| if rc < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) };
+    let none = std::ptr::null();
+    // SAFETY: NUL-terminated literals; no memory of the caller is touched.
+    unsafe {
+        check(libc::mount(none, c"/".as_ptr(), none, libc::MS_REC | libc::MS_PRIVATE, none.cast()))?;
+        check(libc::mount(
+            c"tmpfs".as_ptr(),
+            c"/dev/shm".as_ptr(),
+            c"tmpfs".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            c"mode=1777".as_ptr().cast(),
+        ))
+    }
+}
+
+/// Add a rule granting `rights` beneath the (new) `/dev/shm` to the Landlock
+/// ruleset `ruleset`, before the kernel restricts itself with it. Async-signal-safe.
+pub(super) unsafe fn grant_private_shm(ruleset: libc::c_int, rights: u64) -> std::io::Result<()> {
+    /// The kernel's `struct landlock_path_beneath_attr`.
+    #[repr(C, packed)]
+    struct PathBeneath {
+        allowed_access: u64,
+        parent_fd: i32,
+    }
+    const RULE_PATH_BENEATH: libc::c_int = 1;
+    // SAFETY: an O_PATH open, a rule struct on the stack, a close.
+    unsafe {
+        let fd = libc::open(c"/dev/shm".as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let rule = PathBeneath { allowed_access: rights, parent_fd: fd };
+        let rc = libc::syscall(libc::SYS_landlock_add_rule, ruleset, RULE_PATH_BENEATH, &rule, 0u32);
+        let error = std::io::Error::last_os_error();
+        libc::close(fd);
+        if rc < 0 { Err(error) } else { Ok(()) }
+    }
+}
+
+/// open + write + close, async-signal-safe.
+pub(super) unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
+    // SAFETY: a NUL-terminated path and a live buffer.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let written = libc::write(fd, data.as_ptr().cast(), data.len());
+        let error = std::io::Error::last_os_error();
+        libc::close(fd);
+        if written < 0 { Err(error) } else { Ok(()) }
+    }
+}
+
+/// Bring up `lo` in the (new) network namespace, async-signal-safe.
+pub(super) unsafe fn loopback_up() -> std::io::Result<()> {
+    // SAFETY: an ifreq on the stack, a socket closed before returning.
+    unsafe {
+        let sock = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if sock < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut req: libc::ifreq = std::mem::zeroed();
+        req.ifr_name[0] = b'l' as libc::c_char;
+        req.ifr_name[1] = b'o' as libc::c_char;
+        let mut rc = libc::ioctl(sock, libc::SIOCGIFFLAGS, &mut req);
+        if rc == 0 {
+            req.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+            rc = libc::ioctl(sock, libc::SIOCSIFFLAGS, &req);
+        }
+        let error = std::io::Error::last_os_error();
+        libc::close(sock);
+        if rc < 0 { Err(error) } else { Ok(()) }
+    }
+}
