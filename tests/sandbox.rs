@@ -494,33 +494,12 @@ fn opting_out_gives_full_rights_and_says_so_once() {
     assert!(common::binary::text(&output.stderr).contains("kernels run with this user's full rights"));
 }
 
-/// Run `command` as if this Linux kernel had no Landlock: a seccomp filter
-/// makes every Landlock system call fail with ENOSYS, as on kernels built
-/// without it (the real mechanism cellbox probes, not a cellbox setting).
-#[cfg(target_os = "linux")]
-fn without_landlock(command: &mut std::process::Command) {
-    use seccompiler::{SeccompAction, SeccompFilter, TargetArch};
-    use std::os::unix::process::CommandExt;
-    let arch = if cfg!(target_arch = "aarch64") { TargetArch::aarch64 } else { TargetArch::x86_64 };
-    let rules = [libc::SYS_landlock_create_ruleset, libc::SYS_landlock_add_rule, libc::SYS_landlock_restrict_self]
-        .into_iter()
-        .map(|call| (call, vec![]))
-        .collect();
-    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::ENOSYS as u32), arch)
-        .expect("a seccomp filter");
-    let program: seccompiler::BpfProgram = filter.try_into().expect("it compiles");
-    // SAFETY: prctl and seccomp on a program built before the fork; nothing is allocated.
-    unsafe {
-        command.pre_exec(move || seccompiler::apply_filter(&program).map_err(|_| std::io::Error::last_os_error()));
-    }
-}
-
 #[test]
 #[cfg(target_os = "linux")]
 fn without_landlock_kernels_still_start_and_the_warning_names_what_is_missing() {
     let fx = fixture();
     let mut command = fresh_cellbox(&fx, &["run", "-c", &escape_attempts(&fx)]);
-    without_landlock(&mut command);
+    common::without_landlock(&mut command);
     let output = command.output().unwrap();
     let (stdout, stderr) = (common::binary::text(&output.stdout), common::binary::text(&output.stderr));
     assert!(output.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
@@ -529,7 +508,7 @@ fn without_landlock_kernels_still_start_and_the_warning_names_what_is_missing() 
     assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
     // doctor says the same.
     let mut doctor = fresh_cellbox(&fx, &["doctor", "--json"]);
-    without_landlock(&mut doctor);
+    common::without_landlock(&mut doctor);
     let report: serde_json::Value = serde_json::from_slice(&doctor.output().unwrap().stdout).unwrap();
     let policy = report["sandbox"].as_array().unwrap().last().unwrap()["detail"].as_str().unwrap().to_string();
     assert!(policy.starts_with("sandbox workspace-write (the default), network on: NOT enforced here"), "{policy}");

@@ -299,17 +299,20 @@ async fn tls_serves_mcp_and_remote_sandboxes_over_https() {
     let plain = server.url.replacen("https://", "http://", 1);
     assert!(reqwest::Client::new().post(&plain).body(INITIALIZE).send().await.is_err());
 
-    // The SDK's remote sandbox, trusting the certificate through the standard SSL_CERT_FILE.
+    // The SDK's remote sandbox, trusting the certificate through the standard SSL_CERT_FILE; its
+    // kernels can read neither the server's TLS key nor its tokens file.
+    let secrets = [key.display().to_string(), server.tokens.display().to_string()];
     let script = format!(
         "import sys; sys.path.insert(0, {python:?})\nfrom cellbox import Sandbox\n\
-         with Sandbox(api_url={url:?}, api_key={token:?}) as box:\n    print(box.run_code('6*7').text)\n",
+         with Sandbox(api_url={url:?}, api_key={token:?}) as box:\n    print(box.run_code('6*7').text)\n\
+         \x20   for path in {secrets:?}:\n        print(box.run_code('open(%r).read()' % path).error.name)\n",
         python = Path::new(env!("CARGO_MANIFEST_DIR")).join("python").display().to_string(),
         url = server.base(),
         token = tokens[0],
     );
     let output = Command::new(common::python()).arg("-c").arg(script).env("SSL_CERT_FILE", &ca).output().unwrap();
     assert!(output.status.success(), "{}", binary::text(&output.stderr));
-    assert_eq!(binary::text(&output.stdout).trim(), "42");
+    assert_eq!(binary::text(&output.stdout).trim(), "42\nPermissionError\nPermissionError");
 }
 
 #[test]

@@ -74,6 +74,35 @@ pub fn manager_vars_from_env() -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The most of a version manager's file (`.python-version`, `.tool-versions`,
+/// `mise.toml`) that is read: they are a few lines, and a kernel may plant them.
+pub const MAX_CONFIG_BYTES: u64 = 64 << 10;
+
+/// The text of a small configuration file of a version manager, read by the
+/// host: only a regular file, at most [`MAX_CONFIG_BYTES`] (a FIFO or device
+/// is refused instead of blocking or never ending). Files found from the
+/// working folder upward may have been planted by a kernel: `follow` is
+/// false for them, and a symlink (to a key, say, whose first line would end
+/// up in an error message) is not read. The user's own dotfiles are read
+/// through their symlinks.
+pub fn read_small(path: &Path, follow: bool) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        libc::O_NONBLOCK | if follow { 0 } else { libc::O_NOFOLLOW },
+    );
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other(format!("{} is not a regular file", path.display())));
+    }
+    let mut text = String::new();
+    file.take(MAX_CONFIG_BYTES).read_to_string(&mut text)?;
+    Ok(text)
+}
+
 /// A regular file (after symlinks) with an execute bit.
 #[cfg(unix)]
 pub fn is_executable(file: &Path) -> bool {

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::process::ExitStatus;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -102,7 +102,9 @@ pub fn probe(interpreter: &Path, cwd: &Path, policy: &SandboxPolicy) -> Result<P
 
 fn run_probe(interpreter: &Path, cwd: &Path, policy: &SandboxPolicy) -> Result<ProbeInfo, ProbeError> {
     let (mut command, _sandbox) = probe_command(interpreter, cwd, policy)?;
-    command.args(["-c", PROBE_SCRIPT]);
+    // Isolated (-I): neither the working folder (a `json.py` planted there would
+    // answer for the interpreter) nor PYTHON* variables nor user site-packages.
+    command.args(["-I", "-c", PROBE_SCRIPT]);
     let stdout = run_bounded(command, PROBE_TIMEOUT)?;
     let info: ProbeInfo = serde_json::from_str(stdout.trim())
         .map_err(|_| ProbeError::Unexpected { output: stdout.trim().to_string() })?;
@@ -110,7 +112,43 @@ fn run_probe(interpreter: &Path, cwd: &Path, policy: &SandboxPolicy) -> Result<P
     if info.executable.as_os_str().is_empty() {
         return Ok(ProbeInfo { executable: interpreter.to_path_buf(), ..info });
     }
+    check_answer(interpreter, &info.executable, cwd, policy)?;
     Ok(info)
+}
+
+/// A probe's answer names the program every later kernel of that
+/// interpreter is started with (and is remembered on disk for other
+/// workspaces): it may name the candidate itself, or a program no kernel
+/// could have written, never another file of a place kernels write in.
+pub fn check_answer(candidate: &Path, executable: &Path, cwd: &Path, policy: &SandboxPolicy) -> Result<(), ProbeError> {
+    use crate::sandbox::resolve;
+    if !executable.is_absolute() {
+        return Err(ProbeError::Unexpected { output: format!("a relative executable {}", executable.display()) });
+    }
+    let real = resolve(executable);
+    if real == resolve(candidate) || policy.mode == crate::sandbox::SandboxMode::Off {
+        return Ok(());
+    }
+    let mut writable: Vec<PathBuf> = vec![policy.workspace.clone().unwrap_or_else(|| cwd.to_path_buf())];
+    writable.extend(policy.allow_write.iter().cloned());
+    writable.push(policy.caches());
+    // The kernels' temp dirs, not the whole temp folder they are made in.
+    let temp_root = resolve(&policy.temp_root());
+    if let Some(Component::Normal(first)) = real.strip_prefix(&temp_root).ok().and_then(|rest| rest.components().next())
+        && first.to_string_lossy().starts_with(crate::sandbox::KERNEL_TEMP_PREFIX)
+    {
+        writable.push(temp_root.join(first));
+    }
+    match writable.iter().find(|place| real.starts_with(resolve(place))) {
+        None => Ok(()),
+        Some(place) => Err(ProbeError::Unexpected {
+            output: format!(
+                "it names {} as its interpreter, a file in {}, where kernels write: not used",
+                executable.display(),
+                place.display()
+            ),
+        }),
+    }
 }
 
 /// Err unless `version` is at least [`MIN_VERSION`].
@@ -127,8 +165,15 @@ pub fn check_version(version: &str) -> Result<(), ProbeError> {
     Ok(())
 }
 
+/// The most of a probe's stdout and stderr that is kept: its answer is a line.
+pub const MAX_PROBE_OUTPUT: usize = 64 << 10;
+
 /// Run a probe command (stdin detached) for at most `limit`; its stdout when it
-/// succeeds, else a reason that completes "… failed: ".
+/// succeeds, else a reason that completes "… failed: ". A probe may be a file
+/// a kernel planted: at most [`MAX_PROBE_OUTPUT`] of each stream is kept, and
+/// once it exits (or runs out of time) its whole process group is killed and
+/// nothing more is waited for, so a child it left holding its pipes holds
+/// nothing of the host's.
 pub fn run_bounded(mut command: Command, limit: Duration) -> Result<String, ProbeError> {
     let mut child = command
         .stdin(Stdio::null())
@@ -136,32 +181,124 @@ pub fn run_bounded(mut command: Command, limit: Duration) -> Result<String, Prob
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| ProbeError::Spawn { source: Arc::new(e) })?;
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() > limit => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(ProbeError::Timeout { seconds: limit.as_secs() });
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => return Err(ProbeError::Wait { source: Arc::new(e) }),
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let outcome = collect(&mut child, limit, &mut stdout, &mut stderr);
+    // Whatever it started in its group goes with it (probes run in a session of their own).
+    #[cfg(unix)]
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // SAFETY: a kill(2) of the probe's own process group.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+    let status = match outcome {
+        Ok(status) => status,
+        Err(error) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(error);
         }
     };
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    if let Some(mut out) = child.stdout.take() {
-        let _ = out.read_to_string(&mut stdout);
-    }
-    if let Some(mut err) = child.stderr.take() {
-        let _ = err.read_to_string(&mut stderr);
-    }
+    let (stdout, stderr) = (String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr));
     if !status.success() {
         let detail = stderr.trim().lines().last().unwrap_or("no error output").to_string();
         return Err(ProbeError::Failed { status, detail });
     }
     Ok(stdout)
+}
+
+/// Read the child's stdout and stderr (to [`MAX_PROBE_OUTPUT`] each) until it
+/// exits or `limit` passes, never blocking on a pipe past either.
+#[cfg(unix)]
+fn collect(
+    child: &mut std::process::Child,
+    limit: Duration,
+    stdout: &mut Vec<u8>,
+    stderr: &mut Vec<u8>,
+) -> Result<ExitStatus, ProbeError> {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let deadline = Instant::now() + limit;
+    let (mut out, mut err) = (child.stdout.take(), child.stderr.take());
+    for fd in [out.as_ref().map(|p| p.as_fd()), err.as_ref().map(|p| p.as_fd())].into_iter().flatten() {
+        let flags = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_GETFL).unwrap_or(0);
+        let flags = nix::fcntl::OFlag::from_bits_truncate(flags) | nix::fcntl::OFlag::O_NONBLOCK;
+        let _ = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETFL(flags));
+    }
+    loop {
+        drain(&mut out, stdout);
+        drain(&mut err, stderr);
+        let exited = child.try_wait().map_err(|e| ProbeError::Wait { source: Arc::new(e) })?;
+        if let Some(status) = exited {
+            // What it wrote before it ended is in the pipes; a child it left may hold them open.
+            drain(&mut out, stdout);
+            drain(&mut err, stderr);
+            return Ok(status);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(ProbeError::Timeout { seconds: limit.as_secs() });
+        }
+        // Output, or a look at whether it exited, whichever comes first.
+        let step = left.min(Duration::from_millis(20));
+        let mut fds: Vec<PollFd> = [out.as_ref().map(|p| p.as_fd()), err.as_ref().map(|p| p.as_fd())]
+            .into_iter()
+            .flatten()
+            .map(|fd| PollFd::new(fd, PollFlags::POLLIN))
+            .collect();
+        if fds.is_empty() {
+            std::thread::sleep(step);
+        } else {
+            let _ = poll(&mut fds, PollTimeout::try_from(step).unwrap_or(PollTimeout::ZERO));
+        }
+    }
+}
+
+/// Read what a non-blocking pipe holds now, keeping at most [`MAX_PROBE_OUTPUT`];
+/// at its end (or an error) the pipe is dropped.
+#[cfg(unix)]
+fn drain(pipe: &mut Option<impl Read>, into: &mut Vec<u8>) {
+    let Some(reader) = pipe else { return };
+    let mut buffer = [0u8; 8192];
+    loop {
+        match reader.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => {
+                let room = MAX_PROBE_OUTPUT.saturating_sub(into.len());
+                into.extend_from_slice(&buffer[..n.min(room)]);
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => return,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    *pipe = None;
+}
+
+/// Elsewhere: wait for the child within `limit`, then read what it wrote (bounded).
+#[cfg(not(unix))]
+fn collect(
+    child: &mut std::process::Child,
+    limit: Duration,
+    stdout: &mut Vec<u8>,
+    stderr: &mut Vec<u8>,
+) -> Result<ExitStatus, ProbeError> {
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() > limit => return Err(ProbeError::Timeout { seconds: limit.as_secs() }),
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(ProbeError::Wait { source: Arc::new(e) }),
+        }
+    };
+    if let Some(out) = child.stdout.take() {
+        let _ = out.take(MAX_PROBE_OUTPUT as u64).read_to_end(stdout);
+    }
+    if let Some(err) = child.stderr.take() {
+        let _ = err.take(MAX_PROBE_OUTPUT as u64).read_to_end(stderr);
+    }
+    Ok(status)
 }
 
 #[cfg(test)]

@@ -119,8 +119,9 @@ impl EvalServer {
             Some(path) => {
                 // Written as the session's kernels could write it: inside the workspace (or an
                 // --allow-write folder), never through a symlink, confined like them.
-                let written = self.engine.host_files().and_then(|files| {
-                    let target = files.absolute(&path);
+                let target = self.engine.tool_path("path", &path).map_err(|error| error.to_string());
+                let written = target.and_then(|target| {
+                    let files = self.engine.host_files()?;
                     files
                         .replace(&target, notebook.to_json_string().as_bytes())
                         .map(|()| target)

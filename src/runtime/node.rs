@@ -123,6 +123,7 @@ fn probe(node: &Path, cwd: &Path, policy: &SandboxPolicy) -> Probed {
     let version = lines.next().unwrap_or_default().trim().to_string();
     let executable = lines.next().map(PathBuf::from).filter(|p| p.is_absolute()).unwrap_or_else(|| node.to_path_buf());
     check_version(&version)?;
+    crate::discovery::probe::check_answer(node, &executable, cwd, policy)?;
     Ok((executable, version))
 }
 

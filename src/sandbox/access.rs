@@ -56,13 +56,16 @@ const NEVER_AN_ENTRY: &str = ".cellbox-private-root";
 impl FileAccess {
     /// Why the resolved path `real` is unreadable, if it is.
     pub fn denial(&self, real: &Path) -> Option<Denial<'_>> {
-        if let Some(secret) = self.denied.iter().find(|secret| real.starts_with(secret)) {
-            return Some(Denial::Secret(secret));
-        }
-        self.private
+        // Private roots first: their closed entries are in `denied` too (for Landlock), and are
+        // another owner's, not secrets.
+        let private = self
+            .private
             .iter()
-            .find(|(root, kept)| real.starts_with(root) && !kept.as_ref().is_some_and(|kept| real.starts_with(kept)))
-            .map(|(root, _)| Denial::Private(root))
+            .find(|(root, kept)| real.starts_with(root) && !kept.as_ref().is_some_and(|kept| real.starts_with(kept)));
+        if let Some((root, _)) = private {
+            return Some(Denial::Private(root));
+        }
+        self.denied.iter().find(|secret| real.starts_with(secret)).map(|secret| Denial::Secret(secret))
     }
 
     /// The writable folder the resolved path `real` is under, if any.
@@ -99,8 +102,8 @@ pub fn file_access(
         }
     }
     let writable = writable.iter().map(|p| resolve(p)).collect();
-    let mut denied: Vec<PathBuf> =
-        default_secret_paths(home).iter().chain(&policy.deny_read).map(|p| resolve(p)).collect();
+    let secrets = homes(home).into_iter().flat_map(|home| default_secret_paths(&home));
+    let mut denied: Vec<PathBuf> = secrets.chain(policy.deny_read.iter().cloned()).map(|p| resolve(&p)).collect();
     let mut private = Vec::new();
     for root in &policy.private_roots {
         let path = resolve(&root.path);
@@ -114,6 +117,23 @@ pub fn file_access(
     denied.sort();
     denied.dedup();
     FileAccess { writable, denied, private }
+}
+
+/// Every home folder whose secrets are kept from kernels: the one kernels get
+/// (`HOME` may be set for them), this process's, and the user's own in the
+/// password database. A kernel's `HOME` moved elsewhere (`envs={"HOME": ...}`)
+/// does not make the user's `~/.ssh` readable.
+fn homes(kernel_home: &Path) -> Vec<PathBuf> {
+    let mut homes = vec![kernel_home.to_path_buf()];
+    homes.extend(dirs::home_dir());
+    #[cfg(unix)]
+    if let Ok(Some(user)) = nix::unistd::User::from_uid(nix::unistd::getuid()) {
+        homes.push(user.dir);
+    }
+    homes.sort();
+    homes.dedup();
+    homes.retain(|home| home.is_absolute() && home != Path::new("/"));
+    homes
 }
 
 /// The variables that point each tool a kernel runs at the kernels' own

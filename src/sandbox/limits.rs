@@ -204,6 +204,9 @@ impl Drop for Cgroup {
         if fs::remove_dir(&self.dir).is_ok() {
             return;
         }
+        // What is still in it outlived its kernel (a daemon a cell started with setsid, say):
+        // it goes with the group.
+        self.kill_members();
         // Still busy: its last processes are being reaped. Retry a little later.
         let dir = self.dir.clone();
         std::thread::spawn(move || {
@@ -214,6 +217,23 @@ impl Drop for Cgroup {
                 }
             }
         });
+    }
+}
+
+impl Cgroup {
+    /// Kill every process still in the group: `cgroup.kill` where the kernel has it
+    /// (cgroup v2, Linux 5.14+), else each pid of `cgroup.procs`.
+    fn kill_members(&self) {
+        if fs::write(self.dir.join("cgroup.kill"), "1").is_ok() {
+            return;
+        }
+        let Ok(procs) = fs::read_to_string(self.dir.join("cgroup.procs")) else { return };
+        for pid in procs.lines().filter_map(|line| line.trim().parse::<i32>().ok()) {
+            // SAFETY: a plain kill(2) of a process of this group.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
     }
 }
 

@@ -62,6 +62,9 @@ pub use probe::{SandboxSupport, support};
 use crate::settings;
 use limits::{Cgroup, Controller};
 
+/// What the names of kernels' private temp dirs start with.
+pub const KERNEL_TEMP_PREFIX: &str = "cellbox-kernel-";
+
 /// How to start without the sandbox, for error messages.
 const HOW_TO_DISABLE: &str = "run without it with `--sandbox off --network on` (or CELLBOX_SANDBOX=off), without --memory-limit / --max-processes";
 
@@ -231,7 +234,7 @@ fn prepare_files(
     let temp_error = |e| fail(Unenforceable::TempDir { source: Arc::new(e) });
     let temp_root = policy.temp_root();
     crate::paths::private_dir_builder().create(&temp_root).map_err(temp_error)?;
-    let tmp = tempfile::Builder::new().prefix("cellbox-kernel-").tempdir_in(&temp_root).map_err(temp_error)?;
+    let tmp = tempfile::Builder::new().prefix(KERNEL_TEMP_PREFIX).tempdir_in(&temp_root).map_err(temp_error)?;
     let tmp_path = tmp.path().to_path_buf();
     for name in ["TMPDIR", "TMP", "TEMP"] {
         prepared.env.push((name.into(), tmp_path.display().to_string()));
@@ -295,18 +298,17 @@ fn enforceable_mode(mode: SandboxMode) -> SandboxMode {
 }
 
 /// A short-lived program the host runs for a kernel's sake (an interpreter
-/// probe), started the way the kernel would be: under the filesystem and
-/// network part of `policy` (limits are for kernels), in `cwd`, with `env`
-/// and nothing else of the host's environment. The guard must outlive the
-/// program (it holds the program's temp dir).
+/// probe), started the way the kernel would be: under `policy` (its limits
+/// too: what it leaves running goes with its cgroups), in `cwd`, in a session
+/// of its own, with `env` and nothing else of the host's environment. The
+/// guard must outlive the program (it holds its temp dir and cgroups).
 pub fn command_like_a_kernel(
     program: &Path,
     policy: &SandboxPolicy,
     cwd: &Path,
     env: &BTreeMap<String, String>,
 ) -> Result<(std::process::Command, SandboxGuard), SandboxError> {
-    let policy = SandboxPolicy { memory_limit: None, max_processes: None, ..policy.clone() };
-    let mut prepared = prepare(&policy, cwd, env)?;
+    let mut prepared = prepare(policy, cwd, env)?;
     let mut command = match prepared.wrapper.split_first() {
         Some((wrapper, wrapper_args)) => {
             let mut command = std::process::Command::new(wrapper);

@@ -39,7 +39,8 @@ impl EngineArgs {
     pub fn engine_config(&self) -> Result<(EngineConfig, Option<Duration>), String> {
         let mut config = self.kernel.engine_config()?;
         config.spare.count = self.spares;
-        let idle = (self.idle_timeout > 0.0).then(|| Duration::from_secs_f64(self.idle_timeout));
+        // A timeout too long to count is no limit at all.
+        let idle = (self.idle_timeout > 0.0).then(|| Duration::try_from_secs_f64(self.idle_timeout).ok()).flatten();
         Ok((config, idle))
     }
 }

@@ -14,11 +14,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use serde_json::Value;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
-use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+use tokio_util::bytes::BytesMut;
+use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
 use tokio_util::sync::CancellationToken;
 
 use super::wire::{self, Failure, code};
@@ -63,18 +63,32 @@ where
     // Set when the client leaves too much unread: the connection then ends.
     let too_slow = CancellationToken::new();
     let reader = tokio::spawn({
-        let out = out.clone();
+        let (out, unsent) = (out.clone(), unsent.clone());
         async move {
-            let mut lines = FramedRead::new(read_half, LinesCodec::new_with_max_length(limits.max_line));
-            while let Some(line) = lines.next().await {
-                let line = match line {
-                    Ok(line) => Ok(line),
+            // The codec recovers from an overlong line (it skips to the next newline); a
+            // `FramedRead` around it would end at the first one.
+            let mut codec = LinesCodec::new_with_max_length(limits.max_line);
+            let mut buffer = BytesMut::with_capacity(64 << 10);
+            let mut read_half = read_half;
+            loop {
+                let line = match codec.decode(&mut buffer) {
+                    Ok(Some(line)) => Ok(line),
+                    Ok(None) => match read_half.read_buf(&mut buffer).await {
+                        Ok(0) => match codec.decode_eof(&mut buffer) {
+                            Ok(Some(line)) => Ok(line),
+                            _ => return,
+                        },
+                        Ok(_) => continue,
+                        Err(error) => Err(error),
+                    },
                     Err(LinesCodecError::MaxLineLengthExceeded) => {
                         let failure = Failure::new(
                             code::INVALID_REQUEST,
                             format!("a request line is longer than {} bytes; send files in chunks", limits.max_line),
                         );
-                        let _ = out.send(encode(&wire::response(&Value::Null, Err(failure))));
+                        let answer = encode(&wire::response(&Value::Null, Err(failure)));
+                        unsent.fetch_add(answer.len(), Ordering::SeqCst);
+                        let _ = out.send(answer);
                         continue;
                     }
                     Err(LinesCodecError::Io(error)) => Err(error),

@@ -136,7 +136,8 @@ impl SetTimeout {
     pub fn limit(&self) -> Result<Option<std::time::Duration>, Failure> {
         match self.seconds {
             0.0 => Ok(None),
-            seconds if seconds.is_finite() && seconds > 0.0 => Ok(Some(std::time::Duration::from_secs_f64(seconds))),
+            // A timeout too long to count is no limit at all.
+            seconds if seconds.is_finite() && seconds > 0.0 => Ok(std::time::Duration::try_from_secs_f64(seconds).ok()),
             bad => {
                 Err(Failure::invalid_params(format!("set_timeout: seconds must be 0 (no limit) or more, not {bad}")))
             }

@@ -58,7 +58,8 @@ pub async fn connect(
     let idle = match query.timeout {
         None => None,
         Some(seconds) if seconds.is_finite() && seconds >= 0.0 => {
-            (seconds > 0.0).then(|| Duration::from_secs_f64(seconds))
+            // A timeout too long to count is no limit at all.
+            (seconds > 0.0).then(|| Duration::try_from_secs_f64(seconds).ok()).flatten()
         }
         Some(seconds) => {
             return json_error(StatusCode::BAD_REQUEST, &format!("timeout must be 0 or more seconds, not {seconds}"));

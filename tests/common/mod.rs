@@ -109,6 +109,18 @@ pub async fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> boo
     check()
 }
 
+/// [`eventually`] for tests without a runtime.
+pub fn eventually_blocking(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if check() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    check()
+}
+
 /// Python that defines `build_wheel(folder, version)`: a pure-Python wheel of
 /// the distribution `cellbox-probe-dist` (import name `cellbox_probe_mod`,
 /// `VERSION` = the major version), built on the spot so installs need no network.
@@ -161,4 +173,25 @@ pub fn engine_config(dir: &Path) -> cellbox::tool::EngineConfig {
     config.python = Some(python().display().to_string());
     config.artifacts_dir = dir.join("artifacts");
     config
+}
+
+/// Run `command` as if this Linux kernel had no Landlock: a seccomp filter
+/// makes every Landlock system call fail with ENOSYS, as on kernels built
+/// without it (the real mechanism cellbox probes, not a cellbox setting).
+#[cfg(target_os = "linux")]
+pub fn without_landlock(command: &mut std::process::Command) {
+    use seccompiler::{SeccompAction, SeccompFilter, TargetArch};
+    use std::os::unix::process::CommandExt;
+    let arch = if cfg!(target_arch = "aarch64") { TargetArch::aarch64 } else { TargetArch::x86_64 };
+    let rules = [libc::SYS_landlock_create_ruleset, libc::SYS_landlock_add_rule, libc::SYS_landlock_restrict_self]
+        .into_iter()
+        .map(|call| (call, vec![]))
+        .collect();
+    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::ENOSYS as u32), arch)
+        .expect("a seccomp filter");
+    let program: seccompiler::BpfProgram = filter.try_into().expect("it compiles");
+    // SAFETY: prctl and seccomp on a program built before the fork; nothing is allocated.
+    unsafe {
+        command.pre_exec(move || seccompiler::apply_filter(&program).map_err(|_| std::io::Error::last_os_error()));
+    }
 }

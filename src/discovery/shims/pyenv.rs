@@ -60,7 +60,7 @@ fn pyenv_hooks(root: &Path, input: &DiscoveryInput, watched: &mut Vec<PathBuf>) 
 /// pyenv-virtualenv's do): it cannot change an answer that was found.
 pub(super) fn only_if_not_found(hook: &Path) -> bool {
     let in_which = hook.parent().is_some_and(|dir| dir.ends_with("pyenv.d/which"));
-    let Ok(text) = std::fs::read_to_string(hook) else { return false };
+    let Ok(text) = crate::discovery::input::read_small(hook, true) else { return false };
     let mut code = text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#'));
     let opens = code.next().is_some_and(|first| first.starts_with(r#"if [ ! -x "${PYENV_COMMAND_PATH}" ]"#));
     // Nothing after the `fi` that closes the first `if`.
@@ -105,12 +105,15 @@ fn pyenv_follow(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Result<Followed,
             let start = var(input, "PYENV_DIR").map(|d| physical(&absolute(&cwd, d))).unwrap_or_else(|| cwd.clone());
             let local = find_upward(&start, ".python-version", watched)
                 .or_else(|| if start != cwd { find_upward(&cwd, ".python-version", watched) } else { None });
+            let found_upward = local.is_some();
             let file = local.unwrap_or_else(|| {
                 let global = root.join("version");
                 watched.push(global.clone());
                 global
             });
-            let names = std::fs::read_to_string(&file).map(|t| read_pyenv_version_file(&t)).unwrap_or_default();
+            let names = crate::discovery::input::read_small(&file, !found_upward)
+                .map(|t| read_pyenv_version_file(&t))
+                .unwrap_or_default();
             (names, file.display().to_string())
         }
     };

@@ -60,7 +60,8 @@ fn kind_name(st: &FileStat) -> &'static str {
         SFlag::S_IFCHR => "character device",
         SFlag::S_IFBLK => "block device",
         SFlag::S_IFLNK => "symlink",
-        _ => "regular file",
+        SFlag::S_IFREG => "regular file",
+        _ => "special file",
     }
 }
 
