@@ -338,6 +338,18 @@ async fn a_private_dev_shm_is_shared_with_nobody() {
     let host = eval(&a, &format!("open('/dev/shm/{name}').read()")).await;
     assert_eq!(host.text.trim(), "'from a'", "a kernel sees its own, not the host's: {}", host.text);
     std::fs::remove_file(Path::new("/dev/shm").join(&name)).unwrap();
+    // In its mount namespace every mount but the writable places is read-only: the modes, times and
+    // owners of files outside cannot change either (Landlock has no right for them).
+    let notes = fx.home.join("notes.txt").display().to_string();
+    let outside = format!(
+        "import os\nout = []\nfor change in [lambda: os.chmod({notes:?}, 0o777), lambda: os.utime({notes:?}, (0, 0)), \
+         lambda: os.chmod('.', 0o755), lambda: open('x', 'w').write('x'), lambda: os.chmod('x', 0o600)]:\n\
+         \x20   try:\n        change(); out.append('ok')\n    except OSError as e:\n        out.append(e.errno)\nout"
+    );
+    let changed = eval(&a, &outside).await;
+    assert_eq!(changed.text.trim(), "[30, 30, 'ok', 'ok', 'ok']", "{}", changed.text);
+    let meta = std::fs::metadata(fx.home.join("notes.txt")).unwrap();
+    assert_ne!(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777, 0o777);
     a.dispose_all().await;
     b.dispose_all().await;
 }

@@ -190,6 +190,12 @@ pub struct Prepared {
     /// Mount a tmpfs of its own on `/dev/shm` (in its own mount namespace),
     /// and give it these Landlock rights (when the kernel has a ruleset).
     private_shm: Option<u64>,
+    /// In that mount namespace, every mount is made read-only but these
+    /// paths (the writable places, bound onto themselves): Landlock has no
+    /// right for a file's mode, owner, times or extended attributes, a
+    /// read-only mount refuses changing them.
+    #[cfg(target_os = "linux")]
+    writable_mounts: Vec<std::ffi::CString>,
     rlimits: Vec<(libc::c_int, u64)>,
     #[cfg(target_os = "linux")]
     seccomp: Option<seccompiler::BpfProgram>,
@@ -435,6 +441,12 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         }
         let mut grants = vec![(PathBuf::from("/"), Grant::Read)];
         grants.extend(access.writable.into_iter().map(|path| (path, Grant::Write)));
+        if mount_shm {
+            use std::os::unix::ffi::OsStrExt;
+            let existing = grants.iter().filter(|(path, grant)| *grant == Grant::Write && path.exists());
+            prepared.writable_mounts =
+                existing.filter_map(|(path, _)| std::ffi::CString::new(path.as_os_str().as_bytes()).ok()).collect();
+        }
         let rules = fs::plan(&grants, &access.denied);
         let scoping = if wants_netns { fs::Scoping::SignalsAndAbstractUnix } else { fs::Scoping::Signals };
         prepared.landlock = Some(fs::build_ruleset(&rules, scoping)?);
@@ -547,6 +559,7 @@ impl Prepared {
             }
             if let Some(rights) = self.private_shm {
                 child::mount_private_shm()?;
+                child::read_only_but(&self.writable_mounts);
                 if let (Some(ruleset), true) = (&self.landlock, rights != 0) {
                     child::grant_private_shm(ruleset.as_raw_fd(), rights)?;
                 }
