@@ -94,6 +94,8 @@ pub fn read_small(path: &Path, follow: bool) -> std::io::Result<String> {
         &mut options,
         libc::O_NONBLOCK | if follow { 0 } else { libc::O_NOFOLLOW },
     );
+    #[cfg(not(unix))]
+    let _ = follow;
     let file = options.open(path)?;
     if !file.metadata()?.is_file() {
         return Err(std::io::Error::other(format!("{} is not a regular file", path.display())));

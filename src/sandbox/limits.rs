@@ -228,12 +228,15 @@ impl Cgroup {
             return;
         }
         let Ok(procs) = fs::read_to_string(self.dir.join("cgroup.procs")) else { return };
+        #[cfg(unix)]
         for pid in procs.lines().filter_map(|line| line.trim().parse::<i32>().ok()) {
             // SAFETY: a plain kill(2) of a process of this group.
             unsafe {
                 libc::kill(pid, libc::SIGKILL);
             }
         }
+        #[cfg(not(unix))]
+        let _ = procs;
     }
 }
 
