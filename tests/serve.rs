@@ -381,6 +381,11 @@ async fn jwts_of_the_configured_issuer_and_audience_sign_in_and_others_do_not() 
         ("another audience", jwt(&key, claims("bob", issuer, "someone-else", now + 600))),
         ("another issuer", jwt(&key, claims("bob", "https://evil.example", "cellbox-test", now + 600))),
         ("expired", jwt(&key, claims("bob", issuer, "cellbox-test", now - 600))),
+        ("not valid yet", {
+            let mut early = claims("bob", issuer, "cellbox-test", now + 1200);
+            early["nbf"] = json!(now + 600);
+            jwt(&key, early)
+        }),
         ("not a JWT", "cbx_not-a-token".to_string()),
     ];
     for (why, token) in refused {
