@@ -1,11 +1,12 @@
 //! What the sandbox costs (`--only sandbox`): the cold start under the default
-//! policy and under the full one, and the warm round trip under the default,
-//! each beside the same scenario with the sandbox off.
+//! policy, under the full one and under a server principal's, and the warm
+//! round trip under the default, each beside the same scenario with the
+//! sandbox off.
 
 use std::time::Instant;
 
 use cellbox::kernel::{Kernel, KernelOptions};
-use cellbox::sandbox::{NetworkMode, SandboxMode, SandboxPolicy};
+use cellbox::sandbox::{NetworkMode, PrivateRoot, SandboxMode, SandboxPolicy};
 
 use super::{Plan, Report, Series, Setup};
 
@@ -34,6 +35,24 @@ pub(super) async fn sandbox_costs(plan: &Plan, setup: &Setup, report: &mut Repor
         "sandboxed cold start → first 1+1",
         full,
         "workspace-write, network off, 4G memory, 512 processes",
+    )
+    .await;
+    // A principal's kernel on `cellbox serve`: its own kernel files behind a private root, a
+    // /dev/shm of its own and read-only mounts but the writable places (a mount namespace).
+    let files = setup.cwd.join("kernel-files");
+    let server = SandboxPolicy {
+        kernel_files: Some(files.join("alice")),
+        private_roots: vec![PrivateRoot::new(&files, Some("alice"))],
+        private_shm: true,
+        ..SandboxPolicy::default()
+    };
+    cold_start(
+        plan,
+        setup,
+        report,
+        "a server principal's cold start → first 1+1",
+        server,
+        "workspace-write, network on, own /dev/shm and read-only mounts (cellbox serve)",
     )
     .await;
     warm_round_trip(plan, setup, report, default).await;
