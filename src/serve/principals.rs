@@ -114,9 +114,9 @@ impl Principal {
         *self.last_used.lock().unwrap() = Instant::now();
     }
 
-    /// Whether the principal holds nothing and has done nothing for [`PRINCIPAL_IDLE`].
-    fn is_idle(&self) -> bool {
-        let quiet = self.last_used.lock().unwrap().elapsed() > PRINCIPAL_IDLE;
+    /// Whether the principal holds nothing and has done nothing for `idle_after`.
+    fn is_idle(&self, idle_after: Duration) -> bool {
+        let quiet = self.last_used.lock().unwrap().elapsed() >= idle_after;
         let load = self.engine.load();
         quiet
             && self.calls.load(Ordering::SeqCst) == 0
@@ -148,6 +148,8 @@ pub struct Principals {
     shares: Shares,
     /// Set when the sandbox cannot be enforced here: then only one principal may be served.
     only_one: Option<String>,
+    /// How long a principal may do nothing before it is forgotten ([`PRINCIPAL_IDLE`]).
+    idle_after: Duration,
     live: Mutex<HashMap<String, Arc<Principal>>>,
 }
 
@@ -156,7 +158,7 @@ impl Principals {
     /// are put in; `http` configures each MCP endpoint (hosts, origins, body limit).
     pub fn new(base: EngineConfig, root: PathBuf, http: StreamableHttpServerConfig, shares: Shares) -> Self {
         let only_one = crate::sandbox::filesystem_unenforceable(&base.sandbox).map(|reason| reason.to_string());
-        Principals { base, root, http, shares, only_one, live: Mutex::new(HashMap::new()) }
+        Principals { base, root, http, shares, only_one, idle_after: PRINCIPAL_IDLE, live: Mutex::new(HashMap::new()) }
     }
 
     /// The principal's engine and endpoint, made on its first request.
@@ -223,7 +225,8 @@ impl Principals {
 
     /// Forget the principals that are idle; their engines stop in the background.
     fn forget_idle(&self, live: &mut HashMap<String, Arc<Principal>>) {
-        let idle: Vec<String> = live.iter().filter(|(_, p)| p.is_idle()).map(|(name, _)| name.clone()).collect();
+        let idle: Vec<String> =
+            live.iter().filter(|(_, p)| p.is_idle(self.idle_after)).map(|(name, _)| name.clone()).collect();
         for name in idle {
             if let Some(principal) = live.remove(&name) {
                 tracing::info!(principal = name, "idle: engine stopped");
@@ -288,5 +291,43 @@ impl Principals {
             config.sandbox.memory_limit = Some(config.sandbox.memory_limit.map_or(bytes, |server| server.min(bytes)));
         }
         Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn principals(dir: &std::path::Path, idle_after: Duration) -> Principals {
+        let mut base = EngineConfig::new(dir);
+        base.artifacts_dir = dir.join("artifacts");
+        let shares = Shares::of(25, 64, 32, 64);
+        let mut principals = Principals::new(base, dir.join("root"), StreamableHttpServerConfig::default(), shares);
+        principals.idle_after = idle_after;
+        principals
+    }
+
+    #[tokio::test]
+    async fn idle_principals_are_forgotten_when_others_arrive_and_busy_ones_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let forgetful = principals(dir.path(), Duration::ZERO);
+        let alice = forgetful.get(&Identity::named("jwt-alice")).unwrap();
+        let held = alice.admit_call().unwrap();
+        forgetful.get(&Identity::named("jwt-bob")).unwrap();
+        assert_eq!(forgetful.count(), 2, "a principal with a call in progress stays");
+        drop(held);
+        forgetful.get(&Identity::named("jwt-carol")).unwrap();
+        assert_eq!(forgetful.count(), 1, "alice and bob, idle, were forgotten when carol came");
+        let patient = principals(dir.path(), PRINCIPAL_IDLE);
+        for name in ["jwt-a", "jwt-b", "jwt-c"] {
+            patient.get(&Identity::named(name)).unwrap();
+        }
+        assert_eq!(patient.count(), 3);
+    }
+
+    #[test]
+    fn shares_are_a_percentage_of_each_limit_and_at_least_one() {
+        let shares = Shares::of(25, 64, 3, 64);
+        assert_eq!((shares.calls, shares.sandboxes, shares.kernels), (16, 1, 16));
     }
 }
