@@ -66,6 +66,9 @@ pub struct ServeArgs {
     /// Open connections at most; one more is closed at once.
     #[arg(long, value_name = "N", default_value_t = 512)]
     max_connections: usize,
+    /// Open connections from one IP address at most; one more is closed at once.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    max_connections_per_ip: usize,
     /// Seconds a client may stall: a request's headers must arrive within them (an idle kept-alive
     /// connection is closed after them too), and a request's body may not go quiet for longer.
     #[arg(long, value_name = "SECONDS", default_value_t = 15, value_parser = clap::value_parser!(u64).range(1..))]
@@ -194,6 +197,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
         tls: args.tls_cert.zip(args.tls_key),
         connections: cellbox::serve::listen::ConnectionLimits {
             max_connections: args.max_connections,
+            max_connections_per_ip: args.max_connections_per_ip,
             client_timeout: Duration::from_secs(args.client_timeout),
         },
     };

@@ -7,9 +7,11 @@
 //! `axum::serve` offers none of these: a client that sends half a request
 //! line and waits kept its connection (and the server's shutdown) forever.
 
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -28,6 +30,8 @@ use super::metrics::Metrics;
 pub struct ConnectionLimits {
     /// Open connections at most; one more is closed at once (counted in `/metrics`).
     pub max_connections: usize,
+    /// Open connections from one IP address at most, so that one client cannot hold every place.
+    pub max_connections_per_ip: usize,
     /// How long a client may stall: a request's headers must arrive within
     /// it, counted from when the connection waits for them (so a half-sent
     /// request and an idle kept-alive connection are both closed after it),
@@ -37,7 +41,7 @@ pub struct ConnectionLimits {
 
 impl Default for ConnectionLimits {
     fn default() -> Self {
-        ConnectionLimits { max_connections: 512, client_timeout: Duration::from_secs(15) }
+        ConnectionLimits { max_connections: 512, max_connections_per_ip: 64, client_timeout: Duration::from_secs(15) }
     }
 }
 
@@ -54,23 +58,25 @@ pub async fn serve<L>(
     grace: Duration,
     hard_stop: CancellationToken,
 ) where
-    L: axum::serve::Listener,
+    L: axum::serve::Listener<Addr = std::net::SocketAddr>,
 {
     let app = app.layer(axum::middleware::map_request(move |request: Request| async move {
         request.map(|body| Body::new(IdleBody::new(body, limits.client_timeout)))
     }));
     let places = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    let per_ip = Arc::new(PerIp { open: Mutex::default(), limit: limits.max_connections_per_ip.max(1) });
     // Cancelled when accepting ends: each connection finishes the request it serves, then closes.
     let closing = CancellationToken::new();
     let mut connections = tokio::task::JoinSet::new();
     loop {
-        let (io, _peer) = tokio::select! {
+        let (io, peer) = tokio::select! {
             () = accepting.cancelled() => break,
             accepted = listener.accept() => accepted,
             Some(_) = connections.join_next(), if !connections.is_empty() => continue,
         };
-        let Ok(place) = places.clone().try_acquire_owned() else {
-            // Full: this one is closed without an answer, and the others are unaffected.
+        let (Some(ip_place), Ok(place)) = (per_ip.take(peer.ip()), places.clone().try_acquire_owned()) else {
+            // Full (or this address holds its share): this one is closed without an answer, and
+            // the others are unaffected.
             metrics.refused_connections.fetch_add(1, Ordering::Relaxed);
             drop(io);
             continue;
@@ -92,7 +98,7 @@ pub async fn serve<L>(
             if let Err(error) = ended {
                 tracing::debug!("connection ended: {error}");
             }
-            drop(place);
+            drop((place, ip_place));
         });
     }
     drop(listener);
@@ -106,6 +112,39 @@ pub async fn serve<L>(
     }
     hard_stop.cancel();
     connections.shutdown().await;
+}
+
+/// Open connections by client address.
+struct PerIp {
+    open: Mutex<HashMap<IpAddr, usize>>,
+    limit: usize,
+}
+
+/// One connection's place among its address's, given back when dropped.
+struct IpPlace(Arc<PerIp>, IpAddr);
+
+impl PerIp {
+    fn take(self: &Arc<Self>, ip: IpAddr) -> Option<IpPlace> {
+        let mut open = self.open.lock().unwrap();
+        let count = open.entry(ip).or_default();
+        if *count >= self.limit {
+            return None;
+        }
+        *count += 1;
+        Some(IpPlace(self.clone(), ip))
+    }
+}
+
+impl Drop for IpPlace {
+    fn drop(&mut self) {
+        let mut open = self.0.open.lock().unwrap();
+        if let Some(count) = open.get_mut(&self.1) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.1);
+            }
+        }
+    }
 }
 
 /// A request body that fails when its client sends nothing for a while,

@@ -316,7 +316,7 @@ async fn run<L>(
     connections: listen::ConnectionLimits,
 ) -> Result<(), ServeError>
 where
-    L: axum::serve::Listener,
+    L: axum::serve::Listener<Addr = SocketAddr>,
 {
     let accepting = CancellationToken::new();
     let signals = tokio::spawn({

@@ -72,8 +72,20 @@ async fn serve_get(server: &Serve, path: &str) -> (u16, String) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn connections_past_the_cap_are_closed_and_counted() {
+    connections_past(&["--max-connections", "2"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connections_past_one_address_s_share_are_closed_and_counted() {
+    connections_past(&["--max-connections", "100", "--max-connections-per-ip", "2"]).await;
+}
+
+/// Two idle connections fill the place `cap` gives; a third is closed at once and counted.
+async fn connections_past(cap: &[&str]) {
+    cellbox::tls::install_crypto();
     let scene = Scene::new();
-    let (server, _) = Serve::start(&scene, &["alice"], &["--max-connections", "2", "--client-timeout", "600"]);
+    let flags: Vec<&str> = cap.iter().copied().chain(["--client-timeout", "600"]).collect();
+    let (server, _) = Serve::start(&scene, &["alice"], &flags);
     let idle: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(address(&server)).unwrap()).collect();
     // A third is closed at once: long before the client timeout would close it.
     let mut third = TcpStream::connect(address(&server)).unwrap();
