@@ -21,6 +21,10 @@ pub struct DiscoveryInput {
     pub manager_vars: BTreeMap<String, String>,
     /// The kernels' sandbox policy, which every probe runs under (default: the default policy).
     pub sandbox: crate::sandbox::SandboxPolicy,
+    /// The kernels' rules for the host's own reads of files a kernel may have
+    /// planted (version managers' files found from the working folder up),
+    /// when an engine gives them: such a read then reaches no more than a kernel.
+    pub confinement: Option<std::sync::Arc<crate::sandbox::Confinement>>,
 }
 
 impl DiscoveryInput {
@@ -36,6 +40,15 @@ impl DiscoveryInput {
             path: std::env::var_os("PATH"),
             manager_vars: manager_vars_from_env(),
             sandbox: crate::sandbox::SandboxPolicy::default(),
+            confinement: None,
+        }
+    }
+
+    /// [`read_small`] of a version manager's file, under the kernels' rules when this input has them.
+    pub fn read_config(&self, path: &Path, follow: bool) -> std::io::Result<String> {
+        match &self.confinement {
+            Some(confinement) => confinement.run(|| read_small(path, follow)).map_err(std::io::Error::other)?,
+            None => read_small(path, follow),
         }
     }
 }
@@ -87,12 +100,20 @@ pub const MAX_CONFIG_BYTES: u64 = 64 << 10;
 /// through their symlinks.
 pub fn read_small(path: &Path, follow: bool) -> std::io::Result<String> {
     use std::io::Read;
+    let mut text = String::new();
+    open_regular(path, follow)?.take(MAX_CONFIG_BYTES).read_to_string(&mut text)?;
+    Ok(text)
+}
+
+/// Open `path` for reading if it is a regular file (through a symlink when
+/// `follow`): a FIFO a kernel swapped in neither blocks the open nor is read.
+pub fn open_regular(path: &Path, follow: bool) -> std::io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::custom_flags(
         &mut options,
-        libc::O_NONBLOCK | if follow { 0 } else { libc::O_NOFOLLOW },
+        libc::O_NONBLOCK | libc::O_NOCTTY | if follow { 0 } else { libc::O_NOFOLLOW },
     );
     #[cfg(not(unix))]
     let _ = follow;
@@ -100,9 +121,7 @@ pub fn read_small(path: &Path, follow: bool) -> std::io::Result<String> {
     if !file.metadata()?.is_file() {
         return Err(std::io::Error::other(format!("{} is not a regular file", path.display())));
     }
-    let mut text = String::new();
-    file.take(MAX_CONFIG_BYTES).read_to_string(&mut text)?;
-    Ok(text)
+    Ok(file)
 }
 
 /// A regular file (after symlinks) with an execute bit.

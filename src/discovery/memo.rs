@@ -23,7 +23,8 @@ fn identity(program: &Path) -> Option<(PathBuf, [i64; 6])> {
     let real = std::fs::canonicalize(program).ok()?;
     let meta = std::fs::metadata(&real).ok()?;
     let mut head = [0u8; 2];
-    let script = std::io::Read::read_exact(&mut std::fs::File::open(&real).ok()?, &mut head).is_ok() && &head == b"#!";
+    let mut file = super::input::open_regular(&real, false).ok()?;
+    let script = std::io::Read::read_exact(&mut file, &mut head).is_ok() && &head == b"#!";
     let mise_shim = real.file_name().is_some_and(|name| name == "mise");
     if script || mise_shim || !meta.is_file() {
         return None;

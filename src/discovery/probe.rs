@@ -131,7 +131,7 @@ pub fn check_answer(candidate: &Path, executable: &Path, cwd: &Path, policy: &Sa
     }
     let mut writable: Vec<PathBuf> = vec![policy.workspace.clone().unwrap_or_else(|| cwd.to_path_buf())];
     writable.extend(policy.allow_write.iter().cloned());
-    writable.push(policy.caches());
+    writable.extend([policy.caches(), PathBuf::from("/dev/shm")]);
     // The kernels' temp dirs, not the whole temp folder they are made in.
     let temp_root = resolve(&policy.temp_root());
     if let Some(Component::Normal(first)) = real.strip_prefix(&temp_root).ok().and_then(|rest| rest.components().next())
@@ -183,7 +183,8 @@ pub fn run_bounded(mut command: Command, limit: Duration) -> Result<String, Prob
         .map_err(|e| ProbeError::Spawn { source: Arc::new(e) })?;
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
     let outcome = collect(&mut child, limit, &mut stdout, &mut stderr);
-    // Whatever it started in its group goes with it (probes run in a session of their own).
+    // Whatever it started in its group goes with it (probes run in a session of their own);
+    // the probe is not reaped yet, so its pid (the group's id) cannot have been reused.
     #[cfg(unix)]
     if let Ok(pid) = i32::try_from(child.id()) {
         // SAFETY: a kill(2) of the probe's own process group.
@@ -191,14 +192,12 @@ pub fn run_bounded(mut command: Command, limit: Duration) -> Result<String, Prob
             libc::kill(-pid, libc::SIGKILL);
         }
     }
-    let status = match outcome {
-        Ok(status) => status,
-        Err(error) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(error);
-        }
-    };
+    if let Err(error) = outcome {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(error);
+    }
+    let status = child.wait().map_err(|e| ProbeError::Wait { source: Arc::new(e) })?;
     let (stdout, stderr) = (String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr));
     if !status.success() {
         let detail = stderr.trim().lines().last().unwrap_or("no error output").to_string();
@@ -208,14 +207,15 @@ pub fn run_bounded(mut command: Command, limit: Duration) -> Result<String, Prob
 }
 
 /// Read the child's stdout and stderr (to [`MAX_PROBE_OUTPUT`] each) until it
-/// exits or `limit` passes, never blocking on a pipe past either.
+/// exits (left unreaped) or `limit` passes, never blocking on a pipe past
+/// either, nor reading on past what is kept.
 #[cfg(unix)]
 fn collect(
     child: &mut std::process::Child,
     limit: Duration,
     stdout: &mut Vec<u8>,
     stderr: &mut Vec<u8>,
-) -> Result<ExitStatus, ProbeError> {
+) -> Result<(), ProbeError> {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use std::os::fd::AsFd;
     let deadline = Instant::now() + limit;
@@ -228,12 +228,11 @@ fn collect(
     loop {
         drain(&mut out, stdout);
         drain(&mut err, stderr);
-        let exited = child.try_wait().map_err(|e| ProbeError::Wait { source: Arc::new(e) })?;
-        if let Some(status) = exited {
+        if exited(child).map_err(|e| ProbeError::Wait { source: Arc::new(e) })? {
             // What it wrote before it ended is in the pipes; a child it left may hold them open.
             drain(&mut out, stdout);
             drain(&mut err, stderr);
-            return Ok(status);
+            return Ok(());
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -254,19 +253,38 @@ fn collect(
     }
 }
 
-/// Read what a non-blocking pipe holds now, keeping at most [`MAX_PROBE_OUTPUT`];
-/// at its end (or an error) the pipe is dropped.
+/// Whether the child has exited, leaving it unreaped (so that its pid, its
+/// process group's id, is not reused before the group is killed).
+#[cfg(target_os = "linux")]
+fn exited(child: &std::process::Child) -> std::io::Result<bool> {
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    match waitid(Id::Pid(pid), flags) {
+        Ok(WaitStatus::StillAlive) => Ok(false),
+        Ok(_) => Ok(true),
+        Err(e) => Err(std::io::Error::from(e)),
+    }
+}
+
+/// Whether the child has exited (reaped: `wait` then gives the status kept).
+#[cfg(all(unix, not(target_os = "linux")))]
+fn exited(child: &mut std::process::Child) -> std::io::Result<bool> {
+    child.try_wait().map(|status| status.is_some())
+}
+
+/// Read what a non-blocking pipe holds now, up to [`MAX_PROBE_OUTPUT`]; at
+/// its end, at an error, or once that much was read, the pipe is dropped (a
+/// writer that goes on gets EPIPE; nothing keeps this reading forever).
 #[cfg(unix)]
 fn drain(pipe: &mut Option<impl Read>, into: &mut Vec<u8>) {
     let Some(reader) = pipe else { return };
     let mut buffer = [0u8; 8192];
-    loop {
-        match reader.read(&mut buffer) {
+    while into.len() < MAX_PROBE_OUTPUT {
+        let room = (MAX_PROBE_OUTPUT - into.len()).min(buffer.len());
+        match reader.read(&mut buffer[..room]) {
             Ok(0) => break,
-            Ok(n) => {
-                let room = MAX_PROBE_OUTPUT.saturating_sub(into.len());
-                into.extend_from_slice(&buffer[..n.min(room)]);
-            }
+            Ok(n) => into.extend_from_slice(&buffer[..n]),
             Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => return,
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => break,
@@ -282,23 +300,23 @@ fn collect(
     limit: Duration,
     stdout: &mut Vec<u8>,
     stderr: &mut Vec<u8>,
-) -> Result<ExitStatus, ProbeError> {
+) -> Result<(), ProbeError> {
     let started = Instant::now();
-    let status = loop {
+    loop {
         match child.try_wait() {
-            Ok(Some(status)) => break status,
+            Ok(Some(_)) => break,
             Ok(None) if started.elapsed() > limit => return Err(ProbeError::Timeout { seconds: limit.as_secs() }),
             Ok(None) => std::thread::sleep(Duration::from_millis(5)),
             Err(e) => return Err(ProbeError::Wait { source: Arc::new(e) }),
         }
-    };
+    }
     if let Some(out) = child.stdout.take() {
         let _ = out.take(MAX_PROBE_OUTPUT as u64).read_to_end(stdout);
     }
     if let Some(err) = child.stderr.take() {
         let _ = err.take(MAX_PROBE_OUTPUT as u64).read_to_end(stderr);
     }
-    Ok(status)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -80,12 +80,24 @@ pub(super) unsafe fn loopback_up() -> std::io::Result<()> {
     }
 }
 
-/// Make every mount of the (new) mount namespace read-only but the
-/// `writable` paths (each bound onto itself first, so that it is a mount of
-/// its own) and the private `/dev/shm`. Best effort, async-signal-safe: on a
-/// kernel without `mount_setattr` (before 5.12) the mounts stay as they were,
-/// and Landlock alone keeps writes in the writable places.
-pub(super) unsafe fn read_only_but(writable: &[std::ffi::CString]) {
+/// Bind each of the `writable` paths onto itself (its mounts below come
+/// along with their own flags), so that it is a mount apart from the one it
+/// lies in. Best effort, async-signal-safe.
+pub(super) unsafe fn bind_onto_themselves(writable: &[std::ffi::CString]) {
+    let none = std::ptr::null();
+    for path in writable {
+        // SAFETY: a NUL-terminated path prepared before the fork.
+        unsafe {
+            libc::mount(path.as_ptr(), path.as_ptr(), none, libc::MS_BIND | libc::MS_REC, none.cast());
+        }
+    }
+}
+
+/// Make each of the `mounts` read-only, itself only (not what is mounted
+/// below it). Best effort, async-signal-safe: on a kernel without
+/// `mount_setattr` (before 5.12) they stay as they were, and Landlock alone
+/// keeps writes in the writable places.
+pub(super) unsafe fn read_only(mounts: &[std::ffi::CString]) {
     /// The kernel's `struct mount_attr`.
     #[repr(C)]
     struct MountAttr {
@@ -95,32 +107,18 @@ pub(super) unsafe fn read_only_but(writable: &[std::ffi::CString]) {
         userns_fd: u64,
     }
     const MOUNT_ATTR_RDONLY: u64 = 0x1;
-    let none = std::ptr::null();
-    let set = |path: &std::ffi::CStr, attr: &MountAttr| {
-        // SAFETY: a NUL-terminated path and a struct on the caller's stack.
+    let read_only = MountAttr { attr_set: MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
+    for mount in mounts {
+        // SAFETY: a NUL-terminated path prepared before the fork and a struct on the stack.
         unsafe {
             libc::syscall(
                 libc::SYS_mount_setattr,
                 libc::AT_FDCWD,
-                path.as_ptr(),
-                libc::AT_RECURSIVE as libc::c_uint,
-                attr as *const MountAttr,
+                mount.as_ptr(),
+                0 as libc::c_uint,
+                &read_only as *const MountAttr,
                 std::mem::size_of::<MountAttr>(),
-            )
+            );
         }
-    };
-    // SAFETY: plain mount(2) calls on NUL-terminated paths prepared before the fork.
-    unsafe {
-        for path in writable {
-            libc::mount(path.as_ptr(), path.as_ptr(), none, libc::MS_BIND | libc::MS_REC, none.cast());
-        }
-    }
-    let read_only = MountAttr { attr_set: MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
-    if set(c"/", &read_only) < 0 {
-        return;
-    }
-    let read_write = MountAttr { attr_set: 0, attr_clr: MOUNT_ATTR_RDONLY, propagation: 0, userns_fd: 0 };
-    for path in writable.iter().map(|path| path.as_c_str()).chain([c"/dev/shm"]) {
-        set(path, &read_write);
     }
 }

@@ -74,6 +74,42 @@ fn mounts() -> Vec<(PathBuf, String, String)> {
         .collect()
 }
 
+/// Every mount point of this process's mount namespace, in the order
+/// `/proc/self/mounts` lists them (octal escapes undone).
+#[cfg(target_os = "linux")]
+pub(super) fn mount_points() -> Vec<PathBuf> {
+    mount_points_in(&fs::read_to_string("/proc/self/mounts").unwrap_or_default())
+}
+
+/// The mount points a `/proc/<pid>/mounts` text names; the kernel writes
+/// space, tab, newline and backslash in them as three-digit octal escapes.
+#[cfg(target_os = "linux")]
+fn mount_points_in(text: &str) -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    text.lines()
+        .filter_map(|line| line.split_whitespace().nth(1))
+        .map(|escaped| {
+            let bytes = escaped.as_bytes();
+            let mut out = Vec::with_capacity(bytes.len());
+            let mut i = 0;
+            while i < bytes.len() {
+                let digits = bytes.get(i + 1..i + 4).and_then(|d| std::str::from_utf8(d).ok());
+                match (bytes[i], digits.and_then(|d| u8::from_str_radix(d, 8).ok())) {
+                    (b'\\', Some(byte)) => {
+                        out.push(byte);
+                        i += 4;
+                    }
+                    (byte, _) => {
+                        out.push(byte);
+                        i += 1;
+                    }
+                }
+            }
+            PathBuf::from(std::ffi::OsString::from_vec(out))
+        })
+        .collect()
+}
+
 /// Our own cgroup path for a v1 controller (`Some(name)`) or v2 (`None`).
 fn own_path(controller: Option<&str>) -> Option<String> {
     let text = fs::read_to_string("/proc/self/cgroup").ok()?;
@@ -264,6 +300,17 @@ fn sweep_stale(parent: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn mount_points_undo_the_kernels_escapes() {
+        let text = "proc /proc proc rw 0 0\n\
+                    /dev/sda1 /home/a\\040b\\011c ext4 rw 0 0\n\
+                    tmpfs /x\\134y tmpfs rw 0 0\n\
+                    tmpfs /odd\\9 tmpfs rw 0 0\n";
+        let points = mount_points_in(text);
+        assert_eq!(points, ["/proc", "/home/a b\tc", "/x\\y", "/odd\\9"].map(PathBuf::from).to_vec());
+    }
 
     #[test]
     fn a_group_that_cannot_be_made_says_where() {

@@ -190,12 +190,15 @@ pub struct Prepared {
     /// Mount a tmpfs of its own on `/dev/shm` (in its own mount namespace),
     /// and give it these Landlock rights (when the kernel has a ruleset).
     private_shm: Option<u64>,
-    /// In that mount namespace, every mount is made read-only but these
-    /// paths (the writable places, bound onto themselves): Landlock has no
-    /// right for a file's mode, owner, times or extended attributes, a
-    /// read-only mount refuses changing them.
+    /// In that mount namespace, the writable places are bound onto
+    /// themselves (their mounts below keep their own flags), and every other
+    /// mount (`read_only_mounts`, from the host's mount table) is made
+    /// read-only on its own: Landlock has no right for a file's mode, owner,
+    /// times or extended attributes, a read-only mount refuses changing them.
     #[cfg(target_os = "linux")]
     writable_mounts: Vec<std::ffi::CString>,
+    #[cfg(target_os = "linux")]
+    read_only_mounts: Vec<std::ffi::CString>,
     rlimits: Vec<(libc::c_int, u64)>,
     #[cfg(target_os = "linux")]
     seccomp: Option<seccompiler::BpfProgram>,
@@ -434,18 +437,26 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         let mut access = prepare_files(&mut prepared, policy, mode, cwd, env)?;
         if private_shm {
             // The host's /dev/shm is no kernel's: its own is granted in the child (or none at all).
-            access.writable.retain(|place| place != Path::new(SHM));
+            let shm = resolve(Path::new(SHM));
+            access.writable.retain(|place| *place != shm);
             if !mount_shm {
-                access.denied.push(PathBuf::from(SHM));
+                access.denied.push(shm);
             }
         }
         let mut grants = vec![(PathBuf::from("/"), Grant::Read)];
         grants.extend(access.writable.into_iter().map(|path| (path, Grant::Write)));
         if mount_shm {
             use std::os::unix::ffi::OsStrExt;
-            let existing = grants.iter().filter(|(path, grant)| *grant == Grant::Write && path.exists());
-            prepared.writable_mounts =
-                existing.filter_map(|(path, _)| std::ffi::CString::new(path.as_os_str().as_bytes()).ok()).collect();
+            let writable: Vec<&PathBuf> =
+                grants.iter().filter(|(path, grant)| *grant == Grant::Write && path.exists()).map(|(p, _)| p).collect();
+            let c_string = |path: &Path| std::ffi::CString::new(path.as_os_str().as_bytes()).ok();
+            prepared.writable_mounts = writable.iter().filter_map(|path| c_string(path)).collect();
+            let shm = resolve(Path::new(SHM));
+            prepared.read_only_mounts = limits::mount_points()
+                .into_iter()
+                .filter(|mount| !mount.starts_with(&shm) && !writable.iter().any(|place| mount.starts_with(place)))
+                .filter_map(|mount| c_string(&mount))
+                .collect();
         }
         let rules = fs::plan(&grants, &access.denied);
         let scoping = if wants_netns { fs::Scoping::SignalsAndAbstractUnix } else { fs::Scoping::Signals };
@@ -558,8 +569,9 @@ impl Prepared {
                 child::loopback_up()?;
             }
             if let Some(rights) = self.private_shm {
+                child::bind_onto_themselves(&self.writable_mounts);
                 child::mount_private_shm()?;
-                child::read_only_but(&self.writable_mounts);
+                child::read_only(&self.read_only_mounts);
                 if let (Some(ruleset), true) = (&self.landlock, rights != 0) {
                     child::grant_private_shm(ruleset.as_raw_fd(), rights)?;
                 }

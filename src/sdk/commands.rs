@@ -134,13 +134,26 @@ impl Commands {
         }
     }
 
-    /// Forget finished commands past [`KEEP_FINISHED`], oldest first.
+    /// Forget finished commands past [`KEEP_FINISHED`], and past [`MAX_KEPT_OUTPUT`]
+    /// of output kept over all of them, oldest first.
     fn prune(&self) {
         let mut all = self.all.lock().unwrap();
-        let finished: Vec<u64> =
-            all.values().filter(|c| c.state.lock().unwrap().outcome.is_some()).map(|c| c.id).collect();
-        for id in finished.iter().take(finished.len().saturating_sub(KEEP_FINISHED)) {
-            all.remove(id);
+        let finished: Vec<(u64, usize)> = all
+            .values()
+            .filter_map(|c| {
+                let state = c.state.lock().unwrap();
+                state.outcome.is_some().then_some((c.id, state.kept_bytes))
+            })
+            .collect();
+        let mut kept: usize = finished.iter().map(|(_, bytes)| bytes).sum();
+        let mut left = finished.len();
+        for (id, bytes) in finished {
+            if left <= KEEP_FINISHED && kept <= MAX_KEPT_OUTPUT {
+                break;
+            }
+            all.remove(&id);
+            kept -= bytes;
+            left -= 1;
         }
     }
 }

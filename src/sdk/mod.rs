@@ -33,6 +33,7 @@ pub use stream::{StreamLimits, serve_stream};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -47,6 +48,54 @@ use wire::{Failure, code};
 /// Calls one connection may have in progress at once (`run_code`, files,
 /// waits on commands); one more is answered with an error, not queued.
 pub const MAX_CALLS_IN_PROGRESS: usize = 256;
+/// Bytes of request lines one connection may have in progress at once (each
+/// call holds its parameters, a file's chunk among them).
+pub const MAX_BYTES_IN_PROGRESS: usize = 128 << 20;
+
+/// The request lines a connection's server reads: from a transport that
+/// cannot wait (the SDK's own process), or from a bounded queue that makes a
+/// remote client wait while the engine is behind.
+pub enum Lines {
+    Unbounded(mpsc::UnboundedReceiver<std::io::Result<String>>),
+    Bounded(mpsc::Receiver<std::io::Result<String>>),
+}
+
+impl Lines {
+    async fn recv(&mut self) -> Option<std::io::Result<String>> {
+        match self {
+            Lines::Unbounded(lines) => lines.recv().await,
+            Lines::Bounded(lines) => lines.recv().await,
+        }
+    }
+}
+
+impl From<mpsc::UnboundedReceiver<std::io::Result<String>>> for Lines {
+    fn from(lines: mpsc::UnboundedReceiver<std::io::Result<String>>) -> Lines {
+        Lines::Unbounded(lines)
+    }
+}
+
+impl From<mpsc::Receiver<std::io::Result<String>>> for Lines {
+    fn from(lines: mpsc::Receiver<std::io::Result<String>>) -> Lines {
+        Lines::Bounded(lines)
+    }
+}
+
+/// A call's share of [`MAX_BYTES_IN_PROGRESS`], given back when the call ends.
+struct InProgress(Arc<AtomicUsize>, usize);
+
+impl InProgress {
+    fn take(counter: &Arc<AtomicUsize>, bytes: usize) -> InProgress {
+        counter.fetch_add(bytes, Ordering::SeqCst);
+        InProgress(counter.clone(), bytes)
+    }
+}
+
+impl Drop for InProgress {
+    fn drop(&mut self) {
+        self.0.fetch_sub(self.1, Ordering::SeqCst);
+    }
+}
 
 /// One SDK connection's state.
 struct Server {
@@ -86,9 +135,10 @@ pub async fn serve_lines(
     engine: Arc<EvalEngine>,
     root: PathBuf,
     idle: Option<Duration>,
-    mut input: mpsc::UnboundedReceiver<std::io::Result<String>>,
+    input: impl Into<Lines>,
     out: Outbox,
 ) -> std::io::Result<Ending> {
+    let mut input = input.into();
     let server = Arc::new(Server {
         files: Arc::new(files::Files::new(engine.host_files())),
         commands: commands::Commands::new(root.clone()),
@@ -101,6 +151,8 @@ pub async fn serve_lines(
     });
     server.lifetime.set(idle);
     let mut calls = tokio::task::JoinSet::new();
+    // Bytes of the request lines whose calls are in progress.
+    let in_progress = Arc::new(AtomicUsize::new(0));
     let mut ending = Ending::Closed;
     loop {
         let line = tokio::select! {
@@ -131,23 +183,31 @@ pub async fn serve_lines(
             break;
         }
         while calls.try_join_next().is_some() {}
-        if calls.len() >= MAX_CALLS_IN_PROGRESS && request.method != "cancel" {
+        let held = in_progress.load(Ordering::SeqCst);
+        let over = calls.len() >= MAX_CALLS_IN_PROGRESS || held + line.len() > MAX_BYTES_IN_PROGRESS;
+        if over && request.method != "cancel" {
             if let Some(id) = &request.id {
                 let failure = Failure::new(
                     code::FAILED,
                     format!(
-                        "this sandbox has {MAX_CALLS_IN_PROGRESS} calls in progress, its limit; wait for one to end \
-                         (or cancel one) and send this again"
+                        "this sandbox has {} calls in progress ({} MiB of requests), its limit is \
+                         {MAX_CALLS_IN_PROGRESS} calls and {} MiB; wait for one to end (or cancel one) and send \
+                         this again",
+                        calls.len(),
+                        held >> 20,
+                        MAX_BYTES_IN_PROGRESS >> 20
                     ),
                 );
                 let _ = server.out.send(wire::response(id, Err(failure)));
             }
             continue;
         }
+        let size = InProgress::take(&in_progress, line.len());
+        drop(line);
         let server = server.clone();
         let busy = server.lifetime.busy();
         calls.spawn(async move {
-            let _busy = busy;
+            let _held = (busy, size);
             let outcome = server.handle(&request).await;
             if let Some(id) = &request.id {
                 let _ = server.out.send(wire::response(id, outcome));

@@ -40,6 +40,8 @@ impl StreamLimits {
 
 /// Request lines read ahead of the engine.
 const LINES_AHEAD: usize = 16;
+/// How long the last answers of a connection may take to be written once it ends.
+const DRAIN_AT_END: Duration = Duration::from_secs(30);
 
 /// Serve one SDK connection on `stream` until it closes, `shutdown`, or `idle`
 /// without work. The engine's kernels are stopped, then `held` is dropped,
@@ -56,8 +58,7 @@ where
     S: AsyncRead + AsyncWrite + Send + 'static,
 {
     let (read_half, mut write_half) = tokio::io::split(stream);
-    let (lines_in, input) = mpsc::unbounded_channel();
-    let (ahead, mut lines_out) = mpsc::channel::<std::io::Result<String>>(LINES_AHEAD);
+    let (ahead, input) = mpsc::channel::<std::io::Result<String>>(LINES_AHEAD);
     let (out, mut messages) = mpsc::unbounded_channel::<Vec<u8>>();
     let unsent = Arc::new(AtomicUsize::new(0));
     // Set when the client leaves too much unread: the connection then ends.
@@ -97,15 +98,6 @@ where
                 if ahead.send(line).await.is_err() || failed {
                     return;
                 }
-            }
-        }
-    });
-    // The engine reads from an unbounded channel; this hand-over keeps at most
-    // LINES_AHEAD lines in it, so a client that floods waits instead.
-    let forward = tokio::spawn(async move {
-        while let Some(line) = lines_out.recv().await {
-            if lines_in.send(line).is_err() {
-                return;
             }
         }
     });
@@ -154,15 +146,27 @@ where
         ending = super::serve_lines(engine.clone(), root, idle, input, outbox) => Some(ending),
         () = too_slow.cancelled() => None,
     };
-    if ending.is_none() {
-        tracing::warn!("an SDK client left more than {} bytes unread: its connection is closed", limits.max_unsent);
-        engine.dispose_all().await;
-    }
     reader.abort();
-    forward.abort();
+    if ending.is_none() {
+        // It reads nothing: what waits for it is dropped with the connection, at once.
+        tracing::warn!("an SDK client left more than {} bytes unread: its connection is closed", limits.max_unsent);
+        writer.abort();
+        engine.dispose_all().await;
+        drop(held);
+        return Ok(());
+    }
     drop(held);
-    if let Ok(mut write_half) = writer.await {
-        let _ = write_half.shutdown().await;
+    // What was answered is written, within a while: a client that stopped reading gets no more.
+    let stop_writing = writer.abort_handle();
+    match tokio::time::timeout(DRAIN_AT_END, writer).await {
+        Ok(Ok(mut write_half)) => {
+            let _ = write_half.shutdown().await;
+        }
+        Ok(Err(_)) => {}
+        Err(_) => {
+            stop_writing.abort();
+            tracing::warn!("an SDK client did not read its last answers within {DRAIN_AT_END:?}: dropped");
+        }
     }
     match ending {
         Some(ending) => {

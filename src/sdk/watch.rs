@@ -33,6 +33,9 @@ use super::wire::FsEvent;
 use crate::sandbox::host_files::{HostFileError, HostFiles, Kind, Stat};
 use crate::sandbox::resolve;
 
+/// Watchers one connection may have at once (each keeps its folder's entries).
+pub const MAX_WATCHERS: usize = 64;
+
 /// The watchers of one server, by id.
 #[derive(Default)]
 pub struct Watchers {
@@ -58,9 +61,16 @@ impl Watchers {
             seen: BTreeMap::new(),
             touched: HashSet::new(),
         };
+        if self.all.lock().unwrap().len() >= MAX_WATCHERS {
+            return Err(HostFileError::TooMany { path: dir.to_path_buf(), limit: MAX_WATCHERS });
+        }
         watcher.seen = watcher.scan()?;
         let id = format!("watch-{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
-        self.all.lock().unwrap().insert(id.clone(), Arc::new(Mutex::new(watcher)));
+        let mut all = self.all.lock().unwrap();
+        if all.len() >= MAX_WATCHERS {
+            return Err(HostFileError::TooMany { path: dir.to_path_buf(), limit: MAX_WATCHERS });
+        }
+        all.insert(id.clone(), Arc::new(Mutex::new(watcher)));
         Ok(id)
     }
 

@@ -42,13 +42,12 @@ impl KeySource {
         if text.starts_with("https://") {
             return Ok(KeySource::Url(text.to_string()));
         }
-        if let Some(rest) = text.strip_prefix("http://") {
-            let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-            let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
-            let host = match host.strip_prefix('[') {
-                Some(v6) => v6.split(']').next().unwrap_or_default(),
-                None => host.split(':').next().unwrap_or_default(),
-            };
+        if text.starts_with("http://") {
+            // The host as the client that fetches will read it (a `\\` or an `@` can make a naive
+            // split read another).
+            let url = reqwest::Url::parse(text).ok();
+            let host = url.as_ref().and_then(|url| url.host_str()).unwrap_or_default();
+            let host = host.trim_start_matches('[').trim_end_matches(']');
             let loopback = host.eq_ignore_ascii_case("localhost")
                 || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
             return if loopback {
@@ -247,7 +246,13 @@ mod tests {
         {
             assert!(matches!(KeySource::parse(loopback), Ok(KeySource::Url(_))), "{loopback}");
         }
-        for remote in ["http://idp.example.com/jwks", "http://127.0.0.1.evil.com/jwks", "http://10.0.0.1/k"] {
+        for remote in [
+            "http://idp.example.com/jwks",
+            "http://127.0.0.1.evil.com/jwks",
+            "http://10.0.0.1/k",
+            "http://evil.example\\@127.0.0.1/jwks",
+            "http://127.0.0.1@evil.example/jwks",
+        ] {
             let error = KeySource::parse(remote).unwrap_err();
             assert!(error.contains("https://"), "{remote}: {error}");
         }

@@ -152,12 +152,13 @@ impl Drop for IpPlace {
 struct IdleBody {
     inner: Body,
     limit: Duration,
-    deadline: Pin<Box<tokio::time::Sleep>>,
+    /// Set at the first read: the time a handler spends before reading is not the client's.
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl IdleBody {
     fn new(inner: Body, limit: Duration) -> IdleBody {
-        IdleBody { inner, limit, deadline: Box::pin(tokio::time::sleep(limit)) }
+        IdleBody { inner, limit, deadline: None }
     }
 }
 
@@ -168,17 +169,20 @@ impl hyper::body::Body for IdleBody {
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
         match Pin::new(&mut self.inner).poll_frame(cx) {
             Poll::Ready(frame) => {
-                let next = tokio::time::Instant::now() + self.limit;
-                self.deadline.as_mut().reset(next);
+                self.deadline = None;
                 Poll::Ready(frame)
             }
-            Poll::Pending => match self.deadline.as_mut().poll(cx) {
-                Poll::Ready(()) => Poll::Ready(Some(Err(axum::Error::new(format!(
-                    "the client sent nothing of its request's body for {} s",
-                    self.limit.as_secs()
-                ))))),
-                Poll::Pending => Poll::Pending,
-            },
+            Poll::Pending => {
+                let limit = self.limit;
+                let deadline = self.deadline.get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+                match deadline.as_mut().poll(cx) {
+                    Poll::Ready(()) => Poll::Ready(Some(Err(axum::Error::new(format!(
+                        "the client sent nothing of its request's body for {} s",
+                        limit.as_secs()
+                    ))))),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
         }
     }
 

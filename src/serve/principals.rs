@@ -169,7 +169,11 @@ impl Principals {
             principal.touch();
             return Ok(principal.clone());
         }
-        self.forget_idle(&mut live);
+        // Where the sandbox cannot keep principals apart, the one served is served for good:
+        // forgetting it would let the next one into its files.
+        if self.only_one.is_none() {
+            self.forget_idle(&mut live);
+        }
         if let Some(reason) = &self.only_one
             && !live.is_empty()
         {

@@ -125,7 +125,7 @@ impl KernelBudget {
             if self.used() < self.limit {
                 break;
             }
-            let over = self.used() + 1 - self.limit;
+            let over = (self.used() + 1).saturating_sub(self.limit);
             pool.shed(pool.len().saturating_sub(over), None).await;
         }
         self.used() < self.limit

@@ -13,6 +13,10 @@ use crate::sandbox::{Denial, FileAccess, NetworkMode, SandboxMode, SandboxPolicy
 
 /// Lines kept per call, at most.
 const MAX_LINES: usize = 16;
+/// The longest line kept (a line may be anything a cell printed).
+const MAX_LINE_BYTES: usize = 1024;
+/// Paths looked at per line, at most.
+const MAX_PATHS_PER_LINE: usize = 4;
 /// Notes given per call, at most.
 const MAX_NOTES: usize = 3;
 
@@ -42,7 +46,11 @@ impl Evidence {
                 return;
             }
             if REFUSED.iter().chain(UNREACHABLE).any(|words| line.contains(words)) {
-                self.lines.push(line.to_string());
+                let mut end = line.len().min(MAX_LINE_BYTES);
+                while !line.is_char_boundary(end) {
+                    end -= 1;
+                }
+                self.lines.push(line[..end].to_string());
             }
         }
     }
@@ -52,24 +60,32 @@ impl Evidence {
 /// and how to lift it. `cwd` is where the cells ran, `home` the kernels' home.
 pub fn explain(evidence: &Evidence, policy: &SandboxPolicy, workspace: &Path, cwd: &Path, home: &Path) -> Vec<String> {
     let mut notes: Vec<String> = Vec::new();
-    let mut add = |note: String| {
-        if notes.len() < MAX_NOTES && !notes.contains(&note) {
-            notes.push(note);
-        }
-    };
-    let access = (policy.mode != SandboxMode::Off).then(|| file_access(policy, policy.mode, workspace, home, None));
+    if evidence.lines.is_empty() {
+        return notes;
+    }
+    let mut access = None;
     for line in &evidence.lines {
-        if UNREACHABLE.iter().any(|words| line.contains(words)) {
-            if let Some(note) = network_note(policy.network) {
-                add(note);
-            }
-            continue;
+        if notes.len() >= MAX_NOTES {
+            break;
         }
-        let Some(access) = &access else { continue };
-        for path in paths_in(line) {
-            let path = if path.is_absolute() { path } else { cwd.join(path) };
-            if let Some(note) = file_note(&path, policy, access) {
-                add(note);
+        let note = if UNREACHABLE.iter().any(|words| line.contains(words)) {
+            network_note(policy.network).into_iter().collect::<Vec<_>>()
+        } else if policy.mode == SandboxMode::Off {
+            Vec::new()
+        } else {
+            let access = access.get_or_insert_with(|| file_access(policy, policy.mode, workspace, home, None));
+            paths_in(line)
+                .into_iter()
+                .take(MAX_PATHS_PER_LINE)
+                .filter_map(|path| {
+                    let path = if path.is_absolute() { path } else { cwd.join(path) };
+                    file_note(&path, policy, access)
+                })
+                .collect()
+        };
+        for note in note {
+            if notes.len() < MAX_NOTES && !notes.contains(&note) {
+                notes.push(note);
             }
         }
     }

@@ -161,10 +161,16 @@ fn one_principal_cannot_take_every_sandbox_and_sdk_lines_are_bounded() {
     assert!(answer.contains("\"id\":1") && answer.contains("\"result\""), "{answer}");
 }
 
+/// Open file descriptors of process `pid`.
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map(|entries| entries.count()).unwrap_or(0)
+}
+
 #[test]
 fn a_client_that_never_reads_is_let_go() {
     let scene = Scene::new();
     let (server, tokens) = Serve::start(&scene, &["alice"], &[]);
+    let before = open_fds(server.child.id());
     let (status, stream) = sdk_connect(&server, &tokens[0]);
     let mut stream = stream.unwrap_or_else(|| panic!("{status}"));
     let flood = "import sys\nfor _ in range(4000):\n    sys.stdout.write('x' * 65536)\n";
@@ -178,7 +184,10 @@ fn a_client_that_never_reads_is_let_go() {
         assert!(Instant::now() < deadline, "the server kept queueing for a client that never reads:\n{said}");
         std::thread::sleep(Duration::from_millis(50));
     }
-    // ... and closes the connection: what was queued before is all that comes.
+    // ... and lets it go without its reading a byte more: the connection's socket, its kernel's
+    // pipes and what waited for it are all gone from the server.
+    let gone = common::eventually_blocking(common::PATIENCE, || open_fds(server.child.id()) <= before);
+    assert!(gone, "the server still holds {} descriptors (it had {before})", open_fds(server.child.id()));
     let read = read_to_close(&mut stream).expect("the connection was closed");
     assert!(read.len() < 4000 * 65536, "everything was kept for it: {} bytes", read.len());
     let healthy = reqwest::blocking_get(&server);

@@ -91,13 +91,14 @@ fn a_probe_that_lingers_or_floods_holds_nothing_of_the_host() {
         "import os\nfor name, body in [\n\
          ('lingers', '(exec sleep {marker} </dev/null 2>/dev/null &)\\necho \\'{{\"executable\": \"{real}\", \"version\": \"3.11.7\"}}\\''),\n\
          ('floods', 'head -c 3000000000 /dev/zero'),\n\
+         ('spins', 'for i in 1 2 3 4 5 6 7 8; do cat /dev/zero & done; wait'),\n\
          ]:\n    os.makedirs(name + '/.venv/bin', exist_ok=True)\n\
          \x20   open(name + '/.venv/bin/python', 'w').write('#!/bin/sh\\n' + body + '\\n')\n\
          \x20   os.chmod(name + '/.venv/bin/python', 0o755)\nprint('planted')"
     );
     let mut server = server(&scene, &scene.work, None);
     assert!(text(&server.tool("eval", json!({"cells": [{"code": plant}]}))).contains("planted"));
-    for folder in ["lingers", "floods"] {
+    for folder in ["lingers", "floods", "spins"] {
         // Answered (on another interpreter, or with an error), not held.
         let answer = server.tool("eval", json!({"cells": [{"code": "1", "timeout": 60}], "cwd": folder}));
         assert!(answer.get("content").is_some(), "{folder}: {answer}");

@@ -27,7 +27,7 @@ fn asdf_follow(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Result<Followed, 
     }
     let config = var(input, "ASDF_CONFIG_FILE").map(PathBuf::from).unwrap_or_else(|| home.join(".asdfrc"));
     watched.push(config.clone());
-    if crate::discovery::input::read_small(&config, true).is_ok_and(|t| {
+    if input.read_config(&config, true).is_ok_and(|t| {
         t.lines().any(|l| l.split('#').next().unwrap_or("").replace(' ', "").starts_with("legacy_version_file=yes"))
     }) {
         return Err(ShimError::LegacyVersionFiles { config });
@@ -48,9 +48,7 @@ fn asdf_follow(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Result<Followed, 
             for dir in upward(&physical(&input.cwd)).map(Path::to_path_buf).chain([home.clone()]) {
                 let file = dir.join(name);
                 watched.push(file.clone());
-                if let Some(versions) =
-                    crate::discovery::input::read_small(&file, false).ok().and_then(|t| tool_versions_python(&t))
-                {
+                if let Some(versions) = input.read_config(&file, false).ok().and_then(|t| tool_versions_python(&t)) {
                     found = Some((versions, file.display().to_string()));
                     break;
                 }

@@ -104,7 +104,8 @@ fn mise_config_version(
             return Err(ShimError::TwoMiseTomls { dir: dir.to_path_buf() });
         }
         if let Some(file) = present.first() {
-            let text = crate::discovery::input::read_small(file, false)
+            let text = input
+                .read_config(file, false)
                 .map_err(|source| ShimError::ReadConfig { path: file.to_path_buf(), source })?;
             if let Some(versions) = mise_toml_python(&text).map_err(|e| e.in_config(file))? {
                 return Ok((versions, file.display().to_string()));
@@ -112,14 +113,12 @@ fn mise_config_version(
         }
         let tool_versions = dir.join(".tool-versions");
         watched.push(tool_versions.clone());
-        if let Some(versions) =
-            crate::discovery::input::read_small(&tool_versions, false).ok().and_then(|t| tool_versions_python(&t))
-        {
+        if let Some(versions) = input.read_config(&tool_versions, false).ok().and_then(|t| tool_versions_python(&t)) {
             return Ok((versions, tool_versions.display().to_string()));
         }
     }
     watched.push(global.clone());
-    if let Ok(text) = crate::discovery::input::read_small(&global, true)
+    if let Ok(text) = input.read_config(&global, true)
         && let Some(versions) = mise_toml_python(&text).map_err(|e| e.in_config(&global))?
     {
         return Ok((versions, global.display().to_string()));

@@ -198,7 +198,7 @@ pub fn follow(candidate: &Path, input: &DiscoveryInput) -> Outcome {
 fn read_head(path: &Path) -> String {
     use std::io::Read;
     let mut buffer = vec![0u8; 4096];
-    let Ok(mut file) = std::fs::File::open(path) else { return String::new() };
+    let Ok(mut file) = crate::discovery::input::open_regular(path, true) else { return String::new() };
     let mut filled = 0;
     while filled < buffer.len() {
         match file.read(&mut buffer[filled..]) {

@@ -111,9 +111,8 @@ fn pyenv_follow(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Result<Followed,
                 watched.push(global.clone());
                 global
             });
-            let names = crate::discovery::input::read_small(&file, !found_upward)
-                .map(|t| read_pyenv_version_file(&t))
-                .unwrap_or_default();
+            let names =
+                input.read_config(&file, !found_upward).map(|t| read_pyenv_version_file(&t)).unwrap_or_default();
             (names, file.display().to_string())
         }
     };

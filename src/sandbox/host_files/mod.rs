@@ -194,7 +194,7 @@ pub fn lexical(path: &Path) -> PathBuf {
 /// under the [`Confinement`] and by descriptor (see the module).
 #[derive(Debug)]
 pub struct HostFiles {
-    confinement: Confinement,
+    confinement: std::sync::Arc<Confinement>,
     root: PathBuf,
 }
 
@@ -209,14 +209,14 @@ pub(crate) struct Place {
 impl HostFiles {
     /// The files of a principal whose relative paths start at `root`, held to `confinement`.
     pub fn new(confinement: Confinement, root: PathBuf) -> HostFiles {
-        HostFiles { confinement, root }
+        HostFiles { confinement: std::sync::Arc::new(confinement), root }
     }
 
     pub fn root(&self) -> &Path {
         &self.root
     }
 
-    pub fn confinement(&self) -> &Confinement {
+    pub fn confinement(&self) -> &std::sync::Arc<Confinement> {
         &self.confinement
     }
 

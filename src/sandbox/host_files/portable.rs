@@ -162,10 +162,14 @@ fn walk(
         if out.len() >= limit {
             return Err(HostFileError::TooMany { path: top.to_path_buf(), limit });
         }
-        let enter = depth > 1 && entry.stat.kind == Kind::Dir && entry.link.is_none();
+        let enter =
+            depth > 1 && entry.stat.kind == Kind::Dir && entry.link.is_none() && relative.components().count() < 128;
         out.push(entry);
         if enter {
-            let _ = walk(files, top, &child, depth - 1, limit, out);
+            // A folder that cannot be read is listed, not entered; a walk past the limit ends here.
+            if let Err(error @ HostFileError::TooMany { .. }) = walk(files, top, &child, depth - 1, limit, out) {
+                return Err(error);
+            }
         }
     }
     Ok(())

@@ -122,10 +122,51 @@ fn open_checked(files: &HostFiles, path: &Path, want: Want) -> Result<OwnedFd, H
         (Want::Dir | Want::Lookup, _) => return Err(HostFileError::NotAFolder { path: path.to_path_buf() }),
         (Want::File, _) => return Err(HostFileError::NotAFile { path: path.to_path_buf(), kind: kind_name(&st) }),
     }
-    if let Some(real) = real_path(fd.as_fd()) {
-        files.check_real(path, &real)?;
+    match real_path(fd.as_fd()) {
+        Some(real) => files.check_real(path, &real)?,
+        // Where this system can say where a descriptor is, not knowing is a refusal.
+        None if cfg!(any(target_os = "linux", target_os = "macos")) => {
+            return Err(HostFileError::Io {
+                path: path.to_path_buf(),
+                source: std::io::Error::other("where it leads cannot be told (a path too long?)"),
+            });
+        }
+        None => {}
+    }
+    if let Some(root) = pseudo_filesystem(&fd) {
+        return Err(HostFileError::System { path: path.to_path_buf(), root });
     }
     reopen(fd, want).map_err(|e| io_error(path, e))
+}
+
+/// The kind of kernel pseudo-filesystem `fd` is on (`/proc`, `/sys` and their
+/// kin, wherever they are mounted: a container may have the host's `/proc`
+/// at `/host/proc`), if it is on one.
+#[cfg(target_os = "linux")]
+fn pseudo_filesystem(fd: &OwnedFd) -> Option<&'static str> {
+    const KINDS: &[(i64, &str)] = &[
+        (0x9fa0, "/proc"),     // procfs
+        (0x6265_6572, "/sys"), // sysfs
+        (0x6462_6720, "/sys"), // debugfs
+        (0x7472_6163, "/sys"), // tracefs
+        (0x7363_6673, "/sys"), // securityfs
+        (0x6367_7270, "/sys"), // cgroup2
+        (0x0027_e0eb, "/sys"), // cgroup
+        (0xcafe_4a11, "/sys"), // bpf
+        (0x6165_676c, "/sys"), // pstore
+        (0xde5e_81e4, "/sys"), // efivarfs
+        (0x6265_6570, "/sys"), // configfs
+        (0x6573_5543, "/sys"), // fusectl
+        (0x1cd1, "/dev"),      // devpts
+        (0x1980_0202, "/dev"), // mqueue
+    ];
+    let kind = nix::sys::statfs::fstatfs(fd).ok()?.filesystem_type().0 as i64;
+    KINDS.iter().find(|(magic, _)| *magic == kind).map(|(_, root)| *root)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn pseudo_filesystem(_fd: &OwnedFd) -> Option<&'static str> {
+    None
 }
 
 /// `fd` (checked) opened for reading.
@@ -172,6 +213,11 @@ const WALK: OFlag = OFlag::O_RDONLY;
 fn walk(folder: &Path, below: &Path, create: bool, path: &Path) -> Result<OwnedFd, HostFileError> {
     let flags = WALK | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
     let mut dir = nix::fcntl::open(folder, flags, Mode::empty()).map_err(|e| io_error(folder, e))?;
+    // The writable folder itself may be a kernel's to swap (an --allow-write folder inside the
+    // workspace): it must be where it was resolved to.
+    if real_path(dir.as_fd()).is_some_and(|real| real != folder) {
+        return Err(HostFileError::Symlink { path: path.to_path_buf(), link: folder.to_path_buf() });
+    }
     let mut reached = folder.to_path_buf();
     for component in below.components() {
         let std::path::Component::Normal(name) = component else { continue };
@@ -327,7 +373,8 @@ fn remove_tree(parent: &OwnedFd, name: &OsStr, path: &Path, depth: usize) -> Res
     }
     let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     let fd = openat(parent, name, flags, Mode::empty()).map_err(|e| io_error(path, e))?;
-    for child in entry_names(&fd).map_err(|e| io_error(path, e))? {
+    let names = entry_names(&fd, usize::MAX).map_err(|e| io_error(path, e))?.unwrap_or_default();
+    for child in names {
         let Some(st) = entry_stat(&fd, &child, path)? else { continue };
         if stat_of(&st).kind == Kind::Dir {
             remove_tree(&fd, &child, path, depth + 1)?;
@@ -350,19 +397,23 @@ pub(super) fn rename(old: &Place, old_path: &Path, new: &Place, new_path: &Path)
     })
 }
 
-/// The names in the open folder `dir` (not `.` and `..`), sorted.
-fn entry_names(dir: &OwnedFd) -> nix::Result<Vec<OsString>> {
+/// The names in the open folder `dir` (not `.` and `..`), sorted; `None`
+/// when it holds more than `limit` (they are not all read).
+fn entry_names(dir: &OwnedFd, limit: usize) -> nix::Result<Option<Vec<OsString>>> {
     let fd = openat(dir, ".", OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty())?;
     let mut listing = nix::dir::Dir::from_fd(fd)?;
     let mut names = Vec::new();
     for entry in listing.iter() {
         let name = OsStr::from_bytes(entry?.file_name().to_bytes()).to_os_string();
         if name != "." && name != ".." {
+            if names.len() >= limit {
+                return Ok(None);
+            }
             names.push(name);
         }
     }
     names.sort();
-    Ok(names)
+    Ok(Some(names))
 }
 
 /// Describe the entry `name` of the open folder `dir`, shown as `shown`, whose real path is `real`.
@@ -425,7 +476,10 @@ struct Walk<'a> {
 impl Walk<'_> {
     fn folder(&mut self, dir: &OwnedFd, relative: &Path, real: &Path, depth: u64) -> Result<(), HostFileError> {
         let shown = self.top.join(relative);
-        let names = entry_names(dir).map_err(|e| io_error(&shown, e))?;
+        let room = self.limit.saturating_sub(self.out.len());
+        let names = entry_names(dir, room)
+            .map_err(|e| io_error(&shown, e))?
+            .ok_or_else(|| HostFileError::TooMany { path: self.top.to_path_buf(), limit: self.limit })?;
         for name in names {
             let child_real = real.join(&name);
             if self.files.check_real(&shown, &child_real).is_err() {

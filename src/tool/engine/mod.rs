@@ -529,6 +529,8 @@ impl EvalEngine {
     fn discovery_input(&self, cwd: &Path) -> DiscoveryInput {
         let mut input = DiscoveryInput::from_env(cwd, self.config.python.clone());
         input.sandbox = self.kernel_policy();
+        // Version managers' files found from the working folder up are read with the kernels' rights.
+        input.confinement = self.host_files().ok().map(|files| files.confinement().clone());
         input
     }
 

@@ -27,7 +27,10 @@ impl EvalEngine {
     /// rule, and the flag that lifts it (see [`crate::tool::denials`]). Not for
     /// gateway kernels, which the sandbox does not reach.
     pub(super) fn explain_denials(&self, collector: &mut Collector, cwd: &Path) {
-        if !matches!(self.config.backend, Backend::Process) {
+        // Gateway kernels are outside the sandbox; where it is not enforced, nothing is its doing.
+        if !matches!(self.config.backend, Backend::Process)
+            || crate::sandbox::filesystem_unenforceable(&self.config.sandbox).is_some()
+        {
             return;
         }
         let env = env::kernel_env(std::env::vars_os(), &discovery::EnvActivation::None, &self.config.extra_env);
