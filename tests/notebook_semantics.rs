@@ -250,9 +250,13 @@ async fn sx_alias_and_quoting() {
 async fn store_keeps_variables_per_project_across_kernels() {
     let project = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
-    let data_home = data.path().display().to_string();
-    let extra = [("XDG_DATA_HOME", data_home.as_str())];
-    let first = kernel_in(project.path(), python(), &extra).await;
+    // Sandboxed kernels keep `%store` in their kernels' own folder, apart from the user's data.
+    let kernel = || {
+        let mut options = KernelOptions::new(python(), project.path(), test_env(&[]));
+        options.sandbox.kernel_files = Some(data.path().join("kernel-files"));
+        Kernel::start(options)
+    };
+    let first = kernel().await.expect("kernel starts");
     let stored = run(&first, "numbers = [1, 2, 3]\nword = 'hi'\n%store numbers word").await;
     assert_eq!(stored.stdout(), "Stored 'numbers' (list)\nStored 'word' (str)\n", "{}", error_of(&stored));
     let interactive = run(&first, "class Local: pass\nthing = Local()\n%store thing").await;
@@ -263,14 +267,14 @@ async fn store_keeps_variables_per_project_across_kernels() {
     );
     drop(first);
 
-    let second = kernel_in(project.path(), python(), &extra).await;
+    let second = kernel().await.expect("kernel starts");
     let listed = run(&second, "%store").await;
     assert_eq!(listed.stdout(), "Stored variables and their in-db values:\nnumbers -> [1, 2, 3]\nword    -> 'hi'\n");
     assert_eq!(run(&second, "%store -r numbers\nnumbers").await.results(), ["[1, 2, 3]"]);
     run(&second, "%store -d numbers").await;
     assert_eq!(run(&second, "%store -r numbers").await.stdout(), "no stored variable or alias numbers\n");
     assert_eq!(run(&second, "%store -r\nword").await.results(), ["'hi'"]);
-    let folder = std::fs::read_dir(data.path().join("cellbox/store")).unwrap().count();
+    let folder = std::fs::read_dir(data.path().join("kernel-files/store")).unwrap().count();
     assert_eq!(folder, 1, "one folder for the project");
     run(&second, "%store -z").await;
     assert_eq!(run(&second, "%store").await.stdout(), "Stored variables and their in-db values:\n");

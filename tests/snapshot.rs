@@ -77,6 +77,11 @@ async fn a_snapshot_restores_in_another_engine_with_what_was_skipped_named() {
     saving.engine.dispose_all().await;
 
     let restoring = fixture(|_| {});
+    // Paths a tool call names stay in the workspace: the file is brought into the other one.
+    let outside = restoring.engine.restore_session(&session(), &file).await.unwrap_err().to_string();
+    assert!(outside.contains("leads outside the workspace"), "{outside}");
+    let file = restoring.dir.path().join("state.cellbox");
+    std::fs::copy(saving.dir.path().join("state.cellbox"), &file).unwrap();
     let restored = restoring.engine.restore_session(&session(), &file).await.unwrap();
     assert!(restored.failed.is_empty(), "{:?}", restored.failed);
     assert_eq!(restored.python.split('.').count(), 2, "{}", restored.python);

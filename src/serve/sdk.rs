@@ -74,8 +74,15 @@ pub async fn connect(
         Ok(place) => place,
         Err(limit) => {
             state.metrics.refused_busy.fetch_add(1, Ordering::Relaxed);
+            let whole = state.max_sandboxes;
+            let share = if limit >= whole {
+                "the server's whole limit".to_string()
+            } else {
+                format!("your share of the server's {whole}")
+            };
             return super::Refusal::Busy(format!(
-                "you have {limit} sandboxes open, your limit; close one (kill()) or retry in a moment"
+                "you have {limit} sandboxes open, your limit of {limit} open SDK sandboxes ({share}); close one \
+                 (kill()) or retry in a moment"
             ))
             .into_response();
         }

@@ -36,35 +36,74 @@ const UNREACHABLE: &[&str] = &[
 #[derive(Debug, Default)]
 pub struct Evidence {
     lines: Vec<String>,
+    /// The start of a stream's line whose end has not come yet (at most
+    /// [`MAX_LINE_BYTES`]): a tool writes its message in pieces (`cat: `,
+    /// the path, `: Permission denied`), which the host may read apart.
+    partial: String,
 }
 
 impl Evidence {
-    /// Keep the lines of `text` (an error's `name: value`, a piece of stderr) that carry a refusal.
+    /// Take in a piece of a stream (stderr): its lines, joined across pieces,
+    /// are looked at once whole.
+    pub fn look_at_stream(&mut self, text: &str) {
+        if self.lines.len() >= MAX_LINES {
+            return;
+        }
+        let mut rest = text;
+        while let Some(end) = rest.find('\n') {
+            self.extend_partial(&rest[..end]);
+            let line = std::mem::take(&mut self.partial);
+            self.keep_if_refusal(&line);
+            rest = &rest[end + 1..];
+        }
+        self.extend_partial(rest);
+    }
+
+    /// Take in whole text (an error's `name: value`): every line of it is looked at.
     pub fn look_at(&mut self, text: &str) {
         for line in text.lines() {
-            if self.lines.len() >= MAX_LINES {
-                return;
-            }
-            if REFUSED.iter().chain(UNREACHABLE).any(|words| line.contains(words)) {
-                let mut end = line.len().min(MAX_LINE_BYTES);
-                while !line.is_char_boundary(end) {
-                    end -= 1;
-                }
-                self.lines.push(line[..end].to_string());
-            }
+            self.keep_if_refusal(line);
         }
     }
+
+    /// The stream's last line, had it no end of line.
+    fn finish(&self) -> Option<&str> {
+        (!self.partial.is_empty() && self.lines.len() < MAX_LINES && carries_refusal(&self.partial))
+            .then_some(self.partial.as_str())
+    }
+
+    fn extend_partial(&mut self, piece: &str) {
+        let room = MAX_LINE_BYTES.saturating_sub(self.partial.len());
+        self.partial.push_str(prefix(piece, room));
+    }
+
+    fn keep_if_refusal(&mut self, line: &str) {
+        if self.lines.len() < MAX_LINES && carries_refusal(line) {
+            self.lines.push(prefix(line, MAX_LINE_BYTES).to_string());
+        }
+    }
+}
+
+fn carries_refusal(line: &str) -> bool {
+    REFUSED.iter().chain(UNREACHABLE).any(|words| line.contains(words))
+}
+
+/// The longest start of `text` of at most `bytes` bytes that ends on a character.
+fn prefix(text: &str, bytes: usize) -> &str {
+    let mut end = text.len().min(bytes);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// One note per refusal the sandbox made (at most [`MAX_NOTES`]): which rule,
 /// and how to lift it. `cwd` is where the cells ran, `home` the kernels' home.
 pub fn explain(evidence: &Evidence, policy: &SandboxPolicy, workspace: &Path, cwd: &Path, home: &Path) -> Vec<String> {
     let mut notes: Vec<String> = Vec::new();
-    if evidence.lines.is_empty() {
-        return notes;
-    }
+    let lines = evidence.lines.iter().map(String::as_str).chain(evidence.finish());
     let mut access = None;
-    for line in &evidence.lines {
+    for line in lines {
         if notes.len() >= MAX_NOTES {
             break;
         }
@@ -261,5 +300,22 @@ mod tests {
         inside.look_at("PermissionError: [Errno 13] Permission denied: 'inside.txt'");
         assert!(explain(&inside, &policy, &work, &work, &home).is_empty());
         assert!(explain(&evidence, &SandboxPolicy::off(), &work, &work, &home).is_empty(), "off: no sandbox to blame");
+
+        // A tool's message read in pieces is one line; so is the last one, without its end of line.
+        let secret = home.join(".ssh/id_rsa").display().to_string();
+        for ending in ["\n", ""] {
+            let mut pieces = Evidence::default();
+            for piece in ["cat: ", secret.as_str(), ": Permiss", &format!("ion denied{ending}")] {
+                pieces.look_at_stream(piece);
+            }
+            let notes = explain(&pieces, &policy, &work, &work, &home);
+            assert!(notes.len() == 1 && notes[0].contains("secret location"), "{ending:?}: {notes:#?}");
+        }
+        // An endless line is kept only so far.
+        let mut endless = Evidence::default();
+        for _ in 0..1000 {
+            endless.look_at_stream("Permission denied ");
+        }
+        assert!(endless.partial.len() <= MAX_LINE_BYTES && endless.finish().is_some());
     }
 }

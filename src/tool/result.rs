@@ -321,7 +321,7 @@ impl Collector {
             }
             ExecEvent::Stderr(text) => {
                 self.text(&text);
-                self.evidence.look_at(&text);
+                self.evidence.look_at_stream(&text);
                 Some(EvalEvent::Stderr { cell, text })
             }
             // The cell's part of it was stderr; the whole is for the full output only.
