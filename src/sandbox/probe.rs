@@ -194,16 +194,7 @@ pub(crate) fn can_mount_private_shm() -> bool {
                     && super::child::mount_private_shm().is_ok();
                 libc::_exit(if ok { 0 } else { 1 });
             }
-            if pid < 0 {
-                return false;
-            }
-            let mut status = 0;
-            while libc::waitpid(pid, &mut status, 0) < 0 {
-                if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                    return false;
-                }
-            }
-            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+            exited_ok(pid)
         }
     })
 }
@@ -217,15 +208,22 @@ pub(crate) fn can_unshare(flags: libc::c_int) -> bool {
         if pid == 0 {
             libc::_exit(if libc::unshare(flags) == 0 { 0 } else { 1 });
         }
-        if pid < 0 {
+        exited_ok(pid)
+    }
+}
+
+/// Whether the forked child `pid` (negative: the fork failed) exited with 0; it is reaped.
+#[cfg(target_os = "linux")]
+fn exited_ok(pid: libc::pid_t) -> bool {
+    if pid < 0 {
+        return false;
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child on a local status word.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             return false;
         }
-        let mut status = 0;
-        while libc::waitpid(pid, &mut status, 0) < 0 {
-            if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                return false;
-            }
-        }
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
     }
+    libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
 }

@@ -53,35 +53,50 @@ pub struct RawServer {
     next: u64,
     /// Sent as `_meta` with every request (the 2026-07-28 lifecycle), when set.
     pub request_meta: Option<Value>,
-    _cwd: tempfile::TempDir,
+    _cwd: Option<tempfile::TempDir>,
 }
 
 impl RawServer {
-    /// A server not yet initialised.
+    /// A server not yet initialised, in a working folder of its own.
     pub fn spawn() -> RawServer {
         let cwd = tempfile::tempdir().unwrap();
-        let mut child = binary::cellbox(["mcp", "--cwd"])
-            .arg(cwd.path())
-            .env("CELLBOX_ARTIFACTS_DIR", cwd.path().join("artifacts"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut command = binary::cellbox(["mcp", "--cwd"]);
+        command.arg(cwd.path()).env("CELLBOX_ARTIFACTS_DIR", cwd.path().join("artifacts"));
+        let mut server = RawServer::from_command(command);
+        server._cwd = Some(cwd);
+        server
+    }
+
+    /// The server `command` starts (`cellbox mcp …`), not yet initialised.
+    pub fn from_command(mut command: Command) -> RawServer {
+        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        RawServer { child, stdin, stdout, next: 0, request_meta: None, _cwd: cwd }
+        RawServer { child, stdin, stdout, next: 0, request_meta: None, _cwd: None }
+    }
+
+    /// The server `command` starts, initialised (protocol 2025-06-18, no client capabilities).
+    pub fn started(command: Command) -> RawServer {
+        let mut server = RawServer::from_command(command);
+        server.initialize("2025-06-18", json!({}));
+        server
     }
 
     /// A server initialised with `initialize` at `version`, the client declaring `capabilities`.
     pub fn initialized(version: &str, capabilities: Value) -> (RawServer, Value) {
         let mut server = RawServer::spawn();
-        let answer = server.request(
+        let answer = server.initialize(version, capabilities);
+        (server, answer)
+    }
+
+    /// `initialize` at `version` and then `notifications/initialized`; the answer.
+    pub fn initialize(&mut self, version: &str, capabilities: Value) -> Value {
+        let answer = self.request(
             "initialize",
             json!({"protocolVersion": version, "capabilities": capabilities, "clientInfo": {"name": "raw", "version": "1"}}),
         );
-        server.notify("notifications/initialized");
-        (server, answer)
+        self.notify("notifications/initialized");
+        answer
     }
 
     /// A server spoken to in the 2026-07-28 lifecycle: no `initialize`, every request with its `_meta`.
@@ -126,7 +141,16 @@ impl RawServer {
 
     /// `tools/call` of `eval`: the result.
     pub fn eval(&mut self, arguments: Value) -> Value {
-        self.request("tools/call", json!({"name": "eval", "arguments": arguments}))["result"].clone()
+        self.tool("eval", arguments)
+    }
+
+    /// `tools/call` of the tool `name`: the result.
+    pub fn tool(&mut self, name: &str, arguments: Value) -> Value {
+        self.request("tools/call", json!({"name": name, "arguments": arguments}))["result"].clone()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 }
 

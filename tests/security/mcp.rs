@@ -4,11 +4,9 @@
 //! snapshots to paths outside the workspace or through planted links, and
 //! working folders outside it.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Stdio};
-
 use serde_json::{Value, json};
 
+use super::common::mcp::{RawServer, text};
 use super::common::{binary, serve};
 use super::scene::{CANARY, Scene, Serve};
 
@@ -32,66 +30,12 @@ fn assert_probe_saw_no_secret(work: &std::path::Path) {
     assert!(!dumped.contains(CANARY), "the planted interpreter saw the host's environment:\n{dumped}");
 }
 
-/// `cellbox mcp` spoken to over raw JSON-RPC lines.
-pub struct Stdio_ {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next: u64,
-}
-
-impl Stdio_ {
-    fn start(scene: &Scene) -> Stdio_ {
-        let mut command = binary::bare(["mcp", "--cwd"]);
-        command.arg(&scene.work);
-        scene.hostile_env(&mut command);
-        Stdio_::spawn(command)
-    }
-
-    /// The server `command` starts, initialised.
-    pub fn spawn(mut command: std::process::Command) -> Stdio_ {
-        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut server = Stdio_ { child, stdin, stdout, next: 0 };
-        let init = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "attack", "version": "1"}});
-        server.request("initialize", init);
-        writeln!(server.stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).unwrap();
-        server
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next += 1;
-        let id = self.next;
-        writeln!(self.stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).unwrap();
-        loop {
-            let mut line = String::new();
-            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "the server closed its output");
-            let message: Value = serde_json::from_str(&line).unwrap();
-            if message["id"] == id {
-                return message["result"].clone();
-            }
-        }
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    pub fn tool(&mut self, name: &str, arguments: Value) -> Value {
-        self.request("tools/call", json!({"name": name, "arguments": arguments}))
-    }
-}
-
-impl Drop for Stdio_ {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-pub fn text(result: &Value) -> String {
-    result["content"][0]["text"].as_str().unwrap_or_default().to_string()
+/// `cellbox mcp` in the scene's workspace, under its hostile environment, initialised.
+fn stdio(scene: &Scene) -> RawServer {
+    let mut command = binary::bare(["mcp", "--cwd"]);
+    command.arg(&scene.work);
+    scene.hostile_env(&mut command);
+    RawServer::started(command)
 }
 
 /// The paths a hostile export or snapshot names, and the links a cell plants for them.
@@ -119,7 +63,7 @@ fn hostile_paths(scene: &Scene, outside_root: &std::path::Path) -> (String, Vec<
 #[test]
 fn over_stdio_a_planted_interpreter_never_runs_outside_the_sandbox() {
     let scene = Scene::new();
-    let mut server = Stdio_::start(&scene);
+    let mut server = stdio(&scene);
     let planted = server.tool("eval", json!({"cells": [{"code": plant_interpreter(&scene.outside)}]}));
     assert!(text(&planted).contains("planted"), "{planted}");
     let ran = server.tool("eval", json!({"cells": [{"code": "import os; os.getcwd()"}], "cwd": "sub"}));
@@ -131,7 +75,7 @@ fn over_stdio_a_planted_interpreter_never_runs_outside_the_sandbox() {
 #[test]
 fn over_stdio_exports_snapshots_and_working_folders_stay_in_the_workspace() {
     let scene = Scene::new();
-    let mut server = Stdio_::start(&scene);
+    let mut server = stdio(&scene);
     let (plant, paths) = hostile_paths(&scene, &scene.outside);
     assert!(text(&server.tool("eval", json!({"cells": [{"code": plant}]}))).contains("planted"));
     for path in &paths {

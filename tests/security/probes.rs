@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
+use super::common::mcp::{RawServer, text};
 use super::common::{self, binary};
-use super::mcp::{Stdio_, text};
 use super::scene::Scene;
 
 /// A copy of the interpreter under test in its own venv (`--copies`): its file
@@ -26,14 +26,14 @@ fn own_interpreter(scene: &Scene) -> PathBuf {
 }
 
 /// `cellbox mcp` in `work` on `python`, the scene's home (and so the probe memo in its cache).
-fn server(scene: &Scene, work: &Path, python: Option<&Path>) -> Stdio_ {
+fn server(scene: &Scene, work: &Path, python: Option<&Path>) -> RawServer {
     let mut command = binary::bare(["mcp", "--cwd"]);
     command.arg(work);
     scene.hostile_env(&mut command);
     if let Some(python) = python {
         command.env("CELLBOX_PYTHON", python);
     }
-    Stdio_::spawn(command)
+    RawServer::started(command)
 }
 
 /// Processes whose command line has `marker`.

@@ -349,6 +349,23 @@ impl HostFiles {
     }
 }
 
+/// At most `length` bytes of an opened `file` from `offset`, and whether they
+/// reach its end (a full chunk may have more behind it: the next call finds out).
+fn read_chunk(
+    mut file: std::fs::File,
+    path: &Path,
+    offset: u64,
+    length: u64,
+) -> Result<(Vec<u8>, bool), HostFileError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut data = Vec::new();
+    file.seek(SeekFrom::Start(offset))
+        .and_then(|_| Read::by_ref(&mut file).take(length).read_to_end(&mut data))
+        .map_err(|error| HostFileError::io(path, error))?;
+    let eof = (data.len() as u64) < length;
+    Ok((data, eof))
+}
+
 fn refusal_of(denial: Denial<'_>) -> Refusal {
     match denial {
         Denial::Secret(secret) => Refusal::Secret(secret.to_path_buf()),

@@ -2,7 +2,7 @@
 //! calls after the name checks. Kernels there have no sandbox either (see
 //! [`crate::sandbox`]), so the checks keep the configured policy, not a wall.
 
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::{Entry, HostFileError, HostFiles, Kind, Place, Stat};
@@ -51,13 +51,8 @@ pub(super) fn read(
     if !meta.is_file() {
         return Err(HostFileError::NotAFile { path: path.to_path_buf(), kind: "special file" });
     }
-    let mut file = std::fs::File::open(path).map_err(|e| HostFileError::io(path, e))?;
-    let mut data = Vec::new();
-    file.seek(SeekFrom::Start(offset))
-        .and_then(|_| Read::by_ref(&mut file).take(length).read_to_end(&mut data))
-        .map_err(|e| HostFileError::io(path, e))?;
-    let eof = (data.len() as u64) < length;
-    Ok((data, eof))
+    let file = std::fs::File::open(path).map_err(|e| HostFileError::io(path, e))?;
+    super::read_chunk(file, path, offset, length)
 }
 
 pub(super) fn write(place: &Place, path: &Path, data: &[u8], append: bool) -> Result<(), HostFileError> {

@@ -4,7 +4,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -190,14 +190,7 @@ fn reopen(fd: OwnedFd, _want: Want) -> nix::Result<OwnedFd> {
 }
 
 pub(super) fn read(files: &HostFiles, path: &Path, offset: u64, length: u64) -> Result<(Vec<u8>, bool), HostFileError> {
-    let mut file = File::from(open_checked(files, path, Want::File)?);
-    let mut data = Vec::new();
-    file.seek(SeekFrom::Start(offset))
-        .and_then(|_| Read::by_ref(&mut file).take(length).read_to_end(&mut data))
-        .map_err(|e| HostFileError::io(path, e))?;
-    // A full chunk may have more behind it: the next call finds out.
-    let eof = (data.len() as u64) < length;
-    Ok((data, eof))
+    super::read_chunk(File::from(open_checked(files, path, Want::File)?), path, offset, length)
 }
 
 /// How the folders of a walk are opened: on Linux as `O_PATH`, which reads
