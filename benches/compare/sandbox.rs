@@ -3,6 +3,7 @@
 //! round trip under the default, each beside the same scenario with the
 //! sandbox off.
 
+use std::path::Path;
 use std::time::Instant;
 
 use cellbox::kernel::{Kernel, KernelOptions};
@@ -37,29 +38,45 @@ pub(super) async fn sandbox_costs(plan: &Plan, setup: &Setup, report: &mut Repor
         "workspace-write, network off, 4G memory, 512 processes",
     )
     .await;
-    // A principal's kernel on `cellbox serve`: its own kernel files behind a private root, a
-    // /dev/shm of its own and read-only mounts but the writable places (a mount namespace).
-    let files = setup.cwd.join("kernel-files");
-    let server = SandboxPolicy {
+    // A principal's kernel on `cellbox serve`, laid out as the server lays it out: its workspace
+    // beside another principal's, artifacts and kernel files behind private roots, a /dev/shm of
+    // its own and read-only mounts but the writable places (a mount namespace).
+    let server = tempfile::tempdir().expect("a temp dir");
+    let (root, artifacts, files) =
+        (server.path().join("principals"), server.path().join("artifacts"), server.path().join("kernel-files"));
+    for folder in
+        [root.join("alice"), root.join("bob"), artifacts.join("alice"), files.join("alice"), files.join("bob")]
+    {
+        std::fs::create_dir_all(folder).expect("the server's folders");
+    }
+    let workspace = root.join("alice");
+    let principal = SandboxPolicy {
+        workspace: Some(workspace.clone()),
         kernel_files: Some(files.join("alice")),
-        private_roots: vec![PrivateRoot::new(&files, Some("alice"))],
+        private_roots: vec![
+            PrivateRoot::new(&root, Some("alice")),
+            PrivateRoot::new(&artifacts, None),
+            PrivateRoot::new(&files, Some("alice")),
+        ],
         private_shm: true,
         ..SandboxPolicy::default()
     };
-    cold_start(
+    cold_start_in(
         plan,
         setup,
         report,
+        &workspace,
         "a server principal's cold start → first 1+1",
-        server,
-        "workspace-write, network on, own /dev/shm and read-only mounts (cellbox serve)",
+        principal,
+        "workspace-write, network on, other principals' folders closed, own /dev/shm and read-only mounts \
+         (cellbox serve)",
     )
     .await;
     warm_round_trip(plan, setup, report, default).await;
 }
 
-fn options(setup: &Setup, policy: SandboxPolicy) -> KernelOptions {
-    let mut options = KernelOptions::new(&setup.python, &setup.cwd, setup.env.clone());
+fn options(setup: &Setup, cwd: &Path, policy: SandboxPolicy) -> KernelOptions {
+    let mut options = KernelOptions::new(&setup.python, cwd, setup.env.clone());
     options.sandbox = policy;
     options
 }
@@ -74,12 +91,25 @@ async fn cold_start(
     policy: SandboxPolicy,
     note: &str,
 ) {
+    cold_start_in(plan, setup, report, &setup.cwd, scenario, policy, note).await;
+}
+
+/// [`cold_start`] with both kernels in `cwd`.
+async fn cold_start_in(
+    plan: &Plan,
+    setup: &Setup,
+    report: &mut Report,
+    cwd: &Path,
+    scenario: &str,
+    policy: SandboxPolicy,
+    note: &str,
+) {
     let mut sandboxed = Series::new("cellbox");
     let mut plain = Series::new("sandbox off");
     for _ in 0..plan.cold_runs {
         for (series, policy) in [(&mut sandboxed, policy.clone()), (&mut plain, SandboxPolicy::off())] {
             let started = Instant::now();
-            let kernel = Kernel::start(options(setup, policy)).await.expect("kernel starts");
+            let kernel = Kernel::start(options(setup, cwd, policy)).await.expect("kernel starts");
             let output = kernel.execute("1+1").await.unwrap().collect().await.unwrap();
             assert_eq!(output.results(), ["2"]);
             series.values.push(started.elapsed().as_secs_f64() * 1000.0);
@@ -92,8 +122,8 @@ async fn cold_start(
 /// The warm `1+1` in a kernel under `policy` beside one with the sandbox off,
 /// one call each in turn.
 async fn warm_round_trip(plan: &Plan, setup: &Setup, report: &mut Report, policy: SandboxPolicy) {
-    let sandboxed_kernel = Kernel::start(options(setup, policy)).await.expect("kernel starts");
-    let plain_kernel = Kernel::start(options(setup, SandboxPolicy::off())).await.expect("kernel starts");
+    let sandboxed_kernel = Kernel::start(options(setup, &setup.cwd, policy)).await.expect("kernel starts");
+    let plain_kernel = Kernel::start(options(setup, &setup.cwd, SandboxPolicy::off())).await.expect("kernel starts");
     for _ in 0..50 {
         for kernel in [&sandboxed_kernel, &plain_kernel] {
             kernel.execute("1+1").await.unwrap().collect().await.unwrap();

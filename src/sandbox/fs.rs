@@ -59,9 +59,10 @@ pub fn check_abi() -> Result<(), Unenforceable> {
 /// strongest grant on a path wins.
 pub fn plan(grants: &[(PathBuf, Grant)], denied: &[PathBuf]) -> Vec<(PathBuf, Grant)> {
     let mut out: Vec<(PathBuf, Grant)> = Vec::new();
+    let denied: Vec<&Path> = denied.iter().map(PathBuf::as_path).collect();
     for (path, grant) in grants {
         let Ok(real) = path.canonicalize() else { continue };
-        split(&real, *grant, denied, &mut out, 0);
+        split(&real, *grant, &denied, &mut out, 0);
     }
     // Write beats read on the same path; a read rule under a write rule is
     // harmless, since rights add up along the path.
@@ -70,11 +71,13 @@ pub fn plan(grants: &[(PathBuf, Grant)], denied: &[PathBuf]) -> Vec<(PathBuf, Gr
     out
 }
 
-fn split(path: &Path, grant: Grant, denied: &[PathBuf], out: &mut Vec<(PathBuf, Grant)>, depth: usize) {
+fn split(path: &Path, grant: Grant, denied: &[&Path], out: &mut Vec<(PathBuf, Grant)>, depth: usize) {
     if denied.iter().any(|d| path.starts_with(d)) {
         return;
     }
-    if !denied.iter().any(|d| d.starts_with(path)) {
+    // The denied paths below this one: only they matter to its entries.
+    let below: Vec<&Path> = denied.iter().copied().filter(|d| d.starts_with(path)).collect();
+    if below.is_empty() {
         out.push((path.to_path_buf(), grant));
         return;
     }
@@ -88,7 +91,7 @@ fn split(path: &Path, grant: Grant, denied: &[PathBuf], out: &mut Vec<(PathBuf, 
         if kind.is_symlink() {
             continue;
         }
-        split(&entry.path(), grant, denied, out, depth + 1);
+        split(&entry.path(), grant, &below, out, depth + 1);
     }
 }
 

@@ -33,6 +33,7 @@ mod macos;
 mod policy;
 mod probe;
 pub mod seatbelt;
+mod temp;
 
 use std::collections::BTreeMap;
 #[cfg(target_os = "linux")]
@@ -58,12 +59,10 @@ pub use policy::{
     format_size, parse_size,
 };
 pub use probe::{SandboxSupport, support};
+pub use temp::KERNEL_TEMP_PREFIX;
 
 use crate::settings;
 use limits::{Cgroup, Controller};
-
-/// What the names of kernels' private temp dirs start with.
-pub const KERNEL_TEMP_PREFIX: &str = "cellbox-kernel-";
 
 /// How to start without the sandbox, for error messages.
 const HOW_TO_DISABLE: &str = "run without it with `--sandbox off --network on` (or CELLBOX_SANDBOX=off), without --memory-limit / --max-processes";
@@ -141,7 +140,7 @@ fn fail(reason: Unenforceable) -> SandboxError {
 /// [`SandboxGuard::shared`]): they go when the last of those kernels goes.
 #[derive(Debug, Default)]
 pub struct SandboxGuard {
-    tmp: Option<Arc<tempfile::TempDir>>,
+    tmp: Option<Arc<temp::KernelTemp>>,
     cgroups: Vec<Arc<Cgroup>>,
     memory_limit: Option<u64>,
 }
@@ -243,7 +242,7 @@ fn prepare_files(
     let temp_error = |e| fail(Unenforceable::TempDir { source: Arc::new(e) });
     let temp_root = policy.temp_root();
     crate::paths::private_dir_builder().create(&temp_root).map_err(temp_error)?;
-    let tmp = tempfile::Builder::new().prefix(KERNEL_TEMP_PREFIX).tempdir_in(&temp_root).map_err(temp_error)?;
+    let tmp = temp::KernelTemp::create(&temp_root).map_err(temp_error)?;
     let tmp_path = tmp.path().to_path_buf();
     for name in ["TMPDIR", "TMP", "TEMP"] {
         prepared.env.push((name.into(), tmp_path.display().to_string()));

@@ -199,17 +199,27 @@ pub(crate) fn can_mount_private_shm() -> bool {
     })
 }
 
-/// Whether `unshare(flags)` works here: tried in a forked child that exits at once.
+/// Whether `unshare(flags)` works here: tried in a forked child that exits
+/// at once, once per process and set of flags. Forking the whole host costs
+/// about a millisecond, which every kernel's start would otherwise pay; a
+/// host that later stops allowing it makes the kernel's own `unshare` fail,
+/// and the kernel does not start.
 #[cfg(target_os = "linux")]
 pub(crate) fn can_unshare(flags: libc::c_int) -> bool {
+    static KNOWN: std::sync::Mutex<Vec<(libc::c_int, bool)>> = std::sync::Mutex::new(Vec::new());
+    if let Some(&(_, can)) = KNOWN.lock().unwrap().iter().find(|(known, _)| *known == flags) {
+        return can;
+    }
     // SAFETY: the child only calls unshare and _exit (async-signal-safe).
-    unsafe {
+    let can = unsafe {
         let pid = libc::fork();
         if pid == 0 {
             libc::_exit(if libc::unshare(flags) == 0 { 0 } else { 1 });
         }
         exited_ok(pid)
-    }
+    };
+    KNOWN.lock().unwrap().push((flags, can));
+    can
 }
 
 /// Whether the forked child `pid` (negative: the fork failed) exited with 0; it is reaped.

@@ -296,7 +296,12 @@ mod resolver_model {
                 let _ = std::fs::create_dir_all(&base);
                 match node {
                     Node::Dir(name) => { let _ = std::fs::create_dir(base.join(name)); }
-                    Node::File(name) => { let _ = std::fs::write(base.join(name), "inside"); }
+                    // `create_new` never follows a link planted earlier in the same tree.
+                    Node::File(name) => {
+                        if let Ok(mut file) = std::fs::File::create_new(base.join(name)) {
+                            let _ = std::io::Write::write_all(&mut file, b"inside");
+                        }
+                    }
                     Node::Link(name, t) => { let _ = std::os::unix::fs::symlink(target(&scene, *t), base.join(name)); }
                 }
             }
