@@ -4,7 +4,7 @@
 //!
 //! Everything that can fail or allocate is done in the host by [`prepare`]
 //! before the kernel is forked: the Landlock ruleset is built, the cgroups
-//! are created and their `cgroup.procs` opened, the seccomp program is
+//! are created and the files to join them opened, the seccomp program is
 //! compiled and the id-map lines are formatted. The forked child then only
 //! makes async-signal-safe system calls ([`Prepared::apply_in_child`]) before
 //! `exec`, and everything the runner starts (`!cmd`, `%pip`, subprocesses,
@@ -85,8 +85,8 @@ pub enum Unenforceable {
     CreateCgroup { dir: PathBuf, source: Arc<std::io::Error> },
     #[error("could not set {file} in {dir}: {source}")]
     SetCgroupLimit { file: &'static str, dir: PathBuf, source: Arc<std::io::Error> },
-    #[error("could not open {}/cgroup.procs: {source}", .dir.display())]
-    OpenCgroupProcs { dir: PathBuf, source: Arc<std::io::Error> },
+    #[error("could not open {}/{file}: {source}", .dir.display())]
+    OpenCgroupFile { file: &'static str, dir: PathBuf, source: Arc<std::io::Error> },
     #[error(
         "--max-processes for a kernel run as root needs a writable pids cgroup (v1 `pids` hierarchy or a delegated \
          cgroup v2 group with the pids controller), and none is writable here (RLIMIT_NPROC does not bind root)"
@@ -181,7 +181,8 @@ impl SandboxGuard {
 #[derive(Debug, Default)]
 pub struct Prepared {
     landlock: Option<OwnedFd>,
-    cgroup_procs: Vec<OwnedFd>,
+    /// The files the child writes `0` into to join its cgroups ([`limits::Cgroup::join_fd`]).
+    cgroup_joins: Vec<OwnedFd>,
     unshare_flags: libc::c_int,
     /// `setgroups`, `uid_map` and `gid_map` contents for a new user namespace.
     id_maps: Option<[Vec<u8>; 2]>,
@@ -368,7 +369,7 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         match limits::find_parent(Controller::Memory) {
             Some(parent) => {
                 let group = Cgroup::create(&parent, Controller::Memory, limit)?;
-                prepared.cgroup_procs.push(group.procs_fd()?);
+                prepared.cgroup_joins.push(group.join_fd()?);
                 prepared.guard.cgroups.push(Arc::new(group));
             }
             None => {
@@ -385,7 +386,7 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         match limits::find_parent(Controller::Pids) {
             Some(parent) => {
                 let group = Cgroup::create(&parent, Controller::Pids, limit)?;
-                prepared.cgroup_procs.push(group.procs_fd()?);
+                prepared.cgroup_joins.push(group.join_fd()?);
                 prepared.guard.cgroups.push(Arc::new(group));
             }
             None if !root => {
@@ -497,7 +498,7 @@ fn seccomp_program() -> Result<seccompiler::BpfProgram, SandboxError> {
 impl Prepared {
     /// True when the child has something to apply.
     pub fn is_active(&self) -> bool {
-        self.landlock.is_some() || !self.cgroup_procs.is_empty() || self.unshare_flags != 0 || !self.rlimits.is_empty()
+        self.landlock.is_some() || !self.cgroup_joins.is_empty() || self.unshare_flags != 0 || !self.rlimits.is_empty()
     }
 
     /// True when all there is to apply is joining the cgroups, which the
@@ -518,9 +519,9 @@ impl Prepared {
     /// kernel that was forked elsewhere instead of spawned here.
     pub fn move_process(&self, pid: u32) -> std::io::Result<()> {
         use std::io::Write;
-        for fd in &self.cgroup_procs {
-            let mut file = std::fs::File::from(fd.try_clone()?);
-            file.write_all(pid.to_string().as_bytes())?;
+        for group in &self.guard.cgroups {
+            let fd = group.procs_fd().map_err(std::io::Error::other)?;
+            std::fs::File::from(fd).write_all(pid.to_string().as_bytes())?;
         }
         Ok(())
     }
@@ -553,7 +554,7 @@ impl Prepared {
         let check = |rc: libc::c_long| if rc < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) };
         // SAFETY: plain system calls on fds and buffers this value owns.
         unsafe {
-            for fd in &self.cgroup_procs {
+            for fd in &self.cgroup_joins {
                 check(libc::write(fd.as_raw_fd(), b"0".as_ptr().cast(), 1) as libc::c_long)?;
             }
             if self.unshare_flags != 0 {
