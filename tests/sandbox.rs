@@ -231,6 +231,44 @@ async fn a_fork_bomb_stops_at_the_process_limit() {
     assert_eq!(off.text.trim(), "forked 120", "{}", off.text);
 }
 
+/// Every thread of a limited kernel, and what it starts, is in the kernel's
+/// own cgroups, whether the kernel was spawned (joining from the child) or
+/// forked by the fork server (moved in by the host).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_limited_kernel_its_threads_and_its_children_are_all_in_its_cgroups() {
+    use cellbox::sandbox::LimitMethod;
+    let support = cellbox::sandbox::support();
+    let cgroups = [&support.memory_limit, &support.process_limit]
+        .iter()
+        .filter(|method| matches!(method, LimitMethod::CgroupV1 | LimitMethod::CgroupV2))
+        .count();
+    if cgroups < 2 {
+        eprintln!("skipped: this host gives kernels no memory and pids cgroups ({support:?})");
+        return;
+    }
+    let code = r#"
+import subprocess, threading
+def groups(text):
+    return sorted(line for line in text.splitlines() if "/cellbox-" in line)
+own = groups(open("/proc/self/cgroup").read())
+seen = []
+thread = threading.Thread(target=lambda: seen.append(groups(open("/proc/thread-self/cgroup").read())))
+thread.start(); thread.join()
+child = groups(subprocess.run(["cat", "/proc/self/cgroup"], capture_output=True, text=True).stdout)
+print(len(own), own == seen[0] == child)
+"#;
+    let fx = fixture();
+    for base in [SandboxPolicy::default(), SandboxPolicy::off()] {
+        let limited = SandboxPolicy { memory_limit: Some(1 << 30), max_processes: Some(64), ..base };
+        let on = engine(&fx, limited);
+        let r = eval(&on, code).await;
+        on.dispose_all().await;
+        assert!(!r.is_error, "{}", r.text);
+        let (count, same) = r.text.trim().split_once(' ').unwrap_or_else(|| panic!("{}", r.text));
+        assert!(count.parse::<usize>().unwrap() >= 1 && same == "True", "{}", r.text);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn allocating_past_the_memory_limit_ends_the_cell_and_the_next_call_gets_a_fresh_kernel() {
     let fx = fixture();
