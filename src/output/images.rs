@@ -22,8 +22,22 @@ pub struct PreparedImage {
     pub original_size: Option<(u32, u32)>,
 }
 
-/// Decode, downscale if needed, re-encode. Undecodable data is passed on as it is.
-pub fn prepare(mime: &str, data_base64: &str) -> PreparedImage {
+/// Most pixels an image may have for the host to decode and downscale it
+/// (a 5000×5000 plot). A cell can make a far larger one in a few kilobytes
+/// (a PNG of zeros compresses a thousandfold); decoding it would cost the
+/// host, not the kernel's cgroup, hundreds of megabytes and seconds.
+pub const MAX_DECODED_PIXELS: u64 = 25_000_000;
+
+/// An image with more than [`MAX_DECODED_PIXELS`]: not decoded, not shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooLarge {
+    pub width: u32,
+    pub height: u32,
+}
+
+/// Read the size from the header; downscale (decode, resize, re-encode) only
+/// what is larger than [`MAX_IMAGE_SIDE`]. Undecodable data is passed on as it is.
+pub fn prepare(mime: &str, data_base64: &str) -> Result<PreparedImage, TooLarge> {
     let as_is = PreparedImage {
         mime: mime.to_string(),
         data: data_base64.to_string(),
@@ -31,13 +45,17 @@ pub fn prepare(mime: &str, data_base64: &str) -> PreparedImage {
         height: None,
         original_size: None,
     };
-    let Ok(bytes) = STANDARD.decode(data_base64.trim()) else { return as_is };
+    let Ok(bytes) = STANDARD.decode(data_base64.trim()) else { return Ok(as_is) };
     let format = if mime == "image/jpeg" { ImageFormat::Jpeg } else { ImageFormat::Png };
-    let Ok(decoded) = image::load_from_memory_with_format(&bytes, format) else { return as_is };
-    let (width, height) = (decoded.width(), decoded.height());
+    let reader = || image::ImageReader::with_format(std::io::Cursor::new(&bytes), format);
+    let Ok((width, height)) = reader().into_dimensions() else { return Ok(as_is) };
     if width.max(height) <= MAX_IMAGE_SIDE {
-        return PreparedImage { width: Some(width), height: Some(height), ..as_is };
+        return Ok(PreparedImage { width: Some(width), height: Some(height), ..as_is });
     }
+    if u64::from(width) * u64::from(height) > MAX_DECODED_PIXELS {
+        return Err(TooLarge { width, height });
+    }
+    let Ok(decoded) = reader().decode() else { return Ok(as_is) };
     let scaled = decoded.resize(MAX_IMAGE_SIDE, MAX_IMAGE_SIDE, FilterType::Triangle);
     let mut out = std::io::Cursor::new(Vec::new());
     let encoded = if format == ImageFormat::Jpeg {
@@ -46,15 +64,15 @@ pub fn prepare(mime: &str, data_base64: &str) -> PreparedImage {
         scaled.write_to(&mut out, ImageFormat::Png)
     };
     if encoded.is_err() {
-        return PreparedImage { width: Some(width), height: Some(height), ..as_is };
+        return Ok(PreparedImage { width: Some(width), height: Some(height), ..as_is });
     }
-    PreparedImage {
+    Ok(PreparedImage {
         mime: mime.to_string(),
         data: STANDARD.encode(out.into_inner()),
         width: Some(scaled.width()),
         height: Some(scaled.height()),
         original_size: Some((width, height)),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -70,14 +88,14 @@ mod tests {
 
     #[test]
     fn small_images_pass_with_their_size() {
-        let prepared = prepare("image/png", &png(640, 480));
+        let prepared = prepare("image/png", &png(640, 480)).unwrap();
         assert_eq!((prepared.width, prepared.height), (Some(640), Some(480)));
         assert_eq!(prepared.original_size, None);
     }
 
     #[test]
     fn large_images_are_downscaled_keeping_aspect() {
-        let prepared = prepare("image/png", &png(4000, 1000));
+        let prepared = prepare("image/png", &png(4000, 1000)).unwrap();
         assert_eq!((prepared.width, prepared.height), (Some(1568), Some(392)));
         assert_eq!(prepared.original_size, Some((4000, 1000)));
         let decoded = image::load_from_memory(&STANDARD.decode(&prepared.data).unwrap()).unwrap();
@@ -86,8 +104,39 @@ mod tests {
 
     #[test]
     fn garbage_is_passed_on() {
-        let prepared = prepare("image/png", "not base64 at all");
+        let prepared = prepare("image/png", "not base64 at all").unwrap();
         assert_eq!(prepared.data, "not base64 at all");
         assert_eq!(prepared.width, None);
+    }
+
+    /// The header of a 20000×20000 PNG (a cell can make the whole of one, all
+    /// zeros, in a few hundred kilobytes; decoding it would take 1.2 GB): its
+    /// size is read from the header, and it stops there.
+    #[test]
+    fn an_image_bomb_is_measured_never_decoded() {
+        fn crc32(bytes: &[u8]) -> u32 {
+            let mut crc = !0u32;
+            for &byte in bytes {
+                crc ^= u32::from(byte);
+                for _ in 0..8 {
+                    crc = if crc & 1 == 1 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+                }
+            }
+            !crc
+        }
+        let mut header = b"IHDR".to_vec();
+        header.extend(20_000u32.to_be_bytes());
+        header.extend(20_000u32.to_be_bytes());
+        header.extend([8, 2, 0, 0, 0]); // 8 bits, RGB, deflate, no filter, no interlace
+        let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+        png.extend(13u32.to_be_bytes());
+        png.extend(&header);
+        png.extend(crc32(&header).to_be_bytes());
+        // The decoder knows the header once it meets the first data chunk.
+        let data = [b"IDAT".as_slice(), &[0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01]].concat();
+        png.extend(8u32.to_be_bytes());
+        png.extend(&data);
+        png.extend(crc32(&data).to_be_bytes());
+        assert_eq!(prepare("image/png", &STANDARD.encode(&png)), Err(TooLarge { width: 20_000, height: 20_000 }));
     }
 }

@@ -9,7 +9,7 @@ use crate::kernel::{CellError, ExecEvent};
 use crate::notebook::{CellRecorder, HistoryLimits, RecordedCell};
 use crate::output::artifacts::ArtifactWriter;
 use crate::output::display::{DisplayPart, split_bundle};
-use crate::output::images::{PreparedImage, prepare};
+use crate::output::images::{MAX_DECODED_PIXELS, PreparedImage, TooLarge, prepare};
 use crate::output::limiter::{TextLimiter, TextLimits};
 
 /// Images kept per call; more are counted in a note.
@@ -361,7 +361,17 @@ impl Collector {
                         self.dropped_images += 1;
                         continue;
                     }
-                    let image = prepare(&mime, &data);
+                    let image = match prepare(&mime, &data) {
+                        Ok(image) => image,
+                        Err(TooLarge { width, height }) => {
+                            self.line(&format!(
+                                "[image: {mime} {width}×{height} not shown: more than the {} megapixels cellbox \
+                                 downscales for a model; make it smaller, e.g. a lower dpi]",
+                                MAX_DECODED_PIXELS / 1_000_000
+                            ));
+                            continue;
+                        }
+                    };
                     let size = match (image.width, image.height) {
                         (Some(w), Some(h)) => format!(" {w}×{h}"),
                         _ => String::new(),
