@@ -6,9 +6,25 @@
 //! the same file name. Each runs in the cell namespace, in name order, with
 //! its own file name in tracebacks. The host reads them, so they work the
 //! same for runner processes and for kernels on a remote gateway.
+//!
+//! A project's folder is the kernel's own to write, so what the host reads
+//! there is read with the kernel's rights, never the host's: through
+//! [`HostFiles`], confined by the kernel's sandbox policy and by file
+//! descriptor. A module a cell links to a secret, to `/proc/self/environ` or
+//! to another principal's file is refused, a FIFO is not waited on, and a
+//! module is at most [`MAX_MODULE_BYTES`].
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use crate::sandbox::host_files::{HostFileError, HostFiles, Kind};
+use crate::sandbox::{Confinement, SandboxPolicy};
+
+/// Most bytes one module may have: modules are helpers, and each is read whole.
+pub const MAX_MODULE_BYTES: u64 = 1 << 20;
+
+/// Most entries a folder of modules may have.
+const MAX_ENTRIES: usize = 1000;
 
 /// One module to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,35 +41,68 @@ pub fn user_dir() -> Option<PathBuf> {
     }
 }
 
-/// An extension module that exists but cannot be read: the kernel does not
-/// start without it, rather than start without the helpers its user expects.
+/// An extension module (or its folder) that exists but cannot be read: the
+/// kernel does not start without it, rather than start without the helpers
+/// its user expects. The reason begins with the path.
 #[derive(Debug, thiserror::Error)]
-#[error("could not read the extension module {} ({source})", path.display())]
+#[error("could not read the extension module {reason}")]
 pub struct UnreadableExtension {
     pub path: PathBuf,
-    #[source]
-    pub source: std::io::Error,
+    pub reason: String,
 }
 
-/// The modules for a kernel in `cwd`, by file name (project over user).
-pub fn find(cwd: &Path) -> Result<Vec<Extension>, UnreadableExtension> {
+impl UnreadableExtension {
+    fn new(path: &Path, reason: impl std::fmt::Display) -> UnreadableExtension {
+        UnreadableExtension { path: path.to_path_buf(), reason: reason.to_string() }
+    }
+}
+
+/// The modules for a kernel in `cwd` under `policy` (its home: `home`), by
+/// file name (project over user), read with that kernel's rights.
+pub fn find(cwd: &Path, policy: &SandboxPolicy, home: &Path) -> Result<Vec<Extension>, UnreadableExtension> {
+    let dirs: Vec<PathBuf> = user_dir()
+        .into_iter()
+        .chain([cwd.join(".cellbox").join("modules")])
+        .filter(|dir| std::fs::symlink_metadata(dir).is_ok())
+        .collect();
+    if dirs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let confinement = Confinement::new(policy, cwd, home)
+        .map_err(|error| UnreadableExtension::new(cwd, format!("folders of {}: {error}", cwd.display())))?;
+    let files = HostFiles::new(confinement, cwd.to_path_buf());
     let mut found: BTreeMap<String, PathBuf> = BTreeMap::new();
-    for dir in user_dir().into_iter().chain([cwd.join(".cellbox").join("modules")]) {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.extension().is_some_and(|ext| ext == "py") && path.is_file() {
-                found.insert(entry.file_name().to_string_lossy().into_owned(), path);
+    for dir in dirs {
+        let entries = match files.list(&dir, 1, MAX_ENTRIES) {
+            Ok(entries) => entries,
+            Err(HostFileError::NotFound { .. } | HostFileError::NotAFolder { .. }) => continue,
+            Err(error) => return Err(UnreadableExtension::new(&dir, error)),
+        };
+        for entry in entries {
+            let is_module = entry.path.extension().is_some_and(|ext| ext == "py") && entry.stat.kind != Kind::Dir;
+            if let (true, Some(name)) = (is_module, entry.path.file_name()) {
+                found.insert(name.to_string_lossy().into_owned(), entry.path);
             }
         }
     }
-    found
-        .into_values()
-        .map(|path| match std::fs::read_to_string(&path) {
-            Ok(source) => Ok(Extension { path, source }),
-            Err(source) => Err(UnreadableExtension { path, source }),
-        })
-        .collect()
+    let mut modules = Vec::new();
+    for path in found.into_values() {
+        let data = match files.read(&path, 0, MAX_MODULE_BYTES + 1) {
+            Ok((data, _)) => data,
+            // A link that leads nowhere is no module (as before a kernel made its target).
+            Err(HostFileError::NotFound { .. } | HostFileError::IsAFolder { .. }) => continue,
+            Err(error) => return Err(UnreadableExtension::new(&path, error)),
+        };
+        if data.len() as u64 > MAX_MODULE_BYTES {
+            let reason =
+                format!("{}: more than {} MiB; a module may have at most that", path.display(), MAX_MODULE_BYTES >> 20);
+            return Err(UnreadableExtension::new(&path, reason));
+        }
+        let source = String::from_utf8(data)
+            .map_err(|_| UnreadableExtension::new(&path, format!("{}: not UTF-8 text", path.display())))?;
+        modules.push(Extension { path, source });
+    }
+    Ok(modules)
 }
 
 /// The code that runs `modules` in the cell namespace, or `None` when there are none.

@@ -71,11 +71,23 @@ impl KernelHandle {
     ) -> Result<KernelHandle, KernelError> {
         let extensions = match options.runtime {
             Runtime::Python => {
-                crate::kernel::extensions::find(&options.cwd).map_err(|reason| KernelError::StartupFailed {
+                let (cwd, policy) = (options.cwd.clone(), options.sandbox.clone());
+                let home = options
+                    .env
+                    .get("HOME")
+                    .map(std::path::PathBuf::from)
+                    .or_else(dirs::home_dir)
+                    .unwrap_or_else(|| "/".into());
+                let found = tokio::task::spawn_blocking(move || crate::kernel::extensions::find(&cwd, &policy, &home));
+                let failed = |reason: String| KernelError::StartupFailed {
                     runtime: options.runtime,
-                    reason: reason.to_string(),
+                    reason,
                     stderr_tail: String::new(),
-                })?
+                };
+                match found.await {
+                    Ok(found) => found.map_err(|error| failed(error.to_string()))?,
+                    Err(error) => return Err(failed(format!("reading the extension modules failed: {error}"))),
+                }
             }
             Runtime::Node => Vec::new(),
         };

@@ -105,6 +105,38 @@ fn over_stdio_exports_snapshots_and_working_folders_stay_in_the_workspace() {
     scene.assert_untouched();
 }
 
+/// Extension modules in `.cellbox/modules` are read by the host for every new kernel: a cell
+/// plants links there to the host's secrets and environment and a hook that would write down
+/// whatever source the next kernel compiles; each reset starts a kernel that must refuse them.
+#[test]
+fn over_stdio_planted_extension_modules_never_carry_a_secret_in() {
+    let scene = Scene::new();
+    let mut server = stdio(&scene);
+    let hook = "import builtins\n_compile = builtins.compile\n\
+                def compile(source, name, mode, *rest, **options):\n\
+                \x20   open('leaked.txt', 'a').write(str(source))\n\
+                \x20   return _compile('pass', name, mode)\n\
+                globals()['compile'] = compile\n";
+    let plant = format!(
+        "import os\nos.makedirs('.cellbox/modules', exist_ok=True)\n\
+         open('.cellbox/modules/0hook.py', 'w').write({hook:?})\n\
+         for name, target in [('1env.py', '/proc/self/environ'), ('2key.py', {key:?}), ('3keys.py', {keys:?})]:\n\
+         \x20   os.symlink(target, '.cellbox/modules/' + name)\nprint('planted')",
+        key = scene.home.join(".ssh/id_rsa").display().to_string(),
+        keys = scene.home.join(".ssh").display().to_string(),
+    );
+    assert!(text(&server.tool("eval", json!({"cells": [{"code": plant}]}))).contains("planted"));
+    for _ in 0..2 {
+        let reset = server.tool("eval", json!({"cells": [{"code": "print('ran')"}], "reset": true}));
+        assert!(!text(&reset).contains(CANARY), "{reset}");
+    }
+    let leaked = std::fs::read_to_string(scene.work.join("leaked.txt")).unwrap_or_default();
+    assert!(!leaked.contains(CANARY), "a module carried a secret into the kernel: {leaked}");
+    let refused = server.tool("eval", json!({"cells": [{"code": "print('ran')"}], "reset": true}));
+    assert!(text(&refused).contains("could not read the extension module"), "{refused}");
+    scene.assert_untouched();
+}
+
 /// `tools/call` over HTTP with a session's headers; the result of the call.
 async fn http_tool(url: &str, headers: &[(String, String)], id: u64, name: &str, arguments: Value) -> Value {
     let body =
