@@ -220,7 +220,8 @@ async fn chaos() {
     // The notebook history is a cache bounded by design (64 MiB a session by
     // default, tested in tests/notebook.rs); kept small here so that the soak
     // measures everything else staying flat.
-    config.history = HistoryLimits { cell_output_bytes: 16 << 10, session_output_bytes: 256 << 10 };
+    config.history =
+        HistoryLimits { cell_output_bytes: 16 << 10, session_output_bytes: 256 << 10, ..HistoryLimits::default() };
     let soak = Arc::new(Soak {
         engine: EvalEngine::new(config),
         groups: Mutex::default(),

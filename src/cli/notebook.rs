@@ -86,6 +86,7 @@ pub async fn run_notebook(args: RunArgs, path: &Path) -> Result<ExitCode, String
     config.check = args.check.unwrap_or(config.check);
     config.history.cell_output_bytes = 32 << 20;
     config.history.session_output_bytes = usize::MAX;
+    config.history.total_bytes = usize::MAX;
     // One pass over the notebook: a spare kernel would only take CPU from it.
     config.spare = cellbox::session::SpareLimits::OFF;
     let engine = Arc::new(EvalEngine::new(config));

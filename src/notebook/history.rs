@@ -4,7 +4,11 @@
 //! [`HistoryLimits::cell_output_bytes`] of output (a note then names the
 //! call's artifact, which has the full text), and a session keeps at most
 //! [`HistoryLimits::session_output_bytes`] in all: past it, the oldest cells
-//! lose their outputs (their code and execution counts stay).
+//! lose their outputs (their code and execution counts stay). And all the
+//! sessions of one engine ([`Histories`]) keep at most
+//! [`HistoryLimits::total_bytes`] of code and output together, so that many
+//! sessions cannot hold what one may not: past it the least recently used
+//! sessions lose their outputs, then their histories.
 
 use super::format::{Cell, CodeCell, MultilineString, Notebook, Output};
 use super::outputs::OutputBuilder;
@@ -17,11 +21,13 @@ pub struct HistoryLimits {
     pub cell_output_bytes: usize,
     /// Output bytes kept per session (default 64 MiB).
     pub session_output_bytes: usize,
+    /// Code and output bytes kept over all of an engine's sessions (default 256 MiB).
+    pub total_bytes: usize,
 }
 
 impl Default for HistoryLimits {
     fn default() -> Self {
-        HistoryLimits { cell_output_bytes: 4 << 20, session_output_bytes: 64 << 20 }
+        HistoryLimits { cell_output_bytes: 4 << 20, session_output_bytes: 64 << 20, total_bytes: 256 << 20 }
     }
 }
 
@@ -82,17 +88,32 @@ impl CellRecorder {
 #[derive(Debug, Clone, Default)]
 pub struct History {
     cells: Vec<RecordedCell>,
+    /// Output bytes held.
     bytes: usize,
+    /// Code bytes held.
+    code_bytes: usize,
+    /// When it was last added to, by [`Histories`]' clock.
+    used: u64,
 }
 
 impl History {
     /// Add a cell; the oldest cells lose their outputs while the session is over its bound.
     pub fn push(&mut self, cell: RecordedCell, limits: &HistoryLimits) {
         self.bytes += cell.output_bytes;
+        self.code_bytes += cell.code.len();
         self.cells.push(cell);
-        let last = self.cells.len() - 1;
-        for old in &mut self.cells[..last] {
-            if self.bytes <= limits.session_output_bytes {
+        let why = format!("this session's history under {} MiB", limits.session_output_bytes >> 20);
+        self.shed(limits.session_output_bytes, true, &why);
+    }
+
+    /// Drop the oldest cells' outputs until at most `keep` output bytes are
+    /// held (the newest cell's are kept when `spare_newest`); `why`
+    /// completes the note left in their place. Returns the bytes dropped.
+    fn shed(&mut self, keep: usize, spare_newest: bool, why: &str) -> usize {
+        let before = self.bytes;
+        let end = if spare_newest { self.cells.len().saturating_sub(1) } else { self.cells.len() };
+        for old in &mut self.cells[..end] {
+            if self.bytes <= keep {
                 break;
             }
             if old.output_bytes == 0 {
@@ -102,18 +123,22 @@ impl History {
             old.output_bytes = 0;
             old.outputs = vec![Output::Stream {
                 name: "stderr".into(),
-                text: MultilineString(format!(
-                    "[cellbox: outputs dropped to keep this session's history under {} MiB]\n",
-                    limits.session_output_bytes >> 20
-                )),
+                text: MultilineString(format!("[cellbox: outputs dropped to keep {why}]\n")),
             }];
         }
+        before - self.bytes
+    }
+
+    /// Code and output bytes held.
+    pub fn held_bytes(&self) -> usize {
+        self.bytes + self.code_bytes
     }
 
     /// Forget the cells after the first `len` (an undo took the session back).
     pub fn truncate(&mut self, len: usize) {
         for cell in self.cells.drain(len.min(self.cells.len())..) {
             self.bytes = self.bytes.saturating_sub(cell.output_bytes);
+            self.code_bytes = self.code_bytes.saturating_sub(cell.code.len());
         }
     }
 
@@ -152,6 +177,76 @@ impl History {
     }
 }
 
+/// The histories of one engine's sessions, by session name, held to
+/// [`HistoryLimits::total_bytes`] together.
+#[derive(Debug, Default)]
+pub struct Histories {
+    sessions: std::collections::HashMap<String, History>,
+    clock: u64,
+}
+
+impl Histories {
+    pub fn get(&self, session: &str) -> Option<&History> {
+        self.sessions.get(session)
+    }
+
+    pub fn get_mut(&mut self, session: &str) -> Option<&mut History> {
+        self.sessions.get_mut(session)
+    }
+
+    pub fn remove(&mut self, session: &str) -> Option<History> {
+        self.sessions.remove(session)
+    }
+
+    /// Add `cells` to `session`'s history, then hold the whole to its bound.
+    pub fn record(&mut self, session: &str, cells: Vec<RecordedCell>, limits: &HistoryLimits) {
+        let history = self.sessions.entry(session.to_string()).or_default();
+        for cell in cells {
+            history.push(cell, limits);
+        }
+        self.bound(session, limits);
+    }
+
+    /// Give `session` the history `history` (a fork's copy), then hold the whole to its bound.
+    pub fn insert(&mut self, session: &str, history: History, limits: &HistoryLimits) {
+        self.sessions.insert(session.to_string(), history);
+        self.bound(session, limits);
+    }
+
+    /// Past the total bound, the least recently used sessions lose their
+    /// outputs (oldest cells first; `current`, just added to, last and its
+    /// newest cell never), then other sessions their whole histories.
+    fn bound(&mut self, current: &str, limits: &HistoryLimits) {
+        self.clock += 1;
+        if let Some(history) = self.sessions.get_mut(current) {
+            history.used = self.clock;
+        }
+        let mut total: usize = self.sessions.values().map(History::held_bytes).sum();
+        if total <= limits.total_bytes {
+            return;
+        }
+        let mut order: Vec<(u64, String)> = self.sessions.iter().map(|(name, h)| (h.used, name.clone())).collect();
+        order.sort();
+        let why = format!("the histories of all sessions under {} MiB", limits.total_bytes >> 20);
+        for (_, name) in &order {
+            let Some(history) = self.sessions.get_mut(name) else { continue };
+            let over = total - limits.total_bytes;
+            total -= history.shed(history.bytes.saturating_sub(over), name == current, &why);
+            if total <= limits.total_bytes {
+                return;
+            }
+        }
+        for (_, name) in order.iter().filter(|(_, name)| name != current) {
+            if let Some(history) = self.sessions.remove(name) {
+                total -= history.held_bytes();
+            }
+            if total <= limits.total_bytes {
+                return;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,7 +259,7 @@ mod tests {
 
     #[test]
     fn cells_and_sessions_are_bounded() {
-        let limits = HistoryLimits { cell_output_bytes: 8, session_output_bytes: 12 };
+        let limits = HistoryLimits { cell_output_bytes: 8, session_output_bytes: 12, total_bytes: usize::MAX };
         let cut = cell("0123456789\n", &limits);
         let text = serde_json::to_string(&cut.outputs).unwrap();
         assert!(text.contains("01234567") && text.contains("artifact://a-1-1"), "{text}");
@@ -179,5 +274,29 @@ mod tests {
         let notebook = history.to_notebook();
         assert_eq!(notebook.cells.len(), 3);
         assert_eq!(notebook.nbformat_minor, 5);
+    }
+
+    #[test]
+    fn all_sessions_together_are_bounded_least_recently_used_first() {
+        let limits = HistoryLimits { cell_output_bytes: 100, session_output_bytes: 100, total_bytes: 60 };
+        let code_bytes = "print(...)".len();
+        let mut all = Histories::default();
+        for (session, text) in [("a", "a".repeat(19)), ("b", "b".repeat(19))] {
+            all.record(session, vec![cell(&format!("{text}\n"), &limits)], &limits);
+        }
+        assert_eq!(all.get("a").unwrap().held_bytes(), 20 + code_bytes);
+        // A third session tips the whole over: the least recently used one ("a") loses its outputs first.
+        all.record("c", vec![cell(&format!("{}\n", "c".repeat(9)), &limits)], &limits);
+        let a = serde_json::to_string(&all.get("a").unwrap().cells()[0].outputs).unwrap();
+        assert!(a.contains("the histories of all sessions under"), "{a}");
+        assert_eq!(all.get("b").unwrap().bytes, 20);
+        let held: usize = ["a", "b", "c"].iter().map(|s| all.get(s).unwrap().held_bytes()).sum();
+        assert!(held <= 60, "{held}");
+        // Code alone past the bound: whole histories go, never the one just added to.
+        for round in 0..10 {
+            all.record(&format!("s{round}"), vec![cell("x\n", &limits)], &limits);
+        }
+        let held: usize = all.sessions.values().map(History::held_bytes).sum();
+        assert!(held <= 60 && all.get("s9").is_some() && all.get("a").is_none(), "{held}");
     }
 }

@@ -139,7 +139,7 @@ impl EvalEngine {
         }
         let history = self.histories.lock().unwrap().get(&source.session).cloned();
         if let Some(history) = history {
-            self.histories.lock().unwrap().insert(target.session.clone(), history);
+            self.histories.lock().unwrap().insert(&target.session, history, &self.config.history);
         }
         Ok(ForkReport {
             session: target_name.to_string(),

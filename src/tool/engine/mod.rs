@@ -49,7 +49,7 @@ pub struct EvalEngine {
     /// The engine-wide cap on bridge calls served at once.
     bridge_permits: Arc<tokio::sync::Semaphore>,
     /// Each session's executed cells, for [`EvalEngine::export_notebook`].
-    histories: std::sync::Mutex<std::collections::HashMap<String, History>>,
+    histories: std::sync::Mutex<crate::notebook::Histories>,
     /// Set once the caller was told that cells without a language run as JavaScript.
     fallback_told: std::sync::atomic::AtomicBool,
     /// Calls running in the background under a `run://` handle.
@@ -361,11 +361,7 @@ impl EvalEngine {
         if cells.is_empty() {
             return;
         }
-        let mut histories = self.histories.lock().unwrap();
-        let history = histories.entry(session.to_string()).or_default();
-        for cell in cells {
-            history.push(cell, &self.config.history);
-        }
+        self.histories.lock().unwrap().record(session, cells, &self.config.history);
     }
 
     /// Shut every kernel down (host exit, SIGINT/SIGTERM).
