@@ -38,7 +38,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::wire::{self, Failure, ProcessInfo, code};
 use super::{Server, parse};
-use crate::sandbox::host_files::lexical;
+use crate::sandbox::host_files::{HostFileError, Kind, lexical};
 use crate::tool::{
     CallContext, CellParams, CellStatus, EvalEngine, EvalError, EvalEvent, EvalParams, EvalResult, Language,
 };
@@ -187,8 +187,16 @@ impl Server {
         };
         let root = &self.commands.root;
         let cwd = params.cwd.as_deref().map_or_else(|| root.clone(), |dir| lexical(&root.join(dir)));
-        if !cwd.is_dir() {
-            return Err(Failure::invalid_params(format!("cwd {} is not a folder", cwd.display())));
+        // Looked at with the kernel's rights (the command runs as the kernel, anywhere it may
+        // go): a folder it may not reach is refused by its rule, never said to exist.
+        let files = self.engine.host_files().map_err(Failure::invalid_params)?;
+        match files.stat(&cwd) {
+            Ok(Some(entry)) if entry.stat.kind == Kind::Dir => {}
+            Ok(_) => return Err(Failure::invalid_params(format!("cwd {} is not a folder", cwd.display()))),
+            Err(HostFileError::NotFound { .. } | HostFileError::NoParent { .. }) => {
+                return Err(Failure::invalid_params(format!("cwd {} is not a folder", cwd.display())));
+            }
+            Err(error) => return Err(Failure::invalid_params(format!("cwd {error}"))),
         }
         let shell = Path::new("/bin/bash").is_file().then(|| "/bin/bash".to_string());
         let spec =

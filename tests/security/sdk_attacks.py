@@ -98,6 +98,8 @@ def scenario_planted_links(box):
     refused(lambda: box.files.rename("mine.txt", "out/moved"), "a rename through a link")
     refused(lambda: box.files.read("key"), "a read of the secret through a link")
     refused(lambda: box.files.read(os.path.join(HOME, ".ssh", "id_rsa")), "a read of the secret")
+    error = refused(lambda: box.commands.run("ls", cwd="ssh"), "a command in ~/.ssh through a link")
+    assert "secret locations" in error, error
     refused(lambda: box.files.write("../escape-marker", "x"), "a write to ..")
     refused(lambda: box.files.write(os.path.join(OUTSIDE, "abs"), "x"), "a write to an absolute path outside")
     started = time.monotonic()
@@ -186,6 +188,9 @@ def scenario_other_principal(box):
         refused(lambda: box.files.read(path), "files.read of the other principal's " + path)
         refused(lambda: box.files.list(path), "files.list of the other principal's " + path)
         refused(lambda: box.files.write(os.path.join(path, "planted"), "x"), "a write into " + path)
+    # Refused before it runs, by the rule (not by a command that failed in there).
+    error = refused(lambda: box.commands.run("ls", cwd=own["cwd"]), "a command in the other principal's folder")
+    assert "only your own entry" in error, error
     report = json.loads(stdout(run(box, "import json, os\n"
                                  "out = {}\n"
                                  "for name, path in %r.items():\n"
