@@ -108,6 +108,11 @@ fn reads_are_bounded_and_secrets_never_come_back() {
         assert!(matches!(files.read(&secret, 0, 100), Err(HostFileError::Refused { .. })), "{how}");
         assert!(matches!(files.list(&scene.principals, 1, 10), Err(HostFileError::Refused { .. })), "{how}");
         assert!(matches!(files.stat(&scene.principals.join("bob/notes.txt")), Err(HostFileError::Refused { .. })));
+        // A principal's own folder is described though its parent is closed; another's is not.
+        let own = files.stat(&scene.work).unwrap().expect("the workspace is there");
+        assert_eq!(own.stat.kind, Kind::Dir, "{how}");
+        assert!(matches!(files.stat(&scene.principals.join("bob")), Err(HostFileError::Refused { .. })), "{how}");
+        assert!(matches!(files.stat(&scene.principals), Err(HostFileError::Refused { .. })), "{how}");
     }
 }
 

@@ -440,14 +440,18 @@ fn follow_flags() -> OFlag {
 }
 
 pub(super) fn stat(files: &HostFiles, path: &Path) -> Result<Option<Entry>, HostFileError> {
-    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-        // The root folder itself.
+    // The entry by itself, as it resolves (the root folder, or a principal's own folder).
+    let itself = || {
         let fd = open_checked(files, path, Want::Lookup)?;
         let st = fstat(&fd).map_err(|e| io_error(path, e))?;
-        return Ok(Some(Entry { path: path.to_path_buf(), stat: stat_of(&st), link: None }));
+        Ok(Some(Entry { path: path.to_path_buf(), stat: stat_of(&st), link: None }))
     };
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else { return itself() };
     let dir = match open_checked(files, parent, Want::Lookup) {
         Err(HostFileError::NotFound { .. } | HostFileError::NotAFolder { .. }) => return Ok(None),
+        // A closed folder (a private root) may hold one's own entry: that one is looked at
+        // by itself, and any other is refused by its own check.
+        Err(HostFileError::Refused { .. }) => return itself(),
         other => other?,
     };
     let Some(st) = entry_stat(&dir, name, path)? else { return Ok(None) };
