@@ -127,3 +127,27 @@ fn planted_modules_are_read_with_the_kernels_rights() {
 fn symlink(target: &Path, link: &Path) {
     std::os::unix::fs::symlink(target, link).unwrap();
 }
+
+/// Every kernel's start reads all of its modules in the host: a cell's thousand links to one
+/// file are held to the count and total a kernel may have, with the reason.
+#[cfg(unix)]
+#[test]
+fn modules_are_bounded_in_number_and_in_all() {
+    let home = tempfile::tempdir().unwrap();
+    for (what, count, size, says) in
+        [("many modules", 65, 10, "more than 64 modules"), ("many megabytes", 9, 1 << 20, "together pass 8 MiB")]
+    {
+        let project = tempfile::tempdir().unwrap();
+        let modules = project.path().join(".cellbox/modules");
+        std::fs::create_dir_all(&modules).unwrap();
+        let one = project.path().join("one.py");
+        std::fs::write(&one, format!("{}\n", "#".repeat(size - 1))).unwrap();
+        for n in 0..count {
+            symlink(&one, &modules.join(format!("m{n:03}.py")));
+        }
+        let output = cellbox(project.path(), &home.path().join("none"), &["run", "-c", "print('started')"]);
+        let all = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        assert!(!output.status.success(), "{what}: started anyway: {all}");
+        assert!(all.contains(says), "{what}: {all}");
+    }
+}

@@ -23,6 +23,14 @@ use crate::sandbox::{Confinement, SandboxPolicy};
 /// Most bytes one module may have: modules are helpers, and each is read whole.
 pub const MAX_MODULE_BYTES: u64 = 1 << 20;
 
+/// Most bytes all of a kernel's modules may have together (every kernel's
+/// start reads them all, in the host: a thousand links to one file are not a
+/// thousand megabytes).
+pub const MAX_MODULES_BYTES: u64 = 8 << 20;
+
+/// Most modules a kernel may have.
+pub const MAX_MODULES: usize = 64;
+
 /// Most entries a folder of modules may have.
 const MAX_ENTRIES: usize = 1000;
 
@@ -85,9 +93,16 @@ pub fn find(cwd: &Path, policy: &SandboxPolicy, home: &Path) -> Result<Vec<Exten
             }
         }
     }
+    if found.len() > MAX_MODULES {
+        let dir = cwd.join(".cellbox").join("modules");
+        let reason = format!("{}: more than {MAX_MODULES} modules; a kernel runs at most that many", dir.display());
+        return Err(UnreadableExtension::new(&dir, reason));
+    }
     let mut modules = Vec::new();
+    let mut total: u64 = 0;
     for path in found.into_values() {
-        let data = match files.read(&path, 0, MAX_MODULE_BYTES + 1) {
+        let left = MAX_MODULES_BYTES - total;
+        let data = match files.read(&path, 0, left.min(MAX_MODULE_BYTES) + 1) {
             Ok((data, _)) => data,
             // A link that leads nowhere is no module (as before a kernel made its target).
             Err(HostFileError::NotFound { .. } | HostFileError::IsAFolder { .. }) => continue,
@@ -96,6 +111,15 @@ pub fn find(cwd: &Path, policy: &SandboxPolicy, home: &Path) -> Result<Vec<Exten
         if data.len() as u64 > MAX_MODULE_BYTES {
             let reason =
                 format!("{}: more than {} MiB; a module may have at most that", path.display(), MAX_MODULE_BYTES >> 20);
+            return Err(UnreadableExtension::new(&path, reason));
+        }
+        total += data.len() as u64;
+        if total > MAX_MODULES_BYTES {
+            let reason = format!(
+                "{}: the modules together pass {} MiB; a kernel's modules may have at most that",
+                path.display(),
+                MAX_MODULES_BYTES >> 20
+            );
             return Err(UnreadableExtension::new(&path, reason));
         }
         let source = String::from_utf8(data)

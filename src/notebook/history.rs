@@ -10,7 +10,7 @@
 //! sessions cannot hold what one may not: past it the least recently used
 //! sessions lose their outputs, then their histories.
 
-use super::format::{Cell, CodeCell, MultilineString, Notebook, Output};
+use super::format::{Cell, CodeCell, MultilineString, Notebook, Output, TextCell};
 use super::outputs::OutputBuilder;
 use crate::kernel::ExecEvent;
 
@@ -84,6 +84,12 @@ impl CellRecorder {
     }
 }
 
+/// What one kept cell costs beyond its code and output (its structs, a note
+/// in place of dropped outputs), and one history beyond its cells: counted
+/// so that many tiny cells or sessions are held to the bound too.
+const CELL_OVERHEAD: usize = 256;
+const HISTORY_OVERHEAD: usize = 256;
+
 /// A session's executed cells, oldest first.
 #[derive(Debug, Clone, Default)]
 pub struct History {
@@ -92,6 +98,9 @@ pub struct History {
     bytes: usize,
     /// Code bytes held.
     code_bytes: usize,
+    /// The oldest cells no longer kept (the bound over all sessions took them):
+    /// positions ([`History::len`], [`History::truncate`]) still count them.
+    dropped: usize,
     /// When it was last added to, by [`Histories`]' clock.
     used: u64,
 }
@@ -129,27 +138,48 @@ impl History {
         before - self.bytes
     }
 
-    /// Code and output bytes held.
+    /// Bytes held: code, output and what the cells cost beyond them.
     pub fn held_bytes(&self) -> usize {
-        self.bytes + self.code_bytes
+        self.bytes + self.code_bytes + self.cells.len() * CELL_OVERHEAD + HISTORY_OVERHEAD
     }
 
-    /// Forget the cells after the first `len` (an undo took the session back).
+    /// Drop the oldest cells whole until at most `keep` bytes are held (the
+    /// newest cell stays when `spare_newest`). Returns the bytes dropped.
+    fn drop_oldest(&mut self, keep: usize, spare_newest: bool) -> usize {
+        let before = self.held_bytes();
+        let mut count = 0;
+        let most = if spare_newest { self.cells.len().saturating_sub(1) } else { self.cells.len() };
+        let mut held = before;
+        while count < most && held > keep {
+            let cell = &self.cells[count];
+            held -= cell.output_bytes + cell.code.len() + CELL_OVERHEAD;
+            count += 1;
+        }
+        for cell in self.cells.drain(..count) {
+            self.bytes -= cell.output_bytes;
+            self.code_bytes -= cell.code.len();
+        }
+        self.dropped += count;
+        before - self.held_bytes()
+    }
+
+    /// Forget the cells after the first `len` recorded (an undo took the session back).
     pub fn truncate(&mut self, len: usize) {
-        for cell in self.cells.drain(len.min(self.cells.len())..) {
+        let keep = len.saturating_sub(self.dropped).min(self.cells.len());
+        for cell in self.cells.drain(keep..) {
             self.bytes = self.bytes.saturating_sub(cell.output_bytes);
             self.code_bytes = self.code_bytes.saturating_sub(cell.code.len());
         }
     }
 
-    /// Cells recorded.
+    /// Cells recorded, those no longer kept included.
     pub fn len(&self) -> usize {
-        self.cells.len()
+        self.dropped + self.cells.len()
     }
 
     /// No cell has run yet.
     pub fn is_empty(&self) -> bool {
-        self.cells.is_empty()
+        self.len() == 0
     }
 
     /// The recorded cells, oldest first.
@@ -160,17 +190,26 @@ impl History {
     /// The history as a Python notebook, one code cell per executed cell.
     pub fn to_notebook(&self) -> Notebook {
         let mut notebook = Notebook::new_python();
-        notebook.cells = self
-            .cells
-            .iter()
-            .map(|cell| {
+        let dropped = (self.dropped > 0).then(|| {
+            Cell::Markdown(TextCell {
+                source: MultilineString(format!(
+                    "*cellbox: the {} earliest cells of this session were not kept, to hold the histories of all \
+                     sessions to their bound.*",
+                    self.dropped
+                )),
+                ..Default::default()
+            })
+        });
+        notebook.cells = dropped
+            .into_iter()
+            .chain(self.cells.iter().map(|cell| {
                 Cell::Code(CodeCell {
                     source: MultilineString(cell.code.clone()),
                     outputs: cell.outputs.clone(),
                     execution_count: cell.execution_count,
                     ..Default::default()
                 })
-            })
+            }))
             .collect();
         notebook.normalize();
         notebook
@@ -215,7 +254,8 @@ impl Histories {
 
     /// Past the total bound, the least recently used sessions lose their
     /// outputs (oldest cells first; `current`, just added to, last and its
-    /// newest cell never), then other sessions their whole histories.
+    /// newest cell never), then their oldest cells whole, then other sessions
+    /// that have no cells left are forgotten.
     fn bound(&mut self, current: &str, limits: &HistoryLimits) {
         self.clock += 1;
         if let Some(history) = self.sessions.get_mut(current) {
@@ -232,6 +272,14 @@ impl Histories {
             let Some(history) = self.sessions.get_mut(name) else { continue };
             let over = total - limits.total_bytes;
             total -= history.shed(history.bytes.saturating_sub(over), name == current, &why);
+            if total <= limits.total_bytes {
+                return;
+            }
+        }
+        for (_, name) in &order {
+            let Some(history) = self.sessions.get_mut(name) else { continue };
+            let over = total - limits.total_bytes;
+            total -= history.drop_oldest(history.held_bytes().saturating_sub(over), name == current);
             if total <= limits.total_bytes {
                 return;
             }
@@ -278,25 +326,41 @@ mod tests {
 
     #[test]
     fn all_sessions_together_are_bounded_least_recently_used_first() {
-        let limits = HistoryLimits { cell_output_bytes: 100, session_output_bytes: 100, total_bytes: 60 };
-        let code_bytes = "print(...)".len();
+        // One session holding one cell with no output.
+        let base = HISTORY_OVERHEAD + CELL_OVERHEAD + "print(...)".len();
+        let limits = HistoryLimits { cell_output_bytes: 100, session_output_bytes: 100, total_bytes: 3 * base + 40 };
+        let total = |all: &Histories| all.sessions.values().map(History::held_bytes).sum::<usize>();
         let mut all = Histories::default();
         for (session, text) in [("a", "a".repeat(19)), ("b", "b".repeat(19))] {
             all.record(session, vec![cell(&format!("{text}\n"), &limits)], &limits);
         }
-        assert_eq!(all.get("a").unwrap().held_bytes(), 20 + code_bytes);
+        assert_eq!(all.get("a").unwrap().held_bytes(), base + 20);
         // A third session tips the whole over: the least recently used one ("a") loses its outputs first.
         all.record("c", vec![cell(&format!("{}\n", "c".repeat(9)), &limits)], &limits);
         let a = serde_json::to_string(&all.get("a").unwrap().cells()[0].outputs).unwrap();
         assert!(a.contains("the histories of all sessions under"), "{a}");
         assert_eq!(all.get("b").unwrap().bytes, 20);
-        let held: usize = ["a", "b", "c"].iter().map(|s| all.get(s).unwrap().held_bytes()).sum();
-        assert!(held <= 60, "{held}");
-        // Code alone past the bound: whole histories go, never the one just added to.
+        assert!(total(&all) <= limits.total_bytes, "{}", total(&all));
+        // Many cells in one session: the oldest go whole; positions still count them, and the
+        // export says what is missing.
+        for _ in 0..50 {
+            all.record("c", vec![cell("x\n", &limits)], &limits);
+        }
+        assert!(total(&all) <= limits.total_bytes, "{}", total(&all));
+        let c = all.get("c").unwrap();
+        assert_eq!(c.len(), 51);
+        assert!(c.dropped > 0 && !c.cells().is_empty());
+        let Cell::Markdown(note) = &c.to_notebook().cells[0] else { panic!("no note first") };
+        assert!(note.source.0.contains("earliest cells of this session were not kept"), "{}", note.source.0);
+        // An undo to an earlier position cuts what was recorded after it, counting the dropped.
+        let mut undone = c.clone();
+        undone.truncate(50);
+        assert_eq!(undone.len(), 50);
+        // Many sessions: the least recently used are forgotten, never the one just added to.
         for round in 0..10 {
             all.record(&format!("s{round}"), vec![cell("x\n", &limits)], &limits);
         }
-        let held: usize = all.sessions.values().map(History::held_bytes).sum();
-        assert!(held <= 60 && all.get("s9").is_some() && all.get("a").is_none(), "{held}");
+        assert!(total(&all) <= limits.total_bytes, "{}", total(&all));
+        assert!(all.get("s9").is_some() && all.get("a").is_none());
     }
 }

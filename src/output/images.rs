@@ -28,7 +28,14 @@ pub struct PreparedImage {
 /// host, not the kernel's cgroup, hundreds of megabytes and seconds.
 pub const MAX_DECODED_PIXELS: u64 = 25_000_000;
 
-/// An image with more than [`MAX_DECODED_PIXELS`]: not decoded, not shown.
+/// Most bytes reading an image's size may allocate.
+const HEADER_ALLOC: u64 = 4 << 20;
+
+/// Most bytes decoding an image may allocate (a 25-megapixel image in 8-bit RGBA).
+const DECODE_ALLOC: u64 = MAX_DECODED_PIXELS * 4;
+
+/// An image with more than [`MAX_DECODED_PIXELS`], or that would take more
+/// than [`DECODE_ALLOC`] bytes to decode: not decoded, not shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TooLarge {
     pub width: u32,
@@ -47,15 +54,27 @@ pub fn prepare(mime: &str, data_base64: &str) -> Result<PreparedImage, TooLarge>
     };
     let Ok(bytes) = STANDARD.decode(data_base64.trim()) else { return Ok(as_is) };
     let format = if mime == "image/jpeg" { ImageFormat::Jpeg } else { ImageFormat::Png };
-    let reader = || image::ImageReader::with_format(std::io::Cursor::new(&bytes), format);
-    let Ok((width, height)) = reader().into_dimensions() else { return Ok(as_is) };
+    // Each read may allocate at most `max_alloc`: reading the size alone can inflate a PNG's
+    // colour profile, and a 16-bit image takes 8 bytes a pixel.
+    let reader = |max_alloc: u64| {
+        let mut reader = image::ImageReader::with_format(std::io::Cursor::new(&bytes), format);
+        let mut limits = image::Limits::default();
+        limits.max_alloc = Some(max_alloc);
+        reader.limits(limits);
+        reader
+    };
+    let Ok((width, height)) = reader(HEADER_ALLOC).into_dimensions() else { return Ok(as_is) };
     if width.max(height) <= MAX_IMAGE_SIDE {
         return Ok(PreparedImage { width: Some(width), height: Some(height), ..as_is });
     }
     if u64::from(width) * u64::from(height) > MAX_DECODED_PIXELS {
         return Err(TooLarge { width, height });
     }
-    let Ok(decoded) = reader().decode() else { return Ok(as_is) };
+    let decoded = match reader(DECODE_ALLOC).decode() {
+        Ok(decoded) => decoded,
+        Err(image::ImageError::Limits(_)) => return Err(TooLarge { width, height }),
+        Err(_) => return Ok(as_is),
+    };
     let scaled = decoded.resize(MAX_IMAGE_SIDE, MAX_IMAGE_SIDE, FilterType::Triangle);
     let mut out = std::io::Cursor::new(Vec::new());
     let encoded = if format == ImageFormat::Jpeg {

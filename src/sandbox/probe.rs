@@ -200,15 +200,16 @@ pub(crate) fn can_mount_private_shm() -> bool {
 }
 
 /// Whether `unshare(flags)` works here: tried in a forked child that exits
-/// at once, once per process and set of flags. Forking the whole host costs
-/// about a millisecond, which every kernel's start would otherwise pay; a
-/// host that later stops allowing it makes the kernel's own `unshare` fail,
-/// and the kernel does not start.
+/// at once. A success is remembered for the process (forking the whole host
+/// costs about a millisecond, which every kernel's start would otherwise
+/// pay; a host that later stops allowing it makes the kernel's own `unshare`
+/// fail, and the kernel does not start). A failure is not: it may be passing
+/// (a namespace or process limit a cell filled for a moment).
 #[cfg(target_os = "linux")]
 pub(crate) fn can_unshare(flags: libc::c_int) -> bool {
-    static KNOWN: std::sync::Mutex<Vec<(libc::c_int, bool)>> = std::sync::Mutex::new(Vec::new());
-    if let Some(&(_, can)) = KNOWN.lock().unwrap().iter().find(|(known, _)| *known == flags) {
-        return can;
+    static KNOWN: std::sync::Mutex<Vec<libc::c_int>> = std::sync::Mutex::new(Vec::new());
+    if KNOWN.lock().unwrap().contains(&flags) {
+        return true;
     }
     // SAFETY: the child only calls unshare and _exit (async-signal-safe).
     let can = unsafe {
@@ -218,7 +219,9 @@ pub(crate) fn can_unshare(flags: libc::c_int) -> bool {
         }
         exited_ok(pid)
     };
-    KNOWN.lock().unwrap().push((flags, can));
+    if can {
+        KNOWN.lock().unwrap().push(flags);
+    }
     can
 }
 

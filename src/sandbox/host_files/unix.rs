@@ -451,7 +451,12 @@ pub(super) fn stat(files: &HostFiles, path: &Path) -> Result<Option<Entry>, Host
         Err(HostFileError::NotFound { .. } | HostFileError::NotAFolder { .. }) => return Ok(None),
         // A closed folder (a private root) may hold one's own entry: that one is looked at
         // by itself, and any other is refused by its own check.
-        Err(HostFileError::Refused { .. }) => return itself(),
+        Err(HostFileError::Refused { .. }) => {
+            return match itself() {
+                Err(HostFileError::NotFound { .. } | HostFileError::NotAFolder { .. }) => Ok(None),
+                other => other,
+            };
+        }
         other => other?,
     };
     let Some(st) = entry_stat(&dir, name, path)? else { return Ok(None) };
