@@ -262,7 +262,9 @@ print(len(own), own == seen[0] == child, os.getppid())
     let expected = if v1 { "2 True" } else { "1 True" };
     let fx = fixture();
     // Spawned under Landlock; spawned with the limits alone; forked by a fork server and moved in by the host.
-    for (base, preload) in [(SandboxPolicy::default(), false), (SandboxPolicy::off(), false), (SandboxPolicy::off(), true)] {
+    for (base, preload) in
+        [(SandboxPolicy::default(), false), (SandboxPolicy::off(), false), (SandboxPolicy::off(), true)]
+    {
         let mut config = default_config(&fx);
         config.sandbox = SandboxPolicy { memory_limit: Some(1 << 30), max_processes: Some(64), ..base };
         config.preload = if preload { vec!["json".to_string()] } else { Vec::new() };
