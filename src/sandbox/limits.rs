@@ -186,6 +186,21 @@ impl Cgroup {
             return Err(Unenforceable::CreateCgroup { dir, source: Arc::new(e) });
         }
         let group = Cgroup { dir, v2: parent.v2, controller };
+        group.set_limit(controller, limit)?;
+        Ok(group)
+    }
+
+    /// Whether `controller`'s limit goes into this group rather than a new
+    /// one under `parent`: a process is in one cgroup v2 group only, so on v2
+    /// every limit of a kernel shares its group (a second group would take
+    /// the kernel out of the first, and its limit with it).
+    pub fn shares(&self, parent: &CgroupParent) -> bool {
+        self.v2 && parent.v2 && self.dir.parent() == Some(parent.dir.as_path())
+    }
+
+    /// Set `controller`'s limit in this group.
+    pub fn set_limit(&self, controller: Controller, limit: u64) -> Result<(), Unenforceable> {
+        let group = self;
         let set = |file: &'static str, value: String| {
             fs::write(group.dir.join(file), value).map_err(|e| Unenforceable::SetCgroupLimit {
                 file,
@@ -193,7 +208,7 @@ impl Cgroup {
                 source: Arc::new(e),
             })
         };
-        match (controller, parent.v2) {
+        match (controller, self.v2) {
             (Controller::Memory, true) => {
                 set("memory.max", limit.to_string())?;
                 let _ = set("memory.swap.max", "0".into());
@@ -207,7 +222,7 @@ impl Cgroup {
             }
             (Controller::Pids, _) => set("pids.max", limit.to_string())?,
         }
-        Ok(group)
+        Ok(())
     }
 
     /// The file a freshly forked, single-threaded child writes `0` into to
@@ -336,5 +351,26 @@ mod tests {
         assert_eq!(error.to_string(), format!("could not create the cgroup {}: {source}", dir.display()));
         let wrapped = crate::sandbox::SandboxError::from(error.clone()).to_string();
         assert!(wrapped.starts_with(&format!("the sandbox cannot be enforced: {error}; ")), "{wrapped}");
+    }
+
+    /// On cgroup v2 a kernel's memory and process limits share one group
+    /// (here in a plain folder standing in for a delegated v2 parent); on v1
+    /// each hierarchy has its own.
+    #[test]
+    fn v2_limits_share_one_group_and_v1_limits_do_not() {
+        let parent = tempfile::tempdir().unwrap();
+        let v2 = CgroupParent { dir: parent.path().to_path_buf(), v2: true };
+        let memory = Cgroup::create(&v2, Controller::Memory, 1 << 30).unwrap();
+        assert!(memory.shares(&v2));
+        memory.set_limit(Controller::Pids, 64).unwrap();
+        assert_eq!(fs::read_to_string(memory.dir.join("memory.max")).unwrap(), (1u64 << 30).to_string());
+        assert_eq!(fs::read_to_string(memory.dir.join("pids.max")).unwrap(), "64");
+        let elsewhere = tempfile::tempdir().unwrap();
+        assert!(!memory.shares(&CgroupParent { dir: elsewhere.path().to_path_buf(), v2: true }));
+        assert!(!memory.shares(&CgroupParent { dir: parent.path().to_path_buf(), v2: false }));
+        // Plain files are not a cgroup's: the group is removed by hand here.
+        for file in ["memory.max", "memory.swap.max", "pids.max"] {
+            let _ = fs::remove_file(memory.dir.join(file));
+        }
     }
 }

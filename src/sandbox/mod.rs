@@ -384,6 +384,10 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
     let mut nproc_in_userns = false;
     if let Some(limit) = policy.max_processes {
         match limits::find_parent(Controller::Pids) {
+            Some(parent) if prepared.guard.cgroups.iter().any(|group| group.shares(&parent)) => {
+                let shared = prepared.guard.cgroups.iter().find(|group| group.shares(&parent));
+                shared.expect("found above").set_limit(Controller::Pids, limit)?;
+            }
             Some(parent) => {
                 let group = Cgroup::create(&parent, Controller::Pids, limit)?;
                 prepared.cgroup_joins.push(group.join_fd()?);
