@@ -136,6 +136,12 @@ fn homes(kernel_home: &Path) -> Vec<PathBuf> {
     homes
 }
 
+/// The home folder of a kernel whose environment is `env` (its `HOME`, else
+/// this user's, else `/`): where its secret locations are.
+pub fn kernel_home(env: &std::collections::BTreeMap<String, String>) -> PathBuf {
+    env.get("HOME").map(PathBuf::from).or_else(dirs::home_dir).unwrap_or_else(|| PathBuf::from("/"))
+}
+
 /// The variables that point each tool a kernel runs at the kernels' own
 /// caches folder `caches`: pip's and uv's caches, matplotlib's config and
 /// cache, and `%store`'s folder.

@@ -47,7 +47,7 @@ use std::os::windows::io::OwnedHandle as OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub use access::{Denial, FileAccess, cache_env, file_access, resolve};
+pub use access::{Denial, FileAccess, cache_env, file_access, kernel_home, resolve};
 pub use confine::{ConfineError, Confinement};
 #[cfg(target_os = "linux")]
 pub use fs::{Grant, plan as plan_rules};
@@ -239,7 +239,7 @@ fn prepare_files(
     cwd: &Path,
     env: &BTreeMap<String, String>,
 ) -> Result<FileAccess, SandboxError> {
-    let home = env.get("HOME").map(PathBuf::from).or_else(dirs::home_dir).unwrap_or_else(|| PathBuf::from("/"));
+    let home = kernel_home(env);
     let temp_error = |e| fail(Unenforceable::TempDir { source: Arc::new(e) });
     let temp_root = policy.temp_root();
     crate::paths::private_dir_builder().create(&temp_root).map_err(temp_error)?;

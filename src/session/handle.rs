@@ -72,12 +72,7 @@ impl KernelHandle {
         let extensions = match options.runtime {
             Runtime::Python => {
                 let (cwd, policy) = (options.cwd.clone(), options.sandbox.clone());
-                let home = options
-                    .env
-                    .get("HOME")
-                    .map(std::path::PathBuf::from)
-                    .or_else(dirs::home_dir)
-                    .unwrap_or_else(|| "/".into());
+                let home = crate::sandbox::kernel_home(&options.env);
                 let found = tokio::task::spawn_blocking(move || crate::kernel::extensions::find(&cwd, &policy, &home));
                 let failed = |reason: String| KernelError::StartupFailed {
                     runtime: options.runtime,

@@ -34,7 +34,7 @@ impl EvalEngine {
             return;
         }
         let env = env::kernel_env(std::env::vars_os(), &discovery::EnvActivation::None, &self.config.extra_env);
-        let home = env.get("HOME").map(PathBuf::from).or_else(dirs::home_dir).unwrap_or_else(|| "/".into());
+        let home = crate::sandbox::kernel_home(&env);
         let policy = self.kernel_policy();
         let notes = crate::tool::denials::explain(collector.evidence(), &policy, &self.config.default_cwd, cwd, &home);
         for note in notes {
@@ -50,7 +50,7 @@ impl EvalEngine {
         self.host_files
             .get_or_init(|| {
                 let env = env::kernel_env(std::env::vars_os(), &discovery::EnvActivation::None, &self.config.extra_env);
-                let home = env.get("HOME").map(PathBuf::from).or_else(dirs::home_dir).unwrap_or_else(|| "/".into());
+                let home = crate::sandbox::kernel_home(&env);
                 let root = self.config.default_cwd.clone();
                 Confinement::new(&self.kernel_policy(), &root, &home)
                     .map(|confinement| Arc::new(HostFiles::new(confinement, root)))
