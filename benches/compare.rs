@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Instant;
 
-use cellbox::discovery::{self, DiscoveryInput, EnvActivation, env};
-use cellbox::kernel::{Kernel, KernelOptions};
-use cellbox::sandbox::SandboxPolicy;
+use cellbox_kernels::discovery::{self, DiscoveryInput, EnvActivation, env};
+use cellbox_kernels::kernel::{Kernel, KernelOptions};
+use cellbox_kernels::sandbox::SandboxPolicy;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};

@@ -3,7 +3,7 @@
 //!
 //! Run with `cargo run --example eval_engine`.
 
-use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalEvent, EvalParams};
+use cellbox_engine::tool::{CallContext, EngineConfig, EvalEngine, EvalEvent, EvalParams};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::main]

@@ -1,17 +1,35 @@
-//! The crate's shape, checked from its sources: the layers of `src/` point one way, the
-//! top-level modules (and the submodules of the modules named in `SUBMODULES_ACYCLIC`) import
-//! each other without cycles, and no Rust file in `src/`, `tests/` or `benches/` grows past
-//! `MAX_LINES` without saying why in its first lines.
+//! The house's shape, checked from its manifests and sources:
+//! - the crates point one way: each crate depends only on crates of lower layers (`CRATES`, read from
+//!   each `Cargo.toml`), and the Python SDK's in-process engine links no front end;
+//! - inside the crates, the modules of `src/` keep their layers too (`LAYERS`): a module imports its
+//!   own layer and the ones below it, and the top-level modules (and the submodules of the modules
+//!   named in `SUBMODULES_ACYCLIC`) import each other without cycles;
+//! - no Rust file grows past `MAX_LINES` without saying why in its first lines.
 //!
-//! Only code counts: `crate::…` paths (and `super::…`, `self::…`, and `cellbox::…` in the binary)
-//! outside comments and string literals. Doc links may point anywhere.
+//! Only code counts for imports: `crate::…` paths (and `super::…`, `self::…`) outside comments and
+//! string literals. Doc links may point anywhere.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
-/// The layers, lowest first. A module may import its own layer and the ones below it, never a
-/// higher one. `main` is the binary's root (`src/main.rs`); `lib` (`src/lib.rs`) is not checked.
+/// The workspace's crates, lowest layer first: (package, its folder, the module its root stands
+/// for in `LAYERS` when the whole crate is one module). A crate's `[dependencies]` may name only
+/// crates of lower layers.
+const CRATES: &[(usize, &str, &str, Option<&str>)] = &[
+    (0, "cellbox-settings", "crates/settings", Some("settings")),
+    (0, "cellbox-protocol", "crates/protocol", Some("protocol")),
+    (1, "cellbox-kernels", "crates/kernels", None),
+    (2, "cellbox-engine", "crates/engine", None),
+    (3, "cellbox-sdk", "crates/sdk", Some("sdk")),
+    (4, "cellbox", ".", None),
+    (4, "cellbox-sdk-engine", "sdk-engine", Some("sdk_engine")),
+];
+
+/// What the PyO3 engine must not link: the front ends' own crates.
+const FRONT_END_ONLY: &[&str] = &["cellbox", "rmcp", "axum", "rustyline", "viuer", "jsonwebtoken"];
+
 const LAYERS: &[(&str, &[&str])] = &[
     (
         "foundation",
@@ -22,7 +40,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("gateway kernels", &["gateway"]),
     ("sessions", &["output", "notebook", "bridge", "session"]),
     ("engine", &["tool"]),
-    ("front ends", &["render", "kernel_args", "mcp", "sdk", "serve", "doctor", "install", "cli", "main"]),
+    ("engine settings", &["kernel_args"]),
+    ("front ends", &["render", "mcp", "sdk", "serve", "doctor", "install", "cli", "main", "sdk_engine"]),
 ];
 
 /// Modules whose direct submodules must not import each other in a cycle either.
@@ -210,17 +229,18 @@ struct Import {
     target: Vec<String>,
 }
 
-/// The module path of a file: `src/tool/engine.rs` is `["tool", "engine"]`, `src/main.rs` is `["main"]`.
-fn module_of(relative: &Path) -> Vec<String> {
-    let mut parts: Vec<String> =
-        relative.iter().skip(1).map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string()).collect();
+/// The module path of a file, relative to its crate's `src/`: `tool/engine.rs` is `["tool", "engine"]`,
+/// `main.rs` is `["main"]`; in a one-module crate, its root's name comes first.
+fn module_of(relative: &Path, crate_module: Option<&str>) -> Vec<String> {
+    let mut parts: Vec<String> = crate_module.map(String::from).into_iter().collect();
+    parts.extend(relative.iter().map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string()));
     if parts.last().is_some_and(|p| p == "mod" || p == "lib") {
         parts.pop();
     }
     parts
 }
 
-fn imports(source: &str, module: &[String], in_binary: bool) -> Vec<Import> {
+fn imports(source: &str, module: &[String], in_binary: bool, crate_module: Option<&str>) -> Vec<Import> {
     let code = code_only(source);
     let line_of = |offset: usize| code[..offset].bytes().filter(|&b| b == b'\n').count() + 1;
     let tokens = tokens(&code);
@@ -236,7 +256,7 @@ fn imports(source: &str, module: &[String], in_binary: bool) -> Vec<Import> {
         }
         let base: Option<Vec<String>> = match token.as_str() {
             "crate" if in_binary => Some(vec!["main".into()]),
-            "crate" => Some(vec![]),
+            "crate" => Some(crate_module.map(String::from).into_iter().collect()),
             "cellbox" if in_binary => Some(vec![]),
             "self" => Some(module.to_vec()),
             "super" => {
@@ -314,22 +334,92 @@ fn cycles(edges: &[Edge]) -> Vec<(BTreeSet<String>, Vec<&Edge>)> {
     groups
 }
 
+/// The workspace crates a manifest's `[dependencies]` (any target's) name.
+fn workspace_dependencies(manifest: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut in_dependencies = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_dependencies =
+                line == "[dependencies]" || (line.starts_with("[target.") && line.ends_with(".dependencies]"));
+            continue;
+        }
+        let name = line.split(['.', '=', ' ']).next().unwrap_or_default();
+        if in_dependencies && CRATES.iter().any(|(_, package, _, _)| *package == name) {
+            found.push(name.to_string());
+        }
+    }
+    found
+}
+
+#[test]
+fn crates_point_down() {
+    let root = root();
+    let mut problems = Vec::new();
+    let members: BTreeSet<String> = fs::read_dir(root.join("crates"))
+        .unwrap()
+        .map(|e| format!("crates/{}", e.unwrap().file_name().to_string_lossy()))
+        .chain([".".to_string(), "sdk-engine".to_string()])
+        .collect();
+    let listed: BTreeSet<String> = CRATES.iter().map(|(_, _, dir, _)| dir.to_string()).collect();
+    for missing in members.difference(&listed) {
+        problems.push(format!("{missing} is a crate that CRATES in tests/architecture.rs does not place in a layer"));
+    }
+    for (layer, package, dir, _) in CRATES {
+        let manifest = fs::read_to_string(root.join(dir).join("Cargo.toml")).unwrap();
+        assert!(manifest.contains(&format!("name = \"{package}\"")), "{dir}/Cargo.toml is not {package}");
+        for dependency in workspace_dependencies(&manifest) {
+            let (to_layer, ..) = CRATES.iter().find(|(_, p, _, _)| *p == dependency).unwrap();
+            if to_layer >= layer {
+                problems.push(format!(
+                    "{dir}/Cargo.toml: {package} (layer {layer}) depends on {dependency} (layer {to_layer})"
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "the crates (tests/architecture.rs):\n{}\n", problems.join("\n"));
+}
+
+/// The wheel's engine links the engine, never the front ends: checked on the resolved graph.
+#[test]
+fn the_sdk_engine_links_no_front_end() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["tree", "--locked", "--offline", "-p", "cellbox-sdk-engine", "-e", "normal", "--prefix", "none"])
+        .args(["--format", "{p}"])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "cargo tree: {}", String::from_utf8_lossy(&out.stderr));
+    let tree = String::from_utf8(out.stdout).unwrap();
+    let linked: BTreeSet<&str> = tree.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    assert!(linked.contains("cellbox-engine"), "the tree does not look like the engine's:\n{tree}");
+    let front: Vec<&&str> = FRONT_END_ONLY.iter().filter(|c| linked.contains(**c)).collect();
+    assert!(front.is_empty(), "cellbox-sdk-engine links {front:?}: keep front-end crates out of cellbox-sdk and below");
+}
+
 #[test]
 fn layers_point_down_and_modules_have_no_cycles() {
     let root = root();
     let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
+    for (_, _, dir, crate_module) in CRATES {
+        let src = root.join(dir).join("src");
+        let mut in_crate = Vec::new();
+        rust_files(&src, &mut in_crate);
+        files.extend(in_crate.into_iter().map(|file| (src.clone(), *crate_module, file)));
+    }
     let mut problems = Vec::new();
     let mut top_edges = Vec::new();
     let mut sub_edges: BTreeMap<String, Vec<Edge>> = BTreeMap::new();
     let mut seen_modules = BTreeSet::new();
     let mut reported = BTreeSet::new();
-    for file in &files {
-        let relative = file.strip_prefix(&root).unwrap();
-        let shown = relative.display().to_string();
-        let module = module_of(relative);
+    for (src, crate_module, file) in &files {
+        let crate_module = *crate_module;
+        let relative = file.strip_prefix(src).unwrap();
+        let shown = file.strip_prefix(&root).unwrap().display().to_string();
+        let module = module_of(relative, crate_module);
         if module.is_empty() {
-            continue; // src/lib.rs: declares the modules
+            continue; // a lib.rs of several modules: declares them
         }
         let in_binary = module[0] == "main" || module[0] == "cli";
         let top = module[0].clone();
@@ -339,7 +429,7 @@ fn layers_point_down_and_modules_have_no_cycles() {
             continue;
         };
         let source = fs::read_to_string(file).unwrap();
-        for import in imports(&source, &module, in_binary) {
+        for import in imports(&source, &module, in_binary, crate_module) {
             let Some(to) = import.target.first() else { continue };
             let at = format!("{shown}:{}", import.line);
             if *to != top {
@@ -354,7 +444,7 @@ fn layers_point_down_and_modules_have_no_cycles() {
                 }
                 top_edges.push(Edge { from: top.clone(), to: to.clone(), at });
             } else if let (Some(from_sub), Some(to_sub)) = (module.get(1), import.target.get(1)) {
-                let child = root.join("src").join(&top).join(to_sub);
+                let child = if crate_module.is_some() { src.join(to_sub) } else { src.join(&top).join(to_sub) };
                 let is_module = child.is_dir() || child.with_extension("rs").is_file();
                 if from_sub != to_sub && is_module && SUBMODULES_ACYCLIC.contains(&top.as_str()) {
                     sub_edges.entry(top.clone()).or_default().push(Edge {
@@ -368,7 +458,7 @@ fn layers_point_down_and_modules_have_no_cycles() {
     }
     for (_, modules) in LAYERS {
         for module in modules.iter().filter(|m| !seen_modules.contains(**m)) {
-            problems.push(format!("the layer table names `{module}`, which src/ does not have"));
+            problems.push(format!("the layer table names `{module}`, which no crate has"));
         }
     }
     let mut report_cycles = |edges: &[Edge]| {
@@ -388,14 +478,14 @@ fn layers_point_down_and_modules_have_no_cycles() {
     for edges in sub_edges.values() {
         report_cycles(edges);
     }
-    assert!(problems.is_empty(), "the layers of src/ (tests/architecture.rs):\n{}\n", problems.join("\n"));
+    assert!(problems.is_empty(), "the layers of the modules (tests/architecture.rs):\n{}\n", problems.join("\n"));
 }
 
 #[test]
 fn long_files_say_why() {
     let root = root();
     let mut files = Vec::new();
-    for dir in ["src", "tests", "benches"] {
+    for dir in ["src", "crates", "sdk-engine/src", "tests", "benches"] {
         rust_files(&root.join(dir), &mut files);
     }
     let mut problems = Vec::new();

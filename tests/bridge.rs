@@ -8,8 +8,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cellbox::bridge::BridgeLimits;
-use cellbox::tool::{CallContext, CellStatus, EvalEvent, EvalParams, ignore_events};
+use cellbox_engine::bridge::BridgeLimits;
+use cellbox_engine::tool::{CallContext, CellStatus, EvalEvent, EvalParams, ignore_events};
 use common::engine::{Fixture, eval_timed as eval};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;

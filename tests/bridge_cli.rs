@@ -197,6 +197,6 @@ fn an_agent_command_cut_short_is_killed_with_its_group() {
     let out = cellbox_run("agent('x')", &env, &[]);
     assert!(text(&out.stderr).contains("took longer than 1s"), "{}", text(&out.stderr));
     let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
-    let alive = cellbox::kernel::process::pid_alive(pid as u32);
+    let alive = cellbox_kernels::kernel::process::pid_alive(pid as u32);
     assert!(!alive, "the agent command {pid} still runs");
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use cellbox::tool::{CallContext, EvalEngine, EvalParams, EvalResult, ignore_events};
+use cellbox_engine::tool::{CallContext, EvalEngine, EvalParams, EvalResult, ignore_events};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

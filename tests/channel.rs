@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use cellbox::kernel::{ExecEvent, Kernel, KernelError};
+use cellbox_kernels::kernel::{ExecEvent, Kernel, KernelError};
 use common::{Ended, run, run_to_end, start};
 
 fn died(ended: &Ended) -> String {
@@ -19,7 +19,7 @@ fn died(ended: &Ended) -> String {
 
 fn ok(ended: &Ended) {
     assert!(
-        matches!(&ended.outcome, Ok(done) if done.status == cellbox::protocol::DoneStatus::Ok),
+        matches!(&ended.outcome, Ok(done) if done.status == cellbox_protocol::DoneStatus::Ok),
         "{:?}\nstdout: {}\nstderr: {}",
         ended.outcome,
         ended.stdout,

@@ -16,9 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cellbox::kernel::process::{Signal, signal_pid};
-use cellbox::notebook::HistoryLimits;
-use cellbox::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
+use cellbox_engine::notebook::HistoryLimits;
+use cellbox_engine::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
+use cellbox_kernels::kernel::process::{Signal, signal_pid};
 use common::{PATIENCE, eventually, group_members, reaped};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;

@@ -4,7 +4,7 @@ mod common;
 
 use std::process::{Output, Stdio};
 
-use cellbox::kernel::process::{Signal, signal_pid};
+use cellbox_kernels::kernel::process::{Signal, signal_pid};
 use common::binary::text;
 
 fn cellbox(args: &[&str], stdin: Option<&str>) -> Output {
@@ -128,14 +128,14 @@ fn a_timeout_exits_124_with_the_annotation() {
 }
 
 /// `--help` names, beside each flag, the variable that sets the same thing: taken from the declarations
-/// in `cellbox::settings`, so every variable whose doc says "(as `--flag`)" shows up where that flag does.
+/// in `cellbox_settings`, so every variable whose doc says "(as `--flag`)" shows up where that flag does.
 #[test]
 fn help_shows_each_flags_variable() {
     let mut help = String::new();
     for command in ["run", "repl", "mcp", "serve"] {
         help.push_str(&text(&cellbox(&[command, "--help"], None).stdout));
     }
-    for var in cellbox::settings::ENV_VARS {
+    for var in cellbox_settings::ENV_VARS {
         let Some(flag) = var.flag() else { continue };
         let shown = help
             .lines()

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use cellbox::discovery::{self, DiscoveryInput, EnvActivation, PythonSource, env};
-use cellbox::kernel::{Kernel, KernelOptions};
+use cellbox_kernels::discovery::{self, DiscoveryInput, EnvActivation, PythonSource, env};
+use cellbox_kernels::kernel::{Kernel, KernelOptions};
 
 /// One real venv, made once, copied into place for each case (copying keeps
 /// the tests fast; a venv's `bin/python` symlink stays valid when moved).
@@ -177,7 +177,7 @@ fn probes_record_the_real_executable_behind_a_shim() {
 
 // ---------------------------------------------------------------- version-manager shims
 
-use cellbox::discovery::shims::{self, Manager, Outcome};
+use cellbox_kernels::discovery::shims::{self, Manager, Outcome};
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, SystemTime};
 

@@ -3,10 +3,10 @@
 
 mod common;
 
-use cellbox::kernel::ExecEvent;
+use cellbox_kernels::kernel::ExecEvent;
 use common::{run, start};
 
-fn result_bundle(output: &cellbox::kernel::CellOutput) -> cellbox::protocol::MimeBundle {
+fn result_bundle(output: &cellbox_kernels::kernel::CellOutput) -> cellbox_protocol::MimeBundle {
     output
         .events
         .iter()

@@ -3,7 +3,7 @@
 
 mod common;
 
-use cellbox::kernel::{ExecEvent, ExecuteOptions};
+use cellbox_kernels::kernel::{ExecEvent, ExecuteOptions};
 use common::{run, start};
 use serde_json::json;
 

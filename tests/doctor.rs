@@ -68,7 +68,7 @@ impl Machine {
 fn node() -> std::path::PathBuf {
     std::env::var_os("CELLBOX_TEST_NODE")
         .map(Into::into)
-        .or_else(|| cellbox::discovery::sources::search_path(std::env::var_os("PATH").as_ref(), "node"))
+        .or_else(|| cellbox_kernels::discovery::sources::search_path(std::env::var_os("PATH").as_ref(), "node"))
         .expect("tests need Node.js on PATH (or CELLBOX_TEST_NODE)")
 }
 

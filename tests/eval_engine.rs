@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cellbox::kernel::process::{Signal, signal_pid};
-use cellbox::tool::{CallContext, CellStatus, EvalError, EvalEvent, EvalParams, KernelMode, ignore_events};
+use cellbox_engine::tool::{CallContext, CellStatus, EvalError, EvalEvent, EvalParams, KernelMode, ignore_events};
+use cellbox_kernels::kernel::process::{Signal, signal_pid};
 use common::engine::{eval, eval_in, fixture, params};
 use common::{PATIENCE, eventually, gate, group_members, reaped};
 use serde_json::json;

@@ -10,8 +10,8 @@ mod common;
 
 use std::time::Duration;
 
-use cellbox::kernel::{Kernel, KernelError, KernelOptions};
-use cellbox::runtime::Runtime;
+use cellbox_kernels::kernel::{Kernel, KernelError, KernelOptions};
+use cellbox_kernels::runtime::Runtime;
 use common::{python, run, test_env};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -135,7 +135,7 @@ async fn a_node_kernel_says_it_cannot_be_forked() {
     let node = match std::env::var_os("CELLBOX_TEST_NODE") {
         Some(explicit) => std::path::PathBuf::from(explicit),
         None => {
-            cellbox::runtime::node::resolve_from_env(None, &std::env::temp_dir(), &Default::default())
+            cellbox_kernels::runtime::node::resolve_from_env(None, &std::env::temp_dir(), &Default::default())
                 .expect("tests need Node 18+ on PATH")
                 .executable
         }
@@ -163,7 +163,7 @@ async fn pandas_state_forks_and_the_branches_diverge() {
 
 #[tokio::test]
 async fn a_sandboxed_kernel_forks_into_the_same_sandbox_with_its_own_memory_limit() {
-    use cellbox::sandbox::{NetworkMode, SandboxMode, SandboxPolicy};
+    use cellbox_kernels::sandbox::{NetworkMode, SandboxMode, SandboxPolicy};
     let dir = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
     let mut options = KernelOptions::new(python(), dir.path(), test_env(&[]));

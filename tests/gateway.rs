@@ -3,7 +3,7 @@
 
 mod common;
 
-use cellbox::tool::{CallContext, CellStatus, EngineConfig};
+use cellbox_engine::tool::{CallContext, CellStatus, EngineConfig};
 use common::engine::{Fixture, GATEWAY_NOTE, eval, eval_json as eval_params};
 use common::gateway::{Flavor, TestGateway};
 use serde_json::json;

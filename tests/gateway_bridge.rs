@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cellbox::tool::{CallContext, CellStatus, EvalEvent, EvalParams, ignore_events};
+use cellbox_engine::tool::{CallContext, CellStatus, EvalEvent, EvalParams, ignore_events};
 use common::engine::{Fixture, GATEWAY_NOTE, eval_timed as eval};
 use common::gateway::{Flavor, TestGateway};
 use serde_json::{Value, json};

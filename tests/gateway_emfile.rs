@@ -6,8 +6,8 @@ mod common;
 
 use std::time::Duration;
 
-use cellbox::gateway::{GatewaySetting, local};
-use cellbox::session::{Backend, KernelHandle};
+use cellbox_engine::session::{Backend, KernelHandle};
+use cellbox_kernels::gateway::{GatewaySetting, local};
 use common::gateway::processes_mentioning;
 
 #[tokio::test]
@@ -16,7 +16,7 @@ async fn a_gateway_out_of_file_descriptors_is_restarted_and_the_next_kernel_work
     let cwd = tempfile::tempdir().unwrap();
     // SAFETY: the only test of this binary; nothing else reads the environment meanwhile.
     unsafe {
-        std::env::set_var(cellbox::settings::GATEWAY_DIR.name, state.path());
+        std::env::set_var(cellbox_settings::GATEWAY_DIR.name, state.path());
         // Test-only knob: a shared gateway with few descriptors runs out after a few kernels.
         std::env::set_var("CELLBOX_GATEWAY_NOFILE_FOR_TEST", "100");
     }

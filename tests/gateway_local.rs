@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use cellbox::gateway::local::{GatewayInfo, read_info};
+use cellbox_kernels::gateway::local::{GatewayInfo, read_info};
 use common::gateway::processes_mentioning;
 
 fn cellbox(state: &Path, args: &[&str]) -> Command {

@@ -6,11 +6,11 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use cellbox::gateway::{GatewayKernel, GatewaySetting};
-use cellbox::kernel::{ExecEvent, KernelError};
-use cellbox::protocol::DoneStatus;
-use cellbox::session::{Backend, KernelHandle};
-use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult};
+use cellbox_engine::session::{Backend, KernelHandle};
+use cellbox_engine::tool::{CallContext, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult};
+use cellbox_kernels::gateway::{GatewayKernel, GatewaySetting};
+use cellbox_kernels::kernel::{ExecEvent, KernelError};
+use cellbox_protocol::DoneStatus;
 use common::engine::GATEWAY_NOTE;
 use common::gateway::{Flavor, TestGateway};
 use serde_json::json;

@@ -8,10 +8,10 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use cellbox::kernel::process::{Signal, signal_pid};
-use cellbox::kernel::{Kernel, KernelOptions};
-use cellbox::runtime::{self, Runtime};
-use cellbox::tool::{CellStatus, EngineConfig, EvalEngine, EvalError, EvalResult, Exposure};
+use cellbox_engine::tool::{CellStatus, EngineConfig, EvalEngine, EvalError, EvalResult, Exposure};
+use cellbox_kernels::kernel::process::{Signal, signal_pid};
+use cellbox_kernels::kernel::{Kernel, KernelOptions};
+use cellbox_kernels::runtime::{self, Runtime};
 use common::engine::{Fixture, try_eval_json as eval_params};
 use serde_json::json;
 
@@ -257,7 +257,7 @@ async fn the_kernel_layer_drives_node_directly() {
     // Interrupted once the loop runs (console.log writes at once), not after a guess at how long that takes.
     loop {
         match execution.next().await {
-            Some(Ok(cellbox::kernel::ExecEvent::Stdout(_))) => break,
+            Some(Ok(cellbox_kernels::kernel::ExecEvent::Stdout(_))) => break,
             Some(Ok(_)) => {}
             other => panic!("the cell ended before its loop: {other:?}"),
         }
@@ -328,7 +328,7 @@ async fn typescript_cells_strip_types_or_say_why_not() {
 
 #[tokio::test]
 async fn a_javascript_session_says_it_cannot_be_forked_or_saved() {
-    use cellbox::tool::CallContext;
+    use cellbox_engine::tool::CallContext;
     let f = fixture(|_| {});
     let ran = js(&f.engine, "const kept = 1").await;
     assert!(!ran.is_error, "{}", ran.text);

@@ -3,8 +3,8 @@
 
 mod common;
 
-use cellbox::kernel::ExecEvent;
-use cellbox::protocol::DoneStatus;
+use cellbox_kernels::kernel::ExecEvent;
+use cellbox_protocol::DoneStatus;
 use common::{run, start};
 use serde_json::json;
 

@@ -5,10 +5,10 @@ mod common;
 
 use std::time::Duration;
 
-use cellbox::kernel::{ExecEvent, Kernel, KernelError, KernelOptions};
+use cellbox_kernels::kernel::{ExecEvent, Kernel, KernelError, KernelOptions};
 use common::{PATIENCE, eventually, gate, group_members, options, python, run, start};
 
-async fn wait_started(execution: &mut cellbox::kernel::Execution) {
+async fn wait_started(execution: &mut cellbox_kernels::kernel::Execution) {
     match execution.next().await {
         Some(Ok(ExecEvent::Started)) => {}
         other => panic!("expected started, got {other:?}"),
@@ -221,7 +221,7 @@ fn make_executable(path: &std::path::Path) {
 
 #[tokio::test]
 async fn an_orphaned_runner_exits_by_itself() {
-    let runner = cellbox::runtime::python::ensure_runner().unwrap();
+    let runner = cellbox_kernels::runtime::python::ensure_runner().unwrap();
     // A shell starts the runner as its own session and exits at once, as a
     // crashed host would. The runner's stdin stays open (the test holds the
     // pipe), so only the host watch can make it leave.
@@ -261,7 +261,8 @@ async fn environment_filtering_keeps_secrets_out_of_user_code() {
     .map(|(k, v)| (OsString::from(k), OsString::from(v)))
     .collect();
     let extra = std::collections::BTreeMap::from([("CHOSEN".to_string(), "passed-on-purpose".to_string())]);
-    let env = cellbox::discovery::env::kernel_env(planted, &cellbox::discovery::EnvActivation::None, &extra);
+    let env =
+        cellbox_kernels::discovery::env::kernel_env(planted, &cellbox_kernels::discovery::EnvActivation::None, &extra);
     let kernel = Kernel::start(KernelOptions::new(python(), std::env::temp_dir(), env)).await.unwrap();
     let output = run(
         &kernel,

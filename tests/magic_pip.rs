@@ -7,7 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use cellbox::kernel::{Kernel, KernelOptions};
+use cellbox_kernels::kernel::{Kernel, KernelOptions};
 use common::{BUILD_WHEEL, run, test_env};
 
 /// A venv with pip inside `workspace`, made from the test interpreter.

@@ -2,7 +2,7 @@
 
 mod common;
 
-use cellbox::kernel::{CellOutput, ExecEvent};
+use cellbox_kernels::kernel::{CellOutput, ExecEvent};
 use common::{run, start};
 use serde_json::Value;
 

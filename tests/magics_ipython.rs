@@ -4,7 +4,7 @@
 
 mod common;
 
-use cellbox::kernel::{CellOutput, ExecEvent};
+use cellbox_kernels::kernel::{CellOutput, ExecEvent};
 use common::{run, start};
 use serde_json::Value;
 
@@ -30,7 +30,7 @@ fn images(output: &CellOutput) -> Vec<(Value, Value)> {
         .collect()
 }
 
-async fn has_matplotlib(kernel: &cellbox::kernel::Kernel) -> bool {
+async fn has_matplotlib(kernel: &cellbox_kernels::kernel::Kernel) -> bool {
     run(kernel, "import importlib.util\nimportlib.util.find_spec('matplotlib') is not None").await.results() == ["True"]
 }
 

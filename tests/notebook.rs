@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
+use cellbox_engine::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
 use common::binary::text;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;

@@ -7,7 +7,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use cellbox::kernel::{CellOutput, Kernel, KernelOptions};
+use cellbox_kernels::kernel::{CellOutput, Kernel, KernelOptions};
 use common::{BUILD_WHEEL, options, python, run, start, test_env};
 use serde_json::{Value, json};
 
@@ -186,7 +186,7 @@ async fn display_cell_magics_send_ipythons_bundles() {
     }
     let isolated = run(&kernel, "%%html --isolated\n<i>x</i>").await;
     let metadata = isolated.events.iter().find_map(|event| match event {
-        cellbox::kernel::ExecEvent::Display { metadata, .. } => Some(serde_json::to_value(metadata).unwrap()),
+        cellbox_kernels::kernel::ExecEvent::Display { metadata, .. } => Some(serde_json::to_value(metadata).unwrap()),
         _ => None,
     });
     assert_eq!(metadata, Some(json!({"text/html": {"isolated": true}})));
@@ -375,7 +375,7 @@ async fn figures_use_matplotlibs_repr() {
 
 #[tokio::test]
 async fn an_error_that_ends_its_sentence_gets_one_full_stop() {
-    use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
+    use cellbox_engine::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
     use tokio_util::sync::CancellationToken;
 
     let dir = tempfile::tempdir().unwrap();

@@ -1,10 +1,10 @@
-//! The platform list in `cellbox::platform` against everything else that
+//! The platform list in `cellbox_kernels::platform` against everything else that
 //! names platforms: the generated docs page, the npm packages, the release
 //! workflow and the cross-target check.
 
 use std::path::{Path, PathBuf};
 
-use cellbox::platform::{PLATFORMS, markdown_table};
+use cellbox_kernels::platform::{PLATFORMS, markdown_table};
 use serde_json::Value;
 
 fn repo() -> PathBuf {

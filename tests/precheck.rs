@@ -7,7 +7,7 @@ mod common;
 
 use std::process::Stdio;
 
-use cellbox::tool::{CellStatus, CheckMode, EngineConfig, EvalResult};
+use cellbox_engine::tool::{CellStatus, CheckMode, EngineConfig, EvalResult};
 use common::engine::{Fixture, eval_json as eval};
 use serde_json::json;
 
@@ -94,7 +94,7 @@ async fn a_reset_waits_for_the_check() {
     assert_ne!(f.engine.kernel_pids(), pid);
     f.engine.dispose_all().await;
     // A fresh session: the kernel started for the check serves the reset cell.
-    let g = fixture(|config| config.spare = cellbox::session::SpareLimits::OFF);
+    let g = fixture(|config| config.spare = cellbox_engine::session::SpareLimits::OFF);
     let first =
         eval(&g.engine, json!({"check": "syntax", "reset": true, "cells": [{"code": "import os\nos.getpid()"}]})).await;
     assert_eq!(first.text.trim(), g.engine.kernel_pids()[0].to_string());
@@ -177,7 +177,7 @@ async fn a_missing_ruff_is_a_note_not_an_error() {
 
 #[tokio::test]
 async fn javascript_cells_are_parsed_by_the_node_runner() {
-    let Ok(node) = cellbox::runtime::node::resolve_from_env(
+    let Ok(node) = cellbox_kernels::runtime::node::resolve_from_env(
         std::env::var("CELLBOX_TEST_NODE").ok().as_deref(),
         &std::env::temp_dir(),
         &Default::default(),
@@ -261,7 +261,7 @@ fn off_sends_no_check_request_and_the_flag_and_variable_turn_it_on() {
 
 #[tokio::test]
 async fn the_kernel_layer_checks_without_running() {
-    use cellbox::protocol::CheckCell;
+    use cellbox_protocol::CheckCell;
     let kernel = common::start().await;
     common::run(&kernel, "kept = 1").await;
     let cells = vec![

@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use cellbox::kernel::CellError;
-use cellbox::output::display::DisplayPart;
 use cellbox::render::{CardRenderer, RenderOptions, Style, redrawing};
-use cellbox::tool::{CellReport, CellStatus, EvalEvent, EvalResult, Language};
+use cellbox_engine::output::display::DisplayPart;
+use cellbox_engine::tool::{CellReport, CellStatus, EvalEvent, EvalResult, Language};
+use cellbox_kernels::kernel::CellError;
 use serde_json::json;
 
 fn options(tty: bool) -> RenderOptions {

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use cellbox::render::{CardRenderer, RenderOptions, Style};
-use cellbox::tool::{CellReport, CellStatus, EvalEvent, EvalResult, Language};
+use cellbox_engine::tool::{CellReport, CellStatus, EvalEvent, EvalResult, Language};
 
 fn options(tty: bool) -> RenderOptions {
     RenderOptions {

@@ -6,11 +6,11 @@ mod common;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
-use cellbox::protocol::{RunnerFrame, parse_frame};
+use cellbox_protocol::{RunnerFrame, parse_frame};
 
 #[test]
 fn malformed_lines_get_protocol_errors_and_the_loop_goes_on() {
-    let runner = cellbox::runtime::python::ensure_runner().unwrap();
+    let runner = cellbox_kernels::runtime::python::ensure_runner().unwrap();
     let mut child = Command::new(common::python())
         .arg("-u")
         .arg(&runner)

@@ -7,7 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cellbox::tool::{CallContext, CallOutcome, EvalEngine, EvalParams, RunError, RunReport, WaitFor, ignore_events};
+use cellbox_engine::tool::{
+    CallContext, CallOutcome, EvalEngine, EvalParams, RunError, RunReport, WaitFor, ignore_events,
+};
 use common::engine::{fixture, params};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;

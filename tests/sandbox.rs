@@ -12,8 +12,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use cellbox::sandbox::{NetworkMode, SandboxMode, SandboxPolicy};
-use cellbox::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
+use cellbox_engine::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
+use cellbox_kernels::sandbox::{NetworkMode, SandboxMode, SandboxPolicy};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -236,8 +236,8 @@ async fn a_fork_bomb_stops_at_the_process_limit() {
 /// child) or forked by the fork server (moved in by the host).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_limited_kernel_its_threads_and_its_children_are_all_in_its_cgroups() {
-    use cellbox::sandbox::LimitMethod;
-    let support = cellbox::sandbox::support();
+    use cellbox_kernels::sandbox::LimitMethod;
+    let support = cellbox_kernels::sandbox::support();
     let cgroups = [&support.memory_limit, &support.process_limit]
         .iter()
         .filter(|method| matches!(method, LimitMethod::CgroupV1 | LimitMethod::CgroupV2))
@@ -311,7 +311,7 @@ async fn a_memory_error_under_the_rlimit_fallback_names_the_limit() {
     config.python = Some(common::python().display().to_string());
     config.artifacts_dir = fx.outside.join("../artifacts");
     config.runner_cache_dir = Some(fx.outside.join("../runner-cache"));
-    config.extra_env.insert(cellbox::settings::MEMORY_RLIMIT.name.into(), "1 GiB".into());
+    config.extra_env.insert(cellbox_settings::MEMORY_RLIMIT.name.into(), "1 GiB".into());
     let engine = EvalEngine::new(config);
     assert!(!eval(&engine, "state = 1").await.is_error);
     let code = "import resource\nresource.setrlimit(resource.RLIMIT_AS, (1 << 30, resource.RLIM_INFINITY))\n\
@@ -403,7 +403,7 @@ async fn a_private_dev_shm_is_shared_with_nobody() {
 
 #[test]
 fn sandbox_support_is_probed() {
-    let support = cellbox::sandbox::support();
+    let support = cellbox_kernels::sandbox::support();
     let json = serde_json::to_value(&support).unwrap();
     for key in ["os", "landlock_abi", "filesystem", "network", "seccomp", "memory_limit", "process_limit", "notes"] {
         assert!(json.get(key).is_some(), "{key} missing from {json}");

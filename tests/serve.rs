@@ -90,7 +90,7 @@ async fn requests_need_a_valid_token_and_a_revoked_one_stops_at_once() {
     assert_eq!(status, 200, "the other principals go on");
 
     // Health and readiness answer without a token (load balancers have none).
-    cellbox::tls::install_crypto();
+    cellbox_kernels::tls::install_crypto();
     let health = reqwest::get(format!("{}/healthz", server.base())).await.unwrap();
     assert_eq!(health.status().as_u16(), 200);
     let ready = reqwest::get(format!("{}/readyz", server.base())).await.unwrap();
@@ -282,7 +282,7 @@ async fn tls_serves_mcp_and_remote_sandboxes_over_https() {
     let (server, tokens) = Server::start(&["alice"], &flags);
     assert!(server.url.starts_with("https://127.0.0.1:"), "{}", server.url);
 
-    cellbox::tls::install_crypto();
+    cellbox_kernels::tls::install_crypto();
     let root = reqwest::Certificate::from_pem(&std::fs::read(&ca).unwrap()).unwrap();
     let client = reqwest::Client::builder().tls_certs_only([root]).build().unwrap();
     let response = client

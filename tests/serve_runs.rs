@@ -211,7 +211,7 @@ async fn a_client_that_lost_its_stream_resumes_it_with_last_event_id() {
     );
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "eval", "arguments": {"cells": [{"code": code}]}, "_meta": {"progressToken": "p"}}});
-    cellbox::tls::install_crypto();
+    cellbox_kernels::tls::install_crypto();
     let client = reqwest::Client::new();
     let mut request = client
         .post(&server.url)

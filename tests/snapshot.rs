@@ -7,7 +7,7 @@ mod common;
 
 use std::path::Path;
 
-use cellbox::tool::{BranchError, CallContext};
+use cellbox_engine::tool::{BranchError, CallContext};
 use common::engine::{eval_json, fixture};
 use serde_json::json;
 

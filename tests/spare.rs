@@ -6,9 +6,9 @@ mod common;
 
 use std::time::Duration;
 
-use cellbox::kernel::process::{Signal, signal_pid};
-use cellbox::session::SpareLimits;
-use cellbox::tool::{EngineConfig, EvalEngine, KernelMode};
+use cellbox_engine::session::SpareLimits;
+use cellbox_engine::tool::{EngineConfig, EvalEngine, KernelMode};
+use cellbox_kernels::kernel::process::{Signal, signal_pid};
 use common::engine::{Fixture, eval_json_in as eval_params};
 use common::{PATIENCE, eventually, group_members, reaped};
 use serde_json::json;

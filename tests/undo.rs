@@ -6,7 +6,7 @@
 
 mod common;
 
-use cellbox::tool::{BranchError, CallContext, CellStatus};
+use cellbox_engine::tool::{BranchError, CallContext, CellStatus};
 use common::engine::{eval_json, fixture};
 use serde_json::json;
 
@@ -140,7 +140,7 @@ async fn a_reset_drops_the_checkpoints() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_checkpoint_shares_the_kernels_memory_limit_and_an_undone_kernel_keeps_it() {
-    use cellbox::sandbox::SandboxPolicy;
+    use cellbox_kernels::sandbox::SandboxPolicy;
     let fx = fixture(|config| config.sandbox = SandboxPolicy { memory_limit: Some(256 << 20), ..SandboxPolicy::off() });
     let engine = &fx.engine;
     eval_json(engine, call("state = 'before'", 60.0)).await;

@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cellbox::kernel::{ExecEvent, Kernel, KernelError, KernelOptions};
-use cellbox::session::SpareLimits;
-use cellbox::tool::{CallContext, EvalEngine, EvalParams, EvalResult, ignore_events};
+use cellbox_engine::session::SpareLimits;
+use cellbox_engine::tool::{CallContext, EvalEngine, EvalParams, EvalResult, ignore_events};
+use cellbox_kernels::kernel::{ExecEvent, Kernel, KernelError, KernelOptions};
 use common::{PATIENCE, eventually, group_members, python, run, run_to_end, test_env};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -96,7 +96,7 @@ async fn forked_kernels_take_their_own_env_cwd_path_and_argv() {
     let a = Kernel::start(probes.options(one.path(), &["zyg_probe"])).await.unwrap();
     let b = Kernel::start(probes.options(two.path(), &["zyg_probe"])).await.unwrap();
     assert!(a.forked_from().is_some() && b.forked_from().is_some());
-    if cellbox::sandbox::support().filesystem {
+    if cellbox_kernels::sandbox::support().filesystem {
         assert_ne!(a.forked_from(), b.forked_from(), "the workspace is part of a sandboxed zygote's key");
     }
     check_own_env_cwd_path_and_argv(&probes, [(&a, one.path()), (&b, two.path())]).await;
@@ -105,7 +105,7 @@ async fn forked_kernels_take_their_own_env_cwd_path_and_argv() {
 
     // With the sandbox off, the cwd does not take part in the key: both come from one zygote.
     let unconfined = |cwd: &Path| KernelOptions {
-        sandbox: cellbox::sandbox::SandboxPolicy::off(),
+        sandbox: cellbox_kernels::sandbox::SandboxPolicy::off(),
         ..probes.options(cwd, &["zyg_probe"])
     };
     let a = Kernel::start(unconfined(one.path())).await.unwrap();
@@ -246,7 +246,7 @@ async fn a_preload_that_starts_a_thread_is_refused_and_kernels_are_spawned() {
     let kernel = Kernel::start(probes.options(probes.path(), &["zyg_thread"])).await.unwrap();
     assert_eq!(kernel.forked_from(), None, "no fork from a zygote with threads");
     assert_eq!(value(&kernel, "import sys\n'zyg_thread' in sys.modules").await, "False");
-    let problem = cellbox::kernel::zygote::problems()
+    let problem = cellbox_kernels::kernel::zygote::problems()
         .into_iter()
         .find(|p| p.contains("'zyg_thread'"))
         .expect("the refusal is recorded");
@@ -264,7 +264,7 @@ async fn a_missing_module_gives_one_error_and_kernels_are_spawned() {
     assert_eq!((a.forked_from(), b.forked_from()), (None, None));
     assert_eq!(value(&a, "1+1").await, "2");
     let problems: Vec<String> =
-        cellbox::kernel::zygote::problems().into_iter().filter(|p| p.contains("zyg_missing_module")).collect();
+        cellbox_kernels::kernel::zygote::problems().into_iter().filter(|p| p.contains("zyg_missing_module")).collect();
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(problems[0].contains("ModuleNotFoundError"), "{}", problems[0]);
     a.shutdown().await;
@@ -347,8 +347,8 @@ async fn spares_are_forked_and_nothing_outlives_the_engine() {
 #[tokio::test]
 async fn a_sandboxed_forked_kernel_cannot_write_outside_the_workspace() {
     let _serial = SERIAL.lock().await;
-    use cellbox::sandbox::{SandboxMode, SandboxPolicy};
-    if !cellbox::sandbox::support().filesystem {
+    use cellbox_kernels::sandbox::{SandboxMode, SandboxPolicy};
+    if !cellbox_kernels::sandbox::support().filesystem {
         eprintln!("skipped: no Landlock ABI 3 here");
         return;
     }
@@ -384,7 +384,7 @@ async fn a_cell_timeout_interrupts_a_forked_kernel_and_keeps_it() {
     let params =
         EvalParams::from_json(json!({"cells": [{"code": "import time\ntime.sleep(60)", "timeout": 1}]})).unwrap();
     let result = engine.eval(&params, &CallContext::new("t"), &CancellationToken::new(), &ignore_events).await.unwrap();
-    assert_eq!(result.cells[0].status, cellbox::tool::CellStatus::Timeout, "{}", result.text);
+    assert_eq!(result.cells[0].status, cellbox_engine::tool::CellStatus::Timeout, "{}", result.text);
     assert_eq!(who(&eval(&engine, "t", WHO).await).0, pid, "the same kernel goes on");
     engine.dispose_all().await;
 }
@@ -392,8 +392,8 @@ async fn a_cell_timeout_interrupts_a_forked_kernel_and_keeps_it() {
 #[tokio::test]
 async fn a_forked_kernel_gets_its_own_memory_cgroup() {
     let _serial = SERIAL.lock().await;
-    use cellbox::sandbox::{LimitMethod, SandboxPolicy};
-    if matches!(cellbox::sandbox::support().memory_limit, LimitMethod::Rlimit | LimitMethod::Unavailable) {
+    use cellbox_kernels::sandbox::{LimitMethod, SandboxPolicy};
+    if matches!(cellbox_kernels::sandbox::support().memory_limit, LimitMethod::Rlimit | LimitMethod::Unavailable) {
         eprintln!("skipped: no memory cgroup here (a forked kernel is then spawned)");
         return;
     }

@@ -2,8 +2,8 @@
 
 use std::time::Instant;
 
-use cellbox::kernel::ExecEvent;
-use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
+use cellbox_engine::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
+use cellbox_kernels::kernel::ExecEvent;
 use serde_json::json;
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
@@ -20,7 +20,7 @@ pub(super) async fn bulk_output(plan: &Plan, setup: &Setup, report: &mut Report)
     let mut config = EngineConfig::new(&setup.cwd);
     config.python = Some(setup.python.display().to_string());
     config.artifacts_dir = dir.path().join("artifacts");
-    config.spare = cellbox::session::SpareLimits::OFF;
+    config.spare = cellbox_engine::session::SpareLimits::OFF;
     let engine = EvalEngine::new(config);
     let context = CallContext::new("bench-bulk");
     let params = EvalParams::from_json(json!({"cells": [{"code": code.clone(), "timeout": 3600}]})).unwrap();

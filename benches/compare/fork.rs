@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use cellbox::kernel::Kernel;
+use cellbox_kernels::kernel::Kernel;
 
 use super::{Plan, Report, Series, Setup};
 
@@ -36,7 +36,7 @@ pub(super) async fn fork_rows(plan: &Plan, setup: &Setup, report: &mut Report) {
             let copy = source.fork(WAIT).await.expect("fork");
             fork_ms.values.push(started.elapsed().as_secs_f64() * 1000.0);
             run_ok(&copy, "len(blob)").await;
-            if let Some(bytes) = cellbox::session::private_bytes(copy.pid()) {
+            if let Some(bytes) = cellbox_engine::session::private_bytes(copy.pid()) {
                 private_mib.values.push(bytes as f64 / (1 << 20) as f64);
             }
             copy.shutdown().await;
@@ -50,7 +50,7 @@ pub(super) async fn fork_rows(plan: &Plan, setup: &Setup, report: &mut Report) {
             let fresh = Kernel::start(options.clone()).await.expect("kernel starts");
             run_ok(&fresh, &state_cells(megabytes)).await;
             rerun_ms.values.push(started.elapsed().as_secs_f64() * 1000.0);
-            if let Some(bytes) = cellbox::session::private_bytes(fresh.pid()) {
+            if let Some(bytes) = cellbox_engine::session::private_bytes(fresh.pid()) {
                 rerun_mib.values.push(bytes as f64 / (1 << 20) as f64);
             }
             fresh.shutdown().await;

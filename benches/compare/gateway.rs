@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use cellbox::kernel::{ExecEvent, KernelOptions};
+use cellbox_kernels::kernel::{ExecEvent, KernelOptions};
 use serde_json::json;
 
 use super::{Jupyter, Plan, Report, Series, Setup, first_result, ms_list, number_list};
@@ -20,8 +20,8 @@ pub(super) async fn gateway_backend(
     jupyter: &mut Jupyter,
     report: &mut Report,
 ) {
-    use cellbox::gateway::{GatewaySetting, local};
-    use cellbox::session::{Backend, KernelHandle};
+    use cellbox_engine::session::{Backend, KernelHandle};
+    use cellbox_kernels::gateway::{GatewaySetting, local};
     let backend = Backend::Gateway(GatewaySetting::SharedLocal);
     let options = KernelOptions::new(jupyter_python, &setup.cwd, setup.env.clone());
     let first = |options: KernelOptions| {

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use cellbox::kernel::ExecEvent;
+use cellbox_kernels::kernel::ExecEvent;
 use serde_json::json;
 
 use super::{Jupyter, Plan, Report, Series, Setup, first_result};

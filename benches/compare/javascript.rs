@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use cellbox::kernel::{Kernel, KernelOptions};
+use cellbox_kernels::kernel::{Kernel, KernelOptions};
 use serde_json::json;
 use tokio::process::Command;
 
@@ -11,7 +11,7 @@ use super::{Plan, Report, Series, Setup};
 /// JavaScript cells: cold start → first `1+1` of a Node kernel beside `node -e 1+1`, and the warm
 /// round trip of `1+1` (no Node floor for a round trip: the Python echo floor row above is the protocol's).
 pub(super) async fn javascript(plan: &Plan, setup: &Setup, report: &mut Report) {
-    let node = match cellbox::runtime::node::resolve_from_env(None, &setup.cwd, &Default::default()) {
+    let node = match cellbox_kernels::runtime::node::resolve_from_env(None, &setup.cwd, &Default::default()) {
         Ok(node) => node,
         Err(error) => {
             println!("(JavaScript rows skipped: {error})");

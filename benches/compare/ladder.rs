@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
+use cellbox_engine::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -27,7 +27,7 @@ pub(super) async fn kill_ladder(plan: &Plan, setup: &Setup, jupyter: &mut Jupyte
     engine.eval(&next, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
     let (mut cellbox_killed, mut cellbox_next) = (Series::new("cellbox"), Series::new("cellbox"));
     let (mut jupyter_killed, mut jupyter_next) = (Series::new("jupyter_client"), Series::new("jupyter_client"));
-    let window = cellbox::tool::engine::INTERRUPT_ESCALATION.as_secs_f64();
+    let window = cellbox_engine::tool::engine::INTERRUPT_ESCALATION.as_secs_f64();
     for _ in 0..plan.ladder_runs {
         let started = Instant::now();
         let result = engine.eval(&stuck, &context, &CancellationToken::new(), &ignore_events).await.unwrap();

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Instant;
 
-use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
+use cellbox_engine::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -109,7 +109,7 @@ pub(super) async fn mcp_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, 
     let mut config = EngineConfig::new(&setup.cwd);
     config.python = Some(setup.python.display().to_string());
     config.artifacts_dir = dir.path().join("library-artifacts");
-    config.spare = cellbox::session::SpareLimits::OFF;
+    config.spare = cellbox_engine::session::SpareLimits::OFF;
     let engine = EvalEngine::new(config);
     let context = CallContext::new("bench-mcp");
     let one = EvalParams::code("1+1");

@@ -68,7 +68,7 @@ pub(super) struct HttpMcp {
 impl HttpMcp {
     /// A new session (initialized) on the server at `url`.
     pub(super) async fn connect(url: &str) -> Self {
-        cellbox::tls::install_crypto();
+        cellbox_kernels::tls::install_crypto();
         let client = reqwest::Client::new();
         let mut http = HttpMcp { client, url: url.to_string(), session: String::new(), next_id: 0 };
         let hello = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}});

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
+use cellbox_engine::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
 use serde_json::json;
 use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
@@ -20,7 +20,7 @@ async fn with_peak_rss<F: std::future::Future>(work: F) -> (F::Output, f64) {
         let (stop, peak) = (stop.clone(), peak.clone());
         std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
-                if let Some(rss) = cellbox::session::resident_bytes(std::process::id()) {
+                if let Some(rss) = cellbox_engine::session::resident_bytes(std::process::id()) {
                     peak.fetch_max(rss, Ordering::Relaxed);
                 }
                 std::thread::sleep(Duration::from_millis(5));

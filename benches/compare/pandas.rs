@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use cellbox::kernel::{Kernel, KernelOptions};
+use cellbox_kernels::kernel::{Kernel, KernelOptions};
 use serde_json::json;
 use tokio::process::Command;
 
@@ -39,7 +39,7 @@ pub(super) async fn pandas_ready(
     };
     // The fork server's own start (the one-time import) is not part of a kernel's start.
     let (warm, _) = first(options(true)).await;
-    assert!(warm.forked_from().is_some(), "the kernel was forked: {:?}", cellbox::kernel::zygote::problems());
+    assert!(warm.forked_from().is_some(), "the kernel was forked: {:?}", cellbox_kernels::kernel::zygote::problems());
     warm.shutdown().await;
     let mut forked = Series::new("cellbox, preloaded");
     let mut spawned = Series::new("cellbox, spawned");
@@ -57,7 +57,7 @@ pub(super) async fn pandas_ready(
         assert!(status.unwrap().success());
         floor.values.push(started.elapsed().as_secs_f64() * 1000.0);
     }
-    cellbox::kernel::zygote::release_all();
+    cellbox_kernels::kernel::zygote::release_all();
     let label = "pandas-ready kernel → first result";
     report.add(label, "ms", false, &forked, Some(&spawned), "`import pandas; 1+1`; --preload pandas");
     report.add(label, "ms", false, &forked, Some(&jupyter_series), "kernel start + import");

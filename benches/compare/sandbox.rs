@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::time::Instant;
 
-use cellbox::kernel::{Kernel, KernelOptions};
-use cellbox::sandbox::{NetworkMode, PrivateRoot, SandboxMode, SandboxPolicy};
+use cellbox_kernels::kernel::{Kernel, KernelOptions};
+use cellbox_kernels::sandbox::{NetworkMode, PrivateRoot, SandboxMode, SandboxPolicy};
 
 use super::{Plan, Report, Series, Setup};
 

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
+use cellbox_engine::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -84,7 +84,7 @@ pub(super) async fn sdk_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, 
     config.python = Some(python);
     let artifacts = tempfile::tempdir().unwrap();
     config.artifacts_dir = artifacts.path().to_path_buf();
-    config.spare = cellbox::session::SpareLimits::OFF;
+    config.spare = cellbox_engine::session::SpareLimits::OFF;
     let engine = EvalEngine::new(config);
     let context = CallContext::new("bench-sdk");
     let one = EvalParams::code("1+1");

@@ -184,7 +184,10 @@ type KernelSocket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeT
 
 impl Drop for JupyterServer {
     fn drop(&mut self) {
-        let _ = cellbox::kernel::process::signal_group(self.child.id(), cellbox::kernel::process::Signal::SIGKILL);
+        let _ = cellbox_kernels::kernel::process::signal_group(
+            self.child.id(),
+            cellbox_kernels::kernel::process::Signal::SIGKILL,
+        );
         let _ = self.child.wait();
     }
 }

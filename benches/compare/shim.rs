@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use cellbox::discovery::{self, DiscoveryInput};
+use cellbox_kernels::discovery::{self, DiscoveryInput};
 use serde_json::json;
 
 use super::{McpClient, Plan, Report, Series, Setup};

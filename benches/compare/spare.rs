@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, KernelMode, ignore_events};
+use cellbox_engine::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, KernelMode, ignore_events};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -22,8 +22,11 @@ pub(super) async fn spare_rows(plan: &Plan, setup: &Setup, report: &mut Report) 
             config.artifacts_dir = dir.path().join("artifacts");
             config.mode = if mode == 1 { KernelMode::PerCall } else { KernelMode::Session };
             config.pool.max_kernels = runs + 4;
-            config.spare =
-                if spare { cellbox::session::SpareLimits::default() } else { cellbox::session::SpareLimits::OFF };
+            config.spare = if spare {
+                cellbox_engine::session::SpareLimits::default()
+            } else {
+                cellbox_engine::session::SpareLimits::OFF
+            };
             let engine = EvalEngine::new(config);
             let cancel = CancellationToken::new();
             engine.eval(&EvalParams::code("1"), &CallContext::new("warm"), &cancel, &ignore_events).await.unwrap();

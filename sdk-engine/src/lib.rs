@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use cellbox::sdk::in_process::{InProcess, Progress};
+use cellbox_sdk::in_process::{InProcess, Progress};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 

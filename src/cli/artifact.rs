@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use cellbox::output::artifacts::{ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES};
+use cellbox_engine::output::artifacts::{ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES};
 
 #[derive(Debug, clap::Args)]
 pub struct ArtifactArgs {

@@ -77,24 +77,24 @@ const END: &str = "<!-- END generated -->";
 pub fn docs(what: DocsCommand) -> ExitCode {
     match what {
         DocsCommand::EnvVars { names: true, .. } => {
-            for var in cellbox::settings::ENV_VARS {
+            for var in cellbox_settings::ENV_VARS {
                 println!("{}", var.name);
             }
             ExitCode::SUCCESS
         }
         DocsCommand::EnvVars { write: None, .. } => {
-            print!("{}", cellbox::settings::markdown_table());
+            print!("{}", cellbox_settings::markdown_table());
             ExitCode::SUCCESS
         }
         DocsCommand::EnvVars { write: Some(page), .. } => {
-            write_table(&page, "env-vars", &cellbox::settings::markdown_table())
+            write_table(&page, "env-vars", &cellbox_settings::markdown_table())
         }
         DocsCommand::Platforms { write: None } => {
-            print!("{}", cellbox::platform::markdown_table());
+            print!("{}", cellbox_kernels::platform::markdown_table());
             ExitCode::SUCCESS
         }
         DocsCommand::Platforms { write: Some(page) } => {
-            write_table(&page, "platforms", &cellbox::platform::markdown_table())
+            write_table(&page, "platforms", &cellbox_kernels::platform::markdown_table())
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use cellbox::gateway::local;
+use cellbox_kernels::gateway::local;
 use clap::Subcommand;
 
 use super::KernelArgs;

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use cellbox::discovery::{self, DiscoveryInput, sources};
+use cellbox_kernels::discovery::{self, DiscoveryInput, sources};
 
 use super::KernelArgs;
 

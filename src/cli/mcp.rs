@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cellbox::tool::{EvalEngine, KernelMode};
+use cellbox_engine::tool::{EvalEngine, KernelMode};
 
 use super::KernelArgs;
 
@@ -22,7 +22,7 @@ pub struct EngineArgs {
     /// Check cells before running them: `syntax` runs none if a cell does not parse (the error
     /// shows its caret); `lint` also adds `ruff check` findings on Python cells as notes [default: off].
     #[arg(long, value_name = "off|syntax|lint")]
-    check: Option<cellbox::tool::CheckMode>,
+    check: Option<cellbox_engine::tool::CheckMode>,
     /// Keep kernels across calls (`session`) or start one per call (`per-call`).
     #[arg(long, value_enum, default_value = "session")]
     mode: Mode,
@@ -49,7 +49,7 @@ pub struct EngineArgs {
     checkpoints: Option<usize>,
     /// Private memory a session's checkpoints may hold together; the oldest
     /// go first [env: CELLBOX_CHECKPOINT_MEMORY] [default: 1G].
-    #[arg(long, value_name = "SIZE", value_parser = cellbox::sandbox::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = cellbox_kernels::sandbox::parse_size)]
     checkpoint_memory: Option<u64>,
     /// Refuse Python cells [env: CELLBOX_PY=0].
     #[arg(long)]
@@ -67,7 +67,7 @@ enum Mode {
 
 impl EngineArgs {
     /// The engine configuration these options describe.
-    pub fn engine_config(&self) -> Result<cellbox::tool::EngineConfig, String> {
+    pub fn engine_config(&self) -> Result<cellbox_engine::tool::EngineConfig, String> {
         let mut config = self.kernel.engine_config()?;
         config.mode = match self.mode {
             Mode::Session => KernelMode::Session,
@@ -98,7 +98,7 @@ pub async fn mcp(args: McpArgs) -> ExitCode {
     };
     // Cells' completion()/agent() are answered by the connected client (MCP sampling).
     let sampling = Arc::new(cellbox::mcp::sampling::SamplingBridge::default());
-    config.bridge = cellbox::bridge::BridgeConfig::new(sampling.clone());
+    config.bridge = cellbox_engine::bridge::BridgeConfig::new(sampling.clone());
     let engine = Arc::new(EvalEngine::new(config));
     // The first kernel starts now, while the client is still connecting.
     let warm = engine.clone();

@@ -19,8 +19,8 @@ mod signals;
 
 use std::process::ExitCode;
 
-pub use cellbox::kernel_args::KernelArgs;
-use cellbox::settings;
+pub use cellbox_engine::kernel_args::KernelArgs;
+use cellbox_settings as settings;
 use clap::{Parser, Subcommand};
 
 /// `--version`: the crate version and the git revision it was built from.

@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use cellbox::notebook::{Cell, Notebook, ParamValue, parameters};
 use cellbox::render::{CardRenderer, RenderOptions, redrawing};
-use cellbox::tool::{CallContext, CellParams, CellStatus, EvalEngine, EvalEvent, EvalParams, KernelMode};
+use cellbox_engine::notebook::{Cell, Notebook, ParamValue, parameters};
+use cellbox_engine::tool::{CallContext, CellParams, CellStatus, EvalEngine, EvalEvent, EvalParams, KernelMode};
 use tokio_util::sync::CancellationToken;
 
 use super::run_args::RunArgs;
@@ -88,7 +88,7 @@ pub async fn run_notebook(args: RunArgs, path: &Path) -> Result<ExitCode, String
     config.history.session_output_bytes = usize::MAX;
     config.history.total_bytes = usize::MAX;
     // One pass over the notebook: a spare kernel would only take CPU from it.
-    config.spare = cellbox::session::SpareLimits::OFF;
+    config.spare = cellbox_engine::session::SpareLimits::OFF;
     let engine = Arc::new(EvalEngine::new(config));
     let cancel = CancellationToken::new();
     let terminated = CancellationToken::new();

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use cellbox::render::{CardRenderer, RenderOptions, redrawing};
-use cellbox::tool::{CallContext, EvalEngine, EvalEvent, EvalParams, Language};
+use cellbox_engine::tool::{CallContext, EvalEngine, EvalEvent, EvalParams, Language};
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
 use tokio_util::sync::CancellationToken;
@@ -25,7 +25,7 @@ pub struct ReplArgs {
     /// Check cells before running them: `syntax` runs none if a cell does not parse (the error
     /// shows its caret); `lint` also adds `ruff check` findings on Python cells as notes [default: off].
     #[arg(long, value_name = "off|syntax|lint")]
-    check: Option<cellbox::tool::CheckMode>,
+    check: Option<cellbox_engine::tool::CheckMode>,
     /// Timeout of each cell in seconds (1..3600).
     #[arg(long, value_name = "SECONDS", default_value_t = 3600.0)]
     timeout: f64,
@@ -66,7 +66,7 @@ pub async fn repl(args: ReplArgs) -> ExitCode {
         }
     };
     config.pool.idle_timeout = None;
-    if cellbox::settings::CHECKPOINTS.get().is_none() {
+    if cellbox_settings::CHECKPOINTS.get().is_none() {
         config.checkpoints.count = super::repl_branches::DEFAULT_CHECKPOINTS;
     }
     config.check = args.check.unwrap_or(config.check);

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use cellbox::tool::{CallContext, EvalEngine, ForkOptions};
+use cellbox_engine::tool::{CallContext, EvalEngine, ForkOptions};
 
 /// Checkpoints the REPL keeps when `CELLBOX_CHECKPOINTS` says nothing: a few
 /// milliseconds before each cell buy an `:undo` after any mistake.
@@ -57,7 +57,7 @@ impl Sessions {
                     text
                 })
                 .map_err(|e| e.to_string()),
-            (":switch", target) if cellbox::tool::is_session_name(target) => {
+            (":switch", target) if cellbox_engine::tool::is_session_name(target) => {
                 self.current = target.to_string();
                 Ok(format!("now in session {target}"))
             }

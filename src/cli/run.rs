@@ -7,7 +7,9 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use cellbox::render::{CardRenderer, RenderOptions, redrawing};
-use cellbox::tool::{CallContext, CellStatus, EvalEngine, EvalEvent, EvalParams, EvalResult, KernelMode, Language};
+use cellbox_engine::tool::{
+    CallContext, CellStatus, EvalEngine, EvalEvent, EvalParams, EvalResult, KernelMode, Language,
+};
 use tokio_util::sync::CancellationToken;
 
 use super::run_args::RunArgs;
@@ -83,7 +85,7 @@ async fn run_inner(args: RunArgs) -> Result<ExitCode, String> {
     let keeps_kernel = args.restore.is_some() || args.snapshot.is_some();
     config.mode = if keeps_kernel { KernelMode::Session } else { KernelMode::PerCall };
     // One call: a spare kernel would only take CPU from it.
-    config.spare = cellbox::session::SpareLimits::OFF;
+    config.spare = cellbox_engine::session::SpareLimits::OFF;
     config.extra_env = args.env.iter().cloned().collect();
     config.check = args.check.unwrap_or(config.check);
     let engine = Arc::new(EvalEngine::new(config));

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use cellbox::tool::Language;
+use cellbox_engine::tool::Language;
 
 use super::KernelArgs;
 
@@ -62,7 +62,7 @@ pub struct RunArgs {
     /// Check cells before running them: `syntax` runs none if a cell does not parse (the error
     /// shows its caret); `lint` also adds `ruff check` findings on Python cells as notes [default: off].
     #[arg(long, value_name = "off|syntax|lint")]
-    pub(super) check: Option<cellbox::tool::CheckMode>,
+    pub(super) check: Option<cellbox_engine::tool::CheckMode>,
     #[command(flatten)]
     pub(super) kernel: KernelArgs,
 }

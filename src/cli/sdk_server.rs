@@ -1,11 +1,11 @@
 //! `cellbox sdk-server`: the engine the Python SDK starts and talks to over
-//! stdin/stdout (see `cellbox::sdk`). Not meant to be typed by people.
+//! stdin/stdout (see `cellbox_sdk`). Not meant to be typed by people.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use cellbox::sdk::EngineArgs;
-use cellbox::tool::EvalEngine;
+use cellbox_engine::tool::EvalEngine;
+use cellbox_sdk::EngineArgs;
 
 #[derive(Debug, clap::Args)]
 pub struct SdkServerArgs {
@@ -26,7 +26,7 @@ pub async fn sdk_server(args: SdkServerArgs) -> ExitCode {
     // The first kernel starts now, while the SDK sends its first request.
     let warm = engine.clone();
     tokio::spawn(async move { warm.prewarm().await });
-    match cellbox::sdk::serve_stdio(engine, root, idle).await {
+    match cellbox_sdk::serve_stdio(engine, root, idle).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("cellbox sdk-server: {error}");

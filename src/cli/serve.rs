@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use cellbox::serve::{Auth, ServeConfig, tokens};
-use cellbox::settings;
+use cellbox_settings as settings;
 
 use super::mcp::EngineArgs;
 
@@ -113,7 +113,7 @@ enum TokenCommand {
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
         max_sandboxes: Option<u64>,
         /// Memory for each of its kernels and what it starts (within the server's --memory-limit).
-        #[arg(long, value_name = "SIZE", value_parser = cellbox::sandbox::parse_size)]
+        #[arg(long, value_name = "SIZE", value_parser = cellbox_kernels::sandbox::parse_size)]
         memory_limit: Option<u64>,
     },
     /// List the principals (names and when their tokens were made; never the tokens).
@@ -124,7 +124,7 @@ enum TokenCommand {
 
 fn tokens_path(flag: Option<PathBuf>) -> PathBuf {
     flag.or_else(|| settings::SERVE_TOKENS.path())
-        .unwrap_or_else(|| cellbox::paths::config_root().join("serve-tokens.json"))
+        .unwrap_or_else(|| cellbox_kernels::paths::config_root().join("serve-tokens.json"))
 }
 
 pub async fn serve(args: ServeArgs) -> ExitCode {
@@ -169,7 +169,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     // Kernels may not read the server's tokens file (hashes or not), nor its TLS key.
     engine.sandbox.deny_read.push(tokens_file);
     engine.sandbox.deny_read.extend(args.tls_key.iter().map(|key| std::path::absolute(key).unwrap_or(key.clone())));
-    engine.kernel_budget = Some(cellbox::session::KernelBudget::new(args.max_kernels_total));
+    engine.kernel_budget = Some(cellbox_engine::session::KernelBudget::new(args.max_kernels_total));
     let root = match args.root.map_or_else(std::env::current_dir, std::path::absolute) {
         Ok(root) => root,
         Err(error) => {
@@ -249,7 +249,7 @@ fn token(what: TokenCommand, path: PathBuf) -> ExitCode {
                     line.push_str(&format!("\tmax sandboxes {n}"));
                 }
                 if let Some(bytes) = limits.memory_limit {
-                    line.push_str(&format!("\tmemory limit {}", cellbox::output::limiter::human_bytes(bytes)));
+                    line.push_str(&format!("\tmemory limit {}", cellbox_engine::output::limiter::human_bytes(bytes)));
                 }
                 println!("{line}");
             }

@@ -57,7 +57,7 @@ pub async fn setup(command: SetupCommand) -> ExitCode {
             println!("Runs as:            {}", python.executable.display());
             match &python.version {
                 Some(version) => println!("Version:            {version}"),
-                None => println!("Version:            not checked ({}=1)", cellbox::settings::PYTHON_SKIP_CHECK.name),
+                None => println!("Version:            not checked ({}=1)", cellbox_settings::PYTHON_SKIP_CHECK.name),
             }
             if check {
                 print_sandbox(&kernel);
@@ -73,7 +73,7 @@ pub async fn setup(command: SetupCommand) -> ExitCode {
 
 /// What this OS can enforce, the policy these options ask for, and whether it is enforced here.
 fn print_sandbox(kernel: &KernelArgs) {
-    let support = cellbox::sandbox::support();
+    let support = cellbox_kernels::sandbox::support();
     println!("{}", support.to_text());
     match kernel.sandbox_policy() {
         Ok(policy) => {
@@ -83,17 +83,17 @@ fn print_sandbox(kernel: &KernelArgs) {
                 policy.network,
                 policy
                     .memory_limit
-                    .map(|m| format!(", memory {}", cellbox::sandbox::format_size(m)))
+                    .map(|m| format!(", memory {}", cellbox_kernels::sandbox::format_size(m)))
                     .unwrap_or_default(),
                 policy.max_processes.map(|n| format!(", at most {n} processes")).unwrap_or_default()
             );
-            if let Some(reason) = cellbox::sandbox::filesystem_unenforceable(&policy) {
+            if let Some(reason) = cellbox_kernels::sandbox::filesystem_unenforceable(&policy) {
                 println!("                    not enforced here ({reason}): kernels start without the file rules");
             }
         }
         Err(message) => println!("sandbox policy:     invalid: {message}"),
     }
-    println!("preload:            {}", cellbox::kernel::zygote::platform_note());
+    println!("preload:            {}", cellbox_kernels::kernel::zygote::platform_note());
 }
 
 async fn setup_node(kernel: KernelArgs) -> ExitCode {
@@ -106,8 +106,8 @@ async fn setup_node(kernel: KernelArgs) -> ExitCode {
     };
     let explicit = kernel.node.clone();
     let found = tokio::task::spawn_blocking(move || {
-        let policy = cellbox::sandbox::SandboxPolicy::from_env().unwrap_or_default();
-        cellbox::runtime::node::resolve_from_env(explicit.as_deref(), &cwd, &policy)
+        let policy = cellbox_kernels::sandbox::SandboxPolicy::from_env().unwrap_or_default();
+        cellbox_kernels::runtime::node::resolve_from_env(explicit.as_deref(), &cwd, &policy)
     })
     .await
     .expect("discovery does not panic");

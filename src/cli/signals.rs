@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use cellbox::stop_signals::{StopSignal, StopSignals};
-use cellbox::tool::EvalEngine;
+use cellbox_engine::tool::EvalEngine;
+use cellbox_kernels::stop_signals::{StopSignal, StopSignals};
 use tokio_util::sync::CancellationToken;
 
 /// Ctrl-C cancels the running cell; a second Ctrl-C, or SIGTERM, stops the kernels and exits.

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use cellbox::bridge::{Bridge, BridgeConfig};
-use cellbox::gateway::GatewaySetting;
-use cellbox::session::Backend;
-use cellbox::tool::{CallContext, EngineConfig, EvalEngine, EvalError, EvalParams, EvalResult, ignore_events};
+use cellbox_engine::bridge::{Bridge, BridgeConfig};
+use cellbox_engine::session::Backend;
+use cellbox_engine::tool::{CallContext, EngineConfig, EvalEngine, EvalError, EvalParams, EvalResult, ignore_events};
+use cellbox_kernels::gateway::GatewaySetting;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cellbox::bridge::{
+use cellbox_engine::bridge::{
     AgentOutput, AgentRequest, BoxFuture, Bridge, BridgeError, Completion, CompletionRequest, ToolRequest,
 };
 use serde_json::{Value, json};

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cellbox::gateway::{Endpoint, GatewayClient};
-use cellbox::kernel::process::{Signal, signal_group};
+use cellbox_kernels::gateway::{Endpoint, GatewayClient};
+use cellbox_kernels::kernel::process::{Signal, signal_group};
 
 /// Which gateway program to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -134,7 +134,7 @@ impl RawServer {
 
     /// SIGTERM to the server, and its exit status once it is gone.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
-        use cellbox::kernel::process::{Signal, signal_pid};
+        use cellbox_kernels::kernel::process::{Signal, signal_pid};
         signal_pid(self.child.id(), Signal::SIGTERM).unwrap();
         self.child.wait().unwrap()
     }

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use cellbox::discovery::{self, DiscoveryInput, EnvActivation, env};
-use cellbox::kernel::{CellOutput, Kernel, KernelOptions};
+use cellbox_kernels::discovery::{self, DiscoveryInput, EnvActivation, env};
+use cellbox_kernels::kernel::{CellOutput, Kernel, KernelOptions};
 
 /// The interpreter under test: `$CELLBOX_TEST_PYTHON`, else what discovery finds on PATH.
 pub fn python() -> &'static PathBuf {
@@ -145,12 +145,12 @@ def build_wheel(folder, version):
 pub struct Ended {
     pub stdout: String,
     pub stderr: String,
-    pub outcome: Result<cellbox::kernel::CellDone, cellbox::kernel::KernelError>,
+    pub outcome: Result<cellbox_kernels::kernel::CellDone, cellbox_kernels::kernel::KernelError>,
 }
 
 /// Run `code` and keep everything it printed, even when the kernel dies.
 pub async fn run_to_end(kernel: &Kernel, code: &str) -> Ended {
-    use cellbox::kernel::{ExecEvent, KernelError};
+    use cellbox_kernels::kernel::{ExecEvent, KernelError};
     let mut ended = Ended { stdout: String::new(), stderr: String::new(), outcome: Err(KernelError::Closed) };
     let mut execution = kernel.execute(code).await.expect("request sent");
     let limit = Duration::from_secs(60);
@@ -168,8 +168,8 @@ pub async fn run_to_end(kernel: &Kernel, code: &str) -> Ended {
 
 /// An engine configuration rooted in `dir` (its cwd) on the interpreter under
 /// test, with artifacts kept inside `dir`.
-pub fn engine_config(dir: &Path) -> cellbox::tool::EngineConfig {
-    let mut config = cellbox::tool::EngineConfig::new(dir);
+pub fn engine_config(dir: &Path) -> cellbox_engine::tool::EngineConfig {
+    let mut config = cellbox_engine::tool::EngineConfig::new(dir);
     config.python = Some(python().display().to_string());
     config.artifacts_dir = dir.join("artifacts");
     config

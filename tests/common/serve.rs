@@ -141,7 +141,7 @@ pub fn spawn_eval(
 
 /// POST `body` to the MCP endpoint with these headers; the status and the response's headers.
 pub async fn post(url: &str, body: &str, headers: &[(&str, &str)]) -> (u16, reqwest::header::HeaderMap, String) {
-    cellbox::tls::install_crypto();
+    cellbox_kernels::tls::install_crypto();
     let mut request = reqwest::Client::new()
         .post(url)
         .header("content-type", "application/json")
@@ -161,7 +161,7 @@ pub fn bearer(token: &str) -> String {
 
 /// GET a path of the server; the status and the body.
 pub async fn get(server: &Server, path: &str) -> (u16, String) {
-    cellbox::tls::install_crypto();
+    cellbox_kernels::tls::install_crypto();
     let response = reqwest::get(format!("{}{path}", server.base())).await.unwrap();
     (response.status().as_u16(), response.text().await.unwrap())
 }

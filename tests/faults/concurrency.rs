@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cellbox::kernel::process::{Signal, signal_pid};
-use cellbox::tool::{CallContext, EvalParams};
+use cellbox_engine::tool::{CallContext, EvalParams};
+use cellbox_kernels::kernel::process::{Signal, signal_pid};
 
 use crate::common::{PATIENCE, eventually, group_members, reaped};
 use crate::harness::harness;

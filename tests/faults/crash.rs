@@ -1,7 +1,7 @@
 //! Crashes: the kernel dies during a cell, or between cells.
 
-use cellbox::kernel::process::{Signal, signal_pid};
-use cellbox::tool::{CellStatus, EvalResult};
+use cellbox_engine::tool::{CellStatus, EvalResult};
+use cellbox_kernels::kernel::process::{Signal, signal_pid};
 
 use crate::common::{PATIENCE, eventually, group_members};
 use crate::harness::{Harness, assert_has, harness, status};

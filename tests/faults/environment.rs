@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use cellbox::tool::{CallContext, EvalError, EvalParams};
+use cellbox_engine::tool::{CallContext, EvalError, EvalParams};
 
 use crate::common::{PATIENCE, eventually};
 use crate::harness::{Harness, assert_has, harness, harness_with};
@@ -50,7 +50,7 @@ async fn environment_cwd_deleted_during_a_session() {
     let h = harness();
     let pid = h.start("s").await;
     let work = h.dir.path().join("work");
-    if h.engine.config().sandbox.mode == cellbox::sandbox::SandboxMode::Off {
+    if h.engine.config().sandbox.mode == cellbox_kernels::sandbox::SandboxMode::Off {
         let result = h
             .run("s", "import os, shutil\nprint('before the delete')\nshutil.rmtree(os.getcwd())\nos.getcwd()", 10)
             .await;

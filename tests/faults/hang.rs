@@ -1,6 +1,6 @@
 //! Hangs: cells that cannot be interrupted, and threads that will not end.
 
-use cellbox::tool::CellStatus;
+use cellbox_engine::tool::CellStatus;
 
 use crate::common::group_members;
 use crate::harness::{HANG_SLACK, assert_has, harness, status};

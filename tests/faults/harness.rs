@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cellbox::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalError, EvalParams, EvalResult};
+use cellbox_engine::tool::{CallContext, CellStatus, EngineConfig, EvalEngine, EvalError, EvalParams, EvalResult};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -39,7 +39,8 @@ pub(crate) fn harness_with(tweak: impl FnOnce(&mut EngineConfig, &Path)) -> Harn
     config.artifact_retention = None;
     // CELLBOX_SANDBOX=workspace-write (and the other CELLBOX_* sandbox
     // variables) run the whole catalogue inside the sandbox.
-    config.sandbox = cellbox::sandbox::SandboxPolicy::from_env().expect("the CELLBOX_* sandbox variables are valid");
+    config.sandbox =
+        cellbox_kernels::sandbox::SandboxPolicy::from_env().expect("the CELLBOX_* sandbox variables are valid");
     tweak(&mut config, dir.path());
     Harness { engine: Arc::new(EvalEngine::new(config)), dir, groups: Mutex::default() }
 }
@@ -65,7 +66,7 @@ impl Harness {
         let deadline = Duration::from_secs(timeout) + HANG_SLACK;
         let answer = tokio::time::timeout(
             deadline,
-            self.engine.eval(params, context, &CancellationToken::new(), &cellbox::tool::ignore_events),
+            self.engine.eval(params, context, &CancellationToken::new(), &cellbox_engine::tool::ignore_events),
         )
         .await
         .unwrap_or_else(|_| panic!("the host did not answer within {deadline:?}: {:?}", params));

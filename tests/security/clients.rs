@@ -65,7 +65,7 @@ async fn a_call_that_never_ends_does_not_hold_the_shutdown() {
 }
 
 async fn serve_get(server: &Serve, path: &str) -> (u16, String) {
-    cellbox::tls::install_crypto();
+    cellbox_kernels::tls::install_crypto();
     let response = reqwest::get(format!("{}{path}", server.base())).await.unwrap();
     (response.status().as_u16(), response.text().await.unwrap())
 }
@@ -82,7 +82,7 @@ async fn connections_past_one_address_s_share_are_closed_and_counted() {
 
 /// Two idle connections fill the place `cap` gives; a third is closed at once and counted.
 async fn connections_past(cap: &[&str]) {
-    cellbox::tls::install_crypto();
+    cellbox_kernels::tls::install_crypto();
     let scene = Scene::new();
     let flags: Vec<&str> = cap.iter().copied().chain(["--client-timeout", "600"]).collect();
     let (server, _) = Serve::start(&scene, &["alice"], &flags);

@@ -379,7 +379,7 @@ mod tests {
 
         /// Examples per property: `CELLBOX_FUZZ_CASES`, default 200.
         fn config() -> ProptestConfig {
-            let cases = crate::settings::FUZZ_CASES.parse().ok().flatten().unwrap_or(200);
+            let cases = cellbox_settings::FUZZ_CASES.parse().ok().flatten().unwrap_or(200);
             ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
         }
 

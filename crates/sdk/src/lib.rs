@@ -16,6 +16,9 @@
 //! `sandbox.files` and `sandbox.commands` are the `files.*` methods ([`files`],
 //! with [`watch`]) and the `commands.*` methods ([`commands`]).
 
+use cellbox_engine::{kernel_args, tool};
+use cellbox_kernels::{runtime, sandbox};
+
 mod args;
 mod branches;
 mod commands;
