@@ -2,8 +2,8 @@
 their caret, magics that pass, the check request's parsing, and the names
 the lint pass does not report as undefined.
 
-Run by tests/runner_python.rs as `python -m unittest` with runner/ on sys.path.
-The lint pass itself, with the real ruff, is tested end to end in tests/precheck.rs.
+Run by tests/it/runner_python.rs as `python -m unittest` with runner/ on sys.path.
+The lint pass itself, with the real ruff, is tested end to end in tests/it/precheck.rs.
 """
 import json
 import unittest

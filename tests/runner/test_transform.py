@@ -2,7 +2,7 @@
 shell-line expansion and SList. Where IPython is installed, its own
 transformer is the oracle for every form both support.
 
-Run by tests/runner_python.rs as `python -m unittest` with runner/ on sys.path.
+Run by tests/it/runner_python.rs as `python -m unittest` with runner/ on sys.path.
 """
 import ast
 import os

@@ -1,7 +1,7 @@
 """The engine in the SDK's own process (`cellbox._engine`): how it is chosen,
 what a forked child and Ctrl-C get, and the errors for a bad choice.
 
-tests/sdk.rs builds the extension and names it in CELLBOX_SDK_ENGINE.
+tests/it/sdk.rs builds the extension and names it in CELLBOX_SDK_ENGINE.
 """
 import os
 import signal
@@ -22,7 +22,7 @@ ENGINE = os.environ.get("CELLBOX_SDK_ENGINE", "")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-@unittest.skipUnless(os.path.isfile(ENGINE), "CELLBOX_SDK_ENGINE names no built extension (tests/sdk.rs sets it)")
+@unittest.skipUnless(os.path.isfile(ENGINE), "CELLBOX_SDK_ENGINE names no built extension (tests/it/sdk.rs sets it)")
 class InProcessTests(unittest.TestCase):
     def setUp(self):
         self.workspace = Workspace("in-process")

@@ -1,7 +1,7 @@
 //! The platforms cellbox is published for and what works on each: declared
 //! once here, printed as the table in docs/platforms.md (`cellbox docs
 //! platforms --write`), and checked against the npm packages, the release
-//! workflow and the cross-target check (tests/platforms.rs), so the page,
+//! workflow and the cross-target check (tests/it/platforms.rs), so the page,
 //! the builds and the code cannot disagree unnoticed.
 
 use std::fmt::Write as _;
