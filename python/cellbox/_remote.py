@@ -25,7 +25,7 @@ _CONNECT_TIMEOUT = 30.0
 #: Seconds `close()` waits for the server to end the sandbox.
 _CLOSE_GRACE = 10.0
 #: Calls whose parameters carry the sandbox's `envs` (a local engine sets them in its own environment).
-_WITH_ENVS = ("run_code", "commands.run")
+_WITH_ENVS = ("run_code", "commands.start")
 
 
 class RemoteTransport(Transport):

@@ -82,6 +82,14 @@ class RemoteSandboxTest(WithServer, unittest.TestCase):
         self.assertIn("bye", box.run_code("os.environ['GREETING']", envs={"GREETING": "bye"}).text)
         self.assertIn("hello", box.run_code("os.environ['GREETING']").text)
 
+    def test_the_sandbox_s_envs_reach_its_commands(self):
+        box = self.sandbox(envs={"GREETING": "hello", "OTHER": "kept"})
+        self.assertEqual(box.commands.run("echo $GREETING").stdout, "hello\n")
+        # A command's own envs win over the sandbox's, for that command only.
+        self.assertEqual(box.commands.run("echo $GREETING $OTHER", envs={"GREETING": "bye"}).stdout, "bye kept\n")
+        handle = box.commands.run("echo $GREETING", background=True)
+        self.assertEqual(handle.wait().stdout, "hello\n")
+
     def test_files_and_commands_are_rooted_in_the_principals_folder(self):
         box = self.sandbox()
         name = unique("note") + ".txt"
