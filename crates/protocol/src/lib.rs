@@ -4,6 +4,8 @@
 //! every frame type, so the runner's `protocol.py` and this file are the two
 //! places to read when the protocol changes.
 
+pub mod sdk;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
