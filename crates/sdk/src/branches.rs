@@ -5,67 +5,14 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
-use serde_json::{Value, json};
-
+use super::Server;
 use super::contexts::{Context, SdkLanguage};
-use super::wire::{Failure, code};
-use super::{Server, parse};
+use super::wire::{
+    ErrorCode, Failure, Fork, ForkResult, LeftOut, RestoreResult, SnapshotFile, SnapshotResult, Undo, UndoResult,
+};
 use crate::tool::{BranchError, CallContext, ForkOptions};
 
-/// `fork_context`'s parameters.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Fork {
-    #[serde(default)]
-    context_id: Option<String>,
-    #[serde(default)]
-    name: Option<String>,
-}
-
-/// `undo`'s parameters.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Undo {
-    #[serde(default)]
-    context_id: Option<String>,
-    #[serde(default = "one")]
-    steps: usize,
-}
-
-fn one() -> usize {
-    1
-}
-
-/// `snapshot`'s and `restore`'s parameters: `path` relative to the sandbox's folder.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SnapshotFile {
-    #[serde(default)]
-    context_id: Option<String>,
-    path: String,
-}
-
 impl Server {
-    /// Serve a branch call; `None` when `method` is not one.
-    pub(super) async fn branch_call(&self, method: &str, params: Value) -> Option<Result<Value, Failure>> {
-        Some(match method {
-            "fork_context" => match parse::<Fork>(method, params) {
-                Ok(params) => self.fork_context(params).await,
-                Err(failure) => Err(failure),
-            },
-            "undo" => match parse::<Undo>(method, params) {
-                Ok(params) => self.undo(params).await,
-                Err(failure) => Err(failure),
-            },
-            "snapshot" | "restore" => match parse::<SnapshotFile>(method, params) {
-                Ok(params) => self.snapshot(params, method == "restore").await,
-                Err(failure) => Err(failure),
-            },
-            _ => return None,
-        })
-    }
-
     /// The context a branch call names, else the default Python one.
     fn python_context(&self, id: Option<&str>) -> Result<Context, Failure> {
         let context = match id {
@@ -82,7 +29,7 @@ impl Server {
         Ok(context)
     }
 
-    async fn fork_context(&self, params: Fork) -> Result<Value, Failure> {
+    pub(super) async fn fork_context(&self, params: Fork) -> Result<ForkResult, Failure> {
         let source = self.python_context(params.context_id.as_deref())?;
         let copy = self.contexts.create_new(&source, params.name.as_deref())?;
         let forked = self
@@ -95,7 +42,7 @@ impl Server {
             )
             .await;
         match forked {
-            Ok(report) => Ok(json!({"context": copy.info(), "lost_threads": report.lost_threads})),
+            Ok(report) => Ok(ForkResult { context: copy.info(), lost_threads: report.lost_threads }),
             Err(error) => {
                 let _ = self.contexts.remove(&copy.id);
                 Err(failure(error))
@@ -103,42 +50,54 @@ impl Server {
         }
     }
 
-    async fn undo(&self, params: Undo) -> Result<Value, Failure> {
+    pub(super) async fn undo(&self, params: Undo) -> Result<UndoResult, Failure> {
         let context = self.python_context(params.context_id.as_deref())?;
         let report = self.engine.undo(&CallContext::new(context.session()), params.steps).await.map_err(failure)?;
-        Ok(json!({"steps": report.steps, "left": report.left}))
+        Ok(UndoResult { steps: report.steps, left: report.left })
     }
 
-    async fn snapshot(&self, params: SnapshotFile, restore: bool) -> Result<Value, Failure> {
-        let context = self.python_context(params.context_id.as_deref())?;
-        let session = CallContext::new(context.session());
-        let path = context.cwd.join(Path::new(&params.path));
-        let pairs = |pairs: Vec<(String, String)>| -> Vec<Value> {
-            pairs.into_iter().map(|(name, reason)| json!({"name": name, "reason": reason})).collect()
-        };
-        if restore {
-            let report = self.engine.restore_session(&session, &path).await.map_err(failure)?;
-            Ok(json!({"path": report.path, "names": report.restored, "left_out": pairs(report.failed)}))
-        } else {
-            let report = self.engine.snapshot_session(&session, &path).await.map_err(failure)?;
-            Ok(json!({
-                "path": report.path,
-                "names": report.saved,
-                "left_out": pairs(report.skipped),
-                "bytes": report.bytes,
-            }))
-        }
+    pub(super) async fn snapshot(&self, params: SnapshotFile) -> Result<SnapshotResult, Failure> {
+        let (context, path) = self.snapshot_file(&params)?;
+        let report =
+            self.engine.snapshot_session(&CallContext::new(context.session()), &path).await.map_err(failure)?;
+        Ok(SnapshotResult {
+            path: report.path.display().to_string(),
+            names: report.saved,
+            left_out: left_out(report.skipped),
+            bytes: report.bytes,
+        })
     }
+
+    pub(super) async fn restore(&self, params: SnapshotFile) -> Result<RestoreResult, Failure> {
+        let (context, path) = self.snapshot_file(&params)?;
+        let report = self.engine.restore_session(&CallContext::new(context.session()), &path).await.map_err(failure)?;
+        Ok(RestoreResult {
+            path: report.path.display().to_string(),
+            names: report.restored,
+            left_out: left_out(report.failed),
+        })
+    }
+
+    /// The context a snapshot or restore names, and its file (relative to the context's folder).
+    fn snapshot_file(&self, params: &SnapshotFile) -> Result<(Context, std::path::PathBuf), Failure> {
+        let context = self.python_context(params.context_id.as_deref())?;
+        let path = context.cwd.join(Path::new(&params.path));
+        Ok((context, path))
+    }
+}
+
+fn left_out(pairs: Vec<(String, String)>) -> Vec<LeftOut> {
+    pairs.into_iter().map(|(name, reason)| LeftOut { name, reason }).collect()
 }
 
 /// A branch error as the SDK's failure: what is missing is "not found".
 fn failure(error: BranchError) -> Failure {
     let kind = match error {
-        BranchError::NoKernel(_) | BranchError::NoCheckpoint { .. } => code::NOT_FOUND,
+        BranchError::NoKernel(_) | BranchError::NoCheckpoint { .. } => ErrorCode::NotFound,
         BranchError::BadName(_) | BranchError::TargetExists(_) | BranchError::NotEnoughCheckpoints { .. } => {
-            code::INVALID_PARAMS
+            ErrorCode::InvalidParams
         }
-        _ => code::FAILED,
+        _ => ErrorCode::Failed,
     };
     Failure::new(kind, error.to_string())
 }

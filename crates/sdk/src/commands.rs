@@ -32,12 +32,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::wire::{self, Failure, ProcessInfo, code};
-use super::{Server, parse};
+use super::Server;
+use super::wire::{self, Answer, Call, CommandResult, CommandStarted, CommandStatus, ErrorCode, Failure, ProcessInfo};
 use crate::sandbox::host_files::{HostFileError, Kind, lexical};
 use crate::tool::{
     CallContext, CellParams, CellStatus, EvalEngine, EvalError, EvalEvent, EvalParams, EvalResult, Language,
@@ -93,7 +93,7 @@ struct State {
     error: Option<String>,
     killed: bool,
     /// Set once the command's kernel is gone.
-    outcome: Option<Result<Value, Failure>>,
+    outcome: Option<Result<CommandResult, Failure>>,
 }
 
 impl State {
@@ -159,24 +159,25 @@ impl Commands {
 }
 
 impl Server {
-    /// Answer one `commands.*` request (`call`: its id, for `output` notifications).
-    pub(super) async fn command_call(&self, call: &Value, method: &str, params: Value) -> Result<Value, Failure> {
-        match method {
-            "commands.start" => self.start_command(parse(method, params)?).await,
-            "commands.wait" => self.wait_command(call, parse(method, params)?).await,
-            "commands.kill" => {
-                let params: wire::CommandRef = parse(method, params)?;
-                self.kill_command(self.commands.find(params.id, params.pid)?).await
+    /// Answer one `commands.*` call (`id`: its request's, for `output` notifications).
+    pub(super) async fn command_call(&self, id: &Value, call: Call) -> Result<Answer, Failure> {
+        match call {
+            Call::CommandsStart(params) => self.start_command(params).await.map(Answer::CommandsStart),
+            Call::CommandsWait(params) => self.wait_command(id, params).await.map(Answer::CommandsWait),
+            Call::CommandsKill(params) => {
+                self.kill_command(self.commands.find(params.id, params.pid)?).await.map(Answer::CommandsKill)
             }
-            "commands.list" => {
+            Call::CommandsList(_) => {
                 let all: Vec<Arc<Command>> = self.commands.all.lock().unwrap().values().cloned().collect();
-                Ok(json!(all.iter().filter_map(|command| command.info()).collect::<Vec<ProcessInfo>>()))
+                Ok(Answer::CommandsList(all.iter().filter_map(|command| command.info()).collect()))
             }
-            other => Err(Failure::new(code::METHOD_NOT_FOUND, format!("no method {other:?}"))),
+            other => {
+                Err(Failure::new(ErrorCode::MethodNotFound, format!("no commands method {:?}", other.method().name())))
+            }
         }
     }
 
-    async fn start_command(&self, params: wire::CommandStart) -> Result<Value, Failure> {
+    async fn start_command(&self, params: wire::CommandStart) -> Result<CommandStarted, Failure> {
         let timeout = match params.timeout {
             None => wire::DEFAULT_COMMAND_TIMEOUT_SECS,
             Some(seconds) if !seconds.is_finite() || seconds < 0.0 => {
@@ -235,7 +236,7 @@ impl Server {
             {
                 let state = command.state.lock().unwrap();
                 if let Some(pid) = state.pid {
-                    return Ok(json!({"id": id, "pid": pid}));
+                    return Ok(CommandStarted { id, pid });
                 }
                 if let Some(Err(failure)) = &state.outcome {
                     let failure = failure.clone();
@@ -245,12 +246,12 @@ impl Server {
                 }
             }
             if changed.changed().await.is_err() {
-                return Err(Failure::new(code::FAILED, "the command's runner went away"));
+                return Err(Failure::new(ErrorCode::Failed, "the command's runner went away"));
             }
         }
     }
 
-    async fn wait_command(&self, call: &Value, params: wire::CommandWait) -> Result<Value, Failure> {
+    async fn wait_command(&self, call: &Value, params: wire::CommandWait) -> Result<CommandResult, Failure> {
         let command = self.commands.find(params.id, params.pid)?.ok_or_else(|| not_found(params.id, params.pid))?;
         let mut changed = command.changed.subscribe();
         let cancel = self.stopping.child_token();
@@ -273,12 +274,12 @@ impl Server {
                     dropped - next,
                     MAX_KEPT_OUTPUT >> 20
                 );
-                let _ =
-                    self.out.send(wire::output(call, json!({"type": "stderr", "text": text, "chunk": dropped - 1})));
+                let note = wire::Output::Stderr { text, chunk: Some(dropped as u64 - 1) };
+                let _ = self.out.send(wire::output(call, note));
                 next = dropped;
             }
             for (kind, text) in chunks {
-                let _ = self.out.send(wire::output(call, json!({"type": kind, "text": text, "chunk": next})));
+                let _ = self.out.send(wire::output(call, chunk_output(kind, text, next as u64)));
                 next += 1;
             }
             if let Some(outcome) = outcome {
@@ -286,9 +287,9 @@ impl Server {
             }
             tokio::select! {
                 gone = changed.changed() => if gone.is_err() {
-                    break Err(Failure::new(code::FAILED, "the command's runner went away"));
+                    break Err(Failure::new(ErrorCode::Failed, "the command's runner went away"));
                 },
-                _ = cancel.cancelled() => break Err(Failure::new(code::FAILED, "stopped waiting for the command")),
+                _ = cancel.cancelled() => break Err(Failure::new(ErrorCode::Failed, "stopped waiting for the command")),
             }
         };
         self.running.lock().unwrap().remove(&key);
@@ -299,13 +300,13 @@ impl Server {
         outcome
     }
 
-    async fn kill_command(&self, command: Option<Arc<Command>>) -> Result<Value, Failure> {
-        let Some(command) = command else { return Ok(json!(false)) };
+    async fn kill_command(&self, command: Option<Arc<Command>>) -> Result<bool, Failure> {
+        let Some(command) = command else { return Ok(false) };
         let mut changed = command.changed.subscribe();
         {
             let mut state = command.state.lock().unwrap();
             if state.outcome.is_some() {
-                return Ok(json!(false));
+                return Ok(false);
             }
             state.killed = true;
         }
@@ -318,7 +319,15 @@ impl Server {
             }
         };
         let _ = tokio::time::timeout(KILL_WAIT, ended).await;
-        Ok(json!(true))
+        Ok(true)
+    }
+}
+
+/// Chunk number `chunk` of a command's output, of `kind` (`stdout` or `stderr`).
+fn chunk_output(kind: &str, text: String, chunk: u64) -> wire::Output {
+    match kind {
+        "stderr" => wire::Output::Stderr { text, chunk: Some(chunk) },
+        _ => wire::Output::Stdout { text, chunk: Some(chunk) },
     }
 }
 
@@ -327,7 +336,7 @@ fn not_found(id: Option<u64>, pid: Option<u32>) -> Failure {
         (Some(id), _) => format!("id {id}"),
         (None, pid) => format!("pid {}", pid.unwrap_or_default()),
     };
-    Failure::new(code::NOT_FOUND, format!("no command with {what} (it ended, or its result was taken)"))
+    Failure::new(ErrorCode::NotFound, format!("no command with {what} (it ended, or its result was taken)"))
 }
 
 /// Run the command's cell, then dispose of its kernel and settle its outcome.
@@ -383,27 +392,31 @@ impl Command {
     }
 
     /// The result `commands.wait` answers, or why the command never started.
-    fn outcome(&self, result: Result<EvalResult, EvalError>, timeout: f64) -> Result<Value, Failure> {
+    fn outcome(&self, result: Result<EvalResult, EvalError>, timeout: f64) -> Result<CommandResult, Failure> {
         let state = self.state.lock().unwrap();
         let status = match result {
             Ok(result) => result.cells.first().map_or(CellStatus::Error, |cell| cell.status),
-            Err(error) => return Err(Failure::new(code::FAILED, format!("the command could not start: {error}"))),
+            Err(error) => return Err(Failure::new(ErrorCode::Failed, format!("the command could not start: {error}"))),
         };
         if state.pid.is_none() {
             let why = state.error.clone().unwrap_or_else(|| format!("its cell ended as {}", status.as_str()));
-            return Err(Failure::new(code::FAILED, format!("the command could not start: {why}")));
+            return Err(Failure::new(ErrorCode::Failed, format!("the command could not start: {why}")));
         }
         let stopped = state.killed || self.cancel.is_cancelled();
         let (exit_code, error, status) = match (status, state.exit_value) {
-            (CellStatus::Ok, Some(code)) if code >= 0 => (code, None, "ok"),
-            _ if stopped => (-1, Some("signal: killed".to_string()), "killed"),
-            (CellStatus::Ok, Some(code)) => (-1, Some(format!("signal: {}", -code)), "ok"),
+            (CellStatus::Ok, Some(code)) if code >= 0 => (code, None, CommandStatus::Ok),
+            _ if stopped => (-1, Some("signal: killed".to_string()), CommandStatus::Killed),
+            (CellStatus::Ok, Some(code)) => (-1, Some(format!("signal: {}", -code)), CommandStatus::Ok),
             (CellStatus::Timeout | CellStatus::Killed, _) => {
-                (-1, Some(format!("the command timed out after {timeout} s")), "timeout")
+                (-1, Some(format!("the command timed out after {timeout} s")), CommandStatus::Timeout)
             }
-            _ => (-1, Some(state.error.clone().unwrap_or_else(|| "the command's kernel failed".into())), "failed"),
+            _ => (
+                -1,
+                Some(state.error.clone().unwrap_or_else(|| "the command's kernel failed".into())),
+                CommandStatus::Failed,
+            ),
         };
-        Ok(json!({"exit_code": exit_code, "error": error, "status": status}))
+        Ok(CommandResult { exit_code, error, status })
     }
 
     /// The command as `commands.list` shows it, while it runs.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::wire::{ContextInfo, Failure, code};
+use super::wire::{ContextInfo, ErrorCode, Failure};
 use crate::tool::{Language, is_session_name};
 
 /// A context: its session in the engine, language and working folder.
@@ -113,7 +113,7 @@ impl Contexts {
         self.list()
             .into_iter()
             .find(|context| context.id == id)
-            .ok_or_else(|| Failure::new(code::NOT_FOUND, format!("no code context {id:?}")))
+            .ok_or_else(|| Failure::new(ErrorCode::NotFound, format!("no code context {id:?}")))
     }
 
     /// The context a run without a context id uses for `language`.
@@ -183,7 +183,7 @@ impl Contexts {
         let order = made.1.iter().find(|(_, context)| context.id == id).map(|(order, _)| *order);
         match order {
             Some(order) => Ok(made.1.remove(&order).expect("just found")),
-            None => Err(Failure::new(code::NOT_FOUND, format!("no code context {id:?}"))),
+            None => Err(Failure::new(ErrorCode::NotFound, format!("no code context {id:?}"))),
         }
     }
 }
@@ -225,7 +225,7 @@ mod tests {
             (SdkLanguage::Python, None, "ctx-3", "ctx-N"),
         ] {
             let failure = contexts.create(language, cwd, Some(name)).unwrap_err();
-            assert_eq!(failure.code, code::INVALID_PARAMS, "{name}");
+            assert_eq!(failure.code, ErrorCode::InvalidParams, "{name}");
             assert!(failure.message.contains(words), "{name}: {}", failure.message);
         }
         assert!(is_made_id("ctx-12") && !is_made_id("ctx-") && !is_made_id("ctx-a1") && !is_made_id("data"));

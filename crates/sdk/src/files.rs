@@ -9,13 +9,13 @@
 //! fields), `files.remove` (a missing path is no error), `files.rename`,
 //! `files.make_dir` (false when the folder was there), and the watch methods
 //! of [`super::watch`]: `files.watch`, `files.watch_events`, `files.unwatch`.
-//! A missing path answers [`code::NOT_FOUND`].
+//! A missing path answers [`ErrorCode::NotFound`].
 //!
 //! Relative paths start at the server's root (the sandbox's folder);
 //! absolute ones are used as given. Every call goes through the engine's
 //! [`HostFiles`]: it runs confined by the kernels' own rules and works by
 //! file descriptor, so a path a kernel could not read or write is refused
-//! ([`code::DENIED`]) whatever symlink a kernel planted on the way; only
+//! ([`ErrorCode::Denied`]) whatever symlink a kernel planted on the way; only
 //! regular files are read and written, nothing under `/proc`, `/sys` or
 //! `/dev` is opened, and a read returns at most [`MAX_READ_BYTES`] at a time
 //! (the SDK reads larger files in chunks).
@@ -26,12 +26,10 @@ use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::parse;
 use super::watch::Watchers;
-use super::wire::{self, EntryInfo, Failure, code};
+use super::wire::{self, Answer, Call, EntryInfo, EntryType, ErrorCode, Failure, FsEvent, WriteInfo};
 use crate::sandbox::host_files::{Entry, HostFileError, HostFiles, Kind, Refusal};
 use crate::sandbox::{SandboxMode, resolve};
 
@@ -56,68 +54,61 @@ impl Files {
         Files { host, watchers: Watchers::default() }
     }
 
-    /// Answer one `files.*` request; `stopping` ends a waiting `files.watch_events`.
-    pub async fn call(
-        self: &Arc<Self>,
-        method: &str,
-        params: Value,
-        stopping: &CancellationToken,
-    ) -> Result<Value, Failure> {
-        if method == "files.watch_events" {
-            return self.watch_events(parse(method, params)?, stopping).await;
+    /// Answer one `files.*` call; `stopping` ends a waiting `files.watch_events`.
+    pub async fn call(self: &Arc<Self>, call: Call, stopping: &CancellationToken) -> Result<Answer, Failure> {
+        if let Call::FilesWatchEvents(params) = call {
+            return self.watch_events(params, stopping).await.map(Answer::FilesWatchEvents);
         }
-        let (files, method) = (self.clone(), method.to_string());
-        tokio::task::spawn_blocking(move || files.call_blocking(&method, params))
+        let files = self.clone();
+        tokio::task::spawn_blocking(move || files.call_blocking(call))
             .await
-            .map_err(|error| Failure::new(code::FAILED, format!("the files call failed: {error}")))?
+            .map_err(|error| Failure::new(ErrorCode::Failed, format!("the files call failed: {error}")))?
     }
 
     fn host(&self) -> Result<&Arc<HostFiles>, Failure> {
-        self.host.as_ref().map_err(|why| Failure::new(code::FAILED, why.clone()))
+        self.host.as_ref().map_err(|why| Failure::new(ErrorCode::Failed, why.clone()))
     }
 
-    fn call_blocking(&self, method: &str, params: Value) -> Result<Value, Failure> {
+    fn call_blocking(&self, call: Call) -> Result<Answer, Failure> {
         let host = self.host()?;
-        match method {
-            "files.read" => self.read(parse(method, params)?),
-            "files.write" => self.write(parse(method, params)?),
-            "files.list" => self.list(parse(method, params)?),
-            "files.exists" => {
-                let path = self.path_of(parse(method, params)?);
+        match call {
+            Call::FilesRead(params) => self.read(params).map(Answer::FilesRead),
+            Call::FilesWrite(params) => self.write(params).map(Answer::FilesWrite),
+            Call::FilesList(params) => self.list(params).map(Answer::FilesList),
+            Call::FilesExists(params) => {
+                let path = self.path_of(params);
                 match host.stat(&path) {
-                    Ok(entry) => Ok(json!(entry.is_some())),
+                    Ok(entry) => Ok(Answer::FilesExists(entry.is_some())),
                     // A path nobody may reach is not there, for this principal.
-                    Err(HostFileError::Refused { refusal: Refusal::Private(_), .. }) => Ok(json!(false)),
+                    Err(HostFileError::Refused { refusal: Refusal::Private(_), .. }) => Ok(Answer::FilesExists(false)),
                     Err(error) => Err(self.failure(error)),
                 }
             }
-            "files.get_info" => {
-                let path = self.path_of(parse(method, params)?);
+            Call::FilesGetInfo(params) => {
+                let path = self.path_of(params);
                 let entry = host.stat(&path).map_err(|e| self.failure(e))?;
                 let entry = entry.ok_or_else(|| self.failure(HostFileError::NotFound { path: path.clone() }))?;
-                Ok(json!(entry_info(&entry, &mut Owners::default())))
+                Ok(Answer::FilesGetInfo(entry_info(&entry, &mut Owners::default())))
             }
-            "files.remove" => {
-                let path = self.path_of(parse(method, params)?);
+            Call::FilesRemove(params) => {
+                let path = self.path_of(params);
                 host.remove(&path).map_err(|e| self.failure(e))?;
-                Ok(Value::Null)
+                Ok(Answer::FilesRemove(()))
             }
-            "files.rename" => {
-                let params: wire::FileRename = parse(method, params)?;
+            Call::FilesRename(params) => {
                 let (old, new) = (host.absolute(&params.old_path), host.absolute(&params.new_path));
                 let entry = host.rename(&old, &new).map_err(|e| self.failure(e))?;
-                Ok(json!(entry_info(&entry, &mut Owners::default())))
+                Ok(Answer::FilesRename(entry_info(&entry, &mut Owners::default())))
             }
-            "files.make_dir" => {
-                let path = self.path_of(parse(method, params)?);
-                Ok(json!(host.make_dir(&path).map_err(|e| self.failure(e))?))
+            Call::FilesMakeDir(params) => {
+                let path = self.path_of(params);
+                Ok(Answer::FilesMakeDir(host.make_dir(&path).map_err(|e| self.failure(e))?))
             }
-            "files.watch" => self.watch(parse(method, params)?),
-            "files.unwatch" => {
-                let params: wire::WatcherRef = parse(method, params)?;
-                Ok(json!(self.watchers.remove(&params.watcher_id)))
+            Call::FilesWatch(params) => self.watch(params).map(Answer::FilesWatch),
+            Call::FilesUnwatch(params) => Ok(Answer::FilesUnwatch(self.watchers.remove(&params.watcher_id))),
+            other => {
+                Err(Failure::new(ErrorCode::MethodNotFound, format!("no files method {:?}", other.method().name())))
             }
-            other => Err(Failure::new(code::METHOD_NOT_FOUND, format!("no method {other:?}"))),
         }
     }
 
@@ -130,20 +121,20 @@ impl Files {
         let mode = self.host().map_or(SandboxMode::Off, |host| host.confinement().mode());
         match error {
             HostFileError::NotFound { path } => {
-                Failure::new(code::NOT_FOUND, format!("no such file or folder: {}", path.display()))
+                Failure::new(ErrorCode::NotFound, format!("no such file or folder: {}", path.display()))
             }
             HostFileError::IsAFolder { .. } | HostFileError::NotAFolder { .. } | HostFileError::NotAFile { .. } => {
                 Failure::invalid_params(error.to_string())
             }
             HostFileError::Refused { path, refusal } => {
-                Failure::new(code::DENIED, format!("{}: {}", path.display(), refusal_words(&refusal, mode)))
+                Failure::new(ErrorCode::Denied, format!("{}: {}", path.display(), refusal_words(&refusal, mode)))
             }
             HostFileError::System { .. } | HostFileError::Symlink { .. } | HostFileError::TooMany { .. } => {
-                Failure::new(code::DENIED, error.to_string())
+                Failure::new(ErrorCode::Denied, error.to_string())
             }
             HostFileError::Io { path, source } if source.kind() == std::io::ErrorKind::PermissionDenied => {
                 Failure::new(
-                    code::DENIED,
+                    ErrorCode::Denied,
                     format!(
                         "{}: {source}: the sandbox policy ({mode}) keeps it out of the kernels' reach, and so out of \
                          the files API's",
@@ -151,21 +142,21 @@ impl Files {
                     ),
                 )
             }
-            other => Failure::new(code::FAILED, other.to_string()),
+            other => Failure::new(ErrorCode::Failed, other.to_string()),
         }
     }
 
-    fn read(&self, params: wire::FileRead) -> Result<Value, Failure> {
+    fn read(&self, params: wire::FileRead) -> Result<wire::FileReadResult, Failure> {
         let host = self.host()?;
         let path = host.absolute(&params.path);
         let length = params.length.unwrap_or(MAX_READ_BYTES).min(MAX_READ_BYTES);
         // Fewer bytes than asked for: the end. A full chunk may have more behind it: the next call finds out.
         let (data, eof) = host.read(&path, params.offset, length).map_err(|e| self.failure(e))?;
-        Ok(json!({"data": BASE64.encode(&data), "eof": eof}))
+        Ok(wire::FileReadResult { data: BASE64.encode(&data), eof })
     }
 
     /// Check and decode every file first, so that a refused or malformed one writes nothing.
-    fn write(&self, params: wire::FileWrite) -> Result<Value, Failure> {
+    fn write(&self, params: wire::FileWrite) -> Result<Vec<WriteInfo>, Failure> {
         let host = self.host()?;
         let mut planned = Vec::new();
         for file in params.files {
@@ -180,12 +171,12 @@ impl Files {
         for (path, data, append) in planned {
             host.write(&path, &data, append).map_err(|e| self.failure(e))?;
             self.watchers.touched(&resolve(&path));
-            written.push(json!({"name": name_of(&path), "type": "file", "path": path.display().to_string()}));
+            written.push(WriteInfo { name: name_of(&path), kind: EntryType::File, path: path.display().to_string() });
         }
-        Ok(Value::Array(written))
+        Ok(written)
     }
 
-    fn list(&self, params: wire::FileList) -> Result<Value, Failure> {
+    fn list(&self, params: wire::FileList) -> Result<Vec<EntryInfo>, Failure> {
         let host = self.host()?;
         let depth = params.depth.unwrap_or(1);
         if depth < 1 {
@@ -194,10 +185,10 @@ impl Files {
         let path = host.absolute(&params.path);
         let entries = host.list(&path, depth as u64, MAX_ENTRIES).map_err(|e| self.failure(e))?;
         let mut owners = Owners::default();
-        Ok(json!(entries.iter().map(|entry| entry_info(entry, &mut owners)).collect::<Vec<_>>()))
+        Ok(entries.iter().map(|entry| entry_info(entry, &mut owners)).collect())
     }
 
-    fn watch(&self, params: wire::FileWatch) -> Result<Value, Failure> {
+    fn watch(&self, params: wire::FileWatch) -> Result<wire::WatchResult, Failure> {
         let host = self.host()?;
         let path = host.absolute(&params.path);
         match host.stat(&path).map_err(|e| self.failure(e))? {
@@ -214,12 +205,16 @@ impl Files {
             .watchers
             .add(host.clone(), &path, params.recursive, params.include_entry)
             .map_err(|e| self.failure(e))?;
-        Ok(json!({"watcher_id": id}))
+        Ok(wire::WatchResult { watcher_id: id })
     }
 
     /// The changes since the last call; none yet: look again every
     /// [`WATCH_POLL`] until one comes or `wait` seconds pass.
-    async fn watch_events(&self, params: wire::WatchEvents, stopping: &CancellationToken) -> Result<Value, Failure> {
+    async fn watch_events(
+        &self,
+        params: wire::WatchEvents,
+        stopping: &CancellationToken,
+    ) -> Result<Vec<FsEvent>, Failure> {
         let wait = match params.wait {
             None => 0.0,
             Some(seconds) if seconds.is_finite() && seconds >= 0.0 => seconds.min(wire::MAX_WATCH_WAIT_SECS),
@@ -228,18 +223,18 @@ impl Files {
         let deadline = Instant::now() + Duration::from_secs_f64(wait);
         loop {
             let watcher = self.watchers.get(&params.watcher_id).ok_or_else(|| {
-                Failure::new(code::NOT_FOUND, format!("no watcher {:?} (it was stopped)", params.watcher_id))
+                Failure::new(ErrorCode::NotFound, format!("no watcher {:?} (it was stopped)", params.watcher_id))
             })?;
             let events = tokio::task::spawn_blocking(move || watcher.lock().unwrap().poll())
                 .await
-                .map_err(|error| Failure::new(code::FAILED, format!("the watch failed: {error}")))?
+                .map_err(|error| Failure::new(ErrorCode::Failed, format!("the watch failed: {error}")))?
                 .map_err(|error| self.failure(error))?;
             if !events.is_empty() || Instant::now() >= deadline {
-                return Ok(json!(events));
+                return Ok(events);
             }
             tokio::select! {
                 _ = tokio::time::sleep(WATCH_POLL) => {}
-                _ = stopping.cancelled() => return Ok(json!([])),
+                _ = stopping.cancelled() => return Ok(Vec::new()),
             }
         }
     }
@@ -286,9 +281,9 @@ fn name_of(path: &Path) -> String {
 pub(super) fn entry_info(entry: &Entry, owners: &mut Owners) -> EntryInfo {
     let stat = &entry.stat;
     let kind = match stat.kind {
-        Kind::Dir => "dir",
-        Kind::Symlink => "symlink",
-        Kind::File | Kind::Other => "file",
+        Kind::Dir => EntryType::Dir,
+        Kind::Symlink => EntryType::Symlink,
+        Kind::File | Kind::Other => EntryType::File,
     };
     let (mode, permissions) = permissions(stat.mode);
     let (owner, group) = owners.of(stat.uid, stat.gid);

@@ -5,7 +5,8 @@
 //! `cellbox serve` offers the same methods to remote SDKs ([`serve_stream`]).
 //! No port is opened locally, and the SDK keeps its transport behind one seam.
 //!
-//! Methods (see [`wire`] for their parameters): `initialize`, `run_code`
+//! Methods (declared with their parameters and results in
+//! [`cellbox_protocol::sdk`], re-exported as [`wire`]): `initialize`, `run_code`
 //! (streams `output` notifications, then answers with the cell's status and
 //! execution count), `cancel` (a `run_code` whose caller stopped waiting:
 //! its cell is interrupted), `create_context`, `list_contexts`,
@@ -40,13 +41,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::tool::{CallContext, CellParams, EvalEngine, EvalEvent, EvalParams};
 use contexts::{Contexts, SdkLanguage};
-use wire::{Failure, code};
+use wire::{Answer, Call, ErrorCode, Failure};
 
 /// Calls one connection may have in progress at once (`run_code`, files,
 /// waits on commands); one more is answered with an error, not queued.
@@ -169,16 +170,25 @@ pub async fn serve_lines(
         if line.trim().is_empty() {
             continue;
         }
-        let request: wire::Request = match serde_json::from_str(&line) {
+        let wire::RawRequest { id, method, params } = match serde_json::from_str(&line) {
             Ok(request) => request,
             Err(error) => {
-                let failure = Failure::new(code::PARSE_ERROR, format!("not a JSON-RPC request: {error}"));
+                let failure = Failure::new(ErrorCode::ParseError, format!("not a JSON-RPC request: {error}"));
                 let _ = server.out.send(wire::response(&Value::Null, Err(failure)));
                 continue;
             }
         };
-        if request.method == "shutdown" {
-            if let Some(id) = &request.id {
+        let call = match Call::parse(&method, params) {
+            Ok(call) => call,
+            Err(error) => {
+                if let Some(id) = &id {
+                    let _ = server.out.send(wire::response(id, Err(error.failure())));
+                }
+                continue;
+            }
+        };
+        if let Call::Shutdown(_) = call {
+            if let Some(id) = &id {
                 server.stopping.cancel();
                 server.engine.dispose_all().await;
                 let _ = server.out.send(wire::response(id, Ok(Value::Null)));
@@ -188,10 +198,10 @@ pub async fn serve_lines(
         while calls.try_join_next().is_some() {}
         let held = in_progress.load(Ordering::SeqCst);
         let over = calls.len() >= MAX_CALLS_IN_PROGRESS || held + line.len() > MAX_BYTES_IN_PROGRESS;
-        if over && request.method != "cancel" {
-            if let Some(id) = &request.id {
+        if over && !matches!(call, Call::Cancel(_)) {
+            if let Some(id) = &id {
                 let failure = Failure::new(
-                    code::FAILED,
+                    ErrorCode::Failed,
                     format!(
                         "this sandbox has {} calls in progress ({} MiB of requests), its limit is \
                          {MAX_CALLS_IN_PROGRESS} calls and {} MiB; wait for one to end (or cancel one) and send \
@@ -211,9 +221,9 @@ pub async fn serve_lines(
         let busy = server.lifetime.busy();
         calls.spawn(async move {
             let _held = (busy, size);
-            let outcome = server.handle(&request).await;
-            if let Some(id) = &request.id {
-                let _ = server.out.send(wire::response(id, outcome));
+            let outcome = server.handle(id.as_ref().unwrap_or(&Value::Null), call).await;
+            if let Some(id) = &id {
+                let _ = server.out.send(wire::response(id, outcome.map(|answer| answer.to_value())));
             }
         });
     }
@@ -273,79 +283,77 @@ impl Ending {
     }
 }
 
-/// A method's parameters (none given: as `{}`), or what is wrong with them.
-fn parse<T: serde::de::DeserializeOwned>(method: &str, params: Value) -> Result<T, Failure> {
-    serde_json::from_value(if params.is_null() { json!({}) } else { params })
-        .map_err(|e| Failure::invalid_params(format!("{method}: {e}")))
-}
-
 impl Server {
-    async fn handle(&self, request: &wire::Request) -> Result<Value, Failure> {
-        let (method, params) = (request.method.as_str(), request.params.clone());
-        match request.method.as_str() {
-            "initialize" => {
+    /// Answer one call; `id` is its request's (`output` notifications name it).
+    async fn handle(&self, id: &Value, call: Call) -> Result<Answer, Failure> {
+        match call {
+            Call::Initialize(_) => {
                 // A sandbox that cannot run Python says so when it is made, not at its first cell.
                 if let Some(problem) = self.engine.python_unavailable().await {
-                    return Err(Failure::new(code::FAILED, problem));
+                    return Err(Failure::new(ErrorCode::Failed, problem));
                 }
-                Ok(json!({
-                    "version": env!("CARGO_PKG_VERSION"),
-                    "languages": self.engine.available_languages().iter().map(|l| l.as_str()).collect::<Vec<_>>(),
+                Ok(Answer::Initialize(wire::InitializeResult {
+                    version: env!("CARGO_PKG_VERSION").to_string(),
+                    languages: self.engine.available_languages().iter().map(|l| l.as_str().to_string()).collect(),
                 }))
             }
-            "run_code" => {
-                let id = request.id.clone().unwrap_or(Value::Null);
-                self.run_code(&id, parse(method, params)?).await
-            }
-            "cancel" => {
-                let params: wire::Cancel = parse(method, params)?;
+            Call::RunCode(params) => self.run_code(id, params).await.map(Answer::RunCode),
+            Call::Cancel(params) => {
                 if let Some(token) = self.running.lock().unwrap().get(&params.call.to_string()) {
                     token.cancel();
                 }
-                Ok(Value::Null)
+                Ok(Answer::Cancel(()))
             }
-            "create_context" => {
-                let params: wire::CreateContext = parse(method, params)?;
+            Call::CreateContext(params) => {
                 let language = SdkLanguage::parse(params.language.as_deref().unwrap_or("python"))?;
                 // A context's folder is a path a call names: it stays in the workspace.
                 let cwd = params.cwd.as_deref().map(|dir| self.engine.tool_path("cwd", dir)).transpose();
                 let cwd = cwd.map_err(|error| Failure::invalid_params(error.to_string()))?;
                 let cwd = cwd.map(|dir| dir.display().to_string());
-                Ok(json!(self.contexts.create(language, cwd.as_deref(), params.name.as_deref())?.info()))
+                let context = self.contexts.create(language, cwd.as_deref(), params.name.as_deref())?;
+                Ok(Answer::CreateContext(context.info()))
             }
-            "list_contexts" => Ok(json!(self.contexts.list().iter().map(|c| c.info()).collect::<Vec<_>>())),
-            "restart_context" => {
-                let params: wire::ContextRef = parse(method, params)?;
+            Call::ListContexts(_) => Ok(Answer::ListContexts(self.contexts.list().iter().map(|c| c.info()).collect())),
+            Call::RestartContext(params) => {
                 let context = self.contexts.get(&params.context_id)?;
                 self.engine.reset_session(&context.session()).await;
-                Ok(Value::Null)
+                Ok(Answer::RestartContext(()))
             }
-            "remove_context" => {
-                let params: wire::ContextRef = parse(method, params)?;
+            Call::RemoveContext(params) => {
                 let context = self.contexts.remove(&params.context_id)?;
                 self.engine.reset_session(&context.session()).await;
                 self.engine.forget_history(&context.session());
-                Ok(Value::Null)
+                Ok(Answer::RemoveContext(()))
             }
-            "set_timeout" => {
-                let params: wire::SetTimeout = parse(method, params)?;
+            Call::SetTimeout(params) => {
                 self.lifetime.set(params.limit()?);
-                Ok(Value::Null)
+                Ok(Answer::SetTimeout(()))
             }
-            "fork_context" | "undo" | "snapshot" | "restore" => {
-                self.branch_call(method, params).await.expect("a branch call")
+            // Served by `serve_lines` itself: it ends the connection.
+            Call::Shutdown(_) => Ok(Answer::Shutdown(())),
+            Call::ForkContext(params) => self.fork_context(params).await.map(Answer::ForkContext),
+            Call::Undo(params) => self.undo(params).await.map(Answer::Undo),
+            Call::Snapshot(params) => self.snapshot(params).await.map(Answer::Snapshot),
+            Call::Restore(params) => self.restore(params).await.map(Answer::Restore),
+            call @ (Call::FilesRead(_)
+            | Call::FilesWrite(_)
+            | Call::FilesList(_)
+            | Call::FilesExists(_)
+            | Call::FilesGetInfo(_)
+            | Call::FilesRemove(_)
+            | Call::FilesRename(_)
+            | Call::FilesMakeDir(_)
+            | Call::FilesWatch(_)
+            | Call::FilesWatchEvents(_)
+            | Call::FilesUnwatch(_)) => self.files.call(call, &self.stopping).await,
+            call @ (Call::CommandsStart(_) | Call::CommandsWait(_) | Call::CommandsKill(_) | Call::CommandsList(_)) => {
+                self.command_call(id, call).await
             }
-            files if files.starts_with("files.") => self.files.call(files, params, &self.stopping).await,
-            commands if commands.starts_with("commands.") => {
-                let id = request.id.clone().unwrap_or(Value::Null);
-                self.command_call(&id, commands, params).await
-            }
-            other => Err(Failure::new(code::METHOD_NOT_FOUND, format!("no method {other:?}"))),
         }
     }
 
     /// Run one cell in its context, streaming its output as it comes.
-    async fn run_code(&self, call: &Value, params: wire::RunCode) -> Result<Value, Failure> {
+    async fn run_code(&self, call: &Value, params: wire::RunCode) -> Result<wire::RunCodeResult, Failure> {
         let language = params.language.as_deref().map(SdkLanguage::parse).transpose()?;
         let context = match (&params.context_id, language) {
             (Some(_), Some(_)) => {
@@ -381,36 +389,35 @@ impl Server {
         };
         let out = self.out.clone();
         let sink = move |event: EvalEvent| {
-            let fields = match event {
-                EvalEvent::Stdout { text, .. } => json!({"type": "stdout", "text": text}),
-                EvalEvent::Stderr { text, .. } => json!({"type": "stderr", "text": text}),
+            let output = match event {
+                EvalEvent::Stdout { text, .. } => wire::Output::Stdout { text, chunk: None },
+                EvalEvent::Stderr { text, .. } => wire::Output::Stderr { text, chunk: None },
                 EvalEvent::Display { bundle, is_result, .. } => {
-                    json!({"type": "result", "bundle": &*bundle, "is_main_result": is_result})
+                    wire::Output::Result { bundle: Arc::unwrap_or_clone(bundle), is_main_result: is_result }
                 }
-                EvalEvent::Error { error, .. } => json!({
-                    "type": "error",
-                    "name": error.ename,
-                    "value": error.evalue,
-                    "traceback": error.traceback.concat(),
-                }),
+                EvalEvent::Error { error, .. } => {
+                    wire::Output::Error { name: error.ename, value: error.evalue, traceback: error.traceback.concat() }
+                }
                 _ => return,
             };
-            let _ = out.send(wire::output(call, fields));
+            let _ = out.send(wire::output(call, output));
         };
         let cancel = self.stopping.child_token();
         let key = call.to_string();
         self.running.lock().unwrap().insert(key.clone(), cancel.clone());
         let result = self.engine.eval(&eval, &CallContext::new(context.session()), &cancel, &sink).await;
         self.running.lock().unwrap().remove(&key);
-        let result = result.map_err(|error| Failure::new(code::FAILED, error.to_string()))?;
+        let result = result.map_err(|error| Failure::new(ErrorCode::Failed, error.to_string()))?;
         let cell = result.cells.first();
-        Ok(json!({
-            "status": cell.map_or("error", |cell| cell.status.as_str()),
-            "execution_count": cell.and_then(|cell| cell.execution_count),
-            "error": cell.and_then(|cell| cell.error.as_ref()).map(|e| json!({"name": e.ename, "value": e.evalue})),
-            "notes": result.notes,
+        Ok(wire::RunCodeResult {
+            status: cell.map_or("error", |cell| cell.status.as_str()).to_string(),
+            execution_count: cell.and_then(|cell| cell.execution_count),
+            error: cell
+                .and_then(|cell| cell.error.as_ref())
+                .map(|e| wire::RunError { name: e.ename.clone(), value: e.evalue.clone() }),
+            notes: result.notes,
             // The full output, when the model-facing text was clamped (`cellbox artifact URI`).
-            "artifact": result.artifact.filter(|_| result.truncated),
-        }))
+            artifact: result.artifact.filter(|_| result.truncated),
+        })
     }
 }

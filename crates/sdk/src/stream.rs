@@ -21,7 +21,7 @@ use tokio_util::bytes::BytesMut;
 use tokio_util::codec::{Decoder, LinesCodec, LinesCodecError};
 use tokio_util::sync::CancellationToken;
 
-use super::wire::{self, Failure, code};
+use super::wire::{self, ErrorCode, Failure};
 use crate::tool::EvalEngine;
 
 /// What one connection may make the server hold.
@@ -84,7 +84,7 @@ where
                     },
                     Err(LinesCodecError::MaxLineLengthExceeded) => {
                         let failure = Failure::new(
-                            code::INVALID_REQUEST,
+                            ErrorCode::InvalidRequest,
                             format!("a request line is longer than {} bytes; send files in chunks", limits.max_line),
                         );
                         let answer = encode(&wire::response(&Value::Null, Err(failure)));

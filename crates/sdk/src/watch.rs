@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use super::files::{MAX_ENTRIES, Owners, entry_info};
-use super::wire::FsEvent;
+use super::wire::{FsEvent, FsEventType};
 use crate::sandbox::host_files::{HostFileError, HostFiles, Kind, Stat};
 use crate::sandbox::resolve;
 
@@ -139,31 +139,31 @@ impl Watcher {
             match appeared.get(&old.inode).filter(|new| old.inode != 0 && now[**new].is_dir == old.is_dir) {
                 Some(new) => {
                     renamed_to.insert((*new).clone());
-                    events.push(self.event(path, "rename", false));
+                    events.push(self.event(path, FsEventType::Rename, false));
                 }
-                None => events.push(self.event(path, "remove", false)),
+                None => events.push(self.event(path, FsEventType::Remove, false)),
             }
         }
         for (path, new) in &now {
             let written = touched.contains(path);
             match self.seen.get(path) {
                 None => {
-                    events.push(self.event(path, "create", true));
+                    events.push(self.event(path, FsEventType::Create, true));
                     if !new.is_dir && !renamed_to.contains(path) && (new.size > 0 || written) {
-                        events.push(self.event(path, "write", true));
+                        events.push(self.event(path, FsEventType::Write, true));
                     }
                 }
                 Some(old) if old.is_dir != new.is_dir => {
-                    events.push(self.event(path, "remove", false));
-                    events.push(self.event(path, "create", true));
+                    events.push(self.event(path, FsEventType::Remove, false));
+                    events.push(self.event(path, FsEventType::Create, true));
                 }
                 Some(old) => {
                     if old.mode != new.mode {
-                        events.push(self.event(path, "chmod", true));
+                        events.push(self.event(path, FsEventType::Chmod, true));
                     }
                     let changed = old.size != new.size || old.modified != new.modified || old.inode != new.inode;
                     if !new.is_dir && (changed || written) {
-                        events.push(self.event(path, "write", true));
+                        events.push(self.event(path, FsEventType::Write, true));
                     }
                 }
             }
@@ -172,7 +172,7 @@ impl Watcher {
         Ok(events)
     }
 
-    fn event(&self, relative: &Path, kind: &'static str, exists: bool) -> FsEvent {
+    fn event(&self, relative: &Path, kind: FsEventType, exists: bool) -> FsEvent {
         let name: Vec<String> = relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
         let entry = (self.include_entry && exists)
             .then(|| self.host.stat(&self.shown.join(relative)).ok().flatten())
