@@ -10,6 +10,7 @@ Python contexts on Linux; other contexts and systems raise
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Union
 
+from . import _wire
 from ._outputs import context_id
 from .models import Context
 
@@ -50,22 +51,22 @@ class SyncBranches:
         """A new context whose kernel is a copy of `context`'s (default: the
         Python one) as it is now, after its running code; both then go on
         independently. Threads the code started are not copied."""
-        answer = self._transport.request("fork_context", _params(context, name=name))
+        answer = self._transport.request(_wire.FORK_CONTEXT, _params(context, name=name))
         return Context.from_json(answer["context"])
 
     def undo(self, context: Union[None, Context, str] = None, steps: int = 1) -> int:
         """Put `context`'s kernel back to its state before its last `steps`
         runs made with `checkpoint=True`; how many more can be undone."""
-        return int(self._transport.request("undo", _params(context, steps=steps))["left"])
+        return int(self._transport.request(_wire.UNDO, _params(context, steps=steps))["left"])
 
     def snapshot(self, path: str, context: Union[None, Context, str] = None) -> SnapshotInfo:
         """Save `context`'s variables (functions and classes defined in code
         too) to `path`, relative to the context's folder."""
-        return SnapshotInfo.from_json(self._transport.request("snapshot", _params(context, path=path)))
+        return SnapshotInfo.from_json(self._transport.request(_wire.SNAPSHOT, _params(context, path=path)))
 
     def restore(self, path: str, context: Union[None, Context, str] = None) -> SnapshotInfo:
         """Load the variables saved at `path` into `context` (started if needed)."""
-        return SnapshotInfo.from_json(self._transport.request("restore", _params(context, path=path)))
+        return SnapshotInfo.from_json(self._transport.request(_wire.RESTORE, _params(context, path=path)))
 
 
 class AsyncBranches:
@@ -74,14 +75,14 @@ class AsyncBranches:
     _transport: Any
 
     async def fork_code_context(self, context: Union[None, Context, str] = None, name: Optional[str] = None) -> Context:
-        answer = await self._transport.request_async("fork_context", _params(context, name=name))
+        answer = await self._transport.request_async(_wire.FORK_CONTEXT, _params(context, name=name))
         return Context.from_json(answer["context"])
 
     async def undo(self, context: Union[None, Context, str] = None, steps: int = 1) -> int:
-        return int((await self._transport.request_async("undo", _params(context, steps=steps)))["left"])
+        return int((await self._transport.request_async(_wire.UNDO, _params(context, steps=steps)))["left"])
 
     async def snapshot(self, path: str, context: Union[None, Context, str] = None) -> SnapshotInfo:
-        return SnapshotInfo.from_json(await self._transport.request_async("snapshot", _params(context, path=path)))
+        return SnapshotInfo.from_json(await self._transport.request_async(_wire.SNAPSHOT, _params(context, path=path)))
 
     async def restore(self, path: str, context: Union[None, Context, str] = None) -> SnapshotInfo:
-        return SnapshotInfo.from_json(await self._transport.request_async("restore", _params(context, path=path)))
+        return SnapshotInfo.from_json(await self._transport.request_async(_wire.RESTORE, _params(context, path=path)))

@@ -15,7 +15,8 @@ import urllib.parse
 import weakref
 from typing import IO, Any, Dict, Optional, Tuple
 
-from ._transport import EngineGone, Transport, _Engine
+from . import _wire
+from ._transport import EngineGone, Transport, _Engine, _request
 from .exceptions import AuthenticationException, InvalidArgumentException, RateLimitException, SandboxException
 
 __all__ = ["RemoteTransport"]
@@ -25,7 +26,7 @@ _CONNECT_TIMEOUT = 30.0
 #: Seconds `close()` waits for the server to end the sandbox.
 _CLOSE_GRACE = 10.0
 #: Calls whose parameters carry the sandbox's `envs` (a local engine sets them in its own environment).
-_WITH_ENVS = ("run_code", "commands.start")
+_WITH_ENVS = (_wire.RUN_CODE, _wire.COMMANDS_START)
 
 
 class RemoteTransport(Transport):
@@ -126,7 +127,7 @@ def _close_connection(sock: socket.socket, writer: IO[bytes], lock: threading.Lo
     kernels are stopped says it is done."""
     try:
         with lock:
-            writer.write(b'{"jsonrpc": "2.0", "id": 0, "method": "shutdown"}\n')
+            writer.write(json.dumps(_request(0, _wire.SHUTDOWN, None)).encode("utf-8") + b"\n")
             writer.flush()
     except (OSError, ValueError):
         pass

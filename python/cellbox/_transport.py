@@ -23,19 +23,34 @@ import threading
 import weakref
 from typing import IO, Any, Awaitable, Callable, Dict, Generator, List, Optional, Tuple, Union
 
-from .exceptions import InvalidArgumentException, NotFoundException, SandboxException, SandboxNotRunningException
+from . import _wire
+from .exceptions import (
+    EngineTooOldException,
+    InvalidArgumentException,
+    NotFoundException,
+    PermissionDeniedException,
+    SandboxException,
+    SandboxNotRunningException,
+)
 
 __all__ = ["EngineGone", "LocalTransport", "Transport", "find_binary"]
 
-#: JSON-RPC error codes the engine uses (see the server's `wire::code`).
-_INVALID_PARAMS = -32602
-_NOT_FOUND = -32001
+#: The exception each of the engine's error codes (`_wire`) becomes.
+_EXCEPTIONS = {
+    _wire.PARSE_ERROR: SandboxException,
+    _wire.INVALID_REQUEST: InvalidArgumentException,
+    _wire.METHOD_NOT_FOUND: EngineTooOldException,
+    _wire.INVALID_PARAMS: InvalidArgumentException,
+    _wire.NOT_FOUND: NotFoundException,
+    _wire.FAILED: SandboxException,
+    _wire.DENIED: PermissionDeniedException,
+}
 #: How much of the engine's stderr an error quotes.
 _STDERR_TAIL = 4000
 #: How long (seconds) the end of the engine's stderr is waited for once it exited.
 _STDERR_GRACE = 5.0
 #: The calls the engine stops when their caller stops waiting for the answer.
-_CANCELLED_WHEN_ABANDONED = ("run_code", "commands.wait")
+_CANCELLED_WHEN_ABANDONED = (_wire.RUN_CODE, _wire.COMMANDS_WAIT)
 
 
 class EngineGone(SandboxNotRunningException):
@@ -145,18 +160,13 @@ def _read_answers(engine: _Engine) -> None:
     stdout = engine.reader
     for line in _lines(stdout):
         try:
-            message = json.loads(line)
+            routed = _route(json.loads(line))
         except ValueError:
             continue
-        if "id" in message and ("result" in message or "error" in message):
-            call = engine.calls.get(message["id"])
+        if routed is not None:
+            call = engine.calls.get(routed[0])
             if call is not None:
-                _deliver(call, (_ANSWER, message))
-        elif message.get("method") == "output":
-            params = message.get("params") or {}
-            call = engine.calls.get(params.get("call"))
-            if call is not None:
-                _deliver(call, (_OUTPUT, params))
+                _deliver(call, routed[1])
     try:
         stdout.close()
     except OSError:
@@ -171,6 +181,20 @@ def _read_answers(engine: _Engine) -> None:
     for call in calls:
         _deliver(call, (_GONE, engine.gone))
     engine.ended.set()
+
+
+def _route(message: Any) -> Optional[Tuple[Any, Tuple[str, Any]]]:
+    """The call a message from the engine belongs to (its request's id) and
+    what it is to that call: its answer, or one of its outputs; `None` for
+    anything else."""
+    if not isinstance(message, dict):
+        return None
+    if "id" in message and ("result" in message or "error" in message):
+        return message["id"], (_ANSWER, message)
+    if message.get("method") == _wire.OUTPUT:
+        params = message.get("params") or {}
+        return params.get("call"), (_OUTPUT, params)
+    return None
 
 
 def _lines(reader: IO[bytes]) -> Generator[bytes, None, None]:
@@ -338,7 +362,7 @@ class Transport:
             self._engine.calls.pop(call_id, None)
         if not answered and method in _CANCELLED_WHEN_ABANDONED:
             try:
-                self._send({"jsonrpc": "2.0", "method": "cancel", "params": {"call": call_id}})
+                self._send(_notice(_wire.CANCEL, {"call": call_id}))
             except (EngineGone, OSError):
                 pass
 
@@ -429,8 +453,17 @@ def _close_process(process: "subprocess.Popen[bytes]") -> None:
 
 
 def _request(call_id: int, method: str, params: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-    """A JSON-RPC request."""
+    """A JSON-RPC request of one of the engine's methods (`_wire.METHODS`)."""
+    if method not in _wire.METHODS:
+        raise ValueError("not a method of the cellbox engine: %r" % (method,))
     return {"jsonrpc": "2.0", "id": call_id, "method": method, "params": params or {}}
+
+
+def _notice(method: str, params: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """A request the engine answers with nothing (no id)."""
+    if method not in _wire.METHODS:
+        raise ValueError("not a method of the cellbox engine: %r" % (method,))
+    return {"jsonrpc": "2.0", "method": method, "params": params or {}}
 
 
 def _answer(kind: str, payload: Any) -> Any:
@@ -440,9 +473,14 @@ def _answer(kind: str, payload: Any) -> Any:
     error = payload.get("error")
     if error is None:
         return payload.get("result")
-    code, text = error.get("code"), error.get("message", "")
-    if code == _NOT_FOUND:
-        raise NotFoundException(text)
-    if code == _INVALID_PARAMS:
-        raise InvalidArgumentException(text)
-    raise SandboxException(text)
+    raise _failure(error.get("code"), error.get("message", ""))
+
+
+def _failure(code: Any, text: str) -> Exception:
+    """The exception an error answer with `code` and `text` stands for."""
+    if code == _wire.METHOD_NOT_FOUND:
+        text = "the cellbox engine is older than this SDK (it answered: %s); update cellbox where the engine runs " \
+            "(the `cellbox serve` server of a remote sandbox, else this package)" % text
+    elif code == _wire.PARSE_ERROR:
+        text = "the cellbox engine could not read the SDK's request: %s" % text
+    return _EXCEPTIONS.get(code, SandboxException)(text)

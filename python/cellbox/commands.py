@@ -23,6 +23,7 @@ import asyncio
 import inspect
 from typing import Any, Callable, Dict, Generator, List, Optional, Tuple
 
+from . import _wire
 from ._calls import Calls, check_path
 from ._command_models import CommandResult, ProcessInfo, PtyOutput, PtySize, Stderr, Stdout
 from ._transport import EngineGone
@@ -162,7 +163,7 @@ class CommandHandle(_Handle):
         """The command's output chunks as `(stdout, None, None)` or `(None, stderr, None)`."""
         while not self._done:
             if self._source is None:
-                self._source = self._commands._transport.stream("commands.wait", self._wait_params())
+                self._source = self._commands._transport.stream(_wire.COMMANDS_WAIT, self._wait_params())
             try:
                 params = next(self._source)
             except StopIteration as end:
@@ -206,7 +207,7 @@ class CommandHandle(_Handle):
 
     def kill(self) -> bool:
         """End the command (and what it started); True once it has ended, False if it was not running."""
-        return bool(self._commands._request("commands.kill", {"id": self._id}))
+        return bool(self._commands._request(_wire.COMMANDS_KILL, {"id": self._id}))
 
     def disconnect(self) -> None:
         """Stop following the command; it goes on running (`commands.connect(pid)` finds it again)."""
@@ -269,7 +270,7 @@ class AsyncCommandHandle(_Handle):
 
     async def _follow(self) -> None:
         try:
-            answer = await self._commands._transport.request_async("commands.wait", self._wait_params(), on_output=self._output)
+            answer = await self._commands._transport.request_async(_wire.COMMANDS_WAIT, self._wait_params(), on_output=self._output)
             self._finish(answer)
         except Exception as error:  # kept for wait(); a callback's error ends the following too
             self._failed(error)
@@ -287,7 +288,7 @@ class AsyncCommandHandle(_Handle):
 
     async def kill(self) -> bool:
         """End the command (and what it started); True once it has ended, False if it was not running."""
-        return bool(await self._commands._request_async("commands.kill", {"id": self._id}))
+        return bool(await self._commands._request_async(_wire.COMMANDS_KILL, {"id": self._id}))
 
     async def disconnect(self) -> None:
         """Stop following the command; it goes on running."""
@@ -327,7 +328,7 @@ class Commands(Calls):
         """Run a shell command and wait for it (callbacks get its output as it
         comes, in this thread): its `CommandResult`. With `background=True`, a
         `CommandHandle` at once. A callback that raises (or Ctrl-C) ends the command."""
-        answer = self._request("commands.start", _start_params(cmd, envs, cwd, timeout, stdin))
+        answer = self._request(_wire.COMMANDS_START, _start_params(cmd, envs, cwd, timeout, stdin))
         handle = CommandHandle(self, answer["pid"], answer["id"], 0, True, on_stdout, on_stderr)
         if background:
             return handle
@@ -343,18 +344,18 @@ class Commands(Calls):
         """A handle on a running command, following its output from now on;
         `NotFoundException` when no command with that pid runs. (`timeout` is
         the command's own, set when it was started.)"""
-        for item in self._request("commands.list"):
+        for item in self._request(_wire.COMMANDS_LIST):
             if item["pid"] == pid:
                 return CommandHandle(self, pid, item["id"], item["chunks"], False)
         raise NotFoundException("no running command with pid %r" % (pid,))
 
     def list(self, request_timeout: Optional[float] = None) -> List[ProcessInfo]:
         """The commands running now."""
-        return [_process(item) for item in self._request("commands.list")]
+        return [_process(item) for item in self._request(_wire.COMMANDS_LIST)]
 
     def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
         """End the command with this pid; True once it has ended, False if none was running."""
-        return bool(self._request("commands.kill", {"pid": int(pid)}))
+        return bool(self._request(_wire.COMMANDS_KILL, {"pid": int(pid)}))
 
     def send_stdin(self, pid: int, data: Any, request_timeout: Optional[float] = None) -> None:
         """Not supported: commands run with an empty stdin."""
@@ -389,7 +390,7 @@ class AsyncCommands(Calls):
         """`Commands.run`; with `background=True` an `AsyncCommandHandle`,
         whose callbacks keep getting the output. Cancelling the awaiting task
         (or a callback that raises) ends a command run in the foreground."""
-        answer = await self._request_async("commands.start", _start_params(cmd, envs, cwd, timeout, stdin))
+        answer = await self._request_async(_wire.COMMANDS_START, _start_params(cmd, envs, cwd, timeout, stdin))
         handle = AsyncCommandHandle(self, answer["pid"], answer["id"], 0, True, on_stdout, on_stderr)
         if background:
             return handle
@@ -412,18 +413,18 @@ class AsyncCommands(Calls):
         **opts: Any,
     ) -> AsyncCommandHandle:
         """`Commands.connect`; the callbacks get the output from now on."""
-        for item in await self._request_async("commands.list"):
+        for item in await self._request_async(_wire.COMMANDS_LIST):
             if item["pid"] == pid:
                 return AsyncCommandHandle(self, pid, item["id"], item["chunks"], False, on_stdout, on_stderr)
         raise NotFoundException("no running command with pid %r" % (pid,))
 
     async def list(self, request_timeout: Optional[float] = None) -> List[ProcessInfo]:
         """`Commands.list`."""
-        return [_process(item) for item in await self._request_async("commands.list")]
+        return [_process(item) for item in await self._request_async(_wire.COMMANDS_LIST)]
 
     async def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
         """`Commands.kill`."""
-        return bool(await self._request_async("commands.kill", {"pid": int(pid)}))
+        return bool(await self._request_async(_wire.COMMANDS_KILL, {"pid": int(pid)}))
 
     async def send_stdin(self, pid: int, data: Any, request_timeout: Optional[float] = None) -> None:
         """Not supported: commands run with an empty stdin."""

@@ -44,6 +44,8 @@ __all__ = [
     "ServiceBusyException",
     "DockerfileSyntaxError",
     "NotLocalException",
+    "PermissionDeniedException",
+    "EngineTooOldException",
 ]
 
 
@@ -196,3 +198,15 @@ class NotLocalException(SandboxException, AttributeError):
     """cellbox's own: raised when code reaches a part of E2B's SDK that only
     its cloud serves (`Template`, `Sandbox.list`, …), saying what to use
     instead. It is an `AttributeError` too, so `hasattr` says False."""
+
+
+class PermissionDeniedException(SandboxException, PermissionError):
+    """cellbox's own: raised when the sandbox policy refuses a call, such as a
+    read of a secret location or a write outside the writable folders (the
+    message says which rule, and how to lift it). It is a `PermissionError` too."""
+
+
+class EngineTooOldException(SandboxException, NotImplementedError):
+    """cellbox's own: raised when the engine does not know a method this SDK
+    sends: the engine (the `cellbox` binary, or the `cellbox serve` server of
+    a remote sandbox) is older than the SDK."""

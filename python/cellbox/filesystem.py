@@ -19,6 +19,7 @@ import base64
 import inspect
 from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
+from . import _wire
 from ._calls import Calls, check_path
 from ._file_models import (
     AsyncFileStreamReader,
@@ -148,14 +149,14 @@ class WatchHandle:
         """The events since the last call (or the start), compared with the folder as it is now."""
         if self._closed:
             raise SandboxException("the watcher is already stopped")
-        answer = self._files._request("files.watch_events", {"watcher_id": self._watcher_id})
+        answer = self._files._request(_wire.FILES_WATCH_EVENTS, {"watcher_id": self._watcher_id})
         return [event_from_json(item) for item in answer]
 
     def stop(self, request_timeout: Optional[float] = None) -> None:
         """End the watch; `get_new_events` raises afterwards."""
         if not self._closed:
             self._closed = True
-            self._files._request("files.unwatch", {"watcher_id": self._watcher_id})
+            self._files._request(_wire.FILES_UNWATCH, {"watcher_id": self._watcher_id})
 
 
 class AsyncWatchHandle:
@@ -187,7 +188,7 @@ class AsyncWatchHandle:
 
     async def _unwatch(self) -> None:
         try:
-            await self._files._request_async("files.unwatch", {"watcher_id": self._watcher_id})
+            await self._files._request_async(_wire.FILES_UNWATCH, {"watcher_id": self._watcher_id})
         except (EngineGone, SandboxException):
             pass  # the sandbox is gone, and its watchers with it
 
@@ -199,7 +200,7 @@ class AsyncWatchHandle:
             while True:
                 wait = _WATCH_WAIT if deadline is None else max(0.0, min(_WATCH_WAIT, deadline - loop.time()))
                 answer = await self._files._request_async(
-                    "files.watch_events", {"watcher_id": self._watcher_id, "wait": wait}
+                    _wire.FILES_WATCH_EVENTS, {"watcher_id": self._watcher_id, "wait": wait}
                 )
                 for item in answer:
                     outcome = self._on_event(event_from_json(item))
@@ -277,7 +278,7 @@ class Filesystem(_Files):
         path = check_path(path)
 
         def fetch(offset: int) -> Tuple[bytes, bool]:
-            return self._chunk(self._request("files.read", self._read_params(path, offset)))
+            return self._chunk(self._request(_wire.FILES_READ, self._read_params(path, offset)))
 
         first = fetch(0)
         if format == "stream":
@@ -319,14 +320,14 @@ class Filesystem(_Files):
         entries = _entries(files)
         if all(_in_memory(data) is not None for _, data in entries):
             batch = [_file(path, _in_memory(data) or b"") for path, data in entries]
-            return [write_info_from_json(item) for item in self._request("files.write", {"files": batch})] if batch else []
+            return [write_info_from_json(item) for item in self._request(_wire.FILES_WRITE, {"files": batch})] if batch else []
         written = []
         for path, data in entries:
             content = _in_memory(data)
             pieces = iter([content]) if content is not None else _chunks(data, path)
-            answer = self._request("files.write", {"files": [_file(path, next(pieces, b""))]})
+            answer = self._request(_wire.FILES_WRITE, {"files": [_file(path, next(pieces, b""))]})
             for piece in pieces:
-                self._request("files.write", {"files": [_file(path, piece, append=True)]})
+                self._request(_wire.FILES_WRITE, {"files": [_file(path, piece, append=True)]})
             written.append(write_info_from_json(answer[0]))
         return written
 
@@ -335,30 +336,30 @@ class Filesystem(_Files):
     ) -> List[EntryInfo]:
         """The entries under a folder to `depth` levels (1: its own), depth-first in name order."""
         params = {"path": check_path(path), "depth": _check_depth(depth)}
-        return [entry_from_json(item) for item in self._request("files.list", params)]
+        return [entry_from_json(item) for item in self._request(_wire.FILES_LIST, params)]
 
     def exists(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None) -> bool:
         """Whether a file, folder or symlink is there."""
-        return bool(self._request("files.exists", {"path": check_path(path)}))
+        return bool(self._request(_wire.FILES_EXISTS, {"path": check_path(path)}))
 
     def get_info(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None) -> EntryInfo:
         """The entry at `path`; `FileNotFoundException` when there is none."""
-        return entry_from_json(self._request("files.get_info", {"path": check_path(path)}))
+        return entry_from_json(self._request(_wire.FILES_GET_INFO, {"path": check_path(path)}))
 
     def remove(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None) -> None:
         """Remove a file, or a folder with everything in it; a missing path is no error."""
-        self._request("files.remove", {"path": check_path(path)})
+        self._request(_wire.FILES_REMOVE, {"path": check_path(path)})
 
     def rename(
         self, old_path: str, new_path: str, user: Optional[str] = None, request_timeout: Optional[float] = None
     ) -> EntryInfo:
         """Move a file or folder; returns the entry at its new path."""
         params = {"old_path": check_path(old_path, "old_path"), "new_path": check_path(new_path, "new_path")}
-        return entry_from_json(self._request("files.rename", params))
+        return entry_from_json(self._request(_wire.FILES_RENAME, params))
 
     def make_dir(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None) -> bool:
         """Make a folder and its parents; False when it was there already."""
-        return bool(self._request("files.make_dir", {"path": check_path(path)}))
+        return bool(self._request(_wire.FILES_MAKE_DIR, {"path": check_path(path)}))
 
     def watch_dir(
         self,
@@ -372,7 +373,7 @@ class Filesystem(_Files):
         """Watch a folder (the whole tree when `recursive`); read the changes
         with the handle's `get_new_events()`, end with `stop()`. The engine
         compares the folder with what it last saw (see "Files" in docs/python-sdk.md)."""
-        answer = self._request("files.watch", self._watch_params(path, recursive, include_entry))
+        answer = self._request(_wire.FILES_WATCH, self._watch_params(path, recursive, include_entry))
         return WatchHandle(self, answer["watcher_id"])
 
 
@@ -393,7 +394,7 @@ class AsyncFilesystem(_Files):
         path = check_path(path)
 
         async def fetch(offset: int) -> Tuple[bytes, bool]:
-            return self._chunk(await self._request_async("files.read", self._read_params(path, offset)))
+            return self._chunk(await self._request_async(_wire.FILES_READ, self._read_params(path, offset)))
 
         first = await fetch(0)
         if format == "stream":
@@ -432,24 +433,24 @@ class AsyncFilesystem(_Files):
         entries = _entries(files)
         if all(_in_memory(data) is not None for _, data in entries):
             batch = [_file(path, _in_memory(data) or b"") for path, data in entries]
-            return [write_info_from_json(item) for item in await self._request_async("files.write", {"files": batch})] if batch else []
+            return [write_info_from_json(item) for item in await self._request_async(_wire.FILES_WRITE, {"files": batch})] if batch else []
         written = []
         for path, data in entries:
             content = _in_memory(data)
             if content is not None:
-                answer = await self._request_async("files.write", {"files": [_file(path, content)]})
+                answer = await self._request_async(_wire.FILES_WRITE, {"files": [_file(path, content)]})
             elif hasattr(data, "__aiter__"):
-                answer = await self._request_async("files.write", {"files": [_file(path, b"")]})
+                answer = await self._request_async(_wire.FILES_WRITE, {"files": [_file(path, b"")]})
                 async for chunk in data:
                     piece = _in_memory(chunk)
                     if piece is None:
                         raise InvalidArgumentException("the data of %s holds a %s, not bytes" % (path, type(chunk).__name__))
-                    await self._request_async("files.write", {"files": [_file(path, piece, append=True)]})
+                    await self._request_async(_wire.FILES_WRITE, {"files": [_file(path, piece, append=True)]})
             else:
                 pieces = _chunks(data, path)
-                answer = await self._request_async("files.write", {"files": [_file(path, next(pieces, b""))]})
+                answer = await self._request_async(_wire.FILES_WRITE, {"files": [_file(path, next(pieces, b""))]})
                 for piece in pieces:
-                    await self._request_async("files.write", {"files": [_file(path, piece, append=True)]})
+                    await self._request_async(_wire.FILES_WRITE, {"files": [_file(path, piece, append=True)]})
             written.append(write_info_from_json(answer[0]))
         return written
 
@@ -458,30 +459,30 @@ class AsyncFilesystem(_Files):
     ) -> List[EntryInfo]:
         """`Filesystem.list`."""
         params = {"path": check_path(path), "depth": _check_depth(depth)}
-        return [entry_from_json(item) for item in await self._request_async("files.list", params)]
+        return [entry_from_json(item) for item in await self._request_async(_wire.FILES_LIST, params)]
 
     async def exists(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None) -> bool:
         """`Filesystem.exists`."""
-        return bool(await self._request_async("files.exists", {"path": check_path(path)}))
+        return bool(await self._request_async(_wire.FILES_EXISTS, {"path": check_path(path)}))
 
     async def get_info(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None) -> EntryInfo:
         """`Filesystem.get_info`."""
-        return entry_from_json(await self._request_async("files.get_info", {"path": check_path(path)}))
+        return entry_from_json(await self._request_async(_wire.FILES_GET_INFO, {"path": check_path(path)}))
 
     async def remove(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None) -> None:
         """`Filesystem.remove`."""
-        await self._request_async("files.remove", {"path": check_path(path)})
+        await self._request_async(_wire.FILES_REMOVE, {"path": check_path(path)})
 
     async def rename(
         self, old_path: str, new_path: str, user: Optional[str] = None, request_timeout: Optional[float] = None
     ) -> EntryInfo:
         """`Filesystem.rename`."""
         params = {"old_path": check_path(old_path, "old_path"), "new_path": check_path(new_path, "new_path")}
-        return entry_from_json(await self._request_async("files.rename", params))
+        return entry_from_json(await self._request_async(_wire.FILES_RENAME, params))
 
     async def make_dir(self, path: str, user: Optional[str] = None, request_timeout: Optional[float] = None) -> bool:
         """`Filesystem.make_dir`."""
-        return bool(await self._request_async("files.make_dir", {"path": check_path(path)}))
+        return bool(await self._request_async(_wire.FILES_MAKE_DIR, {"path": check_path(path)}))
 
     async def watch_dir(
         self,
@@ -499,5 +500,5 @@ class AsyncFilesystem(_Files):
         or `timeout` seconds (default 60; 0 or None: no limit)."""
         if not callable(on_event):
             raise InvalidArgumentException("on_event must be a callable, not %s" % type(on_event).__name__)
-        answer = await self._request_async("files.watch", self._watch_params(path, recursive, include_entry))
+        answer = await self._request_async(_wire.FILES_WATCH, self._watch_params(path, recursive, include_entry))
         return AsyncWatchHandle(self, answer["watcher_id"], on_event, on_exit, timeout)

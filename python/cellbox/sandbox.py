@@ -18,6 +18,7 @@ import uuid
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Union
 
+from . import _wire
 from ._cloud import MembersElsewhere, SandboxMembersElsewhere
 from ._e2b_types import network_off
 from ._remote import RemoteTransport
@@ -290,7 +291,7 @@ class Sandbox(_Requests, SyncBranches, MembersElsewhere, metaclass=SandboxMember
         args = _engine_args(allow_internet_access, network, sandbox, python, preload, spares, timeout)
         super().__init__(_open_transport(opts, args, cwd, envs, timeout), metadata, timeout)
         try:
-            self._transport.request("initialize")
+            self._transport.request(_wire.INITIALIZE)
         except (EngineGone, SandboxException) as error:
             raise self._refused(error) from None
 
@@ -331,7 +332,7 @@ class Sandbox(_Requests, SyncBranches, MembersElsewhere, metaclass=SandboxMember
     def set_timeout(self, timeout: int, **opts: Any) -> None:
         """End the sandbox once it has been idle `timeout` seconds from now
         on (no call in progress, no command running); 0: never."""
-        self._transport.request("set_timeout", _timeout_params(timeout))
+        self._transport.request(_wire.SET_TIMEOUT, _timeout_params(timeout))
 
     @_ClassOrInstance
     def kill(self, **opts: Any) -> bool:
@@ -390,7 +391,7 @@ class Sandbox(_Requests, SyncBranches, MembersElsewhere, metaclass=SandboxMember
             # Without callbacks, recording the outputs is all there is to do
             # with them, and the reader thread may do it.
             quiet = not any(handlers.callbacks.values())
-            answer = self._transport.request("run_code", params, on_output=handlers.output, output_in_caller=not quiet)
+            answer = self._transport.request(_wire.RUN_CODE, params, on_output=handlers.output, output_in_caller=not quiet)
         except EngineGone as error:
             raise self._gone(error) from error
         closing = self._closing(answer, execution)
@@ -413,17 +414,17 @@ class Sandbox(_Requests, SyncBranches, MembersElsewhere, metaclass=SandboxMember
         reaches it; asking for a name in use returns that context when the language
         and `cwd` match, and raises `InvalidArgumentException` otherwise."""
         params = self._context_params(cwd, language, name)
-        return Context.from_json(self._transport.request("create_context", params))
+        return Context.from_json(self._transport.request(_wire.CREATE_CONTEXT, params))
 
     def list_code_contexts(self) -> List[Context]:
-        return [Context.from_json(item) for item in self._transport.request("list_contexts")]
+        return [Context.from_json(item) for item in self._transport.request(_wire.LIST_CONTEXTS)]
 
     def restart_code_context(self, context: Union[Context, str]) -> None:
         """Start the context's kernel afresh: its state is gone, the context stays."""
-        self._transport.request("restart_context", {"context_id": _context_id(context)})
+        self._transport.request(_wire.RESTART_CONTEXT, {"context_id": _context_id(context)})
 
     def remove_code_context(self, context: Union[Context, str]) -> None:
-        self._transport.request("remove_context", {"context_id": _context_id(context)})
+        self._transport.request(_wire.REMOVE_CONTEXT, {"context_id": _context_id(context)})
 
 
 class AsyncSandbox(_Requests, AsyncBranches, MembersElsewhere, metaclass=SandboxMembersElsewhere):
@@ -474,7 +475,7 @@ class AsyncSandbox(_Requests, AsyncBranches, MembersElsewhere, metaclass=Sandbox
         """A new sandbox, once its engine answers (see `Sandbox.create`)."""
         sandbox = cls(**_create_options(template, timeout, metadata, envs, secure, allow_internet_access, network, opts))
         try:
-            await sandbox._transport.request_async("initialize")
+            await sandbox._transport.request_async(_wire.INITIALIZE)
         except (EngineGone, SandboxException) as error:
             raise sandbox._refused(error) from None
         return sandbox
@@ -493,7 +494,7 @@ class AsyncSandbox(_Requests, AsyncBranches, MembersElsewhere, metaclass=Sandbox
     @_ClassOrInstance
     async def set_timeout(self, timeout: int, **opts: Any) -> None:
         """`Sandbox.set_timeout`, awaited."""
-        await self._transport.request_async("set_timeout", _timeout_params(timeout))
+        await self._transport.request_async(_wire.SET_TIMEOUT, _timeout_params(timeout))
 
     @_ClassOrInstance
     async def kill(self, **opts: Any) -> bool:
@@ -541,7 +542,7 @@ class AsyncSandbox(_Requests, AsyncBranches, MembersElsewhere, metaclass=Sandbox
         execution = Execution()
         handlers = _Handlers(execution, on_stdout, on_stderr, on_result, on_error)
         try:
-            answer = await self._transport.request_async("run_code", params, on_output=handlers.output)
+            answer = await self._transport.request_async(_wire.RUN_CODE, params, on_output=handlers.output)
         except EngineGone as error:
             raise self._gone(error) from error
         closing = self._closing(answer, execution)
@@ -562,14 +563,14 @@ class AsyncSandbox(_Requests, AsyncBranches, MembersElsewhere, metaclass=Sandbox
         name: Optional[str] = None,
     ) -> Context:
         """`Sandbox.create_code_context`, awaited."""
-        answer = await self._transport.request_async("create_context", self._context_params(cwd, language, name))
+        answer = await self._transport.request_async(_wire.CREATE_CONTEXT, self._context_params(cwd, language, name))
         return Context.from_json(answer)
 
     async def list_code_contexts(self) -> List[Context]:
-        return [Context.from_json(item) for item in await self._transport.request_async("list_contexts")]
+        return [Context.from_json(item) for item in await self._transport.request_async(_wire.LIST_CONTEXTS)]
 
     async def restart_code_context(self, context: Union[Context, str]) -> None:
-        await self._transport.request_async("restart_context", {"context_id": _context_id(context)})
+        await self._transport.request_async(_wire.RESTART_CONTEXT, {"context_id": _context_id(context)})
 
     async def remove_code_context(self, context: Union[Context, str]) -> None:
-        await self._transport.request_async("remove_context", {"context_id": _context_id(context)})
+        await self._transport.request_async(_wire.REMOVE_CONTEXT, {"context_id": _context_id(context)})

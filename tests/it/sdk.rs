@@ -102,6 +102,13 @@ fn commands_and_async_files_and_commands_run_on_the_real_engine() {
     sdk_unit_tests("test_*commands.py");
 }
 
+/// The SDK's side of the wire: its generated `_wire` module, its error
+/// mapping and the shared corpus (tests/protocol/sdk.jsonl); no engine runs.
+#[test]
+fn the_sdk_speaks_the_declared_wire() {
+    sdk_unit_tests("test_wire.py");
+}
+
 #[test]
 fn remote_sandboxes_work_against_cellbox_serve() {
     sdk_unit_tests("test_remote.py");
