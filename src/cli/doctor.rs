@@ -17,7 +17,7 @@ pub struct DoctorArgs {
 }
 
 /// Exit 0 when cells can run (warnings allowed), 1 when a problem stops them, 2 on bad options.
-pub async fn doctor(args: DoctorArgs) -> ExitCode {
+pub async fn doctor(args: DoctorArgs, env: &cellbox_settings::Environment) -> ExitCode {
     let cwd = match args.kernel.cwd() {
         Ok(cwd) => cwd,
         Err(message) => {
@@ -25,7 +25,8 @@ pub async fn doctor(args: DoctorArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let input = DoctorInput { cwd, python: args.kernel.explicit_python(), node: args.kernel.node.clone() };
+    let input =
+        DoctorInput { cwd, python: args.kernel.explicit_python(), node: args.kernel.node.clone(), env: env.clone() };
     let report = tokio::task::spawn_blocking(move || doctor::examine(&input)).await.expect("the doctor does not panic");
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).expect("the report serialises"));

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use cellbox_engine::tool::{EvalEngine, KernelMode};
 
+use cellbox_settings::{self as settings, Environment};
+
 use super::KernelArgs;
 
 #[derive(Debug, clap::Args)]
@@ -21,7 +23,7 @@ pub struct EngineArgs {
     kernel: KernelArgs,
     /// Check cells before running them: `syntax` runs none if a cell does not parse (the error
     /// shows its caret); `lint` also adds `ruff check` findings on Python cells as notes [default: off].
-    #[arg(long, value_name = "off|syntax|lint")]
+    #[arg(long, value_name = "off|syntax|lint", env = settings::CHECK.name, hide_env_values = true)]
     check: Option<cellbox_engine::tool::CheckMode>,
     /// Keep kernels across calls (`session`) or start one per call (`per-call`).
     #[arg(long, value_enum, default_value = "session")]
@@ -43,18 +45,23 @@ pub struct EngineArgs {
     #[arg(long, value_name = "N", default_value_t = 1)]
     spares: usize,
     /// Checkpoints each session keeps for undo: its Python kernel is forked
-    /// before every call (0: off; a call may still ask with `checkpoint`)
-    /// [env: CELLBOX_CHECKPOINTS] [default: 0].
-    #[arg(long, value_name = "N")]
+    /// before every call (0: off; a call may still ask with `checkpoint`) [default: 0].
+    #[arg(long, value_name = "N", env = settings::CHECKPOINTS.name, hide_env_values = true)]
     checkpoints: Option<usize>,
     /// Private memory a session's checkpoints may hold together; the oldest
-    /// go first [env: CELLBOX_CHECKPOINT_MEMORY] [default: 1G].
-    #[arg(long, value_name = "SIZE", value_parser = cellbox_kernels::sandbox::parse_size)]
+    /// go first [default: 1G].
+    #[arg(
+        long,
+        value_name = "SIZE",
+        value_parser = cellbox_kernels::sandbox::parse_size,
+        env = settings::CHECKPOINT_MEMORY.name,
+        hide_env_values = true
+    )]
     checkpoint_memory: Option<u64>,
-    /// Refuse Python cells [env: CELLBOX_PY=0].
+    /// Refuse Python cells (as CELLBOX_PY=off).
     #[arg(long)]
     no_py: bool,
-    /// Refuse JavaScript cells [env: CELLBOX_JS=0].
+    /// Refuse JavaScript cells (as CELLBOX_JS=off).
     #[arg(long)]
     no_js: bool,
 }
@@ -66,9 +73,9 @@ enum Mode {
 }
 
 impl EngineArgs {
-    /// The engine configuration these options describe.
-    pub fn engine_config(&self) -> Result<cellbox_engine::tool::EngineConfig, String> {
-        let mut config = self.kernel.engine_config()?;
+    /// The engine configuration these options describe, with the variables of `env` no flag sets.
+    pub fn engine_config(&self, env: &Environment) -> Result<cellbox_engine::tool::EngineConfig, String> {
+        let mut config = self.kernel.engine_config(env)?;
         config.mode = match self.mode {
             Mode::Session => KernelMode::Session,
             Mode::PerCall => KernelMode::PerCall,
@@ -78,7 +85,7 @@ impl EngineArgs {
         config.pool.max_kernels = self.max_kernels.max(1);
         config.pool.idle_timeout = (self.idle_minutes > 0).then(|| Duration::from_secs(self.idle_minutes * 60));
         config.exposure.py &= !self.no_py;
-        // `--no-py` alone means JavaScript only (as CELLBOX_PY=0).
+        // `--no-py` alone means JavaScript only (as CELLBOX_PY=off).
         config.exposure.js &= !self.no_js;
         config.spare.count = self.spares;
         config.checkpoints.count = self.checkpoints.unwrap_or(config.checkpoints.count);
@@ -88,8 +95,8 @@ impl EngineArgs {
     }
 }
 
-pub async fn mcp(args: McpArgs) -> ExitCode {
-    let mut config = match args.engine.engine_config() {
+pub async fn mcp(args: McpArgs, env: &Environment) -> ExitCode {
+    let mut config = match args.engine.engine_config(env) {
         Ok(config) => config,
         Err(message) => {
             eprintln!("cellbox: {message}");
@@ -98,7 +105,7 @@ pub async fn mcp(args: McpArgs) -> ExitCode {
     };
     // Cells' completion()/agent() are answered by the connected client (MCP sampling).
     let sampling = Arc::new(cellbox::mcp::sampling::SamplingBridge::default());
-    config.bridge = cellbox_engine::bridge::BridgeConfig::new(sampling.clone());
+    config.bridge.bridge = Some(sampling.clone());
     let engine = Arc::new(EvalEngine::new(config));
     // The first kernel starts now, while the client is still connecting.
     let warm = engine.clone();

@@ -34,37 +34,6 @@ pub struct Cli {
     command: Command,
 }
 
-impl Cli {
-    /// The parsed command line; `--help` shows, beside each flag a variable
-    /// also sets, that variable (`[env: CELLBOX_PYTHON]`), from [`settings::ENV_VARS`].
-    pub fn parse_with_env_help() -> Cli {
-        use clap::{CommandFactory, FromArgMatches};
-        let matches = with_env_help(Cli::command()).get_matches();
-        Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit())
-    }
-}
-
-/// `command` and its subcommands, each flag's help followed by the variable that sets the same thing.
-fn with_env_help(command: clap::Command) -> clap::Command {
-    let command = command.mut_subcommands(with_env_help);
-    let flags: Vec<(String, &settings::EnvVar)> = command
-        .get_arguments()
-        .filter_map(|arg| {
-            let long = format!("--{}", arg.get_long()?);
-            settings::ENV_VARS
-                .iter()
-                .find(|var| var.flag() == Some(long.as_str()))
-                .map(|var| (arg.get_id().to_string(), var))
-        })
-        .collect();
-    flags.into_iter().fold(command, |command, (id, var)| {
-        command.mut_arg(id, |arg| {
-            let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
-            arg.help(format!("{help} [env: {}]", var.name))
-        })
-    })
-}
-
 /// The large argument sets are boxed: they differ in size by platform, and
 /// the enum is as large as its largest variant.
 #[derive(Debug, Subcommand)]
@@ -114,7 +83,7 @@ enum Command {
 pub fn init_logging() {
     use tracing_subscriber::EnvFilter;
     let mut filter = settings::LOG.get().or_else(|| std::env::var("RUST_LOG").ok()).unwrap_or_else(|| "warn".into());
-    if settings::PYTHON_IPC_TRACE.get().is_some_and(|v| v == "1") {
+    if settings::PYTHON_IPC_TRACE.is_on() {
         filter.push_str(",cellbox::ipc=info");
     }
     let _ = tracing_subscriber::fmt()
@@ -123,21 +92,59 @@ pub fn init_logging() {
         .try_init();
 }
 
-pub async fn dispatch(cli: Cli) -> ExitCode {
+/// Run the command. `env` is the environment, read and checked once before the command line
+/// was parsed; the commands hand its values down rather than read variables themselves.
+pub async fn dispatch(cli: Cli, env: &settings::Environment) -> ExitCode {
     match cli.command {
-        Command::Run(args) => run::run(*args).await,
-        Command::Setup { what } => setup::setup(what).await,
+        Command::Run(args) => run::run(*args, env).await,
+        Command::Setup { what } => setup::setup(what, env).await,
         Command::Gateway { what } => gateway::gateway(what).await,
         Command::Artifact(args) => artifact::artifact(args),
-        Command::Doctor(args) => doctor::doctor(args).await,
+        Command::Doctor(args) => doctor::doctor(args, env).await,
         Command::Install(args) => install::install(args),
         Command::Completions(args) => docs::completions(args),
         Command::Man => docs::man(),
         Command::Docs { what } => docs::docs(what),
         Command::Uninstall(args) => install::uninstall(args),
-        Command::Mcp(args) => mcp::mcp(*args).await,
-        Command::Serve(args) => serve::serve(*args).await,
-        Command::SdkServer(args) => sdk_server::sdk_server(args).await,
-        Command::Repl(args) => repl::repl(*args).await,
+        Command::Mcp(args) => mcp::mcp(*args, env).await,
+        Command::Serve(args) => serve::serve(*args, env).await,
+        Command::SdkServer(args) => sdk_server::sdk_server(args, env).await,
+        Command::Repl(args) => repl::repl(*args, env).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every flag bound to a variable in the command tree.
+    fn bound(command: &clap::Command, out: &mut Vec<(String, String)>) {
+        for arg in command.get_arguments() {
+            if let (Some(long), Some(env)) = (arg.get_long(), arg.get_env()) {
+                out.push((format!("--{long}"), env.to_string_lossy().into_owned()));
+            }
+        }
+        command.get_subcommands().for_each(|sub| bound(sub, out));
+    }
+
+    /// The registry's `flag` of a variable and the flags bound to it (clap's `env`) are the same
+    /// links: each declared flag is bound to its variable wherever it appears, and no flag is
+    /// bound to a variable that does not declare it. The two path lists add to their flags
+    /// instead (their help says so).
+    #[test]
+    fn the_declared_flags_are_the_bound_flags() {
+        use clap::CommandFactory;
+        let mut links = Vec::new();
+        bound(&Cli::command(), &mut links);
+        for (flag, name) in &links {
+            let var = settings::env_var(name).unwrap_or_else(|| panic!("{flag} is bound to undeclared {name}"));
+            assert_eq!(var.flag, Some(flag.as_str()), "{name} should declare flag {flag}");
+        }
+        let additive = [settings::ALLOW_WRITE.name, settings::DENY_READ.name];
+        for var in settings::ENV_VARS.iter().filter(|var| !additive.contains(&var.name)) {
+            if let Some(flag) = var.flag {
+                assert!(links.iter().any(|(f, n)| f == flag && n == var.name), "{flag} is not bound to {}", var.name);
+            }
+        }
     }
 }

@@ -45,7 +45,7 @@ fn collect_parameters(args: &RunArgs) -> Result<Vec<(String, ParamValue)>, Strin
     Ok(out)
 }
 
-pub async fn run_notebook(args: RunArgs, path: &Path) -> Result<ExitCode, String> {
+pub async fn run_notebook(args: RunArgs, path: &Path, env: &cellbox_settings::Environment) -> Result<ExitCode, String> {
     if args.json {
         return Err("--json does not apply to notebooks: the executed notebook (-o FILE) holds every output".into());
     }
@@ -80,7 +80,7 @@ pub async fn run_notebook(args: RunArgs, path: &Path) -> Result<ExitCode, String
             .unwrap_or_else(|| PathBuf::from("."));
         kernel.cwd = Some(folder);
     }
-    let mut config = kernel.engine_config_with_bridge()?;
+    let mut config = kernel.engine_config_with_bridge(env)?;
     config.mode = KernelMode::Session;
     config.extra_env = args.env.iter().cloned().collect();
     config.check = args.check.unwrap_or(config.check);

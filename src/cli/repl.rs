@@ -57,8 +57,8 @@ enum Input {
     Quit,
 }
 
-pub async fn repl(args: ReplArgs) -> ExitCode {
-    let mut config = match args.kernel.engine_config_with_bridge() {
+pub async fn repl(args: ReplArgs, env: &cellbox_settings::Environment) -> ExitCode {
+    let mut config = match args.kernel.engine_config_with_bridge(env) {
         Ok(config) => config,
         Err(message) => {
             eprintln!("cellbox: {message}");
@@ -66,7 +66,7 @@ pub async fn repl(args: ReplArgs) -> ExitCode {
         }
     };
     config.pool.idle_timeout = None;
-    if cellbox_settings::CHECKPOINTS.get().is_none() {
+    if env.get(&cellbox_settings::CHECKPOINTS).is_none() {
         config.checkpoints.count = super::repl_branches::DEFAULT_CHECKPOINTS;
     }
     config.check = args.check.unwrap_or(config.check);

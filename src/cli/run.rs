@@ -17,8 +17,8 @@ use super::signals::watch_signals;
 
 /// Exit codes: 0 ok, 1 a cell failed, 2 cellbox could not run the code,
 /// 124 a cell timed out, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
-pub async fn run(args: RunArgs) -> ExitCode {
-    match run_inner(args).await {
+pub async fn run(args: RunArgs, env: &cellbox_settings::Environment) -> ExitCode {
+    match run_inner(args, env).await {
         Ok(code) => code,
         Err(message) => {
             eprintln!("cellbox: {message}");
@@ -60,10 +60,10 @@ fn read_params(args: &RunArgs) -> Result<EvalParams, String> {
     Ok(params)
 }
 
-async fn run_inner(args: RunArgs) -> Result<ExitCode, String> {
+async fn run_inner(args: RunArgs, env: &cellbox_settings::Environment) -> Result<ExitCode, String> {
     if let Some(path) = args.file.as_ref().filter(|path| super::notebook::is_notebook(path)) {
         let path = path.clone();
-        return super::notebook::run_notebook(args, &path).await;
+        return super::notebook::run_notebook(args, &path, env).await;
     }
     let notebook_only = [
         (args.output.is_some(), "-o/--output"),
@@ -79,7 +79,7 @@ async fn run_inner(args: RunArgs) -> Result<ExitCode, String> {
         ));
     }
     let params = read_params(&args)?;
-    let mut config = args.kernel.engine_config_with_bridge()?;
+    let mut config = args.kernel.engine_config_with_bridge(env)?;
     // A snapshot is restored into, or saved from, the call's kernel: it must
     // outlive the call (the engine is disposed at the end either way).
     let keeps_kernel = args.restore.is_some() || args.snapshot.is_some();

@@ -13,8 +13,8 @@ pub struct SdkServerArgs {
     engine: EngineArgs,
 }
 
-pub async fn sdk_server(args: SdkServerArgs) -> ExitCode {
-    let (config, idle) = match args.engine.engine_config() {
+pub async fn sdk_server(args: SdkServerArgs, env: &cellbox_settings::Environment) -> ExitCode {
+    let (config, idle) = match args.engine.engine_config(env) {
         Ok(chosen) => chosen,
         Err(message) => {
             eprintln!("cellbox: {message}");

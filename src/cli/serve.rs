@@ -23,7 +23,7 @@ pub struct ServeArgs {
     #[arg(long)]
     no_auth: bool,
     /// The tokens file [default: $XDG_CONFIG_HOME/cellbox/serve-tokens.json].
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = settings::SERVE_TOKENS.name, hide_env_values = true)]
     tokens: Option<PathBuf>,
     /// Folder holding each principal's working folder (`<DIR>/<principal>`) [default: the current directory].
     #[arg(long, value_name = "DIR")]
@@ -92,7 +92,7 @@ enum ServeCommand {
         #[command(subcommand)]
         what: TokenCommand,
         /// The tokens file [default: $XDG_CONFIG_HOME/cellbox/serve-tokens.json].
-        #[arg(long, value_name = "FILE", global = true)]
+        #[arg(long, value_name = "FILE", global = true, env = settings::SERVE_TOKENS.name, hide_env_values = true)]
         tokens: Option<PathBuf>,
     },
 }
@@ -122,12 +122,13 @@ enum TokenCommand {
     Revoke { name: String },
 }
 
+/// `--tokens` (or `CELLBOX_SERVE_TOKENS`), else the default.
 fn tokens_path(flag: Option<PathBuf>) -> PathBuf {
-    flag.or_else(|| settings::SERVE_TOKENS.path())
+    flag.filter(|path| !path.as_os_str().is_empty())
         .unwrap_or_else(|| cellbox_kernels::paths::config_root().join("serve-tokens.json"))
 }
 
-pub async fn serve(args: ServeArgs) -> ExitCode {
+pub async fn serve(args: ServeArgs, env: &settings::Environment) -> ExitCode {
     if let Some(ServeCommand::Token { what, tokens }) = args.what {
         return token(what, tokens_path(tokens));
     }
@@ -135,7 +136,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
     let auth = if args.no_auth {
         Auth::Off
     } else {
-        match tokens::TokenStore::open(Some(tokens_file.clone()), settings::SERVE_TOKEN.get()) {
+        match tokens::TokenStore::open(Some(tokens_file.clone()), env.get(&settings::SERVE_TOKEN).map(str::to_string)) {
             Ok(tokens) => {
                 let jwt = args.jwt_issuer.zip(args.jwt_audience).map(|(issuer, audience)| {
                     let keys = args
@@ -159,7 +160,7 @@ pub async fn serve(args: ServeArgs) -> ExitCode {
             }
         }
     };
-    let mut engine = match args.engine.engine_config() {
+    let mut engine = match args.engine.engine_config(env) {
         Ok(config) => config,
         Err(message) => {
             eprintln!("cellbox: {message}");

@@ -40,10 +40,10 @@ pub enum SetupCommand {
     },
 }
 
-pub async fn setup(command: SetupCommand) -> ExitCode {
+pub async fn setup(command: SetupCommand, env: &cellbox_settings::Environment) -> ExitCode {
     let (check, kernel) = match command {
         SetupCommand::Python { check, kernel } => (check, kernel),
-        SetupCommand::Node { check: _, kernel } => return setup_node(kernel).await,
+        SetupCommand::Node { check: _, kernel } => return setup_node(kernel, env).await,
         SetupCommand::Gateway { check, kernel } => return super::gateway::setup_gateway(check, kernel).await,
     };
     let result = match resolve_or_create(&kernel, check).await {
@@ -60,7 +60,7 @@ pub async fn setup(command: SetupCommand) -> ExitCode {
                 None => println!("Version:            not checked ({}=1)", cellbox_settings::PYTHON_SKIP_CHECK.name),
             }
             if check {
-                print_sandbox(&kernel);
+                print_sandbox(&kernel, env);
             }
             ExitCode::SUCCESS
         }
@@ -72,10 +72,10 @@ pub async fn setup(command: SetupCommand) -> ExitCode {
 }
 
 /// What this OS can enforce, the policy these options ask for, and whether it is enforced here.
-fn print_sandbox(kernel: &KernelArgs) {
+fn print_sandbox(kernel: &KernelArgs, env: &cellbox_settings::Environment) {
     let support = cellbox_kernels::sandbox::support();
     println!("{}", support.to_text());
-    match kernel.sandbox_policy() {
+    match kernel.sandbox_policy(env) {
         Ok(policy) => {
             println!(
                 "sandbox policy:     {} (network {}{}{})",
@@ -96,7 +96,7 @@ fn print_sandbox(kernel: &KernelArgs) {
     println!("preload:            {}", cellbox_kernels::kernel::zygote::platform_note());
 }
 
-async fn setup_node(kernel: KernelArgs) -> ExitCode {
+async fn setup_node(kernel: KernelArgs, env: &cellbox_settings::Environment) -> ExitCode {
     let cwd = match kernel.cwd() {
         Ok(cwd) => cwd,
         Err(message) => {
@@ -105,8 +105,8 @@ async fn setup_node(kernel: KernelArgs) -> ExitCode {
         }
     };
     let explicit = kernel.node.clone();
+    let policy = kernel.sandbox_policy(env).unwrap_or_default();
     let found = tokio::task::spawn_blocking(move || {
-        let policy = cellbox_kernels::sandbox::SandboxPolicy::from_env().unwrap_or_default();
         cellbox_kernels::runtime::node::resolve_from_env(explicit.as_deref(), &cwd, &policy)
     })
     .await

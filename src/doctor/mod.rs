@@ -180,6 +180,8 @@ pub struct DoctorInput {
     pub cwd: PathBuf,
     pub python: Option<String>,
     pub node: Option<String>,
+    /// The environment the command started with (read and checked once).
+    pub env: cellbox_settings::Environment,
 }
 
 /// The binary's version.
@@ -193,7 +195,7 @@ pub fn revision() -> &'static str {
 /// Look at everything, probing interpreters and tools (this blocks: run it
 /// off the async runtime).
 pub fn examine(input: &DoctorInput) -> Report {
-    let exposure = Exposure::default().with_env_overrides();
+    let exposure = Exposure::from_environment(&input.env).unwrap_or_default();
     let python = examine_python(input);
     let node = examine_node(input);
     let chosen_python = python.chosen.clone();

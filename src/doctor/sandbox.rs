@@ -108,7 +108,7 @@ fn policy_in_force() -> String {
 
 /// Whether preloaded kernels are forked here, and what `CELLBOX_PRELOAD` asks for.
 fn preload_detail() -> String {
-    let modules = crate::tool::preload_from_env();
+    let modules = crate::settings::PRELOAD.get().map(|list| crate::tool::parse_preload(&list)).unwrap_or_default();
     let asked = if modules.is_empty() {
         format!("{} is not set", crate::settings::PRELOAD.name)
     } else {

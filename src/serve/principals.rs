@@ -196,7 +196,7 @@ impl Principals {
         // call runs them (MCP sampling), as under `cellbox mcp`.
         let sampling = Arc::new(SamplingBridge::default());
         let mut config = self.config_for(identity, &budget).map_err(PrincipalError::Workspace)?;
-        config.bridge = BridgeConfig::new(sampling.clone());
+        config.bridge = BridgeConfig::new(sampling.clone(), config.bridge.limits.clone());
         let engine = Arc::new(EvalEngine::new(config));
         // Every MCP session of a principal starts in the same default session,
         // so state lasts across reconnects (and stateless requests) until the

@@ -127,8 +127,8 @@ fn a_timeout_exits_124_with_the_annotation() {
     assert!(text(&out.stderr).contains("timed out after 1s; kernel interrupted"), "{}", text(&out.stderr));
 }
 
-/// `--help` names, beside each flag, the variable that sets the same thing: taken from the declarations
-/// in `cellbox_settings`, so every variable whose doc says "(as `--flag`)" shows up where that flag does.
+/// `--help` names, beside each flag, the variable that sets the same thing: every variable declared
+/// with a `flag` in `cellbox_settings` shows up where that flag does (clap's `[env: …]`).
 #[test]
 fn help_shows_each_flags_variable() {
     let mut help = String::new();
@@ -136,12 +136,60 @@ fn help_shows_each_flags_variable() {
         help.push_str(&text(&cellbox(&[command, "--help"], None).stdout));
     }
     for var in cellbox_settings::ENV_VARS {
-        let Some(flag) = var.flag() else { continue };
-        let shown = help
-            .lines()
-            .any(|line| line.contains(&format!("{flag} ")) && line.contains(&format!("[env: {}]", var.name)));
+        let Some(flag) = var.flag else { continue };
+        // The two path lists add to their flags' paths, so their help names them in words.
+        let additive = [cellbox_settings::ALLOW_WRITE.name, cellbox_settings::DENY_READ.name].contains(&var.name);
+        let shown = help.lines().any(|line| {
+            line.contains(&format!("{flag} "))
+                && (line.contains(&format!("[env: {}]", var.name)) || additive && line.contains(var.name))
+        });
         assert!(shown, "{flag} should show [env: {}] in --help:\n{help}", var.name);
     }
+}
+
+/// A variable set to a value it does not take stops every front end the same way, before anything
+/// starts: exit 2 and one line naming the variable and what it takes.
+#[test]
+fn a_bad_setting_is_the_same_error_in_every_front_end() {
+    let fronts: [&[&str]; 6] = [
+        &["run", "-c", "1"],
+        &["repl"],
+        &["mcp"],
+        &["serve", "--no-auth", "--listen", "127.0.0.1:0"],
+        &["sdk-server"],
+        &["doctor"],
+    ];
+    let cases = [
+        ("CELLBOX_BACKEND", "docker", "CELLBOX_BACKEND=\"docker\" is not a valid value: it takes process|gateway"),
+        ("CELLBOX_PYTHON_SKIP_CHECK", "sure", "it takes 1|0, true|false, yes|no or on|off"),
+        ("CELLBOX_PY", "1", "CELLBOX_PY=\"1\" is not a valid value: it takes on, off or only"),
+        (
+            "CELLBOX_SANDBOX",
+            "nope",
+            "CELLBOX_SANDBOX=\"nope\" is not a valid value: it takes workspace-write|read-only|off",
+        ),
+        ("CELLBOX_CHECKPOINTS", "many", "CELLBOX_CHECKPOINTS=\"many\" is not a valid value: it takes count"),
+    ];
+    for (name, value, message) in cases {
+        for args in fronts {
+            let out = common::binary::output_with_input(common::binary::cellbox(args).env(name, value), "");
+            let stderr = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?} with {name}={value}: {stderr}");
+            assert!(
+                stderr.starts_with("cellbox: ") && stderr.contains(message),
+                "{args:?} with {name}={value}: {stderr}"
+            );
+        }
+    }
+    // Blank is "not given", and a flag bound to a variable wins over it.
+    let blank =
+        common::binary::output_with_input(common::binary::cellbox(["run", "-c", "1"]).env("CELLBOX_SANDBOX", " "), "");
+    assert!(blank.status.success(), "{}", text(&blank.stderr));
+    let flag_wins = common::binary::output_with_input(
+        common::binary::cellbox(["run", "--backend", "process", "-c", "print(3)"]).env("CELLBOX_BACKEND", "gateway"),
+        "",
+    );
+    assert_eq!(text(&flag_wins.stdout), "3\n", "{}", text(&flag_wins.stderr));
 }
 
 #[test]

@@ -397,7 +397,7 @@ async fn languages_can_be_disabled() {
         )
         .await
         .unwrap_err();
-    assert!(error.to_string().contains("CELLBOX_JS=1"), "{error}");
+    assert!(error.to_string().contains("CELLBOX_JS=on"), "{error}");
     let no_py = fixture(|c| c.exposure.py = false);
     let error = no_py
         .engine
@@ -409,7 +409,7 @@ async fn languages_can_be_disabled() {
         )
         .await
         .unwrap_err();
-    assert!(error.to_string().contains("CELLBOX_PY=1"), "{error}");
+    assert!(error.to_string().contains("CELLBOX_PY=only"), "{error}");
 }
 
 #[tokio::test]

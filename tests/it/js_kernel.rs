@@ -216,10 +216,17 @@ async fn mixed_calls_keep_a_kernel_per_language() {
 
 #[tokio::test]
 async fn exposure_modes_and_the_javascript_fallback() {
-    assert_eq!(Exposure::default().with_py_mode("0"), Exposure { py: false, js: true });
-    assert_eq!(Exposure::default().with_py_mode("bash"), Exposure { py: false, js: true });
-    assert_eq!(Exposure::default().with_py_mode("py"), Exposure { py: true, js: false });
-    assert_eq!(Exposure { py: false, js: false }.with_py_mode("both"), Exposure { py: true, js: true });
+    let exposure = |pairs: &[(&str, &str)]| {
+        Exposure::from_environment(&cellbox_settings::Environment::from_pairs(pairs.iter().copied()).unwrap())
+    };
+    assert_eq!(exposure(&[]), Ok(Exposure { py: true, js: true }));
+    assert_eq!(exposure(&[("CELLBOX_PY", "off")]), Ok(Exposure { py: false, js: true }));
+    assert_eq!(exposure(&[("CELLBOX_PY", "0")]), Ok(Exposure { py: false, js: true }));
+    assert_eq!(exposure(&[("CELLBOX_PY", "only")]), Ok(Exposure { py: true, js: false }));
+    assert_eq!(exposure(&[("CELLBOX_JS", "only")]), Ok(Exposure { py: false, js: true }));
+    assert_eq!(exposure(&[("CELLBOX_PY", "both"), ("CELLBOX_JS", "no")]), Ok(Exposure { py: true, js: false }));
+    let contradiction = exposure(&[("CELLBOX_PY", "only"), ("CELLBOX_JS", "only")]).unwrap_err();
+    assert!(contradiction.contains("CELLBOX_PY=only") && contradiction.contains("CELLBOX_JS=only"), "{contradiction}");
 
     // JavaScript only: cells without a language run as JavaScript; py cells are refused.
     let js_only = fixture(|c| c.exposure = Exposure { py: false, js: true });

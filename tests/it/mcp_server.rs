@@ -88,10 +88,10 @@ fn sigterm_to_the_server_disposes_its_kernels() {
 
 #[test]
 fn javascript_cells_run_beside_python() {
-    scenario_with_env("javascript", &[("CELLBOX_PY", "mix"), ("CELLBOX_JS", "1")]);
+    scenario_with_env("javascript", &[("CELLBOX_PY", "on"), ("CELLBOX_JS", "on")]);
 }
 
 #[test]
 fn javascript_only_offers_only_javascript() {
-    scenario_with_env("javascript_only", &[("CELLBOX_PY", "0"), ("CELLBOX_JS", "1")]);
+    scenario_with_env("javascript_only", &[("CELLBOX_JS", "only")]);
 }

@@ -3,11 +3,16 @@
 //! commands flatten them into their own flags, and the Python SDK's in-process
 //! engine parses the same flags its `cellbox sdk-server` child would get, so a
 //! sandbox is configured one way whichever engine runs it.
+//!
+//! A flag that a `CELLBOX_*` variable also sets is bound to it (clap's `env`, the link declared
+//! by the variable's `flag` in `cellbox_settings`): the flag wins over the variable, the
+//! variable over the default. The variables without a flag here come in as an [`Environment`],
+//! read once by the front end.
 
 use std::path::PathBuf;
 
 use crate::sandbox::{NetworkMode, SandboxMode, SandboxPolicy, parse_size};
-use crate::settings;
+use crate::settings::{self, Environment};
 
 /// Options shared by every command that starts a kernel.
 #[derive(Debug, Clone, clap::Args)]
@@ -16,37 +21,39 @@ pub struct KernelArgs {
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
     /// Python interpreter to use (skips discovery).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", env = settings::PYTHON.name, hide_env_values = true)]
     pub python: Option<String>,
     /// Node.js to run JavaScript cells with (skips the PATH lookup).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", env = settings::NODE.name, hide_env_values = true)]
     pub node: Option<String>,
     /// What kernels may read and write: workspace-write, read-only, or off (the user's full rights)
     /// [default: workspace-write].
-    #[arg(long, value_name = "MODE")]
+    #[arg(long, value_name = "MODE", env = settings::SANDBOX.name, hide_env_values = true)]
     pub sandbox: Option<SandboxMode>,
     /// Network for kernels: on, off or localhost (their own loopback only) [default: on].
-    #[arg(long, value_name = "MODE")]
+    #[arg(long, value_name = "MODE", env = settings::NETWORK.name, hide_env_values = true)]
     pub network: Option<NetworkMode>,
-    /// Another folder kernels may write in workspace-write mode (repeatable; the variable takes a `:`-separated list).
+    /// Another folder kernels may write in workspace-write mode (repeatable; CELLBOX_ALLOW_WRITE's
+    /// `:`-separated list is added).
     #[arg(long = "allow-write", value_name = "PATH")]
     pub allow_write: Vec<PathBuf>,
-    /// Another path kernels may not read, besides ~/.ssh, ~/.aws, … (repeatable).
+    /// Another path kernels may not read, besides ~/.ssh, ~/.aws, … (repeatable; CELLBOX_DENY_READ's
+    /// `:`-separated list is added).
     #[arg(long = "deny-read", value_name = "PATH")]
     pub deny_read: Vec<PathBuf>,
     /// Memory for each kernel and everything it starts, e.g. 4G.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, env = settings::MEMORY_LIMIT.name, hide_env_values = true)]
     pub memory_limit: Option<u64>,
     /// Processes and threads for each kernel and everything it starts.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", env = settings::MAX_PROCESSES.name, hide_env_values = true)]
     pub max_processes: Option<u64>,
     /// Where Python kernels run: `process` (a runner process each) or `gateway` (a Jupyter gateway:
     /// CELLBOX_GATEWAY_URL if set, else the shared local one).
-    #[arg(long, value_name = "process|gateway")]
+    #[arg(long, value_name = "process|gateway", env = settings::BACKEND.name, hide_env_values = true)]
     pub backend: Option<String>,
     /// Modules Python kernels start with already imported, e.g. numpy,pandas: imported once in a fork
     /// server, each kernel forked from it (Linux; process backend).
-    #[arg(long, value_name = "MODULE,…")]
+    #[arg(long, value_name = "MODULE,…", env = settings::PRELOAD.name, hide_env_values = true)]
     pub preload: Option<String>,
 }
 
@@ -62,14 +69,13 @@ impl KernelArgs {
         Ok(cwd)
     }
 
-    /// An engine configuration for these options (cwd checked first).
-    pub fn engine_config(&self) -> Result<crate::tool::EngineConfig, String> {
-        crate::tool::CheckMode::validate_env().map_err(|e| e.to_string())?;
-        let mut config = crate::tool::EngineConfig::new(self.cwd()?);
+    /// An engine configuration for these options and `env` (cwd checked first).
+    pub fn engine_config(&self, env: &Environment) -> Result<crate::tool::EngineConfig, String> {
+        let mut config = crate::tool::EngineConfig::from_environment(self.cwd()?, env)?;
         config.python = self.explicit_python();
-        config.node = self.node.clone();
-        config.sandbox = self.sandbox_policy()?;
-        config.backend = self.backend()?;
+        config.node = self.node.clone().filter(|node| !node.trim().is_empty());
+        config.sandbox = self.sandbox_policy(env)?;
+        config.backend = self.backend(env)?;
         if let Some(list) = &self.preload {
             config.preload = crate::tool::parse_preload(list);
         }
@@ -77,21 +83,21 @@ impl KernelArgs {
     }
 
     /// [`Self::engine_config`] with the CLI's host bridge (`CELLBOX_LLM_*`, `CELLBOX_AGENT_COMMAND`).
-    pub fn engine_config_with_bridge(&self) -> Result<crate::tool::EngineConfig, String> {
-        let mut config = self.engine_config()?;
-        let limits = crate::bridge::BridgeLimits::from_env();
-        let bridge = crate::bridge::cli::CliBridge::from_env(limits.depth).map_err(|e| e.to_string())?;
-        config.bridge = crate::bridge::BridgeConfig {
-            bridge: bridge.map(|b| std::sync::Arc::new(b) as std::sync::Arc<dyn crate::bridge::Bridge>),
-            limits,
-        };
+    pub fn engine_config_with_bridge(&self, env: &Environment) -> Result<crate::tool::EngineConfig, String> {
+        let mut config = self.engine_config(env)?;
+        let bridge = crate::bridge::cli::CliBridge::from_environment(env, config.bridge.limits.depth)
+            .map_err(|e| e.to_string())?;
+        config.bridge.bridge = bridge.map(|b| std::sync::Arc::new(b) as std::sync::Arc<dyn crate::bridge::Bridge>);
         Ok(config)
     }
 
-    /// The sandbox policy: the `CELLBOX_*` variables, overridden by the flags;
-    /// relative paths are taken from the cwd.
-    pub fn sandbox_policy(&self) -> Result<SandboxPolicy, String> {
-        let mut policy = SandboxPolicy::from_env().map_err(|e| e.to_string())?;
+    /// The sandbox policy: the flags (or the variables bound to them), with the folders of
+    /// `CELLBOX_ALLOW_WRITE` and `CELLBOX_DENY_READ` added; relative paths are taken from the cwd.
+    pub fn sandbox_policy(&self, env: &Environment) -> Result<SandboxPolicy, String> {
+        let listed =
+            |var: &settings::EnvVar| [settings::ALLOW_WRITE.name, settings::DENY_READ.name].contains(&var.name);
+        let mut policy = SandboxPolicy::from_lookup(|var| env.get(var).filter(|_| listed(var)).map(str::to_string))
+            .map_err(|e| e.to_string())?;
         if let Some(mode) = self.sandbox {
             policy.mode = mode;
         }
@@ -100,31 +106,32 @@ impl KernelArgs {
         }
         policy.allow_write.extend(self.allow_write.iter().cloned());
         policy.deny_read.extend(self.deny_read.iter().cloned());
-        if self.memory_limit.is_some() {
-            policy.memory_limit = self.memory_limit;
-        }
+        policy.memory_limit = self.memory_limit;
         if let Some(n) = self.max_processes {
             if n < 8 {
-                return Err(format!("--max-processes {n} is too low for a kernel; give at least 8"));
+                return Err(format!(
+                    "--max-processes {n} (or {}) is too low for a kernel; give at least 8",
+                    settings::MAX_PROCESSES.name
+                ));
             }
             policy.max_processes = Some(n);
         }
         Ok(policy.resolved(&self.cwd()?))
     }
 
-    /// `--backend`, else `$CELLBOX_BACKEND`, with `$CELLBOX_GATEWAY_URL` / `$CELLBOX_GATEWAY_TOKEN`.
-    pub fn backend(&self) -> Result<crate::session::Backend, String> {
+    /// `--backend` (or `$CELLBOX_BACKEND`), with `$CELLBOX_GATEWAY_URL` / `$CELLBOX_GATEWAY_TOKEN`.
+    pub fn backend(&self, env: &Environment) -> Result<crate::session::Backend, String> {
         use crate::gateway::GatewaySetting;
-        let backend = self.backend.clone().or_else(|| settings::BACKEND.get());
-        let (url, token) = (settings::GATEWAY_URL.get(), settings::GATEWAY_TOKEN.get());
-        Ok(match GatewaySetting::choose(backend.as_deref(), url, token).map_err(|e| e.to_string())? {
+        let owned = |var| env.get(var).map(str::to_string);
+        let (url, token) = (owned(&settings::GATEWAY_URL), owned(&settings::GATEWAY_TOKEN));
+        Ok(match GatewaySetting::choose(self.backend.as_deref(), url, token).map_err(|e| e.to_string())? {
             Some(setting) => crate::session::Backend::Gateway(setting),
             None => crate::session::Backend::Process,
         })
     }
 
-    /// `--python`, else `$CELLBOX_PYTHON`.
+    /// `--python` (or `$CELLBOX_PYTHON`).
     pub fn explicit_python(&self) -> Option<String> {
-        self.python.clone().or_else(|| settings::PYTHON.get())
+        self.python.clone().filter(|python| !python.trim().is_empty())
     }
 }

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::kernel_args::KernelArgs;
+use crate::settings::Environment;
 use crate::tool::EngineConfig;
 
 /// `cellbox sdk-server`'s flags.
@@ -35,9 +36,10 @@ impl EngineArgs {
         <Flags as clap::Parser>::try_parse_from(flags).map(|flags| flags.args).map_err(|e| e.to_string())
     }
 
-    /// The engine's configuration (its working folder checked first) and its idle limit.
-    pub fn engine_config(&self) -> Result<(EngineConfig, Option<Duration>), String> {
-        let mut config = self.kernel.engine_config()?;
+    /// The engine's configuration (its working folder checked first) and its idle limit, with
+    /// the variables of `env` that no flag sets.
+    pub fn engine_config(&self, env: &Environment) -> Result<(EngineConfig, Option<Duration>), String> {
+        let mut config = self.kernel.engine_config(env)?;
         config.spare.count = self.spares;
         // A timeout too long to count is no limit at all.
         let idle = (self.idle_timeout > 0.0).then(|| Duration::try_from_secs_f64(self.idle_timeout).ok()).flatten();

@@ -152,7 +152,10 @@ impl InProcess {
     /// Start an engine configured by `flags` (those of `cellbox sdk-server`), with
     /// `env` set in every kernel it starts; a bad flag or working folder is an error.
     pub fn start(flags: &[String], env: BTreeMap<String, String>) -> Result<Self, String> {
-        let (mut config, idle) = EngineArgs::parse(flags)?.engine_config()?;
+        // The environment is read and checked first: a bad variable is an error naming it, before
+        // the flags bound to the variables are parsed.
+        let settings = crate::settings::Environment::from_process().map_err(|e| e.to_string())?;
+        let (mut config, idle) = EngineArgs::parse(flags)?.engine_config(&settings)?;
         config.extra_env.extend(env);
         // One thread drives the engine: a call's request, its cell's frames and its
         // answer are handled there without waking another worker for each.

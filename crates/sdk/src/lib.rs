@@ -19,6 +19,7 @@
 
 use cellbox_engine::{kernel_args, tool};
 use cellbox_kernels::{runtime, sandbox};
+use cellbox_settings as settings;
 
 mod args;
 mod branches;

@@ -9,6 +9,7 @@
 
 mod vars;
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -29,6 +30,92 @@ pub enum Audience {
     Development,
 }
 
+/// What a variable takes; [`Environment`] checks every value against it, so a bad one is an
+/// error naming the variable and what it takes before anything runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Any text: a path, a URL, a name, a list.
+    Text,
+    /// A boolean, read by [`parse_bool`]: [`BOOL_VALUES`].
+    Bool,
+    /// One of these words, any case (the docs show the main ones, the rest are old spellings).
+    Choice(&'static [&'static str]),
+    /// A whole number, at least this much.
+    Count(u64),
+    /// A number of seconds above zero (a fraction allowed).
+    Seconds,
+    /// A size: a number with an optional unit, `512M`, `4G` (at least 16 MiB).
+    Size,
+    /// Which languages: `on`, `off` or `only` ([`parse_languages`]).
+    Languages,
+}
+
+/// What a boolean variable takes, as errors and the docs show it.
+pub const BOOL_VALUES: &str = "1|0, true|false, yes|no or on|off (any case)";
+
+/// The one reading of a boolean variable's value: `1`/`true`/`yes`/`on` and `0`/`false`/`no`/`off`,
+/// any case; anything else is an error naming the variable and [`BOOL_VALUES`].
+pub fn parse_bool(var: &EnvVar, value: &str) -> Result<bool, SettingError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(var.bad(value, BOOL_VALUES)),
+    }
+}
+
+/// A `CELLBOX_PY` or `CELLBOX_JS` value: the language on, off, or the only one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offer {
+    On,
+    Off,
+    Only,
+}
+
+/// What `CELLBOX_PY` and `CELLBOX_JS` take, as errors and the docs show it.
+pub const LANGUAGE_VALUES: &str = "on, off (or a boolean: 1|0 for JS, true|false, yes|no) or only";
+
+/// A `CELLBOX_PY` / `CELLBOX_JS` value: `on`, `off` or `only`, with the booleans of
+/// [`parse_bool`] for on and off. The old spellings that meant one thing are still read
+/// (`mix`/`both`: on; `bash`: Python off; `py`/`python`: Python only); `CELLBOX_PY=1`, which
+/// once meant "Python only" and reads as "on", is refused with the two words to choose from.
+pub fn parse_languages(var: &EnvVar, value: &str) -> Result<Offer, SettingError> {
+    let word = value.trim().to_ascii_lowercase();
+    let python = var.name == PY.name;
+    match word.as_str() {
+        "only" => Ok(Offer::Only),
+        "1" if python => Err(var.bad(
+            value,
+            "on, off or only (`1` is ambiguous: it meant Python only; say `only` for that, or `on` for Python beside JavaScript)",
+        )),
+        "mix" | "both" if python => Ok(Offer::On),
+        "bash" if python => Ok(Offer::Off),
+        "py" | "python" if python => Ok(Offer::Only),
+        _ => match parse_bool(var, &word) {
+            Ok(true) => Ok(Offer::On),
+            Ok(false) => Ok(Offer::Off),
+            Err(_) => Err(var.bad(value, LANGUAGE_VALUES)),
+        },
+    }
+}
+
+/// A size as [`Kind::Size`] reads it, in bytes (`None`: not a size, or under 16 MiB).
+fn size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number.parse().ok()?;
+    let scale: u64 = match unit.trim().to_ascii_lowercase().trim_end_matches("ib").trim_end_matches('b') {
+        "" => 1,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        "t" => 1 << 40,
+        _ => return None,
+    };
+    let bytes = (value * scale as f64) as u64;
+    (bytes >= 16 << 20).then_some(bytes)
+}
+
 /// One environment variable.
 #[derive(Debug, Clone, Copy)]
 pub struct EnvVar {
@@ -39,11 +126,30 @@ pub struct EnvVar {
     pub default: &'static str,
     pub doc: &'static str,
     pub audience: Audience,
+    /// The command-line flag that sets the same thing (`--python`), if any: the flag is bound to
+    /// the variable (clap's `env`), so a flag given wins over the variable, which wins over the
+    /// default. The docs' table shows it.
+    pub flag: Option<&'static str>,
+    /// What it takes, checked when the environment is read ([`Environment`]).
+    pub kind: Kind,
 }
 
 impl EnvVar {
+    /// This variable, set by `flag` too.
+    pub const fn with_flag(self, flag: &'static str) -> EnvVar {
+        EnvVar { flag: Some(flag), ..self }
+    }
+
+    /// This variable, taking values of `kind`.
+    pub const fn with_kind(self, kind: Kind) -> EnvVar {
+        EnvVar { kind, ..self }
+    }
+
     /// The value this process was started with, trimmed; `None` when the
     /// variable is unset, blank or not UTF-8 (all three mean "not given").
+    ///
+    /// For what is read deep inside (folders, tracing, tests); settings that change what the
+    /// engine does are read once, by the front end, through [`Environment`].
     pub fn get(&self) -> Option<String> {
         let value = std::env::var(self.name).ok()?;
         let value = value.trim();
@@ -62,19 +168,10 @@ impl EnvVar {
         std::env::var_os(self.name).is_some_and(|value| !value.is_empty())
     }
 
-    /// The command-line flag that sets the same thing, as the description
-    /// names it ("… (as `--python`) …"); the CLI's help shows the variable
-    /// beside that flag.
-    pub fn flag(&self) -> Option<&'static str> {
-        let doc: &'static str = self.doc;
-        let start = doc.find("(as `--")? + "(as `".len();
-        let len = doc[start..].find('`')?;
-        Some(&doc[start..start + len])
-    }
-
-    /// Whether it is set to `1`, `true` or `yes` (any case).
+    /// A boolean variable's value by [`parse_bool`]: `false` when unset or not a boolean (the
+    /// front ends refuse a bad value before anything reads this).
     pub fn is_on(&self) -> bool {
-        self.get().is_some_and(|value| matches!(value.to_ascii_lowercase().as_str(), "1" | "true" | "yes"))
+        self.get().is_some_and(|value| parse_bool(self, &value).unwrap_or(false))
     }
 
     /// The value parsed; `Ok(None)` when not given, an error naming the
@@ -82,10 +179,27 @@ impl EnvVar {
     pub fn parse<T: FromStr>(&self) -> Result<Option<T>, SettingError> {
         match self.get() {
             None => Ok(None),
-            Some(value) => {
-                value.parse().map(Some).map_err(|_| SettingError { name: self.name, value, expected: self.value })
-            }
+            Some(value) => value.parse().map(Some).map_err(|_| self.bad(&value, self.value)),
         }
+    }
+
+    /// The error for `value`, which this variable does not take.
+    pub fn bad(&self, value: &str, expected: &'static str) -> SettingError {
+        SettingError { name: self.name, value: value.to_string(), expected }
+    }
+
+    /// Whether `value` is one this variable takes ([`Kind`]).
+    pub fn check(&self, value: &str) -> Result<(), SettingError> {
+        let ok = match self.kind {
+            Kind::Text => true,
+            Kind::Bool => return parse_bool(self, value).map(drop),
+            Kind::Languages => return parse_languages(self, value).map(drop),
+            Kind::Choice(words) => words.iter().any(|word| word.eq_ignore_ascii_case(value.trim())),
+            Kind::Count(least) => value.trim().parse::<u64>().is_ok_and(|n| n >= least),
+            Kind::Seconds => value.trim().parse::<f64>().is_ok_and(|s| s.is_finite() && s > 0.0),
+            Kind::Size => size(value).is_some(),
+        };
+        if ok { Ok(()) } else { Err(self.bad(value, self.value)) }
     }
 }
 
@@ -97,6 +211,64 @@ pub struct SettingError {
     pub value: String,
     /// What the variable takes, as the docs show it.
     pub expected: &'static str,
+}
+
+/// The declared variables as one process was started with them, read once and checked: the
+/// front ends make one and hand the values it holds down to the engine, which reads no
+/// variable that changes what it does. Blank values are "not given"; values are trimmed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Environment {
+    values: BTreeMap<&'static str, String>,
+}
+
+impl Environment {
+    /// The process's environment; the first value a variable does not take is an error.
+    pub fn from_process() -> Result<Environment, SettingError> {
+        Environment::from_pairs(ENV_VARS.iter().filter_map(|var| Some((var.name, std::env::var(var.name).ok()?))))
+    }
+
+    /// An environment of these pairs (names that are not declared are left out), for tests and
+    /// hosts that keep their settings elsewhere; checked as [`Environment::from_process`] is.
+    pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<Environment, SettingError> {
+        let mut values = BTreeMap::new();
+        for (name, value) in pairs {
+            let (Some(var), value) = (env_var(name.as_ref()), value.as_ref().trim()) else { continue };
+            if value.is_empty() {
+                continue;
+            }
+            var.check(value)?;
+            values.insert(var.name, value.to_string());
+        }
+        Ok(Environment { values })
+    }
+
+    /// The variable's value, if given.
+    pub fn get(&self, var: &EnvVar) -> Option<&str> {
+        self.values.get(var.name).map(String::as_str)
+    }
+
+    /// The names of the variables given, blank ones left out (they mean "not given").
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.values.keys().copied()
+    }
+
+    /// A boolean variable's value ([`parse_bool`]); `None` when not given.
+    pub fn bool(&self, var: &EnvVar) -> Result<Option<bool>, SettingError> {
+        self.get(var).map(|value| parse_bool(var, value)).transpose()
+    }
+
+    /// A `CELLBOX_PY` / `CELLBOX_JS` value ([`parse_languages`]); `None` when not given.
+    pub fn languages(&self, var: &EnvVar) -> Result<Option<Offer>, SettingError> {
+        self.get(var).map(|value| parse_languages(var, value)).transpose()
+    }
+
+    /// The value parsed; `Ok(None)` when not given, an error naming the variable and what it
+    /// takes when the value does not parse.
+    pub fn parse<T: FromStr>(&self, var: &EnvVar) -> Result<Option<T>, SettingError> {
+        self.get(var).map(|value| value.parse().map_err(|_| var.bad(value, var.value))).transpose()
+    }
 }
 
 pub use vars::*;
@@ -116,11 +288,23 @@ pub fn markdown_table() -> String {
     ];
     let mut out = String::new();
     for (audience, title) in sections {
-        let _ =
-            write!(out, "\n**{title}**\n\n| variable | value | default | what it does |\n| --- | --- | --- | --- |\n");
-        for var in ENV_VARS.iter().filter(|var| var.audience == audience) {
+        let vars: Vec<_> = ENV_VARS.iter().filter(|var| var.audience == audience).collect();
+        // Only the settings have flags: the other tables keep their four columns.
+        let flags = vars.iter().any(|var| var.flag.is_some());
+        let (flag_head, flag_rule) = if flags { (" flag |", " --- |") } else { ("", "") };
+        let _ = write!(
+            out,
+            "\n**{title}**\n\n| variable |{flag_head} value | default | what it does |\n| --- |{flag_rule} --- | --- | --- |\n"
+        );
+        for var in vars {
             let default = if var.default.is_empty() { "—" } else { var.default };
-            let _ = writeln!(out, "| `{}` | {} | {} | {} |", var.name, var.value.replace('|', "\\|"), default, var.doc);
+            let flag = match (flags, var.flag) {
+                (false, _) => String::new(),
+                (true, Some(flag)) => format!(" `{flag}` |"),
+                (true, None) => " — |".to_string(),
+            };
+            let value = var.value.replace('|', "\\|");
+            let _ = writeln!(out, "| `{}` |{flag} {value} | {default} | {} |", var.name, var.doc);
         }
     }
     out.trim_start().to_string()
@@ -233,6 +417,76 @@ mod tests {
             }
         }
         assert!(found.is_empty(), "read these through crate::settings (e.g. settings::PYTHON.get()): {found:?}");
+    }
+
+    #[test]
+    fn one_boolean_reading_for_every_boolean() {
+        for (value, on) in [("1", true), ("TRUE", true), (" yes ", true), ("On", true)] {
+            assert_eq!(parse_bool(&PYTHON_SKIP_CHECK, value), Ok(on));
+        }
+        for value in ["0", "false", "No", "OFF"] {
+            assert_eq!(parse_bool(&PYTHON_SKIP_CHECK, value), Ok(false));
+        }
+        let error = parse_bool(&PYTHON_IPC_TRACE, "maybe").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "CELLBOX_PYTHON_IPC_TRACE=\"maybe\" is not a valid value: it takes 1|0, true|false, yes|no or on|off (any case)"
+        );
+        for var in ENV_VARS.iter().filter(|var| var.kind == Kind::Bool) {
+            assert_eq!(var.value, "boolean", "{} shows its values as the docs explain booleans", var.name);
+        }
+    }
+
+    #[test]
+    fn languages_take_on_off_or_only_and_refuse_what_meant_two_things() {
+        let py = |value| parse_languages(&PY, value);
+        assert_eq!(py("only"), Ok(Offer::Only));
+        assert_eq!(py("on"), Ok(Offer::On));
+        assert_eq!(py("mix"), Ok(Offer::On), "an old spelling that meant one thing is still read");
+        assert_eq!(py("0"), Ok(Offer::Off), "`0` always meant Python off");
+        assert_eq!(py("bash"), Ok(Offer::Off));
+        assert_eq!(py("python"), Ok(Offer::Only));
+        let error = py("1").unwrap_err();
+        assert!(error.to_string().contains("CELLBOX_PY=\"1\"") && error.to_string().contains("only"), "{error}");
+        assert_eq!(parse_languages(&JS, "1"), Ok(Offer::On), "CELLBOX_JS=1 always meant on");
+        assert_eq!(parse_languages(&JS, "ONLY"), Ok(Offer::Only));
+        assert!(parse_languages(&JS, "mix").is_err(), "mix was never a CELLBOX_JS value");
+    }
+
+    #[test]
+    fn the_environment_is_read_once_and_checked() {
+        let env = Environment::from_pairs([
+            ("CELLBOX_BACKEND", " Gateway "),
+            ("CELLBOX_PYTHON", ""),
+            ("PATH", "/bin"),
+            ("CELLBOX_CHECKPOINTS", "3"),
+        ])
+        .unwrap();
+        assert_eq!(env.get(&BACKEND), Some("Gateway"));
+        assert_eq!(env.get(&PYTHON), None, "blank is not given");
+        assert_eq!(env.parse::<usize>(&CHECKPOINTS), Ok(Some(3)));
+        assert_eq!(env.names().collect::<Vec<_>>(), ["CELLBOX_BACKEND", "CELLBOX_CHECKPOINTS"]);
+        let bad = |name: &str, value: &str| Environment::from_pairs([(name, value)]).unwrap_err().to_string();
+        assert_eq!(
+            bad("CELLBOX_BACKEND", "docker"),
+            "CELLBOX_BACKEND=\"docker\" is not a valid value: it takes process|gateway"
+        );
+        assert!(bad("CELLBOX_MAX_PROCESSES", "4").contains("CELLBOX_MAX_PROCESSES"));
+        assert!(bad("CELLBOX_MEMORY_LIMIT", "lots").contains("size"));
+        assert!(bad("CELLBOX_GATEWAY_STARTUP_TIMEOUT", "-1").contains("seconds"));
+        assert!(bad("CELLBOX_PYTHON_SKIP_CHECK", "sure").contains("yes|no"));
+        assert!(Environment::from_pairs([("CELLBOX_MEMORY_LIMIT", "1.5G"), ("CELLBOX_NETWORK", "LOCALHOST")]).is_ok());
+    }
+
+    #[test]
+    fn flags_are_declared_as_data_and_shown_in_the_table() {
+        assert_eq!(PYTHON.flag, Some("--python"));
+        assert_eq!(SERVE_TOKENS.flag, Some("--tokens"));
+        for var in ENV_VARS {
+            assert!(!var.doc.contains("(as `--"), "{}: the flag is the `flag` field, not prose", var.name);
+            assert!(var.flag.is_none_or(|flag| flag.starts_with("--")), "{var:?}");
+        }
+        assert!(markdown_table().contains("| `CELLBOX_PYTHON` | `--python` |"), "{}", markdown_table());
     }
 
     #[test]

@@ -1,66 +1,68 @@
 //! The declarations: one constant per variable, and [`ENV_VARS`], every
 //! one of them in the order the docs show them.
 
-use super::{Audience, EnvVar};
+use super::{Audience, EnvVar, Kind};
 
 const fn user(name: &'static str, value: &'static str, default: &'static str, doc: &'static str) -> EnvVar {
-    EnvVar { name, value, default, doc, audience: Audience::User }
+    EnvVar { name, value, default, doc, audience: Audience::User, flag: None, kind: Kind::Text }
 }
 
 const fn set_by_cellbox(name: &'static str, value: &'static str, doc: &'static str) -> EnvVar {
-    EnvVar { name, value, default: "", doc, audience: Audience::SetByCellbox }
+    EnvVar { name, value, default: "", doc, audience: Audience::SetByCellbox, flag: None, kind: Kind::Text }
 }
 
 const fn development(name: &'static str, value: &'static str, default: &'static str, doc: &'static str) -> EnvVar {
-    EnvVar { name, value, default, doc, audience: Audience::Development }
+    EnvVar { name, value, default, doc, audience: Audience::Development, flag: None, kind: Kind::Text }
 }
 
 // Interpreters and languages.
 /// `CELLBOX_PYTHON`.
-pub const PYTHON: EnvVar = user(
-    "CELLBOX_PYTHON",
-    "path or command",
-    "discovered",
-    "The Python interpreter for kernels (as `--python`); skips discovery.",
-);
+pub const PYTHON: EnvVar =
+    user("CELLBOX_PYTHON", "path or command", "discovered", "The Python interpreter for kernels; skips discovery.")
+        .with_flag("--python");
 /// `CELLBOX_PYTHON_SKIP_CHECK`.
 pub const PYTHON_SKIP_CHECK: EnvVar = user(
     "CELLBOX_PYTHON_SKIP_CHECK",
-    "1",
+    "boolean",
     "",
     "Skip the interpreter probe: use the first existing candidate as it is.",
-);
+)
+.with_kind(Kind::Bool);
 /// `CELLBOX_NODE`.
-pub const NODE: EnvVar = user(
-    "CELLBOX_NODE",
-    "path or command",
-    "`node` on PATH",
-    "The Node.js that runs JavaScript and TypeScript cells (as `--node`).",
-);
+pub const NODE: EnvVar =
+    user("CELLBOX_NODE", "path or command", "`node` on PATH", "The Node.js that runs JavaScript and TypeScript cells.")
+        .with_flag("--node");
 /// `CELLBOX_PY`.
 pub const PY: EnvVar = user(
     "CELLBOX_PY",
-    "0|bash, 1|py, mix|both, true|false",
-    "mix",
-    "Which languages are offered: JavaScript only, Python only, or both; `true`/`false` turn Python alone on or off.",
-);
+    "on|off|only",
+    "on",
+    "Python cells: on, off, or the only language (JavaScript off); `1` is refused: it once meant `only`.",
+)
+.with_kind(Kind::Languages);
 /// `CELLBOX_JS`.
-pub const JS: EnvVar =
-    user("CELLBOX_JS", "0|1|false|true", "1", "Turn JavaScript cells off or on (applied after `CELLBOX_PY`).");
+pub const JS: EnvVar = user(
+    "CELLBOX_JS",
+    "on|off|only",
+    "on",
+    "JavaScript and TypeScript cells: on, off, or the only language (Python off).",
+)
+.with_kind(Kind::Languages);
 /// `CELLBOX_PRELOAD`.
 pub const PRELOAD: EnvVar = user(
     "CELLBOX_PRELOAD",
     "module,…",
     "",
-    "Modules Python kernels start with already imported (as `--preload`), through a fork server (Linux, process kernels).",
-);
+    "Modules Python kernels start with already imported, through a fork server (Linux, process kernels).",
+)
+.with_flag("--preload");
 /// `CELLBOX_CHECK`.
 pub const CHECK: EnvVar = user(
     "CELLBOX_CHECK",
     "off|syntax|lint",
     "off",
-    "Check each call's cells before running any (as `--check`; the eval tool's `check` overrides it): `syntax` runs none if a cell does not parse, `lint` also adds `ruff check` findings on Python cells as notes.",
-);
+    "Check each call's cells before running any (the eval tool's `check` overrides it): `syntax` runs none if a cell does not parse, `lint` also adds `ruff check` findings on Python cells as notes.",
+).with_flag("--check").with_kind(Kind::Choice(&["off", "syntax", "lint", "none", "ruff", "0", "1", "false", "true", "no", "yes", "on"]));
 
 // Where kernels run.
 /// `CELLBOX_BACKEND`.
@@ -68,8 +70,10 @@ pub const BACKEND: EnvVar = user(
     "CELLBOX_BACKEND",
     "process|gateway",
     "process",
-    "Where Python kernels run: runner processes, or a Jupyter gateway (as `--backend`).",
-);
+    "Where Python kernels run: runner processes, or a Jupyter gateway.",
+)
+.with_flag("--backend")
+.with_kind(Kind::Choice(&["process", "gateway", "local"]));
 /// `CELLBOX_GATEWAY_URL`.
 pub const GATEWAY_URL: EnvVar = user(
     "CELLBOX_GATEWAY_URL",
@@ -100,7 +104,8 @@ pub const GATEWAY_STARTUP_TIMEOUT: EnvVar = user(
     "seconds",
     "30",
     "How long a gateway kernel may take to start, from `POST /api/kernels` to the end of its setup.",
-);
+)
+.with_kind(Kind::Seconds);
 /// `CELLBOX_GATEWAY_DIR`.
 pub const GATEWAY_DIR: EnvVar = user(
     "CELLBOX_GATEWAY_DIR",
@@ -115,52 +120,71 @@ pub const CHECKPOINTS: EnvVar = user(
     "CELLBOX_CHECKPOINTS",
     "count",
     "0",
-    "Checkpoints each session keeps for undo: its Python kernel is forked before every call (as `--checkpoints`; 0: off).",
-);
+    "Checkpoints each session keeps for undo: its Python kernel is forked before every call (0: off).",
+)
+.with_flag("--checkpoints")
+.with_kind(Kind::Count(0));
 /// `CELLBOX_CHECKPOINT_MEMORY`.
 pub const CHECKPOINT_MEMORY: EnvVar = user(
     "CELLBOX_CHECKPOINT_MEMORY",
     "size, e.g. 2G",
     "1G",
-    "Private memory a session's checkpoints may hold together; the oldest go first (as `--checkpoint-memory`).",
-);
+    "Private memory a session's checkpoints may hold together; the oldest go first.",
+)
+.with_flag("--checkpoint-memory")
+.with_kind(Kind::Size);
 /// `CELLBOX_SANDBOX`.
 pub const SANDBOX: EnvVar = user(
     "CELLBOX_SANDBOX",
     "workspace-write|read-only|off",
     "workspace-write",
-    "What kernels may read and write (as `--sandbox`); `off` gives them the user's full rights.",
-);
+    "What kernels may read and write; `off` gives them the user's full rights.",
+)
+.with_flag("--sandbox")
+.with_kind(Kind::Choice(&[
+    "workspace-write",
+    "read-only",
+    "off",
+    "workspace",
+    "readonly",
+    "none",
+    "full-access",
+    "on",
+    "0",
+    "1",
+    "false",
+    "true",
+]));
 /// `CELLBOX_NETWORK`.
-pub const NETWORK: EnvVar = user("CELLBOX_NETWORK", "on|off|localhost", "on", "The kernels' network (as `--network`).");
+pub const NETWORK: EnvVar = user("CELLBOX_NETWORK", "on|off|localhost", "on", "The kernels' network.")
+    .with_flag("--network")
+    .with_kind(Kind::Choice(&["on", "off", "localhost", "loopback", "none", "0", "1", "false", "true"]));
 /// `CELLBOX_ALLOW_WRITE`.
 pub const ALLOW_WRITE: EnvVar = user(
     "CELLBOX_ALLOW_WRITE",
     "paths, `:`-separated",
     "",
-    "More folders kernels may write in `workspace-write` mode (as `--allow-write`).",
-);
+    "More folders kernels may write in `workspace-write` mode (added to those of the flag).",
+)
+.with_flag("--allow-write");
 /// `CELLBOX_DENY_READ`.
 pub const DENY_READ: EnvVar = user(
     "CELLBOX_DENY_READ",
     "paths, `:`-separated",
     "",
-    "More paths kernels may not read, besides the secret locations (as `--deny-read`).",
-);
+    "More paths kernels may not read, besides the secret locations (added to those of the flag).",
+)
+.with_flag("--deny-read");
 /// `CELLBOX_MEMORY_LIMIT`.
-pub const MEMORY_LIMIT: EnvVar = user(
-    "CELLBOX_MEMORY_LIMIT",
-    "size, e.g. 4G",
-    "",
-    "Memory for each kernel and everything it starts (as `--memory-limit`).",
-);
+pub const MEMORY_LIMIT: EnvVar =
+    user("CELLBOX_MEMORY_LIMIT", "size, e.g. 4G", "", "Memory for each kernel and everything it starts.")
+        .with_flag("--memory-limit")
+        .with_kind(Kind::Size);
 /// `CELLBOX_MAX_PROCESSES`.
-pub const MAX_PROCESSES: EnvVar = user(
-    "CELLBOX_MAX_PROCESSES",
-    "count",
-    "",
-    "Processes and threads for each kernel and everything it starts (as `--max-processes`).",
-);
+pub const MAX_PROCESSES: EnvVar =
+    user("CELLBOX_MAX_PROCESSES", "count", "", "Processes and threads for each kernel and everything it starts.")
+        .with_flag("--max-processes")
+        .with_kind(Kind::Count(8));
 
 // The server.
 /// `CELLBOX_SERVE_TOKENS`.
@@ -168,8 +192,9 @@ pub const SERVE_TOKENS: EnvVar = user(
     "CELLBOX_SERVE_TOKENS",
     "path",
     "`$XDG_CONFIG_HOME/cellbox/serve-tokens.json`",
-    "The tokens file of `cellbox serve` and `cellbox serve token …` (as `--tokens`): names and SHA-256 hashes.",
-);
+    "The tokens file of `cellbox serve` and `cellbox serve token …`: names and SHA-256 hashes.",
+)
+.with_flag("--tokens");
 /// `CELLBOX_SERVE_TOKEN`.
 pub const SERVE_TOKEN: EnvVar = user(
     "CELLBOX_SERVE_TOKEN",
@@ -234,19 +259,22 @@ pub const AGENT_COMMAND: EnvVar = user(
 );
 /// `CELLBOX_BRIDGE_MAX_CALLS`.
 pub const BRIDGE_MAX_CALLS: EnvVar =
-    user("CELLBOX_BRIDGE_MAX_CALLS", "count", "256", "Bridge calls one cell may make.");
+    user("CELLBOX_BRIDGE_MAX_CALLS", "count", "256", "Bridge calls one cell may make.").with_kind(Kind::Count(0));
 /// `CELLBOX_BRIDGE_CONCURRENCY`.
-pub const BRIDGE_CONCURRENCY: EnvVar = user("CELLBOX_BRIDGE_CONCURRENCY", "count", "8", "Bridge calls served at once.");
+pub const BRIDGE_CONCURRENCY: EnvVar =
+    user("CELLBOX_BRIDGE_CONCURRENCY", "count", "8", "Bridge calls served at once.").with_kind(Kind::Count(1));
 /// `CELLBOX_BRIDGE_CALL_TIMEOUT`.
 pub const BRIDGE_CALL_TIMEOUT: EnvVar =
-    user("CELLBOX_BRIDGE_CALL_TIMEOUT", "seconds", "600", "How long one bridge call may take.");
+    user("CELLBOX_BRIDGE_CALL_TIMEOUT", "seconds", "600", "How long one bridge call may take.")
+        .with_kind(Kind::Count(1));
 /// `CELLBOX_BRIDGE_MAX_DEPTH`.
 pub const BRIDGE_MAX_DEPTH: EnvVar = user(
     "CELLBOX_BRIDGE_MAX_DEPTH",
     "count",
     "2",
     "How deep bridges may nest (an agent running cellbox running an agent…).",
-);
+)
+.with_kind(Kind::Count(0));
 
 // The terminal and logs.
 /// `CELLBOX_IMAGES`.
@@ -258,15 +286,17 @@ pub const LOG: EnvVar =
 /// `CELLBOX_PYTHON_IPC_TRACE`.
 pub const PYTHON_IPC_TRACE: EnvVar = user(
     "CELLBOX_PYTHON_IPC_TRACE",
-    "1",
+    "boolean",
     "",
     "Log every runner protocol frame both ways to stderr (environment values redacted).",
-);
+)
+.with_kind(Kind::Bool);
 
 // Set by cellbox for the processes it starts.
 /// `CELLBOX_BRIDGE_DEPTH`.
 pub const BRIDGE_DEPTH: EnvVar =
-    set_by_cellbox("CELLBOX_BRIDGE_DEPTH", "count", "This host's bridge depth, set for agent commands (0 at the top).");
+    set_by_cellbox("CELLBOX_BRIDGE_DEPTH", "count", "This host's bridge depth, set for agent commands (0 at the top).")
+        .with_kind(Kind::Count(0));
 /// `CELLBOX_AGENT_KIND`.
 pub const AGENT_KIND: EnvVar =
     set_by_cellbox("CELLBOX_AGENT_KIND", "name", "The agent an `agent()` call asked for, set for the agent command.");
@@ -294,6 +324,8 @@ pub const GIT_REVISION: EnvVar = EnvVar {
     default: "from git, or the packaged crate's `.cargo_vcs_info.json`",
     doc: "The revision `--version` and `cellbox doctor` show.",
     audience: Audience::Build,
+    flag: None,
+    kind: Kind::Text,
 };
 
 // Tests and the benchmark.
@@ -357,8 +389,13 @@ pub const CHAOS_SEED: EnvVar =
 pub const FUZZ_CASES: EnvVar =
     development("CELLBOX_FUZZ_CASES", "count", "200 (Rust), 100 (Python)", "Examples per fuzzing property.");
 /// `CELLBOX_PARITY_FULL`.
-pub const PARITY_FULL: EnvVar =
-    development("CELLBOX_PARITY_FULL", "1", "", "Run the whole notebook-parity corpus instead of its short form.");
+pub const PARITY_FULL: EnvVar = development(
+    "CELLBOX_PARITY_FULL",
+    "boolean",
+    "",
+    "Run the whole notebook-parity corpus instead of its short form.",
+)
+.with_kind(Kind::Bool);
 /// `CELLBOX_PARITY_ONLY`.
 pub const PARITY_ONLY: EnvVar =
     development("CELLBOX_PARITY_ONLY", "name,…", "", "Run only the named parity notebooks.");

@@ -6,7 +6,7 @@
 use super::command::AgentCommand;
 use super::openai::{OpenAiClient, OpenAiSetupError};
 use super::{AgentOutput, AgentRequest, BoxFuture, Bridge, BridgeError, Completion, CompletionRequest};
-use crate::settings;
+use crate::settings::{self, Environment};
 
 /// Completions over HTTP and agents as a command, either of them optional.
 #[derive(Debug, Clone)]
@@ -18,12 +18,13 @@ pub struct CliBridge {
 impl CliBridge {
     /// The bridge the environment configures; `Ok(None)` when none of the
     /// variables is set, `Err` when one is set wrongly.
-    pub fn from_env(depth: u32) -> Result<Option<CliBridge>, OpenAiSetupError> {
-        let llm = match settings::LLM_BASE_URL.get() {
-            Some(base) => Some(OpenAiClient::new(&base, settings::LLM_API_KEY.get(), settings::LLM_MODEL.get())?),
+    pub fn from_environment(env: &Environment, depth: u32) -> Result<Option<CliBridge>, OpenAiSetupError> {
+        let owned = |var| env.get(var).map(str::to_string);
+        let llm = match env.get(&settings::LLM_BASE_URL) {
+            Some(base) => Some(OpenAiClient::new(base, owned(&settings::LLM_API_KEY), owned(&settings::LLM_MODEL))?),
             None => None,
         };
-        let agent = settings::AGENT_COMMAND.get().map(|command| AgentCommand::new(command, depth));
+        let agent = owned(&settings::AGENT_COMMAND).map(|command| AgentCommand::new(command, depth));
         if llm.is_none() && agent.is_none() {
             return Ok(None);
         }

@@ -26,7 +26,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
 use crate::output::artifacts::{AGENT_SCHEME, ArtifactStore};
-use crate::settings::{self, EnvVar};
+use crate::settings::{self, EnvVar, Environment, SettingError};
 
 pub use crate::kernel::bridge_relay::BridgeFailure as BridgeError;
 use crate::kernel::bridge_relay::{BridgeCall, BridgeFuture, BridgeHandler, BridgeReply, NO_BRIDGE};
@@ -160,27 +160,27 @@ impl Default for BridgeLimits {
 }
 
 impl BridgeLimits {
-    /// The defaults, changed by the `CELLBOX_BRIDGE_*` variables that are set.
-    pub fn from_env() -> Self {
-        // A value that does not parse keeps the default, as an unset one does.
-        let number = |var: EnvVar| var.parse::<u64>().ok().flatten();
+    /// The defaults, changed by the `CELLBOX_BRIDGE_*` variables that are set; a value that is
+    /// not a number is an error naming the variable.
+    pub fn from_environment(env: &Environment) -> Result<Self, SettingError> {
+        let number = |var: EnvVar| env.parse::<u64>(&var);
         let mut limits = BridgeLimits::default();
-        if let Some(n) = number(settings::BRIDGE_MAX_CALLS) {
+        if let Some(n) = number(settings::BRIDGE_MAX_CALLS)? {
             limits.max_calls_per_cell = n.min(u32::MAX as u64) as u32;
         }
-        if let Some(n) = number(settings::BRIDGE_CONCURRENCY) {
+        if let Some(n) = number(settings::BRIDGE_CONCURRENCY)? {
             limits.max_concurrency = (n as usize).max(1);
         }
-        if let Some(n) = number(settings::BRIDGE_CALL_TIMEOUT) {
+        if let Some(n) = number(settings::BRIDGE_CALL_TIMEOUT)? {
             limits.call_timeout = Duration::from_secs(n.max(1));
         }
-        if let Some(n) = number(settings::BRIDGE_MAX_DEPTH) {
+        if let Some(n) = number(settings::BRIDGE_MAX_DEPTH)? {
             limits.max_depth = n.min(100) as u32;
         }
-        if let Some(n) = number(settings::BRIDGE_DEPTH) {
+        if let Some(n) = number(settings::BRIDGE_DEPTH)? {
             limits.depth = n.min(1000) as u32;
         }
-        limits
+        Ok(limits)
     }
 }
 
@@ -193,9 +193,9 @@ pub struct BridgeConfig {
 }
 
 impl BridgeConfig {
-    /// A configuration answered by `bridge`, with limits from the environment.
-    pub fn new(bridge: Arc<dyn Bridge>) -> Self {
-        BridgeConfig { bridge: Some(bridge), limits: BridgeLimits::from_env() }
+    /// A configuration answered by `bridge`, within `limits`.
+    pub fn new(bridge: Arc<dyn Bridge>, limits: BridgeLimits) -> Self {
+        BridgeConfig { bridge: Some(bridge), limits }
     }
 }
 

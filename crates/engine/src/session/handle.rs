@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use crate::gateway::{GatewayConfigError, GatewayKernel, GatewaySetting};
+use crate::gateway::{GatewayKernel, GatewaySetting};
 use crate::kernel::{
     CheckReport, Completeness, ExecuteOptions, Execution, ExitInfo, Kernel, KernelError, KernelOptions, StartObserver,
 };
@@ -27,15 +27,6 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// The backend `CELLBOX_GATEWAY_URL` / `CELLBOX_BACKEND` ask for, or an
-    /// error naming the bad value.
-    pub fn from_env() -> Result<Backend, GatewayConfigError> {
-        Ok(match GatewaySetting::from_env()? {
-            Some(setting) => Backend::Gateway(setting),
-            None => Backend::Process,
-        })
-    }
-
     /// The short name shown to people: `process` or `gateway`.
     pub fn name(&self) -> &'static str {
         match self {

@@ -11,7 +11,7 @@ use crate::output::artifacts::{ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES, DEFAUL
 use crate::output::limiter::TextLimits;
 use crate::runtime::Runtime;
 use crate::session::{Backend, PoolLimits, SpareLimits};
-use crate::settings::{self, EnvVar};
+use crate::settings::{self, Environment};
 
 /// Whether kernels outlive a call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -38,29 +38,24 @@ impl Default for Exposure {
 }
 
 impl Exposure {
-    /// Apply `CELLBOX_PY`, then `CELLBOX_JS`; an unset or unreadable value keeps the setting.
-    ///
-    /// `CELLBOX_PY` takes a mode: `0`/`bash` → JavaScript only, `1`/`py` →
-    /// Python only, `mix`/`both` → both; `true`/`yes`/`on` and
-    /// `false`/`no`/`off` turn Python alone on or off. `CELLBOX_JS` is a
-    /// boolean (`1`/`true`/`yes`/`on`, `0`/`false`/`no`/`off`) applied last.
-    pub fn with_env_overrides(self) -> Self {
-        let mut exposure = self;
-        if let Some(value) = settings::PY.get() {
-            exposure = exposure.with_py_mode(&value);
-        }
-        Exposure { js: flag(settings::JS).unwrap_or(exposure.js), ..exposure }
-    }
-
-    /// Apply one `CELLBOX_PY` value (see [`Exposure::with_env_overrides`]).
-    pub fn with_py_mode(self, value: &str) -> Self {
-        match value.trim().to_ascii_lowercase().as_str() {
-            "0" | "bash" => Exposure { py: false, js: true },
-            "1" | "py" | "python" => Exposure { py: true, js: false },
-            "mix" | "both" => Exposure { py: true, js: true },
-            "true" | "yes" | "on" => Exposure { py: true, ..self },
-            "false" | "no" | "off" => Exposure { py: false, ..self },
-            _ => self,
+    /// The languages `CELLBOX_PY` and `CELLBOX_JS` offer (each `on`, `off` or `only`; both on
+    /// when unset). Two settings that contradict each other (`only` for both, or `only` for one
+    /// and `on` for the other) are an error naming them.
+    pub fn from_environment(env: &Environment) -> Result<Exposure, String> {
+        use settings::Offer::{Off, On, Only};
+        let (py, js) = (env.languages(&settings::PY), env.languages(&settings::JS));
+        let (py, js) = (py.map_err(|e| e.to_string())?, js.map_err(|e| e.to_string())?);
+        match (py, js) {
+            (Some(Only), Some(Only | On)) | (Some(On), Some(Only)) => Err(format!(
+                "{}={} and {}={} contradict each other: say `only` for one language and leave the other unset",
+                settings::PY.name,
+                env.get(&settings::PY).unwrap_or_default(),
+                settings::JS.name,
+                env.get(&settings::JS).unwrap_or_default()
+            )),
+            (Some(Only), _) => Ok(Exposure { py: true, js: false }),
+            (_, Some(Only)) => Ok(Exposure { py: false, js: true }),
+            (py, js) => Ok(Exposure { py: py != Some(Off), js: js != Some(Off) }),
         }
     }
 
@@ -75,14 +70,6 @@ impl Exposure {
     /// The language of cells that name none: Python, unless only JavaScript is on.
     pub fn default_language(self) -> Language {
         if !self.py && self.js { Language::Js } else { Language::Py }
-    }
-}
-
-fn flag(var: EnvVar) -> Option<bool> {
-    match var.get()?.to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Some(true),
-        "0" | "false" | "no" | "off" => Some(false),
-        _ => None,
     }
 }
 
@@ -122,16 +109,16 @@ pub struct EngineConfig {
     /// `workspace-write` mode the workspace is `default_cwd`'s tree.
     pub sandbox: crate::sandbox::SandboxPolicy,
     /// How Python kernels are reached: runner processes, or a Jupyter gateway
-    /// (`CELLBOX_GATEWAY_URL` / `CELLBOX_BACKEND=gateway`; an unreadable value keeps processes).
+    /// (`--backend`, `CELLBOX_GATEWAY_URL`: see [`crate::kernel_args::KernelArgs::backend`]).
     pub backend: Backend,
     /// Modules Python kernels start with already imported: they are imported
     /// once in a fork server and each kernel is forked from it (empty: off;
-    /// default from `CELLBOX_PRELOAD`). Process backend only.
+    /// `--preload` / `CELLBOX_PRELOAD`). Process backend only.
     pub preload: Vec<String>,
     /// Checks run before each call's cells unless the call says otherwise
-    /// (default from `CELLBOX_CHECK`: off).
+    /// (default off; [`EngineConfig::from_environment`] reads `CELLBOX_CHECK`).
     pub check: CheckMode,
-    /// Checkpoints kept per session for undo (default from `CELLBOX_CHECKPOINTS`: off).
+    /// Checkpoints kept per session for undo (default off; see [`CheckpointLimits::from_environment`]).
     pub checkpoints: CheckpointLimits,
     /// A cap on live kernels shared with other engines (a server's principals), on
     /// top of `pool.max_kernels` (default: none).
@@ -142,8 +129,9 @@ pub struct EngineConfig {
 }
 
 impl EngineConfig {
-    /// Defaults: session mode, 50 KiB / 3000-line text, artifacts in the cache
-    /// folder, languages as `CELLBOX_PY` / `CELLBOX_JS` say (both on by default).
+    /// Defaults: session mode, 50 KiB / 3000-line text, artifacts in the cache folder, both
+    /// languages, process kernels, no checks, checkpoints or preload. No variable is read: a
+    /// front end starts from [`EngineConfig::from_environment`], or sets what it wants.
     pub fn new(default_cwd: impl Into<PathBuf>) -> Self {
         EngineConfig {
             mode: KernelMode::Session,
@@ -157,19 +145,35 @@ impl EngineConfig {
             artifacts_dir: ArtifactStore::default_root(),
             max_artifact_bytes: DEFAULT_MAX_ARTIFACT_BYTES,
             artifact_retention: Some(DEFAULT_RETENTION),
-            exposure: Exposure::default().with_env_overrides(),
+            exposure: Exposure::default(),
             startup_timeout: crate::kernel::DEFAULT_STARTUP_TIMEOUT,
             history: HistoryLimits::default(),
             runner_cache_dir: None,
-            bridge: crate::bridge::BridgeConfig { bridge: None, limits: crate::bridge::BridgeLimits::from_env() },
+            bridge: crate::bridge::BridgeConfig::default(),
             sandbox: crate::sandbox::SandboxPolicy::default(),
-            backend: Backend::from_env().unwrap_or_default(),
-            preload: preload_from_env(),
-            check: CheckMode::from_env(),
-            checkpoints: CheckpointLimits::from_env(),
+            backend: Backend::Process,
+            preload: Vec::new(),
+            check: CheckMode::Off,
+            checkpoints: CheckpointLimits::default(),
             kernel_budget: None,
             cwd_inside_default: false,
         }
+    }
+
+    /// [`EngineConfig::new`] with what the variables without a flag of [`KernelArgs`] set: the
+    /// languages (`CELLBOX_PY`, `CELLBOX_JS`), `CELLBOX_CHECK`, the checkpoints
+    /// (`CELLBOX_CHECKPOINTS`, `CELLBOX_CHECKPOINT_MEMORY`) and the bridge's limits
+    /// (`CELLBOX_BRIDGE_*`). A front end's own flags for these (`--check`, `--checkpoints`, …) are
+    /// bound to the same variables and applied after.
+    ///
+    /// [`KernelArgs`]: crate::kernel_args::KernelArgs
+    pub fn from_environment(default_cwd: impl Into<PathBuf>, env: &Environment) -> Result<EngineConfig, String> {
+        let mut config = EngineConfig::new(default_cwd);
+        config.exposure = Exposure::from_environment(env)?;
+        config.check = env.parse(&settings::CHECK).map_err(|e| e.to_string())?.unwrap_or_default();
+        config.checkpoints = CheckpointLimits::from_environment(env)?;
+        config.bridge.limits = crate::bridge::BridgeLimits::from_environment(env).map_err(|e| e.to_string())?;
+        Ok(config)
     }
 }
 
@@ -183,11 +187,6 @@ pub fn parse_preload(list: &str) -> Vec<String> {
         }
     }
     modules
-}
-
-/// `CELLBOX_PRELOAD`, parsed (unset: nothing).
-pub fn preload_from_env() -> Vec<String> {
-    settings::PRELOAD.get().map(|list| parse_preload(&list)).unwrap_or_default()
 }
 
 /// How many checkpoints a session keeps, and how much memory they may hold.
@@ -206,15 +205,16 @@ impl CheckpointLimits {
     /// Default memory budget per session.
     pub const DEFAULT_MEMORY: u64 = 1 << 30;
 
-    /// `CELLBOX_CHECKPOINTS` and `CELLBOX_CHECKPOINT_MEMORY` (unset or
-    /// unreadable: off, 1 GiB).
-    pub fn from_env() -> CheckpointLimits {
-        let count = settings::CHECKPOINTS.get().and_then(|value| value.trim().parse().ok()).unwrap_or(0);
-        let memory_bytes = settings::CHECKPOINT_MEMORY
-            .get()
-            .and_then(|value| crate::sandbox::parse_size(&value).ok())
-            .unwrap_or(Self::DEFAULT_MEMORY);
-        CheckpointLimits { count, memory_bytes }
+    /// `CELLBOX_CHECKPOINTS` and `CELLBOX_CHECKPOINT_MEMORY` (unset: off, 1 GiB); a bad value
+    /// is an error naming the variable.
+    pub fn from_environment(env: &Environment) -> Result<CheckpointLimits, String> {
+        let count = env.parse(&settings::CHECKPOINTS).map_err(|e| e.to_string())?.unwrap_or(0);
+        let memory_bytes = match env.get(&settings::CHECKPOINT_MEMORY) {
+            Some(value) => crate::sandbox::parse_size(value)
+                .map_err(|e| e.in_variable(&settings::CHECKPOINT_MEMORY).to_string())?,
+            None => Self::DEFAULT_MEMORY,
+        };
+        Ok(CheckpointLimits { count, memory_bytes })
     }
 }
 

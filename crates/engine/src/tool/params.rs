@@ -6,8 +6,6 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::settings;
-
 /// Per-cell timeout when none is given, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: f64 = 30.0;
 /// Timeouts are clamped to this range, in seconds.
@@ -68,23 +66,6 @@ impl CheckMode {
             CheckMode::Off => "off",
             CheckMode::Syntax => "syntax",
             CheckMode::Lint => "lint",
-        }
-    }
-
-    /// `CELLBOX_CHECK`; unset, empty or unreadable: off (front ends call [`Self::validate_env`] first,
-    /// so a bad value is an error there, not a silent off).
-    pub fn from_env() -> CheckMode {
-        settings::CHECK.get().and_then(|value| value.parse().ok()).unwrap_or_default()
-    }
-
-    /// An error naming the variable when `CELLBOX_CHECK` is set to something that is not a check.
-    pub fn validate_env() -> Result<(), ParamsError> {
-        match settings::CHECK.get() {
-            Some(value) => value
-                .parse::<CheckMode>()
-                .map(drop)
-                .map_err(|error| ParamsError::CheckSetting { name: settings::CHECK.name, source: Box::new(error) }),
-            None => Ok(()),
         }
     }
 }

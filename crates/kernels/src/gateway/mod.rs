@@ -15,8 +15,8 @@
 //! - [`net`]: the client socket (no-delay and `TCP_QUICKACK`);
 //! - [`wire`]: the websocket framings (JSON, or the binary v1 protocol).
 //!
-//! Which gateway, if any, is a [`GatewaySetting`], read from the environment
-//! (`CELLBOX_GATEWAY_URL`, `CELLBOX_GATEWAY_TOKEN`, `CELLBOX_BACKEND`).
+//! Which gateway, if any, is a [`GatewaySetting`], which the front ends choose from
+//! `--backend` (or `CELLBOX_BACKEND`), `CELLBOX_GATEWAY_URL` and `CELLBOX_GATEWAY_TOKEN`.
 
 pub mod bridge_stdin;
 pub mod channels;
@@ -79,16 +79,6 @@ pub enum GatewaySetting {
 }
 
 impl GatewaySetting {
-    /// From `CELLBOX_GATEWAY_URL` (+ `CELLBOX_GATEWAY_TOKEN`), else
-    /// `CELLBOX_BACKEND=gateway`; `None` for runner processes.
-    pub fn from_env() -> Result<Option<GatewaySetting>, GatewayConfigError> {
-        GatewaySetting::choose(
-            settings::BACKEND.get().as_deref(),
-            settings::GATEWAY_URL.get(),
-            settings::GATEWAY_TOKEN.get(),
-        )
-    }
-
     /// The setting for a `--backend` / `CELLBOX_BACKEND` value and an optional external URL.
     pub fn choose(
         backend: Option<&str>,

@@ -39,7 +39,7 @@ pub enum PolicyError {
 }
 
 impl PolicyError {
-    fn in_variable(self, var: &EnvVar) -> PolicyError {
+    pub fn in_variable(self, var: &EnvVar) -> PolicyError {
         PolicyError::Variable { name: var.name, source: Box::new(self) }
     }
 }

@@ -506,14 +506,14 @@ impl EvalEngine {
         }
         if !exposure.py && plan.iter().any(|c| c.language == Language::Py) {
             return Err(EvalError::LanguageDisabled(
-                ("Python cells are disabled here (CELLBOX_PY=0/bash or the `py` setting). Set CELLBOX_PY=mix for both \
-                  languages, or CELLBOX_PY=1 for Python only; or use a JavaScript cell (language \"js\").")
+                ("Python cells are disabled here (CELLBOX_PY=off or the `py` setting). Set CELLBOX_PY=on for both \
+                  languages, or CELLBOX_PY=only for Python only; or use a JavaScript cell (language \"js\").")
                     .into(),
             ));
         }
         if !exposure.js && plan.iter().any(|c| c.language.runtime() == Runtime::Node) {
             return Err(EvalError::LanguageDisabled(
-                "JavaScript cells are disabled here (CELLBOX_JS=0 or the `js` setting). Set CELLBOX_JS=1 to enable \
+                "JavaScript cells are disabled here (CELLBOX_JS=off or the `js` setting). Set CELLBOX_JS=on to enable \
                  them, or use a Python cell (language \"py\")."
                     .into(),
             ));
