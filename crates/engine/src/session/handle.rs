@@ -256,3 +256,13 @@ impl From<Kernel> for KernelHandle {
 
 /// A shared handle, as the pool keeps it.
 pub type SharedKernel = Arc<KernelHandle>;
+
+impl crate::kernel::lifecycle::Interruptible for KernelHandle {
+    fn interrupt(&self) {
+        let _ = KernelHandle::interrupt(self);
+    }
+
+    async fn terminate_stuck(&self) {
+        KernelHandle::terminate_stuck(self).await;
+    }
+}

@@ -19,6 +19,7 @@ mod crash_dump;
 pub mod extensions;
 pub mod fork;
 mod launch;
+pub mod lifecycle;
 pub mod pipe;
 pub mod process;
 pub mod progress;

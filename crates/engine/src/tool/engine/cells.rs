@@ -1,6 +1,7 @@
 //! Running a call's cells: the precheck, a kernel for each cell, one cell under its watchdog, and
 //! what its end is reported as.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -11,8 +12,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{EvalEngine, INTERRUPT_ESCALATION};
 use crate::kernel::bridge_relay::BudgetControl;
-use crate::kernel::{ExecEvent, ExecuteOptions, KernelError, StartStage};
-use crate::protocol::DoneStatus;
+use crate::kernel::lifecycle::{CellEnd, CellOutcome, Interruption, drive_cell};
+use crate::kernel::{ExecEvent, ExecuteOptions, Execution, KernelError, StartStage};
 use crate::runtime::{Interpreter, Runtime};
 use crate::session::{Backend, KernelHandle, SlotGuard};
 use crate::tool::call::EventSink;
@@ -23,32 +24,6 @@ use crate::tool::watchdog::{PauseGuard, Watchdog};
 
 /// Lint findings shown as notes per call; more are counted.
 const MAX_LINT_NOTES: usize = 30;
-
-enum Fate {
-    Alive,
-    Killed,
-    /// How it ended, and the last lines of the runner's own diagnostics.
-    Died {
-        exit: String,
-        last_words: String,
-    },
-    /// The kernel died before the runner acknowledged the cell (its `started`
-    /// frame): the cell never ran, so it is not to blame and may run elsewhere.
-    DiedBeforeStart {
-        exit: String,
-    },
-}
-
-/// What faulthandler writes first when the runner crashes in C code.
-const FAULTHANDLER_HEADLINE: &str = "Fatal Python error";
-/// How many lines of a dead runner's diagnostics a result quotes.
-const DIED_QUOTE_LINES: usize = 12;
-
-/// The last `count` non-empty lines of `text`, trimmed.
-fn last_lines(text: &str, count: usize) -> String {
-    let lines: Vec<&str> = text.trim().lines().collect();
-    lines[lines.len().saturating_sub(count)..].join("\n")
-}
 
 impl EvalEngine {
     /// Check the call's cells before any runs (`check` is not off): one
@@ -327,169 +302,170 @@ impl EvalEngine {
         {
             self.pool.retire(old);
         }
-        let failure = |collector: &mut Collector, error: KernelError| {
-            let message = error.to_string();
-            collector.note(message.clone());
-            (CellStatus::Error, None, Some(ErrorSummary { ename: "KernelError".into(), evalue: message }))
-        };
         // A kernel that died before the runner acknowledged the cell never ran
         // it: the cell runs on a fresh kernel, once.
         let mut fresh_start_left = true;
         loop {
-            // A kernel that is dead before the cell starts is replaced, once.
-            let mut attempt = 0;
-            let (kernel, mut execution) = loop {
-                let started = self.kernel_for(interpreter, cwd, guard, cell.index, on_event).await;
-                for note in guard.take_notes() {
-                    collector.note(note);
-                }
-                let kernel = match started {
-                    Ok(kernel) => kernel,
-                    Err(error) => return failure(collector, error),
+            let (kernel, mut execution) =
+                match self.start_cell(cell, interpreter, cwd, guard, collector, on_event).await {
+                    Ok(started) => started,
+                    Err(error) => return kernel_failure(collector, error),
                 };
-                let options = ExecuteOptions {
-                    typescript: cell.language == Language::Ts,
-                    env: cell.env.clone(),
-                    restore_env: cell.env.is_some(),
-                    json_results: cell.json_results,
-                    ..Default::default()
-                };
-                match kernel.execute_with(&cell.code, options).await {
-                    Ok(execution) => break (kernel, execution),
-                    Err(_) if attempt == 0 => attempt += 1,
-                    Err(error) => return failure(collector, error),
-                }
-            };
-
             let watchdog = Watchdog::new(cell.timeout);
             let session = guard.key().session.clone();
             self.budgets.lock().unwrap().insert(session.clone(), watchdog.clone());
             let _budget = BudgetEntry { budgets: &self.budgets, session };
             // Bridge calls in flight: the budget waits until each has resumed.
-            let mut paused_calls: std::collections::HashMap<String, PauseGuard> = std::collections::HashMap::new();
-            let mut interrupted: Option<(CellStatus, Instant)> = None;
+            let mut paused_calls: HashMap<String, PauseGuard> = HashMap::new();
             let mut error_summary = None;
-            let mut crash_reported = false;
-            // Whether the runner has said it began this cell: only then can the
-            // kernel's death be the cell's doing.
-            let mut acknowledged = false;
-            let (status, count, fate) = loop {
-                let escalation = async {
-                    match interrupted {
-                        Some((_, at)) => tokio::time::sleep_until(at + INTERRUPT_ESCALATION).await,
-                        None => std::future::pending().await,
+            let on_cell_event = |event: ExecEvent| {
+                match &event {
+                    ExecEvent::Budget(BudgetControl::Pause { call }) => {
+                        paused_calls.insert(call.clone(), watchdog.pause());
                     }
-                };
-                tokio::select! {
-                    biased;
-                    item = execution.next() => match item {
-                        Some(Ok(ExecEvent::Done(done))) => {
-                            let status = match (done.status, done.cancelled, interrupted) {
-                                (_, true, Some((reason, _))) => reason,
-                                (_, true, None) => CellStatus::Cancelled,
-                                (DoneStatus::Ok, _, _) => CellStatus::Ok,
-                                (DoneStatus::Error, _, _) => CellStatus::Error,
-                            };
-                            break (status, Some(done.execution_count), Fate::Alive);
-                        }
-                        Some(Ok(event)) => {
-                            acknowledged |= matches!(event, ExecEvent::Started);
-                            if let ExecEvent::Budget(control) = &event {
-                                match control {
-                                    BudgetControl::Pause { call } => { paused_calls.insert(call.clone(), watchdog.pause()); }
-                                    BudgetControl::Resume { call } => { paused_calls.remove(call); }
-                                }
-                            }
-                            if let ExecEvent::Stderr(text) = &event {
-                                crash_reported |= text.contains(FAULTHANDLER_HEADLINE);
-                            }
-                            if let ExecEvent::Error(error) = &event {
-                                error_summary = Some(ErrorSummary { ename: error.ename.clone(), evalue: error.evalue.clone() });
-                            }
-                            if let Some(streamed) = collector.event(cell.index, event) {
-                                on_event(streamed);
-                            }
-                        }
-                        Some(Err(KernelError::Died { exit, .. })) if !acknowledged => {
-                            break (CellStatus::Error, None, Fate::DiedBeforeStart { exit });
-                        }
-                        Some(Err(KernelError::Died { exit, stderr_tail, .. })) => {
-                            // A crash the cell's own stderr already explains (faulthandler's
-                            // stacks) is not quoted twice; the runner's own failures are.
-                            let last_words = if crash_reported { String::new() } else { last_lines(&stderr_tail, DIED_QUOTE_LINES) };
-                            break (CellStatus::Error, None, Fate::Died { exit, last_words });
-                        }
-                        Some(Err(_)) | None => break (interrupted.map_or(CellStatus::Error, |(r, _)| r), None, Fate::Died { exit: "it was shut down".into(), last_words: String::new() }),
-                    },
-                    _ = watchdog.expired(), if interrupted.is_none() => {
-                        let _ = kernel.interrupt();
-                        interrupted = Some((CellStatus::Timeout, Instant::now()));
+                    ExecEvent::Budget(BudgetControl::Resume { call }) => {
+                        paused_calls.remove(call);
                     }
-                    _ = cancel.cancelled(), if interrupted.is_none() => {
-                        let _ = kernel.interrupt();
-                        interrupted = Some((CellStatus::Cancelled, Instant::now()));
+                    ExecEvent::Error(error) => {
+                        error_summary = Some(ErrorSummary { ename: error.ename.clone(), evalue: error.evalue.clone() });
                     }
-                    _ = escalation => {
-                        // It ignored the interrupt: it cannot read an `exit` frame either.
-                        kernel.terminate_stuck().await;
-                        break (CellStatus::Killed, None, Fate::Killed);
-                    }
+                    _ => {}
+                }
+                if let Some(streamed) = collector.event(cell.index, event) {
+                    on_event(streamed);
                 }
             };
-            let seconds = cell.timeout.as_secs();
-            let reason = match interrupted.map(|(reason, _)| reason) {
-                Some(CellStatus::Timeout) => format!("eval cell timed out after {seconds}s"),
-                _ => "eval cell was cancelled".to_string(),
+            let expired = watchdog.expired();
+            let outcome = drive_cell(&*kernel, &mut execution, expired, cancel.cancelled(), on_cell_event).await;
+            let status = status_of(&outcome);
+            let count = match outcome {
+                CellOutcome::Finished { execution_count, .. } => Some(execution_count),
+                _ => None,
             };
-            match fate {
-            Fate::Alive if matches!(status, CellStatus::Timeout | CellStatus::Cancelled) => collector.note(format!(
-                "{reason}; kernel interrupted but remains running. Reset the kernel via {{ reset: true }} if state \
-                 appears corrupted."
-            )),
-            Fate::Alive => {}
-            Fate::Killed => {
-                guard.replace_kernel(None);
-                collector.note(format!(
-                    "{reason}; the kernel did not respond to the interrupt within {}s, so the kernel has been killed \
-                     and will be recreated on the next call.",
-                    INTERRUPT_ESCALATION.as_secs()
-                ));
-            }
-            Fate::Died { exit, last_words } => {
-                guard.replace_kernel(None);
-                kernel.shutdown().await;
-                let quoted = if last_words.is_empty() {
-                    String::new()
-                } else {
-                    format!(" Its last diagnostics:\n{last_words}\n")
-                };
-                collector.note(format!(
-                    "The {} kernel died during this cell ({exit}).{quoted} The cell was not retried: it may have \
-                     partly run, so check for side effects. The next call starts a fresh kernel; earlier state is lost.",
-                    interpreter.runtime
-                ));
-                error_summary.get_or_insert(ErrorSummary { ename: "KernelDied".into(), evalue: exit });
-            }
-            Fate::DiedBeforeStart { exit } => {
-                guard.replace_kernel(None);
-                kernel.shutdown().await;
-                if std::mem::take(&mut fresh_start_left) {
-                    guard.add_note(format!(
-                        "The previous kernel had died ({exit}); a new one was started and earlier state is lost."
+            match outcome {
+                CellOutcome::Finished { end: CellEnd::Interrupted(why), .. } => collector.note(format!(
+                    "{}; kernel interrupted but remains running. Reset the kernel via {{ reset: true }} if state \
+                     appears corrupted.",
+                    interruption_reason(why, cell.timeout)
+                )),
+                CellOutcome::Finished { .. } => {}
+                CellOutcome::Killed { reason } => {
+                    guard.replace_kernel(None);
+                    collector.note(format!(
+                        "{}; the kernel did not respond to the interrupt within {}s, so the kernel has been killed \
+                         and will be recreated on the next call.",
+                        interruption_reason(reason, cell.timeout),
+                        INTERRUPT_ESCALATION.as_secs()
                     ));
-                    continue;
                 }
-                collector.note(format!(
-                    "The {} kernel died again before it could begin this cell ({exit}); the cell did not run. \
-                     Earlier state is lost; check the kernel's environment with `cellbox doctor`.",
-                    interpreter.runtime
-                ));
-                error_summary = Some(ErrorSummary { ename: "KernelDied".into(), evalue: exit });
+                CellOutcome::Died { exit, last_words } => {
+                    guard.replace_kernel(None);
+                    kernel.shutdown().await;
+                    died_during(collector, interpreter.runtime, &exit, &last_words);
+                    error_summary.get_or_insert(ErrorSummary { ename: "KernelDied".into(), evalue: exit });
+                }
+                CellOutcome::Closed { .. } => {
+                    guard.replace_kernel(None);
+                    kernel.shutdown().await;
+                    let exit = "it was shut down";
+                    died_during(collector, interpreter.runtime, exit, "");
+                    error_summary.get_or_insert(ErrorSummary { ename: "KernelDied".into(), evalue: exit.into() });
+                }
+                CellOutcome::DiedBeforeStart { exit } => {
+                    guard.replace_kernel(None);
+                    kernel.shutdown().await;
+                    if std::mem::take(&mut fresh_start_left) {
+                        guard.add_note(format!(
+                            "The previous kernel had died ({exit}); a new one was started and earlier state is lost."
+                        ));
+                        continue;
+                    }
+                    collector.note(format!(
+                        "The {} kernel died again before it could begin this cell ({exit}); the cell did not run. \
+                         Earlier state is lost; check the kernel's environment with `cellbox doctor`.",
+                        interpreter.runtime
+                    ));
+                    error_summary = Some(ErrorSummary { ename: "KernelDied".into(), evalue: exit });
+                }
             }
-        }
             return (status, count, error_summary.filter(|_| status != CellStatus::Ok));
         }
     }
+
+    /// The cell's request sent to a live kernel (a kernel found dead when it is sent is
+    /// replaced, once).
+    async fn start_cell(
+        &self,
+        cell: &PlannedCell,
+        interpreter: &Interpreter,
+        cwd: &Path,
+        guard: &mut SlotGuard<'_>,
+        collector: &mut Collector,
+        on_event: EventSink<'_>,
+    ) -> Result<(Arc<KernelHandle>, Execution), KernelError> {
+        let mut replaced = false;
+        loop {
+            let started = self.kernel_for(interpreter, cwd, guard, cell.index, on_event).await;
+            for note in guard.take_notes() {
+                collector.note(note);
+            }
+            let kernel = started?;
+            let options = ExecuteOptions {
+                typescript: cell.language == Language::Ts,
+                env: cell.env.clone(),
+                restore_env: cell.env.is_some(),
+                json_results: cell.json_results,
+                ..Default::default()
+            };
+            match kernel.execute_with(&cell.code, options).await {
+                Ok(execution) => return Ok((kernel, execution)),
+                Err(_) if !replaced => replaced = true,
+                Err(error) => return Err(error),
+            }
+        }
+    }
+}
+
+/// A cell whose kernel could not be had: the error is its result.
+fn kernel_failure(collector: &mut Collector, error: KernelError) -> (CellStatus, Option<u64>, Option<ErrorSummary>) {
+    let message = error.to_string();
+    collector.note(message.clone());
+    (CellStatus::Error, None, Some(ErrorSummary { ename: "KernelError".into(), evalue: message }))
+}
+
+/// A cell's status after `outcome`.
+fn status_of(outcome: &CellOutcome) -> CellStatus {
+    let interrupted = |why: &Interruption| match why {
+        Interruption::Timeout => CellStatus::Timeout,
+        Interruption::Cancelled => CellStatus::Cancelled,
+    };
+    match outcome {
+        CellOutcome::Finished { end: CellEnd::Ok, .. } => CellStatus::Ok,
+        CellOutcome::Finished { end: CellEnd::Error, .. } => CellStatus::Error,
+        CellOutcome::Finished { end: CellEnd::Interrupted(why), .. } => interrupted(why),
+        CellOutcome::Killed { .. } => CellStatus::Killed,
+        CellOutcome::Closed { interrupted: Some(why) } => interrupted(why),
+        CellOutcome::Died { .. } | CellOutcome::DiedBeforeStart { .. } | CellOutcome::Closed { interrupted: None } => {
+            CellStatus::Error
+        }
+    }
+}
+
+/// What interrupted a cell, as a note begins.
+fn interruption_reason(why: Interruption, timeout: Duration) -> String {
+    match why {
+        Interruption::Timeout => format!("eval cell timed out after {}s", timeout.as_secs()),
+        Interruption::Cancelled => "eval cell was cancelled".to_string(),
+    }
+}
+
+/// The note for a kernel that died while it ran a cell.
+fn died_during(collector: &mut Collector, runtime: Runtime, exit: &str, last_words: &str) {
+    let quoted = if last_words.is_empty() { String::new() } else { format!(" Its last diagnostics:\n{last_words}\n") };
+    collector.note(format!(
+        "The {runtime} kernel died during this cell ({exit}).{quoted} The cell was not retried: it may have \
+         partly run, so check for side effects. The next call starts a fresh kernel; earlier state is lost."
+    ));
 }
 
 /// Tells a cell's caller what its kernel start waits for: each stage as it
@@ -534,17 +510,15 @@ impl<'a> StartReport<'a> {
     /// Await `work`, repeating the current stage every second meanwhile.
     async fn run<T>(&self, work: impl std::future::Future<Output = T>) -> T {
         tokio::pin!(work);
-        let mut ticks =
-            tokio::time::interval_at(tokio::time::Instant::now() + START_REPORT_INTERVAL, START_REPORT_INTERVAL);
+        let mut tick = Instant::now() + START_REPORT_INTERVAL;
         loop {
-            tokio::select! {
-                output = &mut work => return output,
-                _ = ticks.tick() => {
-                    let stage = *self.stage.lock().unwrap();
-                    if let Some(stage) = stage {
-                        self.show(stage);
-                    }
-                }
+            match tokio::time::timeout_at(tick, &mut work).await {
+                Ok(output) => return output,
+                Err(_) => tick += START_REPORT_INTERVAL,
+            }
+            let stage = *self.stage.lock().unwrap();
+            if let Some(stage) = stage {
+                self.show(stage);
             }
         }
     }

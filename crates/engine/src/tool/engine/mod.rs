@@ -34,8 +34,7 @@ use crate::runtime::{self, Interpreter, Runtime};
 use crate::sandbox::host_files::HostFiles;
 use crate::session::{Backend, KernelKey, KernelPool, SlotGuard, SparePool};
 
-/// After an interrupt, how long the kernel gets to finish the cell before it is killed.
-pub const INTERRUPT_ESCALATION: Duration = Duration::from_secs(5);
+pub use crate::kernel::lifecycle::INTERRUPT_ESCALATION;
 
 /// The eval tool. Cheap to share behind an `Arc`; every method takes `&self`.
 pub struct EvalEngine {
