@@ -10,33 +10,41 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::runtime::runner_files::RUNNER_FILES;
+
 /// The glue that installs cellbox's helpers in an IPython kernel.
 const PRELUDE: &str = include_str!("prelude.py");
 
-/// The runner's own helpers (`env`, `read`, `write`, `log`, `phase`), sent as
-/// source so gateway kernels offer exactly what local kernels do.
-const HELPERS: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/cellbox_kernel/helpers.py"));
+/// The modules of the runner package a gateway kernel runs, each after the modules it imports:
+/// the helpers (`env`, `read`, `write`, `log`, `phase`), the host-bridge modules (the cell-side
+/// API, its schema check and the Bridge it calls through) and `bridge_stdin`, which carries the
+/// calls over the Jupyter stdin channel (see [`super::bridge_stdin`]). Their sources come from
+/// the embedded runner ([`RUNNER_FILES`]), so gateway kernels offer exactly what local kernels do;
+/// a test checks that every module of the runner package they import is among them, and earlier.
+const GATEWAY_MODULES: &[&str] = &["helpers", "schema_check", "bridge", "bridge_stdin", "bridge_api"];
 
-/// The runner's host-bridge modules (the cell-side API, its schema check and
-/// the Bridge it calls through), in import order, sent as source like
-/// [`HELPERS`]; `bridge_stdin` carries the calls over the Jupyter stdin
-/// channel (see [`super::bridge_stdin`]).
-const BRIDGE_MODULES: &[(&str, &str)] = &[
-    ("schema_check", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/cellbox_kernel/schema_check.py"))),
-    ("bridge", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/cellbox_kernel/bridge.py"))),
-    ("bridge_stdin", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/cellbox_kernel/bridge_stdin.py"))),
-    ("bridge_api", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner/cellbox_kernel/bridge_api.py"))),
-];
+/// The runner package's folder among [`RUNNER_FILES`].
+const RUNNER_PACKAGE: &str = "cellbox_kernel/";
+
+/// The source of the runner package's module `name` (`bridge`: `cellbox_kernel/bridge.py`).
+fn runner_module(name: &str) -> Option<&'static str> {
+    RUNNER_FILES
+        .iter()
+        .find(|(path, _)| path.strip_prefix(RUNNER_PACKAGE).and_then(|file| file.strip_suffix(".py")) == Some(name))
+        .map(|(_, source)| *source)
+}
 
 /// The code that gives an IPython kernel cellbox's helpers (`env`, `read`,
 /// `write`, `log`, `phase`, `emit_status`, `display`) and the bridge calls
 /// (`completion`, `agent`, `parallel`, `pipeline`, `tool`, …).
 pub fn prelude_code() -> String {
-    // A JSON string is a valid Python string literal, and a JSON array of
-    // pairs a valid list literal.
-    let source = serde_json::to_string(HELPERS).expect("a string serializes");
-    let modules = serde_json::to_string(BRIDGE_MODULES).expect("strings serialize");
-    format!("_cellbox_helpers_source = {source}\n_cellbox_bridge_sources = {modules}\n{PRELUDE}")
+    let modules: Vec<(&str, &str)> = GATEWAY_MODULES
+        .iter()
+        .map(|name| (*name, runner_module(name).expect("every module the gateway ships is in the runner package")))
+        .collect();
+    // A JSON array of pairs of strings is a valid Python list literal.
+    let modules = serde_json::to_string(&modules).expect("strings serialize");
+    format!("_cellbox_runner_sources = {modules}\n{PRELUDE}")
 }
 
 /// Variables that describe the machine cellbox runs on, not the one a remote
@@ -128,6 +136,104 @@ pub fn setup_code(cwd: &Path, env: &BTreeMap<String, String>, require_cwd: bool)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The modules of the runner package that `source` imports, each with whether the import is
+    /// at the top level (run when the module loads) or indented (run later, or conditionally):
+    /// `from . import a, b`, `from .a import …`, `import cellbox_kernel.a`, `from cellbox_kernel
+    /// import a`, `from cellbox_kernel.a import …` (`cellbox_kernel` itself for
+    /// `import cellbox_kernel`). Parenthesized and backslash-continued imports count whole.
+    fn package_imports(source: &str) -> Vec<(String, bool)> {
+        let mut found = Vec::new();
+        let mut lines = source.lines();
+        while let Some(line) = lines.next() {
+            let statement = line.trim_start();
+            let top_level = statement.len() == line.len();
+            let (from, names) = if let Some(rest) = statement.strip_prefix("from ") {
+                let Some((from, names)) = rest.split_once(" import ") else { continue };
+                (Some(from.trim()), names)
+            } else if let Some(names) = statement.strip_prefix("import ") {
+                (None, names)
+            } else {
+                continue;
+            };
+            let mut names = names.split('#').next().unwrap_or_default().to_string();
+            let open = |names: &str| (names.contains('(') && !names.contains(')')) || names.trim_end().ends_with('\\');
+            while open(&names) {
+                let Some(next) = lines.next() else { break };
+                names = names.trim_end().trim_end_matches('\\').to_string();
+                names.push(' ');
+                names.push_str(next.split('#').next().unwrap_or_default());
+            }
+            let names = names.replace(['(', ')'], " ");
+            let names = names.split(',').filter_map(|name| name.split_whitespace().next());
+            let module_of = |dotted: &str| dotted.split('.').next().unwrap_or_default().to_string();
+            let modules: Vec<String> = match from {
+                // `from . import a` and `from cellbox_kernel import a`: each name is a module.
+                Some(".") | Some("cellbox_kernel") => names.map(String::from).collect(),
+                Some(from) if from.starts_with("..") => Vec::new(),
+                Some(from) => match from.strip_prefix('.').or_else(|| from.strip_prefix("cellbox_kernel.")) {
+                    Some(module) => vec![module_of(module)],
+                    None => Vec::new(),
+                },
+                None => names
+                    .filter_map(|name| match name {
+                        "cellbox_kernel" => Some("cellbox_kernel".to_string()),
+                        name => name.strip_prefix("cellbox_kernel.").map(module_of),
+                    })
+                    .collect(),
+            };
+            found.extend(modules.into_iter().map(|module| (module, top_level)));
+        }
+        found
+    }
+
+    #[test]
+    fn reads_every_form_of_import_from_the_runner_package() {
+        let source = "import os, json\nfrom . import a, b as c\nfrom .d import x\nfrom .e.f import y\n\
+                      import cellbox_kernel.g as g\nfrom cellbox_kernel import h\nfrom cellbox_kernel.i import z\n\
+                      from .. import outside\nfrom os.path import join\n\
+                      def f():\n    from . import (\n        j,  # why\n        k,\n    )\n    import cellbox_kernel\n\
+                      from .l import \\\n    m\n";
+        let found = package_imports(source);
+        let top: Vec<&str> = found.iter().filter(|(_, top)| *top).map(|(module, _)| module.as_str()).collect();
+        let inner: Vec<&str> = found.iter().filter(|(_, top)| !*top).map(|(module, _)| module.as_str()).collect();
+        assert_eq!(top, ["a", "b", "d", "e", "g", "h", "i", "l"]);
+        assert_eq!(inner, ["j", "k", "cellbox_kernel"]);
+    }
+
+    /// A module the gateway ships that imports one it does not ship works in local kernels and
+    /// fails in every gateway kernel.
+    #[test]
+    fn the_gateway_ships_every_runner_module_its_modules_import() {
+        let mut problems = Vec::new();
+        for (position, name) in GATEWAY_MODULES.iter().enumerate() {
+            let Some(source) = runner_module(name) else {
+                problems.push(format!("{name} is not a module of the runner package"));
+                continue;
+            };
+            for (imported, top_level) in package_imports(source) {
+                match GATEWAY_MODULES.iter().position(|shipped| *shipped == imported) {
+                    None => problems.push(format!(
+                        "{name} imports {imported}, which gateway kernels do not get: add it to GATEWAY_MODULES"
+                    )),
+                    Some(at) if top_level && at >= position => problems.push(format!(
+                        "{name} imports {imported} when it loads: put {imported} before it in GATEWAY_MODULES"
+                    )),
+                    Some(_) => {}
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+
+    #[test]
+    fn the_prelude_carries_each_shipped_module_once() {
+        let code = prelude_code();
+        for name in GATEWAY_MODULES {
+            let source = serde_json::to_string(runner_module(name).unwrap()).unwrap();
+            assert_eq!(code.matches(&source).count(), 1, "{name}");
+        }
+    }
 
     #[test]
     fn remote_kernels_do_not_get_this_machines_paths() {

@@ -1,11 +1,33 @@
 """cellbox's helpers in a Jupyter kernel: the same names and status events as
 in cellbox's own kernels, built on IPython's display. The host puts the
-source of the runner's `helpers.py` in `_cellbox_helpers_source` first, and
-the sources of the runner's bridge modules in `_cellbox_bridge_sources`
-(name → source, in import order)."""
+sources of the runner package's modules the gateway ships in
+`_cellbox_runner_sources` first ((name, source) pairs, each module after the
+modules it imports): the helpers, and the bridge modules."""
 
 
-def _cellbox_install_prelude(namespace, helpers_source):
+def _cellbox_load_runner(sources):
+    """Load the runner's modules as a package of their own (their relative
+    imports find each other in sys.modules), once per kernel."""
+    import sys
+    import types
+
+    package_name = "_cellbox_gateway"
+    package = sys.modules.get(package_name)
+    if package is not None:
+        return package, False
+    package = types.ModuleType(package_name)
+    package.__path__ = []
+    sys.modules[package_name] = package
+    for name, source in sources:
+        module = types.ModuleType("%s.%s" % (package_name, name))
+        module.__package__ = package_name
+        sys.modules[module.__name__] = module
+        exec(compile(source, "<cellbox %s>" % name, "exec"), module.__dict__)
+        setattr(package, name, module)
+    return package, True
+
+
+def _cellbox_install_prelude(namespace, helpers):
     from IPython.display import display as _display
 
     def emit_status(op, **fields):
@@ -14,34 +36,17 @@ def _cellbox_install_prelude(namespace, helpers_source):
         event.update(fields)
         _display({"application/x-cellbox-status": event, "text/plain": "[%s]" % op}, raw=True)
 
-    scope = {"__name__": "cellbox_helpers"}
-    exec(compile(helpers_source, "<cellbox helpers>", "exec"), scope)
-    for helper in (emit_status,) + tuple(scope["make_helpers"](emit_status)):
+    for helper in (emit_status,) + tuple(helpers.make_helpers(emit_status)):
         namespace[helper.__name__] = helper
     namespace["display"] = _display
 
 
-def _cellbox_install_bridge(namespace, sources):
-    """Load the runner's bridge modules as a package of their own (their
-    relative imports find each other in sys.modules), connect the bridge to
-    this kernel's stdin channel, and put the cell-side API into `namespace`."""
-    import sys
-    import types
-
+def _cellbox_install_bridge(namespace, package, loaded):
+    """Connect the bridge to this kernel's stdin channel (when its modules were
+    just loaded), and put the cell-side API into `namespace`."""
     from IPython import get_ipython
 
-    package_name = "_cellbox_gateway"
-    package = sys.modules.get(package_name)
-    if package is None:
-        package = types.ModuleType(package_name)
-        package.__path__ = []
-        sys.modules[package_name] = package
-        for name, source in sources:
-            module = types.ModuleType("%s.%s" % (package_name, name))
-            module.__package__ = package_name
-            sys.modules[module.__name__] = module
-            exec(compile(source, "<cellbox %s>" % name, "exec"), module.__dict__)
-            setattr(package, name, module)
+    if loaded:
         package.bridge_stdin.connect(package.bridge.BRIDGE, get_ipython().kernel)
     api = package.bridge_api
     for name in api.__all__:
@@ -70,8 +75,9 @@ def _cellbox_tune_shell():
         pass
 
 
-_cellbox_install_prelude(globals(), _cellbox_helpers_source)
-_cellbox_install_bridge(globals(), _cellbox_bridge_sources)
+_cellbox_package, _cellbox_loaded = _cellbox_load_runner(_cellbox_runner_sources)
+_cellbox_install_prelude(globals(), _cellbox_package.helpers)
+_cellbox_install_bridge(globals(), _cellbox_package, _cellbox_loaded)
 _cellbox_tune_shell()
-del _cellbox_install_prelude, _cellbox_helpers_source, _cellbox_install_bridge, _cellbox_bridge_sources
-del _cellbox_tune_shell
+del _cellbox_load_runner, _cellbox_runner_sources, _cellbox_package, _cellbox_loaded
+del _cellbox_install_prelude, _cellbox_install_bridge, _cellbox_tune_shell
