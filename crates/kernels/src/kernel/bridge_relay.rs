@@ -162,7 +162,7 @@ pub(crate) trait CallSink: Send + Sync + 'static {
 pub(crate) fn status_display(fields: serde_json::Map<String, Value>) -> super::ExecEvent {
     let mut bundle = serde_json::Map::new();
     let op = fields.get("op").and_then(Value::as_str).unwrap_or("bridge").to_string();
-    bundle.insert("application/x-cellbox-status".into(), Value::Object(fields));
+    bundle.insert(crate::protocol::STATUS_MIME.into(), Value::Object(fields));
     bundle.insert("text/plain".into(), Value::String(format!("[{op}]")));
     super::ExecEvent::Display { bundle, metadata: serde_json::Map::new() }
 }

@@ -10,7 +10,7 @@
 //! never in the middle of one. The source kernel forks, answers `forked` with
 //! the new pid on the control socket, and is the new kernel's parent: it
 //! reaps it and reports its exit there, as the preloading fork server does
-//! for its kernels ([`super::zygote::wire`] carries both). If the source
+//! for its kernels ([`crate::protocol::fork_server`] declares both). If the source
 //! kernel ends first, the copy lives on and its exit status is reported as
 //! unknown. The copy says `ready` on its new frames pipe, as a started kernel does.
 //!
@@ -39,6 +39,7 @@ mod unix {
 
     use super::super::KernelError;
     use super::super::zygote::wire;
+    use crate::protocol::fork_server;
 
     /// The host's side of one kernel's control socket.
     pub struct Control {
@@ -91,9 +92,10 @@ mod unix {
                 .routes
                 .expect_fork(id)
                 .ok_or_else(|| KernelError::ForkFailed("the kernel's control socket is closed".into()))?;
-            let body = serde_json::json!({"type": "fork", "id": id}).to_string();
+            let message = fork_server::Request::Fork(fork_server::Fork { id, cwd: None, env: None, argv: None });
+            let body = message.encode().map_err(|e| KernelError::ForkFailed(e.to_string()))?;
             let _turn = self.send_lock.lock().unwrap();
-            if let Err(error) = wire::send(self.socket.as_raw_fd(), body.as_bytes(), fds) {
+            if let Err(error) = wire::send(self.socket.as_raw_fd(), &body, fds) {
                 self.routes.forget_fork(id);
                 return Err(KernelError::ForkFailed(format!("cannot reach the kernel's control socket: {error}")));
             }
@@ -169,7 +171,8 @@ impl super::Kernel {
         // The kernel holds its own copies now (in flight on the socket): the
         // host's go, so end of file on a pipe means the copy has ended.
         drop((request_read, child_ends, control_child));
-        shared.write_line(&format!("{{\"type\":\"fork\",\"id\":\"f{id}\",\"fork\":{id}}}\n")).await;
+        let request = crate::protocol::HostRequest::Fork(crate::protocol::ForkRequest { id: format!("f{id}"), fork: id });
+        shared.write_line(&request.encode()).await;
         let (pid, exit) = match tokio::time::timeout(wait, answer).await {
             Ok(Ok(Ok(forked))) => forked,
             Ok(Ok(Err(why))) => return Err(KernelError::ForkFailed(why.to_string())),

@@ -344,7 +344,7 @@ impl Kernel {
         #[cfg(windows)]
         {
             let shared = self.shared.clone();
-            tokio::spawn(async move { shared.write_line(protocol::INTERRUPT_FRAME).await });
+            tokio::spawn(async move { shared.write_line(&protocol::HostRequest::Interrupt.encode()).await });
         }
         // Host work done for the cell stops with it; its waiting callers get an answer.
         self.shared.cancel_bridge_calls(None, "the cell was interrupted");
@@ -364,8 +364,7 @@ impl Kernel {
         self.shared.routes.lock().unwrap().dead = Some(KernelError::Closed);
         if self.shared.exit.borrow().is_none() {
             if let Some(mut pipe) = self.shared.stdin.lock().await.take() {
-                let _ = pipe.write_all(protocol::EXIT_FRAME.as_bytes()).await;
-                let _ = pipe.write_all(b"\n").await;
+                let _ = pipe.write_all(protocol::HostRequest::Exit.encode().as_bytes()).await;
                 drop(pipe);
             }
             if self.shared.wait_exit(process::EXIT_GRACE).await.is_none() {

@@ -17,14 +17,13 @@ impl Kernel {
     pub(super) async fn ask<T>(
         &self,
         id: String,
-        request: &impl serde::Serialize,
+        request: protocol::HostRequest,
         answer: impl Fn(ExecEvent) -> Option<T>,
     ) -> Result<T, KernelError> {
-        let mut line = serde_json::to_string(request).expect("requests serialize");
+        let line = request.encode();
         if self.shared.trace {
-            tracing::info!(target: "cellbox::ipc", "host → runner {line}");
+            tracing::info!(target: "cellbox::ipc", "host → runner {}", line.trim_end());
         }
-        line.push('\n');
         let mut execution = self.send(id, line, 4, false).await?;
         while let Some(item) = execution.next().await {
             if let Some(answer) = answer(item?) {
@@ -37,8 +36,8 @@ impl Kernel {
     /// Ask whether `code` is a whole cell yet (codeop rules, magics understood).
     pub async fn check_complete(&self, code: &str) -> Result<Completeness, KernelError> {
         let id = self.next_request_id('c');
-        let request = protocol::CompleteRequest { kind: "complete", id: id.clone(), code: code.to_string() };
-        self.ask(id, &request, |event| match event {
+        let request = protocol::CompleteRequest { id: id.clone(), code: code.to_string() };
+        self.ask(id, protocol::HostRequest::Complete(request), |event| match event {
             ExecEvent::Completeness(answer) => Some(answer),
             _ => None,
         })
@@ -51,8 +50,8 @@ impl Kernel {
     /// kernel's state is untouched.
     pub async fn check(&self, cells: Vec<protocol::CheckCell>, lint: bool) -> Result<CheckReport, KernelError> {
         let id = self.next_request_id('k');
-        let request = protocol::CheckRequest { kind: "check", id: id.clone(), cells, lint };
-        self.ask(id, &request, |event| match event {
+        let request = protocol::CheckRequest { id: id.clone(), cells, lint };
+        self.ask(id, protocol::HostRequest::Check(request), |event| match event {
             ExecEvent::Checked(report) => Some(report),
             _ => None,
         })

@@ -199,9 +199,52 @@ impl Reader {
         }
         match protocol::parse_frame(line) {
             Ok(frame) => self.route(frame).await,
+            Err(protocol::FrameError::Malformed { kind, id, error }) => self.malformed(kind, id, error, line).await,
+            // A type this host does not know (a newer runner's), or a line that
+            // is no frame at all: nothing can be routed, so it is only logged.
             Err(error) => {
-                tracing::warn!(target: "cellbox::ipc", "skipping a line the runner sent that is not a frame ({error})")
+                let shown = shown_line(line);
+                tracing::warn!(target: "cellbox::ipc", "skipping a line the runner sent: {error}: {shown}")
             }
+        }
+    }
+
+    /// A frame of a known type that does not parse: the runner and the host
+    /// disagree about the wire. The request it names (else the running one)
+    /// fails with the frame, the error and the line, instead of waiting for a
+    /// frame that will never come.
+    async fn malformed(&mut self, kind: &'static str, id: Option<String>, error: serde_json::Error, line: &[u8]) {
+        let message = format!(
+            "protocol error: the {} runner sent a `{kind}` frame the host cannot read ({error}); the runner and \
+             the host disagree about the wire. The line: {}",
+            self.shared.runtime,
+            shown_line(line)
+        );
+        tracing::error!(target: "cellbox::ipc", "{message}");
+        if kind == "ready" {
+            let ready = self.shared.routes.lock().unwrap().ready.take();
+            if let Some(ready) = ready {
+                let _ = ready.send(Err(HandshakeError::Malformed(message)));
+            }
+            return;
+        }
+        let target = {
+            let routes = self.shared.routes.lock().unwrap();
+            // A bridge call's id is the call's own; its cell is the running one.
+            let named = id.filter(|id| kind != "bridge_call" && routes.pending.contains_key(id));
+            named.or_else(|| routes.running.front().cloned())
+        };
+        let Some(target) = target else { return };
+        if matches!(kind, "done" | "completeness" | "checked" | "snapshot") {
+            // The request is over on the runner's side: the next one runs now.
+            self.shared.routes.lock().unwrap().running.retain(|queued| *queued != target);
+            if self.started.as_deref() == Some(target.as_str()) {
+                self.started = None;
+            }
+        }
+        let sender = self.shared.routes.lock().unwrap().pending.remove(&target);
+        if let Some(sender) = sender {
+            let _ = sender.send(Err(KernelError::Protocol(message))).await;
         }
     }
 
@@ -350,7 +393,7 @@ impl Reader {
 
     async fn route(&mut self, frame: RunnerFrame) {
         let (id, event) = match frame {
-            RunnerFrame::Ready { protocol: version, python, pid, executable, lost_threads } => {
+            RunnerFrame::Ready { protocol: version, python, pid, executable, lost_threads, .. } => {
                 let ready = self.shared.routes.lock().unwrap().ready.take();
                 if let Some(ready) = ready {
                     let answer = if version == protocol::PROTOCOL_VERSION {
@@ -450,6 +493,16 @@ impl Reader {
             }
             None => tracing::debug!(target: "cellbox::ipc", "event for no pending request {id}: {event:?}"),
         }
+    }
+}
+
+/// A line as a log or an error quotes it: lossy UTF-8, at most 500 bytes.
+fn shown_line(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    let text = text.trim_end();
+    match text.char_indices().nth(500) {
+        Some((cut, _)) => format!("{}… ({} bytes)", &text[..cut], line.len()),
+        None => text.to_string(),
     }
 }
 

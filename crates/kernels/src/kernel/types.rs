@@ -90,6 +90,10 @@ pub enum KernelError {
     Died { runtime: Runtime, exit: String, stderr_tail: String },
     #[error("the kernel has been shut down; start a new one")]
     Closed,
+    /// The runner sent a frame of a known type that the host cannot read: the
+    /// two disagree about the wire (a field renamed or of another kind).
+    #[error("{0}")]
+    Protocol(String),
     /// A kernel budget shared by several engines (a server's users, or one user's sandboxes) is spent.
     #[error(
         "{} its limit of {limit} kernels; retry in a moment, or stop a session you no longer need (eval_reset)",
@@ -138,6 +142,9 @@ pub struct ReadyInfo {
 pub(crate) enum HandshakeError {
     #[error("the runner speaks protocol {runner}, this host {host}")]
     ProtocolMismatch { runner: u32, host: u32 },
+    /// A `ready` frame with a field missing or of the wrong kind.
+    #[error("{0}")]
+    Malformed(String),
 }
 
 /// A traceback-carrying error raised by a cell.

@@ -465,14 +465,13 @@ impl Zygote {
         control: Option<&OwnedFd>,
     ) -> Result<wire::Forked, ZygoteError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let request = serde_json::json!({
-            "type": "fork",
-            "id": id,
-            "cwd": options.cwd,
-            "env": env,
-            "argv": argv,
+        let request = crate::protocol::fork_server::Request::Fork(crate::protocol::fork_server::Fork {
+            id,
+            cwd: Some(options.cwd.clone()),
+            env: Some(env),
+            argv: Some(argv.to_vec()),
         });
-        let body = serde_json::to_vec(&request).map_err(ZygoteError::Encode)?;
+        let body = request.encode().map_err(ZygoteError::Encode)?;
         let answer = self.routes.expect_fork(id).ok_or(ZygoteError::Gone)?;
         let mut fds = vec![
             stdin.as_raw_fd(),

@@ -1,4 +1,5 @@
-//! The host's end of a zygote's socket: fork requests out (with the kernel's
+//! The host's end of a zygote's socket (the messages are declared in
+//! [`crate::protocol::fork_server`]): fork requests out (with the kernel's
 //! pipe ends attached as SCM_RIGHTS), and one reader thread that routes what
 //! the zygote says back: `ready`/`failed` once, `forked` per request, `exit`
 //! per kernel.
@@ -14,22 +15,11 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use nix::sys::socket::{ControlMessage, MsgFlags, recv, sendmsg};
-use serde::Deserialize;
 use tokio::sync::{oneshot, watch};
 
 use super::ZygoteError;
 use crate::kernel::process::{self, ExitInfo};
-
-/// What the zygote says (see `runner/cellbox_kernel/zygote.py`).
-#[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum Message {
-    Ready { pid: u32 },
-    Failed { message: String },
-    Forked { id: u64, pid: u32 },
-    ForkFailed { id: Option<u64>, message: String },
-    Exit { pid: u32, code: Option<i32>, signal: Option<i32> },
-}
+use crate::protocol::fork_server::{self, Message};
 
 /// A forked kernel: its pid and where its exit status will arrive.
 pub type Forked = (u32, watch::Receiver<Option<ExitInfo>>);
@@ -65,7 +55,7 @@ impl Routes {
 
     fn route(&self, message: Message) {
         match message {
-            Message::Ready { pid } => {
+            Message::Ready { pid, .. } => {
                 if let Some(ready) = self.ready.lock().unwrap().take() {
                     let _ = ready.send(Ok(pid));
                 }
@@ -75,7 +65,7 @@ impl Routes {
                     let _ = ready.send(Err(ZygoteError::Said { message }));
                 }
             }
-            Message::Forked { id, pid } => {
+            Message::Forked { id, pid, .. } => {
                 // The exit route exists before anyone can learn the pid, so an
                 // exit reported right after is never missed.
                 let (tx, rx) = watch::channel(None);
@@ -138,11 +128,12 @@ pub fn read_loop(socket: OwnedFd, routes: &Routes) {
     let failed = loop {
         match recv(socket.as_raw_fd(), &mut buffer, MsgFlags::empty()) {
             Ok(0) => break None,
-            Ok(n) => match serde_json::from_slice::<Message>(&buffer[..n]) {
+            Ok(n) => match fork_server::parse_message(&buffer[..n]) {
                 Ok(message) => routes.route(message),
-                Err(error) => {
-                    tracing::warn!("skipping a message from the fork server that is not understood ({error})")
-                }
+                Err(error) => tracing::warn!(
+                    "skipping a message from the fork server that is not understood ({error}): {}",
+                    String::from_utf8_lossy(&buffer[..n.min(512)])
+                ),
             },
             Err(nix::errno::Errno::EINTR) => continue,
             Err(error) => break Some(error),

@@ -1,0 +1,734 @@
+//! The NDJSON protocol between the host and a runner.
+//!
+//! One JSON object per `\n`-terminated UTF-8 line, both ways. Every line
+//! carries its kind in `"type"`: [`HostRequest`] lists what the host may send
+//! (the runners also take a line without `"type"` as `execute`), and
+//! [`RunnerFrame`] what a runner may answer.
+//!
+//! Parsing a frame ([`parse_frame`]) tells three failures apart: a line that is
+//! not a JSON object, an object whose `type` this host does not know (a
+//! [`FrameError::UnknownType`], skipped with a log: a newer runner may say
+//! more), and a frame of a known type with a field missing or of the wrong
+//! kind (a [`FrameError::Malformed`], which fails the request it names: the
+//! runner and the host disagree about the wire).
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+/// A MIME bundle: MIME type → data (text, base64 for binary, JSON for
+/// `application/json` and status events).
+pub type MimeBundle = Map<String, Value>;
+
+/// Host → runner: every request a runner accepts, by its `type`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum HostRequest {
+    /// Run a cell; answered by `started`, its output frames, then `done`.
+    Execute(ExecuteRequest),
+    /// Interrupt the running cell (where the host cannot send SIGINT, i.e. on
+    /// Windows; a runner reads its requests on a thread of their own there).
+    /// Between cells it is ignored. No answer.
+    Interrupt,
+    /// Exit cleanly. No answer.
+    Exit,
+    /// Is this code a whole cell yet? Answered by `completeness`.
+    Complete(CompleteRequest),
+    /// Check cells before any of them runs; answered by `checked`.
+    Check(CheckRequest),
+    /// Save the user namespace to a file; answered by `snapshot`.
+    Snapshot(SnapshotRequest),
+    /// Restore a namespace saved by `snapshot`; answered by `snapshot`.
+    Restore(SnapshotRequest),
+    /// Fork the kernel here (Python on Linux); answered on the control socket
+    /// (see [`crate::fork_server`]), the copy then says `ready` on its own pipes.
+    Fork(ForkRequest),
+    /// The answer to a `bridge_call`, written while the cell runs.
+    BridgeResult(BridgeResult),
+}
+
+/// The names of [`HostRequest`]'s types, as on the wire.
+pub const REQUEST_TYPES: &[&str] =
+    &["execute", "interrupt", "exit", "complete", "check", "snapshot", "restore", "fork", "bridge_result"];
+
+impl HostRequest {
+    /// The request's `type` on the wire.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            HostRequest::Execute(_) => "execute",
+            HostRequest::Interrupt => "interrupt",
+            HostRequest::Exit => "exit",
+            HostRequest::Complete(_) => "complete",
+            HostRequest::Check(_) => "check",
+            HostRequest::Snapshot(_) => "snapshot",
+            HostRequest::Restore(_) => "restore",
+            HostRequest::Fork(_) => "fork",
+            HostRequest::BridgeResult(_) => "bridge_result",
+        }
+    }
+
+    /// The request as one line (with its `\n`).
+    pub fn encode(&self) -> String {
+        match self {
+            // The same bytes as the hot path writes.
+            HostRequest::Execute(request) => encode_request(request),
+            HostRequest::BridgeResult(result) => result.encode(),
+            other => line(other),
+        }
+    }
+}
+
+fn line(value: &impl Serialize) -> String {
+    let mut line = serde_json::to_string(value).expect("requests always serialize");
+    line.push('\n');
+    line
+}
+
+/// The requests the host sends often, borrowed: one serde pass, no copy.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum RequestRef<'a> {
+    Execute(&'a ExecuteRequest),
+    BridgeResult(&'a BridgeResult),
+}
+
+/// Host → runner: run `code`.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+pub struct ExecuteRequest {
+    pub id: String,
+    pub code: String,
+    /// Silent requests show no last-expression value and do not count as cells.
+    #[serde(default)]
+    pub silent: bool,
+    /// Whether the request counts in `executionCount` and sets `_`.
+    #[serde(rename = "storeHistory", default = "yes")]
+    pub store_history: bool,
+    /// Directory to `chdir` into (and put on `sys.path`) before running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Environment changes; `None` removes a variable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<BTreeMap<String, Option<String>>>,
+    /// The code is TypeScript (Node runner: types are stripped first).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub typescript: bool,
+    /// `env` is for this request only: the runner puts the variables it
+    /// names back as they were once the request is done.
+    #[serde(rename = "restoreEnv", default, skip_serializing_if = "std::ops::Not::not")]
+    pub restore_env: bool,
+    /// A list or dict that is the cell's value also goes as `application/json`
+    /// (the Python SDK's `Result.json`); text front ends leave it off, because
+    /// a model would read the value twice.
+    #[serde(rename = "jsonResults", default, skip_serializing_if = "std::ops::Not::not")]
+    pub json_results: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Host → runner: is this code a whole cell? Answered by a `completeness` frame.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+pub struct CompleteRequest {
+    pub id: String,
+    pub code: String,
+}
+
+/// Host → runner: check cells before any of them runs. The runner compiles
+/// each (after its magic transform) without executing it, and with `lint`
+/// also runs `ruff check` on it; answered by a `checked` frame. Nothing runs
+/// and the kernel's state is untouched.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+pub struct CheckRequest {
+    pub id: String,
+    pub cells: Vec<CheckCell>,
+    #[serde(default)]
+    pub lint: bool,
+}
+
+/// Host → runner: save the user namespace to `path` (type `snapshot`) or
+/// restore one saved there into it (type `restore`); answered by a
+/// `snapshot` frame. Runs between cells, in order with them.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+pub struct SnapshotRequest {
+    pub id: String,
+    pub path: String,
+    /// The host's version, written into the file's header.
+    #[serde(default)]
+    pub version: String,
+}
+
+/// Host → runner: fork the kernel. `fork` is the id of the message carrying
+/// the new kernel's pipes, sent just before on the control socket.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+pub struct ForkRequest {
+    pub id: String,
+    pub fork: u64,
+}
+
+/// One cell of a [`CheckRequest`].
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+pub struct CheckCell {
+    /// 1-based position in the call, as messages name it ("Cell 2, line 3").
+    pub number: usize,
+    pub code: String,
+    /// TypeScript (the Node runner strips its types before parsing).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub typescript: bool,
+}
+
+/// What the check found in one cell, in the request's order.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq, JsonSchema)]
+pub struct CheckedCell {
+    /// The cell does not compile.
+    #[serde(default)]
+    pub error: Option<SyntaxProblem>,
+    /// What the linter reported (empty without `lint`).
+    #[serde(default)]
+    pub findings: Vec<LintFinding>,
+}
+
+/// A cell's compile error, with its traceback lines (the caret included).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+pub struct SyntaxProblem {
+    pub ename: String,
+    pub evalue: String,
+    #[serde(default)]
+    pub traceback: Vec<String>,
+    /// 1-based line of the error in the cell, when known.
+    #[serde(default)]
+    pub line: Option<u64>,
+}
+
+/// One linter finding.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+pub struct LintFinding {
+    #[serde(default)]
+    pub line: u64,
+    #[serde(default)]
+    pub column: u64,
+    /// The rule (`F401`); empty when the linter gave none.
+    #[serde(default)]
+    pub code: String,
+    pub message: String,
+}
+
+/// Runner → host frames. (`Serialize` is for tests and tools that play the runner's part.)
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RunnerFrame {
+    /// Handshake: the runner is set up and reading requests.
+    Ready {
+        protocol: u32,
+        /// The interpreter's version (Node's for the JavaScript runner).
+        python: String,
+        pid: u32,
+        executable: String,
+        /// In a kernel forked from another: the threads of that kernel's cells,
+        /// which a fork does not copy.
+        #[serde(default, rename = "lostThreads", skip_serializing_if = "Vec::is_empty")]
+        lost_threads: Vec<String>,
+        /// `js` from the JavaScript runner (the Python runner leaves it out).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        language: Option<String>,
+        /// JavaScript runner: whether Node exposes the parser it checks and
+        /// transforms cells with.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parser: Option<bool>,
+    },
+    /// The request began to run (sent before any of its code runs).
+    Started { id: String },
+    /// Output text of a request (runners write output on fd 1/2 instead; kept
+    /// for runners without those pipes).
+    Stdout { id: Option<String>, data: String },
+    /// See [`RunnerFrame::Stdout`].
+    Stderr { id: Option<String>, data: String },
+    /// A `display()` (status events included: [`crate::STATUS_MIME`]).
+    Display {
+        id: Option<String>,
+        bundle: MimeBundle,
+        #[serde(default, skip_serializing_if = "Map::is_empty")]
+        metadata: Map<String, Value>,
+    },
+    /// The value of the cell's last expression.
+    Result {
+        id: Option<String>,
+        bundle: MimeBundle,
+        #[serde(default, skip_serializing_if = "Map::is_empty")]
+        metadata: Map<String, Value>,
+    },
+    /// The cell raised (or the request was not valid: `ename` `ProtocolError`,
+    /// `id` null when the line named none).
+    Error {
+        id: Option<String>,
+        ename: String,
+        evalue: String,
+        #[serde(default)]
+        traceback: Vec<String>,
+    },
+    /// The request is over; the last frame of an `execute`.
+    Done {
+        id: String,
+        status: DoneStatus,
+        #[serde(rename = "executionCount")]
+        execution_count: u64,
+        /// The cell was interrupted.
+        #[serde(default)]
+        cancelled: bool,
+    },
+    /// The answer to a `complete` request: is the code a whole cell yet?
+    Completeness {
+        id: String,
+        /// `complete`, `incomplete` or `invalid`.
+        status: String,
+        /// The indent the next line wants when incomplete.
+        #[serde(default)]
+        indent: String,
+    },
+    /// The answer to a `check` request: one entry per cell, and notes about
+    /// the check itself (the linter was not found, ...).
+    Checked {
+        id: String,
+        #[serde(default)]
+        cells: Vec<CheckedCell>,
+        #[serde(default)]
+        notes: Vec<String>,
+    },
+    /// The answer to a `snapshot` or `restore` request: what was saved or
+    /// restored and what was skipped, or why nothing could be.
+    Snapshot {
+        id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        report: Option<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// A cell asks the host for work (`completion`, `agent`, `tool`): answered
+    /// by a [`BridgeResult`] with the same `id` on the request pipe.
+    BridgeCall {
+        /// The call's id, unique within the runner.
+        id: String,
+        /// The request (cell) that made the call; `None` outside any cell.
+        cell: Option<String>,
+        op: String,
+        #[serde(default)]
+        args: Value,
+    },
+}
+
+/// The names of [`RunnerFrame`]'s types, as on the wire.
+pub const FRAME_TYPES: &[&str] = &[
+    "ready",
+    "started",
+    "stdout",
+    "stderr",
+    "display",
+    "result",
+    "error",
+    "done",
+    "completeness",
+    "checked",
+    "snapshot",
+    "bridge_call",
+];
+
+impl RunnerFrame {
+    /// The frame's `type` on the wire.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            RunnerFrame::Ready { .. } => "ready",
+            RunnerFrame::Started { .. } => "started",
+            RunnerFrame::Stdout { .. } => "stdout",
+            RunnerFrame::Stderr { .. } => "stderr",
+            RunnerFrame::Display { .. } => "display",
+            RunnerFrame::Result { .. } => "result",
+            RunnerFrame::Error { .. } => "error",
+            RunnerFrame::Done { .. } => "done",
+            RunnerFrame::Completeness { .. } => "completeness",
+            RunnerFrame::Checked { .. } => "checked",
+            RunnerFrame::Snapshot { .. } => "snapshot",
+            RunnerFrame::BridgeCall { .. } => "bridge_call",
+        }
+    }
+
+    /// The request this frame belongs to, if any.
+    pub fn request_id(&self) -> Option<&str> {
+        match self {
+            RunnerFrame::Ready { .. } => None,
+            RunnerFrame::Started { id }
+            | RunnerFrame::Done { id, .. }
+            | RunnerFrame::Completeness { id, .. }
+            | RunnerFrame::Checked { id, .. }
+            | RunnerFrame::Snapshot { id, .. } => Some(id),
+            RunnerFrame::BridgeCall { cell, .. } => cell.as_deref(),
+            RunnerFrame::Stdout { id, .. }
+            | RunnerFrame::Stderr { id, .. }
+            | RunnerFrame::Display { id, .. }
+            | RunnerFrame::Result { id, .. }
+            | RunnerFrame::Error { id, .. } => id.as_deref(),
+        }
+    }
+}
+
+/// How a request ended.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DoneStatus {
+    Ok,
+    Error,
+}
+
+/// Host → runner: the answer to a `bridge_call`, written on the request pipe
+/// while the cell runs (the runner reads it on a thread of its own).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+pub struct BridgeResult {
+    pub id: String,
+    pub ok: bool,
+    /// The value when `ok` (JSON null included).
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<BridgeErrorBody>,
+}
+
+/// A field that is there, `null` included, is `Some`.
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
+}
+
+/// Why a bridge call failed: `kind` is a short machine word (`cancelled`,
+/// `limit`, `unavailable`, `host`), `message` the text the cell's exception shows.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+pub struct BridgeErrorBody {
+    pub kind: String,
+    pub message: String,
+}
+
+impl BridgeResult {
+    /// A successful answer.
+    pub fn ok(id: impl Into<String>, value: Value) -> Self {
+        BridgeResult { id: id.into(), ok: true, value: Some(value), error: None }
+    }
+
+    /// A failed answer.
+    pub fn err(id: impl Into<String>, kind: impl Into<String>, message: impl Into<String>) -> Self {
+        BridgeResult {
+            id: id.into(),
+            ok: false,
+            value: None,
+            error: Some(BridgeErrorBody { kind: kind.into(), message: message.into() }),
+        }
+    }
+
+    /// The frame as one line (with its `\n`).
+    pub fn encode(&self) -> String {
+        line(&RequestRef::BridgeResult(self))
+    }
+}
+
+/// Why a line from the runner is not a frame the host can use.
+#[derive(Debug)]
+pub enum FrameError {
+    /// Not a JSON object with a string `type`.
+    NotAFrame(serde_json::Error),
+    /// A `type` this host does not know (from a newer runner, say).
+    UnknownType(String),
+    /// A frame of a known type with a field missing or of the wrong kind.
+    Malformed {
+        /// The frame's `type`.
+        kind: &'static str,
+        /// The `id` it names, when that much could be read.
+        id: Option<String>,
+        error: serde_json::Error,
+    },
+}
+
+impl std::fmt::Display for FrameError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameError::NotAFrame(error) => write!(f, "not a frame ({error})"),
+            FrameError::UnknownType(kind) => write!(f, "a frame of unknown type {kind:?}"),
+            FrameError::Malformed { kind, error, .. } => write!(f, "a `{kind}` frame the host cannot read: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for FrameError {}
+
+/// What a line that failed to parse still tells: its type and id.
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    id: Option<Value>,
+}
+
+/// Parse one line from the runner.
+pub fn parse_frame(line: &[u8]) -> Result<RunnerFrame, FrameError> {
+    match serde_json::from_slice(line) {
+        Ok(frame) => Ok(frame),
+        // Only on failure: the line is read once more, for what it is.
+        Err(error) => Err(match serde_json::from_slice::<Envelope>(line) {
+            Err(_) => FrameError::NotAFrame(error),
+            Ok(envelope) => match FRAME_TYPES.iter().find(|known| **known == envelope.kind) {
+                None => FrameError::UnknownType(envelope.kind),
+                Some(kind) => {
+                    let id = match envelope.id {
+                        Some(Value::String(id)) => Some(id),
+                        _ => None,
+                    };
+                    FrameError::Malformed { kind, id, error }
+                }
+            },
+        }),
+    }
+}
+
+/// Serialize an execute request as one line (with its `\n`): the hot path,
+/// one serde pass over the borrowed request.
+pub fn encode_request(request: &ExecuteRequest) -> String {
+    line(&RequestRef::Execute(request))
+}
+
+/// The request as it may appear in logs: environment values are replaced,
+/// since they may be secrets the caller chose to pass.
+pub fn redacted(request: &ExecuteRequest) -> String {
+    let mut copy = request.clone();
+    if let Some(env) = copy.env.as_mut() {
+        for value in env.values_mut() {
+            if value.is_some() {
+                *value = Some("<redacted>".into());
+            }
+        }
+    }
+    encode_request(&copy).trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_frame_type() {
+        let lines = [
+            r#"{"type":"ready","protocol":1,"python":"3.11.7","pid":7,"executable":"/p"}"#,
+            r#"{"type":"started","id":"a"}"#,
+            r#"{"type":"stdout","id":"a","data":"x"}"#,
+            r#"{"type":"stderr","id":null,"data":"y"}"#,
+            r#"{"type":"display","id":"a","bundle":{"text/plain":"1"}}"#,
+            r#"{"type":"result","id":"a","bundle":{"text/plain":"2"},"metadata":{"k":1}}"#,
+            r#"{"type":"error","id":"a","ename":"E","evalue":"v","traceback":["t"]}"#,
+            r#"{"type":"done","id":"a","status":"ok","executionCount":3,"cancelled":false}"#,
+            r#"{"type":"bridge_call","id":"b1","cell":"a","op":"completion","args":{"prompt":"hi"}}"#,
+            r#"{"type":"checked","id":"k1","cells":[{"error":null,"findings":[]},{"error":{"ename":"SyntaxError","evalue":"x","traceback":["  ^\n"],"line":2}}],"notes":["n"]}"#,
+        ];
+        for line in lines {
+            parse_frame(line.as_bytes()).unwrap_or_else(|e| panic!("{line}: {e}"));
+        }
+        assert_eq!(parse_frame(lines[8].as_bytes()).unwrap().request_id(), Some("a"));
+        match parse_frame(lines[9].as_bytes()).unwrap() {
+            RunnerFrame::Checked { id, cells, notes } => {
+                assert_eq!((id.as_str(), cells.len(), notes.len()), ("k1", 2, 1));
+                assert_eq!(cells[1].error.as_ref().unwrap().line, Some(2));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            parse_frame(lines[7].as_bytes()).unwrap(),
+            RunnerFrame::Done { id: "a".into(), status: DoneStatus::Ok, execution_count: 3, cancelled: false }
+        );
+    }
+
+    #[test]
+    fn rejects_unknown_frames() {
+        assert!(parse_frame(br#"{"type":"bogus"}"#).is_err());
+        assert!(parse_frame(b"not json").is_err());
+    }
+
+    mod fuzz {
+        use proptest::prelude::*;
+        use serde_json::json;
+
+        use super::*;
+
+        /// Examples per property: `CELLBOX_FUZZ_CASES`, default 200.
+        fn config() -> ProptestConfig {
+            let cases = cellbox_settings::FUZZ_CASES.parse().ok().flatten().unwrap_or(200);
+            ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
+        }
+
+        fn text() -> impl Strategy<Value = String> {
+            prop_oneof![any::<String>(), "[a-z\\\\\"\\n\u{0}\u{fffd}é😀]{0,12}"]
+        }
+
+        fn bundle() -> impl Strategy<Value = MimeBundle> {
+            let value = prop_oneof![
+                text().prop_map(Value::from),
+                any::<i64>().prop_map(Value::from),
+                proptest::collection::vec(text(), 0..3).prop_map(Value::from),
+            ];
+            proptest::collection::btree_map(text(), value, 0..4).prop_map(|m| m.into_iter().collect())
+        }
+
+        fn frame() -> impl Strategy<Value = RunnerFrame> {
+            prop_oneof![
+                (any::<u32>(), text(), any::<u32>(), text()).prop_map(|(protocol, python, pid, executable)| {
+                    RunnerFrame::Ready { protocol, python, pid, executable, lost_threads: Vec::new(), language: None, parser: None }
+                }),
+                text().prop_map(|id| RunnerFrame::Started { id }),
+                (proptest::option::of(text()), text()).prop_map(|(id, data)| RunnerFrame::Stdout { id, data }),
+                (proptest::option::of(text()), text()).prop_map(|(id, data)| RunnerFrame::Stderr { id, data }),
+                (proptest::option::of(text()), bundle(), bundle())
+                    .prop_map(|(id, bundle, metadata)| RunnerFrame::Display { id, bundle, metadata }),
+                (proptest::option::of(text()), bundle(), bundle())
+                    .prop_map(|(id, bundle, metadata)| RunnerFrame::Result { id, bundle, metadata }),
+                (proptest::option::of(text()), text(), text(), proptest::collection::vec(text(), 0..4))
+                    .prop_map(|(id, ename, evalue, traceback)| RunnerFrame::Error { id, ename, evalue, traceback }),
+                (text(), any::<bool>(), any::<u64>(), any::<bool>()).prop_map(
+                    |(id, ok, execution_count, cancelled)| {
+                        let status = if ok { DoneStatus::Ok } else { DoneStatus::Error };
+                        RunnerFrame::Done { id, status, execution_count, cancelled }
+                    }
+                ),
+                (text(), text(), text()).prop_map(|(id, status, indent)| RunnerFrame::Completeness {
+                    id,
+                    status,
+                    indent
+                }),
+            ]
+        }
+
+        /// Objects shaped like frames, with fields of the wrong kind or missing.
+        fn frame_like() -> impl Strategy<Value = Vec<u8>> {
+            let kind = prop_oneof![
+                Just(json!("ready")),
+                Just(json!("started")),
+                Just(json!("stdout")),
+                Just(json!("display")),
+                Just(json!("error")),
+                Just(json!("done")),
+                Just(json!("completeness")),
+                text().prop_map(Value::from),
+                any::<i64>().prop_map(Value::from),
+            ];
+            let field = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::from),
+                any::<i64>().prop_map(Value::from),
+                any::<f64>().prop_map(|f| json!(f)),
+                text().prop_map(Value::from),
+                bundle().prop_map(Value::Object),
+                proptest::collection::vec(text(), 0..3).prop_map(Value::from),
+            ];
+            let names = proptest::sample::select(vec![
+                "id",
+                "data",
+                "bundle",
+                "metadata",
+                "ename",
+                "evalue",
+                "traceback",
+                "status",
+                "executionCount",
+                "cancelled",
+                "protocol",
+                "pid",
+                "python",
+                "executable",
+                "indent",
+            ]);
+            (kind, proptest::collection::btree_map(names, field, 0..8)).prop_map(|(kind, fields)| {
+                let mut object: Map<String, Value> = fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+                object.insert("type".into(), kind);
+                serde_json::to_vec(&object).unwrap()
+            })
+        }
+
+        proptest! {
+            #![proptest_config(config())]
+
+            #[test]
+            fn any_bytes_parse_or_fail_cleanly(line in proptest::collection::vec(any::<u8>(), 0..256)) {
+                let _ = parse_frame(&line);
+            }
+
+            #[test]
+            fn frame_shaped_objects_parse_or_fail_cleanly(line in frame_like()) {
+                if let Ok(frame) = parse_frame(&line) {
+                    // Whatever parses is a frame the host can route.
+                    let _ = frame.request_id();
+                }
+            }
+
+            #[test]
+            fn valid_frames_round_trip(frame in frame()) {
+                let mut line = serde_json::to_vec(&frame).unwrap();
+                line.push(b'\n');
+                prop_assert_eq!(parse_frame(&line).unwrap(), frame);
+            }
+
+            #[test]
+            fn requests_encode_as_one_line_of_json(id in text(), code in text(), cwd in proptest::option::of(text())) {
+                let request =
+                    ExecuteRequest { id, code, silent: false, store_history: true, cwd, env: None, typescript: false, restore_env: false, json_results: false };
+                let line = encode_request(&request);
+                prop_assert!(line.ends_with('\n'));
+                prop_assert_eq!(line.matches('\n').count(), 1);
+                let value: Value = serde_json::from_str(&line).unwrap();
+                prop_assert_eq!(value["code"].as_str(), Some(request.code.as_str()));
+                prop_assert_eq!(value["id"].as_str(), Some(request.id.as_str()));
+            }
+        }
+    }
+
+    #[test]
+    fn redaction_hides_env_values_only() {
+        let request = ExecuteRequest {
+            id: "i".into(),
+            code: "c".into(),
+            silent: true,
+            store_history: false,
+            cwd: None,
+            env: Some(BTreeMap::from([("TOKEN".into(), Some("s3cret".into())), ("GONE".into(), None)])),
+            typescript: false,
+            restore_env: false,
+            json_results: false,
+        };
+        let text = redacted(&request);
+        assert!(!text.contains("s3cret"));
+        assert!(text.contains("TOKEN"));
+        assert!(text.contains("\"GONE\":null"));
+    }
+}
+
+#[cfg(test)]
+mod fast_paths {
+    use super::*;
+
+    /// The hot path's borrowed encoders write what the typed requests do.
+    #[test]
+    fn borrowed_encoders_match_the_typed_requests() {
+        let request = ExecuteRequest {
+            id: "r1".into(),
+            code: "x\n".into(),
+            silent: false,
+            store_history: true,
+            cwd: Some("/t".into()),
+            env: None,
+            typescript: false,
+            restore_env: false,
+            json_results: true,
+        };
+        let typed = serde_json::to_string(&HostRequest::Execute(request.clone())).unwrap() + "\n";
+        assert_eq!(encode_request(&request), typed);
+        assert!(typed.starts_with(r#"{"type":"execute","id":"r1""#), "{typed}");
+        let answer = BridgeResult::err("b1", "host", "no");
+        let typed = serde_json::to_string(&HostRequest::BridgeResult(answer.clone())).unwrap() + "\n";
+        assert_eq!(answer.encode(), typed);
+        assert_eq!(HostRequest::Exit.encode(), "{\"type\":\"exit\"}\n");
+        assert_eq!(HostRequest::Interrupt.encode(), "{\"type\":\"interrupt\"}\n");
+    }
+}
