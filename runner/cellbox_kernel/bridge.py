@@ -10,6 +10,8 @@ its own id. No port is opened and no secret is handed to the kernel.
 import itertools
 import threading
 
+from . import wire
+
 
 class BridgeError(RuntimeError):
     """A bridge call failed on the host; the message is the host's.
@@ -69,7 +71,7 @@ class Bridge:
         self.on_call()
         self._flush()
         try:
-            self._send({"type": "bridge_call", "id": call_id, "cell": cell, "op": op, "args": args})
+            self._send(wire.bridge_call(call_id, cell, op, args))
         except BaseException:
             self._forget(call_id)
             raise

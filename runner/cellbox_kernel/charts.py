@@ -24,7 +24,9 @@ import math
 import re
 import warnings
 
-MIME = "application/vnd.cellbox.chart+json"
+from . import wire
+
+MIME = wire.CHART_MIME
 
 # The unit in an axis label: "Time (s)" -> "s", "Length [m]" -> "m".
 _UNIT = re.compile(r"\s\((.*?)\)|\[(.*?)\]")

@@ -8,8 +8,7 @@ import base64
 import sys
 
 from . import pretty
-
-STATUS_MIME = "application/x-cellbox-status"
+from .wire import STATUS_MIME
 
 # Checked in this order after `_repr_mimebundle_`; a key already produced by
 # the mimebundle is not asked for again.

@@ -30,7 +30,7 @@ import socket
 import threading
 import warnings
 
-from . import forking
+from . import forking, wire
 
 # One message: a small JSON object and six fds.
 _MAX_MESSAGE = 1 << 16
@@ -93,13 +93,13 @@ class Forker:
         try:
             data, fds = _receive(control)
         except OSError as error:
-            _send(control, {"type": "fork_failed", "id": ident, "message": "no fds came with the request: %s" % error})
+            _send(control, wire.fork_failed(ident, "no fds came with the request: %s" % error))
             return False
         if _message_id(data) != ident or len(fds) != _FD_COUNT:
             for fd in fds:
                 self._channel.raw_close(fd)
             why = "expected fork %d with %d fds, got %d fds" % (ident, _FD_COUNT, len(fds))
-            _send(control, {"type": "fork_failed", "id": ident, "message": why})
+            _send(control, wire.fork_failed(ident, why))
             return False
         lost = _user_threads()
         flush()
@@ -117,14 +117,14 @@ class Forker:
         except OSError as error:
             for fd in fds:
                 self._channel.raw_close(fd)
-            _send(control, {"type": "fork_failed", "id": ident, "message": "fork failed: %s" % error})
+            _send(control, wire.fork_failed(ident, "fork failed: %s" % error))
             return False
         if pid == 0:
             self._in_child(fds, lost)
             return True
         for fd in fds:
             self._channel.raw_close(fd)
-        _send(control, {"type": "forked", "id": ident, "pid": pid, "lostThreads": lost})
+        _send(control, wire.forked(ident, pid, lost))
         threading.Thread(target=_reap, args=(control, pid), name="cellbox-fork-reaper", daemon=True).start()
         return False
 
@@ -139,8 +139,6 @@ class Forker:
 
 def _message_id(data):
     try:
-        message = json.loads(data.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
+        return wire.parse_fork_request(data)["id"]
+    except ValueError:  # UnicodeDecodeError included
         return None
-    ident = message.get("id") if isinstance(message, dict) else None
-    return ident if isinstance(ident, int) and not isinstance(ident, bool) else None

@@ -5,6 +5,8 @@ import os
 import socket
 import sys
 
+from . import wire
+
 
 def receive(sock, max_bytes, max_fds):
     """One message of at most `max_bytes` and the fds (at most `max_fds`) that came with it."""
@@ -20,7 +22,7 @@ def receive(sock, max_bytes, max_fds):
 def exit_message(pid, status):
     """The `exit` message for child `pid` that ended with wait `status` (None: unknown)."""
     if status is None:
-        return {"type": "exit", "pid": pid, "code": None, "signal": None}
+        return wire.exited(pid, None, None)
     if os.WIFSIGNALED(status):
-        return {"type": "exit", "pid": pid, "code": None, "signal": os.WTERMSIG(status)}
-    return {"type": "exit", "pid": pid, "code": os.WEXITSTATUS(status), "signal": None}
+        return wire.exited(pid, None, os.WTERMSIG(status))
+    return wire.exited(pid, os.WEXITSTATUS(status), None)

@@ -17,9 +17,9 @@ import datetime
 import math
 import sys
 
-from . import display
+from . import display, wire
 
-MIME = "application/vnd.cellbox.data+json"
+MIME = wire.DATA_MIME
 #: The most values (rows times columns) a frame's data is sent for.
 MAX_VALUES = 10000
 

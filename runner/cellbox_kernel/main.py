@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from . import display, ipython_compat, mpl, protocol
+from . import display, ipython_compat, mpl, protocol, wire
 from .bridge import BRIDGE
 from .capture import OutputCapture, flush_python_streams
 from .channel import Channel
@@ -177,11 +177,7 @@ class Kernel:
             text = data.get("text/plain")
             if not metadata and len(data) == 1 and type(text) is str:
                 # The common result, a repr, is formatted directly (as `done` is).
-                self._writer.send_raw(
-                    b'{"type":"result","id":%s,"bundle":{"text/plain":%s}}\n'
-                    % (self._quoted_id, protocol.quote(text)),
-                    hold=True,
-                )
+                self._writer.send_raw(wire.text_result_line(self._quoted_id, protocol.quote(text)), hold=True)
                 return
             self._writer.send(self._frame(kind, data, metadata), hold=True)
             return
@@ -193,24 +189,18 @@ class Kernel:
         self._channel.wait_frames_read()
 
     def _frame(self, kind, data, metadata):
-        frame = {"type": kind, "id": self._request_id, "bundle": data}
-        if metadata:
-            frame["metadata"] = metadata
-        return frame
+        return wire.bundle_frame(kind, self._request_id, data, metadata)
 
     def _emit_error(self, ename, evalue, traceback_lines):
         _flush_python_output()  # held as a result is, see _publish
-        self._writer.send(
-            {"type": "error", "id": self._request_id, "ename": ename, "evalue": evalue, "traceback": traceback_lines},
-            hold=True,
-        )
+        self._writer.send(wire.error(self._request_id, ename, evalue, traceback_lines), hold=True)
 
     def handle(self, request):
         self._request_id = request.id
         self._quoted_id = quoted_id = protocol.quote(request.id)
         # Written at once, before any of the cell runs: the host blames a
         # kernel's death on this cell only once it has read this frame.
-        self._writer.send_raw(b'{"type":"started","id":%s}\n' % quoted_id)
+        self._writer.send_raw(wire.started_line(quoted_id))
         self._capture.begin(request.id)
         outcome = None
         try:
@@ -227,15 +217,7 @@ class Kernel:
             cancelled = outcome.cancelled if outcome is not None else False
             # The two frames every request sends are formatted directly: json.dumps
             # costs more than the rest of a trivial cell.
-            self._writer.send_raw(
-                b'{"type":"done","id":%s,"status":"%s","executionCount":%d,"cancelled":%s}\n'
-                % (
-                    quoted_id,
-                    status.encode("ascii"),
-                    self.executor.execution_count,
-                    b"true" if cancelled else b"false",
-                )
-            )
+            self._writer.send_raw(wire.done_line(quoted_id, status, self.executor.execution_count, cancelled))
             self._request_id = None
 
     def after_fork(self):
@@ -269,25 +251,9 @@ class Kernel:
         return True
 
     def protocol_error(self, error):
-        self._writer.send(
-            {
-                "type": "error",
-                "id": error.request_id,
-                "ename": "ProtocolError",
-                "evalue": str(error),
-                "traceback": [],
-            }
-        )
+        self._writer.send(wire.error(error.request_id, "ProtocolError", str(error), []))
         if error.request_id is not None:
-            self._writer.send(
-                {
-                    "type": "done",
-                    "id": error.request_id,
-                    "status": "error",
-                    "executionCount": self.executor.execution_count,
-                    "cancelled": False,
-                }
-            )
+            self._writer.send(wire.done(error.request_id, "error", self.executor.execution_count))
 
 
 def main():
@@ -323,14 +289,8 @@ def _start_parent_watch(parent_pid, host_pid):
     thread.start()
 
 
-def _ready_frame():
-    return {
-        "type": "ready",
-        "protocol": protocol.PROTOCOL_VERSION,
-        "python": "%d.%d.%d" % sys.version_info[:3],
-        "pid": os.getpid(),
-        "executable": sys.executable,
-    }
+def _ready_frame(lost_threads=None):
+    return wire.ready(os.getpid(), "%d.%d.%d" % sys.version_info[:3], sys.executable, lost_threads)
 
 
 def _snapshot_answer(request, namespace):
@@ -344,11 +304,11 @@ def _snapshot_answer(request, namespace):
         else:
             report = snapshot.save(namespace, request.path, request.version)
     except snapshot.SnapshotError as error:
-        return {"type": "snapshot", "id": request.id, "error": str(error)}
+        return wire.snapshot(request.id, error=str(error))
     except OSError as error:
         what = "restore from" if request.restore else "save to"
-        return {"type": "snapshot", "id": request.id, "error": "cannot %s %s: %s" % (what, request.path, error.strerror or error)}
-    return {"type": "snapshot", "id": request.id, "report": protocol.jsonable(report)}
+        return wire.snapshot(request.id, error="cannot %s %s: %s" % (what, request.path, error.strerror or error))
+    return wire.snapshot(request.id, report=protocol.jsonable(report))
 
 
 def _serve(channel):
@@ -392,9 +352,7 @@ def _serve(channel):
         reader.drop_buffer()
         capture.start_output_thread()
         _start_parent_watch(None, host_pid)
-        frame = _ready_frame()
-        frame["lostThreads"] = lost_threads
-        writer.send(frame)
+        writer.send(_ready_frame(lost_threads))
 
     # Made at the first fork request: most kernels are never forked, and it imports socket.
     forker = None
@@ -428,11 +386,11 @@ def _serve(channel):
             from .precheck import check_cells
 
             cells, notes = check_cells(request.cells, request.lint, kernel.executor.namespace)
-            writer.send({"type": "checked", "id": request.id, "cells": cells, "notes": notes})
+            writer.send(wire.checked(request.id, cells, notes))
             continue
         if isinstance(request, protocol.CompleteRequest):
             status, indent = check_complete(request.code)
-            writer.send({"type": "completeness", "id": request.id, "status": status, "indent": indent})
+            writer.send(wire.completeness(request.id, status, indent))
             continue
         kernel.handle(request)
     capture.sync()

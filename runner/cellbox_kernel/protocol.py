@@ -10,7 +10,21 @@ import math
 import os
 import threading
 
-PROTOCOL_VERSION = 1
+# The wire itself (request and frame shapes, names) lives in wire.py; these
+# names are kept here for the modules that read requests through this one.
+from .wire import (  # noqa: F401
+    PROTOCOL_VERSION,
+    BridgeResult,
+    CheckRequest,
+    CompleteRequest,
+    ExitRequest,
+    ForkRequest,
+    InterruptRequest,
+    ProtocolError,
+    Request,
+    SnapshotRequest,
+    parse_request,
+)
 
 # Bound before the kernel wraps os.write (to keep fd 1/2 in order): frames
 # go to a private fd and need no flushing.
@@ -144,189 +158,6 @@ class FrameWriter:
         finally:
             if gate is not None:
                 gate.leave_critical()
-
-
-class Request:
-    """One execute request from the host."""
-
-    __slots__ = ("id", "code", "silent", "store_history", "cwd", "env", "restore_env", "json_results")
-
-    def __init__(self, id, code, silent, store_history, cwd, env, restore_env=False, json_results=False):
-        self.id = id
-        self.code = code
-        self.silent = silent
-        self.store_history = store_history
-        self.cwd = cwd
-        self.env = env
-        # The env is for this request only: the variables it names are put back after it.
-        self.restore_env = restore_env
-        # A list or dict value also goes as application/json (for SDK clients).
-        self.json_results = json_results
-
-
-class ExitRequest:
-    """The host asks the runner to exit."""
-
-
-class InterruptRequest:
-    """The host asks to interrupt the running cell: how it does so where it
-    cannot send SIGINT (Windows). Read by the request thread, never queued."""
-
-
-class CompleteRequest:
-    """The host asks whether `code` is a whole cell yet (for a REPL)."""
-
-    __slots__ = ("id", "code")
-
-    def __init__(self, id, code):
-        self.id = id
-        self.code = code
-
-
-class CheckRequest:
-    """The host asks to check cells before any of them runs: compile each
-    (after the magic transform) without running it, and lint it when `lint`."""
-
-    __slots__ = ("id", "cells", "lint")
-
-    def __init__(self, id, cells, lint):
-        self.id = id
-        self.cells = cells  # [(number, code)], number 1-based in the call
-        self.lint = lint
-
-
-class ForkRequest:
-    """Fork the kernel here (see `fork.py`); `fork_id` matches the fds sent on the control socket."""
-
-    __slots__ = ("id", "fork_id")
-
-    def __init__(self, id, fork_id):
-        self.id = id
-        self.fork_id = fork_id
-
-
-class SnapshotRequest:
-    """Save the user namespace to `path`, or restore one from it (`restore`); see `snapshot.py`."""
-
-    __slots__ = ("id", "path", "restore", "version")
-
-    def __init__(self, id, path, restore, version):
-        self.id = id
-        self.path = path
-        self.restore = restore
-        self.version = version
-
-
-class BridgeResult:
-    """The host's answer to a `bridge_call` (read while a cell runs)."""
-
-    __slots__ = ("id", "ok", "value", "error")
-
-    def __init__(self, id, ok, value, error):
-        self.id = id
-        self.ok = ok
-        self.value = value
-        self.error = error
-
-
-class ProtocolError(Exception):
-    """A line from the host that is not a valid request.
-
-    `request_id` is set when the line named an id, so the host can still
-    resolve the request it was waiting for.
-    """
-
-    def __init__(self, message, request_id=None):
-        Exception.__init__(self, message)
-        self.request_id = request_id
-
-
-def _field(message, name, kinds, default, request_id):
-    value = message.get(name, default)
-    if value is None and default is None:
-        return None
-    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-        raise ProtocolError("field %r has the wrong type (%s)" % (name, type(value).__name__), request_id)
-    return value
-
-
-def parse_request(line):
-    """Parse one line into a Request or ExitRequest, or raise ProtocolError."""
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise ProtocolError("line is not valid UTF-8: %s" % error)
-    if not text.strip():
-        raise ProtocolError("empty line")
-    try:
-        message = json.loads(text)
-    except ValueError as error:
-        raise ProtocolError("line is not valid JSON: %s" % error)
-    except RecursionError:
-        # Deep nesting would otherwise escape and end the main loop.
-        raise ProtocolError("line is nested too deeply to be a request")
-    if not isinstance(message, dict):
-        raise ProtocolError("expected a JSON object, got %s" % type(message).__name__)
-    kind = message.get("type", "execute")
-    raw_id = message.get("id")
-    request_id = str(raw_id) if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else None
-    if kind == "exit":
-        return ExitRequest()
-    if kind == "interrupt":
-        return InterruptRequest()
-    if kind == "complete":
-        if request_id is None or not isinstance(message.get("code"), str):
-            raise ProtocolError("complete request needs an 'id' and 'code' as a string", request_id)
-        return CompleteRequest(request_id, message["code"])
-    if kind == "check":
-        cells = message.get("cells")
-        if request_id is None or not isinstance(cells, list):
-            raise ProtocolError("check request needs an 'id' and 'cells' as a list", request_id)
-        parsed = []
-        for cell in cells:
-            if not isinstance(cell, dict) or not isinstance(cell.get("code"), str):
-                raise ProtocolError("each checked cell needs 'code' as a string", request_id)
-            number = cell.get("number")
-            if not isinstance(number, int) or isinstance(number, bool):
-                number = len(parsed) + 1
-            parsed.append((number, cell["code"]))
-        return CheckRequest(request_id, parsed, message.get("lint") is True)
-    if kind in ("snapshot", "restore"):
-        path = message.get("path")
-        if request_id is None or not isinstance(path, str) or not path:
-            raise ProtocolError("%s request needs an 'id' and 'path' as a string" % kind, request_id)
-        version = message.get("version")
-        return SnapshotRequest(request_id, path, kind == "restore", version if isinstance(version, str) else "")
-    if kind == "fork":
-        fork_id = message.get("fork")
-        if request_id is None or not isinstance(fork_id, int) or isinstance(fork_id, bool):
-            raise ProtocolError("fork request needs an 'id' and 'fork' as an integer", request_id)
-        return ForkRequest(request_id, fork_id)
-    if kind == "bridge_result":
-        if request_id is None or not isinstance(message.get("ok"), bool):
-            raise ProtocolError("bridge_result needs an 'id' and 'ok' as a boolean")
-        error = message.get("error")
-        if not isinstance(error, dict):
-            error = {"kind": "host", "message": str(error)}
-        return BridgeResult(request_id, message["ok"], message.get("value"), error)
-    if kind != "execute":
-        raise ProtocolError("unknown request type %r" % (kind,), request_id)
-    if request_id is None:
-        raise ProtocolError("execute request needs an 'id' (string or integer)")
-    code = message.get("code")
-    if not isinstance(code, str):
-        raise ProtocolError("execute request needs 'code' as a string", request_id)
-    silent = _field(message, "silent", (bool,), False, request_id)
-    store_history = _field(message, "storeHistory", (bool,), True, request_id)
-    cwd = _field(message, "cwd", (str,), None, request_id)
-    env = _field(message, "env", (dict,), None, request_id)
-    if env is not None:
-        for key, value in env.items():
-            if not isinstance(value, str) and value is not None:
-                raise ProtocolError("env value for %r must be a string or null" % key, request_id)
-    restore_env = _field(message, "restoreEnv", (bool,), False, request_id)
-    json_results = _field(message, "jsonResults", (bool,), False, request_id)
-    return Request(request_id, code, silent, store_history, cwd, env, restore_env, json_results)
 
 
 class RequestReader:

@@ -29,6 +29,7 @@ import socket
 import sys
 import threading
 
+from . import wire
 from .forking import exit_message, receive
 
 # One request: the JSON text (an environment can be large) and five fds, or
@@ -190,30 +191,33 @@ def _become_kernel(request, fds, base_path, closing):
 def _fork(sock, data, fds, base_path, closing):
     """Serve one fork request; the parent closes its copies of the fds."""
     try:
-        request = json.loads(data.decode("utf-8"))
+        request = wire.parse_fork_request(data)
+        for name in ("cwd", "env", "argv"):
+            if name not in request:
+                raise ValueError("the fork server needs %r" % name)
     except ValueError as error:
         for fd in fds:
             os.close(fd)
-        _send(sock, {"type": "fork_failed", "id": None, "message": "bad request: %s" % error})
+        _send(sock, wire.fork_failed(None, "bad request: %s" % error))
         return
     ident = request.get("id")
     if len(fds) not in _FD_COUNTS:
         for fd in fds:
             os.close(fd)
-        _send(sock, {"type": "fork_failed", "id": ident, "message": "expected 5 or 6 fds, got %d" % len(fds)})
+        _send(sock, wire.fork_failed(ident, "expected 5 or 6 fds, got %d" % len(fds)))
         return
     try:
         pid = os.fork()
     except OSError as error:
         for fd in fds:
             os.close(fd)
-        _send(sock, {"type": "fork_failed", "id": ident, "message": "fork failed: %s" % error})
+        _send(sock, wire.fork_failed(ident, "fork failed: %s" % error))
         return
     if pid == 0:
         _become_kernel(request, fds, base_path, closing)
     for fd in fds:
         os.close(fd)
-    _send(sock, {"type": "forked", "id": ident, "pid": pid})
+    _send(sock, wire.forked(ident, pid))
 
 
 def _reap(sock):
@@ -249,7 +253,7 @@ def serve(argv):
 
     problem = preload(modules)
     if problem is not None:
-        _send(sock, {"type": "failed", "message": problem})
+        _send(sock, wire.fork_server_failed(problem))
         os._exit(0)
     # Preloading must not leave the process elsewhere than it started.
     sys.path[:] = base_path
@@ -259,7 +263,7 @@ def serve(argv):
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _send(sock, {"type": "ready", "pid": os.getpid(), "python": "%d.%d.%d" % sys.version_info[:3]})
+    _send(sock, wire.fork_server_ready(os.getpid(), "%d.%d.%d" % sys.version_info[:3]))
     closing = (sock.fileno(), wake_read, wake_write)
     while True:
         try:
