@@ -14,6 +14,7 @@ class BridgeError extends Error {
 }
 
 const { SchemaError, validate } = require('./schema');
+const wire = require('./wire');
 
 const pending = new Map();
 let nextId = 1;
@@ -34,7 +35,7 @@ function call(op, args) {
   const id = `b${nextId++}`;
   return new Promise((resolve, reject) => {
     pending.set(id, { resolve, reject });
-    sendFrame({ type: 'bridge_call', id, cell, op, args });
+    sendFrame(wire.bridgeCall(id, cell, op, args));
   });
 }
 

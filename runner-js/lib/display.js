@@ -11,7 +11,7 @@
 
 const util = require('util');
 
-const STATUS_MIME = 'application/x-cellbox-status';
+const { STATUS_MIME } = require('./wire');
 const INSPECT_OPTIONS = { depth: 4, colors: false, maxArrayLength: 100, maxStringLength: 10000, breakLength: 100 };
 
 let publish = () => {};

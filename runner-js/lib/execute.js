@@ -13,6 +13,7 @@ const vm = require('vm');
 const transform = require('./transform');
 const errors = require('./errors');
 const { bundleFor } = require('./display');
+const wire = require('./wire');
 const { IMPORT_FUNCTION } = transform;
 
 class Interrupted extends Error {
@@ -101,7 +102,7 @@ class Executor {
     }
     if (!silent && plan.hasResult && value !== undefined) {
       const { bundle, metadata } = bundleFor(value, false);
-      this.send({ type: 'result', id: request.id, bundle, metadata });
+      this.send(wire.bundleFrame('result', request.id, bundle, metadata));
     }
     return { status: 'ok', cancelled: false };
   }
@@ -142,7 +143,7 @@ class Executor {
   }
 
   error(described) {
-    this.send({ type: 'error', id: this.requestId, ...described });
+    this.send(wire.error(this.requestId, described.ename, described.evalue, described.traceback));
   }
 }
 

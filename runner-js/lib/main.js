@@ -20,8 +20,8 @@ const errors = require('./errors');
 const transform = require('./transform');
 const modules = require('./modules');
 const { Executor, IMPORT_FUNCTION } = require('./execute');
+const wire = require('./wire');
 
-const PROTOCOL_VERSION = 1;
 const PARENT_POLL_MS = 1000;
 
 function hostPid(argv) {
@@ -65,9 +65,7 @@ class Kernel {
     this.executor = new Executor((frame) => this.send(frame, frame.type === 'result'));
     bridge.connect((frame) => this.send(frame), () => this.requestId);
     display.setSink((kind, bundle, metadata) => {
-      const frame = { type: kind, id: this.requestId, bundle };
-      if (metadata && Object.keys(metadata).length) frame.metadata = metadata;
-      this.send(frame);
+      this.send(wire.bundleFrame(kind, this.requestId, bundle, metadata));
     });
   }
 
@@ -107,7 +105,7 @@ class Kernel {
     this.executor.requestId = request.id;
     // Written at once, before any of the cell runs: the host blames a
     // kernel's death on this cell only once it has read this frame.
-    this.send({ type: 'started', id: request.id });
+    this.send(wire.started(request.id));
     let outcome = { status: 'error', cancelled: false };
     // Variables set for this request only are put back after it.
     const savedEnv = request.restoreEnv && request.env
@@ -125,13 +123,7 @@ class Kernel {
         if (value === undefined) delete process.env[key];
         else process.env[key] = value;
       }
-      this.send({
-        type: 'done',
-        id: request.id,
-        status: outcome.status,
-        executionCount: this.executor.executionCount,
-        cancelled: outcome.cancelled,
-      });
+      this.send(wire.done(request.id, outcome.status, this.executor.executionCount, outcome.cancelled));
       this.requestId = null;
     }
   }
@@ -152,30 +144,28 @@ class Kernel {
   }
 
   complete(request) {
-    const answer = transform.completeness(String(request.code || ''));
-    this.send({ type: 'completeness', id: request.id, ...answer });
+    const answer = transform.completeness(request.code);
+    this.send(wire.completeness(request.id, answer.status, answer.indent));
   }
 
   /** The pre-run check: parse each cell without running it (no linter for JavaScript). */
   check(request) {
-    const cells = Array.isArray(request.cells) ? request.cells : [];
+    const cells = request.cells;
     const notes = [];
     if (!transform.available()) {
       notes.push('Syntax check: this Node does not expose its parser (acorn), so JavaScript cells were not checked.');
     }
-    const results = cells.map((cell, index) => {
-      const code = cell && typeof cell.code === 'string' ? cell.code : '';
-      const number = cell && Number.isInteger(cell.number) ? cell.number : index + 1;
-      const error = transform.available() ? this.executor.syntaxError(code, number, Boolean(cell && cell.typescript)) : null;
+    const results = cells.map(({ number, code, typescript }) => {
+      const error = transform.available() ? this.executor.syntaxError(code, number, Boolean(typescript)) : null;
       return { error, findings: [] };
     });
     if (request.lint === true && cells.length) notes.push('Lint: JavaScript/TypeScript cells are not linted.');
-    this.send({ type: 'checked', id: request.id, cells: results, notes });
+    this.send(wire.checked(request.id, results, notes));
   }
 
   protocolError(message, id) {
-    this.send({ type: 'error', id: id || null, ename: 'ProtocolError', evalue: message, traceback: [] });
-    if (id) this.send({ type: 'done', id, status: 'error', executionCount: this.executor.executionCount, cancelled: false });
+    this.send(wire.error(id, 'ProtocolError', message, []));
+    if (id !== null) this.send(wire.done(id, 'error', this.executor.executionCount, false));
   }
 }
 
@@ -200,33 +190,31 @@ async function serve(argv) {
   // worker thread that exiting would have to wait for.
   const input = new net.Socket({ fd: channel.requests, readable: true, writable: false });
   const lines = readline.createInterface({ input, crlfDelay: Infinity });
-  kernel.send({
-    type: 'ready',
-    protocol: PROTOCOL_VERSION,
-    python: process.versions.node,
-    language: 'js',
-    pid: process.pid,
-    executable: process.execPath,
-    parser: transform.available(),
-  });
-  // Bridge answers are handed over as they arrive, even while a cell runs;
-  // every other request waits its turn.
+  kernel.send(wire.ready(process.pid, process.versions.node, process.execPath, transform.available()));
+  // Bridge answers and interrupts are handled as they arrive, even while a
+  // cell runs; every other request waits its turn.
   const queue = [];
   let wake = null;
   let closed = false;
   lines.on('line', (line) => {
-    if (line.includes('"bridge_result"')) {
-      try {
-        const message = JSON.parse(line);
-        if (message && message.type === 'bridge_result') {
-          bridge.deliver(message);
-          return;
-        }
-      } catch {
-        // not JSON: the main loop reports it
-      }
+    if (!line.trim()) return;
+    let request;
+    try {
+      request = wire.parseRequest(line);
+    } catch (error) {
+      if (!(error instanceof wire.ProtocolError)) throw error;
+      request = error;
     }
-    queue.push(line);
+    if (request.type === 'bridge_result') {
+      bridge.deliver(request);
+      return;
+    }
+    if (request.type === 'interrupt') {
+      // As SIGINT would (the host sends this line where it has no signals).
+      kernel.executor.interrupt();
+      return;
+    }
+    queue.push(request);
     if (wake) wake();
   });
   lines.on('close', () => {
@@ -242,28 +230,21 @@ async function serve(argv) {
       wake = null;
       continue;
     }
-    const line = queue.shift();
-    if (!line.trim()) continue;
-    let request;
-    try {
-      request = JSON.parse(line);
-    } catch (error) {
-      kernel.protocolError(`a request line is not JSON: ${error.message}`, null);
-      continue;
-    }
-    if (request === null || typeof request !== 'object') {
-      kernel.protocolError('a request must be a JSON object', null);
+    const request = queue.shift();
+    if (request instanceof wire.ProtocolError) {
+      kernel.protocolError(request.message, request.requestId);
     } else if (request.type === 'exit') {
       // Not `break`: closing the request stream would wait for its pending read.
       process.exit(0);
     } else if (request.type === 'complete') {
       kernel.complete(request);
-    } else if (request.type === 'check' && typeof request.id === 'string') {
+    } else if (request.type === 'check') {
       kernel.check(request);
-    } else if (typeof request.id !== 'string' || typeof request.code !== 'string') {
-      kernel.protocolError('an execute request needs a string "id" and a string "code"', typeof request.id === 'string' ? request.id : null);
-    } else {
+    } else if (request.type === 'execute') {
       await kernel.handle(request);
+    } else {
+      // snapshot, restore, fork: Python kernels only.
+      kernel.protocolError(`the JavaScript runner does not take ${request.type} requests`, request.id);
     }
   }
   process.exit(0);
