@@ -576,7 +576,15 @@ mod tests {
         fn frame() -> impl Strategy<Value = RunnerFrame> {
             prop_oneof![
                 (any::<u32>(), text(), any::<u32>(), text()).prop_map(|(protocol, python, pid, executable)| {
-                    RunnerFrame::Ready { protocol, python, pid, executable, lost_threads: Vec::new(), language: None, parser: None }
+                    RunnerFrame::Ready {
+                        protocol,
+                        python,
+                        pid,
+                        executable,
+                        lost_threads: Vec::new(),
+                        language: None,
+                        parser: None,
+                    }
                 }),
                 text().prop_map(|id| RunnerFrame::Started { id }),
                 (proptest::option::of(text()), text()).prop_map(|(id, data)| RunnerFrame::Stdout { id, data }),

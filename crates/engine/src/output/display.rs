@@ -6,9 +6,9 @@
 
 use serde_json::Value;
 
+use crate::protocol::MimeBundle;
 /// The MIME type of status events emitted by the prelude and magics.
 pub use crate::protocol::STATUS_MIME;
-use crate::protocol::MimeBundle;
 
 /// One piece of a display.
 #[derive(Debug, Clone, PartialEq)]

@@ -171,7 +171,8 @@ impl super::Kernel {
         // The kernel holds its own copies now (in flight on the socket): the
         // host's go, so end of file on a pipe means the copy has ended.
         drop((request_read, child_ends, control_child));
-        let request = crate::protocol::HostRequest::Fork(crate::protocol::ForkRequest { id: format!("f{id}"), fork: id });
+        let request =
+            crate::protocol::HostRequest::Fork(crate::protocol::ForkRequest { id: format!("f{id}"), fork: id });
         shared.write_line(&request.encode()).await;
         let (pid, exit) = match tokio::time::timeout(wait, answer).await {
             Ok(Ok(Ok(forked))) => forked,

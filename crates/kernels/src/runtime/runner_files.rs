@@ -69,6 +69,7 @@ pub const RUNNER_FILES: &[(&str, &str)] = &[
     runner_file!("cellbox_kernel/slist.py"),
     runner_file!("cellbox_kernel/transform.py"),
     runner_file!("cellbox_kernel/usermain.py"),
+    runner_file!("cellbox_kernel/wire.py"),
     runner_file!("cellbox_kernel/zygote.py"),
 ];
 
@@ -93,6 +94,7 @@ pub const NODE_RUNNER_FILES: &[(&str, &str)] = &[
     js_runner_file!("lib/prelude.js"),
     js_runner_file!("lib/schema.js"),
     js_runner_file!("lib/transform.js"),
+    js_runner_file!("lib/wire.js"),
 ];
 
 /// One runtime's embedded runner.
