@@ -1,7 +1,7 @@
 """The SDK's JSON-RPC wire: method names and error codes.
 
 Generated from crates/protocol/src/sdk.rs; do not edit. Regenerate with
-`CELLBOX_UPDATE_GENERATED=1 cargo test -p cellbox-protocol --lib sdk`.
+`cargo run -p cellbox-protocol --example write-schema`.
 """
 
 # Methods.

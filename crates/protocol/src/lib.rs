@@ -19,6 +19,9 @@ pub mod runner;
 pub mod schema;
 pub mod sdk;
 
+#[cfg(test)]
+mod corpus_tests;
+
 pub use runner::*;
 
 /// Protocol version the runner announces in its `ready` frame; the host

@@ -1,8 +1,8 @@
-//! JSON Schemas of the wires, generated from the types (committed under
-//! `schema/` at the repository's root, for the other languages and for
-//! people; a test in this crate fails when they are stale).
+//! The files generated from the wires' types, committed for the other languages and for people: the
+//! JSON Schemas under `schema/` at the repository's root, and the Python SDK's `_wire.py` (method
+//! names and error codes). A test in this crate fails while any of them is stale.
 //!
-//! Regenerate with `cargo run -p cellbox-protocol --example write-schema`.
+//! Regenerate them all with `cargo run -p cellbox-protocol --example write-schema`.
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, generate::SchemaSettings, json_schema};
 
@@ -29,7 +29,7 @@ fn pair<Up: JsonSchema, Down: JsonSchema>(title: &str, description: &str, up: &s
     })
 }
 
-/// `(file name under schema/, its text)` for every wire this crate declares.
+/// `(path from the repository's root, its text)` for every file generated from this crate's wires.
 pub fn files() -> Vec<(&'static str, String)> {
     let runner = pair::<HostRequest, RunnerFrame>(
         "cellbox runner protocol",
@@ -46,12 +46,19 @@ pub fn files() -> Vec<(&'static str, String)> {
         "request",
         "message",
     );
-    [("runner.json", runner), ("fork_server.json", fork_server)]
-        .into_iter()
-        .map(|(name, schema)| {
-            let mut text = serde_json::to_string_pretty(&schema).expect("schemas serialize");
-            text.push('\n');
-            (name, text)
-        })
-        .collect()
+    let to_value = |schema: Schema| serde_json::to_value(schema).expect("schemas serialize");
+    let mut files: Vec<(&'static str, String)> = [
+        ("schema/runner.json", to_value(runner)),
+        ("schema/fork_server.json", to_value(fork_server)),
+        ("schema/sdk.json", crate::sdk::schema()),
+    ]
+    .into_iter()
+    .map(|(path, schema)| {
+        let mut text = serde_json::to_string_pretty(&schema).expect("schemas serialize");
+        text.push('\n');
+        (path, text)
+    })
+    .collect();
+    files.push(("python/cellbox/_wire.py", crate::sdk::python_module()));
+    files
 }

@@ -419,13 +419,6 @@ pub const BENCH_JUPYTER_PYTHON: EnvVar = development(
     "`bench/.venv`",
     "The interpreter of the benchmark's Jupyter baselines.",
 );
-/// `CELLBOX_UPDATE_GENERATED`.
-pub const UPDATE_GENERATED: EnvVar = development(
-    "CELLBOX_UPDATE_GENERATED",
-    "1",
-    "",
-    "Rewrite the files generated from the SDK's wire (`schema/sdk.json`, `python/cellbox/_wire.py`) instead of failing when they are stale.",
-);
 
 /// Every variable, grouped by topic in the order the docs show them.
 pub const ENV_VARS: &[EnvVar] = &[
@@ -502,5 +495,4 @@ pub const ENV_VARS: &[EnvVar] = &[
     BINARY,
     BENCH_OUT,
     BENCH_JUPYTER_PYTHON,
-    UPDATE_GENERATED,
 ];

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use cellbox_protocol::{self as protocol, FRAME_TYPES, HostRequest, REQUEST_TYPES, fork_server};
+use crate::{self as protocol, FRAME_TYPES, HostRequest, REQUEST_TYPES, fork_server};
 use serde_json::Value;
 
 fn repo() -> PathBuf {
@@ -94,13 +94,13 @@ fn malformed_frames_are_told_from_unknown_ones() {
 }
 
 #[test]
-fn committed_schemas_are_current() {
+fn committed_generated_files_are_current() {
     for (name, text) in protocol::schema::files() {
-        let path = repo().join("schema").join(name);
+        let path = repo().join(name);
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
         assert!(
             committed == text,
-            "schema/{name} is stale: regenerate it with `{}` and commit it",
+            "{name} is stale: regenerate it with `{}` and commit it",
             protocol::schema::WRITE_COMMAND
         );
     }
