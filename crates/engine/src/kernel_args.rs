@@ -135,3 +135,45 @@ impl KernelArgs {
         self.python.clone().filter(|python| !python.trim().is_empty())
     }
 }
+
+/// `arg` without its variable when that variable is set but blank: clap would take the empty text
+/// as the flag's value, where every setting reads a blank variable as not set. For
+/// `Command::mut_args` in a process that cannot take the variable out of its environment.
+pub fn without_blank_env(arg: clap::Arg) -> clap::Arg {
+    let blank = arg.get_env().and_then(std::env::var_os).is_some_and(|value| value.to_string_lossy().trim().is_empty());
+    if blank { arg.env(None::<&str>) } else { arg }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, clap::Parser)]
+    #[command(no_binary_name = true)]
+    struct Flags {
+        #[command(flatten)]
+        kernel: KernelArgs,
+    }
+
+    #[test]
+    fn a_blank_variable_is_no_value_for_its_flag() {
+        let parse = |command: clap::Command| {
+            command
+                .try_get_matches_from(Vec::<String>::new())
+                .map(|m| <Flags as clap::FromArgMatches>::from_arg_matches(&m).unwrap().kernel.sandbox)
+        };
+        // A made-up variable, so the test changes nothing another test reads.
+        let name = "KERNEL_ARGS_TEST_BLANK_FLAG_VARIABLE";
+        let with_env = |arg: clap::Arg| if arg.get_id() == "sandbox" { arg.env(name) } else { arg.env(None::<&str>) };
+        let command = || <Flags as clap::CommandFactory>::command().mut_args(with_env);
+        // SAFETY: the name is this test's own; nothing else reads or writes it.
+        unsafe { std::env::set_var(name, "  ") };
+        assert!(parse(command()).is_err(), "clap alone takes a blank value as the flag's value");
+        assert_eq!(parse(command().mut_args(without_blank_env)).unwrap(), None);
+        // SAFETY: as above.
+        unsafe { std::env::set_var(name, "off") };
+        assert!(parse(command().mut_args(without_blank_env)).unwrap().is_some());
+        // SAFETY: as above.
+        unsafe { std::env::remove_var(name) };
+    }
+}

@@ -31,9 +31,13 @@ struct Flags {
 }
 
 impl EngineArgs {
-    /// Parse `flags` (no program name first), as `cellbox sdk-server` would.
+    /// Parse `flags` (no program name first), as `cellbox sdk-server` would. A variable a flag
+    /// reads that is set but blank counts as not set, as it does for the binary (which takes it out
+    /// of its environment before parsing; the SDK's process cannot change its own environment).
     pub fn parse(flags: &[String]) -> Result<Self, String> {
-        <Flags as clap::Parser>::try_parse_from(flags).map(|flags| flags.args).map_err(|e| e.to_string())
+        let command = <Flags as clap::CommandFactory>::command().mut_args(crate::kernel_args::without_blank_env);
+        let matches = command.try_get_matches_from(flags).map_err(|e| e.to_string())?;
+        <Flags as clap::FromArgMatches>::from_arg_matches(&matches).map(|flags| flags.args).map_err(|e| e.to_string())
     }
 
     /// The engine's configuration (its working folder checked first) and its idle limit, with

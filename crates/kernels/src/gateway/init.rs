@@ -21,7 +21,7 @@ const PRELUDE: &str = include_str!("prelude.py");
 /// calls over the Jupyter stdin channel (see [`super::bridge_stdin`]). Their sources come from
 /// the embedded runner ([`RUNNER_FILES`]), so gateway kernels offer exactly what local kernels do;
 /// a test checks that every module of the runner package they import is among them, and earlier.
-const GATEWAY_MODULES: &[&str] = &["helpers", "schema_check", "bridge", "bridge_stdin", "bridge_api"];
+const GATEWAY_MODULES: &[&str] = &["wire", "helpers", "schema_check", "bridge", "bridge_stdin", "bridge_api"];
 
 /// The runner package's folder among [`RUNNER_FILES`].
 const RUNNER_PACKAGE: &str = "cellbox_kernel/";

@@ -67,6 +67,9 @@ pub enum CellOutcome {
     DiedBeforeStart { exit: String },
     /// The cell's events ended without an end or a death: the kernel was shut down meanwhile.
     Closed { interrupted: Option<Interruption> },
+    /// The runner sent a frame for the cell that does not parse: the host and the runner disagree
+    /// about the wire, so the kernel cannot be trusted with the next cell.
+    Unreadable { message: String },
 }
 
 /// What a cell's kernel is asked to do while the cell runs.
@@ -175,6 +178,7 @@ impl CellLifecycle {
                     if self.crash_reported { String::new() } else { last_lines(&stderr_tail, DIED_QUOTE_LINES) };
                 Step::End(CellOutcome::Died { exit, last_words })
             }
+            Some(Err(KernelError::Protocol(message))) => Step::End(CellOutcome::Unreadable { message }),
             Some(Err(_)) | None => Step::End(CellOutcome::Closed { interrupted: self.interrupted }),
         }
     }
@@ -289,6 +293,17 @@ mod tests {
             finished(CellEnd::Interrupted(Interruption::Cancelled))
         );
         assert_eq!(end(&mut cell, done(DoneStatus::Error, false)), finished(CellEnd::Error));
+    }
+
+    #[test]
+    fn a_frame_the_host_cannot_read_ends_the_cell_with_the_protocol_error() {
+        let mut cell = CellLifecycle::default();
+        pass(&mut cell, ExecEvent::Started);
+        let message = "protocol error: the Python runner sent a `done` frame the host cannot read".to_string();
+        assert_eq!(
+            end(&mut cell, Some(Err(KernelError::Protocol(message.clone())))),
+            CellOutcome::Unreadable { message }
+        );
     }
 
     #[test]

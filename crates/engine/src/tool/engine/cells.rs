@@ -364,6 +364,15 @@ impl EvalEngine {
                     died_during(collector, interpreter.runtime, &exit, &last_words);
                     error_summary.get_or_insert(ErrorSummary { ename: "KernelDied".into(), evalue: exit });
                 }
+                CellOutcome::Unreadable { message } => {
+                    guard.replace_kernel(None);
+                    kernel.shutdown().await;
+                    collector.note(format!(
+                        "{message}. The kernel was stopped (its next frames could not be trusted); the next call \
+                         starts a fresh one and earlier state is lost. This is a bug in cellbox: please report it."
+                    ));
+                    error_summary.get_or_insert(ErrorSummary { ename: "ProtocolError".into(), evalue: message });
+                }
                 CellOutcome::Closed { .. } => {
                     guard.replace_kernel(None);
                     kernel.shutdown().await;
@@ -445,9 +454,10 @@ fn status_of(outcome: &CellOutcome) -> CellStatus {
         CellOutcome::Finished { end: CellEnd::Interrupted(why), .. } => interrupted(why),
         CellOutcome::Killed { .. } => CellStatus::Killed,
         CellOutcome::Closed { interrupted: Some(why) } => interrupted(why),
-        CellOutcome::Died { .. } | CellOutcome::DiedBeforeStart { .. } | CellOutcome::Closed { interrupted: None } => {
-            CellStatus::Error
-        }
+        CellOutcome::Died { .. }
+        | CellOutcome::DiedBeforeStart { .. }
+        | CellOutcome::Closed { interrupted: None }
+        | CellOutcome::Unreadable { .. } => CellStatus::Error,
     }
 }
 
