@@ -1,6 +1,6 @@
 """The SDK's JSON-RPC wire: method names and error codes.
 
-Generated from crates/protocol/src/sdk.rs; do not edit. Regenerate with
+Generated from crates/protocol/src/sdk/; do not edit. Regenerate with
 `cargo run -p cellbox-protocol --example write-schema`.
 """
 
