@@ -19,7 +19,21 @@ pub(super) async fn serve_load(plan: &Plan, setup: &Setup, report: &mut Report) 
     env.insert("CELLBOX_ARTIFACTS_DIR".into(), dir.path().join("artifacts").display().to_string());
     let server = json!({"command": env!("CARGO_BIN_EXE_cellbox"), "env": env});
     let kernels = (clients + 1).to_string();
-    let flags = ["--max-kernels", &kernels, "--max-calls", "10000", "--max-body-bytes", "1048576"];
+    // Every client and idle session holds a connection of its own, all from loopback: past the
+    // server's default caps (64 from one address, 512 in all) the extra ones would be closed.
+    let connections = (clients + idle + 8).to_string();
+    let flags = [
+        "--max-kernels",
+        &kernels,
+        "--max-calls",
+        "10000",
+        "--max-body-bytes",
+        "1048576",
+        "--max-connections",
+        &connections,
+        "--max-connections-per-ip",
+        &connections,
+    ];
     let serve = ServeProcess::start(&server, dir.path(), &flags).await;
 
     // One client alone: the per-call figure the loaded ones are compared with.
