@@ -98,22 +98,37 @@ pub fn parse_languages(var: &EnvVar, value: &str) -> Result<Offer, SettingError>
     }
 }
 
-/// A size as [`Kind::Size`] reads it, in bytes (`None`: not a size, or under 16 MiB).
-fn size(text: &str) -> Option<u64> {
+/// Why a text is not a size [`parse_size`] takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SizeError {
+    /// No number first.
+    NotANumber,
+    /// A unit other than k, m, g, t (with or without `b`/`ib`).
+    UnknownUnit,
+    /// Under 16 MiB: too little for a kernel.
+    TooSmall,
+}
+
+/// `4G`, `4GiB`, `512M`, `1.5G`, `1048576`: a memory size in bytes, binary units as memory is
+/// counted, at least 16 MiB ([`Kind::Size`], and the sandbox's memory limit).
+pub fn parse_size(text: &str) -> Result<u64, SizeError> {
     let t = text.trim();
     let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
-    let value: f64 = number.parse().ok()?;
+    let value: f64 = number.parse().map_err(|_| SizeError::NotANumber)?;
     let scale: u64 = match unit.trim().to_ascii_lowercase().trim_end_matches("ib").trim_end_matches('b') {
         "" => 1,
         "k" => 1 << 10,
         "m" => 1 << 20,
         "g" => 1 << 30,
         "t" => 1 << 40,
-        _ => return None,
+        _ => return Err(SizeError::UnknownUnit),
     };
     let bytes = (value * scale as f64) as u64;
-    (bytes >= 16 << 20).then_some(bytes)
+    if bytes < (16 << 20) {
+        return Err(SizeError::TooSmall);
+    }
+    Ok(bytes)
 }
 
 /// One environment variable.
@@ -197,7 +212,7 @@ impl EnvVar {
             Kind::Choice(words) => words.iter().any(|word| word.eq_ignore_ascii_case(value.trim())),
             Kind::Count(least) => value.trim().parse::<u64>().is_ok_and(|n| n >= least),
             Kind::Seconds => value.trim().parse::<f64>().is_ok_and(|s| s.is_finite() && s > 0.0),
-            Kind::Size => size(value).is_some(),
+            Kind::Size => parse_size(value).is_ok(),
         };
         if ok { Ok(()) } else { Err(self.bad(value, self.value)) }
     }

@@ -328,25 +328,14 @@ impl fmt::Display for NetworkMode {
     }
 }
 
-/// `4G`, `4GiB`, `512M`, `1.5G`, `1048576`: binary units, as memory is counted.
+/// `4G`, `4GiB`, `512M`, `1.5G`, `1048576`: binary units, as memory is counted (the settings'
+/// one size parser, with the sandbox's errors).
 pub fn parse_size(text: &str) -> Result<u64, PolicyError> {
-    let t = text.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let value: f64 = number.parse().map_err(|_| PolicyError::NotASize(text.to_string()))?;
-    let scale: u64 = match unit.trim().to_ascii_lowercase().trim_end_matches("ib").trim_end_matches('b') {
-        "" => 1,
-        "k" => 1 << 10,
-        "m" => 1 << 20,
-        "g" => 1 << 30,
-        "t" => 1 << 40,
-        _ => return Err(PolicyError::UnknownUnit(text.to_string())),
-    };
-    let bytes = (value * scale as f64) as u64;
-    if bytes < (16 << 20) {
-        return Err(PolicyError::TooSmall(text.to_string()));
-    }
-    Ok(bytes)
+    crate::settings::parse_size(text).map_err(|why| match why {
+        crate::settings::SizeError::NotANumber => PolicyError::NotASize(text.to_string()),
+        crate::settings::SizeError::UnknownUnit => PolicyError::UnknownUnit(text.to_string()),
+        crate::settings::SizeError::TooSmall => PolicyError::TooSmall(text.to_string()),
+    })
 }
 
 fn parse_count(text: &str) -> Result<u64, PolicyError> {
