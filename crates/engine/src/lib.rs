@@ -21,3 +21,9 @@ pub mod notebook;
 pub mod output;
 pub mod session;
 pub mod tool;
+
+// The front door: what a front end (or a program using the library) starts from. The modules stay
+// public for what needs more (the front ends' own options, the test suite).
+pub use bridge::Bridge;
+pub use session::Backend;
+pub use tool::{CallContext, CallOutcome, EngineConfig, EvalEngine, EvalEvent, EvalParams, EvalResult, WaitFor};

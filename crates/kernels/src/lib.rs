@@ -7,7 +7,7 @@
 //! - [`gateway`] runs Python kernels on a Jupyter gateway instead.
 //! - [`paths`] says where cellbox keeps its files (the cache root).
 //! - [`platform`] lists the platforms cellbox is built for and what works on each.
-//! - [`notice`] gives a process-wide warning once.
+//! - `notice` gives a process-wide warning once (this crate's own).
 //! - [`tls`] sets up TLS for cellbox's own connections.
 //! - [`stop_signals`] turns the signals that stop a process into one future.
 //!
@@ -20,10 +20,17 @@ use cellbox_settings as settings;
 pub mod discovery;
 pub mod gateway;
 pub mod kernel;
-pub mod notice;
+mod notice;
 pub mod paths;
 pub mod platform;
 pub mod runtime;
 pub mod sandbox;
 pub mod stop_signals;
 pub mod tls;
+
+// The front door: what the layers above start from. The modules stay public for what needs more
+// (the engine's sessions, the test suite).
+pub use gateway::GatewaySetting;
+pub use kernel::{Kernel, KernelOptions};
+pub use runtime::{Interpreter, Runtime};
+pub use sandbox::{NetworkMode, SandboxMode, SandboxPolicy};
