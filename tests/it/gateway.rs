@@ -58,6 +58,12 @@ async fn check_cells(f: &Fixture) {
     .await;
     assert!(!rich.is_error, "{}", rich.text);
     assert!(rich.text.starts_with("out\nerr\n"), "{}", rich.text);
+    // The streams keep the order the cell wrote them in, though the kernel buffers each apart.
+    let alternating =
+        eval(engine, "import sys\nfor i in range(20):\n    print('o%d' % i)\n    print('e%d' % i, file=sys.stderr)")
+            .await;
+    let expected: String = (0..20).map(|i| format!("o{i}\ne{i}\n")).collect();
+    assert_eq!(alternating.text, expected);
     assert!(rich.text.contains("{'a': 1}"), "{}", rich.text);
     assert_eq!(rich.status_events.len(), 1, "{:?}", rich.status_events);
     assert_eq!(rich.status_events[0].event["op"], "log");

@@ -75,9 +75,46 @@ def _cellbox_tune_shell():
         pass
 
 
+def _cellbox_order_streams():
+    """Keep stdout and stderr in the order the cell wrote them, as a local kernel does.
+
+    ipykernel buffers each stream on its own and sends each after its own timer, so
+    `print('out'); print('err', file=sys.stderr)` reaches the host as err, out whenever the
+    timers fire so. When a write goes to the other stream than the one before, the one
+    written so far is flushed first (a flush per switch, not per write). The hook is the
+    stream class's `_schedule_flush`, which every write in the kernel's process calls after
+    buffering its text: `write` itself is not, because IPython puts its own on the streams
+    around every cell and leaves the one it found. Once per kernel, best effort.
+    """
+    import sys
+
+    last = [None]
+    for cls in {type(sys.stdout), type(sys.stderr)}:
+        original = getattr(cls, "_schedule_flush", None)
+        if original is None or getattr(original, "_cellbox_ordered", False):
+            continue
+
+        def schedule_flush(self, _original=original):
+            previous = last[0]
+            last[0] = self
+            if previous is not None and previous is not self:
+                try:
+                    previous.flush()
+                except Exception:
+                    pass
+            return _original(self)
+
+        schedule_flush._cellbox_ordered = True
+        try:
+            cls._schedule_flush = schedule_flush
+        except Exception:
+            pass
+
+
 _cellbox_package, _cellbox_loaded = _cellbox_load_runner(_cellbox_runner_sources)
 _cellbox_install_prelude(globals(), _cellbox_package.helpers)
 _cellbox_install_bridge(globals(), _cellbox_package, _cellbox_loaded)
 _cellbox_tune_shell()
+_cellbox_order_streams()
 del _cellbox_load_runner, _cellbox_runner_sources, _cellbox_package, _cellbox_loaded
-del _cellbox_install_prelude, _cellbox_install_bridge, _cellbox_tune_shell
+del _cellbox_install_prelude, _cellbox_install_bridge, _cellbox_tune_shell, _cellbox_order_streams
