@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::link::call_of;
 use super::{EngineArgs, Outbox};
 use crate::tool::EvalEngine;
 
@@ -79,14 +80,6 @@ impl Routes {
         }
         drop(waiting);
         self.general.send(message).is_ok()
-    }
-}
-
-/// The request id a message belongs to: an answer's `id`, an `output` notification's `call`.
-fn call_of(message: &Value) -> Option<i64> {
-    match message.get("method") {
-        Some(_) => message.get("params")?.get("call")?.as_i64(),
-        None => message.get("id")?.as_i64(),
     }
 }
 

@@ -28,12 +28,14 @@ mod contexts;
 mod files;
 pub mod in_process;
 mod lifetime;
+mod link;
 mod stdio;
 mod stream;
 mod watch;
 pub mod wire;
 
 pub use args::EngineArgs;
+pub use link::{Event, Link, Pending};
 pub use stream::{StreamLimits, serve_stream};
 
 use std::collections::HashMap;
