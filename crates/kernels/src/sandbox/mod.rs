@@ -330,12 +330,25 @@ pub fn command_like_a_kernel(
     let guard = std::mem::take(&mut prepared.guard);
     #[cfg(unix)]
     {
+        use std::os::unix::ffi::OsStrExt;
         use std::os::unix::process::CommandExt;
         let prepared = Arc::new(prepared);
+        // The folder is entered again once the sandbox's mounts are in place: the child
+        // entered it before they were, on the mount that is now read-only below them.
+        let folder = std::ffi::CString::new(cwd.as_os_str().as_bytes()).ok();
         // SAFETY: the sandbox's steps are async-signal-safe system calls on
-        // what `prepared` holds (see `Prepared::apply_in_child`).
+        // what `prepared` holds (see `Prepared::apply_in_child`); `chdir` on a
+        // path made before the fork is too.
         unsafe {
-            command.pre_exec(move || prepared.enter_in_child());
+            command.pre_exec(move || {
+                prepared.enter_in_child()?;
+                if let Some(folder) = &folder
+                    && libc::chdir(folder.as_ptr()) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
         }
     }
     Ok((command, guard))

@@ -174,6 +174,11 @@ impl EvalEngine {
 }
 
 impl EvalEngine {
+    /// Resident memory of every live kernel of this engine, in bytes (Linux; 0 elsewhere).
+    pub fn memory_used(&self) -> u64 {
+        self.pool().kernel_pids().into_iter().filter_map(crate::session::resident_bytes).sum()
+    }
+
     /// The kernels `session` holds, live or stopped, for listing sessions.
     pub fn session_kernels(&self, session: &str) -> Vec<SessionKernel> {
         let mut kernels: Vec<SessionKernel> = self

@@ -23,6 +23,22 @@ impl EvalEngine {
         policy
     }
 
+    /// A program started as this engine's kernels are: under their sandbox
+    /// policy, with their environment plus `extra` (which wins), in a session
+    /// of its own, in `cwd`. What an E2B sandbox's processes run as; the guard
+    /// must outlive the program.
+    pub fn command_like_a_kernel(
+        &self,
+        program: &Path,
+        cwd: &Path,
+        extra: &std::collections::BTreeMap<String, String>,
+    ) -> Result<(std::process::Command, crate::sandbox::SandboxGuard), crate::sandbox::SandboxError> {
+        let mut vars = self.config.extra_env.clone();
+        vars.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let env = env::kernel_env(std::env::vars_os(), &discovery::EnvActivation::None, &vars);
+        crate::sandbox::command_like_a_kernel(program, &self.kernel_policy(), cwd, &env)
+    }
+
     /// A note for each refusal of the sandbox the call's cells ran into: which
     /// rule, and the flag that lifts it (see [`crate::tool::denials`]). Not for
     /// gateway kernels, which the sandbox does not reach.
