@@ -115,6 +115,9 @@ enum TokenCommand {
         /// Memory for each of its kernels and what it starts (within the server's --memory-limit).
         #[arg(long, value_name = "SIZE", value_parser = cellbox_kernels::sandbox::parse_size)]
         memory_limit: Option<u64>,
+        /// Spell the token as E2B's SDKs expect an `E2B_API_KEY` (`e2b_` and hex), for `serve --e2b`.
+        #[arg(long)]
+        e2b: bool,
     },
     /// List the principals (names and when their tokens were made; never the tokens).
     List,
@@ -217,20 +220,22 @@ pub async fn serve(args: ServeArgs, env: &settings::Environment) -> ExitCode {
 
 fn token(what: TokenCommand, path: PathBuf) -> ExitCode {
     let result = match what {
-        TokenCommand::Add { name, max_kernels, max_calls, max_sandboxes, memory_limit } => {
+        TokenCommand::Add { name, max_kernels, max_calls, max_sandboxes, memory_limit, e2b } => {
             let limits = tokens::PrincipalLimits {
                 max_kernels: max_kernels.map(|n| n as usize),
                 max_calls: max_calls.map(|n| n as usize),
                 max_sandboxes: max_sandboxes.map(|n| n as usize),
                 memory_limit,
             };
-            tokens::add(&path, &name, limits).map(|token| {
+            let shape = if e2b { tokens::TokenShape::E2b } else { tokens::TokenShape::Cellbox };
+            tokens::add(&path, &name, limits, shape).map(|token| {
                 println!("{token}");
-                eprintln!(
-                    "Made a token for {name:?} in {}. It is shown only this once: clients send it as \
-                 `Authorization: Bearer <token>`.",
-                    path.display()
-                );
+                let how = if e2b {
+                    "E2B's SDKs send it as E2B_API_KEY (`cellbox serve --e2b` prints the other variables)"
+                } else {
+                    "clients send it as `Authorization: Bearer <token>`"
+                };
+                eprintln!("Made a token for {name:?} in {}. It is shown only this once: {how}.", path.display());
             })
         }
         TokenCommand::List => tokens::list(&path).map(|entries| {

@@ -12,6 +12,7 @@
 //! not explicitly allowed. On SIGINT/SIGTERM it stops accepting, lets calls in
 //! progress finish for a grace period, then cancels them and stops every kernel.
 
+mod e2b;
 mod hosts;
 pub mod jwt;
 pub mod listen;
@@ -168,19 +169,33 @@ pub(crate) struct ServerState {
     /// Cancelled when the grace period after a stop signal is over: what outlives a
     /// request (an upgraded `/sdk` connection) ends then.
     pub(crate) hard_stop: CancellationToken,
+    /// The sandboxes made through E2B's API.
+    pub(crate) e2b: Arc<e2b::Sandboxes>,
 }
 
 impl ServerState {
     /// The principal of a request, or why it is refused (counted).
     pub(crate) async fn principal_of(&self, headers: &HeaderMap) -> Result<Identity, Refusal> {
-        authenticate(&self.auth, headers).await.map_err(|message| {
-            self.metrics.refused_auth.fetch_add(1, Ordering::Relaxed);
-            let metadata = match &self.auth {
-                Auth::Bearer { jwt: Some(_), .. } => Some(self.url_of(headers, METADATA_PATH)),
-                _ => None,
-            };
-            Refusal::Unauthorized { message, metadata }
-        })
+        let token = bearer_token(headers);
+        authenticate(&self.auth, token).await.map_err(|message| self.unauthorized(headers, message))
+    }
+
+    /// The principal of an E2B control-plane request: its token is in `X-API-Key`
+    /// (or, as elsewhere, `Authorization: Bearer`).
+    pub(crate) async fn principal_of_api_key(&self, headers: &HeaderMap) -> Result<Identity, Refusal> {
+        let token = headers.get("x-api-key").and_then(|value| value.to_str().ok()).map(str::trim);
+        let token = token.filter(|token| !token.is_empty()).or_else(|| bearer_token(headers));
+        authenticate(&self.auth, token).await.map_err(|message| self.unauthorized(headers, message))
+    }
+
+    /// A refusal for bad credentials, counted.
+    fn unauthorized(&self, headers: &HeaderMap, message: &'static str) -> Refusal {
+        self.metrics.refused_auth.fetch_add(1, Ordering::Relaxed);
+        let metadata = match &self.auth {
+            Auth::Bearer { jwt: Some(_), .. } => Some(self.url_of(headers, METADATA_PATH)),
+            _ => None,
+        };
+        Refusal::Unauthorized { message, metadata }
     }
 
     /// This server's URL for `path`, as the request's `Host` names the server.
@@ -261,6 +276,7 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
         max_sandboxes: config.max_sandboxes.max(1),
         https: config.tls.is_some(),
         hard_stop: CancellationToken::new(),
+        e2b: Arc::default(),
     });
     let app = Router::new()
         .route("/mcp", any(mcp))
@@ -268,6 +284,7 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/readyz", get(ready))
         .route("/metrics", get(metrics))
+        .merge(e2b::routes())
         .route(METADATA_PATH, get(resource_metadata))
         .route("/.well-known/oauth-protected-resource", get(resource_metadata))
         .with_state(state.clone())
@@ -297,6 +314,7 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
             run(listener, app, &state, stop, sessions_cancel, grace, connections).await
         }
     };
+    state.e2b.kill_all().await;
     for engine in state.principals.engines() {
         engine.dispose_all().await;
     }
@@ -451,26 +469,30 @@ pub(crate) fn principal_refusal(name: &str, error: principals::PrincipalError) -
     }
 }
 
-/// The principal a request's credentials name, or why they name none.
-async fn authenticate(auth: &Auth, headers: &HeaderMap) -> Result<Identity, &'static str> {
-    let (tokens, jwt) = match auth {
-        Auth::Off => return Ok(Identity::named(LOCAL_PRINCIPAL)),
-        Auth::Bearer { tokens, jwt } => (tokens, jwt),
-    };
-    let token = headers
+/// The token of `Authorization: Bearer <token>`, if the request has one.
+fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer ").or_else(|| value.strip_prefix("bearer ")))
         .map(str::trim)
-        .ok_or(
-            "this server needs a token: send `Authorization: Bearer <token>` (tokens are made with \
+}
+
+/// The principal a request's token names, or why it names none.
+async fn authenticate(auth: &Auth, token: Option<&str>) -> Result<Identity, &'static str> {
+    let (tokens, jwt) = match auth {
+        Auth::Off => return Ok(Identity::named(LOCAL_PRINCIPAL)),
+        Auth::Bearer { tokens, jwt } => (tokens, jwt),
+    };
+    let token = token.ok_or(
+        "this server needs a token: send `Authorization: Bearer <token>` (tokens are made with \
              `cellbox serve token add NAME` on the server)",
-        )?;
+    )?;
     if let Some(name) = tokens.principal(token) {
         return Ok(name);
     }
     match jwt {
-        Some(jwt) if !token.starts_with(tokens::TOKEN_PREFIX) => jwt.principal(token).await.map(Identity::named),
+        Some(jwt) if !tokens::is_own_token(token) => jwt.principal(token).await.map(Identity::named),
         _ => Err("the token is not valid here (unknown or revoked)"),
     }
 }

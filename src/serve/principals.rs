@@ -246,7 +246,20 @@ impl Principals {
     /// A new engine for one SDK connection of `principal` (a sandbox of its
     /// own, in the principal's folders, counted in its kernel budget).
     pub fn sandbox_engine(&self, principal: &Principal, identity: &Identity) -> std::io::Result<Arc<EvalEngine>> {
-        let engine = Arc::new(EvalEngine::new(self.config_for(identity, &principal.budget)?));
+        self.sandbox_engine_in(principal, identity, |_| Ok(()))
+    }
+
+    /// A new engine for one sandbox of `principal`, its configuration changed
+    /// by `adjust` (an E2B sandbox's own folder, variables and network).
+    pub fn sandbox_engine_in(
+        &self,
+        principal: &Principal,
+        identity: &Identity,
+        adjust: impl FnOnce(&mut EngineConfig) -> std::io::Result<()>,
+    ) -> std::io::Result<Arc<EvalEngine>> {
+        let mut config = self.config_for(identity, &principal.budget)?;
+        adjust(&mut config)?;
+        let engine = Arc::new(EvalEngine::new(config));
         let mut engines = principal.sandbox_engines.lock().unwrap();
         engines.retain(|engine| engine.strong_count() > 0);
         engines.push(Arc::downgrade(&engine));

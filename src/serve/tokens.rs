@@ -18,6 +18,9 @@ use sha2::{Digest, Sha256};
 
 /// What every token starts with, so a leaked one is recognisable in logs and scanners.
 pub const TOKEN_PREFIX: &str = "cbx_";
+/// What a token made for E2B's SDKs starts with: `e2b_` and hex, the shape
+/// those SDKs expect of an `E2B_API_KEY`.
+pub const E2B_TOKEN_PREFIX: &str = "e2b_";
 /// The principal a token given in `CELLBOX_SERVE_TOKEN` stands for.
 pub const ENV_PRINCIPAL: &str = "env";
 
@@ -125,8 +128,23 @@ pub fn list(path: &Path) -> Result<Vec<TokenEntry>, TokenError> {
     }
 }
 
+/// How a new token is spelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TokenShape {
+    /// `cbx_` and URL-safe base64.
+    #[default]
+    Cellbox,
+    /// `e2b_` and hex, for E2B's SDKs (`E2B_API_KEY`).
+    E2b,
+}
+
+/// Whether `token` is spelled as this server's tokens are (never a JWT).
+pub fn is_own_token(token: &str) -> bool {
+    token.starts_with(TOKEN_PREFIX) || token.starts_with(E2B_TOKEN_PREFIX)
+}
+
 /// Make a token for a new principal `name` with `limits`; returns the token (it is not kept anywhere).
-pub fn add(path: &Path, name: &str, limits: PrincipalLimits) -> Result<String, TokenError> {
+pub fn add(path: &Path, name: &str, limits: PrincipalLimits, shape: TokenShape) -> Result<String, TokenError> {
     if !is_principal_name(name) {
         return Err(TokenError::BadName(name.to_string()));
     }
@@ -139,7 +157,7 @@ pub fn add(path: &Path, name: &str, limits: PrincipalLimits) -> Result<String, T
     if tokens.iter().any(|entry| entry.name.eq_ignore_ascii_case(name)) {
         return Err(TokenError::Exists(name.to_string()));
     }
-    let token = new_token().map_err(|message| TokenError::Write { path: path.to_path_buf(), message })?;
+    let token = new_token(shape).map_err(|message| TokenError::Write { path: path.to_path_buf(), message })?;
     let created = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     tokens.push(TokenEntry { name: name.to_string(), sha256: hash(&token), created, limits });
     save(path, tokens)?;
@@ -170,10 +188,18 @@ fn save(path: &Path, tokens: Vec<TokenEntry>) -> Result<(), TokenError> {
     Ok(())
 }
 
-fn new_token() -> Result<String, String> {
+fn new_token(shape: TokenShape) -> Result<String, String> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(|e| format!("no random numbers from the OS: {e}"))?;
-    Ok(format!("{TOKEN_PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)))
+    Ok(match shape {
+        TokenShape::Cellbox => {
+            format!("{TOKEN_PREFIX}{}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+        }
+        TokenShape::E2b => {
+            let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            format!("{E2B_TOKEN_PREFIX}{hex}")
+        }
+    })
 }
 
 fn hash(token: &str) -> String {
@@ -258,26 +284,44 @@ mod tests {
     use super::*;
 
     #[test]
+    fn tokens_for_e2b_are_e2b_and_hex_and_sign_in_like_any() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.json");
+        let e2b = add(&path, "agent", PrincipalLimits::default(), TokenShape::E2b).unwrap();
+        assert!(e2b.starts_with(E2B_TOKEN_PREFIX) && e2b.len() == 4 + 64, "{e2b}");
+        assert!(e2b[4..].bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()), "{e2b}");
+        assert!(is_own_token(&e2b) && is_own_token("cbx_x") && !is_own_token("eyJhbGciOi"));
+        let store = TokenStore::open(Some(path), None).unwrap();
+        assert_eq!(store.principal(&e2b).map(|identity| identity.name), Some("agent".to_string()));
+    }
+
+    #[test]
     fn add_list_revoke_and_the_store_follows_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("conf").join("tokens.json");
-        let ci = add(&path, "ci", PrincipalLimits::default()).unwrap();
+        let ci = add(&path, "ci", PrincipalLimits::default(), TokenShape::Cellbox).unwrap();
         let limits = PrincipalLimits {
             max_kernels: Some(2),
             max_calls: None,
             max_sandboxes: Some(3),
             memory_limit: Some(1 << 30),
         };
-        let alice = add(&path, "alice", limits).unwrap();
+        let alice = add(&path, "alice", limits, TokenShape::Cellbox).unwrap();
         assert!(ci.starts_with(TOKEN_PREFIX) && ci.len() > 40, "{ci}");
         assert_ne!(ci, alice);
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains(&ci[TOKEN_PREFIX.len()..]), "the file keeps hashes only");
-        assert!(matches!(add(&path, "ci", limits), Err(TokenError::Exists(_))));
-        assert!(matches!(add(&path, "CI", limits), Err(TokenError::Exists(_))), "case alone is no other name");
-        assert!(matches!(add(&path, "../x", limits), Err(TokenError::BadName(_))));
+        assert!(matches!(add(&path, "ci", limits, TokenShape::Cellbox), Err(TokenError::Exists(_))));
+        assert!(
+            matches!(add(&path, "CI", limits, TokenShape::Cellbox), Err(TokenError::Exists(_))),
+            "case alone is no other name"
+        );
+        assert!(matches!(add(&path, "../x", limits, TokenShape::Cellbox), Err(TokenError::BadName(_))));
         for reserved in ["env", "local", "jwt-alice", "JWT-bob", "Env"] {
-            assert!(matches!(add(&path, reserved, limits), Err(TokenError::Reserved(_))), "{reserved}");
+            assert!(
+                matches!(add(&path, reserved, limits, TokenShape::Cellbox), Err(TokenError::Reserved(_))),
+                "{reserved}"
+            );
         }
 
         let store = TokenStore::open(Some(path.clone()), Some("cbx_from-env".into())).unwrap();

@@ -1,0 +1,592 @@
+//! E2B's control plane: create, connect, list, inspect, time and kill
+//! sandboxes (E2B's OpenAPI paths, the token in `X-API-Key`). Each sandbox
+//! belongs to the principal whose token made it; another principal's id is
+//! "not found" on every route.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, SystemTime};
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    ApiError, Created, DEFAULT_TIMEOUT, ENVD_VERSION, Home, MAX_TIMEOUT, Sandbox, TEMPLATES, error, not_found,
+    parse_body, random_hex, rfc3339,
+};
+use crate::sandbox::NetworkMode;
+use crate::serve::metrics::Work;
+use crate::serve::tokens::Identity;
+use crate::serve::{Refusal, ServerState};
+
+/// `POST /sandboxes` and `/v2/sandboxes`'s body (E2B's `NewSandbox`).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NewSandbox {
+    #[serde(rename = "templateID")]
+    template_id: String,
+    /// Seconds.
+    timeout: Option<u64>,
+    #[serde(default)]
+    metadata: BTreeMap<String, String>,
+    #[serde(default)]
+    env_vars: BTreeMap<String, String>,
+    #[serde(rename = "allow_internet_access")]
+    allow_internet_access: Option<bool>,
+    network: Option<Value>,
+    #[serde(default)]
+    volume_mounts: Vec<Value>,
+    mcp: Option<Value>,
+}
+
+/// The identity of a control-plane request, or E2B's 401.
+async fn identify(state: &ServerState, headers: &HeaderMap) -> Result<Identity, ApiError> {
+    state.principal_of_api_key(headers).await.map_err(|refusal| match refusal {
+        Refusal::Unauthorized { message, .. } => error(StatusCode::UNAUTHORIZED, message),
+        Refusal::Busy(message) => error(StatusCode::TOO_MANY_REQUESTS, message),
+    })
+}
+
+fn lifetime(seconds: Option<u64>) -> Result<Duration, ApiError> {
+    let Some(seconds) = seconds else { return Ok(DEFAULT_TIMEOUT) };
+    let timeout = Duration::from_secs(seconds);
+    if timeout > MAX_TIMEOUT {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            format!("timeout {seconds} s is longer than this server's limit of {} s", MAX_TIMEOUT.as_secs()),
+        ));
+    }
+    Ok(timeout)
+}
+
+pub(crate) async fn create(State(state): State<Arc<ServerState>>, headers: HeaderMap, body: Bytes) -> Response {
+    let identity = match identify(&state, &headers).await {
+        Ok(identity) => identity,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let request: NewSandbox = match parse_body(&body) {
+        Ok(request) => request,
+        Err(refusal) => return refusal.into_response(),
+    };
+    if !TEMPLATES.contains(&request.template_id.as_str()) {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!(
+                "template {:?} not found: this server runs cellbox sandboxes, named by any of {}; template builds \
+                 are not supported (install what you need with pip or commands in the sandbox)",
+                request.template_id,
+                TEMPLATES.join(", ")
+            ),
+        )
+        .into_response();
+    }
+    if !request.volume_mounts.is_empty() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "volumes are not supported by cellbox serve: create without volumeMounts",
+        )
+        .into_response();
+    }
+    if request.mcp.as_ref().is_some_and(|mcp| !mcp.is_null()) {
+        return error(StatusCode::BAD_REQUEST, "MCP gateways in sandboxes are not supported by cellbox serve")
+            .into_response();
+    }
+    if let Some(rule) = request.network.as_ref().and_then(egress_rule) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "network rule {rule:?} is not supported by cellbox serve yet: use allow_internet_access (true: the \
+                 server's --network setting, false: no network)"
+            ),
+        )
+        .into_response();
+    }
+    let timeout = match lifetime(request.timeout) {
+        Ok(timeout) => timeout,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let name = identity.name.clone();
+    let principal = match state.principals.get(&identity) {
+        Ok(principal) => principal,
+        Err(e) => return error(StatusCode::FORBIDDEN, e.to_string()).into_response(),
+    };
+    let own_place = match principal.admit_sandbox() {
+        Ok(place) => place,
+        Err(limit) => {
+            state.metrics.refused_busy.fetch_add(1, Ordering::Relaxed);
+            return error(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("you have {limit} sandboxes open, your limit: kill one, or retry in a moment"),
+            )
+            .into_response();
+        }
+    };
+    let ticket = match state.admit(Work::Sandbox) {
+        Ok(ticket) => ticket,
+        Err(_) => {
+            return error(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("the server is at its limit of {} open sandboxes; retry in a moment", state.max_sandboxes),
+            )
+            .into_response();
+        }
+    };
+    let (id, access_token, traffic_token) = match (random_hex(10), random_hex(32), random_hex(32)) {
+        (Ok(id), Ok(access), Ok(traffic)) => (id, access, traffic),
+        _ => return error(StatusCode::INTERNAL_SERVER_ERROR, "no random numbers from the OS").into_response(),
+    };
+    let internet = request.allow_internet_access.unwrap_or(true);
+    let envs = request.env_vars.clone();
+    let folder = format!("e2b/{id}");
+    let made = state.principals.sandbox_engine_in(&principal, &identity, |config| {
+        let home = config.default_cwd.join(&folder);
+        crate::paths::private_dir_builder().create(&home)?;
+        config.default_cwd = home;
+        config.extra_env.extend(envs);
+        if !internet {
+            config.sandbox.network = NetworkMode::Off;
+        }
+        Ok(())
+    });
+    let engine = match made {
+        Ok(engine) => engine,
+        Err(e) => {
+            return error(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot prepare the sandbox's folder: {e}"))
+                .into_response();
+        }
+    };
+    let home = engine.config().default_cwd.clone();
+    let link = cellbox_sdk::Link::open(engine.clone(), home.clone());
+    // A sandbox that cannot run Python says so when it is made, not at its first cell.
+    if let Err(failure) = link.call(cellbox_sdk::wire::Call::Initialize(cellbox_sdk::wire::NoParams)).await {
+        link.close().await;
+        return error(StatusCode::INTERNAL_SERVER_ERROR, format!("the sandbox cannot start: {}", failure.message))
+            .into_response();
+    }
+    let sandbox = Arc::new(Sandbox {
+        id: id.clone(),
+        principal: name.clone(),
+        created: Created {
+            template: request.template_id,
+            metadata: request.metadata,
+            envs: request.env_vars,
+            internet,
+        },
+        started: SystemTime::now(),
+        access_token,
+        traffic_token,
+        engine,
+        link,
+        home: Home::new(home),
+        processes: Default::default(),
+        state: std::sync::Mutex::new(super::Lifetime { end: SystemTime::now() + timeout, paused: false }),
+        changed: tokio::sync::Notify::new(),
+        ended: state.hard_stop.child_token(),
+        _places: (ticket, own_place),
+    });
+    state.e2b.insert(sandbox.clone());
+    tracing::info!(sandbox = id, principal = name, "e2b sandbox created");
+    (StatusCode::CREATED, axum::Json(created_body(&sandbox))).into_response()
+}
+
+/// The first egress rule a create request's `network` asks for, if any.
+/// `allowPublicTraffic: false` is no rule here: a sandbox's routes always
+/// need its tokens, and `maskRequestHost` and `httpsPorts` only shape E2B's edge.
+fn egress_rule(network: &Value) -> Option<String> {
+    let rules = network.as_object()?;
+    rules
+        .iter()
+        .find(|(name, value)| {
+            let empty = value.is_null()
+                || value.as_array().is_some_and(Vec::is_empty)
+                || value.as_object().is_some_and(serde_json::Map::is_empty);
+            !empty
+                && !matches!(
+                    name.as_str(),
+                    "allowPublicTraffic"
+                        | "allow_public_traffic"
+                        | "maskRequestHost"
+                        | "mask_request_host"
+                        | "httpsPorts"
+                        | "https_ports"
+                )
+        })
+        .map(|(name, _)| name.clone())
+}
+
+/// The `Sandbox` answer of create and connect.
+fn created_body(sandbox: &Sandbox) -> Value {
+    json!({
+        "sandboxID": sandbox.id,
+        "templateID": sandbox.created.template,
+        "clientID": "cellbox",
+        "envdVersion": ENVD_VERSION,
+        "envdAccessToken": sandbox.access_token,
+        "trafficAccessToken": sandbox.traffic_token,
+        "domain": null,
+        "alias": sandbox.created.template,
+    })
+}
+
+/// A sandbox as listed (`ListedSandbox`) and, with more, inspected (`SandboxDetail`).
+fn listed(sandbox: &Sandbox) -> Value {
+    json!({
+        "sandboxID": sandbox.id,
+        "templateID": sandbox.created.template,
+        "alias": sandbox.created.template,
+        "clientID": "cellbox",
+        "startedAt": rfc3339(sandbox.started),
+        "endAt": rfc3339(sandbox.end()),
+        "cpuCount": std::thread::available_parallelism().map_or(1, |n| n.get()),
+        "memoryMB": memory_mb(sandbox),
+        "diskSizeMB": 0,
+        "state": if sandbox.paused() { "paused" } else { "running" },
+        "envdVersion": ENVD_VERSION,
+        "metadata": sandbox.created.metadata,
+    })
+}
+
+/// The memory a sandbox's kernels may use, in MiB (the server's limit, else the machine's).
+fn memory_mb(sandbox: &Sandbox) -> u64 {
+    match sandbox.engine.config().sandbox.memory_limit {
+        Some(bytes) => bytes >> 20,
+        None => total_memory().unwrap_or(0) >> 20,
+    }
+}
+
+fn total_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|line| line.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The caller's sandbox `id`, or E2B's 404 (another principal's too).
+async fn find(state: &ServerState, headers: &HeaderMap, id: &str) -> Result<Arc<Sandbox>, ApiError> {
+    let identity = identify(state, headers).await?;
+    state.e2b.of(&identity.name, id).ok_or_else(|| not_found(id))
+}
+
+pub(crate) async fn info(
+    State(state): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    match find(&state, &headers, &id).await {
+        Ok(sandbox) => {
+            let mut body = listed(&sandbox);
+            body["envdAccessToken"] = sandbox.access_token.clone().into();
+            body["allowInternetAccess"] = sandbox.created.internet.into();
+            body["domain"] = Value::Null;
+            axum::Json(body).into_response()
+        }
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
+pub(crate) async fn kill(
+    State(state): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    match find(&state, &headers, &id).await {
+        Ok(sandbox) => {
+            state.e2b.kill(&sandbox.id).await;
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct TimeoutBody {
+    timeout: Option<u64>,
+}
+
+/// `connect` (v1 and v2) and `resume`: a paused sandbox runs again; its time is at least `timeout` from now.
+pub(crate) async fn connect(
+    State(state): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let sandbox = match find(&state, &headers, &id).await {
+        Ok(sandbox) => sandbox,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let request: TimeoutBody = match parse_body(&body) {
+        Ok(request) => request,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let timeout = match lifetime(request.timeout) {
+        Ok(timeout) => timeout,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let was_paused = sandbox.paused();
+    if was_paused || SystemTime::now() + timeout > sandbox.end() {
+        sandbox.set_timeout(timeout);
+    }
+    sandbox.set_paused(false);
+    let status = if was_paused { StatusCode::CREATED } else { StatusCode::OK };
+    (status, axum::Json(created_body(&sandbox))).into_response()
+}
+
+pub(crate) async fn set_timeout(
+    State(state): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let sandbox = match find(&state, &headers, &id).await {
+        Ok(sandbox) => sandbox,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let request: TimeoutBody = match parse_body(&body) {
+        Ok(request) => request,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let Some(seconds) = request.timeout else {
+        return error(StatusCode::BAD_REQUEST, "give the timeout in seconds: {\"timeout\": 60}").into_response();
+    };
+    match lifetime(Some(seconds)) {
+        Ok(timeout) => {
+            sandbox.set_timeout(timeout);
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct RefreshBody {
+    duration: Option<u64>,
+}
+
+/// `refreshes`: keep the sandbox alive `duration` seconds more from now (never shorter than it was).
+pub(crate) async fn refresh(
+    State(state): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let sandbox = match find(&state, &headers, &id).await {
+        Ok(sandbox) => sandbox,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let request: RefreshBody = match parse_body(&body) {
+        Ok(request) => request,
+        Err(refusal) => return refusal.into_response(),
+    };
+    match lifetime(request.duration) {
+        Ok(duration) => {
+            if SystemTime::now() + duration > sandbox.end() {
+                sandbox.set_timeout(duration);
+            }
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
+/// `pause`: the sandbox stops timing out and keeps its kernels (their state
+/// stays in memory; nothing is written to disk) until `connect` or `resume`.
+pub(crate) async fn pause(
+    State(state): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    match find(&state, &headers, &id).await {
+        Ok(sandbox) if sandbox.paused() => {
+            error(StatusCode::CONFLICT, format!("sandbox {id:?} is already paused")).into_response()
+        }
+        Ok(sandbox) => {
+            sandbox.set_paused(true);
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
+/// `GET /sandboxes/{id}/metrics`: one sample, now.
+pub(crate) async fn metrics(
+    State(state): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let sandbox = match find(&state, &headers, &id).await {
+        Ok(sandbox) => sandbox,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let now = SystemTime::now();
+    let unix = now.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_secs();
+    let used = sandbox.engine.memory_used();
+    let (disk_used, disk_total) = disk(sandbox.home.real());
+    axum::Json(json!([{
+        "timestamp": rfc3339(now),
+        "timestampUnix": unix,
+        "cpuCount": std::thread::available_parallelism().map_or(1, |n| n.get()),
+        "cpuUsedPct": 0.0,
+        "memUsed": used,
+        "memTotal": memory_mb(&sandbox) << 20,
+        "memCache": 0,
+        "diskUsed": disk_used,
+        "diskTotal": disk_total,
+    }]))
+    .into_response()
+}
+
+/// The used and total bytes of the filesystem `path` is on.
+#[cfg(not(unix))]
+fn disk(_path: &std::path::Path) -> (u64, u64) {
+    (0, 0)
+}
+
+/// The used and total bytes of the filesystem `path` is on.
+#[cfg(unix)]
+#[allow(clippy::useless_conversion)] // the counts are u32 on some systems (macOS), u64 here
+fn disk(path: &std::path::Path) -> (u64, u64) {
+    match nix::sys::statvfs::statvfs(path) {
+        Ok(stats) => {
+            let block = u64::from(stats.fragment_size());
+            let total = u64::from(stats.blocks()) * block;
+            (total.saturating_sub(u64::from(stats.blocks_free()) * block), total)
+        }
+        Err(_) => (0, 0),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ListQuery {
+    /// `key=value&key2=value2`, URL-encoded as one parameter.
+    metadata: Option<String>,
+    /// `running`, `paused`, or both comma-separated.
+    state: Option<String>,
+    next_token: Option<String>,
+    limit: Option<usize>,
+    /// Only sandboxes of this template.
+    template: Option<String>,
+    /// Only sandboxes started after this time (RFC 3339).
+    started_after: Option<String>,
+    /// `asc` (oldest first) or `desc` (newest first, the default).
+    order: Option<String>,
+}
+
+/// `GET /v2/sandboxes`: the caller's sandboxes, filtered, a page at a time (`X-Next-Token`).
+pub(crate) async fn list(
+    State(state): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    Query(query): Query<ListQuery>,
+) -> Response {
+    let identity = match identify(&state, &headers).await {
+        Ok(identity) => identity,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let wanted_states: Vec<String> = match &query.state {
+        Some(states) => states.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+        None => vec!["running".into(), "paused".into()],
+    };
+    if let Some(bad) = wanted_states.iter().find(|s| !matches!(s.as_str(), "running" | "paused")) {
+        return error(StatusCode::BAD_REQUEST, format!("state {bad:?} is not running or paused")).into_response();
+    }
+    let filter: Vec<(String, String)> = match &query.metadata {
+        Some(text) => match serde_urlencoded::from_str::<Vec<(String, String)>>(text) {
+            Ok(pairs) => pairs,
+            Err(e) => {
+                return error(StatusCode::BAD_REQUEST, format!("metadata filter {text:?} is not key=value&...: {e}"))
+                    .into_response();
+            }
+        },
+        None => Vec::new(),
+    };
+    let limit = query.limit.unwrap_or(100).clamp(1, 1000);
+    let started_after = match query.started_after.as_deref() {
+        Some(text) => match chrono::DateTime::parse_from_rfc3339(text) {
+            Ok(time) => Some(SystemTime::from(time)),
+            Err(e) => {
+                return error(StatusCode::BAD_REQUEST, format!("startedAfter {text:?} is not an RFC 3339 time: {e}"))
+                    .into_response();
+            }
+        },
+        None => None,
+    };
+    let newest_first = match query.order.as_deref() {
+        None | Some("desc") => true,
+        Some("asc") => false,
+        Some(other) => {
+            return error(StatusCode::BAD_REQUEST, format!("order {other:?} is asc or desc")).into_response();
+        }
+    };
+    let mut all: Vec<Arc<Sandbox>> = state
+        .e2b
+        .all_of(&identity.name)
+        .into_iter()
+        .filter(|sandbox| wanted_states.iter().any(|s| (s == "paused") == sandbox.paused()))
+        .filter(|sandbox| filter.iter().all(|(k, v)| sandbox.created.metadata.get(k) == Some(v)))
+        .filter(|sandbox| query.template.as_ref().is_none_or(|template| &sandbox.created.template == template))
+        .filter(|sandbox| started_after.is_none_or(|after| sandbox.started > after))
+        .collect();
+    if newest_first {
+        all.reverse();
+    }
+    // The next token is the id the next page starts after (a token whose sandbox is gone starts over).
+    let start = match &query.next_token {
+        Some(token) => all.iter().position(|sandbox| &sandbox.id == token).map_or(0, |index| index + 1),
+        None => 0,
+    };
+    let page: Vec<&Arc<Sandbox>> = all.iter().skip(start).take(limit).collect();
+    let body: Vec<Value> = page.iter().map(|sandbox| listed(sandbox)).collect();
+    let mut response = axum::Json(body).into_response();
+    if start + page.len() < all.len()
+        && let Some(last) = page.last()
+        && let Ok(value) = HeaderValue::from_str(&last.id)
+    {
+        response.headers_mut().insert("x-next-token", value);
+    }
+    response
+}
+
+/// `GET /sandboxes` (v1): every running sandbox of the caller.
+pub(crate) async fn list_v1(state: State<Arc<ServerState>>, headers: HeaderMap, query: Query<ListQuery>) -> Response {
+    let Query(mut query) = query;
+    query.state = Some("running".into());
+    query.limit = Some(1000);
+    list(state, headers, Query(query)).await
+}
+
+/// `GET /templates`: the names a sandbox may be created from.
+pub(crate) async fn templates(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> Response {
+    if let Err(refusal) = identify(&state, &headers).await {
+        return refusal.into_response();
+    }
+    let body: Vec<Value> = TEMPLATES
+        .iter()
+        .map(|name| json!({"templateID": name, "aliases": [name], "public": true, "buildCount": 0}))
+        .collect();
+    axum::Json(body).into_response()
+}
+
+/// What E2B offers and a cellbox server does not: said plainly, in E2B's error shape.
+pub(crate) async fn not_here(uri: axum::http::Uri) -> Response {
+    let path = uri.path();
+    let what = if path.contains("/fork") {
+        "forking a whole sandbox is not supported by cellbox serve (cellbox forks a Python context instead: the \
+         cellbox SDK's fork_context)"
+    } else if path.contains("/snapshots") {
+        "sandbox snapshots are not supported by cellbox serve (pause and connect keep a sandbox's state while the \
+         server runs)"
+    } else if path.contains("/network") {
+        "changing a sandbox's network rules is not supported by cellbox serve yet"
+    } else if path.contains("/volumes") {
+        "volumes are not supported by cellbox serve"
+    } else {
+        "template builds are not supported by cellbox serve: every sandbox is a cellbox sandbox (templates base and \
+         code-interpreter-v1)"
+    };
+    error(StatusCode::NOT_IMPLEMENTED, what).into_response()
+}
