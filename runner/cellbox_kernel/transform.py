@@ -12,6 +12,10 @@ brackets and continuations is never rewritten. The magic line itself is not
 Python, so it is never fed to the tokenizer (whose handling of `!` and stray
 quotes differs between Python versions). Every transformed line keeps its
 physical line count, so traceback line numbers stay right.
+
+First, as IPython's `leading_indent` does, a cell indented as a whole (code
+taken from a triple-quoted string) loses that indentation (see
+strip_leading_indent).
 """
 import io
 import re
@@ -24,6 +28,7 @@ _CELL_MAGIC = re.compile(r"^%%(?P<name>[A-Za-z_][\w.]*)(?P<rest>.*)$")
 _LINE_MAGIC = re.compile(r"^(?P<indent>[ \t]*)%(?P<name>[A-Za-z_][\w.]*)(?P<rest>.*)$")
 _SHELL = re.compile(r"^(?P<indent>[ \t]*)!(?P<double>!?)(?P<cmd>.*)$")
 _ASSIGN = re.compile(r"^(?P<indent>[ \t]*)(?P<target>[^=]+?)\s*=\s*(?P<kind>[!%])(?P<rest>.*)$")
+_LEADING_INDENT = re.compile(r"[ \t]+")
 _MAGIC_NAME = re.compile(r"^(?P<name>[A-Za-z_][\w.]*)(?P<rest>.*)$")
 # A dotted name (wildcards allowed, `%`/`%%` for magics) with `?`/`??` before or after it.
 # Compiled on first use: Unicode `\w` classes cost milliseconds at kernel start.
@@ -43,9 +48,11 @@ def transform_cell(source):
     """Return `source` with every magic replaced by a call on MAGIC_OBJECT.
 
     Never raises: text that is not Python is left for the compiler, which
-    reports it with the right line numbers. A cell without magics comes back
-    unchanged, byte for byte; one with magics keeps its number of lines.
+    reports it with the right line numbers. A cell without magics or leading
+    indentation comes back unchanged, byte for byte; any other keeps its
+    number of lines.
     """
+    source = strip_leading_indent(source)
     if "%" not in source and "!" not in source and "?" not in source:
         return source
     normalized = source.replace("\r\n", "\n").replace("\r", "\n")
@@ -74,6 +81,30 @@ def transform_cell(source):
         out.append(line)
         index += 1
     return "".join(out) if changed else source
+
+
+def strip_leading_indent(source):
+    """A cell indented as a whole loses that indentation, as in IPython.
+
+    The indentation of the first line that is neither blank nor a comment
+    (the first statement, which Python wants at column 0) comes off every
+    line that starts with it; other lines (a string's unindented
+    continuation, a shorter blank line or comment) stay as they are. This
+    is IPython's `leading_indent` up to 9.0 (which took the first non-blank
+    line), and on every cell that IPython 9.1+ runs it is the same as its
+    `textwrap.dedent`. Blank lines in front are kept, so tracebacks keep the
+    cell's line numbers. A cell that is not indented comes back as it is.
+    """
+    if len(source.lstrip()) == len(source):
+        return source
+    lines = source.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    first = next((line for line in lines if line.strip() and not line.lstrip().startswith("#")), "")
+    match = _LEADING_INDENT.match(first)
+    if match is None:
+        return source
+    prefix = match.group(0)
+    size = len(prefix)
+    return "\n".join(line[size:] if line.startswith(prefix) else line for line in lines)
 
 
 def _cell_magic(lines):
@@ -208,8 +239,9 @@ def check_complete(code):
         return "invalid", ""
     if compiled is None:
         return "incomplete", _indent_of(lines)
-    # Like the interactive interpreter: a block goes on until a blank line.
-    last = [line for line in lines if line.strip()][-1:]
+    # Like the interactive interpreter: a block goes on until a blank line
+    # (a cell indented as a whole counts from its own left edge).
+    last = [line for line in strip_leading_indent(code).split("\n") if line.strip()][-1:]
     ends_blank = len(lines) > 1 and lines[-1].strip() == "" and lines[-2].strip() == ""
     if last and last[0][:1] in (" ", "\t") and not ends_blank:
         return "incomplete", _indent_of(lines)

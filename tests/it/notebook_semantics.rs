@@ -146,6 +146,32 @@ async fn tracebacks_never_show_the_runner() {
     assert_eq!(usage.errors()[0].traceback, ["UsageError: Line magic function `%no_such_magic` not found.\n"]);
 }
 
+/// Code from a triple-quoted string comes indented as a whole; IPython takes
+/// that indentation off before running it, and so does cellbox (tracebacks,
+/// the completeness check and the pre-run check included).
+#[tokio::test]
+async fn an_indented_cell_runs_as_in_ipython() {
+    use cellbox_protocol::CheckCell;
+    let kernel = start().await;
+    let cell =
+        "\n    x = 20\n    %time y = x + 1\n    s = '''a\nb'''\n    if s:\n        print(s.split())\n    x + y\n";
+    let output = run(&kernel, cell).await;
+    assert_eq!(output.results(), ["41"], "{}", error_of(&output));
+    let stdout = output.stdout();
+    assert!(stdout.contains("Wall time") && stdout.ends_with("\n['a', 'b']\n"), "{stdout}");
+
+    let failing = run(&kernel, "\n    x = 1\n\n    x / 0\n").await;
+    assert_eq!(error_of(&failing), "ZeroDivisionError: division by zero");
+    assert!(traceback_of(&failing).contains("line 4"), "{}", traceback_of(&failing));
+
+    let answer = kernel.check_complete("    x = 1\n").await.unwrap();
+    assert_eq!(answer.status, "complete");
+    let cells = vec![CheckCell { number: 1, code: cell.into(), typescript: false }];
+    let report = kernel.check(cells, false).await.unwrap();
+    assert!(report.cells[0].error.is_none(), "{:?}", report.cells[0].error);
+    kernel.shutdown().await;
+}
+
 #[tokio::test]
 async fn display_cell_magics_send_ipythons_bundles() {
     let kernel = start().await;
