@@ -12,12 +12,23 @@ truncated by pandas anyway, and its full data would cost every display of it
 a copy of the whole frame through the pipe.
 
 pandas is never imported here: a frame exists only once the user imported it.
+
+Frames also read as in Jupyter. pandas asks `get_ipython()` whether it runs
+in a terminal: a shell with a `kernel` is a Jupyter kernel (then
+`display.max_columns` is 20, decided at import, not 0, "fit the terminal"),
+and one whose type names zmq is a notebook-like front end (sizes are then
+pandas' defaults, not the terminal's, and categories are not wrapped).
+cellbox's shell is neither, so a wide frame's middle columns were left out,
+as in a terminal. pandas' two modules that ask get a `get_ipython` of their
+own, before their code runs, answering as ipykernel's shell does; nothing
+else sees it. The hook is set when this module is imported, so pandas
+preloaded by the fork server (imported before any kernel exists) gets it.
 """
 import datetime
 import math
 import sys
 
-from . import display, wire
+from . import display, import_hooks, wire
 
 MIME = wire.DATA_MIME
 #: The most values (rows times columns) a frame's data is sent for.
@@ -73,4 +84,25 @@ def _missing(value):
         return False
 
 
+class _AsZMQInteractiveShell:
+    """The two things pandas reads off a Jupyter kernel's shell: it has a
+    `kernel`, and its type's name says zmq (ipykernel's ZMQInteractiveShell)."""
+
+    kernel = None
+
+
+_KERNEL_SHELL = _AsZMQInteractiveShell()
+
+
+def _kernel_shell():
+    return _KERNEL_SHELL
+
+
+def _as_in_a_kernel(module):
+    module.get_ipython = _kernel_shell
+
+
 display.add_renderer(is_small_frame, frame_bundle, "to_dict")
+# pandas.core.config_init sets max_columns at import; console answers at each repr.
+import_hooks.before_import("pandas.core.config_init", _as_in_a_kernel)
+import_hooks.before_import("pandas.io.formats.console", _as_in_a_kernel)

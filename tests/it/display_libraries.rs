@@ -28,6 +28,80 @@ async fn pandas_dataframe() {
     assert!(bundle["text/html"].as_str().unwrap().contains("<table"), "DataFrames also carry HTML");
 }
 
+/// A frame of 3 rows and 30 columns, as a real ipykernel prints it: 20 columns, wrapped at 80.
+const WIDE_FRAME: &str = concat!(
+    "   0     1     2     3     4     5     6     7     8     9   ...     20  \\\n",
+    "0   0  1000  2000  3000  4000  5000  6000  7000  8000  9000  ...  20000   \n",
+    "1   0  1000  2000  3000  4000  5000  6000  7000  8000  9000  ...  20000   \n",
+    "2   0  1000  2000  3000  4000  5000  6000  7000  8000  9000  ...  20000   \n",
+    "\n",
+    "      21     22     23     24     25     26     27     28     29  \n",
+    "0  21000  22000  23000  24000  25000  26000  27000  28000  29000  \n",
+    "1  21000  22000  23000  24000  25000  26000  27000  28000  29000  \n",
+    "2  21000  22000  23000  24000  25000  26000  27000  28000  29000  \n",
+    "\n",
+    "[3 rows x 30 columns]",
+);
+
+/// 12 columns with long names, as a real ipykernel prints them: all of them, two to a block.
+const LONG_NAMES_FRAME: &str = concat!(
+    "   a_rather_long_column_name_0  a_rather_long_column_name_1  \\\n",
+    "0                            0                            1   \n",
+    "1                          100                          101   \n",
+    "2                          200                          201   \n",
+    "\n",
+    "   a_rather_long_column_name_2  a_rather_long_column_name_3  \\\n",
+    "0                            2                            3   \n",
+    "1                          102                          103   \n",
+    "2                          202                          203   \n",
+    "\n",
+    "   a_rather_long_column_name_4  a_rather_long_column_name_5  \\\n",
+    "0                            4                            5   \n",
+    "1                          104                          105   \n",
+    "2                          204                          205   \n",
+    "\n",
+    "   a_rather_long_column_name_6  a_rather_long_column_name_7  \\\n",
+    "0                            6                            7   \n",
+    "1                          106                          107   \n",
+    "2                          206                          207   \n",
+    "\n",
+    "   a_rather_long_column_name_8  a_rather_long_column_name_9  \\\n",
+    "0                            8                            9   \n",
+    "1                          108                          109   \n",
+    "2                          208                          209   \n",
+    "\n",
+    "   a_rather_long_column_name_10  a_rather_long_column_name_11  \n",
+    "0                            10                            11  \n",
+    "1                           110                           111  \n",
+    "2                           210                           211  ",
+);
+
+/// pandas prints frames as under ipykernel (`display.max_columns` 20, `display.width` 80),
+/// not as in a terminal (max_columns 0: the middle columns left out), whether the frame is the
+/// result or printed, and with pandas preloaded by the fork server too. The expected texts are
+/// what a real ipykernel 7.4.0 (IPython 9.18.1, pandas 3.1.1) printed for the same cells, run
+/// through jupyter_client (see tests/runner/test_pandas_text.py).
+#[tokio::test]
+async fn pandas_frames_read_as_in_jupyter() {
+    let setup = "import pandas as pd\n\
+                 wide = pd.DataFrame([[i * 1000 for i in range(30)] for _ in range(3)])\n\
+                 long_names = pd.DataFrame([[r * 100 + c for c in range(12)] for r in range(3)], \
+                 columns=['a_rather_long_column_name_%d' % c for c in range(12)])";
+    let mut preloaded = common::options(&std::env::temp_dir());
+    preloaded.preload = vec!["pandas".into()];
+    for (what, options) in [("spawned", common::options(&std::env::temp_dir())), ("pandas preloaded", preloaded)] {
+        let forks = !options.preload.is_empty();
+        let kernel = cellbox_kernels::kernel::Kernel::start(options).await.expect("kernel starts");
+        assert_eq!(kernel.forked_from().is_some(), forks, "{what}");
+        assert!(run(&kernel, setup).await.is_ok(), "{what}");
+        assert_eq!(run(&kernel, "wide").await.results(), [WIDE_FRAME], "{what}");
+        assert_eq!(run(&kernel, "print(wide)").await.stdout(), format!("{WIDE_FRAME}\n"), "{what}");
+        assert_eq!(run(&kernel, "long_names").await.results(), [LONG_NAMES_FRAME], "{what}");
+        assert_eq!(run(&kernel, "print(long_names)").await.stdout(), format!("{LONG_NAMES_FRAME}\n"), "{what}");
+        kernel.shutdown().await;
+    }
+}
+
 #[tokio::test]
 async fn pil_image() {
     let kernel = start().await;
