@@ -21,6 +21,7 @@ mod discovery;
 mod display_libraries;
 mod display_protocol;
 mod doctor;
+mod e2b;
 mod eval_engine;
 mod extension_modules;
 mod faults;

@@ -35,6 +35,7 @@ mod watch;
 pub mod wire;
 
 pub use args::EngineArgs;
+pub use contexts::SdkLanguage;
 pub use link::{Event, Link, Pending};
 pub use stream::{StreamLimits, serve_stream};
 
@@ -49,7 +50,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::tool::{CallContext, CellParams, EvalEngine, EvalEvent, EvalParams};
-use contexts::{Contexts, SdkLanguage};
+use contexts::Contexts;
 use wire::{Answer, Call, ErrorCode, Failure};
 
 /// Calls one connection may have in progress at once (`run_code`, files,

@@ -214,6 +214,13 @@ pub fn stream(frames: impl Stream<Item = Bytes> + Send + 'static) -> Response {
     response
 }
 
+/// A request refused before it was read: as a stream's end when it was sent as
+/// a stream (`application/connect+json`), else as a unary call's error.
+pub fn refuse(headers: &HeaderMap, error: RpcError) -> Response {
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if content_type.starts_with(STREAM_JSON) { stream_error(error) } else { error.into_response() }
+}
+
 /// A stream that fails before its first message: on a stream, errors travel in the end envelope.
 pub fn stream_error(error: RpcError) -> Response {
     stream(futures_util::stream::iter([end(Some(&error))]))

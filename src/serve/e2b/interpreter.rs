@@ -64,6 +64,20 @@ pub(crate) async fn execute(Routed(sandbox): Routed, body: Bytes) -> Response {
     };
     // A context names its language; E2B's server takes the context when both come.
     let language = if request.context_id.is_some() { None } else { request.language.map(|l| e2b_language(&l)) };
+    // Refusals are answered before the stream starts, as E2B's HTTP errors: the
+    // answer's headers cannot wait for a cell that may run for hours.
+    if let Some(language) = &language
+        && let Err(failure) = cellbox_sdk::SdkLanguage::parse(language)
+    {
+        return failure_response(&failure).into_response();
+    }
+    if let Some(id) = &request.context_id {
+        match sandbox.link.call(Call::ListContexts(wire::NoParams)).await {
+            Ok(Answer::ListContexts(contexts)) if contexts.iter().any(|context| &context.id == id) => {}
+            Ok(_) => return error(StatusCode::NOT_FOUND, format!("Context {id} not found")).into_response(),
+            Err(failure) => return failure_response(&failure).into_response(),
+        }
+    }
     let call = Call::RunCode(wire::RunCode {
         code: request.code,
         language,
@@ -73,16 +87,11 @@ pub(crate) async fn execute(Routed(sandbox): Routed, body: Bytes) -> Response {
         timeout: Some(0.0),
         checkpoint: None,
     });
-    let mut pending = match sandbox.link.start(call).await {
+    let pending = match sandbox.link.start(call).await {
         Ok(pending) => pending,
         Err(failure) => return failure_response(&failure).into_response(),
     };
-    // A call refused at once (no such context, a language not served) is an HTTP error, as on E2B.
-    let first = pending.next().await;
-    if let Some(Event::Answer(Err(failure))) = &first {
-        return failure_response(failure).into_response();
-    }
-    let lines = Lines { pending: Some(pending), first, finished: false, ended: sandbox.ended.clone() };
+    let lines = Lines { pending: Some(pending), finished: false, ended: sandbox.ended.clone() };
     let body = Body::from_stream(futures_util::stream::unfold(lines, |mut lines| async move {
         let line = lines.next_line().await?;
         Some((line, lines))
@@ -105,7 +114,6 @@ fn e2b_language(language: &str) -> String {
 /// A cell's events as NDJSON lines; interrupts the cell if dropped before its end.
 struct Lines {
     pending: Option<Pending>,
-    first: Option<Event>,
     finished: bool,
     /// The sandbox's end.
     ended: tokio_util::sync::CancellationToken,
@@ -120,18 +128,13 @@ impl Lines {
         if self.finished {
             return None;
         }
-        let event = match self.first.take() {
-            Some(event) => Some(event),
-            None => {
-                let pending = self.pending.as_mut()?;
-                tokio::select! {
-                    biased;
-                    () = self.ended.cancelled() => None,
-                    event = pending.next() => event,
-                    () = tokio::time::sleep(KEEPALIVE) => {
-                        return Some(Ok(Bytes::from_static(b"{\"type\":\"keepalive\"}\n")));
-                    }
-                }
+        let pending = self.pending.as_mut()?;
+        let event = tokio::select! {
+            biased;
+            () = self.ended.cancelled() => None,
+            event = pending.next() => event,
+            () = tokio::time::sleep(KEEPALIVE) => {
+                return Some(Ok(Bytes::from_static(b"{\"type\":\"keepalive\"}\n")));
             }
         };
         let lines = match event {

@@ -22,6 +22,7 @@
 
 mod connect;
 mod control;
+mod files;
 mod filesystem;
 mod home;
 mod interpreter;
@@ -79,10 +80,7 @@ pub(crate) fn routes() -> Router<Arc<ServerState>> {
         .route("/volumes", get(control::not_here).post(control::not_here))
         .route("/health", get(envd_health))
         // Uploads are written a chunk at a time, never held whole: no body limit.
-        .route(
-            "/files",
-            get(filesystem::download).post(filesystem::upload).layer(axum::extract::DefaultBodyLimit::disable()),
-        )
+        .route("/files", get(files::download).post(files::upload).layer(axum::extract::DefaultBodyLimit::disable()))
         .route("/filesystem.Filesystem/{method}", post(filesystem::rpc))
         .route("/process.Process/{method}", post(process::rpc))
         .route("/execute", post(interpreter::execute))

@@ -113,7 +113,7 @@ pub(crate) async fn rpc(
     }
     let (kind, message) = match connect::read_request(&headers, &body) {
         Ok(request) => request,
-        Err(error) => return error.into_response(),
+        Err(error) => return connect::refuse(&headers, error),
     };
     let keepalive = keepalive_interval(&headers);
     match (method.as_str(), kind) {
