@@ -14,6 +14,8 @@ thread or on an event loop.
 import asyncio
 import functools
 import inspect
+import os
+import sys
 import uuid
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Union
@@ -46,6 +48,33 @@ _LIVE: "weakref.WeakValueDictionary[str, Any]" = weakref.WeakValueDictionary()
 
 #: E2B's default `run_code` timeout, in seconds (0: no limit).
 _DEFAULT_RUN_TIMEOUT = 300
+
+#: `python=` for the engine's own choice: `$CELLBOX_PYTHON`, else the interpreter `cellbox doctor` finds.
+_DISCOVER = "discover"
+#: The variable that names the kernels' Python, for every cellbox front end.
+_PYTHON_VAR = "CELLBOX_PYTHON"
+
+
+def _kernel_python(python: Optional[str], local: bool) -> Optional[str]:
+    """The `--python` of a sandbox given `python=`: that interpreter; none (the engine's
+    choice) for `"discover"`, for a remote sandbox and when `$CELLBOX_PYTHON` is set; else the
+    interpreter running this program, when it is a Python that can be run."""
+    if python == _DISCOVER:
+        return None
+    if python is not None or not local or os.environ.get(_PYTHON_VAR, "").strip():
+        return python
+    return _running_python()
+
+
+def _running_python() -> Optional[str]:
+    """`sys.executable`, unless it is empty, cannot be run or is not a Python (a program that
+    embeds the interpreter, such as uWSGI, may name itself)."""
+    executable = sys.executable
+    if not executable or not os.path.isfile(executable) or not os.access(executable, os.X_OK):
+        return None
+    if not os.path.basename(executable).lower().startswith(("python", "pypy")):
+        return None
+    return os.path.abspath(executable)
 
 
 def _timeout_params(timeout: Optional[float]) -> Dict[str, Any]:
@@ -86,7 +115,7 @@ def _engine_args(
     spares: Optional[int],
     timeout: Optional[float],
 ) -> List[str]:
-    """The `cellbox sdk-server` flags for a sandbox's arguments."""
+    """The `cellbox sdk-server` flags for a sandbox's arguments (`python` as `_kernel_python` chose)."""
     args: List[str] = []
     if timeout:
         args += ["--idle-timeout", str(_timeout_params(timeout)["seconds"])]
@@ -246,7 +275,10 @@ class Sandbox(_Requests, SyncBranches, MembersElsewhere, metaclass=SandboxMember
 
     `template`, `metadata`, `secure`, `api_key`, `domain`, `debug`, `proxy`,
     `request_timeout`, `mcp`, `lifecycle`, `volume_mounts` and `logger` have
-    no local meaning and are ignored. `envs` are set in every kernel;
+    no local meaning and are ignored. `envs` are the environment variables
+    of every kernel, in every context, and of every command (`run_code`'s
+    and `commands.run`'s own `envs` add to them or override them for that
+    call only); this program's environment is left as it is;
     `allow_internet_access=False` (or `network={"deny_out": [ALL_TRAFFIC]}`)
     turns the kernels' network off; other network rules are refused, since
     the network is on or off as a whole. `timeout` is the sandbox's idle
@@ -259,11 +291,17 @@ class Sandbox(_Requests, SyncBranches, MembersElsewhere, metaclass=SandboxMember
     cellbox's own arguments: `cwd` is the folder kernels run in (default: the
     current one; contexts' relative `cwd`s start there), `sandbox` the OS
     sandbox policy (`workspace-write`, the default, `read-only` or `off`),
-    `python` the interpreter for Python cells (default: the one
-    `cellbox doctor` finds), `preload` modules every Python kernel starts
-    with already imported (e.g. `["numpy", "pandas"]`: imported once in a
-    fork server; Linux), `spares` how many warm kernels are kept ready per
-    kernel kind (default 1; 0: none), `engine` where the engine runs:
+    `python` the interpreter for Python cells: by default the one running
+    this program (`sys.executable`, so a venv's packages are in its cells
+    whether or not the venv is activated), unless `CELLBOX_PYTHON` names
+    one; `"discover"` asks for the engine's own choice (`CELLBOX_PYTHON`,
+    else the interpreter `cellbox doctor` finds), which is also what an
+    empty or unusable `sys.executable` (an embedded interpreter) gets; a
+    remote sandbox's kernels run on its server's choice. `preload` modules
+    every Python kernel starts with already imported (e.g. `["numpy",
+    "pandas"]`: imported once in a fork server; Linux), `spares` how many
+    warm kernels are kept ready per kernel kind (default 1; 0: none),
+    `engine` where the engine runs:
     `"in-process"` (the default where the wheel's extension is installed:
     the fastest calls) or `"process"` (a child process of its own: a crash
     in the engine cannot end this program).
@@ -288,6 +326,7 @@ class Sandbox(_Requests, SyncBranches, MembersElsewhere, metaclass=SandboxMember
         spares: Optional[int] = None,
         **opts: Any,
     ) -> None:
+        python = _kernel_python(python, local=opts.get("api_url") is None)
         args = _engine_args(allow_internet_access, network, sandbox, python, preload, spares, timeout)
         super().__init__(_open_transport(opts, args, cwd, envs, timeout), metadata, timeout)
         try:
@@ -453,6 +492,7 @@ class AsyncSandbox(_Requests, AsyncBranches, MembersElsewhere, metaclass=Sandbox
         **opts: Any,
     ) -> None:
         """Starts the engine; `create` also waits until it answers."""
+        python = _kernel_python(python, local=opts.get("api_url") is None)
         args = _engine_args(allow_internet_access, network, sandbox, python, preload, spares, timeout)
         super().__init__(_open_transport(opts, args, cwd, envs, timeout), metadata, timeout)
 

@@ -5,6 +5,7 @@ interpreter (CELLBOX_TEST_PYTHON), with pandas and matplotlib.
 Run as `python -m unittest discover -s tests/sdk` from the repository root.
 """
 import gc
+import json
 import os
 import subprocess
 import shutil
@@ -215,6 +216,87 @@ class EngineOptionTests(unittest.TestCase):
     def test_preloaded_modules_are_imported_before_the_first_cell(self):
         box = sandbox(self, preload=["fractions"], spares=0)
         self.assertEqual(box.run_code("import sys; 'fractions' in sys.modules").text, "True")
+
+
+class KernelPythonTests(unittest.TestCase):
+    """The kernels' Python is the one that imported cellbox (`sys.executable`), so a program
+    run as `venv/bin/python agent.py`, the venv not activated, has its packages in its cells."""
+
+    MARKER = "cellbox_sdk_marker_%d" % os.getpid()
+    CODE = "try:\n    import {0}\n    found = {0}.VALUE\nexcept ImportError:\n    found = 'missing'\nfound"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.folder = tempfile.mkdtemp(prefix="cellbox-sdk-venv-")
+        venv = os.path.join(cls.folder, "env")
+        subprocess.run([PYTHON, "-m", "venv", "--without-pip", venv], check=True, timeout=120)
+        cls.venv_python = os.path.join(venv, "bin", "python")
+        where = "import sysconfig; print(sysconfig.get_path('purelib'))"
+        purelib = subprocess.run([cls.venv_python, "-c", where], capture_output=True, text=True, check=True).stdout
+        with open(os.path.join(purelib.strip(), cls.MARKER + ".py"), "w") as module:
+            module.write("VALUE = 'from-the-venv'\n")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.folder, ignore_errors=True)
+
+    def found(self, cases, **env):
+        """What `import MARKER` gives in the first cell of a sandbox made with each of `cases`
+        (`sys.executable` first set to its "executable", if given), in a program run on the
+        venv's Python: the venv neither activated nor on PATH."""
+        program = "\n".join(
+            [
+                "import json, sys",
+                "sys.path.insert(0, %r)" % os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"),
+                "from cellbox import Sandbox",
+                "found = {}",
+                "for name, options in %r.items():" % (cases,),
+                "    options = dict(options)",
+                "    sys.executable = options.pop('executable', sys.executable)",
+                "    try:",
+                "        with Sandbox(cwd=%r, spares=0, **options) as box:" % WORK,
+                "            found[name] = box.run_code(%r).text" % self.CODE.format(self.MARKER),
+                "    except Exception as error:",
+                "        found[name] = '%s: %s' % (type(error).__name__, str(error).splitlines()[0])",
+                "print(json.dumps(found), flush=True)",
+                # What is checked ends here: the program's exit is another matter (it has aborted
+                # now and then with the in-process engine, whatever the interpreter).
+                "import os; os._exit(0)",
+            ]
+        )
+        environment = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CONDA_PREFIX", "CELLBOX_PYTHON")}
+        environment.update(env)
+        self.assertNotIn(os.path.dirname(self.venv_python), environment.get("PATH", "").split(os.pathsep))
+        done = subprocess.run(
+            [self.venv_python, "-c", program], cwd=WORK, env=environment, capture_output=True, text=True, timeout=180
+        )
+        self.assertEqual(done.returncode, 0, done.stderr)
+        return json.loads(done.stdout.splitlines()[-1])
+
+    def test_kernels_run_on_the_caller_s_python_unless_told_otherwise(self):
+        found = self.found(
+            {
+                "default": {},
+                "discovered": {"python": "discover"},
+                "named": {"python": PYTHON},
+                "no sys.executable": {"executable": ""},
+                "sys.executable not runnable": {"executable": os.path.join(WORK, "no-such-python")},
+            }
+        )
+        self.assertEqual(
+            found,
+            {
+                "default": "from-the-venv",
+                "discovered": "missing",
+                "named": "missing",
+                "no sys.executable": "missing",
+                "sys.executable not runnable": "missing",
+            },
+        )
+
+    def test_cellbox_python_wins_over_the_caller_s_python_and_an_argument_over_both(self):
+        found = self.found({"default": {}, "named": {"python": self.venv_python}}, CELLBOX_PYTHON=PYTHON)
+        self.assertEqual(found, {"default": "missing", "named": "from-the-venv"})
 
 
 class BadArgumentTests(unittest.TestCase):
