@@ -25,7 +25,7 @@ __all__ = ["RemoteTransport"]
 _CONNECT_TIMEOUT = 30.0
 #: Seconds `close()` waits for the server to end the sandbox.
 _CLOSE_GRACE = 10.0
-#: Calls whose parameters carry the sandbox's `envs` (a local engine sets them in its own environment).
+#: Calls whose parameters carry the sandbox's `envs` (a local engine starts its kernels with them).
 _WITH_ENVS = (_wire.RUN_CODE, _wire.COMMANDS_START)
 
 

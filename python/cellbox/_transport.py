@@ -403,7 +403,10 @@ class LocalTransport(Transport):
     """An engine process this program started and owns."""
 
     def __init__(self, args: List[str], cwd: Optional[str], env: Optional[Dict[str, str]]) -> None:
-        command = [find_binary(), "sdk-server"] + args
+        # The sandbox's `env` reach the kernels and commands by name (`--env NAME`): their values
+        # are in the engine's environment, not on its command line.
+        named = [flag for name in sorted(env or {}) for flag in ("--env", name)]
+        command = [find_binary(), "sdk-server"] + args + named
         full_env = dict(os.environ)
         full_env.update(env or {})
         try:

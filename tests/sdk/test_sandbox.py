@@ -218,6 +218,35 @@ class EngineOptionTests(unittest.TestCase):
         self.assertEqual(box.run_code("import sys; 'fractions' in sys.modules").text, "True")
 
 
+class SandboxEnvsTests(unittest.TestCase):
+    """`Sandbox(envs=...)`, as in E2B: the kernels' and commands' environment, in every context;
+    a call's own `envs` add to it or override it for that call only."""
+
+    def test_the_sandbox_s_envs_reach_every_kernel_and_command(self):
+        box = sandbox(self, envs={"SDK_GREETING": "hello", "SDK_OTHER": "kept"})
+        python = "import os; os.environ.get('SDK_GREETING')"
+        self.assertEqual(box.run_code(python).text, "hello")
+        self.assertEqual(box.run_code(python, context=box.create_code_context()).text, "hello")
+        self.assertEqual(box.run_code("process.env.SDK_GREETING", language="js").text, "hello")
+        self.assertEqual(box.run_code("echo $SDK_GREETING", language="bash").logs.stdout, ["hello\n"])
+        self.assertEqual(box.commands.run("echo $SDK_GREETING $SDK_OTHER").stdout, "hello kept\n")
+        self.assertEqual(box.commands.run("echo $SDK_GREETING", background=True).wait().stdout, "hello\n")
+        self.assertNotIn("SDK_GREETING", os.environ, "this process's environment is left alone")
+
+    def test_a_call_s_envs_override_the_sandbox_s_for_that_call_only(self):
+        box = sandbox(self, envs={"SDK_GREETING": "hello"})
+        python = "import os; '%s %s' % (os.environ.get('SDK_GREETING'), os.environ.get('SDK_ONCE'))"
+        js = "`${process.env.SDK_GREETING} ${process.env.SDK_ONCE}`"
+        once = {"SDK_GREETING": "bye", "SDK_ONCE": "yes"}
+        self.assertEqual(box.run_code(python, envs=once).text, "bye yes")
+        self.assertEqual(box.run_code(python).text, "hello None")
+        self.assertEqual(box.run_code(js, language="js", envs=once).text, "bye yes")
+        self.assertEqual(box.run_code(js, language="js").text, "hello undefined")
+        command = 'echo "$SDK_GREETING ${SDK_ONCE-unset}"'
+        self.assertEqual(box.commands.run(command, envs=once).stdout, "bye yes\n")
+        self.assertEqual(box.commands.run(command).stdout, "hello unset\n")
+
+
 class KernelPythonTests(unittest.TestCase):
     """The kernels' Python is the one that imported cellbox (`sys.executable`), so a program
     run as `venv/bin/python agent.py`, the venv not activated, has its packages in its cells."""

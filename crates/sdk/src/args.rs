@@ -20,6 +20,11 @@ pub struct EngineArgs {
     /// (the SDK's `timeout=`; 0: never).
     #[arg(long, value_name = "SECONDS", default_value_t = 0.0, value_parser = idle_seconds)]
     idle_timeout: f64,
+    /// A variable of this engine's environment that every kernel and command gets as it is,
+    /// past the filter that keeps the host's other variables from them (the SDK's `envs=`, whose
+    /// values stay off the command line); repeatable. One that is not set is an error.
+    #[arg(long = "env", value_name = "NAME")]
+    envs: Vec<String>,
 }
 
 /// [`EngineArgs`] alone, for parsing a flag list that did not come from a command line.
@@ -41,10 +46,14 @@ impl EngineArgs {
     }
 
     /// The engine's configuration (its working folder checked first) and its idle limit, with
-    /// the variables of `env` that no flag sets.
+    /// the variables of `env` that no flag sets and the kernels' variables `--env` names.
     pub fn engine_config(&self, env: &Environment) -> Result<(EngineConfig, Option<Duration>), String> {
         let mut config = self.kernel.engine_config(env)?;
         config.spare.count = self.spares;
+        for name in &self.envs {
+            let value = std::env::var(name).map_err(|error| format!("--env {name}: {error}"))?;
+            config.extra_env.insert(name.clone(), value);
+        }
         // A timeout too long to count is no limit at all.
         let idle = (self.idle_timeout > 0.0).then(|| Duration::try_from_secs_f64(self.idle_timeout).ok()).flatten();
         Ok((config, idle))
@@ -55,5 +64,27 @@ fn idle_seconds(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => Ok(seconds),
         _ => Err(format!("expected 0 (never) or more seconds, not {text:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(flags: &[&str]) -> Result<EngineConfig, String> {
+        let flags: Vec<String> = flags.iter().map(|flag| flag.to_string()).collect();
+        let env = Environment::from_pairs(std::iter::empty::<(&str, &str)>()).unwrap();
+        EngineArgs::parse(&flags)?.engine_config(&env).map(|(config, _)| config)
+    }
+
+    #[test]
+    fn env_passes_the_named_variables_of_the_engine_s_environment_to_kernels() {
+        // HOME and PATH are set wherever the tests run.
+        let config = config(&["--env", "PATH", "--env", "HOME"]).unwrap();
+        assert_eq!(config.extra_env.get("PATH"), std::env::var("PATH").ok().as_ref());
+        assert_eq!(config.extra_env.get("HOME"), std::env::var("HOME").ok().as_ref());
+        assert_eq!(config.extra_env.len(), 2);
+        let missing = config(&["--env", "CELLBOX_SDK_TEST_NEVER_SET"]).unwrap_err();
+        assert!(missing.starts_with("--env CELLBOX_SDK_TEST_NEVER_SET: "), "{missing}");
     }
 }
