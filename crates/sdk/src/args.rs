@@ -80,10 +80,10 @@ mod tests {
     #[test]
     fn env_passes_the_named_variables_of_the_engine_s_environment_to_kernels() {
         // HOME and PATH are set wherever the tests run.
-        let config = config(&["--env", "PATH", "--env", "HOME"]).unwrap();
-        assert_eq!(config.extra_env.get("PATH"), std::env::var("PATH").ok().as_ref());
-        assert_eq!(config.extra_env.get("HOME"), std::env::var("HOME").ok().as_ref());
-        assert_eq!(config.extra_env.len(), 2);
+        let chosen = config(&["--env", "PATH", "--env", "HOME"]).unwrap();
+        assert_eq!(chosen.extra_env.get("PATH"), std::env::var("PATH").ok().as_ref());
+        assert_eq!(chosen.extra_env.get("HOME"), std::env::var("HOME").ok().as_ref());
+        assert_eq!(chosen.extra_env.len(), 2);
         let missing = config(&["--env", "CELLBOX_SDK_TEST_NEVER_SET"]).unwrap_err();
         assert!(missing.starts_with("--env CELLBOX_SDK_TEST_NEVER_SET: "), "{missing}");
     }
