@@ -81,6 +81,10 @@ pub struct ServeArgs {
     /// may take, unless its token sets its own limits; more are answered 429 (retry).
     #[arg(long, value_name = "PERCENT", default_value_t = 25, value_parser = clap::value_parser!(u8).range(1..=100))]
     principal_share: u8,
+    /// Print the variables that point E2B's SDKs (`e2b`, `e2b_code_interpreter`, `@e2b/code-interpreter`)
+    /// at this server once it listens (its E2B-compatible API is always served; docs/e2b.md).
+    #[arg(long)]
+    e2b: bool,
     #[command(flatten)]
     engine: EngineArgs,
 }
@@ -199,6 +203,7 @@ pub async fn serve(args: ServeArgs, env: &settings::Environment) -> ExitCode {
             args.max_kernels_total,
         ),
         tls: args.tls_cert.zip(args.tls_key),
+        print_e2b: args.e2b,
         connections: cellbox::serve::listen::ConnectionLimits {
             max_connections: args.max_connections,
             max_connections_per_ip: args.max_connections_per_ip,

@@ -119,6 +119,8 @@ pub struct ServeConfig {
     pub tls: Option<(PathBuf, PathBuf)>,
     /// How many connections may be open, and how long a client may stall.
     pub connections: listen::ConnectionLimits,
+    /// Print the variables that point E2B's SDKs here once listening.
+    pub print_e2b: bool,
 }
 
 impl ServeConfig {
@@ -299,6 +301,16 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
     };
     let scheme = if state.https { "https" } else { "http" };
     eprintln!("cellbox serve: MCP on {scheme}://{address}/mcp, {auth_note}");
+    if config.print_e2b {
+        let key = match &state.auth {
+            Auth::Off => format!("{}{}  # auth is off: any key works", tokens::E2B_TOKEN_PREFIX, "0".repeat(40)),
+            Auth::Bearer { .. } => "...  # a token of `cellbox serve token add NAME --e2b`".to_string(),
+        };
+        eprintln!(
+            "cellbox serve: E2B's SDKs reach this server with\n  export E2B_API_URL={scheme}://{address}\n  export \
+             E2B_SANDBOX_URL={scheme}://{address}\n  export E2B_API_KEY={key}"
+        );
+    }
     let result = match acceptor {
         Some(acceptor) => {
             let listener = tls::TlsListener::new(listener, acceptor)?;

@@ -33,6 +33,7 @@ pub enum Code {
     Unimplemented,
     Internal,
     Unavailable,
+    DeadlineExceeded,
 }
 
 impl Code {
@@ -46,6 +47,7 @@ impl Code {
             Code::Unimplemented => "unimplemented",
             Code::Internal => "internal",
             Code::Unavailable => "unavailable",
+            Code::DeadlineExceeded => "deadline_exceeded",
         }
     }
 
@@ -58,6 +60,7 @@ impl Code {
             Code::PermissionDenied => StatusCode::FORBIDDEN,
             Code::Unimplemented => StatusCode::NOT_IMPLEMENTED,
             Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Code::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
             Code::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -206,12 +209,19 @@ pub fn unary(message: Value) -> Response {
     axum::Json(message).into_response()
 }
 
-/// A server stream's answer: the envelopes `frames` yields (ending with [`end`]).
-pub fn stream(frames: impl Stream<Item = Bytes> + Send + 'static) -> Response {
-    let body = Body::from_stream(futures_util::StreamExt::map(frames, Ok::<_, std::convert::Infallible>));
+/// A server stream's answer: the envelopes `frames` yields (ending with [`end`]);
+/// an error cuts the answer off, as a sandbox that went away does.
+pub fn stream(frames: impl Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static) -> Response {
+    let body = Body::from_stream(frames);
     let mut response = Response::new(body);
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(STREAM_JSON));
     response
+}
+
+/// How long the client gives the call (`Connect-Timeout-Ms`), if it says.
+pub fn timeout(headers: &HeaderMap) -> Option<std::time::Duration> {
+    let millis = headers.get("connect-timeout-ms")?.to_str().ok()?.trim().parse::<u64>().ok()?;
+    Some(std::time::Duration::from_millis(millis))
 }
 
 /// A request refused before it was read: as a stream's end when it was sent as
@@ -223,7 +233,7 @@ pub fn refuse(headers: &HeaderMap, error: RpcError) -> Response {
 
 /// A stream that fails before its first message: on a stream, errors travel in the end envelope.
 pub fn stream_error(error: RpcError) -> Response {
-    stream(futures_util::stream::iter([end(Some(&error))]))
+    stream(futures_util::stream::iter([Ok(end(Some(&error)))]))
 }
 
 #[cfg(test)]

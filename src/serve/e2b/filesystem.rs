@@ -58,9 +58,9 @@ pub(crate) fn entry_json(home: &Home, info: &EntryInfo) -> Value {
         "group": info.group,
         "modifiedTime": rfc3339(modified),
     });
+    // A symlink is described by its target (its type too), as E2B's tests expect.
     if let Some(target) = &info.symlink_target {
         entry["symlinkTarget"] = home.to_virtual(target).into();
-        entry["isSymlink"] = true.into();
     }
     entry
 }
@@ -226,7 +226,7 @@ async fn watch_dir(sandbox: Arc<Sandbox>, message: Value) -> Response {
     let watching = Watching { sandbox, watcher_id, started: false, ended: false };
     connect::stream(futures_util::stream::unfold(watching, |mut watching| async move {
         let frame = watching.next_frame().await?;
-        Some((frame, watching))
+        Some((Ok(frame), watching))
     }))
 }
 

@@ -116,15 +116,16 @@ pub(crate) async fn rpc(
         Err(error) => return connect::refuse(&headers, error),
     };
     let keepalive = keepalive_interval(&headers);
+    let deadline = connect::timeout(&headers).map(|timeout| tokio::time::Instant::now() + timeout);
     match (method.as_str(), kind) {
         ("Start", Kind::ServerStream) => match start(&sandbox, &message) {
-            Ok((process, events)) => follow_stream(sandbox, process, events, keepalive),
+            Ok((process, events)) => follow_stream(sandbox, process, events, keepalive, deadline),
             Err(error) => connect::stream_error(error),
         },
         ("Connect", Kind::ServerStream) => match selected(&sandbox, &message, "process") {
             Ok(process) => {
                 let events = process.follow();
-                follow_stream(sandbox.clone(), process, events, keepalive)
+                follow_stream(sandbox.clone(), process, events, keepalive, deadline)
             }
             Err(error) => connect::stream_error(error),
         },
@@ -411,16 +412,18 @@ fn follow_stream(
     process: Arc<Process>,
     events: mpsc::Receiver<Event>,
     keepalive: Duration,
+    deadline: Option<tokio::time::Instant>,
 ) -> Response {
     struct Following {
         sandbox: Arc<Sandbox>,
         process: Arc<Process>,
         events: mpsc::Receiver<Event>,
         keepalive: Duration,
+        deadline: Option<tokio::time::Instant>,
         started: bool,
         done: bool,
     }
-    let following = Following { sandbox, process, events, keepalive, started: false, done: false };
+    let following = Following { sandbox, process, events, keepalive, deadline, started: false, done: false };
     connect::stream(futures_util::stream::unfold(following, |mut following| async move {
         if following.done {
             return None;
@@ -435,14 +438,27 @@ fn follow_stream(
                 let mut frames = start.to_vec();
                 frames.extend_from_slice(&connect::message(&event_json(&end)));
                 frames.extend_from_slice(&connect::end(None));
-                return Some((Bytes::from(frames), following));
+                return Some((Ok(Bytes::from(frames)), following));
             }
-            return Some((start, following));
+            return Some((Ok(start), following));
         }
+        let deadline = async {
+            match following.deadline {
+                Some(deadline) => tokio::time::sleep_until(deadline).await,
+                None => std::future::pending().await,
+            }
+        };
         let next = tokio::select! {
             event = following.events.recv() => Some(event),
             () = tokio::time::sleep(following.keepalive) => None,
             () = following.sandbox.ended.cancelled() => Some(None),
+            // The client's time for the call is up: the stream ends (the process goes on, as when
+            // a client goes away).
+            () = deadline => {
+                following.done = true;
+                let late = RpcError::new(Code::DeadlineExceeded, "the call's time (Connect-Timeout-Ms) ran out");
+                return Some((Ok(connect::end(Some(&late))), following));
+            }
         };
         let frame = match next {
             None => connect::message(&json!({"event": {"keepalive": {}}})),
@@ -453,12 +469,14 @@ fn follow_stream(
                 Bytes::from(frames)
             }
             Some(Some(event)) => connect::message(&event_json(&event)),
+            // The sandbox ended under the process: the answer is cut off, which E2B's
+            // clients read as "the sandbox was killed or reached its end".
             Some(None) => {
                 following.done = true;
-                connect::end(Some(&RpcError::new(Code::Unavailable, "the sandbox was killed")))
+                return Some((Err(std::io::Error::other("the sandbox was killed")), following));
             }
         };
-        Some((frame, following))
+        Some((Ok(frame), following))
     }))
 }
 
@@ -574,5 +592,5 @@ async fn stream_input(sandbox: &Sandbox, headers: &HeaderMap, body: &Bytes) -> R
     }
     let mut frames = connect::message(&json!({})).to_vec();
     frames.extend_from_slice(&connect::end(None));
-    connect::stream(futures_util::stream::iter([Bytes::from(frames)]))
+    connect::stream(futures_util::stream::iter([Ok(Bytes::from(frames))]))
 }

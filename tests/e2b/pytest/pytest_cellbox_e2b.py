@@ -4,7 +4,7 @@ Loaded with `-p pytest_cellbox_e2b` (tests/e2b/pytest on PYTHONPATH); the vendor
 their conftest.py are not changed. It
 - skips the tests tests/e2b/skips.txt lists for this suite ($CELLBOX_E2B_SUITE), each with the
   file's reason, prefixed "cellbox: ";
-- runs the suites' offline unit tests (those outside tests/sync and tests/async, which mock the
+- runs the suites' offline unit tests (those in tests/ itself, not its subfolders, which mock the
   API or serve it themselves) without the E2B_API_URL / E2B_SANDBOX_URL / E2B_API_KEY that point the
   other tests at cellbox, as in E2B's own CI where they are unset: several check the SDK's
   default URLs;
@@ -64,7 +64,10 @@ CELLBOX_VARIABLES = ("E2B_API_URL", "E2B_SANDBOX_URL", "E2B_API_KEY")
 
 
 def is_offline(nodeid):
-    return not nodeid.startswith(("tests/sync/", "tests/async/"))
+    """The unit tests in the suite's top folder (tests/test_*.py); those in its subfolders
+    (sync, async, shared, charts, images) use a sandbox."""
+    path = nodeid.split("::", 1)[0]
+    return path.startswith("tests/") and "/" not in path[len("tests/"):]
 
 
 @pytest.fixture(autouse=True)
