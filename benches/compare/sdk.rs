@@ -8,6 +8,7 @@ use cellbox_engine::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ig
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use super::mcp_http::ServeProcess;
 use super::{HelperProcess, McpClient, Plan, Report, Series, Setup, ms_list};
 
 /// E2B's sandbox start as its own materials quote it (a Firecracker VM boot in its cloud, before the
@@ -47,9 +48,23 @@ pub(super) async fn sdk_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, 
     env.insert("CELLBOX_PYTHON".into(), python.clone());
     let run = json!({"op": "run", "argv": argv, "env": env, "expect": "2"});
 
+    // E2B's own SDK, unmodified, against `cellbox serve` (docs/e2b.md): its create → first result.
+    let serve_dir = tempfile::tempdir().unwrap();
+    let mut serve_env = setup.env.clone();
+    serve_env.insert("CELLBOX_PYTHON".into(), python.clone());
+    serve_env.insert("CELLBOX_ARTIFACTS_DIR".into(), serve_dir.path().join("artifacts").display().to_string());
+    let server = json!({"command": binary.display().to_string(), "env": serve_env});
+    let serve = ServeProcess::start(&server, serve_dir.path(), &[]).await;
+    let e2b_script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/e2b_helper.py");
+    let mut e2b = HelperProcess::spawn(&setup.python, &e2b_script, "E2B SDK").await;
+    let e2b_cold_op = json!({"op": "cold", "url": serve.url.trim_end_matches("/mcp")});
+    let mut e2b_cold = Series::new("E2B SDK on cellbox serve");
+
     let (mut sdk_cold, mut child_cold) = (Series::new("SDK Sandbox()"), Series::new("SDK, child engine"));
     let mut run_cold = Series::new("cellbox run");
     for _ in 0..plan.cold_runs {
+        let answer = e2b.call(&e2b_cold_op).await.unwrap_or_else(|e| panic!("E2B SDK: {e}"));
+        e2b_cold.values.push(answer["ms"].as_f64().unwrap_or(f64::NAN));
         let answer = in_process.call(&with_op("cold", "in-process")).await.unwrap_or_else(|e| panic!("SDK: {e}"));
         sdk_cold.values.push(answer["ms"].as_f64().unwrap_or(f64::NAN));
         let answer = child.call(&with_op("cold", "process")).await.unwrap_or_else(|e| panic!("SDK: {e}"));
@@ -74,6 +89,24 @@ pub(super) async fn sdk_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, 
         "ms",
         false,
         &sdk_cold,
+        Some(&e2b_start),
+        "E2B's ~150 ms is a VM boot alone, quoted not measured",
+    );
+    let _ = e2b.call(&json!({"op": "stop"})).await;
+    drop(serve);
+    report.add(
+        "E2B's SDK create → first 1+1, on cellbox serve",
+        "ms",
+        false,
+        &e2b_cold,
+        Some(&sdk_cold),
+        "E2B's own Python SDK, unmodified, over HTTP",
+    );
+    report.add(
+        "E2B's SDK create → first 1+1, on cellbox serve, vs E2B",
+        "ms",
+        false,
+        &e2b_cold,
         Some(&e2b_start),
         "E2B's ~150 ms is a VM boot alone, quoted not measured",
     );
