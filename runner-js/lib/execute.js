@@ -11,6 +11,7 @@
 
 const vm = require('vm');
 const transform = require('./transform');
+const typescript = require('./typescript');
 const errors = require('./errors');
 const { bundleFor } = require('./display');
 const wire = require('./wire');
@@ -35,16 +36,18 @@ class Executor {
    * TypeScript) exactly as `run` would, without running it. Returns null, or
    * the error with its line and caret ({ ename, evalue, traceback, line }).
    */
-  syntaxError(code, number, typescript) {
+  syntaxError(code, number, isTypeScript) {
     const where = `Cell ${number}`;
     let source = code;
-    if (typescript) {
+    if (isTypeScript) {
       try {
-        source = stripTypes(code);
+        source = typescript.strip(code);
       } catch (error) {
-        if (error.code !== 'ERR_INVALID_TYPESCRIPT_SYNTAX') return null; // no type stripping here: run reports it
-        const described = errors.describe(error);
-        return { ename: described.ename, evalue: described.evalue, traceback: described.traceback, line: null };
+        if (!(error instanceof SyntaxError)) return null; // no type stripping here: run reports it
+        const described = describeStripError(error, where, code);
+        const line = error.loc ? error.loc.line : null;
+        if (line) described.traceback[0] = `  ${where}, line ${line}\n`;
+        return { ...described, line };
       }
     }
     try {
@@ -52,7 +55,7 @@ class Executor {
       return null;
     } catch (error) {
       if (!(error instanceof SyntaxError)) return null;
-      const described = errors.describeSyntax(error, where, source);
+      const described = errors.describeSyntax(error, where, code);
       const line = error.loc ? error.loc.line : null;
       // "Cell 2, line 3" as the Python check says it.
       described.traceback[0] = `  ${where}, line ${line || 1}\n`;
@@ -70,22 +73,23 @@ class Executor {
     let source = code;
     if (request.typescript) {
       try {
-        source = stripTypes(code);
+        source = typescript.strip(code);
       } catch (error) {
-        this.error(error.code === 'ERR_INVALID_TYPESCRIPT_SYNTAX' ? errors.describe(error) : { ename: error.name, evalue: error.message, traceback: [`${error.name}: ${error.message}\n`] });
+        this.error(error instanceof SyntaxError ? describeStripError(error, filename, code) : { ename: error.name, evalue: error.message, traceback: [`${error.name}: ${error.message}\n`] });
         return { status: 'error', cancelled: false };
       }
     }
-    errors.rememberSource(filename, source, null);
+    // Stripping keeps every position, so errors quote the cell's own lines (types and all).
+    errors.rememberSource(filename, code, null);
     let plan;
     try {
       plan = transform.rewrite(source);
     } catch (error) {
       if (!(error instanceof SyntaxError)) throw error;
-      this.error(errors.describeSyntax(error, filename, source));
+      this.error(errors.describeSyntax(error, filename, code));
       return { status: 'error', cancelled: false };
     }
-    errors.rememberSource(filename, source, plan.original, plan.body.split('\n').length);
+    errors.rememberSource(filename, code, plan.original, plan.body.split('\n').length);
     for (const name of plan.globals) if (!(name in globalThis)) globalThis[name] = undefined;
     let value;
     try {
@@ -147,17 +151,10 @@ class Executor {
   }
 }
 
-function stripTypes(code) {
-  const { stripTypeScriptTypes } = require('module');
-  if (typeof stripTypeScriptTypes !== 'function') {
-    const error = new Error(
-      `TypeScript cells need Node 22.13 or newer (module.stripTypeScriptTypes); this kernel runs Node ${process.versions.node}. ` +
-        'Use JavaScript, or point CELLBOX_NODE at a newer node.',
-    );
-    error.name = 'TypeScriptNotSupported';
-    throw error;
-  }
-  return stripTypeScriptTypes(code, { mode: 'strip' });
+/** A TypeScript cell's stripping error: with its line and caret where its position is known. */
+function describeStripError(error, filename, code) {
+  if (error.loc) return errors.describeSyntax(error, filename, code);
+  return { ename: 'SyntaxError', evalue: error.message, traceback: [`${filename}\n`, `\nSyntaxError: ${error.message}\n`] };
 }
 
 module.exports = { Executor, IMPORT_FUNCTION };

@@ -308,28 +308,43 @@ fn the_cli_runs_javascript_code_and_files() {
     assert!(String::from_utf8_lossy(&setup.stdout).contains("Version:"));
 }
 
+async fn ts(engine: &EvalEngine, code: &str) -> EvalResult {
+    eval_params(engine, json!({"cells": [{"code": code, "language": "ts"}]})).await.unwrap()
+}
+
+/// Every supported Node runs TypeScript cells: Node 22.13+ strips the types itself, an older one
+/// with the stripper the runner ships (runner-js/vendor/amaro). Positions are kept either way.
 #[tokio::test]
-async fn typescript_cells_strip_types_or_say_why_not() {
+async fn typescript_cells_run_on_every_supported_node() {
     let f = fixture(|_| {});
-    let result = eval_params(&f.engine, json!({"cells": [{"code": "const n: number = 20;\nn + 1", "language": "ts"}]}))
-        .await
-        .unwrap();
-    let version =
-        runtime::node::resolve_from_env(Some(&node().display().to_string()), f.dir.path(), &Default::default())
-            .unwrap()
-            .version;
-    let (major, minor) = {
-        let version = version.unwrap_or_default();
-        let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-        (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
-    };
-    if (major, minor) >= (22, 13) {
-        assert_eq!(result.text, "21\n");
-    } else {
-        let error = result.cells[0].error.as_ref().unwrap();
-        assert_eq!(error.ename, "TypeScriptNotSupported");
-        assert!(error.evalue.contains("22.13"), "{}", error.evalue);
-    }
+    let first = ts(
+        &f.engine,
+        "interface Point { x: number; y: number }\ntype Pair<T> = [T, T];\n\
+         function swap<T>(p: Pair<T>): Pair<T> { return [p[1], p[0]] }\nconst n: number = 20;\nn + 1",
+    )
+    .await;
+    assert_eq!(first.text, "21\n", "{}", first.text);
+    let second = ts(
+        &f.engine,
+        "const p = { x: 1, y: 2 } as Point;\nconst v: number = await Promise.resolve(swap<number>([p.x, p.y])[0]);\nv",
+    )
+    .await;
+    assert_eq!(second.text, "2\n", "state and top-level await across TypeScript cells");
+    let thrown =
+        ts(&f.engine, "function boom(n: number): never {\n  throw new RangeError(`at ${n}`);\n}\nboom(3 as number)")
+            .await;
+    assert_eq!(thrown.cells[0].error.as_ref().unwrap().ename, "RangeError");
+    assert!(thrown.text.contains("<cell-3>:2:9"), "{}", thrown.text);
+    assert!(thrown.text.contains("<cell-3>:4:1"), "{}", thrown.text);
+    let refused = ts(&f.engine, "const before = 1;\nenum Color { Red, Green }").await;
+    let error = refused.cells[0].error.as_ref().unwrap();
+    assert_eq!(error.ename, "SyntaxError");
+    assert!(
+        error.evalue.contains("enum is not supported") && error.evalue.contains("const object"),
+        "{}",
+        error.evalue
+    );
+    assert!(refused.text.contains("<cell-4>:2:1"), "{}", refused.text);
     f.engine.dispose_all().await;
 }
 

@@ -32,6 +32,7 @@ pub static RUNNER: RunnerSet = RunnerSet {
     extension: "js",
     entry: "runner.js",
     files: runner_files::NODE_RUNNER_FILES,
+    hash_once: std::sync::OnceLock::new(),
 };
 
 const PROBE_SCRIPT: &str = "process.stdout.write(process.versions.node + '\\n' + process.execPath)";

@@ -14,6 +14,7 @@ pub static RUNNER: RunnerSet = RunnerSet {
     extension: "py",
     entry: "runner.py",
     files: runner_files::RUNNER_FILES,
+    hash_once: std::sync::OnceLock::new(),
 };
 
 /// The code the host runs once in every new Python kernel (and after a reset).

@@ -10,6 +10,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
 
@@ -94,7 +95,14 @@ pub const NODE_RUNNER_FILES: &[(&str, &str)] = &[
     js_runner_file!("lib/prelude.js"),
     js_runner_file!("lib/schema.js"),
     js_runner_file!("lib/transform.js"),
+    js_runner_file!("lib/typescript.js"),
     js_runner_file!("lib/wire.js"),
+    // The TypeScript stripper for Node before 22.13 (loaded on the first TypeScript cell only):
+    // amaro's built file, unchanged, with its licences and record (scripts/update-ts-stripper).
+    js_runner_file!("vendor/amaro/internal.js"),
+    js_runner_file!("vendor/amaro/LICENSE"),
+    js_runner_file!("vendor/amaro/LICENSE.md"),
+    js_runner_file!("vendor/amaro/VENDOR.json"),
 ];
 
 /// One runtime's embedded runner.
@@ -109,19 +117,25 @@ pub struct RunnerSet {
     /// The file the runtime starts.
     pub entry: &'static str,
     pub files: &'static [(&'static str, &'static str)],
+    /// [`RunnerSet::hash`], computed once (the Node runner carries a 3.8 MB stripper).
+    pub hash_once: OnceLock<String>,
 }
 
 impl RunnerSet {
     /// First 16 hex digits of the SHA-256 over all files of this runner.
     pub fn hash(&self) -> String {
-        let mut hasher = Sha256::new();
-        for (path, content) in self.files {
-            hasher.update(path.as_bytes());
-            hasher.update([0]);
-            hasher.update(content.as_bytes());
-            hasher.update([0]);
-        }
-        hasher.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
+        self.hash_once
+            .get_or_init(|| {
+                let mut hasher = Sha256::new();
+                for (path, content) in self.files {
+                    hasher.update(path.as_bytes());
+                    hasher.update([0]);
+                    hasher.update(content.as_bytes());
+                    hasher.update([0]);
+                }
+                hasher.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
+            })
+            .clone()
     }
 
     /// Make sure this runner is on disk under `root`; return the path of its entry file.
