@@ -314,7 +314,11 @@ fn examine_node(input: &DoctorInput) -> ToolReport {
         Ok(node) => ToolReport {
             found: true,
             version: node.version.clone(),
-            detail: format!("Node {} (JavaScript and TypeScript cells)", node.version.as_deref().unwrap_or("?")),
+            detail: format!(
+                "Node {} (JavaScript and TypeScript cells; {})",
+                node.version.as_deref().unwrap_or("?"),
+                runtime::node::typescript_stripper(node.version.as_deref().unwrap_or("")),
+            ),
             path: Some(node.executable),
         },
         Err(error) => ToolReport { found: false, path: None, version: None, detail: error.tried },

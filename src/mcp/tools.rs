@@ -55,7 +55,7 @@ pub const JS_INSTRUCTIONS: &str = "\
 
 /// The `eval` tool's description of JavaScript cells, when they are offered.
 pub const JS_DESCRIPTION: &str = "\
-JavaScript cells (\"language\": \"js\"; \"ts\" for TypeScript where Node can strip types) run in a separate
+JavaScript cells (\"language\": \"js\"; \"ts\" for TypeScript, types stripped) run in a separate
 persistent Node.js kernel: declarations persist, top-level await works, the last expression's value is
 shown, require()/import() resolve from the working directory, display(value, mime?) shows rich output.";
 

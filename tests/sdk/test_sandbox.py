@@ -7,7 +7,6 @@ Run as `python -m unittest discover -s tests/sdk` from the repository root.
 import gc
 import json
 import os
-import subprocess
 import shutil
 import socket
 import sys
@@ -115,11 +114,8 @@ class RunCodeTests(SharedSandbox):
     def test_bash_and_javascript_run_in_their_own_kernels(self):
         self.assertEqual(self.box.run_code("echo from-bash", language="bash").logs.stdout, ["from-bash\n"])
         self.assertEqual(self.box.run_code("[1, 2].map((n) => n * 2).join(',')", language="js").text, "2,4")
-        typed = self.box.run_code("const n: number = 3; n * 2", language="ts")
-        if _node_strips_types():
-            self.assertEqual(typed.text, "6")
-        else:  # before Node 22.13 a TypeScript cell is refused, clearly
-            self.assertEqual(typed.error.name, "TypeScriptNotSupported")
+        # Every supported Node runs TypeScript (before 22.13 with the runner's own stripper).
+        self.assertEqual(self.box.run_code("const n: number = 3; n * 2", language="ts").text, "6")
 
     def test_a_figure_is_a_png_result_and_a_dataframe_has_html(self):
         figure = self.box.run_code("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()")
@@ -494,12 +490,6 @@ class _Flag(threading.Event):
 
     def set_(self, _item=None):
         self.set()
-
-
-def _node_strips_types():
-    """Whether this machine's Node can run TypeScript cells (22.13 and newer)."""
-    probe = "process.stdout.write(String(typeof require('module').stripTypeScriptTypes === 'function'))"
-    return subprocess.run(["node", "-e", probe], capture_output=True, text=True).stdout == "true"
 
 
 def _process_exists(pid, wait=60.0):

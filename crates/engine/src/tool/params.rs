@@ -125,7 +125,8 @@ pub enum Language {
     Py,
     #[serde(rename = "js", alias = "javascript")]
     Js,
-    /// TypeScript: types are stripped by Node (22.13+) and the cell runs in the JavaScript kernel.
+    /// TypeScript: types are stripped (by Node 22.13+, or by the runner's own amaro on an older Node)
+    /// and the cell runs in the JavaScript kernel.
     #[serde(rename = "ts", alias = "typescript")]
     Ts,
 }

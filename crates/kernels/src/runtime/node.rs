@@ -141,9 +141,42 @@ pub fn check_version(version: &str) -> Result<(), ProbeError> {
     Ok(())
 }
 
+/// The first Node that strips TypeScript types itself (`module.stripTypeScriptTypes`). On an
+/// older one the runner strips them with the amaro it ships (`runner-js/vendor/amaro`).
+pub const BUILTIN_TS_STRIPPING: (u32, u32) = (22, 13);
+
+/// Who strips a TypeScript cell's types on Node `version`, in words (for `cellbox doctor`).
+pub fn typescript_stripper(version: &str) -> String {
+    let mut parts = version.trim_start_matches('v').split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    if (major, minor) >= BUILTIN_TS_STRIPPING {
+        "TypeScript types stripped by Node itself".to_string()
+    } else {
+        format!("TypeScript types stripped by the runner's amaro {}", vendored_amaro_version())
+    }
+}
+
+/// The version recorded in `runner-js/vendor/amaro/VENDOR.json` (embedded with the runner).
+fn vendored_amaro_version() -> &'static str {
+    let record =
+        RUNNER.files.iter().find(|(path, _)| *path == "vendor/amaro/VENDOR.json").map_or("", |(_, text)| *text);
+    let after = record.split("\"version\": \"").nth(1).unwrap_or("");
+    after.split('"').next().filter(|v| !v.is_empty()).unwrap_or("?")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typescript_is_stripped_by_node_from_22_13_and_by_the_vendored_amaro_before() {
+        assert_eq!(typescript_stripper("22.13.0"), "TypeScript types stripped by Node itself");
+        assert_eq!(typescript_stripper("24.1.0"), "TypeScript types stripped by Node itself");
+        for old in ["18.20.8", "20.20.2", "22.12.0"] {
+            let said = typescript_stripper(old);
+            assert!(said.starts_with("TypeScript types stripped by the runner's amaro 1."), "{said}");
+        }
+    }
 
     #[test]
     fn versions_below_18_are_refused() {
