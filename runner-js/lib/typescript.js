@@ -66,12 +66,21 @@ function loadVendored() {
       vendoredError = error;
     }
   }
-  const error = new Error(
+  const reason = vendoredError && vendoredError.message;
+  const head =
     `TypeScript cells need type stripping: Node ${process.versions.node} does not have it built in (Node 22.13 or newer does), ` +
-      `and the stripper shipped with cellbox could not load here (${vendoredError && vendoredError.message}). ` +
-      'Install Node 22.13 or newer (https://nodejs.org/en/download, or e.g. `nvm install 22`, `fnm install 22`, ' +
-      '`brew install node@22`) and name it with --node or CELLBOX_NODE=/path/to/node, or use JavaScript.',
-  );
+    `and the stripper shipped with cellbox could not load here (${reason}). `;
+  // An address-space rlimit (--memory-limit without cgroups) leaves WebAssembly no room to reserve its
+  // memory; Node's own stripper is WebAssembly too, so a newer Node would not help.
+  const rlimit = process.env.CELLBOX_MEMORY_RLIMIT;
+  const advice =
+    rlimit && /Wasm memory|WebAssembly/.test(String(reason))
+      ? `The kernel's memory limit (${rlimit}) is an address-space rlimit here (no cgroups), and the stripper's ` +
+        'WebAssembly (Node\'s own as well) needs more address space than that: run TypeScript cells without ' +
+        '--memory-limit, or where cgroups enforce it, or use JavaScript.'
+      : 'Install Node 22.13 or newer (https://nodejs.org/en/download, or e.g. `nvm install 22`, `fnm install 22`, ' +
+        '`brew install node@22`) and name it with --node or CELLBOX_NODE=/path/to/node, or use JavaScript.';
+  const error = new Error(head + advice);
   error.name = 'TypeScriptNotSupported';
   throw error;
 }

@@ -139,6 +139,20 @@ test('JavaScript cells never load the vendored stripper', () =>
     assert.deepStrictEqual((await r.run(probe)).results, [builtin ? 'false' : 'true']);
   }));
 
+test('a stripper that cannot load says how to get a Node that strips types, or why none would help', { skip: process.platform !== 'linux' }, () => {
+  const { spawnSync } = require('node:child_process');
+  const lib = path.join(__dirname, '..', '..', 'runner-js', 'lib', 'typescript.js');
+  const script = `try { require(${JSON.stringify(lib)}).stripVendored('let a: number = 1') } catch (e) { process.stdout.write(e.name + ': ' + e.message) }`;
+  // WebAssembly cannot reserve its memory under a small address-space rlimit (--memory-limit without cgroups).
+  const run = (env) =>
+    spawnSync('/bin/sh', ['-c', 'ulimit -v 1500000 && exec "$0" -e "$1"', process.execPath, script], { env: { ...process.env, ...env }, encoding: 'utf8' }).stdout;
+  const plain = run({});
+  assert.match(plain, /^TypeScriptNotSupported: .*Node 22\.13 or newer.*nvm install 22.*CELLBOX_NODE/);
+  const limited = run({ CELLBOX_MEMORY_RLIMIT: '1.4 GiB' });
+  assert.match(limited, /^TypeScriptNotSupported: .*memory limit \(1\.4 GiB\) is an address-space rlimit/);
+  assert.doesNotMatch(limited, /nvm install/);
+});
+
 test('the vendored files are the recorded upstream ones (scripts/update-ts-stripper)', () => {
   const manifest = JSON.parse(fs.readFileSync(path.join(VENDOR, 'VENDOR.json'), 'utf8'));
   assert.strictEqual(manifest.package, 'amaro');
