@@ -75,9 +75,9 @@ function loadVendored() {
   const rlimit = process.env.CELLBOX_MEMORY_RLIMIT;
   const advice =
     rlimit && /Wasm memory|WebAssembly/.test(String(reason))
-      ? `The kernel's memory limit (${rlimit}) is an address-space rlimit here (no cgroups), and the stripper's ` +
-        'WebAssembly (Node\'s own as well) needs more address space than that: run TypeScript cells without ' +
-        '--memory-limit, or where cgroups enforce it, or use JavaScript.'
+      ? `The kernel's memory limit (${rlimit}) is an address-space rlimit here (no cgroups), and WebAssembly on ` +
+        'this Node needs more address space than that (Node 22.13\'s own stripper as well): run TypeScript cells ' +
+        'without --memory-limit or where cgroups enforce it, use Node 24 or newer (its WebAssembly fits), or use JavaScript.'
       : 'Install Node 22.13 or newer (https://nodejs.org/en/download, or e.g. `nvm install 22`, `fnm install 22`, ' +
         '`brew install node@22`) and name it with --node or CELLBOX_NODE=/path/to/node, or use JavaScript.';
   const error = new Error(head + advice);
@@ -101,9 +101,9 @@ function fromSwc(error) {
 }
 
 /**
- * Node's error (ERR_INVALID_TYPESCRIPT_SYNTAX or ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX, its
- * message swc's report with the line quoted) in the same shape: the message's first line,
- * `loc` read from the quoted snippet where it has one.
+ * Node's error (ERR_INVALID_TYPESCRIPT_SYNTAX or ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX) in the same
+ * shape: the message's first line, `loc` read from the lines Node quotes (22.13: swc's report in
+ * the message; 24: the stack's first lines).
  */
 function fromBuiltin(error) {
   if (!error || !/TYPESCRIPT_SYNTAX$/.test(String(error.code))) return error;
@@ -122,6 +122,13 @@ function fromBuiltin(error) {
       loc = { line: Number(quoted[1]), column: Math.max(0, caretAt - codeStart) };
       break;
     }
+  }
+  // Newer Node (24): a clean message, and the stack starts `<file>:2` then the lines around it, a
+  // caret line under the one at fault.
+  if (!loc && typeof error.stack === 'string') {
+    const header = /^[^\n]*:(\d+)\n/.exec(error.stack);
+    const caret = /^( *)\^+ *$/m.exec(error.stack.slice(0, error.stack.indexOf('SyntaxError')));
+    if (header && caret) loc = { line: Number(header[1]), column: caret[1].length };
   }
   const unsupported = error.code === 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX' || /not supported in strip-only mode/.test(message);
   if (unsupported) message = `${message}: ${STRIP_ONLY_HINT}`;
