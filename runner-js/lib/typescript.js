@@ -38,9 +38,28 @@ function strip(code) {
   const native = builtin();
   if (!native) return stripVendored(code);
   try {
-    return native(code, { mode: 'strip' });
+    return withoutStripWarning(() => native(code, { mode: 'strip' }));
   } catch (error) {
     throw fromBuiltin(error);
+  }
+}
+
+/**
+ * Run `fn` with Node's one-time "stripTypeScriptTypes is an experimental feature" warning
+ * dropped: it is not the cell's, and it would be written to the output of the next cell.
+ */
+function withoutStripWarning(fn) {
+  const emit = process.emitWarning;
+  process.emitWarning = function (warning, ...rest) {
+    const type = typeof rest[0] === 'string' ? rest[0] : rest[0] && rest[0].type;
+    const text = warning instanceof Error ? warning.message : String(warning);
+    if (type === 'ExperimentalWarning' && /stripTypeScriptTypes|type stripping/i.test(text)) return undefined;
+    return emit.call(this, warning, ...rest);
+  };
+  try {
+    return fn();
+  } finally {
+    process.emitWarning = emit;
   }
 }
 

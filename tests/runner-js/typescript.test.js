@@ -50,6 +50,17 @@ test('TypeScript cells run on this Node: annotations, interfaces, aliases, gener
     assert.deepStrictEqual((await ts(r, 'const n: number = fromJs * 2; n')).results, ['8']);
   }));
 
+test('no warning about type stripping reaches a cell (Node 22.13+ warns once that it is experimental)', () =>
+  withRunner(async (r) => {
+    const first = await ts(r, 'const a: number = 1; a');
+    const second = await ts(r, 'await new Promise((ok) => setTimeout(ok, 20)); const b: number = 2; b');
+    for (const out of [first, second]) assert.doesNotMatch(out.stderr, /Warning/);
+    assert.strictEqual(second.results[0], '2');
+    // A cell's own warnings still show.
+    const own = await ts(r, 'process.emitWarning("the cell\'s own", "ExperimentalWarning");\nawait new Promise((ok) => setTimeout(ok, 50))');
+    assert.match(own.stderr, /ExperimentalWarning: the cell's own/);
+  }));
+
 test('top-level await in a TypeScript cell', () =>
   withRunner(async (r) => {
     const out = await ts(r, 'const v: number = await new Promise<number>((ok) => setTimeout(() => ok(21), 5));\nv * 2');
