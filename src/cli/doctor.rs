@@ -100,6 +100,13 @@ fn render(report: &Report) -> String {
     for (name, tool) in [("node", &report.node), ("uv", &report.uv), ("pip", &report.pip)] {
         out.push_str("  ");
         out.push_str(&tool_line(name, tool));
+        // Which stripper TypeScript cells get on that Node: the detail's part after `; `.
+        if name == "node"
+            && tool.found
+            && let Some(typescript) = tool.detail.split("; ").nth(1)
+        {
+            out.push_str(&format!("  {:<10}{}\n", "", typescript.trim_end_matches(')')));
+        }
     }
     let l = &report.languages;
     out.push_str(&format!(

@@ -150,6 +150,9 @@ fn with_python_and_node_on_path_both_are_chosen_and_nothing_is_wrong() {
     assert!(text.status.success());
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("* PATH") && text.contains("node "), "{text}");
+    // Every supported Node runs TypeScript cells; the report says whose stripper.
+    assert!(text.contains("TypeScript types stripped by "), "{text}");
+    assert!(report["node"]["detail"].as_str().unwrap().contains("TypeScript types stripped by "), "{report:#}");
 }
 
 #[test]
