@@ -143,6 +143,8 @@ def run_pytest(suite, files, env, work, args, timeout):
            "-q", "-rfE", "--color=no", "--numprocesses", str(args.jobs),
            # The code-interpreter suite sets no per-test limit; the SDK suite sets 30 s.
            "--timeout", "60" if suite == "code-interpreter-python" else "30"]
+    # Whole files left out (`[SUITE files]` in skips.txt): those that cannot even be imported.
+    cmd += ["--ignore=" + f for f in excluded_files(suite, files)]
     cmd += files or ["tests"]
     finished = run_logged(cmd, VENDOR / suite, env, work / f"{suite}.log", timeout, args.verbose)
     tests = json.loads(report.read_text()) if report.exists() else {}
@@ -195,7 +197,8 @@ def excluded_files(suite, files):
             pattern, _, reason = line.partition(" | ")
             rules.append((pattern.strip(), reason.strip()))
     root = VENDOR / suite
-    candidates = files or [str(p.relative_to(root)) for p in sorted(root.glob("tests/**/*.test.ts"))]
+    found = "tests/**/test_*.py" if suite.endswith("python") else "tests/**/*.test.ts"
+    candidates = files or [str(p.relative_to(root)) for p in sorted(root.glob(found))]
     out = {}
     for f in candidates:
         for pattern, reason in rules:
@@ -281,10 +284,9 @@ def main():
               + f"   ({seconds:.0f} s){note}")
     for suite, (tests, _, _) in results.items():
         reasons = Counter(t["reason"] for t in tests.values() if t["outcome"] == "skipped")
-        if not suite.endswith("python"):
-            left_out = Counter(excluded_files(suite, args.files or ([] if args.full else SHORT[suite])).values())
-            for reason, n in left_out.items():
-                reasons[f"cellbox: {reason} ({n} whole files, not loaded)"] = 0
+        left_out = Counter(excluded_files(suite, args.files or ([] if args.full else SHORT[suite])).values())
+        for reason, n in left_out.items():
+            reasons[f"cellbox: {reason} ({n} whole files, not loaded)"] = 0
         failed = sorted(tid for tid, t in tests.items() if t["outcome"] == "failed")
         if reasons:
             print(f"\n{suite}: skipped")

@@ -64,17 +64,15 @@ fn lifetime(seconds: Option<u64>) -> Result<Duration, ApiError> {
     Ok(timeout)
 }
 
-pub(crate) async fn create(State(state): State<Arc<ServerState>>, headers: HeaderMap, body: Bytes) -> Response {
-    let identity = match identify(&state, &headers).await {
-        Ok(identity) => identity,
-        Err(refusal) => return refusal.into_response(),
-    };
-    let request: NewSandbox = match parse_body(&body) {
-        Ok(request) => request,
-        Err(refusal) => return refusal.into_response(),
-    };
+pub(crate) async fn create(
+    State(state): State<Arc<ServerState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let identity = identify(&state, &headers).await?;
+    let request: NewSandbox = parse_body(&body)?;
     if !TEMPLATES.contains(&request.template_id.as_str()) {
-        return error(
+        return Err(error(
             StatusCode::NOT_FOUND,
             format!(
                 "template {:?} not found: this server runs cellbox sandboxes, named by any of {}; template builds \
@@ -82,63 +80,54 @@ pub(crate) async fn create(State(state): State<Arc<ServerState>>, headers: Heade
                 request.template_id,
                 TEMPLATES.join(", ")
             ),
-        )
-        .into_response();
+        ));
     }
     if !request.volume_mounts.is_empty() {
-        return error(
+        return Err(error(
             StatusCode::BAD_REQUEST,
             "volumes are not supported by cellbox serve: create without volumeMounts",
-        )
-        .into_response();
+        ));
     }
     if request.mcp.as_ref().is_some_and(|mcp| !mcp.is_null()) {
-        return error(StatusCode::BAD_REQUEST, "MCP gateways in sandboxes are not supported by cellbox serve")
-            .into_response();
+        return Err(error(StatusCode::BAD_REQUEST, "MCP gateways in sandboxes are not supported by cellbox serve"));
     }
     if let Some(rule) = request.network.as_ref().and_then(egress_rule) {
-        return error(
+        return Err(error(
             StatusCode::BAD_REQUEST,
             format!(
                 "network rule {rule:?} is not supported by cellbox serve yet: use allow_internet_access (true: the \
                  server's --network setting, false: no network)"
             ),
-        )
-        .into_response();
+        ));
     }
-    let timeout = match lifetime(request.timeout) {
-        Ok(timeout) => timeout,
-        Err(refusal) => return refusal.into_response(),
-    };
+    let timeout = lifetime(request.timeout)?;
     let name = identity.name.clone();
     let principal = match state.principals.get(&identity) {
         Ok(principal) => principal,
-        Err(e) => return error(StatusCode::FORBIDDEN, e.to_string()).into_response(),
+        Err(e) => return Err(error(StatusCode::FORBIDDEN, e.to_string())),
     };
     let own_place = match principal.admit_sandbox() {
         Ok(place) => place,
         Err(limit) => {
             state.metrics.refused_busy.fetch_add(1, Ordering::Relaxed);
-            return error(
+            return Err(error(
                 StatusCode::TOO_MANY_REQUESTS,
                 format!("you have {limit} sandboxes open, your limit: kill one, or retry in a moment"),
-            )
-            .into_response();
+            ));
         }
     };
     let ticket = match state.admit(Work::Sandbox) {
         Ok(ticket) => ticket,
         Err(_) => {
-            return error(
+            return Err(error(
                 StatusCode::TOO_MANY_REQUESTS,
                 format!("the server is at its limit of {} open sandboxes; retry in a moment", state.max_sandboxes),
-            )
-            .into_response();
+            ));
         }
     };
     let (id, access_token, traffic_token) = match (random_hex(10), random_hex(32), random_hex(32)) {
         (Ok(id), Ok(access), Ok(traffic)) => (id, access, traffic),
-        _ => return error(StatusCode::INTERNAL_SERVER_ERROR, "no random numbers from the OS").into_response(),
+        _ => return Err(error(StatusCode::INTERNAL_SERVER_ERROR, "no random numbers from the OS")),
     };
     let internet = request.allow_internet_access.unwrap_or(true);
     let envs = request.env_vars.clone();
@@ -156,8 +145,7 @@ pub(crate) async fn create(State(state): State<Arc<ServerState>>, headers: Heade
     let engine = match made {
         Ok(engine) => engine,
         Err(e) => {
-            return error(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot prepare the sandbox's folder: {e}"))
-                .into_response();
+            return Err(error(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot prepare the sandbox's folder: {e}")));
         }
     };
     let home = engine.config().default_cwd.clone();
@@ -165,8 +153,7 @@ pub(crate) async fn create(State(state): State<Arc<ServerState>>, headers: Heade
     // A sandbox that cannot run Python says so when it is made, not at its first cell.
     if let Err(failure) = link.call(cellbox_sdk::wire::Call::Initialize(cellbox_sdk::wire::NoParams)).await {
         link.close().await;
-        return error(StatusCode::INTERNAL_SERVER_ERROR, format!("the sandbox cannot start: {}", failure.message))
-            .into_response();
+        return Err(error(StatusCode::INTERNAL_SERVER_ERROR, format!("the sandbox cannot start: {}", failure.message)));
     }
     let sandbox = Arc::new(Sandbox {
         id: id.clone(),
@@ -191,7 +178,7 @@ pub(crate) async fn create(State(state): State<Arc<ServerState>>, headers: Heade
     });
     state.e2b.insert(sandbox.clone());
     tracing::info!(sandbox = id, principal = name, "e2b sandbox created");
-    (StatusCode::CREATED, axum::Json(created_body(&sandbox))).into_response()
+    Ok((StatusCode::CREATED, axum::Json(created_body(&sandbox))).into_response())
 }
 
 /// The first egress rule a create request's `network` asks for, if any.
@@ -314,26 +301,17 @@ pub(crate) async fn connect(
     headers: HeaderMap,
     Path(id): Path<String>,
     body: Bytes,
-) -> Response {
-    let sandbox = match find(&state, &headers, &id).await {
-        Ok(sandbox) => sandbox,
-        Err(refusal) => return refusal.into_response(),
-    };
-    let request: TimeoutBody = match parse_body(&body) {
-        Ok(request) => request,
-        Err(refusal) => return refusal.into_response(),
-    };
-    let timeout = match lifetime(request.timeout) {
-        Ok(timeout) => timeout,
-        Err(refusal) => return refusal.into_response(),
-    };
+) -> Result<Response, ApiError> {
+    let sandbox = find(&state, &headers, &id).await?;
+    let request: TimeoutBody = parse_body(&body)?;
+    let timeout = lifetime(request.timeout)?;
     let was_paused = sandbox.paused();
     if was_paused || SystemTime::now() + timeout > sandbox.end() {
         sandbox.set_timeout(timeout);
     }
     sandbox.set_paused(false);
     let status = if was_paused { StatusCode::CREATED } else { StatusCode::OK };
-    (status, axum::Json(created_body(&sandbox))).into_response()
+    Ok((status, axum::Json(created_body(&sandbox))).into_response())
 }
 
 pub(crate) async fn set_timeout(
@@ -341,25 +319,14 @@ pub(crate) async fn set_timeout(
     headers: HeaderMap,
     Path(id): Path<String>,
     body: Bytes,
-) -> Response {
-    let sandbox = match find(&state, &headers, &id).await {
-        Ok(sandbox) => sandbox,
-        Err(refusal) => return refusal.into_response(),
-    };
-    let request: TimeoutBody = match parse_body(&body) {
-        Ok(request) => request,
-        Err(refusal) => return refusal.into_response(),
-    };
+) -> Result<Response, ApiError> {
+    let sandbox = find(&state, &headers, &id).await?;
+    let request: TimeoutBody = parse_body(&body)?;
     let Some(seconds) = request.timeout else {
-        return error(StatusCode::BAD_REQUEST, "give the timeout in seconds: {\"timeout\": 60}").into_response();
+        return Err(error(StatusCode::BAD_REQUEST, "give the timeout in seconds: {\"timeout\": 60}"));
     };
-    match lifetime(Some(seconds)) {
-        Ok(timeout) => {
-            sandbox.set_timeout(timeout);
-            StatusCode::NO_CONTENT.into_response()
-        }
-        Err(refusal) => refusal.into_response(),
-    }
+    sandbox.set_timeout(lifetime(Some(seconds))?);
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 #[derive(Debug, Deserialize)]
@@ -373,24 +340,14 @@ pub(crate) async fn refresh(
     headers: HeaderMap,
     Path(id): Path<String>,
     body: Bytes,
-) -> Response {
-    let sandbox = match find(&state, &headers, &id).await {
-        Ok(sandbox) => sandbox,
-        Err(refusal) => return refusal.into_response(),
-    };
-    let request: RefreshBody = match parse_body(&body) {
-        Ok(request) => request,
-        Err(refusal) => return refusal.into_response(),
-    };
-    match lifetime(request.duration) {
-        Ok(duration) => {
-            if SystemTime::now() + duration > sandbox.end() {
-                sandbox.set_timeout(duration);
-            }
-            StatusCode::NO_CONTENT.into_response()
-        }
-        Err(refusal) => refusal.into_response(),
+) -> Result<Response, ApiError> {
+    let sandbox = find(&state, &headers, &id).await?;
+    let request: RefreshBody = parse_body(&body)?;
+    let duration = lifetime(request.duration)?;
+    if SystemTime::now() + duration > sandbox.end() {
+        sandbox.set_timeout(duration);
     }
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// `pause`: the sandbox stops timing out and keeps its kernels (their state
@@ -417,16 +374,13 @@ pub(crate) async fn metrics(
     State(state): State<Arc<ServerState>>,
     headers: HeaderMap,
     Path(id): Path<String>,
-) -> Response {
-    let sandbox = match find(&state, &headers, &id).await {
-        Ok(sandbox) => sandbox,
-        Err(refusal) => return refusal.into_response(),
-    };
+) -> Result<Response, ApiError> {
+    let sandbox = find(&state, &headers, &id).await?;
     let now = SystemTime::now();
     let unix = now.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default().as_secs();
     let used = sandbox.engine.memory_used();
     let (disk_used, disk_total) = disk(sandbox.home.real());
-    axum::Json(json!([{
+    Ok(axum::Json(json!([{
         "timestamp": rfc3339(now),
         "timestampUnix": unix,
         "cpuCount": std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -437,7 +391,7 @@ pub(crate) async fn metrics(
         "diskUsed": disk_used,
         "diskTotal": disk_total,
     }]))
-    .into_response()
+    .into_response())
 }
 
 /// The used and total bytes of the filesystem `path` is on.
@@ -482,24 +436,23 @@ pub(crate) async fn list(
     State(state): State<Arc<ServerState>>,
     headers: HeaderMap,
     Query(query): Query<ListQuery>,
-) -> Response {
-    let identity = match identify(&state, &headers).await {
-        Ok(identity) => identity,
-        Err(refusal) => return refusal.into_response(),
-    };
+) -> Result<Response, ApiError> {
+    let identity = identify(&state, &headers).await?;
     let wanted_states: Vec<String> = match &query.state {
         Some(states) => states.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
         None => vec!["running".into(), "paused".into()],
     };
     if let Some(bad) = wanted_states.iter().find(|s| !matches!(s.as_str(), "running" | "paused")) {
-        return error(StatusCode::BAD_REQUEST, format!("state {bad:?} is not running or paused")).into_response();
+        return Err(error(StatusCode::BAD_REQUEST, format!("state {bad:?} is not running or paused")));
     }
     let filter: Vec<(String, String)> = match &query.metadata {
         Some(text) => match serde_urlencoded::from_str::<Vec<(String, String)>>(text) {
             Ok(pairs) => pairs,
             Err(e) => {
-                return error(StatusCode::BAD_REQUEST, format!("metadata filter {text:?} is not key=value&...: {e}"))
-                    .into_response();
+                return Err(error(
+                    StatusCode::BAD_REQUEST,
+                    format!("metadata filter {text:?} is not key=value&...: {e}"),
+                ));
             }
         },
         None => Vec::new(),
@@ -509,8 +462,10 @@ pub(crate) async fn list(
         Some(text) => match chrono::DateTime::parse_from_rfc3339(text) {
             Ok(time) => Some(SystemTime::from(time)),
             Err(e) => {
-                return error(StatusCode::BAD_REQUEST, format!("startedAfter {text:?} is not an RFC 3339 time: {e}"))
-                    .into_response();
+                return Err(error(
+                    StatusCode::BAD_REQUEST,
+                    format!("startedAfter {text:?} is not an RFC 3339 time: {e}"),
+                ));
             }
         },
         None => None,
@@ -519,7 +474,7 @@ pub(crate) async fn list(
         None | Some("desc") => true,
         Some("asc") => false,
         Some(other) => {
-            return error(StatusCode::BAD_REQUEST, format!("order {other:?} is asc or desc")).into_response();
+            return Err(error(StatusCode::BAD_REQUEST, format!("order {other:?} is asc or desc")));
         }
     };
     let mut all: Vec<Arc<Sandbox>> = state
@@ -548,11 +503,15 @@ pub(crate) async fn list(
     {
         response.headers_mut().insert("x-next-token", value);
     }
-    response
+    Ok(response)
 }
 
 /// `GET /sandboxes` (v1): every running sandbox of the caller.
-pub(crate) async fn list_v1(state: State<Arc<ServerState>>, headers: HeaderMap, query: Query<ListQuery>) -> Response {
+pub(crate) async fn list_v1(
+    state: State<Arc<ServerState>>,
+    headers: HeaderMap,
+    query: Query<ListQuery>,
+) -> Result<Response, ApiError> {
     let Query(mut query) = query;
     query.state = Some("running".into());
     query.limit = Some(1000);
