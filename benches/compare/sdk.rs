@@ -56,7 +56,8 @@ pub(super) async fn sdk_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, 
     let server = json!({"command": binary.display().to_string(), "env": serve_env});
     let serve = ServeProcess::start(&server, serve_dir.path(), &[]).await;
     let e2b_script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/e2b_helper.py");
-    let mut e2b = HelperProcess::spawn(&setup.python, &e2b_script, "E2B SDK").await;
+    // E2B's SDK is installed in the benchmark's venv (bench/requirements.txt), the Jupyter baseline's.
+    let mut e2b = HelperProcess::spawn(jupyter_python, &e2b_script, "E2B SDK").await;
     let e2b_cold_op = json!({"op": "cold", "url": serve.url.trim_end_matches("/mcp")});
     let mut e2b_cold = Series::new("E2B SDK on cellbox serve");
 
