@@ -29,10 +29,12 @@ pub enum Code {
     NotFound,
     AlreadyExists,
     PermissionDenied,
+    #[cfg_attr(not(unix), allow(dead_code))] // used by the processes, which need Unix
     FailedPrecondition,
     Unimplemented,
     Internal,
     Unavailable,
+    #[cfg_attr(not(unix), allow(dead_code))] // used by the processes, which need Unix
     DeadlineExceeded,
 }
 
@@ -136,6 +138,7 @@ pub fn read_request(headers: &HeaderMap, body: &Bytes) -> Result<(Kind, Value), 
 }
 
 /// Every message of a client stream's body (`application/connect+json`).
+#[cfg_attr(not(unix), allow(dead_code))] // used by the processes, which need Unix
 pub fn read_stream_request(headers: &HeaderMap, body: &Bytes) -> Result<Vec<Value>, RpcError> {
     let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !content_type.starts_with(STREAM_JSON) {
@@ -219,6 +222,7 @@ pub fn stream(frames: impl Stream<Item = Result<Bytes, std::io::Error>> + Send +
 }
 
 /// How long the client gives the call (`Connect-Timeout-Ms`), if it says.
+#[cfg_attr(not(unix), allow(dead_code))] // used by the processes, which need Unix
 pub fn timeout(headers: &HeaderMap) -> Option<std::time::Duration> {
     let millis = headers.get("connect-timeout-ms")?.to_str().ok()?.trim().parse::<u64>().ok()?;
     Some(std::time::Duration::from_millis(millis))

@@ -133,6 +133,7 @@ async fn envd_health(_sandbox: Routed) -> StatusCode {
 pub(crate) struct Created {
     pub template: String,
     pub metadata: BTreeMap<String, String>,
+    #[cfg_attr(not(unix), allow(dead_code))] // used by the processes, which need Unix
     pub envs: BTreeMap<String, String>,
     pub internet: bool,
 }
