@@ -23,6 +23,7 @@
 mod access;
 #[cfg(target_os = "linux")]
 mod child;
+mod command;
 mod confine;
 #[cfg(target_os = "linux")]
 mod fs;
@@ -48,6 +49,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use access::{Denial, FileAccess, cache_env, file_access, kernel_home, resolve};
+pub use command::command_like_a_kernel;
 pub use confine::{ConfineError, Confinement};
 #[cfg(target_os = "linux")]
 pub use fs::{Grant, plan as plan_rules};
@@ -304,54 +306,6 @@ fn enforceable_mode(mode: SandboxMode) -> SandboxMode {
             SandboxMode::Off
         }
     }
-}
-
-/// A short-lived program the host runs for a kernel's sake (an interpreter
-/// probe), started the way the kernel would be: under `policy` (its limits
-/// too: what it leaves running goes with its cgroups), in `cwd`, in a session
-/// of its own, with `env` and nothing else of the host's environment. The
-/// guard must outlive the program (it holds its temp dir and cgroups).
-pub fn command_like_a_kernel(
-    program: &Path,
-    policy: &SandboxPolicy,
-    cwd: &Path,
-    env: &BTreeMap<String, String>,
-) -> Result<(std::process::Command, SandboxGuard), SandboxError> {
-    let mut prepared = prepare(policy, cwd, env)?;
-    let mut command = match prepared.wrapper.split_first() {
-        Some((wrapper, wrapper_args)) => {
-            let mut command = std::process::Command::new(wrapper);
-            command.args(wrapper_args).arg(program);
-            command
-        }
-        None => std::process::Command::new(program),
-    };
-    command.current_dir(cwd).env_clear().envs(env).envs(prepared.env.iter().map(|(k, v)| (k, v)));
-    let guard = std::mem::take(&mut prepared.guard);
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        use std::os::unix::process::CommandExt;
-        let prepared = Arc::new(prepared);
-        // The folder is entered again once the sandbox's mounts are in place: the child
-        // entered it before they were, on the mount that is now read-only below them.
-        let folder = std::ffi::CString::new(cwd.as_os_str().as_bytes()).ok();
-        // SAFETY: the sandbox's steps are async-signal-safe system calls on
-        // what `prepared` holds (see `Prepared::apply_in_child`); `chdir` on a
-        // path made before the fork is too.
-        unsafe {
-            command.pre_exec(move || {
-                prepared.enter_in_child()?;
-                if let Some(folder) = &folder
-                    && libc::chdir(folder.as_ptr()) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-    }
-    Ok((command, guard))
 }
 
 /// Say once per process, when a kernel starts with the sandbox off, that it
