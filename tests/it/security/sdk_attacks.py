@@ -217,7 +217,10 @@ def scenario_other_principal(box):
 
 
 def main():
-    with sandbox() as box:
+    # The probe attack plants an interpreter where discovery looks: a local sandbox runs its
+    # kernels on this program's Python unless asked to discover one.
+    options = {"python": "discover"} if SCENARIO == "probe" and not REMOTE else {}
+    with sandbox(**options) as box:
         globals()["scenario_" + SCENARIO](box)
     untouched()
     print("ok", SCENARIO)
