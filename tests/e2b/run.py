@@ -137,7 +137,7 @@ def run_logged(cmd, cwd, env, out, timeout, verbose):
 
 def run_pytest(suite, files, env, work, args, timeout):
     report = work / f"{suite}.json"
-    env = dict(env, CELLBOX_E2B_REPORT=str(report), PYTHONPATH=str(E2B / "pytest"),
+    env = dict(env, E2B_HARNESS_REPORT=str(report), PYTHONPATH=str(E2B / "pytest"),
                PYTHONDONTWRITEBYTECODE="1")
     cmd = [sys.executable, "-m", "pytest", "-p", "pytest_cellbox_e2b", "-p", "no:cacheprovider",
            "-q", "-rfE", "--color=no", "--numprocesses", str(args.jobs),
@@ -153,8 +153,8 @@ def run_pytest(suite, files, env, work, args, timeout):
 
 def run_vitest(suite, files, env, work, args, timeout):
     report = work / f"{suite}.json"
-    env = dict(env, CELLBOX_E2B_FILES=" ".join(files), CELLBOX_E2B_SUITE_DIR=str(VENDOR / suite),
-               CELLBOX_E2B_VITE_CACHE=str(work / "vite-cache"))
+    env = dict(env, E2B_HARNESS_FILES=" ".join(files), E2B_HARNESS_SUITE_DIR=str(VENDOR / suite),
+               E2B_HARNESS_VITE_CACHE=str(work / "vite-cache"))
     cmd = ["node", str(E2B / "node_modules/vitest/vitest.mjs"), "run",
            "--config", str(E2B / "vitest" / f"{suite}.config.mts"),
            "--reporter=default", "--reporter=json", f"--outputFile.json={report}",
@@ -221,7 +221,7 @@ def main():
     parser.add_argument("--full", action="store_true", help="every test file (default: the short subset)")
     parser.add_argument("--suite", action="append", choices=SUITES,
                         help="run only this suite (repeatable; default: all four)")
-    parser.add_argument("--binary", default=os.environ.get("CELLBOX_BIN", str(REPO / "target/debug/cellbox")))
+    parser.add_argument("--binary", default=os.environ.get("CELLBOX_BINARY", str(REPO / "target/debug/cellbox")))
     parser.add_argument("--python", default=os.environ.get("CELLBOX_PYTHON"),
                         help="the kernels' Python (default .venv-test/bin/python: matplotlib, pandas)")
     parser.add_argument("--jobs", type=int, default=2, help="tests run in parallel per suite (default 2)")
@@ -235,7 +235,7 @@ def main():
         parser.error("files need exactly one --suite")
     binary = Path(args.binary).resolve()
     if not binary.is_file():
-        parser.error(f"{binary} is missing (cargo build, or set CELLBOX_BIN)")
+        parser.error(f"{binary} is missing (cargo build, or set CELLBOX_BINARY)")
     python = args.python
     if not python and (REPO / ".venv-test/bin/python").exists():
         python = str(REPO / ".venv-test/bin/python")
@@ -246,7 +246,7 @@ def main():
     url = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("E2B_")}
     env.update(E2B_API_URL=url, E2B_SANDBOX_URL=url, E2B_API_KEY="e2b_" + "0" * 40,
-               CELLBOX_E2B_SKIPS=str(SKIPS), NO_COLOR="1")
+               E2B_HARNESS_SKIPS=str(SKIPS), NO_COLOR="1")
     print(f"e2b-tests: cellbox serve on {url} ({binary}), {mode} form; work folder {work}", flush=True)
 
     results, unfinished = {}, []
@@ -256,7 +256,7 @@ def main():
             started = time.monotonic()
             print(f"== {suite} ({len(files) or 'all'} files)", flush=True)
             runner = run_pytest if suite.endswith("python") else run_vitest
-            finished, tests = runner(suite, files, dict(env, CELLBOX_E2B_SUITE=suite), work, args,
+            finished, tests = runner(suite, files, dict(env, E2B_HARNESS_SUITE=suite), work, args,
                                      SUITE_TIMEOUT[mode])
             if not finished:
                 unfinished.append(suite)

@@ -84,7 +84,7 @@ mod tests {
         assert_eq!(chosen.extra_env.get("PATH"), std::env::var("PATH").ok().as_ref());
         assert_eq!(chosen.extra_env.get("HOME"), std::env::var("HOME").ok().as_ref());
         assert_eq!(chosen.extra_env.len(), 2);
-        let missing = config(&["--env", "CELLBOX_SDK_TEST_NEVER_SET"]).unwrap_err();
-        assert!(missing.starts_with("--env CELLBOX_SDK_TEST_NEVER_SET: "), "{missing}");
+        let missing = config(&["--env", "SDK_TEST_NEVER_SET_VARIABLE"]).unwrap_err();
+        assert!(missing.starts_with("--env SDK_TEST_NEVER_SET_VARIABLE: "), "{missing}");
     }
 }

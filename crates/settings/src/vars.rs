@@ -407,8 +407,12 @@ pub const PARITY_PYTHON: EnvVar = development(
     "The interpreter the parity harness runs ipykernel with.",
 );
 /// `CELLBOX_BINARY`.
-pub const BINARY: EnvVar =
-    development("CELLBOX_BINARY", "path", "the built binary", "The cellbox binary the benchmark drives.");
+pub const BINARY: EnvVar = development(
+    "CELLBOX_BINARY",
+    "path",
+    "the built binary",
+    "The cellbox binary the benchmark and scripts/e2b-tests drive.",
+);
 /// `CELLBOX_BENCH_OUT`.
 pub const BENCH_OUT: EnvVar =
     development("CELLBOX_BENCH_OUT", "path", "`bench/results`", "Where the benchmark writes its results.");

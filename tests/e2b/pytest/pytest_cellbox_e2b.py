@@ -2,14 +2,14 @@
 
 Loaded with `-p pytest_cellbox_e2b` (tests/e2b/pytest on PYTHONPATH); the vendored tests and
 their conftest.py are not changed. It
-- skips the tests tests/e2b/skips.txt lists for this suite ($CELLBOX_E2B_SUITE), each with the
+- skips the tests tests/e2b/skips.txt lists for this suite ($E2B_HARNESS_SUITE), each with the
   file's reason, prefixed "cellbox: ";
 - runs the suites' offline unit tests (those in tests/ itself, not its subfolders, which mock the
   API or serve it themselves) without the E2B_API_URL / E2B_SANDBOX_URL / E2B_API_KEY that point the
   other tests at cellbox, as in E2B's own CI where they are unset: several check the SDK's
   default URLs;
 - writes every test's outcome (and a skip's reason, a failure's short message) as JSON to
-  $CELLBOX_E2B_REPORT, for scripts/e2b-tests to count (under xdist the controller writes it).
+  $E2B_HARNESS_REPORT, for scripts/e2b-tests to count (under xdist the controller writes it).
 """
 
 import fnmatch
@@ -49,7 +49,7 @@ def skip_reason(nodeid, rules):
 
 
 def pytest_collection_modifyitems(config, items):
-    path, suite = os.environ.get("CELLBOX_E2B_SKIPS"), os.environ.get("CELLBOX_E2B_SUITE")
+    path, suite = os.environ.get("E2B_HARNESS_SKIPS"), os.environ.get("E2B_HARNESS_SUITE")
     if not path or not suite:
         return
     rules = load_skips(path, suite)
@@ -60,7 +60,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 # The variables scripts/e2b-tests sets to point the SDKs at cellbox.
-CELLBOX_VARIABLES = ("E2B_API_URL", "E2B_SANDBOX_URL", "E2B_API_KEY")
+SERVER_VARIABLES = ("E2B_API_URL", "E2B_SANDBOX_URL", "E2B_API_KEY")
 
 
 def is_offline(nodeid):
@@ -73,7 +73,7 @@ def is_offline(nodeid):
 @pytest.fixture(autouse=True)
 def _cellbox_offline_environment(request, monkeypatch):
     if is_offline(request.node.nodeid):
-        for name in CELLBOX_VARIABLES:
+        for name in SERVER_VARIABLES:
             monkeypatch.delenv(name, raising=False)
 
 
@@ -110,6 +110,6 @@ class Recorder:
 
 
 def pytest_configure(config):
-    out = os.environ.get("CELLBOX_E2B_REPORT")
+    out = os.environ.get("E2B_HARNESS_REPORT")
     if out and not hasattr(config, "workerinput"):
         config.pluginmanager.register(Recorder(out), "cellbox-e2b-recorder")

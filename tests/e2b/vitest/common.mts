@@ -7,7 +7,7 @@
 // - the files skips.txt's `[SUITE files]` section lists are left out (run.py counts them);
 // - tests/e2b/skips.txt's entries for the suite are skipped, each with its reason (skip.setup.ts);
 // - the offline unit tests run without the variables pointing the SDK at cellbox (skip.setup.ts);
-// - $CELLBOX_E2B_FILES (space-separated, relative to the suite) narrows the files, for --short.
+// - $E2B_HARNESS_FILES (space-separated, relative to the suite) narrows the files, for --short.
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -56,13 +56,13 @@ export function suiteConfig(opts: {
   testTimeout: number
 }) {
   const suiteDir = path.join(e2bDir, 'vendor', opts.suite)
-  const files = (process.env.CELLBOX_E2B_FILES ?? '').split(/\s+/).filter(Boolean)
+  const files = (process.env.E2B_HARNESS_FILES ?? '').split(/\s+/).filter(Boolean)
   return defineConfig({
     root: suiteDir,
     plugins: [sdkSourceToPackage(suiteDir, opts.pkg)],
     // The bare imports of the vendored files (vitest, msw, ...) come from tests/e2b/node_modules.
     resolve: { preserveSymlinks: false },
-    cacheDir: process.env.CELLBOX_E2B_VITE_CACHE ?? path.join(e2bDir, 'node_modules', '.vite'),
+    cacheDir: process.env.E2B_HARNESS_VITE_CACHE ?? path.join(e2bDir, 'node_modules', '.vite'),
     test: {
       include: files.length ? files : opts.include,
       exclude: [...opts.exclude, ...excludedFiles(opts.suite)],
@@ -73,7 +73,7 @@ export function suiteConfig(opts: {
       bail: 0,
       setupFiles: [...(opts.setupFiles ?? []), path.join(here, 'skip.setup.ts')],
       deps: { interopDefault: true },
-      env: { ...(process.env as Record<string, string>), CELLBOX_E2B_ONLINE: opts.online.join(' ') },
+      env: { ...(process.env as Record<string, string>), E2B_HARNESS_ONLINE: opts.online.join(' ') },
     },
   })
 }

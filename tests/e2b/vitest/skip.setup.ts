@@ -1,4 +1,4 @@
-// Skips the tests tests/e2b/skips.txt lists for $CELLBOX_E2B_SUITE, with the file's reason
+// Skips the tests tests/e2b/skips.txt lists for $E2B_HARNESS_SUITE, with the file's reason
 // (`context.skip(note)`; the reason is also put in the test's meta, for scripts/e2b-tests).
 // A test's id is `FILE > DESCRIBE... > TEST`, FILE relative to the suite's folder; patterns are
 // globs (`*` any run of characters, `?` one).
@@ -31,8 +31,8 @@ function loadRules(file: string, suite: string): Rule[] {
   return rules
 }
 
-const skipsFile = process.env.CELLBOX_E2B_SKIPS
-const suite = process.env.CELLBOX_E2B_SUITE
+const skipsFile = process.env.E2B_HARNESS_SKIPS
+const suite = process.env.E2B_HARNESS_SUITE
 const rules = skipsFile && suite ? loadRules(skipsFile, suite) : []
 
 export function testId(task: { name: string; suite?: any; file?: any }, root: string): string {
@@ -49,7 +49,7 @@ export function testId(task: { name: string; suite?: any; file?: any }, root: st
 // (Destructured: with test.extend fixtures vitest refuses a hook whose argument is not.)
 beforeEach(({ task, skip }) => {
   if (!rules.length) return
-  const id = testId(task as any, process.env.CELLBOX_E2B_SUITE_DIR ?? process.cwd())
+  const id = testId(task as any, process.env.E2B_HARNESS_SUITE_DIR ?? process.cwd())
   const rule = rules.find((r) => r.pattern.test(id))
   if (rule) {
     ;(task.meta as Record<string, unknown>).cellboxSkip = rule.reason
@@ -59,8 +59,8 @@ beforeEach(({ task, skip }) => {
 
 // The suites' offline unit tests (msw mocks, URL resolution) run without the variables that point
 // the other tests at cellbox, as in E2B's own CI where they are unset: several check the SDK's
-// default URLs. $CELLBOX_E2B_ONLINE lists the globs of the files that talk to the server.
-const online = (process.env.CELLBOX_E2B_ONLINE ?? '').split(/\s+/).filter(Boolean).map(
+// default URLs. $E2B_HARNESS_ONLINE lists the globs of the files that talk to the server.
+const online = (process.env.E2B_HARNESS_ONLINE ?? '').split(/\s+/).filter(Boolean).map(
   (glob) =>
     new RegExp(
       '^' +
@@ -76,7 +76,7 @@ const saved: Record<string, string | undefined> = {}
 // eslint-disable-next-line no-empty-pattern
 beforeAll(({}, suite) => {
   const file = path.relative(
-    process.env.CELLBOX_E2B_SUITE_DIR ?? process.cwd(),
+    process.env.E2B_HARNESS_SUITE_DIR ?? process.cwd(),
     (suite as any).file?.filepath ?? (suite as any).filepath ?? ''
   )
   if (!online.length || online.some((r) => r.test(file))) return
