@@ -352,3 +352,59 @@ async fn a_sandbox_ends_when_its_time_runs_out() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test]
+async fn processes_a_client_starts_and_leaves_are_capped_and_end_with_their_sandbox() {
+    let (server, alice, _) = e2b_server();
+    let base = server.base();
+    let (id, token) = create(&server, &alice).await;
+    let url = format!("{base}/process.Process/Start");
+    let start = envelope(0, br#"{"process":{"cmd":"/bin/sleep","args":["600"]},"stdin":false}"#);
+    let client = reqwest::Client::new();
+    let mut pids = Vec::new();
+    // Each stream is left after its first event: the process goes on, as on E2B.
+    for _ in 0..128 {
+        let mut response = client
+            .post(&url)
+            .header("e2b-sandbox-id", &id)
+            .header("x-access-token", &token)
+            .header("content-type", "application/connect+json")
+            .body(start.clone())
+            .send()
+            .await
+            .unwrap();
+        let first = response.chunk().await.unwrap().expect("the start event");
+        let event = json_of(&first[5..]);
+        pids.push(event["event"]["start"]["pid"].as_u64().unwrap_or_else(|| panic!("{event}")));
+    }
+    let headers = [("e2b-sandbox-id", id.as_str()), ("x-access-token", token.as_str())];
+    let mut streamed = headers.to_vec();
+    streamed.push(("content-type", "application/connect+json"));
+    let (status, _, answer) = request(reqwest::Method::POST, &url, &streamed, start.clone()).await;
+    assert_eq!(status, 200);
+    let end = json_of(&answer[5..]);
+    assert_eq!(end["error"]["code"], "resource_exhausted", "the 129th process: {end}");
+    let mut unary = headers.to_vec();
+    unary.push(("content-type", "application/json"));
+    let list = format!("{base}/process.Process/List");
+    let (_, _, listed) = request(reqwest::Method::POST, &list, &unary, b"{}".to_vec()).await;
+    assert_eq!(json_of(&listed)["processes"].as_array().map(Vec::len), Some(128));
+    // Killing the sandbox ends them all.
+    let key = [("x-api-key", alice.as_str())];
+    let (status, _, _) = request(reqwest::Method::DELETE, &format!("{base}/sandboxes/{id}"), &key, vec![]).await;
+    assert_eq!(status, 204);
+    // SIGKILL is delivered as each process next runs: wait for that, a minute at most.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    for pid in pids {
+        loop {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // Gone, or a zombie its parent has not reaped yet: not running.
+            let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()).unwrap_or("X");
+            if matches!(state, "X" | "Z") {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "process {pid} outlived its sandbox: {stat}");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+}

@@ -35,6 +35,8 @@ pub enum Code {
     Internal,
     Unavailable,
     #[cfg_attr(not(unix), allow(dead_code))] // used by the processes, which need Unix
+    ResourceExhausted,
+    #[cfg_attr(not(unix), allow(dead_code))] // used by the processes, which need Unix
     DeadlineExceeded,
 }
 
@@ -49,6 +51,7 @@ impl Code {
             Code::Unimplemented => "unimplemented",
             Code::Internal => "internal",
             Code::Unavailable => "unavailable",
+            Code::ResourceExhausted => "resource_exhausted",
             Code::DeadlineExceeded => "deadline_exceeded",
         }
     }
@@ -62,6 +65,7 @@ impl Code {
             Code::PermissionDenied => StatusCode::FORBIDDEN,
             Code::Unimplemented => StatusCode::NOT_IMPLEMENTED,
             Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Code::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
             Code::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
             Code::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }

@@ -30,6 +30,9 @@ use super::{Routed, Sandbox};
 const STREAM_BACKLOG: usize = 256;
 /// Bytes read from a process's output at once.
 const READ_SIZE: usize = 32 << 10;
+/// Processes one sandbox may have running at once: a process outlives the stream that started
+/// it, so a client that starts and leaves would otherwise fill the machine.
+pub(crate) const MAX_PROCESSES: usize = 128;
 /// Keepalives when the client names no interval (`Keepalive-Ping-Interval`).
 const DEFAULT_KEEPALIVE: Duration = Duration::from_secs(50);
 
@@ -234,6 +237,15 @@ fn start(sandbox: &Arc<Sandbox>, message: &Value) -> Result<(Arc<Process>, mpsc:
             "cwd {} is not a folder",
             sandbox.home.to_virtual(&cwd.display().to_string())
         )));
+    }
+    let running = sandbox.processes.table.lock().unwrap().len();
+    if running >= MAX_PROCESSES {
+        return Err(RpcError::new(
+            Code::ResourceExhausted,
+            format!(
+                "this sandbox runs {running} processes, its limit: kill one (commands.kill) before starting another"
+            ),
+        ));
     }
     let pty = message.get("pty").filter(|pty| !pty.is_null());
     let stdin = message.get("stdin").and_then(Value::as_bool).unwrap_or(true);
