@@ -8,6 +8,7 @@ mod common;
 mod chaos;
 mod gateway_emfile;
 mod memory;
+mod zygote_key;
 
 /// Held by every test of this binary: one at a time.
 static ALONE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
