@@ -223,7 +223,7 @@ def main():
                         help="run only this suite (repeatable; default: all four)")
     parser.add_argument("--binary", default=os.environ.get("CELLBOX_BINARY", str(REPO / "target/debug/cellbox")))
     parser.add_argument("--python", default=os.environ.get("CELLBOX_PYTHON"),
-                        help="the kernels' Python (default .venv-test/bin/python: matplotlib, pandas)")
+                        help="the kernels' Python (default: this one, .venv-e2b's: matplotlib, pandas, pillow)")
     parser.add_argument("--jobs", type=int, default=2, help="tests run in parallel per suite (default 2)")
     parser.add_argument("--verbose", action="store_true", help="show each suite's output as it runs")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (logs, reports)")
@@ -236,9 +236,7 @@ def main():
     binary = Path(args.binary).resolve()
     if not binary.is_file():
         parser.error(f"{binary} is missing (cargo build, or set CELLBOX_BINARY)")
-    python = args.python
-    if not python and (REPO / ".venv-test/bin/python").exists():
-        python = str(REPO / ".venv-test/bin/python")
+    python = args.python or sys.executable
     mode = "full" if args.full else "short"
 
     work = Path(tempfile.mkdtemp(prefix="cellbox-e2b-tests."))

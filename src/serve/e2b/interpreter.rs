@@ -63,7 +63,7 @@ pub(crate) async fn execute(Routed(sandbox): Routed, body: Bytes) -> Response {
         Err(refusal) => return refusal.into_response(),
     };
     // A context names its language; E2B's server takes the context when both come.
-    let language = if request.context_id.is_some() { None } else { request.language.map(|l| e2b_language(&l)) };
+    let language = if request.context_id.is_some() { None } else { request.language.filter(|l| !l.trim().is_empty()) };
     // Refusals are answered before the stream starts, as E2B's HTTP errors: the
     // answer's headers cannot wait for a cell that may run for hours.
     if let Some(language) = &language
@@ -99,16 +99,6 @@ pub(crate) async fn execute(Routed(sandbox): Routed, body: Bytes) -> Response {
     let mut response = Response::new(body);
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/x-ndjson"));
     response
-}
-
-/// E2B's language names, as cellbox's SDK takes them.
-fn e2b_language(language: &str) -> String {
-    match language.to_ascii_lowercase().as_str() {
-        "js" | "javascript" | "deno" => "javascript".into(),
-        "ts" | "typescript" => "typescript".into(),
-        "python" | "python3" | "py" => "python".into(),
-        other => other.into(),
-    }
 }
 
 /// A cell's events as NDJSON lines; interrupts the cell if dropped before its end.
@@ -264,11 +254,7 @@ pub(crate) async fn create_context(Routed(sandbox): Routed, body: Bytes) -> Resp
         Err(refusal) => return refusal.into_response(),
     };
     let cwd = request.cwd.as_deref().map(|cwd| sandbox.home.to_real(cwd));
-    let call = Call::CreateContext(wire::CreateContext {
-        language: request.language.map(|l| e2b_language(&l)),
-        cwd,
-        name: None,
-    });
+    let call = Call::CreateContext(wire::CreateContext { language: request.language, cwd, name: None });
     match sandbox.link.call(call).await {
         Ok(Answer::CreateContext(info)) => axum::Json(context_json(&sandbox, &info)).into_response(),
         Ok(other) => unexpected(other),
