@@ -139,10 +139,15 @@ fn take(counter: &Arc<AtomicUsize>, limit: usize) -> Result<Place, usize> {
     Ok(Place(counter.clone()))
 }
 
+/// The folder of `root` that holds sandboxes' own folders: no principal's
+/// name starts with a dot, so it is nobody's working folder.
+const SANDBOXES: &str = ".sandboxes";
+
 /// The principals the server knows now.
 pub struct Principals {
     base: EngineConfig,
-    /// Where principals' working folders are made (`<root>/<name>`).
+    /// Where principals' working folders are made (`<root>/<name>`), and
+    /// sandboxes' own (`<root>/.sandboxes/<name>/<id>`).
     root: PathBuf,
     http: StreamableHttpServerConfig,
     shares: Shares,
@@ -264,6 +269,27 @@ impl Principals {
         engines.retain(|engine| engine.strong_count() > 0);
         engines.push(Arc::downgrade(&engine));
         Ok(engine)
+    }
+
+    /// Narrow `config` (one of `name`'s) to a folder of sandbox `id`'s own,
+    /// `<root>/.sandboxes/<name>/<id>`, and give its path. It lies outside
+    /// the principal's working folder, so no other kernel of the principal
+    /// can read it or swap it for a link (which would move where the
+    /// sandbox's next kernel may write); the sandbox's kernels reach none of
+    /// the principal's other folders either, as E2B's sandboxes are apart.
+    pub fn own_folder(&self, config: &mut EngineConfig, name: &str, id: &str) -> std::io::Result<PathBuf> {
+        let sandboxes = self.root.join(SANDBOXES);
+        let folder = sandboxes.join(name).join(id);
+        crate::paths::private_dir_builder().create(&folder)?;
+        let workspace_rule = PrivateRoot::new(&self.root, Some(name));
+        config.sandbox.private_roots.retain(|rule| *rule != workspace_rule);
+        config.sandbox.private_roots.extend([
+            PrivateRoot::new(&self.root, Some(SANDBOXES)),
+            PrivateRoot::new(&sandboxes, Some(name)),
+            PrivateRoot::new(sandboxes.join(name), Some(id)),
+        ]);
+        config.default_cwd = folder.clone();
+        Ok(folder)
     }
 
     /// How many principals the server knows now.

@@ -103,6 +103,10 @@ fn the_official_python_sdk_runs_code_with_charts_contexts_and_streams() {
     assert_eq!(seen["error"], json!(["ZeroDivisionError", "division by zero"]));
     assert_eq!(seen["context_state"], "42");
     assert_eq!(seen["context_cwd"], "/home/user");
+    assert_eq!(seen["kernel_cwd"], "/home/user /home/user", "the sandbox's folder is bound at /home/user");
+    assert_eq!(seen["context_kernel_cwd"], "/home/user");
+    assert_eq!(seen["shell_pwd"], "/home/user\n/home/user\n");
+    assert_eq!(seen["js_cwd"], "/home/user");
     assert_eq!(seen["js"], "2,4,6");
     assert_eq!(seen["listed"], json!([seen["sandbox_id"]]));
     assert_eq!(seen["metadata"], json!({"purpose": "test"}));
@@ -407,4 +411,87 @@ async fn processes_a_client_starts_and_leaves_are_capped_and_end_with_their_sand
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
     }
+}
+
+/// What a cell printed, run in sandbox `id` through the code interpreter's `/execute`.
+async fn execute(server: &Server, id: &str, token: &str, code: &str) -> String {
+    let headers = [("e2b-sandbox-id", id), ("x-access-token", token), ("content-type", "application/json")];
+    let body = json!({"code": code}).to_string().into_bytes();
+    let (status, _, answer) =
+        request(reqwest::Method::POST, &format!("{}/execute", server.base()), &headers, body).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
+    let lines = String::from_utf8_lossy(&answer).lines().map(json_of_line).collect::<Vec<_>>();
+    lines.iter().filter(|line| line["type"] == "stdout").filter_map(|line| line["text"].as_str()).collect()
+}
+
+fn json_of_line(line: &str) -> Value {
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
+/// The folder on the host that holds sandbox `id`'s files.
+fn folder_of(server: &Server, id: &str) -> std::path::PathBuf {
+    let root = server.dir.path().join("root");
+    let found = walkdir(&root).into_iter().find(|path| path.file_name().is_some_and(|name| name == id));
+    found.unwrap_or_else(|| panic!("no folder for {id} under {}", root.display()))
+}
+
+fn walkdir(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            found.push(entry.path());
+            found.extend(walkdir(&entry.path()));
+        }
+    }
+    found
+}
+
+const ATTEMPTS: &str = r#"
+import os
+def attempt(label, act):
+    try:
+        act()
+        print(label, "DONE")
+    except Exception as e:
+        print(label, "refused")
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sandboxs_folder_is_its_own_and_no_other_kernel_of_its_principal_reaches_it() {
+    let (server, alice, _) = e2b_server();
+    let (a, a_token) = create(&server, &alice).await;
+    let (b, b_token) = create(&server, &alice).await;
+    assert_eq!(execute(&server, &a, &a_token, "open('a.txt', 'w').write('mine'); print('ok')").await, "ok\n");
+    let a_dir = folder_of(&server, &a);
+    let a_file = a_dir.join("a.txt");
+    let outside = server.dir.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    // The principal's own kernels (here its MCP session) can neither read a sandbox's folder nor
+    // swap it for a link, which would have moved the next kernel's writable folder elsewhere.
+    let swap = format!(
+        "{ATTEMPTS}attempt('read:', lambda: open({a_file:?}).read())\nattempt('list:', lambda: os.listdir({a_dir:?}))\n\
+         attempt('swap:', lambda: os.rename({a_dir:?}, {a_dir:?} + '.old'))\n\
+         attempt('link:', lambda: os.symlink({outside:?}, {a_dir:?} + '.new'))\n",
+        a_file = a_file.display().to_string(),
+        a_dir = a_dir.display().to_string(),
+        outside = outside.display().to_string(),
+    );
+    let headers = crate::common::serve::raw_session(&server.url, &alice).await;
+    let (status, _, body) = crate::common::serve::spawn_eval(&server.url, &headers, 2, &swap, None).await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    for line in ["read: refused", "list: refused", "swap: refused", "link: refused"] {
+        assert!(body.contains(line), "missing {line:?}: {body}");
+    }
+    // Another sandbox of the same principal does not reach it either.
+    let across = format!(
+        "{ATTEMPTS}attempt('read:', lambda: open({a_file:?}).read())\nattempt('write:', lambda: open({a_dir:?} + '/b.txt', 'w').write('x'))\n",
+        a_file = a_file.display().to_string(),
+        a_dir = a_dir.display().to_string(),
+    );
+    assert_eq!(execute(&server, &b, &b_token, &across).await, "read: refused\nwrite: refused\n");
+    assert_eq!(std::fs::read_to_string(&a_file).unwrap(), "mine");
+    assert!(!a_dir.join("b.txt").exists());
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    // And the sandbox still has its folder.
+    assert_eq!(execute(&server, &a, &a_token, "print(open('/home/user/a.txt').read())").await, "mine\n");
 }

@@ -30,6 +30,7 @@ mod gateway;
 mod gateway_bridge;
 mod gateway_local;
 mod gateway_net;
+mod home_view;
 mod install;
 mod js_kernel;
 mod kernel_execution;

@@ -49,6 +49,11 @@ def code_interpreter():
     sandbox.run_code("y = 7", context=context)
     seen["context_state"] = sandbox.run_code("y * 6", context=context).text
     seen["context_cwd"] = context.cwd
+    # Code finds its folder where E2B's does: the kernel, the shell, a context's kernel and JS.
+    seen["kernel_cwd"] = sandbox.run_code("import os; os.getcwd() + ' ' + os.environ['HOME']").text
+    seen["context_kernel_cwd"] = sandbox.run_code("import os; os.getcwd()", context=context).text
+    seen["shell_pwd"] = sandbox.commands.run("pwd; echo $HOME").stdout
+    seen["js_cwd"] = sandbox.run_code("process.cwd()", language="js").text
     seen["contexts"] = sorted(c.id for c in sandbox.list_code_contexts())
     seen["js"] = sandbox.run_code("[1, 2, 3].map(x => x * 2).join(',')", language="js").text
     seen["listed"] = [info.sandbox_id for info in Sandbox.list(query=None).next_items()]

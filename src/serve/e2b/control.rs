@@ -131,11 +131,10 @@ pub(crate) async fn create(
     };
     let internet = request.allow_internet_access.unwrap_or(true);
     let envs = request.env_vars.clone();
-    let folder = format!("e2b/{id}");
     let made = state.principals.sandbox_engine_in(&principal, &identity, |config| {
-        let home = config.default_cwd.join(&folder);
-        crate::paths::private_dir_builder().create(&home)?;
-        config.default_cwd = home;
+        state.principals.own_folder(config, &name, &id)?;
+        // Code finds its folder where E2B's does, where this host allows it.
+        config.sandbox.home_view = Some(std::path::PathBuf::from(super::home::VIRTUAL_HOME));
         config.extra_env.extend(envs);
         if !internet {
             config.sandbox.network = NetworkMode::Off;

@@ -129,6 +129,9 @@ pub struct Kernel {
     next_id: AtomicU64,
     ready: ReadyInfo,
     cwd: PathBuf,
+    /// Where the kernel sees its workspace, when elsewhere than on the host:
+    /// the folders it is sent are given as it sees them.
+    view: Option<crate::sandbox::HomeView>,
 }
 
 impl Kernel {
@@ -153,7 +156,7 @@ impl Kernel {
         let kernel = Kernel::attach(options, runner, launched, host_ends, forked_from).await?;
         let startup_timeout = kernel.shared.options.startup_timeout;
         let setup = async {
-            kernel.run_internal(None, Some(kernel.cwd.display().to_string())).await?;
+            kernel.run_internal(None, Some(kernel.seen(&kernel.cwd.display().to_string()))).await?;
             match runtime.prelude() {
                 Some(prelude) => kernel.run_internal(Some(prelude), None).await,
                 None => Ok(()),
@@ -238,7 +241,8 @@ impl Kernel {
         };
         std::mem::forget(kill_guard);
         let cwd = options.cwd.clone();
-        Ok(Kernel { shared, next_id: AtomicU64::new(1), ready, cwd })
+        let view = crate::sandbox::home_view(&options.sandbox, &cwd);
+        Ok(Kernel { shared, next_id: AtomicU64::new(1), ready, cwd, view })
     }
 
     /// Run host-internal code (init, prelude); a Python error fails startup.
@@ -268,7 +272,7 @@ impl Kernel {
             code: code.to_string(),
             silent: options.silent,
             store_history: !options.internal,
-            cwd: options.cwd,
+            cwd: options.cwd.map(|cwd| self.seen(&cwd)),
             env: options.env,
             typescript: options.typescript,
             restore_env: options.restore_env,
@@ -434,9 +438,17 @@ impl Kernel {
         &self.ready
     }
 
-    /// The working directory the kernel started in.
+    /// The working directory the kernel started in (its path on the host).
     pub fn cwd(&self) -> &std::path::Path {
         &self.cwd
+    }
+
+    /// A folder on the host as the kernel sees it (see [`crate::sandbox::HomeView`]).
+    fn seen(&self, path: &str) -> String {
+        match &self.view {
+            Some(view) => view.seen(std::path::Path::new(path)).display().to_string(),
+            None => path.to_string(),
+        }
     }
 
     /// The last lines the runner process wrote to its own stderr.

@@ -1,21 +1,37 @@
 //! The steps a forked child takes before `exec`, for its sandbox: only
 //! async-signal-safe system calls on memory prepared before the fork.
 
-/// In a new mount namespace: stop mounts from propagating to the host, then
-/// put a fresh tmpfs on `/dev/shm`. Async-signal-safe.
-pub(super) unsafe fn mount_private_shm() -> std::io::Result<()> {
-    let check = |rc: libc::c_int| if rc < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) };
+/// In a new mount namespace: stop mounts from propagating to the host (or
+/// from it), before any mount is made. Async-signal-safe.
+pub(super) unsafe fn make_mounts_private() -> std::io::Result<()> {
     let none = std::ptr::null();
+    // SAFETY: a NUL-terminated literal; no memory of the caller is touched.
+    let rc = unsafe { libc::mount(none, c"/".as_ptr(), none, libc::MS_REC | libc::MS_PRIVATE, none.cast()) };
+    if rc < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) }
+}
+
+/// In a new mount namespace whose mounts are private: a fresh tmpfs on
+/// `/dev/shm`. Async-signal-safe.
+pub(super) unsafe fn mount_shm() -> std::io::Result<()> {
     // SAFETY: NUL-terminated literals; no memory of the caller is touched.
-    unsafe {
-        check(libc::mount(none, c"/".as_ptr(), none, libc::MS_REC | libc::MS_PRIVATE, none.cast()))?;
-        check(libc::mount(
+    let rc = unsafe {
+        libc::mount(
             c"tmpfs".as_ptr(),
             c"/dev/shm".as_ptr(),
             c"tmpfs".as_ptr(),
             libc::MS_NOSUID | libc::MS_NODEV,
             c"mode=1777".as_ptr().cast(),
-        ))
+        )
+    };
+    if rc < 0 { Err(std::io::Error::last_os_error()) } else { Ok(()) }
+}
+
+/// Both steps above, as the probe tries them. Async-signal-safe.
+pub(super) unsafe fn mount_private_shm() -> std::io::Result<()> {
+    // SAFETY: see the two steps.
+    unsafe {
+        make_mounts_private()?;
+        mount_shm()
     }
 }
 
@@ -98,6 +114,13 @@ pub(super) unsafe fn bind_onto_themselves(writable: &[std::ffi::CString]) {
 /// `mount_setattr` (before 5.12) they stay as they were, and Landlock alone
 /// keeps writes in the writable places.
 pub(super) unsafe fn read_only(mounts: &[std::ffi::CString]) {
+    // SAFETY: as `read_only_each`.
+    unsafe { read_only_each(mounts.iter()) }
+}
+
+/// [`read_only`] for the mounts an iterator over prepared paths gives (it
+/// must not allocate). Async-signal-safe.
+pub(super) unsafe fn read_only_each<'a>(mounts: impl Iterator<Item = &'a std::ffi::CString>) {
     /// The kernel's `struct mount_attr`.
     #[repr(C)]
     struct MountAttr {

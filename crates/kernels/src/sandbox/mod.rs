@@ -35,6 +35,7 @@ mod policy;
 mod probe;
 pub mod seatbelt;
 mod temp;
+mod view;
 
 use std::collections::BTreeMap;
 #[cfg(target_os = "linux")]
@@ -62,6 +63,7 @@ pub use policy::{
 };
 pub use probe::{SandboxSupport, support};
 pub use temp::KERNEL_TEMP_PREFIX;
+pub use view::{HomeView, home_view};
 
 use crate::settings;
 use limits::{Cgroup, Controller};
@@ -128,6 +130,8 @@ pub enum Unenforceable {
     NoSandboxExec { path: &'static str },
     #[error("--network localhost gives a kernel a loopback of its own, which only Linux can; use --network off or on")]
     NoPrivateLoopback,
+    #[error("the kernel's folder cannot be shown at {}: {message}", .seen.display())]
+    HomeView { seen: PathBuf, message: String },
     #[error("the host's file work for kernels could not be confined: {message}")]
     Confine { message: String },
 }
@@ -189,9 +193,15 @@ pub struct Prepared {
     /// `setgroups`, `uid_map` and `gid_map` contents for a new user namespace.
     id_maps: Option<[Vec<u8>; 2]>,
     loopback_up: bool,
+    /// The kernel has a mount namespace of its own (for its `/dev/shm`, its
+    /// home view), whose mounts are made private before any other step.
+    mount_ns: bool,
     /// Mount a tmpfs of its own on `/dev/shm` (in its own mount namespace),
     /// and give it these Landlock rights (when the kernel has a ruleset).
     private_shm: Option<u64>,
+    /// The workspace shown at another path ([`view`]).
+    #[cfg(target_os = "linux")]
+    view: Option<view::Mounts>,
     /// In that mount namespace, the writable places are bound onto
     /// themselves (their mounts below keep their own flags), and every other
     /// mount (`read_only_mounts`, from the host's mount table) is made
@@ -387,10 +397,13 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
              POSIX shared memory and multiprocessing's locks are unavailable in cells",
         );
     }
-    if mount_shm {
+    let home_view = view::home_view(policy, cwd);
+    let mount_ns = mount_shm || home_view.is_some();
+    if mount_ns {
         prepared.unshare_flags |= libc::CLONE_NEWNS;
+        prepared.mount_ns = true;
     }
-    if (wants_netns || nproc_in_userns || mount_shm) && !root {
+    if (wants_netns || nproc_in_userns || mount_ns) && !root {
         prepared.unshare_flags |= libc::CLONE_NEWUSER;
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
         prepared.id_maps = Some([format!("{uid} {uid} 1\n").into_bytes(), format!("{gid} {gid} 1\n").into_bytes()]);
@@ -416,7 +429,7 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         }
         let mut grants = vec![(PathBuf::from("/"), Grant::Read)];
         grants.extend(access.writable.into_iter().map(|path| (path, Grant::Write)));
-        if mount_shm {
+        if mount_ns {
             use std::os::unix::ffi::OsStrExt;
             let writable: Vec<&PathBuf> =
                 grants.iter().filter(|(path, grant)| *grant == Grant::Write && path.exists()).map(|(p, _)| p).collect();
@@ -437,6 +450,16 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         }
     } else if mount_shm {
         prepared.private_shm = Some(0);
+    }
+    if let Some(home_view) = home_view {
+        use std::os::unix::ffi::OsStrExt;
+        let writable: Vec<PathBuf> =
+            prepared.writable_mounts.iter().map(|c| PathBuf::from(std::ffi::OsStr::from_bytes(c.as_bytes()))).collect();
+        prepared.view = Some(
+            view::plan(&home_view, &writable)
+                .map_err(|message| fail(Unenforceable::HomeView { seen: home_view.seen.clone(), message }))?,
+        );
+        prepared.env.push(("HOME".into(), home_view.seen.display().to_string()));
     }
     prepared.env.push((settings::SANDBOX.name.into(), mode.to_string()));
     prepared.env.push((settings::NETWORK.name.into(), policy.network.to_string()));
@@ -539,13 +562,24 @@ impl Prepared {
             if self.loopback_up {
                 child::loopback_up()?;
             }
-            if let Some(rights) = self.private_shm {
+            if self.mount_ns {
+                child::make_mounts_private()?;
                 child::bind_onto_themselves(&self.writable_mounts);
-                child::mount_private_shm()?;
-                child::read_only(&self.read_only_mounts);
-                if let (Some(ruleset), true) = (&self.landlock, rights != 0) {
-                    child::grant_private_shm(ruleset.as_raw_fd(), rights)?;
+                if let Some(view) = &self.view {
+                    view.show()?;
                 }
+                if self.private_shm.is_some() {
+                    child::mount_shm()?;
+                }
+                child::read_only(&self.read_only_mounts);
+                if let Some(view) = &self.view {
+                    child::read_only_each(view.sealed());
+                }
+            }
+            if let (Some(rights), Some(ruleset)) = (self.private_shm, &self.landlock)
+                && rights != 0
+            {
+                child::grant_private_shm(ruleset.as_raw_fd(), rights)?;
             }
             for (resource, value) in &self.rlimits {
                 let limit = libc::rlimit { rlim_cur: *value as libc::rlim_t, rlim_max: *value as libc::rlim_t };

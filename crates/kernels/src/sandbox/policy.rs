@@ -114,6 +114,14 @@ pub struct SandboxPolicy {
     /// kernels instead. A server sets it; one user's kernels may share theirs.
     #[serde(default)]
     pub private_shm: bool,
+    /// Show the workspace to the kernel at this path too, as its home
+    /// (`HOME`): bound there in a mount namespace of the kernel's own, and
+    /// the path its working folder is given by (an E2B sandbox's
+    /// `/home/user`). The host's own folders are never written for it. Where
+    /// the host cannot (see [`crate::sandbox::home_view`]), kernels see the
+    /// workspace by its real path, after a warning.
+    #[serde(default)]
+    pub home_view: Option<PathBuf>,
     /// Memory for the whole process tree, in bytes.
     pub memory_limit: Option<u64>,
     /// Processes and threads for the whole process tree.
