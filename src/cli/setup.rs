@@ -80,7 +80,7 @@ fn print_sandbox(kernel: &KernelArgs, env: &cellbox_settings::Environment) {
             println!(
                 "sandbox policy:     {} (network {}{}{})",
                 policy.mode,
-                policy.network,
+                policy.network_setting(),
                 policy
                     .memory_limit
                     .map(|m| format!(", memory {}", cellbox_kernels::sandbox::format_size(m)))

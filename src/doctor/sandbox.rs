@@ -63,11 +63,11 @@ pub fn sandbox_entries() -> Vec<SandboxEntry> {
             if cfg!(target_os = "macos") { "network (Seatbelt)" } else { "network namespace" },
             found.network,
             if found.network && cfg!(target_os = "macos") {
-                "--network off works (localhost is Linux-only)".into()
+                "--network off works (localhost and allow:/deny: lists are Linux-only)".into()
             } else if found.network {
-                "--network off/localhost work".into()
+                "--network off/localhost and allow:/deny: lists (through a proxy in the kernel's namespace) work".into()
             } else {
-                "--network off/localhost cannot start".into()
+                "--network off/localhost and allow:/deny: lists cannot start".into()
             },
         ),
         entry("seccomp", found.seccomp, "keeps a kernel from re-entering the host's network".into()),
@@ -103,7 +103,7 @@ fn policy_in_force() -> String {
             Some(reason) => format!("NOT enforced here ({reason}): kernels start without it"),
         }
     };
-    format!("sandbox {} ({source}), network {}: {enforced}", policy.mode, policy.network)
+    format!("sandbox {} ({source}), network {}: {enforced}", policy.mode, policy.network_setting())
 }
 
 /// Whether preloaded kernels are forked here, and what `CELLBOX_PRELOAD` asks for.

@@ -43,6 +43,7 @@ mod mcp_sampling;
 mod mcp_server;
 mod mcp_tasks;
 mod mcp_versions;
+mod network;
 mod notebook;
 mod notebook_semantics;
 mod parity;

@@ -11,7 +11,7 @@
 
 use std::path::PathBuf;
 
-use crate::sandbox::{NetworkMode, SandboxMode, SandboxPolicy, parse_size};
+use crate::sandbox::{NetworkSetting, SandboxMode, SandboxPolicy, parse_size};
 use crate::settings::{self, Environment};
 
 /// Options shared by every command that starts a kernel.
@@ -30,9 +30,11 @@ pub struct KernelArgs {
     /// [default: workspace-write].
     #[arg(long, value_name = "MODE", env = settings::SANDBOX.name, hide_env_values = true)]
     pub sandbox: Option<SandboxMode>,
-    /// Network for kernels: on, off or localhost (their own loopback only) [default: on].
+    /// Network for kernels: on, off, localhost (their own loopback only), or hosts by name through a
+    /// proxy: allow:HOST,… and/or deny:HOST,… (names, *.domain, addresses, ranges; presets pypi, npm,
+    /// github, huggingface, conda), e.g. allow:pypi,*.github.com [default: on].
     #[arg(long, value_name = "MODE", env = settings::NETWORK.name, hide_env_values = true)]
-    pub network: Option<NetworkMode>,
+    pub network: Option<NetworkSetting>,
     /// Another folder kernels may write in workspace-write mode (repeatable; CELLBOX_ALLOW_WRITE's
     /// `:`-separated list is added).
     #[arg(long = "allow-write", value_name = "PATH")]
@@ -101,8 +103,8 @@ impl KernelArgs {
         if let Some(mode) = self.sandbox {
             policy.mode = mode;
         }
-        if let Some(network) = self.network {
-            policy.network = network;
+        if let Some(network) = &self.network {
+            policy.set_network(network.clone());
         }
         policy.allow_write.extend(self.allow_write.iter().cloned());
         policy.deny_read.extend(self.deny_read.iter().cloned());

@@ -156,9 +156,22 @@ pub const SANDBOX: EnvVar = user(
     "true",
 ]));
 /// `CELLBOX_NETWORK`.
-pub const NETWORK: EnvVar = user("CELLBOX_NETWORK", "on|off|localhost", "on", "The kernels' network.")
-    .with_flag("--network")
-    .with_kind(Kind::Choice(&["on", "off", "localhost", "loopback", "none", "0", "1", "false", "true"]));
+pub const NETWORK: EnvVar = user(
+    "CELLBOX_NETWORK",
+    "on|off|localhost|allow:HOST,…[;deny:HOST,…]",
+    "on",
+    "The kernels' network: the host's, none, their own loopback, or the hosts of an `allow:`/`deny:` list (names, \
+     `*.domain`, addresses, ranges, presets pypi, npm, github, huggingface, conda) through a proxy.",
+)
+.with_flag("--network");
+/// `CELLBOX_NETWORK_HOSTS`.
+pub const NETWORK_HOSTS: EnvVar = user(
+    "CELLBOX_NETWORK_HOSTS",
+    "path",
+    "",
+    "A file in /etc/hosts form whose names the kernels' network proxy resolves to its addresses before asking DNS \
+     (a mirror on the LAN, tests).",
+);
 /// `CELLBOX_ALLOW_WRITE`.
 pub const ALLOW_WRITE: EnvVar = user(
     "CELLBOX_ALLOW_WRITE",
@@ -447,6 +460,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     // The sandbox.
     SANDBOX,
     NETWORK,
+    NETWORK_HOSTS,
     ALLOW_WRITE,
     DENY_READ,
     MEMORY_LIMIT,

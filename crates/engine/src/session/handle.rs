@@ -194,6 +194,16 @@ impl KernelHandle {
         }
     }
 
+    /// What its network proxy decided since last asked: the hosts it refused
+    /// (one each), and how many connections it allowed and refused (see
+    /// [`crate::kernel::Kernel::network_decisions`]); nothing on a gateway.
+    pub fn network_decisions(&self) -> (Vec<crate::sandbox::Refusal>, u64, u64) {
+        match self {
+            KernelHandle::Process(kernel) => kernel.network_decisions(),
+            KernelHandle::Gateway(_) => (Vec::new(), 0, 0),
+        }
+    }
+
     /// How it ended, in words, once it has (for notes about dead kernels).
     pub fn exit_description(&self) -> Option<String> {
         match self {

@@ -144,6 +144,8 @@ fn network_note(network: NetworkMode) -> Option<String> {
              services; start cellbox with --network on to give them the host's network."
                 .to_string(),
         ),
+        // The proxy names each host it refused (see `EvalEngine::report_network`).
+        NetworkMode::Filtered => None,
     }
 }
 

@@ -456,6 +456,18 @@ impl Kernel {
         self.shared.stderr_tail.lock().unwrap().clone()
     }
 
+    /// The hosts its network proxy refused since the last time this was
+    /// asked (one each), and the connections it allowed and refused meanwhile.
+    pub fn network_decisions(&self) -> (Vec<crate::sandbox::Refusal>, u64, u64) {
+        match self.shared.sandbox.network_log() {
+            Some(log) => {
+                let (allowed, refused) = log.take_counts();
+                (log.take_refusals(), allowed, refused)
+            }
+            None => (Vec::new(), 0, 0),
+        }
+    }
+
     /// How the process ended, once it has.
     pub fn exit_info(&self) -> Option<ExitInfo> {
         *self.shared.exit.borrow()

@@ -40,6 +40,6 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         prepared.wrapper = vec![SANDBOX_EXEC.into(), "-p".into(), profile.into()];
     }
     prepared.env.push((settings::SANDBOX.name.into(), mode.to_string()));
-    prepared.env.push((settings::NETWORK.name.into(), policy.network.to_string()));
+    prepared.env.push((settings::NETWORK.name.into(), policy.network_setting().to_string()));
     Ok(prepared)
 }

@@ -27,10 +27,12 @@ mod command;
 mod confine;
 #[cfg(target_os = "linux")]
 mod fs;
+mod guard;
 pub mod host_files;
 mod limits;
 #[cfg(target_os = "macos")]
 mod macos;
+pub mod network;
 mod policy;
 mod probe;
 pub mod seatbelt;
@@ -54,12 +56,14 @@ pub use command::command_like_a_kernel;
 pub use confine::{ConfineError, Confinement};
 #[cfg(target_os = "linux")]
 pub use fs::{Grant, plan as plan_rules};
+pub use guard::SandboxGuard;
 pub use limits::LimitMethod;
 #[cfg(target_os = "macos")]
 pub use macos::prepare;
+pub use network::{HostRules, NetworkLog, Refusal};
 pub use policy::{
-    NetworkMode, PolicyError, PrivateRoot, SandboxMode, SandboxPolicy, default_kernel_files, default_secret_paths,
-    format_size, parse_size,
+    NetworkMode, NetworkSetting, PolicyError, PrivateRoot, SandboxMode, SandboxPolicy, default_kernel_files,
+    default_secret_paths, format_size, parse_size,
 };
 pub use probe::{SandboxSupport, support};
 pub use temp::KERNEL_TEMP_PREFIX;
@@ -130,56 +134,23 @@ pub enum Unenforceable {
     NoSandboxExec { path: &'static str },
     #[error("--network localhost gives a kernel a loopback of its own, which only Linux can; use --network off or on")]
     NoPrivateLoopback,
+    #[error(
+        "--network allow:/deny: puts a kernel in a network namespace of its own behind a proxy, which only Linux \
+         does yet; use --network off or on"
+    )]
+    NoNetworkFilter,
     #[error("the kernel's folder cannot be shown at {}: {message}", .seen.display())]
     HomeView { seen: PathBuf, message: String },
+    #[error("could not read the hosts file {} (CELLBOX_NETWORK_HOSTS): {source}", .path.display())]
+    HostsFile { path: PathBuf, source: Arc<std::io::Error> },
+    #[error("could not set up the kernel's network proxy: {source}")]
+    Proxy { source: Arc<std::io::Error> },
     #[error("the host's file work for kernels could not be confined: {message}")]
     Confine { message: String },
 }
 
 fn fail(reason: Unenforceable) -> SandboxError {
     SandboxError { reason }
-}
-
-/// What the host keeps while the kernel lives: its private temp dir and its
-/// cgroups (removed when the kernel is gone), and what explains its death.
-/// Both are shared with the kernel's forks that need them (see
-/// [`SandboxGuard::shared`]): they go when the last of those kernels goes.
-#[derive(Debug, Default)]
-pub struct SandboxGuard {
-    tmp: Option<Arc<temp::KernelTemp>>,
-    cgroups: Vec<Arc<Cgroup>>,
-    memory_limit: Option<u64>,
-}
-
-impl SandboxGuard {
-    /// `memory limit exceeded (4 GiB)` when the kernel's memory cgroup hit its
-    /// limit (the kernel's OOM killer then ended the process).
-    pub fn memory_exceeded(&self) -> Option<String> {
-        let limit = self.memory_limit?;
-        self.cgroups
-            .iter()
-            .find(|g| g.controller == Controller::Memory)
-            .filter(|g| g.oom_killed())
-            .map(|_| format!("memory limit exceeded ({})", format_size(limit)))
-    }
-
-    /// The same temp dir, cgroups and limit, held also by a fork that stays
-    /// in the kernel's cgroups (a checkpoint).
-    pub fn shared(&self) -> SandboxGuard {
-        SandboxGuard { tmp: self.tmp.clone(), cgroups: self.cgroups.clone(), memory_limit: self.memory_limit }
-    }
-
-    /// This guard with `other`'s temp dir: a fork's own cgroups, and the temp
-    /// dir its sandbox was made for (a fork keeps the source's filesystem rules).
-    pub fn with_temp_dir_of(mut self, other: &SandboxGuard) -> SandboxGuard {
-        self.tmp = other.tmp.clone();
-        self
-    }
-
-    /// The kernel's private temp dir, when it has one.
-    pub fn temp_dir(&self) -> Option<&Path> {
-        self.tmp.as_ref().map(|t| t.path())
-    }
 }
 
 /// A policy made ready for one spawn: what the child applies, and what the
@@ -193,6 +164,9 @@ pub struct Prepared {
     /// `setgroups`, `uid_map` and `gid_map` contents for a new user namespace.
     id_maps: Option<[Vec<u8>; 2]>,
     loopback_up: bool,
+    /// The child's end of the pair its proxies' listeners are handed over on.
+    #[cfg(target_os = "linux")]
+    proxy_channel: Option<OwnedFd>,
     /// The kernel has a mount namespace of its own (for its `/dev/shm`, its
     /// home view), whose mounts are made private before any other step.
     mount_ns: bool,
@@ -385,7 +359,19 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
     let wants_netns = policy.network != NetworkMode::On;
     if wants_netns {
         prepared.unshare_flags |= libc::CLONE_NEWNET;
-        prepared.loopback_up = policy.network == NetworkMode::Localhost;
+        prepared.loopback_up = matches!(policy.network, NetworkMode::Localhost | NetworkMode::Filtered);
+    }
+    if policy.network == NetworkMode::Filtered {
+        let hosts = match &policy.network_hosts {
+            Some(path) => network::read_hosts(path)
+                .map_err(|e| fail(Unenforceable::HostsFile { path: path.clone(), source: Arc::new(e) }))?,
+            None => Default::default(),
+        };
+        let (host_end, child_end) =
+            network::handoff::pair().map_err(|e| fail(Unenforceable::Proxy { source: Arc::new(e) }))?;
+        prepared.proxy_channel = Some(child_end);
+        prepared.guard.proxy = Some(Arc::new(network::Proxy::start(host_end, policy.hosts.clone(), hosts)));
+        prepared.env.extend(network::proxy_env());
     }
     let mode = enforceable_mode(policy.mode);
     // POSIX shared memory of its own, where asked for and the host allows it.
@@ -462,7 +448,7 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         prepared.env.push(("HOME".into(), home_view.seen.display().to_string()));
     }
     prepared.env.push((settings::SANDBOX.name.into(), mode.to_string()));
-    prepared.env.push((settings::NETWORK.name.into(), policy.network.to_string()));
+    prepared.env.push((settings::NETWORK.name.into(), policy.network_setting().to_string()));
     Ok(prepared)
 }
 
@@ -561,6 +547,9 @@ impl Prepared {
             }
             if self.loopback_up {
                 child::loopback_up()?;
+            }
+            if let Some(channel) = &self.proxy_channel {
+                network::handoff::hand_over(channel.as_raw_fd())?;
             }
             if self.mount_ns {
                 child::make_mounts_private()?;

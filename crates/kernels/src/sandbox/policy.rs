@@ -11,6 +11,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use super::network::HostRules;
 use crate::settings::{self, EnvVar};
 
 /// Why a sandbox setting (a flag's or a `CELLBOX_*` variable's value) was refused, so the
@@ -19,8 +20,18 @@ use crate::settings::{self, EnvVar};
 pub enum PolicyError {
     #[error("unknown sandbox mode {0:?}; use off, workspace-write or read-only")]
     UnknownMode(String),
-    #[error("unknown network mode {0:?}; use on, off or localhost")]
+    #[error(
+        "unknown network setting {0:?}; use on, off, localhost, or lists of hosts such as \
+         allow:pypi,example.com,*.github.com;deny:gist.github.com"
+    )]
     UnknownNetwork(String),
+    #[error(
+        "{0:?} is neither a preset (pypi, npm, github, huggingface, conda) nor a host name (a name with a dot, an \
+         address, a range such as 10.0.0.0/8, or *.example.com)"
+    )]
+    UnknownPreset(String),
+    #[error("{0:?} is not a host name, address, range (10.0.0.0/8) or *.domain")]
+    BadHost(String),
     #[error("{0:?} is not a size; write e.g. 4G, 512M or 1073741824")]
     NotASize(String),
     #[error("{0:?} has an unknown unit; use K, M, G or T")]
@@ -72,6 +83,38 @@ pub enum NetworkMode {
     /// Only the kernel's own loopback (a network namespace with `lo` up); the
     /// host's loopback services are not reachable from it.
     Localhost,
+    /// Hosts by name, through the kernel's proxies: the policy's `hosts`.
+    Filtered,
+}
+
+/// A whole `--network` value: the mode, and the hosts of `allow:`/`deny:`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetworkSetting {
+    pub mode: NetworkMode,
+    pub hosts: HostRules,
+}
+
+impl FromStr for NetworkSetting {
+    type Err = PolicyError;
+    fn from_str(text: &str) -> Result<Self, PolicyError> {
+        let trimmed = text.trim();
+        if trimmed.starts_with("allow:") || trimmed.starts_with("deny:") {
+            return Ok(NetworkSetting { mode: NetworkMode::Filtered, hosts: HostRules::parse(trimmed)? });
+        }
+        match trimmed.parse::<NetworkMode>()? {
+            NetworkMode::Filtered => Err(PolicyError::UnknownNetwork(text.to_string())),
+            mode => Ok(NetworkSetting { mode, hosts: HostRules::default() }),
+        }
+    }
+}
+
+impl fmt::Display for NetworkSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.mode {
+            NetworkMode::Filtered => self.hosts.fmt(f),
+            mode => mode.fmt(f),
+        }
+    }
 }
 
 /// Everything the OS is asked to enforce around one kernel (and every
@@ -83,6 +126,13 @@ pub struct SandboxPolicy {
     pub mode: SandboxMode,
     /// Which network it sees.
     pub network: NetworkMode,
+    /// The hosts it reaches when `network` is [`NetworkMode::Filtered`].
+    #[serde(default)]
+    pub hosts: HostRules,
+    /// A file in `/etc/hosts` form the proxy resolves names with before DNS
+    /// (`CELLBOX_NETWORK_HOSTS`).
+    #[serde(default)]
+    pub network_hosts: Option<PathBuf>,
     /// Extra folders the kernel may write in `workspace-write` mode.
     pub allow_write: Vec<PathBuf>,
     /// Extra paths that are unreadable (on top of [`default_secret_paths`]).
@@ -164,6 +214,17 @@ impl SandboxPolicy {
             && self.max_processes.is_none()
     }
 
+    /// Take the mode and hosts of a `--network` value.
+    pub fn set_network(&mut self, setting: NetworkSetting) {
+        self.network = setting.mode;
+        self.hosts = setting.hosts;
+    }
+
+    /// The `--network` value this policy stands for (`allow:…` when filtered).
+    pub fn network_setting(&self) -> NetworkSetting {
+        NetworkSetting { mode: self.network, hosts: self.hosts.clone() }
+    }
+
     /// The folder of the kernels' caches (see [`SandboxPolicy::kernel_files`]).
     pub fn caches(&self) -> PathBuf {
         self.kernel_files.clone().unwrap_or_else(default_kernel_files)
@@ -186,8 +247,9 @@ impl SandboxPolicy {
             policy.mode = v.parse().map_err(|e: PolicyError| e.in_variable(&settings::SANDBOX))?;
         }
         if let Some(v) = get(&settings::NETWORK) {
-            policy.network = v.parse().map_err(|e: PolicyError| e.in_variable(&settings::NETWORK))?;
+            policy.set_network(v.parse().map_err(|e: PolicyError| e.in_variable(&settings::NETWORK))?);
         }
+        policy.network_hosts = get(&settings::NETWORK_HOSTS).filter(|v| !v.is_empty()).map(PathBuf::from);
         if let Some(v) = get(&settings::ALLOW_WRITE) {
             policy.allow_write = std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect();
         }
@@ -240,9 +302,19 @@ impl SandboxPolicy {
                 NetworkMode::Localhost => {
                     "Only the kernel's own loopback network is available (no internet, and not the host's local services)."
                 }
+                NetworkMode::Filtered => "",
             }
             .to_string(),
         );
+        if self.network == NetworkMode::Filtered {
+            parts.pop();
+            parts.push(format!(
+                "Network access goes through a proxy that lets through only the hosts of this policy ({}); \
+                 other hosts, literal addresses and the cloud metadata address are refused, and a refusal says \
+                 which host to ask for.",
+                self.hosts
+            ));
+        }
         if let Some(limit) = self.memory_limit {
             parts.push(format!("Memory is limited to {}.", format_size(limit)));
         }
@@ -332,6 +404,7 @@ impl fmt::Display for NetworkMode {
             NetworkMode::On => "on",
             NetworkMode::Off => "off",
             NetworkMode::Localhost => "localhost",
+            NetworkMode::Filtered => "filtered",
         })
     }
 }

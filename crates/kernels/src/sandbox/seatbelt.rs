@@ -37,6 +37,7 @@ pub fn profile(mode: SandboxMode, access: Option<&FileAccess>, network: NetworkM
             out.push_str("(deny network-bind (local ip))\n");
         }
         NetworkMode::Localhost => return Err(Unenforceable::NoPrivateLoopback),
+        NetworkMode::Filtered => return Err(Unenforceable::NoNetworkFilter),
     }
     Ok(out)
 }

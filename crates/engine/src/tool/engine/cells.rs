@@ -276,7 +276,8 @@ impl EvalEngine {
             guard.add_note(format!(
                 "This session's Python kernel runs on a Jupyter gateway, outside cellbox's sandbox (sandbox {}, \
                  network {}): only its environment was filtered.",
-                self.config.sandbox.mode, self.config.sandbox.network
+                self.config.sandbox.mode,
+                self.config.sandbox.network_setting()
             ));
         }
         // Bound to the session when handed out: a spare serves whichever session takes it.

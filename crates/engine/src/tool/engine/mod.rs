@@ -57,6 +57,8 @@ pub struct EvalEngine {
     checkpoints: checkpoints::CheckpointStore,
     /// The engine's own work on its workspace's files, confined like its kernels ([`EvalEngine::host_files`]).
     host_files: std::sync::OnceLock<Result<Arc<HostFiles>, String>>,
+    /// Connections its kernels' network proxies allowed and refused ([`EvalEngine::network_counts`]).
+    network: [AtomicU64; 2],
 }
 
 impl EvalEngine {
@@ -86,6 +88,7 @@ impl EvalEngine {
             runs: RunRegistry::default(),
             checkpoints: Default::default(),
             host_files: std::sync::OnceLock::new(),
+            network: Default::default(),
         }
     }
 
@@ -477,6 +480,7 @@ impl EvalEngine {
             self.run_cells(&plan, &cwd, &mut kernels, &mut collector, cancel, on_event).await;
         }
         self.explain_denials(&mut collector, &cwd);
+        self.report_network(&kernels, &mut collector);
         self.remember(&context.session, collector.take_recorded());
         match self.config.mode {
             KernelMode::Session => {

@@ -10,7 +10,7 @@ use super::EvalEngine;
 use crate::discovery::{self, env};
 use crate::sandbox::host_files::HostFiles;
 use crate::sandbox::{Confinement, SandboxPolicy};
-use crate::session::Backend;
+use crate::session::{Backend, SlotGuard};
 use crate::tool::call::EvalError;
 use crate::tool::result::Collector;
 
@@ -37,6 +37,40 @@ impl EvalEngine {
         vars.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
         let env = env::kernel_env(std::env::vars_os(), &discovery::EnvActivation::None, &vars);
         crate::sandbox::command_like_a_kernel(program, &self.kernel_policy(), cwd, &env)
+    }
+
+    /// One note naming the hosts the kernels' network proxies refused during
+    /// the call (each once, with why), and how to allow them; the counts go
+    /// to [`EvalEngine::network_counts`].
+    pub(super) fn report_network(
+        &self,
+        kernels: &[(crate::runtime::Interpreter, SlotGuard<'_>)],
+        collector: &mut Collector,
+    ) {
+        use std::sync::atomic::Ordering;
+        let mut refused = Vec::new();
+        for (_, guard) in kernels {
+            let Some(kernel) = guard.kernel() else { continue };
+            let (refusals, allowed_count, refused_count) = kernel.network_decisions();
+            self.network[0].fetch_add(allowed_count, Ordering::Relaxed);
+            self.network[1].fetch_add(refused_count, Ordering::Relaxed);
+            refused.extend(refusals.into_iter().map(|refusal| refusal.to_string()));
+        }
+        if !refused.is_empty() {
+            collector.note(format!(
+                "Sandbox: the network policy ({}) refused {}. To let cells reach a host, start cellbox with it in \
+                 --network allow:HOST,….",
+                self.config.sandbox.hosts,
+                refused.join("; ")
+            ));
+        }
+    }
+
+    /// Connections the kernels' network proxies allowed and refused, as
+    /// counted at the end of each call.
+    pub fn network_counts(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering;
+        (self.network[0].load(Ordering::Relaxed), self.network[1].load(Ordering::Relaxed))
     }
 
     /// A note for each refusal of the sandbox the call's cells ran into: which

@@ -273,6 +273,8 @@ pub async fn fork(
         }
         guard = prepared.guard;
     }
+    // A forked kernel is in its zygote's network namespace: its proxies are the zygote's.
+    let guard = guard.with_network_of(&zygote._guard);
     Some(ForkedKernel { pid, exit, zygote, guard })
 }
 

