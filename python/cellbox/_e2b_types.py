@@ -2,7 +2,7 @@
 (code written for `e2b_code_interpreter` imports them from `cellbox`).
 
 - **Names with a local meaning**: `ALL_TRAFFIC` and the network options
-  (`network_off` reads them: the kernels' network is on or off as a whole),
+  (`network_setting` reads them: the kernels' `--network`),
   the files API's `WriteData`, `Username`, `SandboxState`.
 - **Shapes**: E2B's TypedDicts, data classes (`SandboxInfo`, …) and type
   aliases, for annotations and for building option dicts; a local sandbox
@@ -70,7 +70,7 @@ __all__ = [
 # -- names with a local meaning ----------------------------------------------
 
 #: Every address: `network={"deny_out": [ALL_TRAFFIC]}` turns the kernels'
-#: network off.
+#: network off, or with `allow_out` makes those hosts an allowlist.
 ALL_TRAFFIC = "0.0.0.0/0"
 
 #: What `sandbox.files.write` takes: text, bytes, a file object or chunks.
@@ -141,7 +141,7 @@ class SandboxMetrics:
     timestamp: datetime.datetime
 
 
-# -- the network options, read by `network_off` ------------------------------
+# -- the network options, read by `network_setting` --------------------------
 
 
 @dataclass
@@ -160,32 +160,35 @@ class SandboxNetworkTransformContext:
     iam: Any
 
 
-def network_off(allow_internet_access: Optional[bool], network: Optional[Dict[str, Any]]) -> bool:
-    """Whether E2B's network options ask for the kernels' network off.
+def network_setting(allow_internet_access: Optional[bool], network: Any) -> Optional[str]:
+    """The kernels' `--network` for E2B's network options, or None for the
+    engine's own. `network` may also be a cellbox setting itself
+    (`"allow:pypi,example.com"`, `"off"`).
 
-    The OS sandbox turns the network on or off as a whole, so a rule it
-    cannot keep is an error rather than a rule silently not kept: denying
-    some addresses only, or denying everything but some addresses.
+    E2B's `allow_out` are exceptions to `deny_out`: with `deny_out` holding
+    `ALL_TRAFFIC` they are an allowlist (hosts by name, `*.domain`, addresses
+    or ranges), without it they change nothing; `deny_out` alone is a denylist.
+    What cannot be kept is an error rather than a rule silently not kept:
+    exceptions to a denylist of some addresses only.
     """
     if allow_internet_access is False:
-        return True
+        return "off"
+    if isinstance(network, str):
+        return network
     options = network or {}
     rules = options.get("rules") or {}
     deny = _selected(options.get("deny_out"), rules)
     allow = _selected(options.get("allow_out"), rules)
     if not deny:
-        return False
-    if ALL_TRAFFIC not in deny:
-        raise InvalidArgumentException(
-            "network deny_out=%r: a local sandbox's network is on or off as a whole; deny all of it with "
-            "deny_out=[ALL_TRAFFIC] (or allow_internet_access=False), or none" % (deny,)
-        )
+        return None
+    if ALL_TRAFFIC in deny:
+        return "allow:" + ",".join(allow) if allow else "off"
     if allow:
         raise InvalidArgumentException(
-            "network allow_out=%r with deny_out=[ALL_TRAFFIC]: a local sandbox cannot let some addresses "
-            "through a network that is off; leave allow_out out to turn it off" % (allow,)
+            "network allow_out=%r with deny_out=%r: a local sandbox cannot let addresses through a denylist; deny "
+            "everything (deny_out=[ALL_TRAFFIC]) and allow what is needed, or leave allow_out out" % (allow, deny)
         )
-    return True
+    return "deny:" + ",".join(deny)
 
 
 def _selected(selector: Any, rules: Dict[str, Any]) -> List[str]:
@@ -319,7 +322,7 @@ class SandboxEgressProxyInfo(TypedDict, total=False):
 
 class SandboxNetworkOpts(TypedDict, total=False):
     """E2B's `network=`: `deny_out=[ALL_TRAFFIC]` turns the kernels' network
-    off (see `network_off` for what else is accepted); the rest is ignored."""
+    off or to hosts by name (see `network_setting`); the rest is ignored."""
 
     allow_out: SandboxNetworkSelector
     deny_out: SandboxNetworkSelector

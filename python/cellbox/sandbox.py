@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, List, Optional, Union
 
 from . import _wire
 from ._cloud import MembersElsewhere, SandboxMembersElsewhere
-from ._e2b_types import network_off
+from ._e2b_types import network_setting
 from ._remote import RemoteTransport
 from ._in_process import open_local
 from ._transport import EngineGone, Transport
@@ -108,7 +108,7 @@ def _by_id(owner: Any, method: Callable[..., Any], sandbox_id: Any, *args: Any, 
 
 def _engine_args(
     allow_internet_access: bool,
-    network: Optional[Dict[str, Any]],
+    network: Union[None, str, Dict[str, Any]],
     sandbox: Optional[str],
     python: Optional[str],
     preload: Union[None, str, List[str]],
@@ -125,8 +125,9 @@ def _engine_args(
         args += ["--preload", preload if isinstance(preload, str) else ",".join(preload)]
     if spares is not None:
         args += ["--spares", str(int(spares))]
-    if network_off(allow_internet_access, network):
-        args += ["--network", "off"]
+    setting = network_setting(allow_internet_access, network)
+    if setting is not None:
+        args += ["--network", setting]
     if sandbox is not None:
         args += ["--sandbox", sandbox]
     return args
@@ -157,7 +158,7 @@ def _create_options(
     envs: Optional[Dict[str, str]],
     secure: Optional[bool],
     allow_internet_access: Optional[bool],
-    network: Optional[Dict[str, Any]],
+    network: Union[None, str, Dict[str, Any]],
     opts: Dict[str, Any],
 ) -> Dict[str, Any]:
     """`create`'s arguments as the constructor's (None: the constructor's default)."""
@@ -317,7 +318,7 @@ class Sandbox(_Requests, SyncBranches, MembersElsewhere, metaclass=SandboxMember
         envs: Optional[Dict[str, str]] = None,
         secure: bool = True,
         allow_internet_access: bool = True,
-        network: Optional[Dict[str, Any]] = None,
+        network: Union[None, str, Dict[str, Any]] = None,
         *,
         cwd: Optional[str] = None,
         sandbox: Optional[str] = None,
@@ -346,7 +347,7 @@ class Sandbox(_Requests, SyncBranches, MembersElsewhere, metaclass=SandboxMember
         secure: Optional[bool] = None,
         allow_internet_access: Optional[bool] = None,
         mcp: Any = None,
-        network: Optional[Dict[str, Any]] = None,
+        network: Union[None, str, Dict[str, Any]] = None,
         *cloud_only: Any,
         **opts: Any,
     ) -> "Sandbox":
@@ -482,7 +483,7 @@ class AsyncSandbox(_Requests, AsyncBranches, MembersElsewhere, metaclass=Sandbox
         envs: Optional[Dict[str, str]] = None,
         secure: bool = True,
         allow_internet_access: bool = True,
-        network: Optional[Dict[str, Any]] = None,
+        network: Union[None, str, Dict[str, Any]] = None,
         *,
         cwd: Optional[str] = None,
         sandbox: Optional[str] = None,
@@ -508,7 +509,7 @@ class AsyncSandbox(_Requests, AsyncBranches, MembersElsewhere, metaclass=Sandbox
         secure: Optional[bool] = None,
         allow_internet_access: Optional[bool] = None,
         mcp: Any = None,
-        network: Optional[Dict[str, Any]] = None,
+        network: Union[None, str, Dict[str, Any]] = None,
         *cloud_only: Any,
         **opts: Any,
     ) -> "AsyncSandbox":

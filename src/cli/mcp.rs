@@ -73,6 +73,11 @@ enum Mode {
 }
 
 impl EngineArgs {
+    /// Whether `--network` (or `CELLBOX_NETWORK`) was given.
+    pub fn names_a_network(&self) -> bool {
+        self.kernel.network.is_some()
+    }
+
     /// The engine configuration these options describe, with the variables of `env` no flag sets.
     pub fn engine_config(&self, env: &Environment) -> Result<cellbox_engine::tool::EngineConfig, String> {
         let mut config = self.kernel.engine_config(env)?;

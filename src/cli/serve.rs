@@ -119,6 +119,10 @@ enum TokenCommand {
         /// Memory for each of its kernels and what it starts (within the server's --memory-limit).
         #[arg(long, value_name = "SIZE", value_parser = cellbox_kernels::sandbox::parse_size)]
         memory_limit: Option<u64>,
+        /// Its kernels' network, in place of the server's --network: on, off, localhost, or
+        /// allow:HOST,…;deny:HOST,… (e.g. allow:pypi,api.example.com).
+        #[arg(long, value_name = "MODE")]
+        network: Option<cellbox_kernels::sandbox::NetworkSetting>,
         /// Spell the token as E2B's SDKs expect an `E2B_API_KEY` (`e2b_` and hex), for `serve --e2b`.
         #[arg(long)]
         e2b: bool,
@@ -174,6 +178,19 @@ pub async fn serve(args: ServeArgs, env: &settings::Environment) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // A server's kernels belong to remote principals: unless told otherwise they reach the
+    // package registries and model hubs, not everything (nor the cloud's metadata, nor the LAN).
+    if !args.engine.names_a_network() {
+        if cellbox_kernels::sandbox::support().network {
+            engine.sandbox.set_network(cellbox_kernels::sandbox::network::server_default());
+        } else {
+            eprintln!(
+                "cellbox serve: kernels get the host's network: this host has no network namespaces for the default \
+                 `--network {}` (pass --network on to say so, or off)",
+                cellbox_kernels::sandbox::network::SERVER_DEFAULT
+            );
+        }
+    }
     // Kernels may not read the server's tokens file (hashes or not), nor its TLS key.
     engine.sandbox.deny_read.push(tokens_file);
     engine.sandbox.deny_read.extend(args.tls_key.iter().map(|key| std::path::absolute(key).unwrap_or(key.clone())));
@@ -225,12 +242,13 @@ pub async fn serve(args: ServeArgs, env: &settings::Environment) -> ExitCode {
 
 fn token(what: TokenCommand, path: PathBuf) -> ExitCode {
     let result = match what {
-        TokenCommand::Add { name, max_kernels, max_calls, max_sandboxes, memory_limit, e2b } => {
+        TokenCommand::Add { name, max_kernels, max_calls, max_sandboxes, memory_limit, network, e2b } => {
             let limits = tokens::PrincipalLimits {
                 max_kernels: max_kernels.map(|n| n as usize),
                 max_calls: max_calls.map(|n| n as usize),
                 max_sandboxes: max_sandboxes.map(|n| n as usize),
                 memory_limit,
+                network: network.map(|setting| setting.to_string()),
             };
             let shape = if e2b { tokens::TokenShape::E2b } else { tokens::TokenShape::Cellbox };
             tokens::add(&path, &name, limits, shape).map(|token| {
@@ -261,6 +279,9 @@ fn token(what: TokenCommand, path: PathBuf) -> ExitCode {
                 }
                 if let Some(bytes) = limits.memory_limit {
                     line.push_str(&format!("\tmemory limit {}", cellbox_engine::output::limiter::human_bytes(bytes)));
+                }
+                if let Some(network) = &limits.network {
+                    line.push_str(&format!("\tnetwork {network}"));
                 }
                 println!("{line}");
             }

@@ -85,7 +85,8 @@ impl Metrics {
     }
 
     /// The Prometheus text exposition, with what only the engines know (`load`, summed over them).
-    pub fn render(&self, principals: usize, load: &EngineLoad) -> String {
+    /// `network`: each principal's connections allowed and refused by its kernels' proxies.
+    pub fn render(&self, principals: usize, load: &EngineLoad, network: &[(String, u64, u64)]) -> String {
         let mut out = String::new();
         let mut metric = |name: &str, kind: &str, help: &str, values: &[(&str, String)]| {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
@@ -183,6 +184,24 @@ impl Metrics {
             "Connections closed at once because the server had --max-connections open.",
             &[("", load_of(&self.refused_connections))],
         );
+        let by_principal: Vec<(String, String)> = network
+            .iter()
+            .flat_map(|(name, allowed, refused)| {
+                [
+                    (format!("{{principal=\"{name}\",decision=\"allowed\"}}"), allowed.to_string()),
+                    (format!("{{principal=\"{name}\",decision=\"refused\"}}"), refused.to_string()),
+                ]
+            })
+            .collect();
+        let labelled: Vec<(&str, String)> =
+            by_principal.iter().map(|(labels, value)| (labels.as_str(), value.clone())).collect();
+        metric(
+            "cellbox_network_connections_total",
+            "counter",
+            "Connections the kernels' network proxies allowed and refused (--network allow:/deny:), per principal, \
+             counted at the end of each call.",
+            &labelled,
+        );
         let name = "cellbox_call_duration_seconds";
         let _ = writeln!(out, "# HELP {name} MCP requests from admission to the end of their answer.");
         let _ = writeln!(out, "# TYPE {name} histogram");
@@ -225,8 +244,12 @@ mod tests {
         load.kernels.busy = 1;
         load.kernels.idle = 2;
         load.evictions.idle = 4;
-        let text = metrics.render(1, &load);
+        let text = metrics.render(1, &load, &[("alice".into(), 3, 2)]);
         assert!(text.contains("cellbox_refused_busy_total 1\n"), "{text}");
+        assert!(
+            text.contains("cellbox_network_connections_total{principal=\"alice\",decision=\"refused\"} 2\n"),
+            "{text}"
+        );
         assert!(text.contains("cellbox_kernels 3\n"), "{text}");
         assert!(text.contains("cellbox_kernels_by_state{state=\"busy\"} 1\n"), "{text}");
         assert!(text.contains("cellbox_kernel_evictions_total{reason=\"idle\"} 4\n"), "{text}");

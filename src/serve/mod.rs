@@ -391,7 +391,7 @@ async fn metrics(State(state): State<Arc<ServerState>>) -> Response {
     for engine in state.principals.engines() {
         load.add(&engine.load());
     }
-    let text = state.metrics.render(state.principals.count(), &load);
+    let text = state.metrics.render(state.principals.count(), &load, &state.principals.network_counts());
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text).into_response()
 }
 

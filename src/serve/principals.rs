@@ -29,7 +29,7 @@ use crate::mcp::sampling::SamplingBridge;
 use crate::sandbox::PrivateRoot;
 use crate::serve::tokens::Identity;
 use crate::session::KernelBudget;
-use crate::tool::{EngineConfig, EvalEngine};
+use crate::tool::{EngineConfig, EvalEngine, NetworkCounts};
 
 /// The MCP endpoint of one principal.
 pub type McpService = StreamableHttpService<EvalServer, LocalSessionManager>;
@@ -71,6 +71,8 @@ pub struct Principal {
     sandboxes: Arc<AtomicUsize>,
     /// Its live kernels, within the server's budget.
     budget: Arc<KernelBudget>,
+    /// The connections its kernels' network proxies allowed and refused, over all its engines.
+    pub network: Arc<NetworkCounts>,
     /// Its sandboxes' engines (the MCP engine is `engine`).
     sandbox_engines: Mutex<Vec<Weak<EvalEngine>>>,
     last_used: Mutex<Instant>,
@@ -187,7 +189,7 @@ impl Principals {
         if live.len() >= MAX_PRINCIPALS {
             return Err(PrincipalError::Full);
         }
-        let limits = identity.limits;
+        let limits = &identity.limits;
         let caps = Shares {
             calls: limits.max_calls.unwrap_or(self.shares.calls),
             sandboxes: limits.max_sandboxes.unwrap_or(self.shares.sandboxes),
@@ -200,7 +202,9 @@ impl Principals {
         // Cells' completion()/agent() are answered by the MCP client whose
         // call runs them (MCP sampling), as under `cellbox mcp`.
         let sampling = Arc::new(SamplingBridge::default());
+        let network = Arc::new(NetworkCounts::default());
         let mut config = self.config_for(identity, &budget).map_err(PrincipalError::Workspace)?;
+        config.network_counts = Some(network.clone());
         config.bridge = BridgeConfig::new(sampling.clone(), config.bridge.limits.clone());
         let engine = Arc::new(EvalEngine::new(config));
         // Every MCP session of a principal starts in the same default session,
@@ -224,6 +228,7 @@ impl Principals {
             calls: Arc::default(),
             sandboxes: Arc::default(),
             budget,
+            network,
             sandbox_engines: Mutex::default(),
             last_used: Mutex::new(Instant::now()),
         });
@@ -263,6 +268,7 @@ impl Principals {
         adjust: impl FnOnce(&mut EngineConfig) -> std::io::Result<()>,
     ) -> std::io::Result<Arc<EvalEngine>> {
         let mut config = self.config_for(identity, &principal.budget)?;
+        config.network_counts = Some(principal.network.clone());
         adjust(&mut config)?;
         let engine = Arc::new(EvalEngine::new(config));
         let mut engines = principal.sandbox_engines.lock().unwrap();
@@ -297,6 +303,21 @@ impl Principals {
         self.live.lock().unwrap().len()
     }
 
+    /// Each known principal's name and the connections its kernels' network
+    /// proxies allowed and refused, by name.
+    pub fn network_counts(&self) -> Vec<(String, u64, u64)> {
+        let live = self.live.lock().unwrap();
+        let mut counts: Vec<_> = live
+            .values()
+            .map(|principal| {
+                let (allowed, refused) = principal.network.get();
+                (principal.name.clone(), allowed, refused)
+            })
+            .collect();
+        counts.sort();
+        counts
+    }
+
     /// Every engine still running: each principal's and each SDK connection's.
     pub fn engines(&self) -> Vec<Arc<EvalEngine>> {
         self.live.lock().unwrap().values().flat_map(|principal| principal.engines()).collect()
@@ -326,12 +347,17 @@ impl Principals {
             PrivateRoot::new(&kernel_files, Some(name)),
         ]);
         config.kernel_budget = Some(budget.clone());
-        let limits = identity.limits;
+        let limits = &identity.limits;
         if let Some(max) = limits.max_kernels {
             config.pool.max_kernels = config.pool.max_kernels.min(max.max(1));
         }
         if let Some(bytes) = limits.memory_limit {
             config.sandbox.memory_limit = Some(config.sandbox.memory_limit.map_or(bytes, |server| server.min(bytes)));
+        }
+        // Checked when the token was made; a file edited by hand is checked here, and refused.
+        if let Some(network) = &limits.network {
+            let setting = network.parse::<crate::sandbox::NetworkSetting>().map_err(std::io::Error::other)?;
+            config.sandbox.set_network(setting);
         }
         Ok(config)
     }

@@ -61,7 +61,7 @@ pub struct TokenEntry {
 }
 
 /// What one principal may use, within the server's own limits; `None`: the server's.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct PrincipalLimits {
     /// Live kernels of this principal at most, over its sessions and sandboxes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -75,6 +75,9 @@ pub struct PrincipalLimits {
     /// Memory for each of its kernels and what it starts, in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_limit: Option<u64>,
+    /// Its kernels' network (a `--network` value), in place of the server's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
 }
 
 impl PrincipalLimits {
@@ -305,21 +308,22 @@ mod tests {
             max_calls: None,
             max_sandboxes: Some(3),
             memory_limit: Some(1 << 30),
+            network: Some("allow:pypi.org".into()),
         };
-        let alice = add(&path, "alice", limits, TokenShape::Cellbox).unwrap();
+        let alice = add(&path, "alice", limits.clone(), TokenShape::Cellbox).unwrap();
         assert!(ci.starts_with(TOKEN_PREFIX) && ci.len() > 40, "{ci}");
         assert_ne!(ci, alice);
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(!text.contains(&ci[TOKEN_PREFIX.len()..]), "the file keeps hashes only");
-        assert!(matches!(add(&path, "ci", limits, TokenShape::Cellbox), Err(TokenError::Exists(_))));
+        assert!(matches!(add(&path, "ci", limits.clone(), TokenShape::Cellbox), Err(TokenError::Exists(_))));
         assert!(
-            matches!(add(&path, "CI", limits, TokenShape::Cellbox), Err(TokenError::Exists(_))),
+            matches!(add(&path, "CI", limits.clone(), TokenShape::Cellbox), Err(TokenError::Exists(_))),
             "case alone is no other name"
         );
-        assert!(matches!(add(&path, "../x", limits, TokenShape::Cellbox), Err(TokenError::BadName(_))));
+        assert!(matches!(add(&path, "../x", limits.clone(), TokenShape::Cellbox), Err(TokenError::BadName(_))));
         for reserved in ["env", "local", "jwt-alice", "JWT-bob", "Env"] {
             assert!(
-                matches!(add(&path, reserved, limits, TokenShape::Cellbox), Err(TokenError::Reserved(_))),
+                matches!(add(&path, reserved, limits.clone(), TokenShape::Cellbox), Err(TokenError::Reserved(_))),
                 "{reserved}"
             );
         }

@@ -244,7 +244,9 @@ async fn hostile_requests_get_e2b_errors_and_change_nothing() {
         (br#"{"templateID":"my-own-image"}"#, 404),
         (br#"{"templateID":"base","timeout":99999999}"#, 400),
         (br#"{"templateID":"base","volumeMounts":[{"name":"v","path":"/data"}]}"#, 400),
-        (br#"{"templateID":"base","network":{"allowOut":["example.com"]}}"#, 400),
+        (br#"{"templateID":"base","network":{"denyOut":["10.0.0.0/8"],"allowOut":["10.1.1.1"]}}"#, 400),
+        (br#"{"templateID":"base","network":{"denyOut":["0.0.0.0/0"],"allowOut":["bad host!"]}}"#, 400),
+        (br#"{"templateID":"base","network":{"rules":{"example.com":{"transform":[]}}}}"#, 400),
     ] {
         let (got, _, answer) = post("/v2/sandboxes", body).await;
         let answer = json_of(&answer);
@@ -492,6 +494,17 @@ async fn a_sandboxs_folder_is_its_own_and_no_other_kernel_of_its_principal_reach
     assert_eq!(std::fs::read_to_string(&a_file).unwrap(), "mine");
     assert!(!a_dir.join("b.txt").exists());
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    // E2B's egress lists become the kernels' network: denying everything but some hosts is an allowlist.
+    let url = format!("{}/v2/sandboxes", server.base());
+    let body = br#"{"templateID":"base","network":{"denyOut":["0.0.0.0/0"],"allowOut":["example.com","*.pypi.org"]}}"#;
+    let (status, _, answer) = request(reqwest::Method::POST, &url, &[("x-api-key", &alice)], body.to_vec()).await;
+    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&answer));
+    let answer = json_of(&answer);
+    let (c, c_token) = (answer["sandboxID"].as_str().unwrap(), answer["envdAccessToken"].as_str().unwrap());
+    let seen =
+        execute(&server, c, c_token, "import os; print(os.environ['CELLBOX_NETWORK'], os.environ['HTTPS_PROXY'])")
+            .await;
+    assert_eq!(seen, "allow:example.com,*.pypi.org http://127.0.0.1:3128\n");
     // And the sandbox still has its folder.
     assert_eq!(execute(&server, &a, &a_token, "print(open('/home/user/a.txt').read())").await, "mine\n");
 }

@@ -268,3 +268,38 @@ fn bad_network_settings_say_what_to_write() {
     assert!(!output.status.success());
     assert!(common::binary::text(&output.stderr).contains("pypy"), "{}", common::binary::text(&output.stderr));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_servers_principals_get_their_tokens_network_or_the_servers_default() {
+    use common::serve::{Server, get, raw_session, spawn_eval};
+    let place = place();
+    let server_host = test_server(Vec::new()).await;
+    let hosts = place.hosts.display().to_string();
+    let (server, tokens) = Server::start_with_env(
+        &["alice --network allow:allowed.test", "bob"],
+        &[],
+        &[("CELLBOX_NETWORK_HOSTS", &hosts)],
+    );
+    let code = format!(
+        "import urllib.request\ntry:\n    print(urllib.request.urlopen('http://allowed.test:{port}/', timeout=30).read().decode())\n\
+         except Exception as e:\n    print('refused', getattr(e, 'code', e))",
+        port = server_host.port
+    );
+    let mut answers = Vec::new();
+    for token in &tokens {
+        let headers = raw_session(&server.url, token).await;
+        let (status, _, body) = spawn_eval(&server.url, &headers, 2, &code, None).await.unwrap();
+        assert_eq!(status, 200, "{body}");
+        answers.push(body);
+    }
+    assert!(answers[0].contains("hello"), "alice's token allows allowed.test: {}", answers[0]);
+    assert!(answers[1].contains("refused 403"), "bob has the server's default (the registries): {}", answers[1]);
+    assert!(answers[1].contains("allow:pypi.org"), "the note names the policy: {}", answers[1]);
+    let (_, metrics) = get(&server, "/metrics").await;
+    for line in [
+        "cellbox_network_connections_total{principal=\"alice\",decision=\"allowed\"} 1",
+        "cellbox_network_connections_total{principal=\"bob\",decision=\"refused\"} 1",
+    ] {
+        assert!(metrics.lines().any(|have| have == line), "{line} not in\n{metrics}");
+    }
+}

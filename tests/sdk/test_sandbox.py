@@ -345,8 +345,8 @@ class BadArgumentTests(unittest.TestCase):
 
 
 class NetworkTests(unittest.TestCase):
-    """E2B's network options against the kernels' real network: the OS
-    sandbox turns it on or off as a whole."""
+    """E2B's network options, and cellbox's own `--network` settings, against
+    the kernels' real network."""
 
     CONNECT = (
         "import socket\n"
@@ -358,13 +358,26 @@ class NetworkTests(unittest.TestCase):
         "reached"
     )
 
-    def reaches_a_host_listener(self, **options):
+    #: A tunnel asked of the kernel's HTTP proxy: its status line's code.
+    THROUGH_PROXY = (
+        "import os, socket\n"
+        "proxy = os.environ['HTTP_PROXY'].rsplit(':', 1)\n"
+        "s = socket.create_connection(('127.0.0.1', int(proxy[1])), timeout=10)\n"
+        "s.sendall(b'CONNECT 127.0.0.1:%d HTTP/1.1\\r\\n\\r\\n')\n"
+        "s.recv(100).split(b' ')[1].decode()"
+    )
+
+    def listener(self):
         listener = socket.socket()
         self.addCleanup(listener.close)
         listener.bind(("127.0.0.1", 0))
         listener.listen(1)
+        return listener.getsockname()[1]
+
+    def reaches_a_host_listener(self, **options):
+        port = self.listener()
         box = sandbox(self, spares=0, **options)
-        return box.run_code(self.CONNECT % listener.getsockname()[1]).text
+        return box.run_code(self.CONNECT % port).text
 
     def test_denying_all_traffic_turns_the_network_off(self):
         self.assertEqual(self.reaches_a_host_listener(), "reached")
@@ -372,16 +385,31 @@ class NetworkTests(unittest.TestCase):
             {"allow_internet_access": False},
             {"network": {"deny_out": [ALL_TRAFFIC]}},
             {"network": SandboxNetworkOpts(deny_out=lambda context: [context.all_traffic])},
+            {"network": "off"},
         ):
             with self.subTest(options=options):
                 # ENETUNREACH on Linux (a network namespace without a network), EPERM on macOS.
                 self.assertIn(self.reaches_a_host_listener(**options), ("OSError", "PermissionError"))
 
+    @unittest.skipUnless(sys.platform.startswith("linux"), "hosts by name need Linux's network namespaces")
+    def test_allowed_hosts_are_reached_through_the_proxy_and_only_they(self):
+        port = self.listener()
+        for network, code in (
+            ({"deny_out": [ALL_TRAFFIC], "allow_out": ["127.0.0.1"]}, "200"),
+            ("allow:127.0.0.1", "200"),
+            ("allow:pypi", "403"),
+            ({"deny_out": ["127.0.0.0/8"]}, "403"),
+        ):
+            with self.subTest(network=network):
+                box = sandbox(self, spares=0, network=network)
+                self.assertIn(box.run_code(self.CONNECT % port).text, ("ConnectionRefusedError", "OSError"))
+                self.assertEqual(box.run_code(self.THROUGH_PROXY % port).text, code)
+
     def test_rules_the_sandbox_cannot_keep_are_refused_before_it_starts(self):
         for network, says in (
-            ({"deny_out": ["10.0.0.0/8"]}, "on or off as a whole"),
-            ({"deny_out": [ALL_TRAFFIC], "allow_out": ["1.1.1.1"]}, "cannot let some addresses through"),
+            ({"deny_out": ["10.0.0.0/8"], "allow_out": ["10.1.1.1"]}, "cannot let addresses through a denylist"),
             ({"deny_out": ALL_TRAFFIC}, "lists of addresses"),
+            ("allow:pypy", "pypy"),
         ):
             with self.subTest(network=network), self.assertRaises(InvalidArgumentException) as raised:
                 new_sandbox(network=network)

@@ -96,8 +96,9 @@ impl KernelArgs {
     /// The sandbox policy: the flags (or the variables bound to them), with the folders of
     /// `CELLBOX_ALLOW_WRITE` and `CELLBOX_DENY_READ` added; relative paths are taken from the cwd.
     pub fn sandbox_policy(&self, env: &Environment) -> Result<SandboxPolicy, String> {
-        let listed =
-            |var: &settings::EnvVar| [settings::ALLOW_WRITE.name, settings::DENY_READ.name].contains(&var.name);
+        let listed = |var: &settings::EnvVar| {
+            [settings::ALLOW_WRITE.name, settings::DENY_READ.name, settings::NETWORK_HOSTS.name].contains(&var.name)
+        };
         let mut policy = SandboxPolicy::from_lookup(|var| env.get(var).filter(|_| listed(var)).map(str::to_string))
             .map_err(|e| e.to_string())?;
         if let Some(mode) = self.sandbox {

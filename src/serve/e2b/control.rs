@@ -19,7 +19,7 @@ use super::{
     ApiError, Created, DEFAULT_TIMEOUT, ENVD_VERSION, Home, MAX_TIMEOUT, Sandbox, TEMPLATES, error, not_found,
     parse_body, random_hex, rfc3339,
 };
-use crate::sandbox::NetworkMode;
+use crate::sandbox::{NetworkMode, NetworkSetting};
 use crate::serve::metrics::Work;
 use crate::serve::tokens::Identity;
 use crate::serve::{Refusal, ServerState};
@@ -91,15 +91,13 @@ pub(crate) async fn create(
     if request.mcp.as_ref().is_some_and(|mcp| !mcp.is_null()) {
         return Err(error(StatusCode::BAD_REQUEST, "MCP gateways in sandboxes are not supported by cellbox serve"));
     }
-    if let Some(rule) = request.network.as_ref().and_then(egress_rule) {
-        return Err(error(
-            StatusCode::BAD_REQUEST,
-            format!(
-                "network rule {rule:?} is not supported by cellbox serve yet: use allow_internet_access (true: the \
-                 server's --network setting, false: no network)"
-            ),
-        ));
-    }
+    let egress = request
+        .network
+        .as_ref()
+        .map(egress)
+        .transpose()
+        .map_err(|message| error(StatusCode::BAD_REQUEST, message))?
+        .flatten();
     let timeout = lifetime(request.timeout)?;
     let name = identity.name.clone();
     let principal = match state.principals.get(&identity) {
@@ -136,6 +134,9 @@ pub(crate) async fn create(
         // Code finds its folder where E2B's does, where this host allows it.
         config.sandbox.home_view = Some(std::path::PathBuf::from(super::home::VIRTUAL_HOME));
         config.extra_env.extend(envs);
+        if let Some(setting) = egress {
+            config.sandbox.set_network(setting);
+        }
         if !internet {
             config.sandbox.network = NetworkMode::Off;
         }
@@ -180,29 +181,47 @@ pub(crate) async fn create(
     Ok((StatusCode::CREATED, axum::Json(created_body(&sandbox))).into_response())
 }
 
-/// The first egress rule a create request's `network` asks for, if any.
-/// `allowPublicTraffic: false` is no rule here: a sandbox's routes always
-/// need its tokens, and `maskRequestHost` and `httpsPorts` only shape E2B's edge.
-fn egress_rule(network: &Value) -> Option<String> {
-    let rules = network.as_object()?;
-    rules
-        .iter()
-        .find(|(name, value)| {
-            let empty = value.is_null()
-                || value.as_array().is_some_and(Vec::is_empty)
-                || value.as_object().is_some_and(serde_json::Map::is_empty);
-            !empty
-                && !matches!(
-                    name.as_str(),
-                    "allowPublicTraffic"
-                        | "allow_public_traffic"
-                        | "maskRequestHost"
-                        | "mask_request_host"
-                        | "httpsPorts"
-                        | "https_ports"
-                )
-        })
-        .map(|(name, _)| name.clone())
+/// The kernels' network a create request's `network` asks for (`None`: the
+/// server's). E2B's `allowOut` are exceptions to `denyOut`: with `denyOut`
+/// holding every address (`0.0.0.0/0`) they are an allowlist, else nothing;
+/// `denyOut` alone is a denylist. `allowPublicTraffic: false` is no rule here
+/// (a sandbox's routes always need its tokens), and `maskRequestHost` and
+/// `httpsPorts` only shape E2B's edge. What cannot be kept is refused.
+fn egress(network: &Value) -> Result<Option<NetworkSetting>, String> {
+    let Some(rules) = network.as_object() else { return Ok(None) };
+    let list = |names: [&str; 2]| -> Result<Vec<String>, String> {
+        let Some(value) = names.iter().find_map(|name| rules.get(*name)).filter(|value| !value.is_null()) else {
+            return Ok(Vec::new());
+        };
+        let entries = value.as_array().ok_or_else(|| format!("network {}: a list of hosts or addresses", names[0]))?;
+        entries
+            .iter()
+            .map(|entry| entry.as_str().map(str::to_string).ok_or_else(|| format!("network {}: strings", names[0])))
+            .collect()
+    };
+    let (allow, deny) = (list(["allowOut", "allow_out"])?, list(["denyOut", "deny_out"])?);
+    let known = ["allowOut", "allow_out", "denyOut", "deny_out", "allowPublicTraffic", "allow_public_traffic"];
+    let edge = ["maskRequestHost", "mask_request_host", "httpsPorts", "https_ports"];
+    if let Some((name, _)) = rules.iter().find(|(name, value)| {
+        let empty = value.is_null()
+            || value.as_array().is_some_and(Vec::is_empty)
+            || value.as_object().is_some_and(serde_json::Map::is_empty);
+        !empty && !known.contains(&name.as_str()) && !edge.contains(&name.as_str())
+    }) {
+        return Err(format!("network rule {name:?} is not supported by cellbox serve: use allowOut and denyOut"));
+    }
+    let text = if deny.iter().any(|entry| entry == "0.0.0.0/0") {
+        if allow.is_empty() { "off".to_string() } else { format!("allow:{}", allow.join(",")) }
+    } else if deny.is_empty() {
+        return Ok(None);
+    } else if !allow.is_empty() {
+        return Err("network allowOut with a denyOut of some addresses: cellbox cannot let addresses through a \
+                    denylist; deny everything (0.0.0.0/0) and allow what is needed"
+            .into());
+    } else {
+        format!("deny:{}", deny.join(","))
+    };
+    text.parse().map(Some).map_err(|e: crate::sandbox::PolicyError| format!("network: {e}"))
 }
 
 /// The `Sandbox` answer of create and connect.

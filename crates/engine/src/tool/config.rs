@@ -126,6 +126,30 @@ pub struct EngineConfig {
     /// Refuse a call's `cwd` outside `default_cwd` (a shared server, where
     /// each principal's workspace is its `default_cwd`); default off.
     pub cwd_inside_default: bool,
+    /// Where the connections its kernels' network proxies allowed and refused
+    /// are counted, shared with other engines (a server principal's); default: its own.
+    pub network_counts: Option<std::sync::Arc<NetworkCounts>>,
+}
+
+/// Connections kernels' network proxies allowed and refused, counted at the end of each call.
+#[derive(Debug, Default)]
+pub struct NetworkCounts {
+    allowed: std::sync::atomic::AtomicU64,
+    refused: std::sync::atomic::AtomicU64,
+}
+
+impl NetworkCounts {
+    pub fn add(&self, allowed: u64, refused: u64) {
+        use std::sync::atomic::Ordering;
+        self.allowed.fetch_add(allowed, Ordering::Relaxed);
+        self.refused.fetch_add(refused, Ordering::Relaxed);
+    }
+
+    /// Allowed and refused so far.
+    pub fn get(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering;
+        (self.allowed.load(Ordering::Relaxed), self.refused.load(Ordering::Relaxed))
+    }
 }
 
 impl EngineConfig {
@@ -156,6 +180,7 @@ impl EngineConfig {
             check: CheckMode::Off,
             checkpoints: CheckpointLimits::default(),
             kernel_budget: None,
+            network_counts: None,
             cwd_inside_default: false,
         }
     }

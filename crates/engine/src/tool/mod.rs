@@ -10,7 +10,7 @@ pub mod run;
 pub mod watchdog;
 
 pub use call::{CallContext, EvalError, ExportError, ignore_events, is_session_name};
-pub use config::{CheckpointLimits, EngineConfig, Exposure, KernelMode, parse_preload};
+pub use config::{CheckpointLimits, EngineConfig, Exposure, KernelMode, NetworkCounts, parse_preload};
 pub use engine::{
     BranchError, EngineLoad, EvalEngine, ForkOptions, ForkReport, RestoreReport, SnapshotReport, UndoReport,
 };

@@ -58,7 +58,7 @@ pub struct EvalEngine {
     /// The engine's own work on its workspace's files, confined like its kernels ([`EvalEngine::host_files`]).
     host_files: std::sync::OnceLock<Result<Arc<HostFiles>, String>>,
     /// Connections its kernels' network proxies allowed and refused ([`EvalEngine::network_counts`]).
-    network: [AtomicU64; 2],
+    network: Arc<crate::tool::config::NetworkCounts>,
 }
 
 impl EvalEngine {
@@ -75,6 +75,7 @@ impl EvalEngine {
         if let Some(budget) = &config.kernel_budget {
             budget.register(&pool, &spares);
         }
+        let network = config.network_counts.clone().unwrap_or_default();
         EvalEngine {
             pool,
             bridge_permits: crate::bridge::Dispatcher::permits_for(&config.bridge),
@@ -88,7 +89,7 @@ impl EvalEngine {
             runs: RunRegistry::default(),
             checkpoints: Default::default(),
             host_files: std::sync::OnceLock::new(),
-            network: Default::default(),
+            network,
         }
     }
 

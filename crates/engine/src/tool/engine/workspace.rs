@@ -47,13 +47,11 @@ impl EvalEngine {
         kernels: &[(crate::runtime::Interpreter, SlotGuard<'_>)],
         collector: &mut Collector,
     ) {
-        use std::sync::atomic::Ordering;
         let mut refused = Vec::new();
         for (_, guard) in kernels {
             let Some(kernel) = guard.kernel() else { continue };
             let (refusals, allowed_count, refused_count) = kernel.network_decisions();
-            self.network[0].fetch_add(allowed_count, Ordering::Relaxed);
-            self.network[1].fetch_add(refused_count, Ordering::Relaxed);
+            self.network.add(allowed_count, refused_count);
             refused.extend(refusals.into_iter().map(|refusal| refusal.to_string()));
         }
         if !refused.is_empty() {
@@ -69,8 +67,7 @@ impl EvalEngine {
     /// Connections the kernels' network proxies allowed and refused, as
     /// counted at the end of each call.
     pub fn network_counts(&self) -> (u64, u64) {
-        use std::sync::atomic::Ordering;
-        (self.network[0].load(Ordering::Relaxed), self.network[1].load(Ordering::Relaxed))
+        self.network.get()
     }
 
     /// A note for each refusal of the sandbox the call's cells ran into: which

@@ -29,6 +29,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use rules::{HostPattern, HostRules, NameMatch, PRESETS, Refusal};
 
+/// The network `cellbox serve` gives kernels when told none: the package
+/// registries and model hubs, by their presets.
+pub const SERVER_DEFAULT: &str = "allow:pypi,npm,github,huggingface,conda";
+
+/// [`SERVER_DEFAULT`], parsed.
+pub fn server_default() -> super::NetworkSetting {
+    SERVER_DEFAULT.parse().expect("the presets parse")
+}
+
 /// Where the HTTP proxy listens in a kernel's own network namespace (no other
 /// program listens there, so the port is always free).
 pub const HTTP_PORT: u16 = 3128;
