@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use cellbox_kernels::kernel::{Kernel, KernelOptions};
-use cellbox_kernels::sandbox::{NetworkMode, PrivateRoot, SandboxMode, SandboxPolicy};
+use cellbox_kernels::sandbox::{HostRules, NetworkMode, PrivateRoot, SandboxMode, SandboxPolicy};
 
 use super::{Plan, Report, Series, Setup};
 
@@ -72,7 +72,85 @@ pub(super) async fn sandbox_costs(plan: &Plan, setup: &Setup, report: &mut Repor
          (cellbox serve)",
     )
     .await;
+    // Hosts by name: the kernel's own network namespace with its proxies, beside the default.
+    let by_name = SandboxPolicy {
+        network: NetworkMode::Filtered,
+        hosts: HostRules::parse("allow:pypi,bench.test").expect("a list"),
+        ..SandboxPolicy::default()
+    };
+    cold_start_against(
+        plan,
+        setup,
+        report,
+        &setup.cwd,
+        ("network-by-name cold start → first 1+1", by_name.clone()),
+        ("default sandbox", default.clone()),
+        "--network allow:pypi,bench.test (its own network namespace and proxies) against the default's network on",
+    )
+    .await;
+    download_through_the_proxy(plan, setup, report, by_name).await;
     warm_round_trip(plan, setup, report, default).await;
+}
+
+/// A download from a server on this machine's loopback: through the kernel's
+/// proxy (its name given to the proxy by a hosts file) against straight to
+/// it from a kernel with the host's network, alternating.
+async fn download_through_the_proxy(plan: &Plan, setup: &Setup, report: &mut Report, policy: SandboxPolicy) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let megabytes: usize = if plan.quick { 20 } else { 100 };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    let port = listener.local_addr().expect("its address").port();
+    let server = tokio::spawn(async move {
+        let chunk = vec![b'x'; 1 << 20];
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let chunk = chunk.clone();
+            tokio::spawn(async move {
+                let mut head = [0u8; 4096];
+                let _ = stream.read(&mut head).await;
+                let answer =
+                    format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", megabytes << 20);
+                let _ = stream.write_all(answer.as_bytes()).await;
+                for _ in 0..megabytes {
+                    if stream.write_all(&chunk).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let folder = tempfile::tempdir().expect("a temp dir");
+    let hosts = folder.path().join("hosts");
+    std::fs::write(&hosts, "127.0.0.1 bench.test\n").expect("the hosts file");
+    let policy = SandboxPolicy { network_hosts: Some(hosts), ..policy };
+    let proxied = Kernel::start(options(setup, &setup.cwd, policy)).await.expect("kernel starts");
+    let direct = Kernel::start(options(setup, &setup.cwd, SandboxPolicy::default())).await.expect("kernel starts");
+    let cell = |host: &str| {
+        format!(
+            "import time, urllib.request\nstarted = time.perf_counter()\nresponse = urllib.request.urlopen('http://{host}:{port}/')\n\
+             while response.read(1 << 20):\n    pass\nprint({megabytes} / (time.perf_counter() - started))"
+        )
+    };
+    let mut through = Series::new("cellbox");
+    let mut straight = Series::new("direct");
+    for _ in 0..plan.cold_runs.min(5) {
+        for (series, kernel, host) in [(&mut through, &proxied, "bench.test"), (&mut straight, &direct, "127.0.0.1")] {
+            let output = kernel.execute(&cell(host)).await.unwrap().collect().await.unwrap();
+            let rate: f64 = output.stdout().trim().parse().expect("MB/s");
+            series.values.push(rate);
+        }
+    }
+    proxied.shutdown().await;
+    direct.shutdown().await;
+    server.abort();
+    report.add(
+        &format!("{megabytes} MB download through the network proxy"),
+        "MB/s",
+        true,
+        &through,
+        Some(&straight),
+        "--network allow:bench.test (urllib through the kernel's HTTP proxy) against a kernel with the host's \
+         network reaching the same loopback server",
+    )
 }
 
 fn options(setup: &Setup, cwd: &Path, policy: SandboxPolicy) -> KernelOptions {
@@ -104,10 +182,25 @@ async fn cold_start_in(
     policy: SandboxPolicy,
     note: &str,
 ) {
+    let baseline = ("sandbox off", SandboxPolicy::off());
+    cold_start_against(plan, setup, report, cwd, (scenario, policy), baseline, note).await;
+}
+
+/// The first `1+1` of a kernel under a policy beside one under `baseline`'s,
+/// alternating, both in `cwd`.
+async fn cold_start_against(
+    plan: &Plan,
+    setup: &Setup,
+    report: &mut Report,
+    cwd: &Path,
+    (scenario, policy): (&str, SandboxPolicy),
+    (baseline, baseline_policy): (&str, SandboxPolicy),
+    note: &str,
+) {
     let mut sandboxed = Series::new("cellbox");
-    let mut plain = Series::new("sandbox off");
+    let mut plain = Series::new(baseline);
     for _ in 0..plan.cold_runs {
-        for (series, policy) in [(&mut sandboxed, policy.clone()), (&mut plain, SandboxPolicy::off())] {
+        for (series, policy) in [(&mut sandboxed, policy.clone()), (&mut plain, baseline_policy.clone())] {
             let started = Instant::now();
             let kernel = Kernel::start(options(setup, cwd, policy)).await.expect("kernel starts");
             let output = kernel.execute("1+1").await.unwrap().collect().await.unwrap();

@@ -123,6 +123,11 @@ enum TokenCommand {
         /// allow:HOST,…;deny:HOST,… (e.g. allow:pypi,api.example.com).
         #[arg(long, value_name = "MODE")]
         network: Option<cellbox_kernels::sandbox::NetworkSetting>,
+        /// A credential its kernels use without seeing it (repeatable): NAME@HOST (the server's own
+        /// variable NAME, read when the principal's engine starts) or NAME=VALUE@HOST (the value is
+        /// kept in the tokens file). Needs --network naming HOST.
+        #[arg(long = "secret", value_name = "NAME@HOST")]
+        secrets: Vec<String>,
         /// Spell the token as E2B's SDKs expect an `E2B_API_KEY` (`e2b_` and hex), for `serve --e2b`.
         #[arg(long)]
         e2b: bool,
@@ -242,13 +247,14 @@ pub async fn serve(args: ServeArgs, env: &settings::Environment) -> ExitCode {
 
 fn token(what: TokenCommand, path: PathBuf) -> ExitCode {
     let result = match what {
-        TokenCommand::Add { name, max_kernels, max_calls, max_sandboxes, memory_limit, network, e2b } => {
+        TokenCommand::Add { name, max_kernels, max_calls, max_sandboxes, memory_limit, network, secrets, e2b } => {
             let limits = tokens::PrincipalLimits {
                 max_kernels: max_kernels.map(|n| n as usize),
                 max_calls: max_calls.map(|n| n as usize),
                 max_sandboxes: max_sandboxes.map(|n| n as usize),
                 memory_limit,
                 network: network.map(|setting| setting.to_string()),
+                secrets,
             };
             let shape = if e2b { tokens::TokenShape::E2b } else { tokens::TokenShape::Cellbox };
             tokens::add(&path, &name, limits, shape).map(|token| {
@@ -282,6 +288,11 @@ fn token(what: TokenCommand, path: PathBuf) -> ExitCode {
                 }
                 if let Some(network) = &limits.network {
                     line.push_str(&format!("\tnetwork {network}"));
+                }
+                for secret in &limits.secrets {
+                    let (name, host) =
+                        (secret.split(['=', '@']).next().unwrap_or(""), secret.rsplit('@').next().unwrap_or(""));
+                    line.push_str(&format!("\tsecret {name} for {host}"));
                 }
                 println!("{line}");
             }

@@ -359,6 +359,10 @@ impl Principals {
             let setting = network.parse::<crate::sandbox::NetworkSetting>().map_err(std::io::Error::other)?;
             config.sandbox.set_network(setting);
         }
+        for secret in &limits.secrets {
+            config.sandbox.secrets.push(secret.parse().map_err(std::io::Error::other)?);
+        }
+        config.sandbox.check_secrets().map_err(std::io::Error::other)?;
         Ok(config)
     }
 }

@@ -78,6 +78,10 @@ pub struct PrincipalLimits {
     /// Its kernels' network (a `--network` value), in place of the server's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<String>,
+    /// Its kernels' secrets (`--secret` values: `NAME@HOST` takes the server's variable
+    /// when the principal's engine starts; `NAME=VALUE@HOST` keeps the value in this file).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
 }
 
 impl PrincipalLimits {
@@ -309,6 +313,7 @@ mod tests {
             max_sandboxes: Some(3),
             memory_limit: Some(1 << 30),
             network: Some("allow:pypi.org".into()),
+            secrets: Vec::new(),
         };
         let alice = add(&path, "alice", limits.clone(), TokenShape::Cellbox).unwrap();
         assert!(ci.starts_with(TOKEN_PREFIX) && ci.len() > 40, "{ci}");

@@ -44,6 +44,7 @@ mod mcp_server;
 mod mcp_tasks;
 mod mcp_versions;
 mod network;
+mod network_secrets;
 mod notebook;
 mod notebook_semantics;
 mod parity;

@@ -35,6 +35,12 @@ pub struct KernelArgs {
     /// github, huggingface, conda), e.g. allow:pypi,*.github.com [default: on].
     #[arg(long, value_name = "MODE", env = settings::NETWORK.name, hide_env_values = true)]
     pub network: Option<NetworkSetting>,
+    /// A credential kernels use without seeing it: NAME=VALUE@HOST, NAME=file:PATH@HOST, or NAME@HOST
+    /// (cellbox's own variable NAME). Kernels see NAME=cellbox-secret:NAME; the network proxy puts the
+    /// value in its place in requests to HOST only, reading HTTPS with a CA of the kernel's own
+    /// (repeatable; needs --network allow:HOST).
+    #[arg(long = "secret", value_name = "NAME=VALUE@HOST")]
+    pub secrets: Vec<cellbox_kernels::sandbox::network::Secret>,
     /// Another folder kernels may write in workspace-write mode (repeatable; CELLBOX_ALLOW_WRITE's
     /// `:`-separated list is added).
     #[arg(long = "allow-write", value_name = "PATH")]
@@ -97,7 +103,13 @@ impl KernelArgs {
     /// `CELLBOX_ALLOW_WRITE` and `CELLBOX_DENY_READ` added; relative paths are taken from the cwd.
     pub fn sandbox_policy(&self, env: &Environment) -> Result<SandboxPolicy, String> {
         let listed = |var: &settings::EnvVar| {
-            [settings::ALLOW_WRITE.name, settings::DENY_READ.name, settings::NETWORK_HOSTS.name].contains(&var.name)
+            [
+                settings::ALLOW_WRITE.name,
+                settings::DENY_READ.name,
+                settings::NETWORK_HOSTS.name,
+                settings::NETWORK_CA.name,
+            ]
+            .contains(&var.name)
         };
         let mut policy = SandboxPolicy::from_lookup(|var| env.get(var).filter(|_| listed(var)).map(str::to_string))
             .map_err(|e| e.to_string())?;
@@ -109,6 +121,8 @@ impl KernelArgs {
         }
         policy.allow_write.extend(self.allow_write.iter().cloned());
         policy.deny_read.extend(self.deny_read.iter().cloned());
+        policy.secrets.extend(self.secrets.iter().cloned());
+        policy.check_secrets().map_err(|e| e.to_string())?;
         policy.memory_limit = self.memory_limit;
         if let Some(n) = self.max_processes {
             if n < 8 {

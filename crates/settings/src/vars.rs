@@ -164,6 +164,14 @@ pub const NETWORK: EnvVar = user(
      `*.domain`, addresses, ranges, presets pypi, npm, github, huggingface, conda) through a proxy.",
 )
 .with_flag("--network");
+/// `CELLBOX_NETWORK_CA`.
+pub const NETWORK_CA: EnvVar = user(
+    "CELLBOX_NETWORK_CA",
+    "path",
+    "",
+    "A PEM file of roots the kernels' network proxy trusts, besides the system's, when it opens TLS to a host a \
+     --secret goes to (an internal CA).",
+);
 /// `CELLBOX_NETWORK_HOSTS`.
 pub const NETWORK_HOSTS: EnvVar = user(
     "CELLBOX_NETWORK_HOSTS",
@@ -461,6 +469,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     SANDBOX,
     NETWORK,
     NETWORK_HOSTS,
+    NETWORK_CA,
     ALLOW_WRITE,
     DENY_READ,
     MEMORY_LIMIT,

@@ -36,6 +36,8 @@ pub mod network;
 mod policy;
 mod probe;
 pub mod seatbelt;
+#[cfg(target_os = "linux")]
+mod seccomp;
 mod temp;
 mod view;
 
@@ -367,11 +369,23 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
                 .map_err(|e| fail(Unenforceable::HostsFile { path: path.clone(), source: Arc::new(e) }))?,
             None => Default::default(),
         };
-        let (host_end, child_end) =
-            network::handoff::pair().map_err(|e| fail(Unenforceable::Proxy { source: Arc::new(e) }))?;
-        prepared.proxy_channel = Some(child_end);
-        prepared.guard.proxy = Some(Arc::new(network::Proxy::start(host_end, policy.hosts.clone(), hosts)));
+        let proxy_error = |e| fail(Unenforceable::Proxy { source: Arc::new(e) });
+        let (host_end, child_end) = network::handoff::pair().map_err(proxy_error)?;
+        let setup = network::Setup {
+            rules: policy.hosts.clone(),
+            hosts,
+            secrets: policy.secrets.clone(),
+            #[cfg(feature = "tls")]
+            authority: network::secrets::authority(policy).map_err(proxy_error)?,
+        };
+        #[cfg(not(feature = "tls"))]
+        if !policy.secrets.is_empty() {
+            return Err(proxy_error(std::io::Error::other("this build has no TLS, which --secret needs")));
+        }
         prepared.env.extend(network::proxy_env());
+        prepared.env.extend(network::secrets::kernel_env(&setup));
+        prepared.proxy_channel = Some(child_end);
+        prepared.guard.proxy = Some(Arc::new(network::Proxy::start(host_end, setup)));
     }
     let mode = enforceable_mode(policy.mode);
     // POSIX shared memory of its own, where asked for and the host allows it.
@@ -399,7 +413,7 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
     }
     if wants_netns {
         // A namespace is only a wall while the kernel cannot join another one.
-        prepared.seccomp = Some(seccomp_program()?);
+        prepared.seccomp = Some(seccomp::program()?);
     }
 
     // Filesystem.
@@ -455,25 +469,6 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
 /// Where POSIX shared memory lives.
 #[cfg(target_os = "linux")]
 const SHM: &str = "/dev/shm";
-
-#[cfg(target_os = "linux")]
-/// Kernels in a network namespace must not `setns` back into the host's
-/// (root could, through `/proc/1/ns/net`): that call fails with EPERM.
-fn seccomp_program() -> Result<seccompiler::BpfProgram, SandboxError> {
-    use seccompiler::{SeccompAction, SeccompFilter, TargetArch};
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => TargetArch::x86_64,
-        "aarch64" => TargetArch::aarch64,
-        "riscv64" => TargetArch::riscv64,
-        other => return Err(fail(Unenforceable::SeccompArch { arch: other })),
-    };
-    let rules = BTreeMap::from([(libc::SYS_setns, vec![])]);
-    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)
-        .map_err(|e| fail(Unenforceable::SeccompBuild { source: Arc::new(e) }))?;
-    filter
-        .try_into()
-        .map_err(|e: seccompiler::BackendError| fail(Unenforceable::SeccompCompile { source: Arc::new(e) }))
-}
 
 impl Prepared {
     /// True when the child has something to apply.

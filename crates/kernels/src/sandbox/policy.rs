@@ -11,7 +11,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use super::network::HostRules;
+use super::network::{HostRules, Secret};
 use crate::settings::{self, EnvVar};
 
 /// Why a sandbox setting (a flag's or a `CELLBOX_*` variable's value) was refused, so the
@@ -32,6 +32,15 @@ pub enum PolicyError {
     UnknownPreset(String),
     #[error("{0:?} is not a host name, address, range (10.0.0.0/8) or *.domain")]
     BadHost(String),
+    #[error("--secret {0}")]
+    BadSecret(String),
+    #[error(
+        "--secret needs the kernels' network to go through cellbox's proxy, which puts it in: add \
+         --network allow:{0} (or deny:…)"
+    )]
+    SecretWithoutProxy(String),
+    #[error("--secret {name} goes to {host}, which --network does not let kernels reach: {why}")]
+    SecretHostRefused { name: String, host: String, why: String },
     #[error("{0:?} is not a size; write e.g. 4G, 512M or 1073741824")]
     NotASize(String),
     #[error("{0:?} has an unknown unit; use K, M, G or T")]
@@ -133,6 +142,14 @@ pub struct SandboxPolicy {
     /// (`CELLBOX_NETWORK_HOSTS`).
     #[serde(default)]
     pub network_hosts: Option<PathBuf>,
+    /// Credentials the proxy puts into requests to their hosts; the kernel
+    /// sees placeholders (`--secret`). Their values are never serialized.
+    #[serde(default)]
+    pub secrets: Vec<Secret>,
+    /// A PEM file of roots the proxy trusts, besides the system's, when it
+    /// opens TLS to a host that secrets go to (`CELLBOX_NETWORK_CA`).
+    #[serde(default)]
+    pub network_ca: Option<PathBuf>,
     /// Extra folders the kernel may write in `workspace-write` mode.
     pub allow_write: Vec<PathBuf>,
     /// Extra paths that are unreadable (on top of [`default_secret_paths`]).
@@ -214,6 +231,27 @@ impl SandboxPolicy {
             && self.max_processes.is_none()
     }
 
+    /// Whether every secret can be put in where it goes: the network goes
+    /// through the proxy, and lets the kernels reach each secret's host.
+    pub fn check_secrets(&self) -> Result<(), PolicyError> {
+        let Some(first) = self.secrets.first() else { return Ok(()) };
+        if self.network != NetworkMode::Filtered {
+            return Err(PolicyError::SecretWithoutProxy(first.host.clone()));
+        }
+        for secret in &self.secrets {
+            let probe =
+                secret.host.strip_prefix("*.").map_or_else(|| secret.host.clone(), |domain| format!("a.{domain}"));
+            if let Err(refusal) = self.hosts.check_name(&probe) {
+                return Err(PolicyError::SecretHostRefused {
+                    name: secret.name.clone(),
+                    host: secret.host.clone(),
+                    why: refusal.reason,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Take the mode and hosts of a `--network` value.
     pub fn set_network(&mut self, setting: NetworkSetting) {
         self.network = setting.mode;
@@ -250,6 +288,7 @@ impl SandboxPolicy {
             policy.set_network(v.parse().map_err(|e: PolicyError| e.in_variable(&settings::NETWORK))?);
         }
         policy.network_hosts = get(&settings::NETWORK_HOSTS).filter(|v| !v.is_empty()).map(PathBuf::from);
+        policy.network_ca = get(&settings::NETWORK_CA).filter(|v| !v.is_empty()).map(PathBuf::from);
         if let Some(v) = get(&settings::ALLOW_WRITE) {
             policy.allow_write = std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect();
         }

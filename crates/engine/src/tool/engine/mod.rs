@@ -385,7 +385,9 @@ impl EvalEngine {
         cancel: &CancellationToken,
         on_event: EventSink<'_>,
     ) -> Result<EvalResult, EvalError> {
-        self.eval_observed(params, context, cancel, on_event, None).await
+        // On the heap: a call's future is tens of KiB, and a caller's (a test's
+        // whole body, a server's handler) would otherwise carry it on its stack.
+        Box::pin(self.eval_observed(params, context, cancel, on_event, None)).await
     }
 
     /// [`EvalEngine::eval`], telling `run` (when the call is one) what it writes.
@@ -476,9 +478,9 @@ impl EvalEngine {
         // Off (the default): no exchange with the kernel before the cells.
         let check = params.check.unwrap_or(self.config.check);
         if check == CheckMode::Off
-            || self.precheck(&mut plan, &cwd, &mut kernels, check, &mut collector, on_event).await
+            || Box::pin(self.precheck(&mut plan, &cwd, &mut kernels, check, &mut collector, on_event)).await
         {
-            self.run_cells(&plan, &cwd, &mut kernels, &mut collector, cancel, on_event).await;
+            Box::pin(self.run_cells(&plan, &cwd, &mut kernels, &mut collector, cancel, on_event)).await;
         }
         self.explain_denials(&mut collector, &cwd);
         self.report_network(&kernels, &mut collector);

@@ -60,21 +60,30 @@ pub unsafe fn hand_over(channel: libc::c_int) -> std::io::Result<()> {
     }
 }
 
+/// Connections one kernel's proxies carry at once; more are closed at once.
+const MAX_CONNECTIONS: usize = 256;
+
 impl Proxy {
     /// Serve the listeners the child sends down `host_end` (nothing, when the
     /// child ends first) with `judge`'s rules, until the returned value is dropped.
-    pub(in crate::sandbox) fn start(
-        host_end: OwnedFd,
-        rules: super::HostRules,
-        hosts: std::collections::BTreeMap<String, Vec<std::net::IpAddr>>,
-    ) -> Proxy {
+    pub(in crate::sandbox) fn start(host_end: OwnedFd, setup: super::Setup) -> Proxy {
         let log = Arc::new(NetworkLog::default());
-        let judge = Arc::new(Judge { rules, hosts, log: log.clone() });
+        #[cfg(feature = "tls")]
+        let authority = setup.authority.clone();
+        let judge = Arc::new(Judge {
+            rules: setup.rules,
+            hosts: setup.hosts,
+            log: log.clone(),
+            secrets: setup.secrets,
+            #[cfg(feature = "tls")]
+            authority: setup.authority,
+        });
         let (stop, stopped) = tokio::sync::watch::channel(());
         super::spawn(async move {
             let Some([http, socks]) = receive(host_end).await else { return };
+            let permits = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
             let serve = |listener, socks: bool| {
-                let (judge, mut stopped) = (judge.clone(), stopped.clone());
+                let (judge, mut stopped, permits) = (judge.clone(), stopped.clone(), permits.clone());
                 tokio::spawn(async move {
                     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
                     loop {
@@ -82,8 +91,18 @@ impl Proxy {
                             _ = stopped.changed() => break,
                             accepted = listener.accept() => {
                                 let Ok((stream, _)) = accepted else { continue };
+                                // A kernel holds at most this many connections through its proxies:
+                                // each is two of the host's file descriptors.
+                                let Ok(permit) = permits.clone().try_acquire_owned() else {
+                                    judge.log.refused(&super::Refusal {
+                                        host: "(any)".into(),
+                                        reason: format!("more than {MAX_CONNECTIONS} connections open at once"),
+                                    });
+                                    continue;
+                                };
                                 let judge = judge.clone();
                                 tokio::spawn(async move {
+                                    let _permit = permit;
                                     if socks { super::socks::serve(stream, judge).await } else { super::http::serve(stream, judge).await }
                                 });
                             }
@@ -93,7 +112,12 @@ impl Proxy {
             };
             let _ = tokio::join!(serve(http, false), serve(socks, true));
         });
-        Proxy { log, _stop: stop }
+        Proxy {
+            log,
+            #[cfg(feature = "tls")]
+            authority,
+            _stop: stop,
+        }
     }
 }
 

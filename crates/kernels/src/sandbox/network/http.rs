@@ -47,27 +47,45 @@ pub async fn serve(mut client: TcpStream, judge: Arc<Judge>) {
     let Some((host, port)) = host_and_port(authority.rsplit('@').next().unwrap_or(authority), 80) else {
         return answer(&mut client, 400, "cellbox: no host in the request").await;
     };
-    let mut upstream = match judge.open(&host, port).await {
-        Ok((upstream, _)) => upstream,
+    let (mut upstream, host) = match judge.open(&host, port).await {
+        Ok(opened) => opened,
         Err(failure) => return refuse(&mut client, failure).await,
     };
-    let mut sent = format!("{method} {path} HTTP/1.1\r\n").into_bytes();
-    let hop_by_hop = ["proxy-connection", "proxy-authorization", "connection", "keep-alive"];
-    for header in request.headers.iter().filter(|h| !hop_by_hop.iter().any(|name| h.name.eq_ignore_ascii_case(name))) {
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    let Some(sent) = rebuild(&head, Some(path), authority) else { return };
+    let sent = super::secrets::put_all(&judge.secrets, &host, &sent);
+    if upstream.write_all(&sent).await.is_ok() && upstream.write_all(&rest).await.is_ok() {
+        let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+    }
+}
+
+/// A request's `head` to send on: its request line (with `target` in place
+/// of its own, when given), its headers but the hop-by-hop ones and `Host`,
+/// `Host: authority` (the server the connection was judged for: another
+/// name would reach another site of a shared server), and `Connection:
+/// close`, so that each connection carries one request.
+pub fn rebuild(head: &[u8], target: Option<&str>, authority: &str) -> Option<Vec<u8>> {
+    let mut headers = [httparse::EMPTY_HEADER; 96];
+    let mut request = httparse::Request::new(&mut headers);
+    if !matches!(request.parse(head), Ok(httparse::Status::Complete(_))) {
+        return None;
+    }
+    let (method, own) = (request.method?, request.path?);
+    let mut sent = format!("{method} {} HTTP/1.1\r\n", target.unwrap_or(own)).into_bytes();
+    sent.extend_from_slice(format!("Host: {authority}\r\n").as_bytes());
+    let dropped = ["host", "proxy-connection", "proxy-authorization", "connection", "keep-alive"];
+    for header in request.headers.iter().filter(|h| !dropped.iter().any(|name| h.name.eq_ignore_ascii_case(name))) {
         sent.extend_from_slice(header.name.as_bytes());
         sent.extend_from_slice(b": ");
         sent.extend_from_slice(header.value);
         sent.extend_from_slice(b"\r\n");
     }
     sent.extend_from_slice(b"Connection: close\r\n\r\n");
-    sent.extend_from_slice(&rest);
-    if upstream.write_all(&sent).await.is_ok() {
-        let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
-    }
+    Some(sent)
 }
 
 /// The request's head (through its blank line) and what came after it.
-async fn read_head(client: &mut TcpStream) -> std::io::Result<Option<(Vec<u8>, Vec<u8>)>> {
+pub async fn read_head<C: tokio::io::AsyncRead + Unpin>(client: &mut C) -> std::io::Result<Option<(Vec<u8>, Vec<u8>)>> {
     let mut buffer = Vec::with_capacity(2048);
     let mut chunk = [0u8; 4096];
     loop {

@@ -16,8 +16,11 @@
 #[cfg(target_os = "linux")]
 pub(super) mod handoff;
 mod http;
+#[cfg(feature = "tls")]
+mod intercept;
 mod open;
 mod rules;
+pub mod secrets;
 mod sni;
 mod socks;
 
@@ -27,7 +30,10 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+#[cfg(feature = "tls")]
+pub use intercept::Authority;
 pub use rules::{HostPattern, HostRules, NameMatch, PRESETS, Refusal};
+pub use secrets::Secret;
 
 /// The network `cellbox serve` gives kernels when told none: the package
 /// registries and model hubs, by their presets.
@@ -118,14 +124,30 @@ impl NetworkLog {
 #[derive(Debug)]
 pub struct Proxy {
     pub log: std::sync::Arc<NetworkLog>,
+    /// The CA of a kernel with secrets (its bundle file goes with it).
+    #[cfg(feature = "tls")]
+    pub authority: Option<std::sync::Arc<Authority>>,
     _stop: tokio::sync::watch::Sender<()>,
 }
 
-/// What every connection of one kernel's proxies is judged by.
+/// What every connection of one kernel's proxies is judged by, and the
+/// secrets they put into requests.
 struct Judge {
     rules: HostRules,
     hosts: BTreeMap<String, Vec<IpAddr>>,
     log: std::sync::Arc<NetworkLog>,
+    secrets: Vec<Secret>,
+    #[cfg(feature = "tls")]
+    authority: Option<std::sync::Arc<Authority>>,
+}
+
+/// What a kernel's proxies are started with.
+pub struct Setup {
+    pub rules: HostRules,
+    pub hosts: BTreeMap<String, Vec<IpAddr>>,
+    pub secrets: Vec<Secret>,
+    #[cfg(feature = "tls")]
+    pub authority: Option<std::sync::Arc<Authority>>,
 }
 
 /// Run `task` on the runtime of the caller, or on a thread of its own when

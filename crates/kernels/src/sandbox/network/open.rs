@@ -83,6 +83,11 @@ pub fn explain(refusal: &Refusal) -> String {
 /// sent before the tunnel was up.
 pub async fn tunnel(judge: &Judge, mut client: TcpStream, mut upstream: TcpStream, host: &str, early: Vec<u8>) {
     use tokio::io::AsyncWriteExt;
+    // Requests to a host that secrets go to are read, to put them in.
+    #[cfg(feature = "tls")]
+    if judge.secrets.iter().any(|secret| secret.applies_to(host)) {
+        return super::intercept::relay(judge, client, upstream, host, early).await;
+    }
     match super::sni::check(&mut client, &upstream, early, host).await {
         super::sni::Hello::Fine { bytes } => {
             if !bytes.is_empty() && upstream.write_all(&bytes).await.is_err() {
