@@ -298,6 +298,17 @@ impl Principals {
         Ok(folder)
     }
 
+    /// The network `identity`'s kernels get: its token's, else the server's.
+    pub fn network_of(
+        &self,
+        identity: &Identity,
+    ) -> Result<crate::sandbox::NetworkSetting, crate::sandbox::PolicyError> {
+        match &identity.limits.network {
+            Some(network) => network.parse(),
+            None => Ok(self.base.sandbox.network_setting()),
+        }
+    }
+
     /// How many principals the server knows now.
     pub fn count(&self) -> usize {
         self.live.lock().unwrap().len()

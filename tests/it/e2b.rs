@@ -494,17 +494,40 @@ async fn a_sandboxs_folder_is_its_own_and_no_other_kernel_of_its_principal_reach
     assert_eq!(std::fs::read_to_string(&a_file).unwrap(), "mine");
     assert!(!a_dir.join("b.txt").exists());
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
-    // E2B's egress lists become the kernels' network: denying everything but some hosts is an allowlist.
+    // E2B's egress lists may narrow the server's network, never widen it: the server's default is an
+    // allowlist, so a sandbox may turn its network off, and not list hosts of its own.
     let url = format!("{}/v2/sandboxes", server.base());
-    let body = br#"{"templateID":"base","network":{"denyOut":["0.0.0.0/0"],"allowOut":["example.com","*.pypi.org"]}}"#;
-    let (status, _, answer) = request(reqwest::Method::POST, &url, &[("x-api-key", &alice)], body.to_vec()).await;
+    let wider = br#"{"templateID":"base","network":{"denyOut":["0.0.0.0/0"],"allowOut":["127.0.0.1","10.0.0.0/8"]}}"#;
+    let (status, _, answer) = request(reqwest::Method::POST, &url, &[("x-api-key", &alice)], wider.to_vec()).await;
+    assert_eq!(status, 400, "{}", String::from_utf8_lossy(&answer));
+    assert!(json_of(&answer)["message"].as_str().unwrap().contains("narrow"), "{}", String::from_utf8_lossy(&answer));
+    let off = br#"{"templateID":"base","network":{"denyOut":["0.0.0.0/0"]}}"#;
+    let (status, _, answer) = request(reqwest::Method::POST, &url, &[("x-api-key", &alice)], off.to_vec()).await;
     assert_eq!(status, 201, "{}", String::from_utf8_lossy(&answer));
     let answer = json_of(&answer);
     let (c, c_token) = (answer["sandboxID"].as_str().unwrap(), answer["envdAccessToken"].as_str().unwrap());
-    let seen =
-        execute(&server, c, c_token, "import os; print(os.environ['CELLBOX_NETWORK'], os.environ['HTTPS_PROXY'])")
-            .await;
-    assert_eq!(seen, "allow:example.com,*.pypi.org http://127.0.0.1:3128\n");
+    let seen = execute(&server, c, c_token, "import os; print(os.environ['CELLBOX_NETWORK'])").await;
+    assert_eq!(seen, "off\n");
     // And the sandbox still has its folder.
     assert_eq!(execute(&server, &a, &a_token, "print(open('/home/user/a.txt').read())").await, "mine\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn on_a_server_with_the_host_network_a_sandbox_may_list_its_hosts() {
+    let python = crate::common::python().display().to_string();
+    let (server, tokens) = Server::start(&["alice --e2b"], &["--python", &python, "--network", "on"]);
+    let url = format!("{}/v2/sandboxes", server.base());
+    for (network, expected) in [
+        (r#"{"denyOut":["0.0.0.0/0"],"allowOut":["example.com","*.pypi.org"]}"#, "allow:example.com,*.pypi.org"),
+        (r#"{"denyOut":["10.0.0.0/8"]}"#, "deny:10.0.0.0/8"),
+        (r#"{"allowOut":["example.com"]}"#, "on"),
+    ] {
+        let body = format!(r#"{{"templateID":"base","network":{network}}}"#).into_bytes();
+        let (status, _, answer) = request(reqwest::Method::POST, &url, &[("x-api-key", &tokens[0])], body).await;
+        assert_eq!(status, 201, "{}", String::from_utf8_lossy(&answer));
+        let answer = json_of(&answer);
+        let (id, token) = (answer["sandboxID"].as_str().unwrap(), answer["envdAccessToken"].as_str().unwrap());
+        let seen = execute(&server, id, token, "import os; print(os.environ['CELLBOX_NETWORK'])").await;
+        assert_eq!(seen.trim(), expected, "{network}");
+    }
 }

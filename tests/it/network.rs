@@ -17,21 +17,23 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-/// A server on 127.0.0.1 that answers every request with `hello` and counts
-/// the connections whose first byte began a TLS handshake.
+/// A server on 127.0.0.1 that answers every request with `hello`, keeps
+/// their heads, and counts the connections whose first byte began a TLS handshake.
 struct TestServer {
     port: u16,
     hellos: Arc<AtomicUsize>,
+    heads: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 async fn test_server(files: Vec<(String, Vec<u8>)>) -> TestServer {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let hellos = Arc::new(AtomicUsize::new(0));
-    let (counted, files) = (hellos.clone(), Arc::new(files));
+    let heads = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (counted, files, kept) = (hellos.clone(), Arc::new(files), heads.clone());
     tokio::spawn(async move {
         while let Ok((mut stream, _)) = listener.accept().await {
-            let (counted, files) = (counted.clone(), files.clone());
+            let (counted, files, kept) = (counted.clone(), files.clone(), kept.clone());
             tokio::spawn(async move {
                 let mut head = Vec::new();
                 let mut chunk = [0u8; 4096];
@@ -45,6 +47,7 @@ async fn test_server(files: Vec<(String, Vec<u8>)>) -> TestServer {
                         return;
                     }
                 }
+                kept.lock().unwrap().push(String::from_utf8_lossy(&head).into_owned());
                 let path = String::from_utf8_lossy(&head).split_whitespace().nth(1).unwrap_or("/").to_string();
                 let body =
                     files.iter().find(|(name, _)| *name == path).map_or(b"hello".to_vec(), |(_, body)| body.clone());
@@ -58,7 +61,7 @@ async fn test_server(files: Vec<(String, Vec<u8>)>) -> TestServer {
             });
         }
     });
-    TestServer { port, hellos }
+    TestServer { port, hellos, heads }
 }
 
 struct Place {
@@ -148,7 +151,20 @@ def tls_through_connect(sni):
     except (OSError, ssl.SSLError):
         return [status, "handshake failed"]
 out["sni_other"] = tls_through_connect("evil.test")
+out["sni_none"] = tls_through_connect(None)
 out["sni_same"] = tls_through_connect("allowed.test")
+def http_through_connect(request):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+    s.sendall(b"CONNECT allowed.test:%d HTTP/1.1\r\n\r\n" % PORT)
+    s.recv(4096)
+    s.sendall(request)
+    try:
+        return s.recv(4096).split(b"\r\n")[0].decode() or "closed"
+    except OSError:
+        return "closed"
+out["host_rewritten"] = http_through_connect(b"GET /through-tunnel HTTP/1.1\r\nHost: evil.test\r\n\r\n")
+out["absolute_in_tunnel"] = http_through_connect(b"GET http://evil.test/ HTTP/1.1\r\nHost: evil.test\r\n\r\n")
+out["alert_first"] = http_through_connect(b"\x15\x03\x03\x00\x02\x01\x00")
 print(json.dumps(out))
 "#;
 
@@ -176,7 +192,18 @@ async fn a_kernel_reaches_only_the_hosts_its_policy_names() {
     }
     assert_eq!(out["sni_other"], json!(["200", "handshake failed"]), "{out}");
     assert_eq!(out["sni_same"], json!(["200", "handshake failed"]), "the test server speaks no TLS: {out}");
+    assert_eq!(out["sni_none"], json!(["200", "handshake failed"]), "{out}");
     assert_eq!(server.hellos.load(Ordering::SeqCst), 1, "only the ClientHello naming allowed.test went through");
+    assert_eq!(out["host_rewritten"], "HTTP/1.1 200 OK", "{out}");
+    assert_eq!(out["absolute_in_tunnel"], "closed", "{out}");
+    assert_eq!(out["alert_first"], "closed", "{out}");
+    let heads = server.heads.lock().unwrap().clone();
+    let through = heads.iter().find(|head| head.starts_with("GET /through-tunnel")).expect("the request went through");
+    assert!(
+        through.contains(&format!("Host: allowed.test:{}\r\n", server.port)) && !through.contains("evil.test"),
+        "{heads:?}"
+    );
+    assert!(!heads.iter().any(|head| head.contains("http://evil.test")), "{heads:?}");
     // The call says which hosts were refused, once each, and how to allow them.
     let notes = result.notes.join("\n");
     for host in [
@@ -188,6 +215,7 @@ async fn a_kernel_reaches_only_the_hosts_its_policy_names() {
         "lan.test",
         "meta.test",
         "evil.test",
+        "no server name",
     ] {
         assert_eq!(notes.matches(&format!("{host}:")).count(), 1, "{host} once in: {notes}");
     }

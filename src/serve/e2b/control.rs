@@ -98,6 +98,22 @@ pub(crate) async fn create(
         .transpose()
         .map_err(|message| error(StatusCode::BAD_REQUEST, message))?
         .flatten();
+    let principal_network =
+        state.principals.network_of(&identity).map_err(|e| error(StatusCode::FORBIDDEN, e.to_string()))?;
+    // A create request may narrow the network its token (or the server) gives, never widen it:
+    // lists of its own apply only where that network is the host's whole one.
+    if let Some(asked) = &egress
+        && asked.mode != NetworkMode::Off
+        && principal_network.mode != NetworkMode::On
+    {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "network {asked}: this server gives your sandboxes --network {principal_network}, which a sandbox may \
+                 narrow only to no network (denyOut [0.0.0.0/0]); ask its operator for another"
+            ),
+        ));
+    }
     let timeout = lifetime(request.timeout)?;
     let name = identity.name.clone();
     let principal = match state.principals.get(&identity) {

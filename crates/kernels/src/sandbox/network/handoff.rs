@@ -62,6 +62,8 @@ pub unsafe fn hand_over(channel: libc::c_int) -> std::io::Result<()> {
 
 /// Connections one kernel's proxies carry at once; more are closed at once.
 const MAX_CONNECTIONS: usize = 256;
+/// Name lookups one kernel's proxies make at once (each blocks a thread of the shared pool).
+const MAX_LOOKUPS: usize = 8;
 
 impl Proxy {
     /// Serve the listeners the child sends down `host_end` (nothing, when the
@@ -74,6 +76,8 @@ impl Proxy {
             rules: setup.rules,
             hosts: setup.hosts,
             log: log.clone(),
+            local: super::local_addresses(),
+            resolving: tokio::sync::Semaphore::new(MAX_LOOKUPS),
             secrets: setup.secrets,
             #[cfg(feature = "tls")]
             authority: setup.authority,
@@ -100,10 +104,17 @@ impl Proxy {
                                     });
                                     continue;
                                 };
-                                let judge = judge.clone();
+                                let (judge, mut stopped) = (judge.clone(), stopped.clone());
+                                // Each connection ends with the kernel's proxies, whatever its far end does.
                                 tokio::spawn(async move {
                                     let _permit = permit;
-                                    if socks { super::socks::serve(stream, judge).await } else { super::http::serve(stream, judge).await }
+                                    let serving = async {
+                                        if socks { super::socks::serve(stream, judge).await } else { super::http::serve(stream, judge).await }
+                                    };
+                                    tokio::select! {
+                                        _ = serving => {}
+                                        _ = stopped.changed() => {}
+                                    }
                                 });
                             }
                         }

@@ -47,16 +47,34 @@ pub async fn serve(mut client: TcpStream, judge: Arc<Judge>) {
     let Some((host, port)) = host_and_port(authority.rsplit('@').next().unwrap_or(authority), 80) else {
         return answer(&mut client, 400, "cellbox: no host in the request").await;
     };
-    let (mut upstream, host) = match judge.open(&host, port).await {
-        Ok(opened) => opened,
+    // Secrets go only inside TLS the proxy checked (see `intercept`), never in clear text.
+    let mut upstream = match judge.open(&host, port).await {
+        Ok((upstream, _)) => upstream,
         Err(failure) => return refuse(&mut client, failure).await,
     };
     let authority = authority.rsplit('@').next().unwrap_or(authority);
     let Some(sent) = rebuild(&head, Some(path), authority) else { return };
-    let sent = super::secrets::put_all(&judge.secrets, &host, &sent);
     if upstream.write_all(&sent).await.is_ok() && upstream.write_all(&rest).await.is_ok() {
         let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
     }
+}
+
+/// [`rebuild`] of a request that came through a tunnel: it must be in origin
+/// form (`GET /path`, or `OPTIONS *`), since a request naming another site in
+/// full would be sent there by a server that hosts both; `TRACE`, which sends
+/// the request back, is not sent.
+pub fn rebuild_origin_form(head: &[u8], authority: &str) -> Option<Vec<u8>> {
+    let mut headers = [httparse::EMPTY_HEADER; 96];
+    let mut request = httparse::Request::new(&mut headers);
+    if !matches!(request.parse(head), Ok(httparse::Status::Complete(_))) {
+        return None;
+    }
+    let (method, target) = (request.method?, request.path?);
+    let origin_form = target.starts_with('/') || (target == "*" && method == "OPTIONS");
+    if !origin_form || method.eq_ignore_ascii_case("TRACE") || method.eq_ignore_ascii_case("TRACK") {
+        return None;
+    }
+    rebuild(head, None, authority)
 }
 
 /// A request's `head` to send on: its request line (with `target` in place

@@ -6,15 +6,17 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
+use super::open::{FIRST_BYTES_TIMEOUT, Rewind, one_request};
 use super::{Judge, Refusal};
+
+/// Certificates kept for the hosts a kernel's secrets went to.
+const MAX_CACHED_SERVERS: usize = 64;
 
 /// Where a system keeps its roots, the first found is copied into a kernel's bundle.
 const SYSTEM_BUNDLES: &[&str] = &[
@@ -104,50 +106,41 @@ impl Authority {
             rustls::ServerConfig::builder().with_no_client_auth().with_single_cert(chain, private).map_err(other)?;
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         let config = Arc::new(config);
-        self.servers.lock().unwrap().insert(host.to_string(), config.clone());
+        let mut servers = self.servers.lock().unwrap();
+        // A `*.domain` secret could name endless hosts: the cache keeps a bounded few.
+        if servers.len() >= MAX_CACHED_SERVERS {
+            servers.clear();
+        }
+        servers.insert(host.to_string(), config.clone());
         Ok(config)
     }
 }
 
 /// Carry one request from `client` to `upstream` (a connection to `host`,
 /// whose requests carry secrets), with the secrets put in; `early` is what
-/// the client sent before.
+/// the client sent before. Only over TLS: the proxy's own to the kernel, and
+/// its checked TLS to `host`; anything else is carried as any tunnel is, the
+/// secrets left out.
 pub async fn relay(judge: &Judge, client: TcpStream, upstream: TcpStream, host: &str, early: Vec<u8>) {
-    let authority = match upstream.peer_addr().map(|address| address.port()) {
-        Ok(80 | 443) | Err(_) => host.to_string(),
-        Ok(port) => format!("{host}:{port}"),
-    };
-    let target = authority.as_str();
+    let authority = super::open::authority(&upstream, host);
     let client = Rewind { prefix: early, inner: client };
-    if client.prefix.is_empty() {
-        let mut first = [0u8; 1];
-        match client.inner.peek(&mut first).await {
-            Ok(1) => {}
-            _ => return,
-        }
-        if first[0] != 0x16 {
-            return one_request(judge, client, upstream, host, target).await;
-        }
-    } else if client.prefix[0] != 0x16 {
-        return one_request(judge, client, upstream, host, target).await;
-    }
-    let Some(authority) = &judge.authority else { return };
-    let Ok(server) = authority.server(host) else { return };
-    let Ok(client) = tokio_rustls::TlsAcceptor::from(server).accept(client).await else { return };
-    let named = client.get_ref().1.server_name().map(str::to_ascii_lowercase);
-    if named.as_deref().is_some_and(|named| named != host) {
-        let named = named.unwrap_or_default();
-        let reason =
-            format!("a TLS connection opened for {host} asked for {named} (a name the tunnel was not allowed for)");
-        judge.log.refused(&Refusal { host: named, reason });
-        return;
-    }
+    let accepted = tokio::time::timeout(FIRST_BYTES_TIMEOUT, accept(judge, client, host)).await;
+    let Ok(Some(client)) = accepted else { return };
     let Ok(name) = rustls::pki_types::ServerName::try_from(host.to_string()) else { return };
-    match tokio_rustls::TlsConnector::from(authority.upstream.clone()).connect(name, upstream).await {
-        Ok(upstream) => one_request(judge, client, upstream, host, target).await,
-        Err(error) => {
+    let Some(authority_of_tls) = &judge.authority else { return };
+    let connect = tokio_rustls::TlsConnector::from(authority_of_tls.upstream.clone()).connect(name, upstream);
+    match tokio::time::timeout(FIRST_BYTES_TIMEOUT, connect).await {
+        Ok(Ok(upstream)) => {
+            let secrets = &judge.secrets;
+            one_request(client, upstream, &authority, |head| super::secrets::put_all(secrets, host, &head)).await
+        }
+        failed => {
+            let why = match failed {
+                Ok(Err(error)) => error.to_string(),
+                _ => "no answer".into(),
+            };
             let mut client = client;
-            let body = format!("cellbox: could not open TLS to {host}: {error}\n");
+            let body = format!("cellbox: could not open TLS to {host}: {why}\n");
             let head = format!(
                 "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\
                  Connection: close\r\n\r\n",
@@ -160,50 +153,29 @@ pub async fn relay(judge: &Judge, client: TcpStream, upstream: TcpStream, host: 
     }
 }
 
-/// Read one request's head from `client`, put the secrets of `host` into it,
-/// ask for the connection to close after the answer, and carry the rest.
-async fn one_request<C, U>(judge: &Judge, mut client: C, mut upstream: U, host: &str, authority: &str)
-where
-    C: AsyncRead + AsyncWrite + Unpin,
-    U: AsyncRead + AsyncWrite + Unpin,
-{
-    let Ok(Some((head, rest))) = super::http::read_head(&mut client).await else { return };
-    let Some(head) = super::http::rebuild(&head, None, authority) else { return };
-    let head = super::secrets::put_all(&judge.secrets, host, &head);
-    if upstream.write_all(&head).await.is_err() || upstream.write_all(&rest).await.is_err() {
-        return;
-    }
-    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
-}
-
-/// A stream that gives `prefix` back before reading on.
-struct Rewind {
-    prefix: Vec<u8>,
-    inner: TcpStream,
-}
-
-impl AsyncRead for Rewind {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
-        if !self.prefix.is_empty() {
-            let n = self.prefix.len().min(buf.remaining());
-            buf.put_slice(&self.prefix[..n]);
-            self.prefix.drain(..n);
-            return Poll::Ready(Ok(()));
+/// The kernel's TLS to `host`, answered with the kernel's CA's certificate for
+/// it, when its first bytes are a ClientHello naming `host`.
+async fn accept(judge: &Judge, client: Rewind, host: &str) -> Option<tokio_rustls::server::TlsStream<Rewind>> {
+    if client.prefix.is_empty() {
+        let mut first = [0u8; 1];
+        if client.inner.peek(&mut first).await.ok()? != 1 {
+            return None;
         }
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        if first[0] != 0x16 {
+            return None;
+        }
+    } else if client.prefix[0] != 0x16 {
+        return None;
     }
-}
-
-impl AsyncWrite for Rewind {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, data)
+    let server = judge.authority.as_ref()?.server(host).ok()?;
+    let client = tokio_rustls::TlsAcceptor::from(server).accept(client).await.ok()?;
+    let named = client.get_ref().1.server_name().map(str::to_ascii_lowercase);
+    if named.as_deref() != Some(host) {
+        let named = named.unwrap_or_else(|| "no server name".into());
+        let reason =
+            format!("a TLS connection opened for {host} asked for {named} (a name the tunnel was not allowed for)");
+        judge.log.refused(&Refusal { host: named, reason });
+        return None;
     }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
+    Some(client)
 }

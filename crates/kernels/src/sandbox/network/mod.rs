@@ -101,6 +101,12 @@ impl NetworkLog {
 
     fn refused(&self, refusal: &Refusal) {
         self.refused.fetch_add(1, Ordering::Relaxed);
+        // A host is the kernel's words: kept to a name's length, printable.
+        let mut host: String = refusal.host.chars().filter(|c| !c.is_control()).take(253).collect();
+        if host.len() < refusal.host.len() {
+            host.push('…');
+        }
+        let refusal = &Refusal { host, reason: refusal.reason.clone() };
         tracing::info!(host = refusal.host, "network: refused ({})", refusal.reason);
         let mut unreported = self.unreported.lock().unwrap();
         if unreported.len() < MAX_UNREPORTED && !unreported.iter().any(|seen| seen.host == refusal.host) {
@@ -136,6 +142,10 @@ struct Judge {
     rules: HostRules,
     hosts: BTreeMap<String, Vec<IpAddr>>,
     log: std::sync::Arc<NetworkLog>,
+    /// This machine's own addresses, judged as loopback is.
+    local: Vec<IpAddr>,
+    /// Name lookups in progress at once.
+    resolving: tokio::sync::Semaphore,
     secrets: Vec<Secret>,
     #[cfg(feature = "tls")]
     authority: Option<std::sync::Arc<Authority>>,
@@ -148,6 +158,25 @@ pub struct Setup {
     pub secrets: Vec<Secret>,
     #[cfg(feature = "tls")]
     pub authority: Option<std::sync::Arc<Authority>>,
+}
+
+/// This machine's own addresses (each interface's), for [`Judge::local`].
+#[cfg(target_os = "linux")]
+fn local_addresses() -> Vec<IpAddr> {
+    let Ok(interfaces) = nix::ifaddrs::getifaddrs() else { return Vec::new() };
+    let mut found: Vec<IpAddr> = interfaces
+        .filter_map(|interface| interface.address)
+        .filter_map(|address| {
+            if let Some(v4) = address.as_sockaddr_in() {
+                Some(IpAddr::V4(v4.ip()))
+            } else {
+                address.as_sockaddr_in6().map(|v6| IpAddr::V6(v6.ip()))
+            }
+        })
+        .collect();
+    found.sort();
+    found.dedup();
+    found
 }
 
 /// Run `task` on the runtime of the caller, or on a thread of its own when

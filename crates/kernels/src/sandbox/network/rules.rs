@@ -74,8 +74,18 @@ impl FromStr for HostPattern {
         if let Some((address, bits)) = text.split_once('/') {
             let address: IpAddr = address.trim_matches(['[', ']']).parse().map_err(|_| bad())?;
             let bits: u8 = bits.parse().map_err(|_| bad())?;
-            let max = if address.is_ipv4() { 32 } else { 128 };
-            return if bits <= max { Ok(HostPattern::Range(address, bits)) } else { Err(bad()) };
+            // `::ffff:10.0.0.0/104` is `10.0.0.0/8`: ranges are compared as IPv4 where they are.
+            let mapped = match address {
+                IpAddr::V6(v6) => v6.to_ipv4_mapped(),
+                IpAddr::V4(_) => None,
+            };
+            return match (address, mapped) {
+                (_, Some(v4)) if (96..=128).contains(&bits) => Ok(HostPattern::Range(IpAddr::V4(v4), bits - 96)),
+                (_, Some(_)) => Err(bad()),
+                (IpAddr::V4(_), None) if bits <= 32 => Ok(HostPattern::Range(address, bits)),
+                (IpAddr::V6(_), None) if bits <= 128 => Ok(HostPattern::Range(address, bits)),
+                _ => Err(bad()),
+            };
         }
         if let Ok(address) = text.trim_matches(['[', ']']).parse::<IpAddr>() {
             return Ok(HostPattern::Address(address));
@@ -112,20 +122,36 @@ impl HostPattern {
         }
     }
 
+    /// Whether `address`, as written or as the IPv4 address it carries, is this one.
     fn matches_address(&self, address: IpAddr) -> bool {
+        let forms = [address, canonical(address)];
         match *self {
-            HostPattern::Address(own) => canonical(own) == canonical(address),
-            HostPattern::Range(base, bits) => in_range(canonical(address), canonical(base), bits),
+            HostPattern::Address(own) => forms.iter().any(|form| *form == own || *form == canonical(own)),
+            HostPattern::Range(base, bits) => forms.iter().any(|form| in_range(*form, base, bits)),
             _ => false,
         }
     }
 }
 
-/// An IPv4 address written as IPv6 (`::ffff:10.0.0.1`) is that IPv4 address.
+/// An IPv4 address written as IPv6 is that IPv4 address: mapped
+/// (`::ffff:a.b.c.d`), compatible (`::a.b.c.d`), NAT64 (`64:ff9b::a.b.c.d`,
+/// `64:ff9b:1::/48`) and 6to4 (`2002:AABB:CCDD::`) alike, so that no spelling
+/// reaches an IPv4 address its rules refuse.
 fn canonical(address: IpAddr) -> IpAddr {
-    match address {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(address, IpAddr::V4),
-        v4 => v4,
+    let IpAddr::V6(v6) = address else { return address };
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return IpAddr::V4(v4);
+    }
+    let s = v6.segments();
+    let low = std::net::Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+    match s {
+        [0, 0, 0, 0, 0, 0, _, _] if !v6.is_unspecified() && !v6.is_loopback() => IpAddr::V4(low),
+        [0x64, 0xff9b, 0, 0, 0, 0, _, _] => IpAddr::V4(low),
+        [0x64, 0xff9b, 1, ..] => IpAddr::V4(low),
+        [0x2002, high, middle, ..] => {
+            IpAddr::V4(std::net::Ipv4Addr::new((high >> 8) as u8, high as u8, (middle >> 8) as u8, middle as u8))
+        }
+        _ => address,
     }
 }
 
@@ -159,10 +185,22 @@ pub enum AddressKind {
 pub fn kind_of(address: IpAddr) -> AddressKind {
     match canonical(address) {
         IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            if v4.is_link_local() || v4.is_unspecified() || v4.is_multicast() || v4.is_broadcast() || a == 0 {
+            let [a, b, c, _] = v4.octets();
+            if v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_multicast()
+                || v4.is_broadcast()
+                || a == 0
+                || a >= 240
+                || v4 == AZURE_WIRESERVER
+            {
                 AddressKind::Never
-            } else if v4.is_loopback() || v4.is_private() || (a == 100 && (64..128).contains(&b)) {
+            } else if v4.is_loopback()
+                || v4.is_private()
+                || (a == 100 && (64..128).contains(&b))
+                || (a == 192 && b == 0 && c == 0)
+                || (a == 198 && (18..20).contains(&b))
+            {
                 AddressKind::Private
             } else {
                 AddressKind::Public
@@ -180,6 +218,9 @@ pub fn kind_of(address: IpAddr) -> AddressKind {
         }
     }
 }
+
+/// Azure's host service (WireServer), which a VM's guest reaches like a metadata service.
+const AZURE_WIRESERVER: std::net::Ipv4Addr = std::net::Ipv4Addr::new(168, 63, 129, 16);
 
 /// The metadata service's IPv6 address on AWS (`fd00:ec2::254`): unique-local, but never reached.
 const METADATA_V6: std::net::Ipv6Addr = std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254);
@@ -211,8 +252,10 @@ impl HostRules {
         if rules.allow.is_empty() && rules.deny.is_empty() {
             return Err(PolicyError::UnknownNetwork(text.to_string()));
         }
-        rules.allow.dedup();
-        rules.deny.dedup();
+        for list in [&mut rules.allow, &mut rules.deny] {
+            let mut seen = std::collections::HashSet::new();
+            list.retain(|entry| seen.insert(entry.clone()));
+        }
         Ok(rules)
     }
 
@@ -247,13 +290,27 @@ impl HostRules {
         best.ok_or_else(|| refuse("not in the allowlist".into()))
     }
 
-    /// Whether `address`, which `host` resolved to, may be connected to.
-    pub fn check_address(&self, host: &str, matched: NameMatch, address: IpAddr) -> Result<(), Refusal> {
+    /// Whether `address`, which `host` resolved to, may be connected to;
+    /// `local` are this machine's own addresses, judged as loopback is (a
+    /// service listening on all of them is the host's).
+    pub fn check_address(
+        &self,
+        host: &str,
+        matched: NameMatch,
+        address: IpAddr,
+        local: &[IpAddr],
+    ) -> Result<(), Refusal> {
         let refuse = |reason: String| Refusal { host: host.to_string(), reason };
         if Self::patterns(&self.deny).any(|p| p.matches_address(address)) {
             return Err(refuse(format!("resolves to {address}, which the network policy denies")));
         }
-        match kind_of(address) {
+        let kind = match kind_of(address) {
+            AddressKind::Public if local.iter().any(|own| canonical(*own) == canonical(address)) => {
+                AddressKind::Private
+            }
+            kind => kind,
+        };
+        match kind {
             AddressKind::Never => Err(refuse(format!(
                 "resolves to {address}, a link-local, metadata or broadcast address, which is never reached"
             ))),
@@ -337,7 +394,7 @@ mod tests {
     fn addresses_are_judged_whatever_the_name() {
         let r = rules("allow:example.com,*.example.org,10.1.0.0/16");
         let ip = |text: &str| text.parse::<IpAddr>().unwrap();
-        assert!(r.check_address("x", NameMatch::Exact, ip("93.184.216.34")).is_ok());
+        assert!(r.check_address("x", NameMatch::Exact, ip("93.184.216.34"), &[]).is_ok());
         for never in [
             "169.254.169.254",
             "169.254.1.1",
@@ -347,15 +404,31 @@ mod tests {
             "fd00:ec2::254",
             "::ffff:169.254.169.254",
         ] {
-            assert!(r.check_address("x", NameMatch::Exact, ip(never)).is_err(), "{never}");
+            assert!(r.check_address("x", NameMatch::Exact, ip(never), &[]).is_err(), "{never}");
         }
-        assert!(r.check_address("x", NameMatch::Exact, ip("127.0.0.2")).is_ok(), "named in full");
-        assert!(r.check_address("a.example.org", NameMatch::Wildcard, ip("127.0.0.2")).is_err(), "a wildcard");
-        assert!(r.check_address("a.example.org", NameMatch::Wildcard, ip("192.168.1.1")).is_err());
-        assert!(r.check_address("a.example.org", NameMatch::Wildcard, ip("100.64.0.1")).is_err());
-        assert!(r.check_address("a.example.org", NameMatch::Wildcard, ip("10.1.2.3")).is_ok(), "an allowed range");
-        assert!(r.check_address("a.example.org", NameMatch::Wildcard, ip("::ffff:10.1.2.3")).is_ok());
-        assert!(r.check_address("a.example.org", NameMatch::Open, ip("fc00::1")).is_err());
+        assert!(r.check_address("x", NameMatch::Exact, ip("127.0.0.2"), &[]).is_ok(), "named in full");
+        assert!(r.check_address("a.example.org", NameMatch::Wildcard, ip("127.0.0.2"), &[]).is_err(), "a wildcard");
+        assert!(r.check_address("a.example.org", NameMatch::Wildcard, ip("192.168.1.1"), &[]).is_err());
+        assert!(r.check_address("a.example.org", NameMatch::Wildcard, ip("100.64.0.1"), &[]).is_err());
+        assert!(r.check_address("a.example.org", NameMatch::Wildcard, ip("10.1.2.3"), &[]).is_ok(), "an allowed range");
+        assert!(r.check_address("a.example.org", NameMatch::Wildcard, ip("::ffff:10.1.2.3"), &[]).is_ok());
+        assert!(r.check_address("a.example.org", NameMatch::Open, ip("fc00::1"), &[]).is_err());
         assert_eq!(r.check_name("10.1.9.9"), Ok(NameMatch::Exact));
+        // This machine's own addresses are the host's, as loopback is.
+        let own = [ip("203.0.113.7")];
+        assert!(r.check_address("a.example.org", NameMatch::Wildcard, ip("203.0.113.7"), &own).is_err());
+        assert!(r.check_address("example.com", NameMatch::Exact, ip("203.0.113.7"), &own).is_ok());
+        for private in ["192.0.0.8", "198.18.0.1", "64:ff9b::a00:1"] {
+            assert!(r.check_address("a.example.org", NameMatch::Wildcard, ip(private), &[]).is_err(), "{private}");
+        }
+        // A range written as IPv6 of IPv4 addresses is that IPv4 range.
+        let mapped = rules("deny:[::ffff:10.0.0.0]/104");
+        assert!(mapped.check_address("x", NameMatch::Open, ip("10.9.9.9"), &[]).is_err());
+        assert!(HostRules::parse("deny:[::ffff:10.0.0.0]/8").is_err());
+        let nat64 = rules("deny:64:ff9b::/96");
+        assert!(
+            nat64.check_address("x", NameMatch::Open, ip("64:ff9b::808:808"), &[]).is_err(),
+            "the range as written"
+        );
     }
 }

@@ -106,16 +106,21 @@ impl Secret {
         }
     }
 
-    /// `head` (a request line and headers) with this secret's placeholder
-    /// replaced by its value.
-    pub fn put_into(&self, head: &[u8]) -> Vec<u8> {
+    /// `value` (one header's) with this secret's placeholder replaced by its
+    /// value, where the placeholder is whole (`KEY` is not the start of `KEY2`).
+    fn put_into(&self, value: &[u8]) -> Vec<u8> {
         let placeholder = placeholder(&self.name);
-        let mut out = Vec::with_capacity(head.len());
-        let mut rest = head;
+        let mut out = Vec::with_capacity(value.len());
+        let mut rest = value;
         while let Some(at) = memchr::memmem::find(rest, placeholder.as_bytes()) {
+            let end = at + placeholder.len();
             out.extend_from_slice(&rest[..at]);
-            out.extend_from_slice(&self.value);
-            rest = &rest[at + placeholder.len()..];
+            if rest.get(end).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_') {
+                out.extend_from_slice(&rest[at..end]);
+            } else {
+                out.extend_from_slice(&self.value);
+            }
+            rest = &rest[end..];
         }
         out.extend_from_slice(rest);
         out
@@ -156,9 +161,35 @@ pub fn kernel_env(setup: &super::Setup) -> Vec<(String, String)> {
     env
 }
 
-/// The secrets of `secrets` that go to `host`, put into `head`.
+/// Headers a server commonly sends back (in a redirect, an error page, a
+/// CORS answer): a secret is never put into them, nor into the request line.
+const ECHOED: &[&str] = &["host", "origin", "referer"];
+
+/// A request's `head` (its request line, then `Name: value` lines) with the
+/// placeholders of the secrets that go to `host` replaced by their values in
+/// its header values only.
 pub fn put_all(secrets: &[Secret], host: &str, head: &[u8]) -> Vec<u8> {
-    secrets.iter().filter(|secret| secret.applies_to(host)).fold(head.to_vec(), |head, secret| secret.put_into(&head))
+    let mine: Vec<&Secret> = secrets.iter().filter(|secret| secret.applies_to(host)).collect();
+    if mine.is_empty() {
+        return head.to_vec();
+    }
+    let mut out = Vec::with_capacity(head.len() + 64);
+    for (index, line) in head.split_inclusive(|b| *b == b'\n').enumerate() {
+        let colon = memchr::memchr(b':', line);
+        let echoed = colon.is_some_and(|at| {
+            let name = String::from_utf8_lossy(&line[..at]).trim().to_ascii_lowercase();
+            ECHOED.contains(&name.as_str())
+        });
+        match colon {
+            Some(at) if index > 0 && !echoed => {
+                out.extend_from_slice(&line[..=at]);
+                let value = mine.iter().fold(line[at + 1..].to_vec(), |value, secret| secret.put_into(&value));
+                out.extend_from_slice(&value);
+            }
+            _ => out.extend_from_slice(line),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -194,12 +225,15 @@ mod tests {
     fn a_placeholder_becomes_the_value_only_for_its_host() {
         let secret: Secret = "KEY=v4lue@api.example.com".parse().unwrap();
         let wild: Secret = "OTHER=w1ld@*.example.org".parse().unwrap();
-        let head = b"GET /?k=cellbox-secret:KEY HTTP/1.1\r\nAuthorization: Bearer cellbox-secret:KEY\r\nX: cellbox-secret:OTHER\r\n\r\n";
+        let head: &[u8] = b"GET /?k=cellbox-secret:KEY HTTP/1.1\r\nAuthorization: Bearer cellbox-secret:KEY\r\n\
+                            X: cellbox-secret:OTHER cellbox-secret:KEY2\r\nOrigin: cellbox-secret:KEY\r\n\r\n";
         let both = [secret.clone(), wild.clone()];
         let sent = put_all(&both, "api.example.com", head);
         assert_eq!(
             String::from_utf8(sent).unwrap(),
-            "GET /?k=v4lue HTTP/1.1\r\nAuthorization: Bearer v4lue\r\nX: cellbox-secret:OTHER\r\n\r\n"
+            "GET /?k=cellbox-secret:KEY HTTP/1.1\r\nAuthorization: Bearer v4lue\r\n\
+             X: cellbox-secret:OTHER cellbox-secret:KEY2\r\nOrigin: cellbox-secret:KEY\r\n\r\n",
+            "header values only: not the request line, another secret's name, nor a header servers echo"
         );
         assert_eq!(put_all(&both, "evil.example.com", head), head.to_vec());
         assert!(
