@@ -13,12 +13,10 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use cellbox_engine::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
+use cellbox_engine::tool::{EngineConfig, EvalEngine};
 use cellbox_kernels::sandbox::SandboxPolicy;
-use serde_json::json;
-use tokio_util::sync::CancellationToken;
+use common::engine::eval_timed;
 
 struct Place {
     _dir: tempfile::TempDir,
@@ -54,13 +52,6 @@ fn engine(place: &Place, seen: &Path, mut policy: SandboxPolicy, preload: &[&str
     policy.private_shm = true;
     config.sandbox = policy;
     EvalEngine::new(config)
-}
-
-async fn eval(engine: &EvalEngine, code: &str) -> EvalResult {
-    let params = EvalParams::from_json(json!({"cells": [{"code": code, "timeout": 60}]})).unwrap();
-    let (context, cancel) = (CallContext::new("s"), CancellationToken::new());
-    let call = engine.eval(&params, &context, &cancel, &ignore_events);
-    tokio::time::timeout(Duration::from_secs(90), call).await.expect("no hang").expect("the call is answered")
 }
 
 /// What a kernel sees of its folder and of the view's neighbours, and what it may do there.
@@ -132,7 +123,7 @@ async fn a_kernel_sees_its_workspace_at_the_view_made_in_its_own_namespace_only(
     let place = place();
     let seen = place.parent.join("user");
     let engine = engine(&place, &seen, SandboxPolicy::default(), &[]);
-    let result = eval(&engine, &probe(&place, &seen)).await;
+    let result = eval_timed(&engine, &probe(&place, &seen), 120.0).await;
     engine.dispose_all().await;
     assert!(!result.is_error, "{}", result.text);
     check(&place, &seen, &result.text);
@@ -143,10 +134,10 @@ async fn a_forked_kernel_and_a_program_started_like_a_kernel_see_it_too() {
     let place = place();
     let seen = place.parent.join("user");
     let engine = engine(&place, &seen, SandboxPolicy::default(), &["json"]);
-    let result = eval(&engine, &probe(&place, &seen)).await;
+    let result = eval_timed(&engine, &probe(&place, &seen), 120.0).await;
     assert!(!result.is_error, "{}", result.text);
     check(&place, &seen, &result.text);
-    let forked = eval(&engine, "import sys; print('forked:', 'json' in sys.modules)").await;
+    let forked = eval_timed(&engine, "import sys; print('forked:', 'json' in sys.modules)", 120.0).await;
     assert!(forked.text.contains("forked: True"), "the kernel came from the fork server: {}", forked.text);
     // A program the host starts for the kernel's sake, in a folder of the workspace.
     std::fs::create_dir_all(place.work.join("sub")).unwrap();
@@ -166,7 +157,7 @@ async fn a_view_onto_a_folder_that_exists_hides_it_and_leaves_it_untouched() {
         "import os\nprint(os.getcwd() == {seen:?}, sorted(os.listdir('.')))\nopen('new.txt', 'w').write('n')",
         seen = seen.display().to_string()
     );
-    let result = eval(&engine, &code).await;
+    let result = eval_timed(&engine, &code, 120.0).await;
     engine.dispose_all().await;
     assert!(result.text.contains("True ['hello.txt']"), "{}", result.text);
     assert!(place.work.join("new.txt").exists());
@@ -179,7 +170,7 @@ async fn without_a_sandbox_the_kernel_sees_the_real_path() {
     let place = place();
     let seen = place.parent.join("user");
     let engine = engine(&place, &seen, SandboxPolicy::off(), &[]);
-    let result = eval(&engine, "import os; print(os.getcwd())").await;
+    let result = eval_timed(&engine, "import os; print(os.getcwd())", 120.0).await;
     engine.dispose_all().await;
     assert_eq!(result.text.trim(), place.work.display().to_string(), "{}", result.text);
     assert!(!seen.exists());

@@ -9,13 +9,12 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
-use cellbox_engine::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
+use cellbox_engine::tool::{EngineConfig, EvalEngine};
 use cellbox_kernels::sandbox::{NetworkSetting, SandboxPolicy};
+use common::engine::eval_timed;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio_util::sync::CancellationToken;
 
 /// A server on 127.0.0.1 that answers every request with `hello`, keeps
 /// their heads, and counts the connections whose first byte began a TLS handshake.
@@ -102,13 +101,6 @@ fn engine_with(place: &Place, network: &str, preload: &[&str]) -> EvalEngine {
     EvalEngine::new(config)
 }
 
-async fn eval(engine: &EvalEngine, code: &str) -> EvalResult {
-    let params = EvalParams::from_json(json!({"cells": [{"code": code, "timeout": 120}]})).unwrap();
-    let (context, cancel) = (CallContext::new("s"), CancellationToken::new());
-    let call = engine.eval(&params, &context, &cancel, &ignore_events);
-    tokio::time::timeout(Duration::from_secs(180), call).await.expect("no hang").expect("the call is answered")
-}
-
 const PROBES: &str = r#"
 import json, os, socket, ssl, subprocess, urllib.request, urllib.error
 PORT = {port}
@@ -124,6 +116,11 @@ def get(url):
 for name in ["allowed.test", "other.test", "93.184.216.34", "10.9.8.7", "wild.example.test", "lan.test"]:
     out[name] = get("http://%s:%d/" % (name, PORT))
 out["meta.test"] = get("http://meta.test/latest/meta-data/")
+try:
+    import requests
+    out["requests"] = requests.get("http://allowed.test:%d/" % PORT, timeout=30).text
+except ImportError:
+    out["requests"] = "hello"  # not installed in this interpreter: urllib and curl stand for it
 out["curl"] = subprocess.run(["curl", "-s", "-w", " %{{http_code}}", "http://allowed.test:%d/" % PORT], capture_output=True, text=True).stdout
 out["curl_socks"] = subprocess.run(["curl", "-s", "-x", "socks5h://127.0.0.1:1080", "-w", " %{{http_code}}", "http://allowed.test:%d/" % PORT], capture_output=True, text=True).stdout
 out["curl_loopback"] = subprocess.run(["curl", "-s", "--noproxy", "", "-x", "http://127.0.0.1:3128", "http://127.0.0.1:%d/" % PORT], capture_output=True, text=True).stdout[:60]
@@ -173,13 +170,18 @@ async fn a_kernel_reaches_only_the_hosts_its_policy_names() {
     let place = place();
     let server = test_server(Vec::new()).await;
     let engine = engine(&place, "allow:allowed.test,*.example.test,meta.test,*.lan.test");
-    let result =
-        eval(&engine, &PROBES.replace("{port}", &server.port.to_string()).replace("{{", "{").replace("}}", "}")).await;
+    let result = eval_timed(
+        &engine,
+        &PROBES.replace("{port}", &server.port.to_string()).replace("{{", "{").replace("}}", "}"),
+        120.0,
+    )
+    .await;
     assert!(!result.is_error, "{}", result.text);
     let first = result.text.lines().next().unwrap_or_default();
     let out: serde_json::Value = serde_json::from_str(first).unwrap_or_else(|e| panic!("{e}: {}", result.text));
     assert_eq!(out["allowed.test"], json!([200, "hello"]), "{out}");
     assert_eq!(out["curl"], "hello 200", "curl reads http_proxy: {out}");
+    assert_eq!(out["requests"], "hello", "requests reads the proxy variables: {out}");
     assert_eq!(out["curl_socks"], "hello 200", "the SOCKS5 proxy: {out}");
     assert_ne!(out["curl_socks_other"], 0, "{out}");
     assert!(out["curl_loopback"].as_str().unwrap().contains("refused 127.0.0.1"), "{out}");
@@ -224,7 +226,7 @@ async fn a_kernel_reaches_only_the_hosts_its_policy_names() {
     let (allowed, refused) = engine.network_counts();
     assert!(allowed >= 4 && refused >= 6, "{allowed} allowed, {refused} refused");
     // A later call reports only its own refusals.
-    let again = eval(&engine, "print('quiet')").await;
+    let again = eval_timed(&engine, "print('quiet')", 120.0).await;
     assert!(again.notes.iter().all(|note| !note.contains("network policy")), "{:?}", again.notes);
     engine.dispose_all().await;
 }
@@ -240,7 +242,7 @@ async fn a_kernel_forked_from_a_fork_server_goes_through_the_same_proxies() {
          try:\n    urllib.request.urlopen('http://other.test:{port}/', timeout=30)\nexcept Exception as e:\n    print('refused')",
         port = server.port
     );
-    let result = eval(&engine, &code).await;
+    let result = eval_timed(&engine, &code, 120.0).await;
     engine.dispose_all().await;
     assert!(result.text.starts_with("True\nhello\nrefused\n"), "{}", result.text);
     assert!(result.notes.iter().any(|note| note.contains("other.test: not in the allowlist")), "{:?}", result.notes);
@@ -264,7 +266,7 @@ async fn pip_installs_from_an_index_the_policy_allows() {
          print(cbxnetprobe.VALUE)",
         port = server.port
     );
-    let result = eval(&engine, &code).await;
+    let result = eval_timed(&engine, &code, 120.0).await;
     engine.dispose_all().await;
     assert!(result.text.contains("installed through the proxy"), "{}", result.text);
 }

@@ -9,13 +9,11 @@ use crate::common;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use cellbox_engine::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, EvalResult, ignore_events};
+use cellbox_engine::tool::{EngineConfig, EvalEngine};
 use cellbox_kernels::sandbox::{NetworkSetting, SandboxPolicy};
-use serde_json::json;
+use common::engine::eval_timed;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio_util::sync::CancellationToken;
 
 /// The value, built where it is needed so that the test's own text holds it only in halves.
 fn value() -> String {
@@ -108,13 +106,6 @@ fn engine(place: &Place, network: &str, secrets: &[String], ca: Option<PathBuf>)
     EvalEngine::new(config)
 }
 
-async fn eval(engine: &EvalEngine, code: &str) -> EvalResult {
-    let params = EvalParams::from_json(json!({"cells": [{"code": code, "timeout": 120}]})).unwrap();
-    let (context, cancel) = (CallContext::new("s"), CancellationToken::new());
-    let call = engine.eval(&params, &context, &cancel, &ignore_events);
-    tokio::time::timeout(Duration::from_secs(180), call).await.expect("no hang").expect("the call is answered")
-}
-
 /// Every file under `dir` holding `needle`.
 fn files_holding(dir: &std::path::Path, needle: &[u8]) -> Vec<PathBuf> {
     let mut found = Vec::new();
@@ -200,7 +191,7 @@ async fn a_secret_goes_only_to_its_host_and_never_into_the_kernel() {
         .replace("{tls}", &tls.to_string())
         .replace("{half1}", half1)
         .replace("{half2}", half2);
-    let result = eval(&engine, &code).await;
+    let result = eval_timed(&engine, &code, 120.0).await;
     engine.dispose_all().await;
     let text = result.text.clone();
     assert!(text.contains("placeholder: cellbox-secret:API_KEY"), "{text}");
