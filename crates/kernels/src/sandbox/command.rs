@@ -38,7 +38,7 @@ pub fn command_like_a_kernel(
         // The folder is entered again once the sandbox's mounts are in place: the child
         // entered it before they were, on the mount that is now read-only below them.
         // Where the kernel's folder is shown elsewhere, the program is given it there.
-        let seen = super::home_view(policy, cwd).map_or_else(|| cwd.to_path_buf(), |view| view.seen(cwd));
+        let seen = super::seen_cwd(policy, cwd);
         let folder = std::ffi::CString::new(seen.as_os_str().as_bytes()).ok();
         // SAFETY: the sandbox's steps are async-signal-safe system calls on
         // what `prepared` holds (see `Prepared::apply_in_child`); `chdir` on a

@@ -69,7 +69,7 @@ pub use policy::{
 };
 pub use probe::{SandboxSupport, support};
 pub use temp::KERNEL_TEMP_PREFIX;
-pub use view::{HomeView, home_view};
+pub use view::{HomeView, home_view, seen_cwd};
 
 use crate::settings;
 use limits::{Cgroup, Controller};

@@ -53,6 +53,11 @@ pub fn home_view(policy: &SandboxPolicy, cwd: &Path) -> Option<HomeView> {
     }
 }
 
+/// `cwd` as a kernel under `policy` started there sees it.
+pub fn seen_cwd(policy: &SandboxPolicy, cwd: &Path) -> PathBuf {
+    home_view(policy, cwd).map_or_else(|| cwd.to_path_buf(), |view| view.seen(cwd))
+}
+
 /// Why `seen` cannot be shown to kernels under `policy` here, if it cannot.
 fn unavailable(policy: &SandboxPolicy, seen: &Path, cwd: &Path) -> Option<String> {
     if policy.is_off() {

@@ -469,10 +469,7 @@ impl Zygote {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let request = crate::protocol::fork_server::Request::Fork(crate::protocol::fork_server::Fork {
             id,
-            cwd: Some(match crate::sandbox::home_view(&options.sandbox, &options.cwd) {
-                Some(view) => view.seen(&options.cwd),
-                None => options.cwd.clone(),
-            }),
+            cwd: Some(crate::sandbox::seen_cwd(&options.sandbox, &options.cwd)),
             env: Some(env),
             argv: Some(argv.to_vec()),
         });
