@@ -245,9 +245,34 @@ pub async fn serve(args: ServeArgs, env: &settings::Environment) -> ExitCode {
     }
 }
 
+/// A token's secrets, checked when it is made: each one's form, and that its
+/// network lets kernels reach each one's host. A `NAME@HOST` secret's value is
+/// the server's variable, read when the principal's engine starts, not now.
+fn check_token_secrets(
+    network: Option<&cellbox_kernels::sandbox::NetworkSetting>,
+    secrets: &[String],
+) -> Result<(), cellbox_kernels::sandbox::PolicyError> {
+    let mut policy = cellbox_kernels::sandbox::SandboxPolicy::default();
+    if let Some(network) = network {
+        policy.set_network(network.clone());
+    }
+    for secret in secrets {
+        let checked = match secret.rsplit_once('@') {
+            Some((name, host)) if !name.contains('=') => format!("{name}=value@{host}"),
+            _ => secret.clone(),
+        };
+        policy.secrets.push(checked.parse()?);
+    }
+    policy.check_secrets()
+}
+
 fn token(what: TokenCommand, path: PathBuf) -> ExitCode {
     let result = match what {
         TokenCommand::Add { name, max_kernels, max_calls, max_sandboxes, memory_limit, network, secrets, e2b } => {
+            if let Err(error) = check_token_secrets(network.as_ref(), &secrets) {
+                eprintln!("cellbox serve token: {error}");
+                return ExitCode::from(2);
+            }
             let limits = tokens::PrincipalLimits {
                 max_kernels: max_kernels.map(|n| n as usize),
                 max_calls: max_calls.map(|n| n as usize),

@@ -297,6 +297,26 @@ fn bad_network_settings_say_what_to_write() {
     let output = common::binary::cellbox(["run", "--network", "allow:pypy", "-c", "1"]).output().unwrap();
     assert!(!output.status.success());
     assert!(common::binary::text(&output.stderr).contains("pypy"), "{}", common::binary::text(&output.stderr));
+    // A token's secrets are checked when it is made: their form, and that its network reaches their host.
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.json");
+    let add = |args: &[&str]| {
+        let mut command = common::binary::bare(["serve", "token", "add"]);
+        command.args(args).arg("--tokens").arg(&tokens).output().unwrap()
+    };
+    for (args, says) in [
+        (&["a", "--secret", "K=v@api.test"][..], "--network allow:api.test"),
+        (&["b", "--network", "allow:pypi", "--secret", "K@api.test"][..], "not in the allowlist"),
+        (&["c", "--network", "allow:api.test", "--secret", "K=v"][..], "NAME=VALUE@HOST"),
+    ] {
+        let output = add(args);
+        let stderr = common::binary::text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    assert!(!tokens.exists() || !std::fs::read_to_string(&tokens).unwrap().contains("\"a\""), "nothing was made");
+    let output = add(&["d", "--network", "allow:api.test", "--secret", "K@api.test"]);
+    assert!(output.status.success(), "{}", common::binary::text(&output.stderr));
 }
 
 #[tokio::test(flavor = "multi_thread")]
