@@ -96,22 +96,24 @@ pub(super) async fn sandbox_costs(plan: &Plan, setup: &Setup, report: &mut Repor
 /// proxy (its name given to the proxy by a hosts file) against straight to
 /// it from a kernel with the host's network, alternating.
 async fn download_through_the_proxy(plan: &Plan, setup: &Setup, report: &mut Report, policy: SandboxPolicy) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use std::io::{Read, Write};
     let megabytes: usize = if plan.quick { 20 } else { 100 };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a port");
+    // The server is a program of its own, as a remote host would be: blocking
+    // threads, not tasks of the runtime the kernels' proxies run on.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
     let port = listener.local_addr().expect("its address").port();
-    let server = tokio::spawn(async move {
+    std::thread::spawn(move || {
         let chunk = vec![b'x'; 1 << 20];
-        while let Ok((mut stream, _)) = listener.accept().await {
+        for mut stream in listener.incoming().map_while(Result::ok) {
             let chunk = chunk.clone();
-            tokio::spawn(async move {
+            std::thread::spawn(move || {
                 let mut head = [0u8; 4096];
-                let _ = stream.read(&mut head).await;
+                let _ = stream.read(&mut head);
                 let answer =
                     format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", megabytes << 20);
-                let _ = stream.write_all(answer.as_bytes()).await;
+                let _ = stream.write_all(answer.as_bytes());
                 for _ in 0..megabytes {
-                    if stream.write_all(&chunk).await.is_err() {
+                    if stream.write_all(&chunk).is_err() {
                         return;
                     }
                 }
@@ -141,7 +143,6 @@ async fn download_through_the_proxy(plan: &Plan, setup: &Setup, report: &mut Rep
     }
     proxied.shutdown().await;
     direct.shutdown().await;
-    server.abort();
     report.add(
         &format!("{megabytes} MB download through the network proxy"),
         "MB/s",

@@ -1,13 +1,15 @@
 //! The macOS backend: the kernel starts through `sandbox-exec` with a
 //! Seatbelt profile ([`super::seatbelt`]) made from the same file access and
 //! network mode as on Linux. Everything the kernel starts inherits it.
+//! A network filtered by name starts the kernel's proxies on the host's
+//! loopback first: the profile lets the kernel reach their two ports only.
 //! Memory and process limits have no backend here yet, and refuse to start.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::seatbelt::{self, SANDBOX_EXEC};
-use super::{NetworkMode, Prepared, SandboxError, SandboxMode, SandboxPolicy, Unenforceable, fail};
+use super::{NetworkMode, Prepared, SandboxError, SandboxMode, SandboxPolicy, Unenforceable, fail, network};
 use crate::settings;
 
 /// Whether this Mac has the program the profile is applied with.
@@ -36,10 +38,28 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         if access.is_none() {
             check_sandbox_exec().map_err(fail)?;
         }
-        let profile = seatbelt::profile(mode, access.as_ref(), policy.network).map_err(fail)?;
+        let proxies = match policy.network {
+            NetworkMode::Filtered => Some(start_proxies(&mut prepared, policy)?),
+            _ => None,
+        };
+        let profile = seatbelt::profile(mode, access.as_ref(), policy.network, proxies).map_err(fail)?;
         prepared.wrapper = vec![SANDBOX_EXEC.into(), "-p".into(), profile.into()];
     }
     prepared.env.push((settings::SANDBOX.name.into(), mode.to_string()));
     prepared.env.push((settings::NETWORK.name.into(), policy.network_setting().to_string()));
     Ok(prepared)
+}
+
+/// The kernel's proxies on the host's loopback, kept by its guard, and the
+/// variables that send its tools there: the ports of the HTTP and SOCKS5 proxies.
+fn start_proxies(prepared: &mut Prepared, policy: &SandboxPolicy) -> Result<[u16; 2], SandboxError> {
+    if !policy.secrets.is_empty() {
+        return Err(fail(Unenforceable::SecretsNeedPrivateProxy));
+    }
+    let setup = network::setup(policy)?;
+    let (proxy, ports) = network::Proxy::on_loopback(setup)
+        .map_err(|e| fail(Unenforceable::Proxy { source: std::sync::Arc::new(e) }))?;
+    prepared.env.extend(network::proxy_env(ports));
+    prepared.guard.proxy = Some(std::sync::Arc::new(proxy));
+    Ok(ports)
 }

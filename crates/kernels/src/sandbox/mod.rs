@@ -137,10 +137,16 @@ pub enum Unenforceable {
     #[error("--network localhost gives a kernel a loopback of its own, which only Linux can; use --network off or on")]
     NoPrivateLoopback,
     #[error(
-        "--network allow:/deny: puts a kernel in a network namespace of its own behind a proxy, which only Linux \
-         does yet; use --network off or on"
+        "--network allow:/deny: sends a kernel's traffic through proxies it alone can reach, which only Linux and \
+         macOS do; use --network off or on"
     )]
     NoNetworkFilter,
+    #[error(
+        "--secret needs proxies that only the kernel can reach, which only Linux gives it (in a network namespace \
+         of its own); on macOS they listen on the host's loopback, where another program could have the secret put \
+         into its requests. Pass the credential as a variable (--env) instead, or run on Linux"
+    )]
+    SecretsNeedPrivateProxy,
     #[error("the kernel's folder cannot be shown at {}: {message}", .seen.display())]
     HomeView { seen: PathBuf, message: String },
     #[error("could not read the hosts file {} (CELLBOX_NETWORK_HOSTS): {source}", .path.display())]
@@ -364,25 +370,10 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         prepared.loopback_up = matches!(policy.network, NetworkMode::Localhost | NetworkMode::Filtered);
     }
     if policy.network == NetworkMode::Filtered {
-        let hosts = match &policy.network_hosts {
-            Some(path) => network::read_hosts(path)
-                .map_err(|e| fail(Unenforceable::HostsFile { path: path.clone(), source: Arc::new(e) }))?,
-            None => Default::default(),
-        };
-        let proxy_error = |e| fail(Unenforceable::Proxy { source: Arc::new(e) });
-        let (host_end, child_end) = network::handoff::pair().map_err(proxy_error)?;
-        let setup = network::Setup {
-            rules: policy.hosts.clone(),
-            hosts,
-            secrets: policy.secrets.clone(),
-            #[cfg(feature = "tls")]
-            authority: network::secrets::authority(policy).map_err(proxy_error)?,
-        };
-        #[cfg(not(feature = "tls"))]
-        if !policy.secrets.is_empty() {
-            return Err(proxy_error(std::io::Error::other("this build has no TLS, which --secret needs")));
-        }
-        prepared.env.extend(network::proxy_env());
+        let setup = network::setup(policy)?;
+        let (host_end, child_end) =
+            network::handoff::pair().map_err(|e| fail(Unenforceable::Proxy { source: Arc::new(e) }))?;
+        prepared.env.extend(network::proxy_env([network::HTTP_PORT, network::SOCKS_PORT]));
         prepared.env.extend(network::secrets::kernel_env(&setup));
         prepared.proxy_channel = Some(child_end);
         prepared.guard.proxy = Some(Arc::new(network::Proxy::start(host_end, setup)));

@@ -91,7 +91,8 @@ pub fn support() -> SandboxSupport {
         cfg!(target_os = "macos") && super::filesystem_unenforceable(&super::SandboxPolicy::default()).is_none();
     if cfg!(target_os = "macos") {
         notes.push(if seatbelt {
-            "the filesystem modes and --network off use a Seatbelt profile (sandbox-exec); --network localhost, \
+            "the filesystem modes, --network off and --network allow: use a Seatbelt profile (sandbox-exec; \
+             allow: lets kernels reach only their proxies on the host's loopback); --network localhost, --secret, \
              --memory-limit and --max-processes are Linux-only"
                 .into()
         } else {

@@ -4,9 +4,8 @@
 //! and handed to the host over a socket pair, which then accepts on them.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::Arc;
 
-use super::{HTTP_PORT, Judge, NetworkLog, Proxy, SOCKS_PORT};
+use super::{HTTP_PORT, Proxy, SOCKS_PORT};
 
 /// The host's and the child's ends of the pair the listeners go through.
 pub fn pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
@@ -60,75 +59,11 @@ pub unsafe fn hand_over(channel: libc::c_int) -> std::io::Result<()> {
     }
 }
 
-/// Connections one kernel's proxies carry at once; more are closed at once.
-const MAX_CONNECTIONS: usize = 256;
-/// Name lookups one kernel's proxies make at once (each blocks a thread of the shared pool).
-const MAX_LOOKUPS: usize = 8;
-
 impl Proxy {
     /// Serve the listeners the child sends down `host_end` (nothing, when the
-    /// child ends first) with `judge`'s rules, until the returned value is dropped.
+    /// child ends first) with `setup`'s rules, until the returned value is dropped.
     pub(in crate::sandbox) fn start(host_end: OwnedFd, setup: super::Setup) -> Proxy {
-        let log = Arc::new(NetworkLog::default());
-        #[cfg(feature = "tls")]
-        let authority = setup.authority.clone();
-        let judge = Arc::new(Judge {
-            rules: setup.rules,
-            hosts: setup.hosts,
-            log: log.clone(),
-            local: super::local_addresses(),
-            resolving: tokio::sync::Semaphore::new(MAX_LOOKUPS),
-            secrets: setup.secrets,
-            #[cfg(feature = "tls")]
-            authority: setup.authority,
-        });
-        let (stop, stopped) = tokio::sync::watch::channel(());
-        super::spawn(async move {
-            let Some([http, socks]) = receive(host_end).await else { return };
-            let permits = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-            let serve = |listener, socks: bool| {
-                let (judge, mut stopped, permits) = (judge.clone(), stopped.clone(), permits.clone());
-                tokio::spawn(async move {
-                    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
-                    loop {
-                        tokio::select! {
-                            _ = stopped.changed() => break,
-                            accepted = listener.accept() => {
-                                let Ok((stream, _)) = accepted else { continue };
-                                // A kernel holds at most this many connections through its proxies:
-                                // each is two of the host's file descriptors.
-                                let Ok(permit) = permits.clone().try_acquire_owned() else {
-                                    judge.log.refused(&super::Refusal {
-                                        host: "(any)".into(),
-                                        reason: format!("more than {MAX_CONNECTIONS} connections open at once"),
-                                    });
-                                    continue;
-                                };
-                                let (judge, mut stopped) = (judge.clone(), stopped.clone());
-                                // Each connection ends with the kernel's proxies, whatever its far end does.
-                                tokio::spawn(async move {
-                                    let _permit = permit;
-                                    let serving = async {
-                                        if socks { super::socks::serve(stream, judge).await } else { super::http::serve(stream, judge).await }
-                                    };
-                                    tokio::select! {
-                                        _ = serving => {}
-                                        _ = stopped.changed() => {}
-                                    }
-                                });
-                            }
-                        }
-                    }
-                })
-            };
-            let _ = tokio::join!(serve(http, false), serve(socks, true));
-        });
-        Proxy {
-            log,
-            #[cfg(feature = "tls")]
-            authority,
-            _stop: stop,
-        }
+        Proxy::serve(receive(host_end), setup)
     }
 }
 

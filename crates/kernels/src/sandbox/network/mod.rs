@@ -1,7 +1,9 @@
-//! Network by name (`--network allow:pypi,example.com`): the kernel gets a
-//! network namespace of its own with only a loopback, and in it two
+//! Network by name (`--network allow:pypi,example.com`): on Linux the kernel
+//! gets a network namespace of its own with only a loopback, and in it two
 //! listeners the host made there before `exec` ([`handoff`]): an HTTP proxy
-//! (CONNECT, and plain `http://` requests) and a SOCKS5 proxy. The kernel's
+//! (CONNECT, and plain `http://` requests) and a SOCKS5 proxy. On macOS they
+//! listen on the host's loopback and the kernel's Seatbelt profile lets it
+//! reach those two ports and no other address ([`listen`]). The kernel's
 //! tools find them through the usual variables ([`proxy_env`]). Every
 //! connection is judged by name first, then by each address the name
 //! resolves to ([`rules`]), and only an address that passed is connected to,
@@ -10,14 +12,16 @@
 //! ([`sni`]). What was refused is kept for the engine to report, once per
 //! host ([`NetworkLog`]).
 
-// Only Linux filters by name yet: the rest is unused elsewhere.
-#![cfg_attr(not(target_os = "linux"), allow(dead_code))]
+// Linux and macOS filter by name: the rest is unused elsewhere.
+#![cfg_attr(not(any(target_os = "linux", target_os = "macos")), allow(dead_code))]
 
 #[cfg(target_os = "linux")]
 pub(super) mod handoff;
+mod carry;
 mod http;
 #[cfg(feature = "tls")]
 mod intercept;
+mod listen;
 mod open;
 mod rules;
 pub mod secrets;
@@ -45,7 +49,8 @@ pub fn server_default() -> super::NetworkSetting {
 }
 
 /// Where the HTTP proxy listens in a kernel's own network namespace (no other
-/// program listens there, so the port is always free).
+/// program listens there, so the port is always free); on macOS the ports are
+/// the system's pick on the host's loopback.
 pub const HTTP_PORT: u16 = 3128;
 /// Where the SOCKS5 proxy listens there.
 pub const SOCKS_PORT: u16 = 1080;
@@ -53,10 +58,11 @@ pub const SOCKS_PORT: u16 = 1080;
 /// The variables that send a kernel's tools through its proxies, in the forms
 /// pip, uv, requests, httpx, urllib, curl, git and npm read (both cases), and
 /// Node's own `fetch` (22.21+ and 24+, with `NODE_USE_ENV_PROXY`). Loopback
-/// stays direct: it is the kernel's own.
-pub fn proxy_env() -> Vec<(String, String)> {
-    let http = format!("http://127.0.0.1:{HTTP_PORT}");
-    let socks = format!("socks5h://127.0.0.1:{SOCKS_PORT}");
+/// stays direct: it is the kernel's own. `ports` are the HTTP and SOCKS5
+/// proxies' ([`HTTP_PORT`] and [`SOCKS_PORT`] in a namespace of the kernel's own).
+pub fn proxy_env([http_port, socks_port]: [u16; 2]) -> Vec<(String, String)> {
+    let http = format!("http://127.0.0.1:{http_port}");
+    let socks = format!("socks5h://127.0.0.1:{socks_port}");
     let direct = "localhost,127.0.0.1,::1".to_string();
     let mut env = Vec::new();
     for (name, value) in [("HTTP_PROXY", &http), ("HTTPS_PROXY", &http), ("ALL_PROXY", &socks), ("NO_PROXY", &direct)] {
@@ -160,8 +166,31 @@ pub struct Setup {
     pub authority: Option<std::sync::Arc<Authority>>,
 }
 
+/// What `policy`'s proxies start with: its rules, the names its hosts file
+/// maps, its secrets and (for those) the kernel's CA.
+pub(super) fn setup(policy: &super::SandboxPolicy) -> Result<Setup, super::SandboxError> {
+    use super::{Unenforceable, fail};
+    let hosts = match &policy.network_hosts {
+        Some(path) => read_hosts(path)
+            .map_err(|e| fail(Unenforceable::HostsFile { path: path.clone(), source: std::sync::Arc::new(e) }))?,
+        None => Default::default(),
+    };
+    let proxy_error = |e| fail(Unenforceable::Proxy { source: std::sync::Arc::new(e) });
+    #[cfg(not(feature = "tls"))]
+    if !policy.secrets.is_empty() {
+        return Err(proxy_error(std::io::Error::other("this build has no TLS, which --secret needs")));
+    }
+    Ok(Setup {
+        rules: policy.hosts.clone(),
+        hosts,
+        secrets: policy.secrets.clone(),
+        #[cfg(feature = "tls")]
+        authority: secrets::authority(policy).map_err(proxy_error)?,
+    })
+}
+
 /// This machine's own addresses (each interface's), for [`Judge::local`].
-#[cfg(target_os = "linux")]
+#[cfg(any(target_os = "linux", target_os = "macos"))]
 fn local_addresses() -> Vec<IpAddr> {
     let Ok(interfaces) = nix::ifaddrs::getifaddrs() else { return Vec::new() };
     let mut found: Vec<IpAddr> = interfaces
@@ -177,6 +206,12 @@ fn local_addresses() -> Vec<IpAddr> {
     found.sort();
     found.dedup();
     found
+}
+
+/// No interface list where the proxies are not built.
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+fn local_addresses() -> Vec<IpAddr> {
+    Vec::new()
 }
 
 /// Run `task` on the runtime of the caller, or on a thread of its own when

@@ -106,7 +106,7 @@ pub async fn tunnel(judge: &Judge, mut client: TcpStream, mut upstream: TcpStrea
             if !bytes.is_empty() && upstream.write_all(&bytes).await.is_err() {
                 return;
             }
-            carry(&mut client, &mut upstream).await;
+            super::carry::carry(&mut client, &mut upstream).await;
         }
         super::sni::Hello::Http { bytes } => {
             let authority = authority(&upstream, host);
@@ -152,7 +152,7 @@ where
     if upstream.write_all(&head).await.is_err() || upstream.write_all(&rest).await.is_err() {
         return;
     }
-    carry(&mut client, &mut upstream).await;
+    super::carry::carry(&mut client, &mut upstream).await;
 }
 
 /// A stream that gives `prefix` back before reading on.
@@ -185,17 +185,4 @@ impl AsyncWrite for Rewind {
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
-}
-
-/// What each direction of a carried connection reads at once: 8 KiB (tokio's
-/// own) made a download through the proxy several times as many system calls.
-const CARRY_BUFFER: usize = 64 << 10;
-
-/// Carry bytes both ways until both ends are done.
-pub async fn carry<A, B>(a: &mut A, b: &mut B)
-where
-    A: AsyncRead + AsyncWrite + Unpin + ?Sized,
-    B: AsyncRead + AsyncWrite + Unpin + ?Sized,
-{
-    let _ = tokio::io::copy_bidirectional_with_sizes(a, b, CARRY_BUFFER, CARRY_BUFFER).await;
 }
