@@ -88,6 +88,10 @@ fn engine(place: &Place, network: &str) -> EvalEngine {
 }
 
 fn engine_with(place: &Place, network: &str, preload: &[&str]) -> EvalEngine {
+    EvalEngine::new(config(place, network, preload))
+}
+
+fn config(place: &Place, network: &str, preload: &[&str]) -> EngineConfig {
     let mut config = EngineConfig::new(place.root.join("work"));
     config.python = Some(common::python().display().to_string());
     config.artifacts_dir = place.root.join("artifacts");
@@ -98,7 +102,7 @@ fn engine_with(place: &Place, network: &str, preload: &[&str]) -> EvalEngine {
     policy.set_network(network.parse::<NetworkSetting>().unwrap());
     policy.network_hosts = Some(place.hosts.clone());
     config.sandbox = policy;
-    EvalEngine::new(config)
+    config
 }
 
 const PROBES: &str = r#"
@@ -246,6 +250,69 @@ async fn a_kernel_forked_from_a_fork_server_goes_through_the_same_proxies() {
     engine.dispose_all().await;
     assert!(result.text.starts_with("True\nhello\nrefused\n"), "{}", result.text);
     assert!(result.notes.iter().any(|note| note.contains("other.test: not in the allowlist")), "{:?}", result.notes);
+}
+
+/// A Node.js whose own `fetch` and `http` read the proxy variables (24, or
+/// 22.21+, with `NODE_USE_ENV_PROXY`): `scripts/test` puts one in `tests/node-fetch/`.
+fn node_with_env_proxy() -> PathBuf {
+    if let Some(path) = std::env::var_os("CELLBOX_TEST_NODE_FETCH") {
+        return PathBuf::from(path);
+    }
+    let provisioned = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node-fetch/node");
+    assert!(
+        provisioned.exists(),
+        "the network tests need Node.js 24 for its own fetch: run scripts/test (it provisions one into \
+         tests/node-fetch/), or set CELLBOX_TEST_NODE_FETCH"
+    );
+    provisioned
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn nodes_own_fetch_and_http_reach_only_allowed_hosts() {
+    let place = place();
+    let server = test_server(Vec::new()).await;
+    let mut config = config(&place, "allow:allowed.test", &[]);
+    config.node = Some(node_with_env_proxy().display().to_string());
+    let engine = EvalEngine::new(config);
+    let code = r#"
+async function get(url) {
+  try { const r = await fetch(url); return [r.status, await r.text()]; }
+  catch (e) { return ["error", String(e.cause?.code || e.cause?.message || e.message)]; }
+}
+const http = await import("node:http");
+const viaHttp = await new Promise((done) => {
+  http.get("http://allowed.test:PORT/", (r) => { let body = ""; r.on("data", (c) => body += c); r.on("end", () => done([r.statusCode, body])); })
+    .on("error", (e) => done(["error", e.code]));
+});
+console.log(JSON.stringify({
+  version: process.versions.node,
+  allowed: await get("http://allowed.test:PORT/"),
+  other: await get("http://other.test:PORT/"),
+  tls_other: await get("https://other.test/"),
+  meta: await get("http://meta.test/latest/meta-data/"),
+  loopback: await get("http://127.0.0.1:PORT/"),
+  http: viaHttp,
+}));
+"#
+    .replace("PORT", &server.port.to_string());
+    let result =
+        common::engine::eval_json(&engine, json!({"cells": [{"code": code, "language": "js", "timeout": 120}]})).await;
+    engine.dispose_all().await;
+    assert!(!result.is_error, "{}", result.text);
+    let first = result.text.lines().next().unwrap_or_default();
+    let out: serde_json::Value = serde_json::from_str(first).unwrap_or_else(|e| panic!("{e}: {}", result.text));
+    assert_eq!(out["allowed"], json!([200, "hello"]), "Node's fetch went through the proxy: {out}");
+    assert_eq!(out["http"], json!([200, "hello"]), "and node:http: {out}");
+    for refused in ["other", "tls_other", "meta"] {
+        assert_eq!(out[refused][0], "error", "{refused}: {out}");
+    }
+    // The kernel's own loopback has no server on that port: direct, and refused there.
+    assert_eq!(out["loopback"], json!(["error", "ECONNREFUSED"]), "{out}");
+    let notes = result.notes.join("\n");
+    for host in ["other.test", "meta.test"] {
+        assert!(notes.contains(&format!("{host}:")), "{host} in: {notes}");
+    }
+    assert_eq!(server.heads.lock().unwrap().len(), 2, "only the two allowed requests reached the server");
 }
 
 #[tokio::test(flavor = "multi_thread")]

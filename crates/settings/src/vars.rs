@@ -356,6 +356,13 @@ pub const TEST_PYTHON: EnvVar =
 /// `CELLBOX_TEST_NODE`.
 pub const TEST_NODE: EnvVar =
     development("CELLBOX_TEST_NODE", "path", "`node` on PATH", "The Node.js the JavaScript tests use.");
+/// `CELLBOX_TEST_NODE_FETCH`.
+pub const TEST_NODE_FETCH: EnvVar = development(
+    "CELLBOX_TEST_NODE_FETCH",
+    "path",
+    "the one `scripts/test` puts in `tests/node-fetch/`",
+    "A Node.js 24 (whose own `fetch` reads the proxy variables) for the network tests.",
+);
 /// `CELLBOX_TEST_BASE_PYTHON`.
 pub const TEST_BASE_PYTHON: EnvVar = development(
     "CELLBOX_TEST_BASE_PYTHON",

@@ -54,7 +54,11 @@ pub fn profile(
             for port in ports {
                 let _ = writeln!(out, "(allow network-outbound (remote ip \"localhost:{port}\"))");
             }
-            let _ = writeln!(out, "(deny network-outbound (remote unix-socket (path-literal {})))", quoted(Path::new(RESOLVER_SOCKET)));
+            let _ = writeln!(
+                out,
+                "(deny network-outbound (remote unix-socket (path-literal {})))",
+                quoted(Path::new(RESOLVER_SOCKET))
+            );
         }
     }
     Ok(out)
@@ -144,8 +148,8 @@ mod tests {
 
     #[test]
     fn filtered_by_name_reaches_only_its_proxies_ports_and_no_resolver() {
-        let text = profile(SandboxMode::WorkspaceWrite, Some(&access()), NetworkMode::Filtered, Some([50111, 50112]))
-            .unwrap();
+        let text =
+            profile(SandboxMode::WorkspaceWrite, Some(&access()), NetworkMode::Filtered, Some([50111, 50112])).unwrap();
         let network = &text[text.find("(deny network-outbound (remote ip))").expect("IP denied")..];
         assert_eq!(
             network,

@@ -15,9 +15,9 @@
 // Linux and macOS filter by name: the rest is unused elsewhere.
 #![cfg_attr(not(any(target_os = "linux", target_os = "macos")), allow(dead_code))]
 
+mod carry;
 #[cfg(target_os = "linux")]
 pub(super) mod handoff;
-mod carry;
 mod http;
 #[cfg(feature = "tls")]
 mod intercept;
