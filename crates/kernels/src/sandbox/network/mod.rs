@@ -55,17 +55,19 @@ pub const HTTP_PORT: u16 = 3128;
 /// Where the SOCKS5 proxy listens there.
 pub const SOCKS_PORT: u16 = 1080;
 
-/// The variables that send a kernel's tools through its proxies, in the forms
-/// pip, uv, requests, httpx, urllib, curl, git and npm read (both cases), and
-/// Node's own `fetch` (22.21+ and 24+, with `NODE_USE_ENV_PROXY`). Loopback
-/// stays direct: it is the kernel's own. `ports` are the HTTP and SOCKS5
-/// proxies' ([`HTTP_PORT`] and [`SOCKS_PORT`] in a namespace of the kernel's own).
-pub fn proxy_env([http_port, socks_port]: [u16; 2]) -> Vec<(String, String)> {
+/// The variables that send a kernel's tools through its HTTP proxy at
+/// `http_port` ([`HTTP_PORT`] in a namespace of the kernel's own), in the
+/// forms pip, uv, requests, httpx, urllib, curl, git and npm read (both
+/// cases), and Node's own `fetch` (22.21+ and 24+, with `NODE_USE_ENV_PROXY`).
+/// `ALL_PROXY` names the HTTP proxy too, not the SOCKS5 one: httpx (under the
+/// OpenAI and Anthropic SDKs, among others) refuses to start with a SOCKS
+/// proxy in its environment unless its `socks` extra is installed. Loopback
+/// stays direct: it is the kernel's own.
+pub fn proxy_env(http_port: u16) -> Vec<(String, String)> {
     let http = format!("http://127.0.0.1:{http_port}");
-    let socks = format!("socks5h://127.0.0.1:{socks_port}");
     let direct = "localhost,127.0.0.1,::1".to_string();
     let mut env = Vec::new();
-    for (name, value) in [("HTTP_PROXY", &http), ("HTTPS_PROXY", &http), ("ALL_PROXY", &socks), ("NO_PROXY", &direct)] {
+    for (name, value) in [("HTTP_PROXY", &http), ("HTTPS_PROXY", &http), ("ALL_PROXY", &http), ("NO_PROXY", &direct)] {
         env.push((name.to_string(), value.clone()));
         env.push((name.to_ascii_lowercase(), value.clone()));
     }
