@@ -221,12 +221,18 @@ fn make_executable(path: &std::path::Path) {
 
 #[tokio::test]
 async fn an_orphaned_runner_exits_by_itself() {
+    use std::io::BufRead;
     let runner = cellbox_kernels::runtime::python::ensure_runner().unwrap();
-    // A shell starts the runner as its own session and exits at once, as a
-    // crashed host would. The runner's stdin stays open (the test holds the
-    // pipe), so only the host watch can make it leave.
-    let script =
-        format!("setsid {} -u {} --host-pid $$ >/dev/null 2>&1 & echo $!", python().display(), runner.display());
+    // A shell, the runner's parent and host, starts the runner as its own
+    // session and stays until the test has seen the runner running; the test
+    // then kills it, as a crashed host would end (a host that ended at once
+    // could be gone before the runner was ever seen). The runner's stdin stays
+    // open (the test holds the pipe), so only the host watch can make it leave.
+    let script = format!(
+        "setsid {} -u {} --host-pid $$ >/dev/null 2>&1 & echo $!; exec sleep 600",
+        python().display(),
+        runner.display()
+    );
     let mut shell = std::process::Command::new("sh")
         .arg("-c")
         .arg(script)
@@ -235,9 +241,13 @@ async fn an_orphaned_runner_exits_by_itself() {
         .spawn()
         .unwrap();
     let _stdin_held_open = shell.stdin.take();
-    let output = shell.wait_with_output().unwrap();
-    let pid: u32 = String::from_utf8_lossy(&output.stdout).trim().parse().unwrap();
-    assert!(eventually(PATIENCE, || !group_members(pid).is_empty()).await, "runner started");
+    let mut line = String::new();
+    std::io::BufReader::new(shell.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let pid: u32 = line.trim().parse().unwrap();
+    let started = eventually(PATIENCE, || !group_members(pid).is_empty()).await;
+    shell.kill().unwrap();
+    shell.wait().unwrap();
+    assert!(started, "runner started");
     let gone = eventually(PATIENCE, || group_members(pid).is_empty()).await;
     assert!(gone, "the orphaned runner is still running");
 }

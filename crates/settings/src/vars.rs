@@ -360,7 +360,7 @@ pub const TEST_NODE: EnvVar =
 pub const TEST_NODE_FETCH: EnvVar = development(
     "CELLBOX_TEST_NODE_FETCH",
     "path",
-    "the one `scripts/test` puts in `tests/node-fetch/`",
+    "the one `scripts/test` puts in `tests/node-fetch/node_modules`",
     "A Node.js 24 (whose own `fetch` reads the proxy variables) for the network tests.",
 );
 /// `CELLBOX_TEST_BASE_PYTHON`.
@@ -513,6 +513,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     // Tests and the benchmark.
     TEST_PYTHON,
     TEST_NODE,
+    TEST_NODE_FETCH,
     TEST_BASE_PYTHON,
     TEST_EG_BASE_PYTHON,
     TEST_EG_PYTHON,

@@ -59,7 +59,7 @@ fn start_proxies(prepared: &mut Prepared, policy: &SandboxPolicy) -> Result<[u16
     let setup = network::setup(policy)?;
     let (proxy, ports) = network::Proxy::on_loopback(setup)
         .map_err(|e| fail(Unenforceable::Proxy { source: std::sync::Arc::new(e) }))?;
-    prepared.env.extend(network::proxy_env(ports[0]));
+    prepared.env.extend(network::proxy_env(ports));
     prepared.guard.proxy = Some(std::sync::Arc::new(proxy));
     Ok(ports)
 }

@@ -373,7 +373,7 @@ pub fn prepare(policy: &SandboxPolicy, cwd: &Path, env: &BTreeMap<String, String
         let setup = network::setup(policy)?;
         let (host_end, child_end) =
             network::handoff::pair().map_err(|e| fail(Unenforceable::Proxy { source: Arc::new(e) }))?;
-        prepared.env.extend(network::proxy_env(network::HTTP_PORT));
+        prepared.env.extend(network::proxy_env([network::HTTP_PORT, network::SOCKS_PORT]));
         prepared.env.extend(network::secrets::kernel_env(&setup));
         prepared.proxy_channel = Some(child_end);
         prepared.guard.proxy = Some(Arc::new(network::Proxy::start(host_end, setup)));

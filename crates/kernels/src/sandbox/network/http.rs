@@ -55,7 +55,7 @@ pub async fn serve(mut client: TcpStream, judge: Arc<Judge>) {
     let authority = authority.rsplit('@').next().unwrap_or(authority);
     let Some(sent) = rebuild(&head, Some(path), authority) else { return };
     if upstream.write_all(&sent).await.is_ok() && upstream.write_all(&rest).await.is_ok() {
-        super::carry::carry(&mut client, &mut upstream).await;
+        super::carry::carry(&mut client, &mut upstream, &judge.carrying).await;
     }
 }
 

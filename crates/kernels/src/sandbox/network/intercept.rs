@@ -132,7 +132,10 @@ pub async fn relay(judge: &Judge, client: TcpStream, upstream: TcpStream, host: 
     match tokio::time::timeout(FIRST_BYTES_TIMEOUT, connect).await {
         Ok(Ok(upstream)) => {
             let secrets = &judge.secrets;
-            one_request(client, upstream, &authority, |head| super::secrets::put_all(secrets, host, &head)).await
+            one_request(client, upstream, &authority, &judge.carrying, |head| {
+                super::secrets::put_all(secrets, host, &head)
+            })
+            .await
         }
         failed => {
             let why = match failed {

@@ -29,6 +29,7 @@ impl Proxy {
             log: log.clone(),
             local: super::local_addresses(),
             resolving: tokio::sync::Semaphore::new(MAX_LOOKUPS),
+            carrying: Default::default(),
             secrets: setup.secrets,
             #[cfg(feature = "tls")]
             authority: setup.authority,
@@ -103,7 +104,8 @@ impl Proxy {
     }
 }
 
-#[cfg(test)]
+// Linux only: the check that the listeners closed reads /proc.
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use std::io::{Read, Write};
 
@@ -179,15 +181,41 @@ mod tests {
         assert!(socks_to("other.test").starts_with("refused"));
         let refusals: Vec<String> = proxy.log.take_refusals().into_iter().map(|refusal| refusal.host).collect();
         assert_eq!(refusals, ["other.test", "127.0.0.1"], "once per host");
+        // The listeners close with the proxy (its thread sees the stop and ends): this process
+        // holds no socket listening on either port any more. (Connecting would not tell: another
+        // test may have been given a freed port.)
+        let held = [listening_inode(http), listening_inode(socks)];
+        assert!(held.iter().all(|inode| inode.is_some_and(is_ours)), "{held:?}");
         drop(proxy);
-        // The listeners close with the proxy (its thread sees the stop and ends).
         let closed = (0..6000).any(|_| {
-            let gone = std::net::TcpStream::connect(("127.0.0.1", http)).is_err();
+            let gone = !held.iter().flatten().any(|inode| is_ours(*inode));
             if !gone {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
             gone
         });
-        assert!(closed, "the HTTP proxy still listens after its guard was dropped");
+        assert!(closed, "the proxies still listen after their guard was dropped");
+    }
+
+    /// The inode of the socket listening on 127.0.0.1:`port`, from `/proc/net/tcp`.
+    fn listening_inode(port: u16) -> Option<u64> {
+        let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+        let local = format!("0100007F:{port:04X}");
+        table.lines().skip(1).find_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            (fields.get(1) == Some(&local.as_str()) && fields.get(3) == Some(&"0A"))
+                .then(|| fields.get(9)?.parse().ok())
+                .flatten()
+        })
+    }
+
+    /// Whether a descriptor of this process is the socket `inode`.
+    fn is_ours(inode: u64) -> bool {
+        let socket = format!("socket:[{inode}]");
+        std::fs::read_dir("/proc/self/fd")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.to_string_lossy() == socket))
     }
 }

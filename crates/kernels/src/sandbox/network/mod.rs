@@ -55,19 +55,23 @@ pub const HTTP_PORT: u16 = 3128;
 /// Where the SOCKS5 proxy listens there.
 pub const SOCKS_PORT: u16 = 1080;
 
-/// The variables that send a kernel's tools through its HTTP proxy at
-/// `http_port` ([`HTTP_PORT`] in a namespace of the kernel's own), in the
-/// forms pip, uv, requests, httpx, urllib, curl, git and npm read (both
-/// cases), and Node's own `fetch` (22.21+ and 24+, with `NODE_USE_ENV_PROXY`).
-/// `ALL_PROXY` names the HTTP proxy too, not the SOCKS5 one: httpx (under the
-/// OpenAI and Anthropic SDKs, among others) refuses to start with a SOCKS
-/// proxy in its environment unless its `socks` extra is installed. Loopback
-/// stays direct: it is the kernel's own.
-pub fn proxy_env(http_port: u16) -> Vec<(String, String)> {
+/// The variables that send a kernel's tools through its proxies, whose
+/// ports are `ports` (HTTP, SOCKS5: [`HTTP_PORT`] and [`SOCKS_PORT`] in a
+/// namespace of the kernel's own), in the forms pip, uv, requests, httpx,
+/// urllib, curl, git and npm read (both cases), and Node's own `fetch`
+/// (22.21+ and 24+, with `NODE_USE_ENV_PROXY`). `ALL_PROXY` names the HTTP
+/// proxy too: httpx (under the OpenAI and Anthropic SDKs, among others)
+/// refuses to start with a SOCKS proxy there unless its `socks` extra is
+/// installed. `SOCKS_PROXY`, which those clients leave alone, names the
+/// SOCKS5 one for a tool told to use it. Loopback stays direct: it is the
+/// kernel's own.
+pub fn proxy_env([http_port, socks_port]: [u16; 2]) -> Vec<(String, String)> {
     let http = format!("http://127.0.0.1:{http_port}");
+    let socks = format!("socks5h://127.0.0.1:{socks_port}");
     let direct = "localhost,127.0.0.1,::1".to_string();
     let mut env = Vec::new();
-    for (name, value) in [("HTTP_PROXY", &http), ("HTTPS_PROXY", &http), ("ALL_PROXY", &http), ("NO_PROXY", &direct)] {
+    let names = [("HTTP_PROXY", &http), ("HTTPS_PROXY", &http), ("ALL_PROXY", &http), ("SOCKS_PROXY", &socks)];
+    for (name, value) in names.into_iter().chain([("NO_PROXY", &direct)]) {
         env.push((name.to_string(), value.clone()));
         env.push((name.to_ascii_lowercase(), value.clone()));
     }
@@ -154,6 +158,8 @@ struct Judge {
     local: Vec<IpAddr>,
     /// Name lookups in progress at once.
     resolving: tokio::sync::Semaphore,
+    /// What the connections' buffers may grow by.
+    carrying: carry::Budget,
     secrets: Vec<Secret>,
     #[cfg(feature = "tls")]
     authority: Option<std::sync::Arc<Authority>>,

@@ -106,12 +106,12 @@ pub async fn tunnel(judge: &Judge, mut client: TcpStream, mut upstream: TcpStrea
             if !bytes.is_empty() && upstream.write_all(&bytes).await.is_err() {
                 return;
             }
-            super::carry::carry(&mut client, &mut upstream).await;
+            super::carry::carry(&mut client, &mut upstream, &judge.carrying).await;
         }
         super::sni::Hello::Http { bytes } => {
             let authority = authority(&upstream, host);
             let client = Rewind { prefix: bytes, inner: client };
-            one_request(client, upstream, &authority, |head| head).await;
+            one_request(client, upstream, &authority, &judge.carrying, |head| head).await;
         }
         super::sni::Hello::Mismatch { named } => {
             let refusal = Refusal {
@@ -140,8 +140,13 @@ pub fn authority(upstream: &TcpStream, host: &str) -> String {
 /// another site is not sent), set its `Host` to `authority` and ask for the
 /// connection to close after the answer, pass it through `finish` (which puts
 /// in secrets), and carry the rest both ways.
-pub async fn one_request<C, U>(mut client: C, mut upstream: U, authority: &str, finish: impl FnOnce(Vec<u8>) -> Vec<u8>)
-where
+pub async fn one_request<C, U>(
+    mut client: C,
+    mut upstream: U,
+    authority: &str,
+    budget: &super::carry::Budget,
+    finish: impl FnOnce(Vec<u8>) -> Vec<u8>,
+) where
     C: AsyncRead + AsyncWrite + Unpin,
     U: AsyncRead + AsyncWrite + Unpin,
 {
@@ -149,10 +154,16 @@ where
     let Ok(Ok(Some((head, rest)))) = read else { return };
     let Some(head) = super::http::rebuild_origin_form(&head, authority) else { return };
     let head = finish(head);
-    if upstream.write_all(&head).await.is_err() || upstream.write_all(&rest).await.is_err() {
+    let sent = async {
+        upstream.write_all(&head).await?;
+        upstream.write_all(&rest).await?;
+        // Over TLS the head may wait in the stream until flushed, and the client waits for the answer.
+        upstream.flush().await
+    };
+    if sent.await.is_err() {
         return;
     }
-    super::carry::carry(&mut client, &mut upstream).await;
+    super::carry::carry(&mut client, &mut upstream, budget).await;
 }
 
 /// A stream that gives `prefix` back before reading on.
