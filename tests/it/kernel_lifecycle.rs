@@ -226,30 +226,51 @@ async fn an_orphaned_runner_exits_by_itself() {
     // A shell, the runner's parent and host, starts the runner as its own
     // session and stays until the test has seen the runner running; the test
     // then kills it, as a crashed host would end (a host that ended at once
-    // could be gone before the runner was ever seen). The runner's stdin stays
-    // open (the test holds the pipe), so only the host watch can make it leave.
+    // could be gone before the runner was ever seen). The runner's stdin is the
+    // test's pipe, held open (a background command's stdin would otherwise be
+    // /dev/null, whose end alone makes a runner leave), so only the host watch
+    // can make it leave.
     let script = format!(
-        "setsid {} -u {} --host-pid $$ >/dev/null 2>&1 & echo $!; exec sleep 600",
+        "exec 3<&0; setsid {} -u {} --host-pid $$ <&3 3<&- >/dev/null 2>&1 & echo $!; exec sleep 600 3<&-",
         python().display(),
         runner.display()
     );
-    let mut shell = std::process::Command::new("sh")
+    let shell = std::process::Command::new("sh")
         .arg("-c")
         .arg(script)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let _stdin_held_open = shell.stdin.take();
+    let mut shell = KilledOnDrop(shell);
+    let _stdin_held_open = shell.0.stdin.take();
     let mut line = String::new();
-    std::io::BufReader::new(shell.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    std::io::BufReader::new(shell.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let pid: u32 = line.trim().parse().unwrap();
-    let started = eventually(PATIENCE, || !group_members(pid).is_empty()).await;
-    shell.kill().unwrap();
-    shell.wait().unwrap();
-    assert!(started, "runner started");
+    // The runner, once `setsid` (whose command line names it too) has made its session and run it.
+    let is_runner = || {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let program = cmdline.split(|byte| *byte == 0).next().unwrap_or_default();
+        !program.ends_with(b"setsid")
+            && String::from_utf8_lossy(&cmdline).contains(&*runner.to_string_lossy())
+            && !group_members(pid).is_empty()
+    };
+    assert!(eventually(PATIENCE, is_runner).await, "the runner started");
+    assert!(!group_members(pid).is_empty(), "the runner left while its host lived");
+    drop(shell);
     let gone = eventually(PATIENCE, || group_members(pid).is_empty()).await;
     assert!(gone, "the orphaned runner is still running");
+}
+
+/// A child killed (and reaped) when the test is done with it, or panics.
+struct KilledOnDrop(std::process::Child);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 #[tokio::test]

@@ -200,7 +200,8 @@ mod tests {
     /// The inode of the socket listening on 127.0.0.1:`port`, from `/proc/net/tcp`.
     fn listening_inode(port: u16) -> Option<u64> {
         let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
-        let local = format!("0100007F:{port:04X}");
+        // The address as the kernel prints it: its bytes (in network order) read as a native number.
+        let local = format!("{:08X}:{port:04X}", u32::from_ne_bytes([127, 0, 0, 1]));
         table.lines().skip(1).find_map(|line| {
             let fields: Vec<&str> = line.split_whitespace().collect();
             (fields.get(1) == Some(&local.as_str()) && fields.get(3) == Some(&"0A"))
