@@ -32,7 +32,7 @@ pub struct ReplArgs {
     /// Show every line of output, not the last 20.
     #[arg(long)]
     expand: bool,
-    /// Language of the session: py, js or ts [default: py, or js where Python is not available].
+    /// Language of the session: py, js, ts or bash [default: py, or js where Python is not available].
     #[arg(long, value_name = "LANG", value_parser = super::run_args::parse_language)]
     lang: Option<Language>,
 }

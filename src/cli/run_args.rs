@@ -27,7 +27,7 @@ pub struct RunArgs {
     /// Show every line of output, not the last 10 per cell (on a terminal).
     #[arg(long)]
     pub(super) expand: bool,
-    /// Language of the code: py, js or ts [default: from the file's extension, else py (js where
+    /// Language of the code: py, js, ts or bash [default: from the file's extension, else py (js where
     /// Python is not available)].
     #[arg(long, value_name = "LANG", value_parser = parse_language)]
     pub(super) lang: Option<Language>,
@@ -69,7 +69,7 @@ pub struct RunArgs {
 
 pub(super) fn parse_language(text: &str) -> Result<Language, String> {
     serde_json::from_value(serde_json::Value::String(text.to_string()))
-        .map_err(|_| format!("unknown language {text:?}; use py, js or ts"))
+        .map_err(|_| format!("unknown language {text:?}; use py, js, ts or bash"))
 }
 
 fn parse_key_value(text: &str) -> Result<(String, String), String> {

@@ -11,6 +11,7 @@
 mod common;
 
 mod architecture;
+mod bash_kernel;
 mod bridge;
 mod bridge_cli;
 mod bulk_output;

@@ -28,7 +28,8 @@ impl Context {
     }
 }
 
-/// The languages `run_code` takes. Bash runs in the Python kernel (`%%bash`).
+/// The languages `run_code` takes. Bash runs in a shell of its own per context, which keeps
+/// its cwd, variables and functions from run to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SdkLanguage {
     Python,
@@ -63,22 +64,20 @@ impl SdkLanguage {
     /// The cell language the engine runs this as.
     pub fn cell_language(self) -> Language {
         match self {
-            SdkLanguage::Python | SdkLanguage::Bash => Language::Py,
+            SdkLanguage::Python => Language::Py,
             SdkLanguage::JavaScript => Language::Js,
             SdkLanguage::TypeScript => Language::Ts,
+            SdkLanguage::Bash => Language::Bash,
         }
     }
 
     /// `code` as a cell of [`SdkLanguage::cell_language`].
     pub fn cell_code(self, code: &str) -> String {
-        match self {
-            SdkLanguage::Bash => format!("%%bash\n{code}"),
-            _ => code.to_string(),
-        }
+        code.to_string()
     }
 
     /// The language whose default context a run without one goes to
-    /// (TypeScript and bash share JavaScript's and Python's kernels).
+    /// (TypeScript shares JavaScript's kernel; bash gets a shell of its own in Python's).
     fn default_context(self) -> &'static str {
         match self {
             SdkLanguage::Python | SdkLanguage::Bash => "python",

@@ -75,7 +75,7 @@ impl KernelHandle {
                     Err(error) => return Err(failed(format!("reading the extension modules failed: {error}"))),
                 }
             }
-            Runtime::Node => Vec::new(),
+            Runtime::Node | Runtime::Bash => Vec::new(),
         };
         let runtime = options.runtime;
         let kernel = match backend {

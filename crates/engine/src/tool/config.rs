@@ -64,6 +64,8 @@ impl Exposure {
         match language.runtime() {
             Runtime::Python => self.py,
             Runtime::Node => self.js,
+            // Bash cells run wherever cells run (they have what `!cmd` in Python has).
+            Runtime::Bash => self.py || self.js,
         }
     }
 

@@ -90,8 +90,9 @@ impl std::str::FromStr for CheckMode {
 pub struct CellParams {
     /// The source code. Python cells accept IPython-style magics (%pip, !cmd, %%bash, ...).
     pub code: String,
-    /// Language of the cell: "py", "js" or "ts" (TypeScript, run by the JavaScript kernel). Default: "py",
-    /// or "js" where Python is not available.
+    /// Language of the cell: "py", "js", "ts" (TypeScript, run by the JavaScript kernel) or "bash" (one
+    /// shell per session: cwd, variables and functions persist; a non-zero exit status fails the cell).
+    /// Default: "py", or "js" where Python is not available.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language: Option<Language>,
     /// A short label shown with the cell's output and status.
@@ -129,6 +130,9 @@ pub enum Language {
     /// and the cell runs in the JavaScript kernel.
     #[serde(rename = "ts", alias = "typescript")]
     Ts,
+    /// Bash: one long-lived shell per session (cwd, variables, functions and aliases persist).
+    #[serde(rename = "bash", alias = "sh", alias = "shell")]
+    Bash,
 }
 
 impl Language {
@@ -137,6 +141,7 @@ impl Language {
             Language::Py => "py",
             Language::Js => "js",
             Language::Ts => "ts",
+            Language::Bash => "bash",
         }
     }
 
@@ -145,15 +150,17 @@ impl Language {
         match self {
             Language::Py => crate::runtime::Runtime::Python,
             Language::Js | Language::Ts => crate::runtime::Runtime::Node,
+            Language::Bash => crate::runtime::Runtime::Bash,
         }
     }
 
-    /// The language of a file, from its extension (`.py`, `.js`/`.mjs`/`.cjs`, `.ts`/`.mts`).
+    /// The language of a file, from its extension (`.py`, `.js`/`.mjs`/`.cjs`, `.ts`/`.mts`, `.sh`/`.bash`).
     pub fn from_extension(path: &std::path::Path) -> Option<Language> {
         match path.extension()?.to_str()? {
             "py" => Some(Language::Py),
             "js" | "mjs" | "cjs" => Some(Language::Js),
             "ts" | "mts" | "cts" => Some(Language::Ts),
+            "sh" | "bash" => Some(Language::Bash),
             _ => None,
         }
     }

@@ -11,10 +11,12 @@
 //! launch its runner:
 //!
 //! - [`python`]: `python -u runner.py` (the `runner/` folder), magics, a prelude request;
-//! - [`node`]: `node --expose-internals runner.js` (the `runner-js/` folder).
+//! - [`node`]: `node --expose-internals runner.js` (the `runner-js/` folder);
+//! - [`bash`]: `bash --noprofile --norc runner.sh` (the `runner-bash/` folder).
 //!
 //! Code above the kernel layer asks a [`Runtime`] instead of naming one.
 
+pub mod bash;
 pub mod node;
 pub mod python;
 pub mod runner_files;
@@ -32,18 +34,21 @@ pub enum Runtime {
     Python,
     /// Node.js 18+, with the `runner-js/` scripts.
     Node,
+    /// Bash 4.1+, with `runner-bash/runner.sh`: one long-lived shell.
+    Bash,
 }
 
 impl Runtime {
     /// Every runtime, in the order a call takes their kernels (so concurrent
     /// calls never wait for each other in a cycle).
-    pub const ALL: [Runtime; 2] = [Runtime::Python, Runtime::Node];
+    pub const ALL: [Runtime; 3] = [Runtime::Python, Runtime::Node, Runtime::Bash];
 
     /// The name people read ("Python", "JavaScript").
     pub fn display_name(self) -> &'static str {
         match self {
             Runtime::Python => "Python",
             Runtime::Node => "JavaScript",
+            Runtime::Bash => "Bash",
         }
     }
 
@@ -52,6 +57,7 @@ impl Runtime {
         match self {
             Runtime::Python => "python",
             Runtime::Node => "node",
+            Runtime::Bash => "bash",
         }
     }
 
@@ -60,6 +66,7 @@ impl Runtime {
         match self {
             Runtime::Python => &python::RUNNER,
             Runtime::Node => &node::RUNNER,
+            Runtime::Bash => &bash::RUNNER,
         }
     }
 
@@ -68,6 +75,8 @@ impl Runtime {
         match self {
             Runtime::Python => vec!["-u".into(), entry.into()],
             Runtime::Node => vec!["--expose-internals".into(), entry.into()],
+            // No profile or rc file: a kernel starts the same wherever it runs.
+            Runtime::Bash => vec!["--noprofile".into(), "--norc".into(), entry.into()],
         }
     }
 
@@ -75,8 +84,8 @@ impl Runtime {
     pub fn prelude(self) -> Option<&'static str> {
         match self {
             Runtime::Python => Some(python::PRELUDE_CODE),
-            // The Node runner installs its helpers itself.
-            Runtime::Node => None,
+            // The Node runner installs its helpers itself; bash has none.
+            Runtime::Node | Runtime::Bash => None,
         }
     }
 

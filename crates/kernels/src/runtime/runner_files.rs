@@ -105,6 +105,10 @@ pub const NODE_RUNNER_FILES: &[(&str, &str)] = &[
     js_runner_file!("vendor/amaro/VENDOR.json"),
 ];
 
+/// The bash runner (`runner-bash/`): one script.
+pub const BASH_RUNNER_FILES: &[(&str, &str)] =
+    &[("runner.sh", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/runner-bash/runner.sh")))];
+
 /// One runtime's embedded runner.
 #[derive(Debug)]
 pub struct RunnerSet {

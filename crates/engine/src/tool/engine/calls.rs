@@ -189,6 +189,7 @@ impl EvalEngine {
                 runtime: match key.runtime {
                     crate::runtime::Runtime::Python => "python".into(),
                     crate::runtime::Runtime::Node => "node".into(),
+                    crate::runtime::Runtime::Bash => "bash".into(),
                 },
                 cwd: key.cwd,
                 interpreter: key.interpreter,

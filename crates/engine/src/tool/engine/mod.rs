@@ -132,6 +132,7 @@ impl EvalEngine {
         let interpreter = match self.default_language().runtime() {
             Runtime::Python => self.resolve_python(&cwd).await.ok(),
             Runtime::Node => self.resolve_node(&cwd).await.ok(),
+            Runtime::Bash => self.resolve_bash(&cwd).await.ok(),
         };
         if let Some(interpreter) = interpreter {
             self.fill_spare(&self.kernel_options(&interpreter, &cwd));
@@ -254,6 +255,9 @@ impl EvalEngine {
         if exposure.js && runtime::node::resolve_from_env(self.config.node.as_deref(), cwd, &policy).is_ok() {
             languages.extend([Language::Js, Language::Ts]);
         }
+        if exposure.allows(Language::Bash) && runtime::bash::resolve_from_env(cwd, &policy).is_ok() {
+            languages.push(Language::Bash);
+        }
         languages
     }
 
@@ -308,6 +312,7 @@ impl EvalEngine {
             let interpreter = match runtime {
                 Runtime::Python => python.clone().expect("resolved above"),
                 Runtime::Node => self.resolve_node(cwd).await?,
+                Runtime::Bash => self.resolve_bash(cwd).await?,
             };
             interpreters.push(interpreter);
         }
@@ -554,5 +559,11 @@ impl EvalEngine {
             .await
             .map_err(|e| EvalError::NodeUnavailable(e.to_string()))?
             .map_err(|e| EvalError::NodeUnavailable(e.to_string()))
+    }
+
+    async fn resolve_bash(&self, cwd: &Path) -> Result<Interpreter, EvalError> {
+        let (cwd, policy) = (cwd.to_path_buf(), self.kernel_policy());
+        let found = tokio::task::spawn_blocking(move || runtime::bash::resolve_from_env(&cwd, &policy)).await;
+        found.map_err(|e| EvalError::Kernel(e.to_string()))?.map_err(|e| EvalError::Kernel(e.to_string()))
     }
 }
