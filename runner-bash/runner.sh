@@ -23,9 +23,11 @@ done
 # host from seeing the kernel end). A cell's stdin is /dev/null.
 exec {__cellbox_req}<&0 </dev/null {__cellbox_out}>&"$__cellbox_frames_fd" {__cellbox_diag}>&"$__cellbox_diag_fd"
 exec 3>&- 4>&-
+# A cell's positional parameters start empty.
+set --
 
-shopt -s extdebug expand_aliases
-__cellbox_count=0 __cellbox_interrupted= __cellbox_stop= __cellbox_user_flags=
+shopt -s expand_aliases
+__cellbox_count=0 __cellbox_interrupted= __cellbox_stop= __cellbox_running= __cellbox_user_flags= __cellbox_status=0
 
 # Leave, taking the process group along, once the host has died (the host's
 # sweep ends the watcher with the kernel otherwise).
@@ -43,24 +45,32 @@ if [[ -n $__cellbox_host ]]; then
   disown $!
 fi
 
-# An interrupt, or `exit` in a cell, unwinds the cell: with extdebug, a DEBUG
-# trap that returns 2 makes the function it runs in return, and every frame
-# above the runner's own is left that way. The shell stays.
+# A cell is sourced at the top level (its `declare`s are global, as typed at
+# a prompt). An interrupt, or `exit` in a cell, unwinds it: with extdebug, a
+# DEBUG trap that returns 2 makes the function or sourced file it runs in
+# return, so every frame of the cell is left that way, and none of the
+# runner's. extdebug is on only then: a cell's own DEBUG trap works as usual.
+# An interrupt between cells changes nothing. The shell stays.
 __cellbox_unwind() {
+  [[ -n $__cellbox_running ]] || return 0
   ((BASH_SUBSHELL)) && return 0
-  ((${#FUNCNAME[@]} > 3)) && return 2
-  return 0
+  case ${FUNCNAME[1]-main} in main | __cellbox_*) return 0 ;; esac
+  return 2
 }
-trap '__cellbox_interrupted=1; trap __cellbox_unwind DEBUG' INT
+__cellbox_arm() {
+  builtin shopt -s extdebug
+  builtin trap __cellbox_unwind DEBUG
+}
+builtin trap '__cellbox_interrupted=1; [[ -n $__cellbox_running ]] && __cellbox_arm' INT
 exit() {
   local status=$?
-  ((BASH_SUBSHELL)) && builtin exit "$@"
+  ((BASH_SUBSHELL)) || [[ -z $__cellbox_running ]] && builtin exit "$@"
   __cellbox_stop=${1:-$status}
-  trap __cellbox_unwind DEBUG
+  __cellbox_arm
   return "$__cellbox_stop"
 }
 
-__cellbox_frame() { printf '%s\n' "$1" >&"$__cellbox_out"; }
+__cellbox_frame() { builtin printf '%s\n' "$1" >&"$__cellbox_out"; }
 
 # $1 as a JSON string, into __cellbox_json.
 __cellbox_quote() {
@@ -72,11 +82,12 @@ __cellbox_quote() {
 # A JSON string's body (quotes off; \\ and \" already swapped for \x01 and
 # \x02), decoded into __cellbox_value. The host's JSON escapes only these.
 __cellbox_unescape() {
-  local s=$1 hex char
+  # Bytes, not characters: string operations on long lines stay linear.
+  local LC_ALL=C s=$1 hex char
   s=${s//\\n/$'\n'} s=${s//\\t/$'\t'} s=${s//\\r/$'\r'} s=${s//\\\//\/} s=${s//\\b/$'\b'} s=${s//\\f/$'\f'}
   while [[ $s =~ \\u00([0-9a-fA-F]{2}) ]]; do
     hex=${BASH_REMATCH[1]}
-    printf -v char "\\x$hex"
+    builtin printf -v char "\\x$hex"
     s=${s//"\\u00$hex"/$char}
   done
   s=${s//$'\x02'/\"} s=${s//$'\x01'/\\}
@@ -86,11 +97,11 @@ __cellbox_unescape() {
 # An execute request's fields into __cellbox_field_<name>, its env into the
 # arrays __cellbox_env_names and __cellbox_env_values ("=value", or "-" to unset).
 __cellbox_parse() {
-  local line=$1 i key separator depth=0
+  local LC_ALL=C line=$1 i key separator depth=0
   line=${line//\\\\/$'\x01'} line=${line//\\\"/$'\x02'}
   local IFS='"'
   local -a parts
-  read -ra parts <<<"$line"
+  builtin read -ra parts <<<"$line"
   unset IFS
   __cellbox_field_type= __cellbox_field_id= __cellbox_field_code= __cellbox_field_cwd=
   __cellbox_field_silent= __cellbox_field_restoreEnv=
@@ -116,49 +127,59 @@ __cellbox_parse() {
     [[ $key =~ ^[A-Za-z]+$ ]] || continue
     if [[ $separator == : ]]; then
       __cellbox_unescape "${parts[i + 2]-}"
-      printf -v "__cellbox_field_$key" '%s' "$__cellbox_value"
+      builtin printf -v "__cellbox_field_$key" '%s' "$__cellbox_value"
       ((i += 2))
     else
       separator=${separator#:}
-      printf -v "__cellbox_field_$key" '%s' "${separator%%[,\}]*}"
+      builtin printf -v "__cellbox_field_$key" '%s' "${separator%%[,\}]*}"
     fi
   done
 }
 
-__cellbox_cell() { eval "$1"; }
-
-__cellbox_execute() {
-  local status=0 i name saved_names=() saved_values=()
+# Before a cell: the started frame, its environment and cwd. Fails (and the
+# cell does not run) when the cwd cannot be entered.
+__cellbox_begin() {
+  local i name
   __cellbox_quote "$__cellbox_field_id"
-  local id=$__cellbox_json
-  __cellbox_frame "{\"type\":\"started\",\"id\":$id}"
+  __cellbox_id=$__cellbox_json
+  __cellbox_frame "{\"type\":\"started\",\"id\":$__cellbox_id}"
+  __cellbox_saved_names=() __cellbox_saved_values=()
   for i in "${!__cellbox_env_names[@]}"; do
     name=${__cellbox_env_names[i]}
-    [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || continue
+    [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ && $name != __cellbox_* ]] || continue
     if [[ $__cellbox_field_restoreEnv == true ]]; then
-      saved_names+=("$name")
-      if [[ -v $name ]]; then saved_values+=("=${!name}"); else saved_values+=("-"); fi
+      __cellbox_saved_names+=("$name")
+      if [[ -v $name ]]; then __cellbox_saved_values+=("=${!name}"); else __cellbox_saved_values+=("-"); fi
     fi
-    if [[ ${__cellbox_env_values[i]} == =* ]]; then export "$name=${__cellbox_env_values[i]#=}"; else unset "$name"; fi
+    if [[ ${__cellbox_env_values[i]} == =* ]]; then builtin export "$name=${__cellbox_env_values[i]#=}"; else builtin unset "$name"; fi
   done
-  if [[ -n $__cellbox_field_cwd ]] && ! cd -- "$__cellbox_field_cwd"; then
-    status=1
+  __cellbox_interrupted= __cellbox_stop= __cellbox_status=0
+  if [[ -n $__cellbox_field_cwd ]] && ! builtin cd -- "$__cellbox_field_cwd"; then
+    __cellbox_status=1
+    return 1
   fi
-  __cellbox_interrupted= __cellbox_stop=
-  trap - DEBUG
-  if ((status == 0)) && [[ -n $__cellbox_field_code ]]; then
-    # The user's own `set -e`/`-u`/`-x`/`pipefail` hold in cells, not in the runner.
-    [[ -n $__cellbox_user_flags ]] && set "-$__cellbox_user_flags"
-    [[ -n $__cellbox_user_pipefail ]] && set -o pipefail
-    __cellbox_cell "$__cellbox_field_code" {__cellbox_req}<&- {__cellbox_out}>&- {__cellbox_diag}>&- || status=$?
-    __cellbox_user_flags=${-//[^eux]/} __cellbox_user_pipefail=
-    [[ -o pipefail ]] && __cellbox_user_pipefail=1
-    set +eux +o pipefail
-  fi
-  trap - DEBUG
+  # The user's own `set -e` and `pipefail` hold in cells, not in the runner (`set -u` is the
+  # cell's own: in a shell like this one, an unset name it catches ends the shell).
+  [[ -n $__cellbox_user_flags ]] && builtin set "-$__cellbox_user_flags"
+  [[ -n $__cellbox_user_pipefail ]] && builtin set -o pipefail
+  return 0
+}
+
+# After a cell: the shell's options and environment back, the error and done frames.
+__cellbox_finish() {
+  local i status=$__cellbox_status
+  __cellbox_user_flags=${-//[^e]/} __cellbox_user_pipefail=
+  [[ -o pipefail ]] && __cellbox_user_pipefail=1
+  builtin set +eux +o pipefail
+  builtin trap - DEBUG
+  builtin shopt -u extdebug
   [[ -n $__cellbox_stop ]] && status=$__cellbox_stop
-  for i in "${!saved_names[@]}"; do
-    if [[ ${saved_values[i]} == =* ]]; then export "${saved_names[i]}=${saved_values[i]#=}"; else unset "${saved_names[i]}"; fi
+  for i in "${!__cellbox_saved_names[@]}"; do
+    if [[ ${__cellbox_saved_values[i]} == =* ]]; then
+      builtin export "${__cellbox_saved_names[i]}=${__cellbox_saved_values[i]#=}"
+    else
+      builtin unset "${__cellbox_saved_names[i]}"
+    fi
   done
   local cancelled=false outcome=ok
   [[ -n $__cellbox_interrupted ]] && cancelled=true
@@ -167,16 +188,16 @@ __cellbox_execute() {
     outcome=error
   elif ((status != 0)); then
     outcome=error
-    __cellbox_frame "{\"type\":\"error\",\"id\":$id,\"ename\":\"ExitStatus\",\"evalue\":\"exit status $status\",\"traceback\":[]}"
+    __cellbox_frame "{\"type\":\"error\",\"id\":$__cellbox_id,\"ename\":\"ExitStatus\",\"evalue\":\"exit status $status\",\"traceback\":[]}"
   fi
   __cellbox_interrupted=
-  __cellbox_frame "{\"type\":\"done\",\"id\":$id,\"status\":\"$outcome\",\"executionCount\":$__cellbox_count,\"cancelled\":$cancelled}"
+  __cellbox_frame "{\"type\":\"done\",\"id\":$__cellbox_id,\"status\":\"$outcome\",\"executionCount\":$__cellbox_count,\"cancelled\":$cancelled}"
 }
 
 # Whether code is a whole cell yet: bash's own parser, on a copy of the shell.
 __cellbox_complete() {
   local answer=complete problem
-  if ! problem=$(bash -n -c "$__cellbox_field_code" 2>&1); then
+  if ! problem=$("$BASH" -n -c "$__cellbox_field_code" 2>&1); then
     answer=invalid
     [[ $problem == *"unexpected end of file"* ]] && answer=incomplete
   fi
@@ -201,15 +222,19 @@ __cellbox_quote "$BASH_VERSION"
 __cellbox_version=$__cellbox_json
 __cellbox_quote "$BASH"
 __cellbox_frame "{\"type\":\"ready\",\"protocol\":1,\"python\":$__cellbox_version,\"pid\":$$,\"executable\":$__cellbox_json,\"language\":\"bash\"}"
+# The cell runs here, at the top level, with the protocol's fds closed.
 while :; do
-  IFS= read -r -u "$__cellbox_req" __cellbox_line
-  __cellbox_read=$?
-  # An interrupt between cells cuts a read short: read again.
-  ((__cellbox_read > 128)) && { __cellbox_interrupted= ; trap - DEBUG; continue; }
-  ((__cellbox_read == 0)) || break
+  IFS= builtin read -r -u "$__cellbox_req" __cellbox_line || break
   __cellbox_parse "$__cellbox_line"
   case $__cellbox_field_type in
-    execute) __cellbox_execute ;;
+    execute)
+      if __cellbox_begin && [[ -n $__cellbox_field_code ]]; then
+        __cellbox_running=1
+        . <(builtin printf '%s' "$__cellbox_field_code") {__cellbox_req}<&- {__cellbox_out}>&- {__cellbox_diag}>&- || __cellbox_status=$?
+        __cellbox_running=
+      fi
+      __cellbox_finish
+      ;;
     exit) break ;;
     complete) __cellbox_complete ;;
     check) __cellbox_checked ;;

@@ -37,6 +37,11 @@ async fn the_shell_keeps_its_cwd_variables_functions_and_aliases() {
         )
     );
     assert_eq!(second.cells[0].execution_count, Some(2));
+    // A cell's declarations are the shell's own, whatever their names (the runner's are its own too).
+    sh(&f.engine, "declare -A colors=([sky]=blue)\nid=7 status=3 i=1 name=a\nset -e -o pipefail").await;
+    let kept =
+        sh(&f.engine, "echo ${colors[sky]} $id $status $i $name\nfalse\necho set -e does not end the shell").await;
+    assert_eq!(kept.text, "blue 7 3 1 a\nset -e does not end the shell\n", "{}", kept.text);
     f.engine.dispose_all().await;
 }
 
@@ -76,9 +81,11 @@ async fn a_timeout_interrupts_the_foreground_job_and_keeps_the_shell() {
 #[tokio::test]
 async fn a_killed_shell_is_reported_and_a_fresh_one_follows() {
     let f = Fixture::new(|_| {});
-    let died = sh(&f.engine, "echo last words; kill -9 $$").await;
+    sh(&f.engine, "kept=yes").await;
+    let died = sh(&f.engine, "echo last words $kept; kill -9 $$").await;
     assert!(died.is_error);
-    assert!(died.text.contains("last words") && died.text.contains("Bash kernel died"), "{}", died.text);
+    assert!(died.text.contains("last words yes") && died.text.contains("Bash kernel died"), "{}", died.text);
+    sh(&f.engine, "kept=again").await;
     let pid: u32 = sh(&f.engine, "echo $$").await.text.trim().parse().unwrap();
     signal_pid(pid, Signal::SIGKILL).unwrap();
     assert!(common::eventually(Duration::from_secs(60), || common::group_members(pid).is_empty()).await);
@@ -121,20 +128,20 @@ async fn mixed_calls_keep_a_kernel_per_language() {
 
 #[tokio::test]
 async fn the_sandbox_holds_for_bash_cells() {
-    let f = Fixture::new(|_| {});
-    let home = dirs::home_dir().unwrap();
-    let outside = tempfile::tempdir_in(home.parent().unwrap_or(&home)).ok();
-    let marker = outside.as_ref().map(|dir| dir.path().join("marker"));
+    let secret = tempfile::tempdir().unwrap();
+    std::fs::write(secret.path().join("key"), "sk-secret").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let marker = outside.path().join("marker");
+    let denied = secret.path().to_path_buf();
+    let f = Fixture::new(|config| config.sandbox.deny_read.push(denied));
     let code = format!(
-        "ls ~/.ssh >/dev/null 2>&1 && echo read-ssh || echo ssh-refused\n\
-         touch {} 2>/dev/null && echo wrote-outside || echo write-refused\n",
-        marker.as_ref().map_or("/usr/cellbox-marker".into(), |m| m.display().to_string())
+        "cat {}/key 2>/dev/null || echo read-refused\ntouch {} 2>/dev/null && echo wrote-outside || echo write-refused\n",
+        secret.path().display(),
+        marker.display()
     );
     let result = sh(&f.engine, &code).await;
-    assert_eq!(result.text, "ssh-refused\nwrite-refused\n", "{}", result.text);
-    if let Some(marker) = marker {
-        assert!(!marker.exists());
-    }
+    assert_eq!(result.text, "read-refused\nwrite-refused\n", "{}", result.text);
+    assert!(!marker.exists(), "a marker outside the workspace appeared");
     f.engine.dispose_all().await;
 }
 
@@ -158,6 +165,10 @@ async fn the_kernel_layer_drives_bash_directly() {
     assert!(out.done.cancelled, "{out:?}");
     let after = common::run(&kernel, "(( n > 0 )) && echo counted").await;
     assert_eq!(after.stdout(), "counted\n");
+    // An interrupt between cells changes nothing.
+    kernel.interrupt().unwrap();
+    let idle = common::run(&kernel, "echo after an idle interrupt").await;
+    assert_eq!(idle.stdout(), "after an idle interrupt\n");
     assert_eq!(kernel.check_complete("if true; then\n").await.unwrap().status, "incomplete");
     assert_eq!(kernel.check_complete("echo hi\n").await.unwrap().status, "complete");
     let pid = kernel.pid();
