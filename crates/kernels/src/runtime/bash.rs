@@ -4,12 +4,10 @@
 //! sandbox, with a 15 s bound) for its real path and version; 4.1 or newer
 //! is required (the runner keeps its protocol's fds in variables).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
 
 use super::runner_files::{self, RunnerSet};
-use super::{Interpreter, Runtime};
+use super::{Interpreter, Probed, Probes, Runtime};
 use crate::discovery::sources::search_path;
 use crate::discovery::{EnvActivation, ProbeError, is_executable};
 use crate::sandbox::SandboxPolicy;
@@ -34,12 +32,7 @@ pub struct BashUnavailable {
     pub tried: String,
 }
 
-type Probed = Result<(PathBuf, String), ProbeError>;
-
-fn cache() -> &'static Mutex<HashMap<PathBuf, Probed>> {
-    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Probed>>> = OnceLock::new();
-    CACHE.get_or_init(Default::default)
-}
+static PROBES: Probes = Probes::new("bash");
 
 /// Find and probe `bash` on `path` (the probe runs under the kernels' sandbox `policy`).
 pub fn resolve(
@@ -53,15 +46,7 @@ pub fn resolve(
     if !is_executable(&candidate) {
         return Err(BashUnavailable { tried: format!("{} is not executable", candidate.display()) });
     }
-    let cached = cache().lock().unwrap().get(&candidate).cloned();
-    let probed = match cached {
-        Some(result) => result,
-        None => {
-            let result = crate::discovery::memo::remembered("bash", &candidate, || probe(&candidate, cwd, policy));
-            cache().lock().unwrap().insert(candidate.clone(), result.clone());
-            result
-        }
-    };
+    let probed = PROBES.answer(&candidate, || probe(&candidate, cwd, policy));
     match probed {
         Ok((executable, version)) => Ok(Interpreter {
             runtime: Runtime::Bash,

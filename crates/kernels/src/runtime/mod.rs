@@ -21,8 +21,10 @@ pub mod node;
 pub mod python;
 pub mod runner_files;
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 
 use crate::discovery::EnvActivation;
 use runner_files::RunnerSet;
@@ -98,6 +100,33 @@ impl Runtime {
 impl std::fmt::Display for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.display_name())
+    }
+}
+
+/// A probe's answer: (real executable, version), or why the candidate is unusable.
+pub(crate) type Probed = Result<(PathBuf, String), crate::discovery::ProbeError>;
+
+/// The probes of one runtime's candidates: each asked once per process, and
+/// remembered across processes ([`crate::discovery::memo`]).
+pub(crate) struct Probes {
+    kind: &'static str,
+    answers: OnceLock<Mutex<HashMap<PathBuf, Probed>>>,
+}
+
+impl Probes {
+    pub(crate) const fn new(kind: &'static str) -> Self {
+        Probes { kind, answers: OnceLock::new() }
+    }
+
+    /// `candidate`'s answer, from `probe` the first time.
+    pub(crate) fn answer(&self, candidate: &Path, probe: impl FnOnce() -> Probed) -> Probed {
+        let answers = self.answers.get_or_init(Default::default);
+        if let Some(known) = answers.lock().unwrap().get(candidate).cloned() {
+            return known;
+        }
+        let result = crate::discovery::memo::remembered(self.kind, candidate, probe);
+        answers.lock().unwrap().insert(candidate.to_path_buf(), result.clone());
+        result
     }
 }
 

@@ -7,13 +7,11 @@
 //! is probed once per process (`node -p …` with stdin detached and a 15 s
 //! bound) for its real executable and version; Node 18 or newer is required.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use super::runner_files::{self, RunnerSet};
-use super::{Interpreter, Runtime};
+use super::{Interpreter, Probed, Probes, Runtime};
 use crate::discovery::EnvActivation;
 use crate::discovery::ProbeError;
 use crate::discovery::is_executable;
@@ -47,13 +45,7 @@ pub struct NodeUnavailable {
     pub tried: String,
 }
 
-/// A probe's answer: (real executable, version), or why the candidate is unusable.
-type Probed = Result<(PathBuf, String), ProbeError>;
-
-fn cache() -> &'static Mutex<HashMap<PathBuf, Probed>> {
-    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Probed>>> = OnceLock::new();
-    CACHE.get_or_init(Default::default)
-}
+static PROBES: Probes = Probes::new("node");
 
 /// Find and probe node: `explicit` (or `CELLBOX_NODE` when `explicit` is
 /// `None`), else `node` on `path`. The probe runs under the kernels' sandbox
@@ -85,17 +77,7 @@ pub fn resolve(
     if !is_executable(&candidate) {
         return Err(NodeUnavailable { tried: format!("{label} does not exist or is not executable") });
     }
-    let probed = {
-        let cached = cache().lock().unwrap().get(&candidate).cloned();
-        match cached {
-            Some(result) => result,
-            None => {
-                let result = crate::discovery::memo::remembered("node", &candidate, || probe(&candidate, cwd, policy));
-                cache().lock().unwrap().insert(candidate.clone(), result.clone());
-                result
-            }
-        }
-    };
+    let probed = PROBES.answer(&candidate, || probe(&candidate, cwd, policy));
     match probed {
         Ok((executable, version)) => Ok(Interpreter {
             runtime: Runtime::Node,
