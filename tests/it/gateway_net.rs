@@ -131,7 +131,7 @@ async fn gateway_kernel(gateway: &TestGateway, dir: &std::path::Path) -> KernelH
 fn connection(kernel: &KernelHandle) -> &GatewayKernel {
     match kernel {
         KernelHandle::Gateway(kernel) => kernel,
-        KernelHandle::Process(_) => panic!("not a gateway kernel"),
+        KernelHandle::Process(_) | KernelHandle::Jupyter(_) => panic!("not a gateway kernel"),
     }
 }
 

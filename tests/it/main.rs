@@ -34,6 +34,8 @@ mod gateway_net;
 mod home_view;
 mod install;
 mod js_kernel;
+mod jupyter_cells;
+mod jupyter_kernel;
 mod kernel_execution;
 mod kernel_lifecycle;
 mod magic_pip;

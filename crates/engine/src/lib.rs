@@ -11,7 +11,7 @@
 //! The layers below are `cellbox-kernels`, `cellbox-protocol` and `cellbox-settings`; the imports
 //! below keep their module names inside this crate.
 
-use cellbox_kernels::{discovery, gateway, kernel, paths, runtime, sandbox, tls};
+use cellbox_kernels::{discovery, gateway, jupyter, kernel, paths, runtime, sandbox, tls};
 use cellbox_protocol as protocol;
 use cellbox_settings as settings;
 

@@ -1,10 +1,11 @@
 //! cellbox's kernels: what starts, drives, confines and stops the processes that run cells.
 //!
-//! - [`runtime`] names the runtimes (Python, Node) and how each is found and started.
+//! - [`runtime`] names the runtimes (Python, Node, Bash, Jupyter) and how each is found and started.
 //! - [`discovery`] finds the Python interpreter and builds the kernel's environment.
 //! - [`sandbox`] confines kernels (and everything the host does on their files) to one policy.
 //! - [`kernel`] starts, drives, interrupts and stops one runner process.
 //! - [`gateway`] runs Python kernels on a Jupyter gateway instead.
+//! - [`jupyter`] starts any installed Jupyter kernel from its kernelspec and speaks its protocol.
 //! - [`paths`] says where cellbox keeps its files (the cache root).
 //! - [`platform`] lists the platforms cellbox is built for and what works on each.
 //! - `notice` gives a process-wide warning once (this crate's own).
@@ -19,6 +20,7 @@ use cellbox_settings as settings;
 
 pub mod discovery;
 pub mod gateway;
+pub mod jupyter;
 pub mod kernel;
 mod notice;
 pub mod paths;

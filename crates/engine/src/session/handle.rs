@@ -1,9 +1,10 @@
 //! [`KernelHandle`]: the kernel the engine and the session pool hold,
 //! whichever backend carries its cells.
 //!
-//! A kernel is either a runner process on NDJSON pipes ([`Kernel`]) or a
-//! kernel created on a Jupyter gateway and driven over its websocket
-//! ([`crate::gateway::GatewayKernel`]). Both yield the same
+//! A kernel is a runner process on NDJSON pipes ([`Kernel`]), a kernel
+//! created on a Jupyter gateway and driven over its websocket
+//! ([`crate::gateway::GatewayKernel`]), or an installed Jupyter kernel started
+//! from its kernelspec and driven over ZeroMQ ([`JupyterKernel`]). All yield the same
 //! [`Execution`]s of [`ExecEvent`]s, so everything above this module
 //! (sessions, timeouts, limits, artifacts, rendering) never asks which one it
 //! has. The backend is chosen once, by [`Backend`].
@@ -11,6 +12,7 @@
 use std::sync::Arc;
 
 use crate::gateway::{GatewayKernel, GatewaySetting};
+use crate::jupyter::{JupyterKernel, KernelSpec};
 use crate::kernel::{
     CheckReport, Completeness, ExecuteOptions, Execution, ExitInfo, Kernel, KernelError, KernelOptions, StartObserver,
 };
@@ -43,6 +45,9 @@ pub enum KernelHandle {
     Process(Kernel),
     /// A kernel on a Jupyter gateway.
     Gateway(GatewayKernel),
+    /// An installed Jupyter kernel, started from its kernelspec (boxed: it is
+    /// the largest, and the rarest).
+    Jupyter(Box<JupyterKernel>),
 }
 
 impl KernelHandle {
@@ -75,10 +80,19 @@ impl KernelHandle {
                     Err(error) => return Err(failed(format!("reading the extension modules failed: {error}"))),
                 }
             }
-            Runtime::Node | Runtime::Bash => Vec::new(),
+            Runtime::Node | Runtime::Bash | Runtime::Jupyter => Vec::new(),
         };
         let runtime = options.runtime;
         let kernel = match backend {
+            // A Jupyter interpreter's executable is its kernelspec's folder.
+            _ if runtime == Runtime::Jupyter => {
+                let spec = KernelSpec::load(&options.program).map_err(|error| KernelError::StartupFailed {
+                    runtime,
+                    reason: error.to_string(),
+                    stderr_tail: String::new(),
+                })?;
+                KernelHandle::Jupyter(Box::new(JupyterKernel::start(options, spec).await?))
+            }
             Backend::Gateway(setting) if runtime == Runtime::Python => {
                 KernelHandle::Gateway(GatewayKernel::start(options, setting, observer).await?)
             }
@@ -122,6 +136,7 @@ impl KernelHandle {
         match self {
             KernelHandle::Process(kernel) => kernel.execute_with(code, options).await,
             KernelHandle::Gateway(kernel) => kernel.execute_with(code, options).await,
+            KernelHandle::Jupyter(kernel) => kernel.execute_with(code, options).await,
         }
     }
 
@@ -130,6 +145,7 @@ impl KernelHandle {
         match self {
             KernelHandle::Process(kernel) => kernel.check_complete(code).await,
             KernelHandle::Gateway(kernel) => kernel.check_complete(code).await,
+            KernelHandle::Jupyter(kernel) => kernel.check_complete(code).await,
         }
     }
 
@@ -142,7 +158,7 @@ impl KernelHandle {
     ) -> Result<Option<CheckReport>, KernelError> {
         match self {
             KernelHandle::Process(kernel) => kernel.check(cells, lint).await.map(Some),
-            KernelHandle::Gateway(_) => Ok(None),
+            KernelHandle::Gateway(_) | KernelHandle::Jupyter(_) => Ok(None),
         }
     }
 
@@ -152,6 +168,7 @@ impl KernelHandle {
         match self {
             KernelHandle::Process(kernel) => kernel.interrupt(),
             KernelHandle::Gateway(kernel) => kernel.interrupt(),
+            KernelHandle::Jupyter(kernel) => kernel.interrupt(),
         }
     }
 
@@ -160,6 +177,7 @@ impl KernelHandle {
         match self {
             KernelHandle::Process(kernel) => kernel.is_alive(),
             KernelHandle::Gateway(kernel) => kernel.is_alive(),
+            KernelHandle::Jupyter(kernel) => kernel.is_alive(),
         }
     }
 
@@ -167,6 +185,7 @@ impl KernelHandle {
     pub async fn shutdown(&self) -> Option<ExitInfo> {
         match self {
             KernelHandle::Process(kernel) => kernel.shutdown().await,
+            KernelHandle::Jupyter(kernel) => kernel.shutdown().await,
             KernelHandle::Gateway(kernel) => {
                 kernel.shutdown().await;
                 None
@@ -178,6 +197,7 @@ impl KernelHandle {
     pub async fn terminate_stuck(&self) -> Option<ExitInfo> {
         match self {
             KernelHandle::Process(kernel) => kernel.terminate_stuck().await,
+            KernelHandle::Jupyter(kernel) => kernel.terminate_stuck().await,
             KernelHandle::Gateway(kernel) => {
                 kernel.shutdown().await;
                 None
@@ -190,6 +210,7 @@ impl KernelHandle {
     pub fn pid(&self) -> Option<u32> {
         match self {
             KernelHandle::Process(kernel) => Some(kernel.pid()),
+            KernelHandle::Jupyter(kernel) => Some(kernel.pid()),
             KernelHandle::Gateway(_) => None,
         }
     }
@@ -200,7 +221,7 @@ impl KernelHandle {
     pub fn network_decisions(&self) -> (Vec<crate::sandbox::Refusal>, u64, u64) {
         match self {
             KernelHandle::Process(kernel) => kernel.network_decisions(),
-            KernelHandle::Gateway(_) => (Vec::new(), 0, 0),
+            KernelHandle::Gateway(_) | KernelHandle::Jupyter(_) => (Vec::new(), 0, 0),
         }
     }
 
@@ -209,6 +230,7 @@ impl KernelHandle {
         match self {
             KernelHandle::Process(kernel) => kernel.exit_info().map(|exit| exit.to_string()),
             KernelHandle::Gateway(kernel) => kernel.death_reason(),
+            KernelHandle::Jupyter(kernel) => kernel.death_reason(),
         }
     }
 
@@ -217,6 +239,7 @@ impl KernelHandle {
         match self {
             KernelHandle::Process(kernel) => kernel.cwd(),
             KernelHandle::Gateway(kernel) => kernel.cwd(),
+            KernelHandle::Jupyter(kernel) => kernel.cwd(),
         }
     }
 
@@ -226,6 +249,8 @@ impl KernelHandle {
         match self {
             KernelHandle::Process(kernel) => kernel.set_bridge(hook),
             KernelHandle::Gateway(kernel) => kernel.set_bridge(hook),
+            // Jupyter kernels have no host bridge (their languages have no cellbox module for it).
+            KernelHandle::Jupyter(_) => {}
         }
     }
 
@@ -246,6 +271,10 @@ impl KernelHandle {
             KernelHandle::Gateway(_) => Err(KernelError::ForkUnsupported(
                 "kernels on a Jupyter gateway cannot be forked: they run on the gateway's machine".into(),
             )),
+            KernelHandle::Jupyter(kernel) => Err(KernelError::ForkUnsupported(format!(
+                "{} kernels cannot be forked: cellbox can copy only its own Python kernels",
+                kernel.spec().display_name
+            ))),
         }
     }
 
@@ -253,7 +282,7 @@ impl KernelHandle {
     pub fn as_process(&self) -> Option<&Kernel> {
         match self {
             KernelHandle::Process(kernel) => Some(kernel),
-            KernelHandle::Gateway(_) => None,
+            KernelHandle::Gateway(_) | KernelHandle::Jupyter(_) => None,
         }
     }
 }

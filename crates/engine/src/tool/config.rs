@@ -66,6 +66,8 @@ impl Exposure {
             Runtime::Node => self.js,
             // Bash cells run wherever cells run (they have what `!cmd` in Python has).
             Runtime::Bash => self.py || self.js,
+            // So do Jupyter kernels: what they can reach is what their sandbox allows.
+            Runtime::Jupyter => self.py || self.js,
         }
     }
 

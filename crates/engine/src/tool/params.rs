@@ -90,11 +90,16 @@ impl std::str::FromStr for CheckMode {
 pub struct CellParams {
     /// The source code. Python cells accept IPython-style magics (%pip, !cmd, %%bash, ...).
     pub code: String,
-    /// Language of the cell: "py", "js", "ts" (TypeScript, run by the JavaScript kernel) or "bash" (one
-    /// shell per session: cwd, variables and functions persist; a non-zero exit status fails the cell).
+    /// Language of the cell: "py", "js", "ts" (TypeScript, run by the JavaScript kernel), "bash" (one
+    /// shell per session: cwd, variables and functions persist; a non-zero exit status fails the cell)
+    /// or "r" (an installed Jupyter kernel for R, such as IRkernel).
     /// Default: "py", or "js" where Python is not available.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language: Option<Language>,
+    /// Run the cell in this installed Jupyter kernel (a kernelspec name, as `jupyter kernelspec list`
+    /// shows them: "ir", "julia-1.10", "deno"), one per session like every kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
     /// A short label shown with the cell's output and status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
@@ -133,6 +138,12 @@ pub enum Language {
     /// Bash: one long-lived shell per session (cwd, variables, functions and aliases persist).
     #[serde(rename = "bash", alias = "sh", alias = "shell")]
     Bash,
+    /// R, in an installed Jupyter kernel for R (IRkernel's `ir` when there is one).
+    #[serde(rename = "r")]
+    R,
+    /// A cell for the Jupyter kernel its `kernel` names.
+    #[serde(rename = "jupyter")]
+    Jupyter,
 }
 
 impl Language {
@@ -142,6 +153,8 @@ impl Language {
             Language::Js => "js",
             Language::Ts => "ts",
             Language::Bash => "bash",
+            Language::R => "r",
+            Language::Jupyter => "jupyter",
         }
     }
 
@@ -151,6 +164,7 @@ impl Language {
             Language::Py => crate::runtime::Runtime::Python,
             Language::Js | Language::Ts => crate::runtime::Runtime::Node,
             Language::Bash => crate::runtime::Runtime::Bash,
+            Language::R | Language::Jupyter => crate::runtime::Runtime::Jupyter,
         }
     }
 
@@ -161,6 +175,7 @@ impl Language {
             "js" | "mjs" | "cjs" => Some(Language::Js),
             "ts" | "mts" | "cts" => Some(Language::Ts),
             "sh" | "bash" => Some(Language::Bash),
+            "r" | "R" => Some(Language::R),
             _ => None,
         }
     }
@@ -177,6 +192,8 @@ pub enum ParamsError {
     BadTimeout { index: usize, value: f64 },
     #[error("wait must be a number of seconds from 0 to 3600, got {0}")]
     BadWait(f64),
+    #[error("cell {index}: {reason}")]
+    BadKernel { index: usize, reason: String },
     #[error("unknown check {0:?}; use off, syntax or lint")]
     UnknownCheck(String),
     /// The check setting `name` (`CELLBOX_CHECK`) holds a value that is not a check.
@@ -228,12 +245,47 @@ impl EvalParams {
                     return Err(ParamsError::BadTimeout { index: index + 1, value: seconds });
                 }
                 let clamped = seconds.clamp(TIMEOUT_RANGE.0, TIMEOUT_RANGE.1);
+                let language = match (&cell.kernel, cell.language) {
+                    (None, Some(Language::Jupyter)) => {
+                        return Err(ParamsError::BadKernel {
+                            index: index + 1,
+                            reason: "a \"jupyter\" cell names its kernel: add \"kernel\": \"<kernelspec name>\"".into(),
+                        });
+                    }
+                    (None, language) => language,
+                    (Some(name), language) => {
+                        if !crate::jupyter::spec::valid_name(name) {
+                            return Err(ParamsError::BadKernel {
+                                index: index + 1,
+                                reason: format!(
+                                    "{name:?} is not a kernel name: kernelspec names are ASCII letters, digits, '.', \
+                                     '_' and '-'"
+                                ),
+                            });
+                        }
+                        match language {
+                            None | Some(Language::Jupyter) => Some(Language::Jupyter),
+                            Some(Language::R) => Some(Language::R),
+                            Some(other) => {
+                                return Err(ParamsError::BadKernel {
+                                    index: index + 1,
+                                    reason: format!(
+                                        "\"kernel\" names a Jupyter kernel, and \"{}\" cells run in cellbox's own \
+                                         kernel: pass one or the other",
+                                        other.as_str()
+                                    ),
+                                });
+                            }
+                        }
+                    }
+                };
                 Ok(PlannedCell {
                     index,
                     code: cell.code.clone(),
                     title: cell.title.clone().filter(|t| !t.trim().is_empty()),
-                    language: cell.language.unwrap_or_default(),
-                    language_given: cell.language.is_some(),
+                    language: language.unwrap_or_default(),
+                    language_given: language.is_some(),
+                    kernel: cell.kernel.clone(),
                     timeout: Duration::from_secs_f64(clamped),
                     reset: cell.reset.unwrap_or(false) || (index == 0 && self.reset.unwrap_or(false)),
                     env: cell.env.clone(),
@@ -241,6 +293,16 @@ impl EvalParams {
                 })
             })
             .collect()
+    }
+}
+
+impl PlannedCell {
+    /// Whether this cell runs on `interpreter`'s kernels: its runtime's, and
+    /// for a Jupyter cell the kernelspec it names (the interpreter's folder).
+    pub fn runs_on(&self, interpreter: &crate::runtime::Interpreter) -> bool {
+        self.language.runtime() == interpreter.runtime
+            && (interpreter.runtime != crate::runtime::Runtime::Jupyter
+                || interpreter.executable.file_name().and_then(|name| name.to_str()) == self.kernel.as_deref())
     }
 }
 
@@ -254,6 +316,9 @@ pub struct PlannedCell {
     pub language: Language,
     /// False when the cell named no language (the engine may then pick another default).
     pub language_given: bool,
+    /// The Jupyter kernel (kernelspec name) of an `r` or `jupyter` cell: the
+    /// one the cell named, else the one the engine chose for its language.
+    pub kernel: Option<String>,
     pub timeout: Duration,
     /// Reset this cell's kernel before it runs (a top-level `reset` sets it on the first cell).
     pub reset: bool,

@@ -16,29 +16,21 @@
 //! host-bridge calls (see [`super::bridge_stdin`]).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use tokio::sync::{Notify, mpsc};
 
-use super::bridge_stdin::GatewayBridge;
 use super::client::{Endpoint, GatewayClient, GatewayError};
 use super::link::{Link, open_channels};
-use super::route::{Pending, Routes, Shared, startup_error};
-use super::wire::Outgoing;
-use super::{GatewaySetting, init, local};
-use crate::kernel::{
-    Completeness, ExecEvent, ExecuteOptions, Execution, KernelError, KernelOptions, StartObserver, StartStage,
-    execution_from,
-};
-
-/// Events buffered per request before the websocket reader waits for the consumer.
-const EXECUTION_BUFFER: usize = 32;
-/// How often an interrupt is repeated until the cell ends (one sent before
-/// the kernel took the cell is lost).
-const INTERRUPT_REPEAT: Duration = Duration::from_secs(1);
+use super::{GatewaySetting, init, local, startup_error};
+use crate::jupyter::Outgoing;
+use crate::jupyter::bridge_stdin::GatewayBridge;
+use crate::jupyter::requests::{Requests, new_session_id};
+use crate::jupyter::route::{Routes, Shared};
+use crate::kernel::{Completeness, ExecuteOptions, Execution, KernelError, KernelOptions, StartObserver, StartStage};
 /// How many times a kernel deletion is tried (300 ms apart).
 const DELETE_ATTEMPTS: usize = 15;
 
@@ -46,11 +38,9 @@ const DELETE_ATTEMPTS: usize = 15;
 pub struct GatewayKernel {
     client: GatewayClient,
     kernel_id: String,
-    session_id: String,
-    outgoing: mpsc::UnboundedSender<Outgoing>,
-    shared: Arc<Shared>,
+    requests: Requests,
+    bridge: Arc<GatewayBridge>,
     cwd: PathBuf,
-    next_id: AtomicU64,
     deleted: AtomicBool,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -63,16 +53,6 @@ impl std::fmt::Debug for GatewayKernel {
             .field("alive", &self.is_alive())
             .finish()
     }
-}
-
-/// A random-enough id for the websocket session and message ids.
-fn new_session_id() -> String {
-    use sha2::Digest;
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let seed = format!("{}-{nanos}-{}", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
-    let digest = sha2::Sha256::digest(seed.as_bytes());
-    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
 /// The kernelspec to start (`CELLBOX_GATEWAY_KERNEL`, default `python3`).
@@ -226,7 +206,7 @@ impl GatewayKernel {
             let bridge = GatewayBridge::new(outgoing.clone(), session_id.clone(), cell_events);
             Shared {
                 routes: Mutex::new(Routes::default()),
-                bridge: Arc::new(bridge),
+                bridge: Some(Arc::new(bridge)),
                 drop_for_test: Notify::new(),
                 progress: Notify::new(),
             }
@@ -239,14 +219,13 @@ impl GatewayKernel {
             outgoing: outgoing.clone(),
         };
         let task = tokio::spawn(link.run(socket, queue));
+        let bridge = shared.bridge.clone().expect("made above");
         Ok(GatewayKernel {
             client,
             kernel_id,
-            session_id,
-            outgoing,
-            shared,
+            requests: Requests::new(session_id, outgoing, shared),
+            bridge,
             cwd,
-            next_id: AtomicU64::new(1),
             deleted: AtomicBool::new(false),
             tasks: vec![task],
         })
@@ -256,7 +235,7 @@ impl GatewayKernel {
     /// network failure would (tests of the reconnection use it).
     #[doc(hidden)]
     pub fn drop_connection_for_test(&self) {
-        self.shared.drop_for_test.notify_one();
+        self.requests.shared.drop_for_test.notify_one();
     }
 
     /// Run host-internal code; an error fails startup.
@@ -269,61 +248,14 @@ impl GatewayKernel {
         }
     }
 
-    fn message(&self, msg_type: &str, channel: &str, content: Value) -> (String, Value) {
-        let msg_id = format!("{}_{}", self.session_id, self.next_id.fetch_add(1, Ordering::Relaxed));
-        let message = json!({
-            "header": {
-                "msg_id": msg_id, "msg_type": msg_type, "session": self.session_id,
-                "username": "cellbox", "version": "5.3",
-            },
-            "parent_header": {}, "metadata": {}, "content": content, "channel": channel, "buffers": [],
-        });
-        (msg_id, message)
-    }
-
-    fn send(&self, msg_id: String, message: Value) -> Result<Execution, KernelError> {
-        let (sender, events) = mpsc::channel(EXECUTION_BUFFER);
-        {
-            let mut routes = self.shared.routes.lock().unwrap();
-            if let Some(error) = &routes.dead {
-                return Err(error.clone());
-            }
-            routes.pending.insert(
-                msg_id.clone(),
-                Pending { sender, started: false, idle: false, reply: None, stdin_requested: false, rate_noted: false },
-            );
-        }
-        if self.outgoing.send(Outgoing::Message(message)).is_err() {
-            self.shared.routes.lock().unwrap().pending.remove(&msg_id);
-            return Err(self.dead_error());
-        }
-        Ok(execution_from(msg_id, events))
-    }
-
-    fn dead_error(&self) -> KernelError {
-        self.shared.routes.lock().unwrap().dead.clone().unwrap_or(KernelError::Closed)
-    }
-
     /// Send an `execute_request`; its events arrive on the returned [`Execution`].
     pub async fn execute_with(&self, code: &str, options: ExecuteOptions) -> Result<Execution, KernelError> {
-        let content = json!({
-            "code": code, "silent": options.silent, "store_history": !options.internal,
-            "user_expressions": {}, "allow_stdin": true, "stop_on_error": true,
-        });
-        let (msg_id, message) = self.message("execute_request", "shell", content);
-        self.send(msg_id, message)
+        self.requests.execute_with(code, options)
     }
 
     /// Ask the kernel whether `code` is a whole cell yet (`is_complete_request`).
     pub async fn check_complete(&self, code: &str) -> Result<Completeness, KernelError> {
-        let (msg_id, message) = self.message("is_complete_request", "shell", json!({ "code": code }));
-        let mut execution = self.send(msg_id, message)?;
-        while let Some(item) = execution.next().await {
-            if let ExecEvent::Completeness(answer) = item? {
-                return Ok(answer);
-            }
-        }
-        Err(KernelError::Closed)
+        self.requests.check_complete(code).await
     }
 
     /// Interrupt the running cell: once the kernel has taken it (an earlier
@@ -333,85 +265,35 @@ impl GatewayKernel {
     /// thread first waits for the GIL; measured, ~26 ms against ~42 ms to
     /// the cancelled reply.)
     pub fn interrupt(&self) -> Result<(), KernelError> {
-        if !self.is_alive() {
-            return Err(KernelError::Closed);
-        }
-        let Some(target) = self.shared.routes.lock().unwrap().pending.keys().next().cloned() else {
-            return Ok(());
-        };
-        // Host work done for the cell stops with it; its waiting callers get an answer.
-        self.shared.bridge.cancel_all("the cell was interrupted");
-        let (shared, client, kernel_id) = (self.shared.clone(), self.client.clone(), self.kernel_id.clone());
-        tokio::spawn(async move {
-            let state = |shared: &Shared| {
-                let routes = shared.routes.lock().unwrap();
-                if routes.dead.is_some() {
-                    return None;
-                }
-                routes.pending.get(&target).map(|pending| pending.started)
-            };
-            // Each wait is armed before the state is read, so no change slips in between.
-            loop {
-                let progress = shared.progress.notified();
-                tokio::pin!(progress);
-                progress.as_mut().enable();
-                match state(&shared) {
-                    None => return,
-                    Some(true) => break,
-                    Some(false) => progress.await,
-                }
-            }
-            loop {
+        let (client, kernel_id) = (self.client.clone(), self.kernel_id.clone());
+        self.requests.interrupt_with(move || {
+            let (client, kernel_id) = (client.clone(), kernel_id.clone());
+            async move {
                 let _ = client.interrupt(&kernel_id).await;
-                let deadline = tokio::time::Instant::now() + INTERRUPT_REPEAT;
-                loop {
-                    let progress = shared.progress.notified();
-                    tokio::pin!(progress);
-                    progress.as_mut().enable();
-                    if state(&shared).is_none() {
-                        return;
-                    }
-                    if tokio::time::timeout_at(deadline, progress).await.is_err() {
-                        break;
-                    }
-                }
             }
-        });
-        Ok(())
+        })
     }
 
     /// Whether the kernel can still run cells.
     pub fn is_alive(&self) -> bool {
-        self.shared.routes.lock().unwrap().dead.is_none()
+        self.requests.is_alive()
     }
 
     /// Who answers the cells' bridge calls from now on.
     pub fn set_bridge(&self, hook: crate::kernel::bridge_relay::BridgeHook) {
-        self.shared.bridge.set_hook(hook);
+        self.bridge.set_hook(hook);
     }
 
     /// Why the kernel stopped, once it has.
     pub fn death_reason(&self) -> Option<String> {
-        match self.shared.routes.lock().unwrap().dead.as_ref()? {
-            KernelError::Died { exit, .. } => Some(exit.clone()),
-            other => Some(other.to_string()),
-        }
+        self.requests.death_reason()
     }
 
     /// Delete the kernel on the gateway and close the websocket. Idempotent.
     pub async fn shutdown(&self) {
-        let pending = {
-            let mut routes = self.shared.routes.lock().unwrap();
-            routes.dead.get_or_insert(KernelError::Closed);
-            std::mem::take(&mut routes.pending)
-        };
-        self.shared.progress.notify_waiters();
-        for (_, request) in pending {
-            let _ = request.sender.try_send(Err(KernelError::Closed));
-        }
-        self.shared.bridge.cancel_all("the kernel was shut down");
+        self.requests.close();
         if !self.deleted.swap(true, Ordering::SeqCst) {
-            let _ = self.outgoing.send(Outgoing::Close);
+            let _ = self.requests.outgoing.send(Outgoing::Close);
             // A kernel the gateway is restarting (after a crash) cannot be
             // deleted until the restart is over: try again for a few seconds.
             for attempt in 1..=DELETE_ATTEMPTS {
@@ -454,7 +336,7 @@ impl Drop for GatewayKernel {
         for task in &self.tasks {
             task.abort();
         }
-        self.shared.bridge.cancel_all("the kernel was shut down");
+        self.bridge.cancel_all("the kernel was shut down");
         if !self.deleted.swap(true, Ordering::SeqCst)
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {

@@ -15,8 +15,11 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use super::client::{Endpoint, GatewayClient, GatewayError};
 use super::net::QuickAckStream;
-use super::route::{Shared, kernel_lost, route, startup_error};
-use super::wire::{self, Framing, Outgoing};
+use super::startup_error;
+use super::wire::{self, Framing};
+use crate::jupyter::Outgoing;
+use crate::jupyter::requests::fail_pending;
+use crate::jupyter::route::{Shared, kernel_lost, route};
 use crate::kernel::KernelError;
 use crate::runtime::Runtime;
 
@@ -196,11 +199,11 @@ impl Link {
             let reason = match ending {
                 Ending::Closed => {
                     let _ = sink.close().await;
-                    fail_pending(&self.shared, "the kernel was shut down".into()).await;
+                    fail_pending_with(&self.shared, "the kernel was shut down".into()).await;
                     return;
                 }
                 Ending::KernelLost(reason) => {
-                    fail_pending(&self.shared, reason).await;
+                    fail_pending_with(&self.shared, reason).await;
                     return;
                 }
                 Ending::Broken(reason) => reason,
@@ -209,7 +212,7 @@ impl Link {
             match self.reconnect(&reason).await {
                 Ok(again) => socket = again,
                 Err(error) => {
-                    fail_pending(&self.shared, error.to_string()).await;
+                    fail_pending_with(&self.shared, error.to_string()).await;
                     return;
                 }
             }
@@ -287,16 +290,7 @@ where
 }
 
 /// The kernel cannot run cells any more: every pending request ends with `reason`.
-async fn fail_pending(shared: &Shared, reason: String) {
-    let error = KernelError::Died { runtime: Runtime::Python, exit: reason, stderr_tail: String::new() };
-    shared.bridge.cancel_all("the kernel's connection ended");
-    let pending = {
-        let mut routes = shared.routes.lock().unwrap();
-        let error = routes.dead.get_or_insert(error).clone();
-        std::mem::take(&mut routes.pending).into_values().map(move |p| (p.sender, error.clone())).collect::<Vec<_>>()
-    };
-    shared.progress.notify_waiters();
-    for (sender, error) in pending {
-        let _ = sender.send(Err(error)).await;
-    }
+async fn fail_pending_with(shared: &Shared, reason: String) {
+    fail_pending(shared, KernelError::Died { runtime: Runtime::Python, exit: reason, stderr_tail: String::new() })
+        .await;
 }

@@ -5,9 +5,10 @@
 //!   with the token in the `Authorization` header and errors that say what to fix;
 //! - [`channels`]: [`GatewayKernel`], the websocket side, mapping Jupyter
 //!   messages onto the same [`crate::kernel::ExecEvent`]s a process kernel yields;
-//!   `route` holds the requests in flight and what each message means for
-//!   them, `link` the websocket itself (its framing, reconnection);
-//! - [`bridge_stdin`]: the cells' host-bridge calls, carried by the stdin channel;
+//!   `link` is the websocket itself (its framing, reconnection);
+//! - [`crate::jupyter`]: what the messages mean for the requests in flight,
+//!   shared with kernels started from their kernelspecs; its `bridge_stdin`
+//!   carries the cells' host-bridge calls on the stdin channel;
 //! - [`init`]: the code run in every new gateway kernel (cwd, environment,
 //!   `sys.path`, the prelude, extension modules);
 //! - [`local`]: the shared local gateway under `~/.cellbox/gateway/`, one per
@@ -18,20 +19,25 @@
 //! Which gateway, if any, is a [`GatewaySetting`], which the front ends choose from
 //! `--backend` (or `CELLBOX_BACKEND`), `CELLBOX_GATEWAY_URL` and `CELLBOX_GATEWAY_TOKEN`.
 
-pub mod bridge_stdin;
 pub mod channels;
 pub mod client;
 pub mod init;
 mod link;
 pub mod local;
 pub mod net;
-mod route;
 pub mod wire;
 
 pub use channels::GatewayKernel;
 pub use client::{Endpoint, GatewayClient, GatewayError};
 
+use crate::kernel::KernelError;
+use crate::runtime::Runtime;
 use crate::settings;
+
+/// A gateway kernel that could not start (gateway kernels are Python's).
+pub(crate) fn startup_error(error: impl std::fmt::Display) -> KernelError {
+    KernelError::StartupFailed { runtime: Runtime::Python, reason: error.to_string(), stderr_tail: String::new() }
+}
 
 /// A gateway setting (a flag's or a `CELLBOX_*` variable's value) that cannot be used, so a
 /// caller can tell which one; the text names the setting and what it takes.

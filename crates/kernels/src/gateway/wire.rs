@@ -16,17 +16,6 @@
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
-/// What the kernel's side queues for its channels websocket: messages stay
-/// JSON values until the writer frames them in the socket's framing (so a
-/// v1 socket never serializes a message to text and parses it back).
-#[derive(Debug)]
-pub enum Outgoing {
-    /// A Jupyter message as the JSON framing has it (`channel` included).
-    Message(Value),
-    /// Close the websocket: the kernel is being shut down.
-    Close,
-}
-
 /// The websocket subprotocol of the binary framing.
 pub const V1_PROTOCOL: &str = "v1.kernel.websocket.jupyter.org";
 

@@ -141,8 +141,14 @@ impl Kernel {
         validate_cwd(&options.cwd)?;
         let cache = options.cache_dir.clone().unwrap_or_else(crate::paths::cache_root);
         let runtime = options.runtime;
-        let runner = runtime
-            .runner()
+        let Some(files) = runtime.runner() else {
+            return Err(KernelError::StartupFailed {
+                runtime,
+                reason: "a Jupyter kernel is started from its kernelspec (crate::jupyter), not as a runner".into(),
+                stderr_tail: String::new(),
+            });
+        };
+        let runner = files
             .ensure_in(&cache)
             .map_err(|e| KernelError::RunnerInstall { path: cache.clone(), message: e.to_string() })?;
 

@@ -38,11 +38,15 @@ pub enum Runtime {
     Node,
     /// Bash 4.1+, with `runner-bash/runner.sh`: one long-lived shell.
     Bash,
+    /// Any Jupyter kernel installed on the machine, started from its kernelspec
+    /// and spoken to over ZeroMQ ([`crate::jupyter`]); no runner of ours.
+    Jupyter,
 }
 
 impl Runtime {
-    /// Every runtime, in the order a call takes their kernels (so concurrent
-    /// calls never wait for each other in a cycle).
+    /// Every runtime with a runner of ours, in the order a call takes their
+    /// kernels (so concurrent calls never wait for each other in a cycle);
+    /// Jupyter kernels come after them.
     pub const ALL: [Runtime; 3] = [Runtime::Python, Runtime::Node, Runtime::Bash];
 
     /// The name people read ("Python", "JavaScript").
@@ -51,6 +55,7 @@ impl Runtime {
             Runtime::Python => "Python",
             Runtime::Node => "JavaScript",
             Runtime::Bash => "Bash",
+            Runtime::Jupyter => "Jupyter",
         }
     }
 
@@ -60,15 +65,17 @@ impl Runtime {
             Runtime::Python => "python",
             Runtime::Node => "node",
             Runtime::Bash => "bash",
+            Runtime::Jupyter => "jupyter",
         }
     }
 
-    /// The runner files embedded for this runtime.
-    pub fn runner(self) -> &'static RunnerSet {
+    /// The runner files embedded for this runtime (Jupyter kernels have none).
+    pub fn runner(self) -> Option<&'static RunnerSet> {
         match self {
-            Runtime::Python => &python::RUNNER,
-            Runtime::Node => &node::RUNNER,
-            Runtime::Bash => &bash::RUNNER,
+            Runtime::Python => Some(&python::RUNNER),
+            Runtime::Node => Some(&node::RUNNER),
+            Runtime::Bash => Some(&bash::RUNNER),
+            Runtime::Jupyter => None,
         }
     }
 
@@ -79,6 +86,7 @@ impl Runtime {
             Runtime::Node => vec!["--expose-internals".into(), entry.into()],
             // No profile or rc file: a kernel starts the same wherever it runs.
             Runtime::Bash => vec!["--noprofile".into(), "--norc".into(), entry.into()],
+            Runtime::Jupyter => Vec::new(),
         }
     }
 
@@ -87,7 +95,7 @@ impl Runtime {
         match self {
             Runtime::Python => Some(python::PRELUDE_CODE),
             // The Node runner installs its helpers itself; bash has none.
-            Runtime::Node | Runtime::Bash => None,
+            Runtime::Node | Runtime::Bash | Runtime::Jupyter => None,
         }
     }
 
@@ -161,7 +169,7 @@ mod tests {
 
     #[test]
     fn every_runner_source_is_embedded() {
-        for set in Runtime::ALL.map(Runtime::runner) {
+        for set in Runtime::ALL.map(|runtime| runtime.runner().expect("runners have runner files")) {
             let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(set.source_dir);
             let mut on_disk = Vec::new();
             for entry in walk(&root) {

@@ -190,6 +190,10 @@ impl EvalEngine {
                     crate::runtime::Runtime::Python => "python".into(),
                     crate::runtime::Runtime::Node => "node".into(),
                     crate::runtime::Runtime::Bash => "bash".into(),
+                    crate::runtime::Runtime::Jupyter => format!(
+                        "jupyter:{}",
+                        key.interpreter.file_name().map(|name| name.to_string_lossy()).unwrap_or_default()
+                    ),
                 },
                 cwd: key.cwd,
                 interpreter: key.interpreter,

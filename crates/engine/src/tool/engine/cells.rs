@@ -50,8 +50,7 @@ impl EvalEngine {
         // Cells whose `reset` the check's fresh kernel already satisfies.
         let mut fresh: Vec<usize> = Vec::new();
         for (interpreter, guard) in kernels.iter_mut() {
-            let cells: Vec<&PlannedCell> =
-                plan.iter().filter(|cell| cell.language.runtime() == interpreter.runtime).collect();
+            let cells: Vec<&PlannedCell> = plan.iter().filter(|cell| cell.runs_on(interpreter)).collect();
             let Some(first) = cells.first() else { continue };
             // The kernel the first such cell would use (started now if needed;
             // a start failure is left for that cell to report). A kernel the
@@ -182,7 +181,7 @@ impl EvalEngine {
             let started = Instant::now();
             let (interpreter, guard) = kernels
                 .iter_mut()
-                .find(|(interpreter, _)| interpreter.runtime == cell.language.runtime())
+                .find(|(interpreter, _)| cell.runs_on(interpreter))
                 .expect("an interpreter was chosen for every cell's runtime");
             let (status, count, error) =
                 self.run_cell(cell, interpreter, cwd, guard, collector, cancel, on_event).await;

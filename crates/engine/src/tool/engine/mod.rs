@@ -6,6 +6,7 @@ mod branch;
 mod calls;
 mod cells;
 mod checkpoints;
+mod jupyter;
 mod workspace;
 
 pub use branch::{BranchError, ForkOptions, ForkReport, RestoreReport, SnapshotReport};
@@ -133,6 +134,7 @@ impl EvalEngine {
             Runtime::Python => self.resolve_python(&cwd).await.ok(),
             Runtime::Node => self.resolve_node(&cwd).await.ok(),
             Runtime::Bash => self.resolve_bash(&cwd).await.ok(),
+            Runtime::Jupyter => None,
         };
         if let Some(interpreter) = interpreter {
             self.fill_spare(&self.kernel_options(&interpreter, &cwd));
@@ -209,6 +211,7 @@ impl EvalEngine {
             title: None,
             language: language.unwrap_or_default(),
             language_given: language.is_some(),
+            kernel: None,
             timeout: Duration::from_secs(1),
             reset: false,
             env: None,
@@ -313,9 +316,11 @@ impl EvalEngine {
                 Runtime::Python => python.clone().expect("resolved above"),
                 Runtime::Node => self.resolve_node(cwd).await?,
                 Runtime::Bash => self.resolve_bash(cwd).await?,
+                Runtime::Jupyter => unreachable!("Runtime::ALL has runner runtimes only"),
             };
             interpreters.push(interpreter);
         }
+        interpreters.extend(self.resolve_jupyter(plan, cwd).await?);
         Ok(interpreters)
     }
 

@@ -22,7 +22,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::wire::Outgoing;
+use super::Outgoing;
 use crate::kernel::bridge_relay::{self, BridgeHook, BridgeState, CallSink};
 use crate::kernel::{ExecEvent, KernelError};
 use crate::protocol::BridgeResult;
@@ -37,11 +37,11 @@ pub const POLL_HOLD: Duration = Duration::from_millis(100);
 type EventSender = mpsc::Sender<Result<ExecEvent, KernelError>>;
 
 /// Finds the event sender of a running cell (for status events).
-pub(super) type CellEvents = Box<dyn Fn(&str) -> Option<EventSender> + Send + Sync>;
+pub(crate) type CellEvents = Box<dyn Fn(&str) -> Option<EventSender> + Send + Sync>;
 
 /// The calls of one marked input_request.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) struct CallRequest {
+pub(crate) struct CallRequest {
     /// (id, op, args) of each new call.
     pub calls: Vec<(String, String, Value)>,
 }
@@ -80,7 +80,7 @@ struct Polls {
 }
 
 /// The bridge side of one gateway kernel.
-pub(super) struct GatewayBridge {
+pub(crate) struct GatewayBridge {
     hook: Mutex<Option<BridgeHook>>,
     calls: Mutex<BridgeState>,
     polls: Mutex<Polls>,

@@ -7,11 +7,10 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, mpsc};
 
+use super::Outgoing;
 use super::bridge_stdin::{CallRequest, GatewayBridge};
-use super::wire::Outgoing;
 use crate::kernel::{CellDone, CellError, Completeness, ExecEvent, KernelError};
 use crate::protocol::DoneStatus;
-use crate::runtime::Runtime;
 
 /// The name `input()` raises under, as in cellbox's own kernels.
 const STDIN_ERROR_NAME: &str = "StdinNotSupportedError";
@@ -20,10 +19,10 @@ const STDIN_ERROR_TEXT: &str = "input() is not supported: cellbox cells have no 
 /// The text a Jupyter server sends in place of output it dropped.
 const RATE_LIMIT_TEXT: &str = "data rate exceeded";
 
-pub(super) type EventSender = mpsc::Sender<Result<ExecEvent, KernelError>>;
+pub(crate) type EventSender = mpsc::Sender<Result<ExecEvent, KernelError>>;
 
 /// One request in flight.
-pub(super) struct Pending {
+pub(crate) struct Pending {
     pub sender: EventSender,
     pub started: bool,
     pub idle: bool,
@@ -33,16 +32,16 @@ pub(super) struct Pending {
 }
 
 #[derive(Default)]
-pub(super) struct Routes {
+pub(crate) struct Routes {
     pub pending: HashMap<String, Pending>,
     /// Set once the kernel can no longer run cells: the error new requests get.
     pub dead: Option<KernelError>,
 }
 
-pub(super) struct Shared {
+pub(crate) struct Shared {
     pub routes: Mutex<Routes>,
-    /// The cells' host-bridge calls.
-    pub bridge: Arc<GatewayBridge>,
+    /// The cells' host-bridge calls (gateway kernels carry them on the stdin channel).
+    pub bridge: Option<Arc<GatewayBridge>>,
     /// Tells the connection to drop its socket (see [`super::GatewayKernel::drop_connection_for_test`]).
     pub drop_for_test: Notify,
     /// Woken when a request starts running, when one ends, and when the
@@ -51,7 +50,7 @@ pub(super) struct Shared {
 }
 
 /// `restarting` or `dead`: the kernel's state is gone (a crash the gateway saw).
-pub(super) fn kernel_lost(message: &Value) -> Option<&str> {
+pub(crate) fn kernel_lost(message: &Value) -> Option<&str> {
     if message.pointer("/header/msg_type").and_then(Value::as_str) != Some("status") {
         return None;
     }
@@ -61,16 +60,11 @@ pub(super) fn kernel_lost(message: &Value) -> Option<&str> {
     }
 }
 
-/// A gateway kernel that could not start (gateway kernels are Python's).
-pub(super) fn startup_error(error: impl std::fmt::Display) -> KernelError {
-    KernelError::StartupFailed { runtime: Runtime::Python, reason: error.to_string(), stderr_tail: String::new() }
-}
-
-pub(super) type Delivery = (EventSender, Result<ExecEvent, KernelError>);
+pub(crate) type Delivery = (EventSender, Result<ExecEvent, KernelError>);
 
 /// What `message` means for the request it answers. Its parts are moved
 /// into the events, not copied (a stream message can carry megabytes).
-pub(super) fn route(
+pub(crate) fn route(
     shared: &Shared,
     message: Value,
     outgoing: &mpsc::UnboundedSender<Outgoing>,
@@ -84,10 +78,11 @@ pub(super) fn route(
         return Vec::new();
     };
     if msg_type == "input_request"
+        && let Some(bridge) = &shared.bridge
         && let Some(request) = CallRequest::from_content(&content)
     {
         let running = shared.routes.lock().unwrap().pending.contains_key(parent);
-        shared.bridge.on_request(header.clone(), running.then(|| parent.to_string()), request);
+        bridge.on_request(header.clone(), running.then(|| parent.to_string()), request);
         return Vec::new();
     }
     let mut routes = shared.routes.lock().unwrap();
@@ -134,7 +129,8 @@ pub(super) fn route(
             pending.reply = Some(CellDone {
                 status: if text("status") == Some("ok") { DoneStatus::Ok } else { DoneStatus::Error },
                 execution_count: content.get("execution_count").and_then(Value::as_u64).unwrap_or(0),
-                cancelled: text("ename") == Some("KeyboardInterrupt"),
+                // ipykernel raises KeyboardInterrupt; IRkernel answers `abort`.
+                cancelled: text("ename") == Some("KeyboardInterrupt") || text("status") == Some("abort"),
             });
         }
         "is_complete_reply" => {
@@ -174,7 +170,9 @@ pub(super) fn route(
         events.push(last);
         routes.pending.remove(parent);
         shared.progress.notify_waiters();
-        shared.bridge.cell_ended(parent);
+        if let Some(bridge) = &shared.bridge {
+            bridge.cell_ended(parent);
+        }
     }
     events.into_iter().map(|event| (sender.clone(), Ok(event))).collect()
 }

@@ -1,0 +1,38 @@
+//! Jupyter kernels: the messaging both Jupyter-speaking kernel kinds share,
+//! and the kind that needs no server.
+//!
+//! - [`route`]: the requests in flight and what each Jupyter message means
+//!   for the request it answers (the [`crate::kernel::ExecEvent`]s a runner
+//!   process yields); [`requests`]: making and sending requests, interrupts,
+//!   failing what is pending once a kernel is lost; [`bridge_stdin`]: the
+//!   host-bridge calls a gateway kernel makes on its stdin channel.
+//! - [`spec`]: installed kernelspecs, found where Jupyter looks;
+//!   [`wire`]: messages as signed ZeroMQ multipart messages;
+//!   [`kernel`]: [`JupyterKernel`], a kernelspec's kernel started as a local
+//!   process under the sandbox, on ZeroMQ sockets of its own.
+//!
+//! Kernels on a Jupyter gateway ([`crate::gateway`]) use the same routing
+//! over the gateway's websocket instead.
+
+pub mod bridge_stdin;
+pub mod kernel;
+pub(crate) mod requests;
+pub(crate) mod route;
+pub mod spec;
+pub mod wire;
+
+pub use kernel::JupyterKernel;
+pub use spec::{KernelSpec, SearchPath, SpecError};
+
+use serde_json::Value;
+
+/// What a kernel's client queues for its transport: messages stay JSON
+/// values until the writer frames them for the socket (so no message is
+/// serialized to text and parsed back on the way).
+#[derive(Debug)]
+pub enum Outgoing {
+    /// A Jupyter message as the JSON framing has it (`channel` included).
+    Message(Value),
+    /// Close the connection: the kernel is being shut down.
+    Close,
+}

@@ -1,0 +1,105 @@
+//! Cells for installed Jupyter kernels through the eval tool: `"language":
+//! "r"` on a real IRkernel (installed by the test command from the system's
+//! packages; skipped with the reason where it cannot be) and `"kernel":
+//! "python3"` on the test environment's real ipykernel.
+#![cfg(target_os = "linux")]
+
+use crate::common;
+use crate::jupyter_kernel::irkernel;
+
+use cellbox_engine::tool::{CellStatus, EvalEngine, EvalResult};
+use common::engine::{Fixture, try_eval_json as eval_params};
+use serde_json::json;
+
+async fn r(engine: &EvalEngine, code: &str) -> EvalResult {
+    eval_params(engine, json!({"cells": [{"code": code, "language": "r"}]})).await.unwrap()
+}
+
+async fn py3(engine: &EvalEngine, code: &str, timeout: u32) -> EvalResult {
+    let params = json!({"cells": [{"code": code, "kernel": "python3", "timeout": timeout}]});
+    eval_params(engine, params).await.unwrap()
+}
+
+#[tokio::test]
+async fn r_cells_keep_state_plot_fail_and_survive_a_timeout() {
+    if irkernel().is_none() {
+        return;
+    }
+    let f = Fixture::new(|_| {});
+    assert!(!r(&f.engine, "x <- 41").await.is_error);
+    let value = r(&f.engine, "cat('hello\\n'); x + 1").await;
+    assert_eq!(value.text, "hello\n42\n", "{}", value.text);
+    let plot = r(&f.engine, "plot(1:10)").await;
+    assert_eq!(plot.images.len(), 1, "{}", plot.text);
+    assert_eq!(plot.images[0].image.mime, "image/png");
+    let failed = r(&f.engine, "f <- function() stop('boom')\nf()").await;
+    assert!(failed.is_error && failed.text.contains("boom"), "{}", failed.text);
+    let slept = eval_params(&f.engine, json!({"cells": [{"code": "Sys.sleep(600)", "language": "r", "timeout": 1}]}))
+        .await
+        .unwrap();
+    assert_eq!(slept.cells[0].status, CellStatus::Timeout, "{}", slept.text);
+    assert!(r(&f.engine, "cat(x)").await.text.contains("41"), "the state outlives the interrupt");
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn the_sandbox_holds_for_r_cells() {
+    if irkernel().is_none() {
+        return;
+    }
+    let secret = tempfile::tempdir().unwrap();
+    std::fs::write(secret.path().join("id_rsa"), "sk-secret").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let marker = outside.path().join("marker");
+    let denied = secret.path().to_path_buf();
+    let f = Fixture::new(|config| config.sandbox.deny_read.push(denied));
+    let code = format!(
+        "tryCatch(cat(readLines('{}/id_rsa')), error = function(e) cat('read-refused\\n'), warning = function(w) \
+         cat('read-refused\\n'))\nok <- suppressWarnings(file.create('{}'))\ncat(if (ok) 'wrote-outside' else \
+         'write-refused', '\\n')",
+        secret.path().display(),
+        marker.display()
+    );
+    let result = r(&f.engine, &code).await;
+    assert!(result.text.contains("read-refused") && result.text.contains("write-refused"), "{}", result.text);
+    assert!(!result.text.contains("sk-secret"), "a secret came back");
+    assert!(!marker.exists(), "a marker outside the workspace appeared");
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn a_kernel_cell_runs_in_the_named_kernelspec_and_a_stuck_one_is_killed() {
+    let f = Fixture::new(|_| {});
+    let first = py3(&f.engine, "import sys\nkept = 7\nprint(sys.argv[0].endswith('ipykernel_launcher.py'))", 30).await;
+    assert_eq!(first.text, "True\n", "the cell ran in ipykernel, not cellbox's runner");
+    let stuck = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass";
+    let killed = py3(&f.engine, stuck, 1).await;
+    assert_eq!(killed.cells[0].status, CellStatus::Killed, "{}", killed.text);
+    let after = py3(&f.engine, "print('kept' in globals())", 30).await;
+    assert_eq!(after.text, "False\n", "a killed kernel starts afresh: {}", after.text);
+    let crashed = py3(&f.engine, "import os\nos._exit(9)", 30).await;
+    assert!(crashed.is_error, "{}", crashed.text);
+    assert!(crashed.text.contains("exit code 9"), "the crash is attributed to the cell: {}", crashed.text);
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
+async fn hostile_and_unknown_kernel_names_are_refused_with_what_is_installed() {
+    let f = Fixture::new(|_| {});
+    for name in ["../../etc", "/usr/share/jupyter/kernels/ir", "ir\u{0}", ""] {
+        let error = eval_params(&f.engine, json!({"cells": [{"code": "1", "kernel": name}]})).await.unwrap_err();
+        assert!(error.to_string().contains("is not a kernel name"), "{name:?}: {error}");
+    }
+    let unknown = eval_params(&f.engine, json!({"cells": [{"code": "1", "kernel": "no-such-kernel"}]})).await;
+    let message = match unknown {
+        Err(error) => error.to_string(),
+        Ok(result) => result.text,
+    };
+    assert!(message.contains("no Jupyter kernel named \"no-such-kernel\" is installed"), "{message}");
+    assert!(message.contains("python3"), "the installed kernels are listed: {message}");
+    let mixed = eval_params(&f.engine, json!({"cells": [{"code": "1", "kernel": "python3", "language": "js"}]})).await;
+    assert!(mixed.unwrap_err().to_string().contains("pass one or the other"));
+    let nameless = eval_params(&f.engine, json!({"cells": [{"code": "1", "language": "jupyter"}]})).await;
+    assert!(nameless.unwrap_err().to_string().contains("names its kernel"));
+    f.engine.dispose_all().await;
+}
