@@ -11,7 +11,7 @@
 //! - [`doctor`] checks a machine; [`install`] registers cellbox with MCP clients.
 
 use cellbox_engine::{bridge, output, session, tool};
-use cellbox_kernels::{discovery, kernel, paths, runtime, sandbox, stop_signals, tls};
+use cellbox_kernels::{discovery, jupyter, kernel, paths, runtime, sandbox, stop_signals, tls};
 use cellbox_sdk as sdk;
 use cellbox_settings as settings;
 

@@ -116,6 +116,21 @@ fn render(report: &Report) -> String {
         yes_no(l.javascript_enabled),
         yes_no(l.javascript_available)
     ));
+    out.push_str("\nJupyter kernels (cells pick one with \"kernel\": \"<name>\"; R cells get an R one)\n");
+    if report.jupyter_kernels.is_empty() {
+        out.push_str(
+            "  none installed (`jupyter kernelspec list` shows what Jupyter finds; cellbox looks in the same places)\n",
+        );
+    }
+    for kernel in &report.jupyter_kernels {
+        out.push_str(&format!(
+            "  {:<12} {:<10} {} ({})\n",
+            kernel.name,
+            kernel.language,
+            kernel.display_name,
+            kernel.path.display()
+        ));
+    }
     out.push_str("\nSandbox\n");
     for entry in &report.sandbox {
         out.push_str(&format!("  {:<10} {:<12} {}\n", entry.name, entry.status, entry.detail));

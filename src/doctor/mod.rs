@@ -45,6 +45,8 @@ pub struct Report {
     pub uv: ToolReport,
     pub pip: ToolReport,
     pub languages: Languages,
+    /// The installed Jupyter kernels cells can name (`"kernel": "<name>"`), found where Jupyter looks.
+    pub jupyter_kernels: Vec<JupyterKernelEntry>,
     pub sandbox: Vec<SandboxEntry>,
     pub gateway: Gateway,
     /// The `CELLBOX_*` settings this process was started with, in the order
@@ -99,6 +101,16 @@ pub struct Languages {
     pub javascript_enabled: bool,
     pub python_available: bool,
     pub javascript_available: bool,
+}
+
+/// One installed Jupyter kernel.
+#[derive(Debug, Clone, Serialize)]
+pub struct JupyterKernelEntry {
+    pub name: String,
+    pub display_name: String,
+    pub language: String,
+    /// Its kernelspec's folder.
+    pub path: PathBuf,
 }
 
 /// Remote kernels: whether they are configured. The token's value is never kept.
@@ -223,6 +235,16 @@ pub fn examine(input: &DoctorInput) -> Report {
         uv,
         pip,
         languages,
+        jupyter_kernels: crate::jupyter::SearchPath::from_env(None)
+            .list()
+            .into_iter()
+            .map(|spec| JupyterKernelEntry {
+                name: spec.name,
+                display_name: spec.display_name,
+                language: spec.language,
+                path: spec.dir,
+            })
+            .collect(),
         sandbox: sandbox_entries(),
         gateway,
         settings: settings_in_effect(),

@@ -36,6 +36,8 @@ pub enum SdkLanguage {
     JavaScript,
     TypeScript,
     Bash,
+    /// R, in an installed Jupyter kernel for R (IRkernel).
+    R,
 }
 
 impl SdkLanguage {
@@ -46,8 +48,9 @@ impl SdkLanguage {
             "javascript" | "js" => Ok(SdkLanguage::JavaScript),
             "typescript" | "ts" => Ok(SdkLanguage::TypeScript),
             "bash" | "sh" | "shell" => Ok(SdkLanguage::Bash),
+            "r" => Ok(SdkLanguage::R),
             other => Err(Failure::invalid_params(format!(
-                "unknown language {other:?}: use python, javascript (js), typescript (ts) or bash"
+                "unknown language {other:?}: use python, javascript (js), typescript (ts), bash or r"
             ))),
         }
     }
@@ -58,6 +61,7 @@ impl SdkLanguage {
             SdkLanguage::JavaScript => "javascript",
             SdkLanguage::TypeScript => "typescript",
             SdkLanguage::Bash => "bash",
+            SdkLanguage::R => "r",
         }
     }
 
@@ -68,6 +72,7 @@ impl SdkLanguage {
             SdkLanguage::JavaScript => Language::Js,
             SdkLanguage::TypeScript => Language::Ts,
             SdkLanguage::Bash => Language::Bash,
+            SdkLanguage::R => Language::R,
         }
     }
 
@@ -77,10 +82,10 @@ impl SdkLanguage {
     }
 
     /// The language whose default context a run without one goes to
-    /// (TypeScript shares JavaScript's kernel; bash gets a shell of its own in Python's).
+    /// (TypeScript shares JavaScript's kernel; bash and R get kernels of their own in Python's).
     fn default_context(self) -> &'static str {
         match self {
-            SdkLanguage::Python | SdkLanguage::Bash => "python",
+            SdkLanguage::Python | SdkLanguage::Bash | SdkLanguage::R => "python",
             SdkLanguage::JavaScript | SdkLanguage::TypeScript => "javascript",
         }
     }

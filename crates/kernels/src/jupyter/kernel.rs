@@ -78,6 +78,7 @@ pub struct JupyterKernel {
     interrupts: Arc<AtomicU64>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     _sockets: Sockets,
+    _short: ShortName,
     _folder: tempfile::TempDir,
     _guard: crate::sandbox::SandboxGuard,
 }
@@ -118,8 +119,13 @@ impl JupyterKernel {
             return Err(startup_failed(&spec, "Jupyter kernels from kernelspecs run on Linux and macOS only", ""));
         }
         crate::sandbox::announce(&options.sandbox);
-        let sandbox = crate::sandbox::prepare(&options.sandbox, &options.cwd, &options.env)?;
-        let folder = match sandbox.guard.temp_dir() {
+        // The kernelspec's program, started as cellbox starts its own kernels
+        // (sandbox, session, environment, and the working folder as the kernel sees it).
+        let mut env = options.env.clone();
+        env.extend(spec.env.clone());
+        let (command, guard) =
+            crate::sandbox::command_like_a_kernel(&spec.program(), &options.sandbox, &options.cwd, &env)?;
+        let folder = match guard.temp_dir() {
             Some(temp) => tempfile::Builder::new().prefix("jupyter-").tempdir_in(temp),
             None => tempfile::Builder::new().prefix("cellbox-jupyter-").tempdir(),
         }
@@ -128,8 +134,10 @@ impl JupyterKernel {
         getrandom::fill(&mut key).map_err(|e| startup_failed(&spec, format!("no random key: {e}"), ""))?;
         let key: String = key.iter().map(|b| format!("{b:02x}")).collect();
         let connection_file = folder.path().join("connection.json");
+        let short = ShortName::for_folder(folder.path())
+            .map_err(|e| startup_failed(&spec, format!("could not name its sockets: {e}"), ""))?;
         let mut connection = json!({
-            "transport": "ipc", "ip": folder.path().join("k").to_string_lossy(),
+            "transport": "ipc", "ip": short.path().join("k").to_string_lossy(),
             "key": key, "signature_scheme": "hmac-sha256", "kernel_name": spec.name,
         });
         for (port, channel) in CHANNELS.iter().enumerate() {
@@ -139,7 +147,7 @@ impl JupyterKernel {
             .map_err(|e| startup_failed(&spec, format!("could not write its connection file: {e}"), ""))?;
 
         let argv = spec.command(&connection_file);
-        let (pid, exit, tail, guard) = spawn(&options, &spec, &argv, sandbox)?;
+        let (pid, exit, tail) = spawn(command, &spec, &argv)?;
         let kill = || {
             let _ = signal_group(pid, Signal::SIGKILL);
         };
@@ -197,13 +205,23 @@ impl JupyterKernel {
             interrupts: Arc::new(AtomicU64::new(0)),
             tasks,
             _sockets: sockets,
+            _short: short,
             _folder: folder,
             _guard: guard,
         })
     }
 
     /// Send an `execute_request`; its events arrive on the returned [`Execution`].
+    /// Per-cell variables and working folders are cellbox runners' own: a
+    /// Jupyter kernel has no way to take them, so a cell that sets them is refused.
     pub async fn execute_with(&self, code: &str, options: ExecuteOptions) -> Result<Execution, KernelError> {
+        if options.env.as_ref().is_some_and(|env| !env.is_empty()) || options.cwd.is_some() {
+            return Err(KernelError::Protocol(format!(
+                "{} ({}) cells take no per-cell environment variables or working folder: set them in the \
+                 cell's own code, or in the session's environment",
+                self.spec.display_name, self.spec.name
+            )));
+        }
         self.requests.execute_with(code, options)
     }
 
@@ -329,6 +347,56 @@ impl Drop for JupyterKernel {
     }
 }
 
+/// The longest socket path the kernel is given (a Unix socket's path holds
+/// at most 107 bytes on Linux, 103 on macOS).
+const MAX_SOCKET_PATH: usize = 100;
+
+/// The name the kernel binds its sockets under: its connection folder, or,
+/// when that path is too long for a socket (a deep temp root), a short
+/// symlink to it in `/tmp` that the host made (and removes). The host itself
+/// never goes through the link: it opens the folder it made ([`Sockets`]).
+struct ShortName {
+    path: PathBuf,
+    link: bool,
+}
+
+impl ShortName {
+    fn for_folder(folder: &Path) -> std::io::Result<ShortName> {
+        if folder.join("k-5").as_os_str().len() <= MAX_SOCKET_PATH {
+            return Ok(ShortName { path: folder.to_path_buf(), link: false });
+        }
+        #[cfg(unix)]
+        for _ in 0..16 {
+            let mut random = [0u8; 8];
+            getrandom::fill(&mut random).map_err(std::io::Error::other)?;
+            let name: String = random.iter().map(|b| format!("{b:02x}")).collect();
+            let link = Path::new("/tmp").join(format!("cellbox-jupyter-{name}"));
+            match std::os::unix::fs::symlink(folder, &link) {
+                Ok(()) => return Ok(ShortName { path: link, link: true }),
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(error) => return Err(error),
+            }
+        }
+        Err(std::io::Error::other(format!(
+            "its connection folder's path is longer than a socket's ({} bytes), and no short link to it could be made \
+             in /tmp",
+            folder.as_os_str().len()
+        )))
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ShortName {
+    fn drop(&mut self) {
+        if self.link {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
 /// A message for the control channel that no request waits on.
 fn control_message(session: &str, what: &str, msg_type: &str) -> Value {
     json!({
@@ -353,42 +421,15 @@ fn tail_text(tail: &Mutex<Vec<u8>>) -> String {
     String::from_utf8_lossy(&tail.lock().unwrap()).into_owned()
 }
 
-type Spawned = (u32, watch::Receiver<Option<ExitInfo>>, Arc<Mutex<Vec<u8>>>, crate::sandbox::SandboxGuard);
+type Spawned = (u32, watch::Receiver<Option<ExitInfo>>, Arc<Mutex<Vec<u8>>>);
 
-/// Start the kernel's command in its own session under the sandbox, its
+/// Start `command` (the kernelspec's program, made by
+/// [`crate::sandbox::command_like_a_kernel`]) with the rest of `argv`, its
 /// stdout and stderr kept (the last [`TAIL_BYTES`]).
-#[cfg(unix)]
-fn spawn(
-    options: &KernelOptions,
-    spec: &KernelSpec,
-    argv: &[String],
-    mut sandbox: crate::sandbox::Prepared,
-) -> Result<Spawned, KernelError> {
+fn spawn(mut command: std::process::Command, spec: &KernelSpec, argv: &[String]) -> Result<Spawned, KernelError> {
     use std::process::Stdio;
-    let mut command = match sandbox.wrapper.split_first() {
-        Some((wrapper, wrapper_args)) => {
-            let mut command = tokio::process::Command::new(wrapper);
-            command.args(wrapper_args).arg(&argv[0]);
-            command
-        }
-        None => tokio::process::Command::new(&argv[0]),
-    };
-    command
-        .args(&argv[1..])
-        .current_dir(&options.cwd)
-        .env_clear()
-        .envs(&options.env)
-        .envs(&spec.env)
-        .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let guard = std::mem::take(&mut sandbox.guard);
-    let child_sandbox = Arc::new(sandbox);
-    // SAFETY: only the sandbox's async-signal-safe steps run between fork and exec.
-    unsafe {
-        command.pre_exec(move || child_sandbox.enter_in_child());
-    }
+    command.args(&argv[1..]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut command = tokio::process::Command::from(command);
     let spawned = command.spawn();
     // The sandbox's fds were for the child only.
     drop(command);
@@ -406,17 +447,7 @@ fn spawn(
         let info = child.wait().await.map(ExitInfo::from).unwrap_or(ExitInfo { code: None, signal: None });
         let _ = exit_tx.send(Some(info));
     });
-    Ok((pid, exit_rx, tail, guard))
-}
-
-#[cfg(not(unix))]
-fn spawn(
-    _options: &KernelOptions,
-    spec: &KernelSpec,
-    _argv: &[String],
-    _sandbox: crate::sandbox::Prepared,
-) -> Result<Spawned, KernelError> {
-    Err(startup_failed(spec, "Jupyter kernels from kernelspecs run on Linux and macOS only", ""))
+    Ok((pid, exit_rx, tail))
 }
 
 async fn keep_tail(mut stream: impl tokio::io::AsyncRead + Unpin, tail: Arc<Mutex<Vec<u8>>>) {

@@ -245,12 +245,16 @@ impl KernelSpec {
                     .replace("{resource_dir}", &self.dir.to_string_lossy())
             })
             .collect();
-        if matches!(argv[0].as_str(), "python" | "python3")
-            && let Some(python) = self.environment_python()
-        {
-            argv[0] = python.to_string_lossy().into_owned();
-        }
+        argv[0] = self.program().to_string_lossy().into_owned();
         argv
+    }
+
+    /// The program its command line starts (see [`KernelSpec::command`]).
+    pub fn program(&self) -> PathBuf {
+        match self.argv[0].as_str() {
+            "python" | "python3" => self.environment_python().unwrap_or_else(|| PathBuf::from(&self.argv[0])),
+            program => PathBuf::from(program),
+        }
     }
 
     /// `<prefix>/bin/python` when the spec lies in `<prefix>/share/jupyter/kernels/<name>`.

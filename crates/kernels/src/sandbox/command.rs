@@ -1,5 +1,6 @@
 //! A program the host starts for a kernel's sake (an interpreter probe, an
-//! E2B sandbox's process), started the way the kernel itself would be.
+//! E2B sandbox's process), or a kernel that is not a runner of ours (a
+//! Jupyter kernel), started the way cellbox's own kernels are.
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -143,7 +143,8 @@ impl EvalEngine {
 
     /// Keep a spare for `options` within the live-kernel limit.
     fn fill_spare(&self, options: &KernelOptions) {
-        if !self.spares.enabled() {
+        // Spares are runner processes; Jupyter kernels start when a cell needs them.
+        if !self.spares.enabled() || options.runtime == Runtime::Jupyter {
             return;
         }
         let used = self.pool.live_count(None) + self.spares.len();
@@ -260,6 +261,9 @@ impl EvalEngine {
         }
         if exposure.allows(Language::Bash) && runtime::bash::resolve_from_env(cwd, &policy).is_ok() {
             languages.push(Language::Bash);
+        }
+        if exposure.allows(Language::R) && crate::jupyter::SearchPath::from_env(None).for_language("R", "ir").is_ok() {
+            languages.push(Language::R);
         }
         languages
     }
