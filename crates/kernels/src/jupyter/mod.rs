@@ -9,15 +9,21 @@
 //! - [`spec`]: installed kernelspecs, found where Jupyter looks;
 //!   [`wire`]: messages as signed ZeroMQ multipart messages;
 //!   [`kernel`]: [`JupyterKernel`], a kernelspec's kernel started as a local
-//!   process under the sandbox, on ZeroMQ sockets of its own.
+//!   process under the sandbox, on ZeroMQ sockets of its own: `sockets`
+//!   (where they are, reached without following what the kernel planted),
+//!   [`relay`] (what the kernel sends is bounded on the way), `channels`
+//!   (the tasks that carry its messages and watch it).
 //!
 //! Kernels on a Jupyter gateway ([`crate::gateway`]) use the same routing
 //! over the gateway's websocket instead.
 
 pub mod bridge_stdin;
+mod channels;
 pub mod kernel;
+pub mod relay;
 pub(crate) mod requests;
 pub(crate) mod route;
+mod sockets;
 pub mod spec;
 pub mod wire;
 
