@@ -70,6 +70,12 @@ async fn the_sandbox_holds_for_r_cells() {
 #[tokio::test]
 async fn a_kernel_cell_runs_in_the_named_kernelspec_and_a_stuck_one_is_killed() {
     let f = Fixture::new(|_| {});
+    // Per-cell variables are refused before the kernel is touched (a library caller's).
+    let mut params =
+        cellbox_engine::tool::EvalParams::from_json(json!({"cells": [{"code": "1", "kernel": "python3"}]})).unwrap();
+    params.cells[0].env = Some([("FOO".to_string(), Some("bar".to_string()))].into());
+    let refused = common::engine::try_eval_in(&f.engine, "s", params).await.unwrap_err().to_string();
+    assert!(refused.contains("take no per-cell environment variables"), "{refused}");
     let first = py3(&f.engine, "import sys\nkept = 7\nprint(sys.argv[0].endswith('ipykernel_launcher.py'))", 30).await;
     assert_eq!(first.text, "True\n", "the cell ran in ipykernel, not cellbox's runner");
     let stuck = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True: pass";
@@ -101,5 +107,8 @@ async fn hostile_and_unknown_kernel_names_are_refused_with_what_is_installed() {
     assert!(mixed.unwrap_err().to_string().contains("pass one or the other"));
     let nameless = eval_params(&f.engine, json!({"cells": [{"code": "1", "language": "jupyter"}]})).await;
     assert!(nameless.unwrap_err().to_string().contains("names its kernel"));
+    let not_r = eval_params(&f.engine, json!({"cells": [{"code": "1", "kernel": "python3", "language": "r"}]})).await;
+    let not_r = not_r.unwrap_err().to_string();
+    assert!(not_r.contains("python3 is a python kernel"), "{not_r}");
     f.engine.dispose_all().await;
 }

@@ -21,10 +21,14 @@ pub fn ipykernel() -> KernelSpec {
     SearchPath { dirs: vec![prefix.join("share/jupyter")] }.find("python3").expect("ipykernel is in the test venv")
 }
 
-/// IRkernel's kernelspec, or `None` (said on stderr) when R or IRkernel is missing.
+/// IRkernel's kernelspec, or `None` (said on stderr) when R or IRkernel is missing; a
+/// failure instead when `CELLBOX_TEST_IRKERNEL=required` (scripts/test sets it once R is installed).
 pub fn irkernel() -> Option<KernelSpec> {
     match SearchPath::from_env(None).find("ir") {
         Ok(spec) => Some(spec),
+        Err(error) if std::env::var("CELLBOX_TEST_IRKERNEL").as_deref() == Ok("required") => {
+            panic!("IRkernel is required (CELLBOX_TEST_IRKERNEL=required) and missing: {error}")
+        }
         Err(error) => {
             eprintln!(
                 "skipped: IRkernel is not installed ({error}); scripts/test installs r-cran-irkernel with apt-get"
@@ -95,10 +99,10 @@ async fn an_interrupt_keeps_the_state_and_a_crash_names_how_it_died() {
 
 #[tokio::test]
 async fn a_kernel_that_stops_answering_its_heartbeat_while_idle_is_declared_dead() {
-    let heartbeat = Heartbeat { interval: Duration::from_millis(200), misses: 3 };
+    let heartbeat = Heartbeat { interval: Duration::from_secs(1), misses: 3 };
     let kernel = JupyterKernel::start_with(options(std::env::temp_dir()), ipykernel(), heartbeat).await.unwrap();
     // A long cell is not a missed heartbeat, whatever the kernel does meanwhile.
-    let slow = run(&kernel, "import time; time.sleep(1.5); print('done')").await;
+    let slow = run(&kernel, "import time; time.sleep(4); print('done')").await;
     assert_eq!(slow.stdout(), "done\n");
     assert!(kernel.is_alive());
     signal_pid(kernel.pid(), Signal::SIGSTOP).unwrap();
@@ -148,5 +152,83 @@ async fn irkernel_keeps_state_plots_and_reports_errors() {
     let interrupted = execution.collect().await.unwrap();
     assert!(interrupted.done.cancelled, "{interrupted:?}");
     assert_eq!(run(&kernel, "cat(x)").await.stdout(), "41", "{interrupted:?}");
+    kernel.shutdown().await;
+}
+
+/// A kernelspec whose "kernel" is the Python script `script` (given the connection file, then `args`).
+fn fake_kernel(script: &str, args: &[&str]) -> KernelSpec {
+    let mut spec = ipykernel();
+    spec.argv =
+        vec![common::python().to_string_lossy().into_owned(), "-c".into(), script.into(), "{connection_file}".into()];
+    spec.argv.extend(args.iter().map(|arg| arg.to_string()));
+    spec.name = "fake".into();
+    spec
+}
+
+/// Binds the sockets `first..=5` at the connection file's `ip`, then waits.
+const BIND_REST: &str = r#"
+import json, os, socket, sys, time
+c = json.load(open(sys.argv[1]))
+def bind(port):
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(f"{c['ip']}-{port}")
+    s.listen()
+    return s
+"#;
+
+#[tokio::test]
+async fn a_socket_the_kernel_replaced_by_a_symlink_is_never_followed() {
+    let outside = tempfile::tempdir().unwrap();
+    let service = outside.path().join("service.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&service).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let script = format!(
+        "{BIND_REST}\nos.symlink(sys.argv[2], c['ip'] + '-1')\nheld = [bind(p) for p in range(2, 6)]\ntime.sleep(600)"
+    );
+    let error = JupyterKernel::start(options(std::env::temp_dir()), fake_kernel(&script, &[service.to_str().unwrap()]))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("k-1 in its connection folder is not a socket"), "{error}");
+    assert!(listener.accept().is_err(), "the host connected to a socket the kernel pointed it at");
+}
+
+#[tokio::test]
+async fn a_kernel_announcing_a_huge_frame_is_cut_off_and_the_host_lives() {
+    // A ZMTP 3 greeting, then a frame header claiming 64 TiB, on every socket.
+    let script = format!(
+        "{BIND_REST}\nimport threading\nheld = [bind(p) for p in range(1, 6)]\n\
+         greeting = b'\\xff' + bytes(8) + b'\\x7f\\x03\\x00NULL' + bytes(16) + b'\\x00' + bytes(31)\n\
+         def serve(s):\n    while True:\n        conn, _ = s.accept()\n        conn.sendall(greeting + b'\\x02' + (1 << 46).to_bytes(8, 'big'))\n\
+         for s in held:\n    threading.Thread(target=serve, args=(s,), daemon=True).start()\ntime.sleep(600)"
+    );
+    let error =
+        JupyterKernel::start(options(std::env::temp_dir()), fake_kernel(&script, &[])).await.unwrap_err().to_string();
+    assert!(error.contains("the kernel sent a frame of 70368744177664 bytes"), "{error}");
+}
+
+#[tokio::test]
+async fn the_sandbox_holds_for_ipykernel() {
+    let secret = tempfile::tempdir().unwrap();
+    std::fs::write(secret.path().join("id_rsa"), "sk-secret").unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let marker = outside.path().join("marker");
+    let workspace = tempfile::tempdir().unwrap();
+    let mut options = options(workspace.path().into());
+    options.sandbox = cellbox_kernels::sandbox::SandboxPolicy {
+        mode: cellbox_kernels::sandbox::SandboxMode::WorkspaceWrite,
+        deny_read: vec![secret.path().into()],
+        ..Default::default()
+    };
+    let kernel = JupyterKernel::start(options, ipykernel()).await.expect("a sandboxed ipykernel starts");
+    let code = format!(
+        "try:\n    print(open('{}/id_rsa').read())\nexcept OSError:\n    print('read-refused')\ntry:\n    open('{}', 'w')\n    print('wrote-outside')\nexcept OSError:\n    print('write-refused')\nopen('inside', 'w').write('ok')",
+        secret.path().display(),
+        marker.display()
+    );
+    let out = run(&kernel, &code).await;
+    assert_eq!(out.stdout(), "read-refused\nwrite-refused\n", "{out:?}");
+    assert!(!marker.exists(), "a marker outside the workspace appeared");
+    assert!(workspace.path().join("inside").exists(), "the workspace is writable");
     kernel.shutdown().await;
 }

@@ -363,6 +363,13 @@ pub const TEST_NODE_FETCH: EnvVar = development(
     "the one `scripts/test` puts in `tests/node-fetch/node_modules`",
     "A Node.js 24 (whose own `fetch` reads the proxy variables) for the network tests.",
 );
+/// `CELLBOX_TEST_IRKERNEL`.
+pub const TEST_IRKERNEL: EnvVar = development(
+    "CELLBOX_TEST_IRKERNEL",
+    "`required`",
+    "",
+    "Fail the R tests when IRkernel is missing, instead of skipping them (`scripts/test` sets it once it installed R).",
+);
 /// `CELLBOX_TEST_BASE_PYTHON`.
 pub const TEST_BASE_PYTHON: EnvVar = development(
     "CELLBOX_TEST_BASE_PYTHON",
@@ -514,6 +521,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     TEST_PYTHON,
     TEST_NODE,
     TEST_NODE_FETCH,
+    TEST_IRKERNEL,
     TEST_BASE_PYTHON,
     TEST_EG_BASE_PYTHON,
     TEST_EG_PYTHON,

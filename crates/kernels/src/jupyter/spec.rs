@@ -14,6 +14,13 @@
 //! Each holds `kernels/<name>/kernel.json`. A name is what Jupyter accepts
 //! (ASCII letters, digits, `.`, `_`, `-`): anything else, `..` included, is
 //! refused before any path is made from it.
+//!
+//! Kernels can write some of these places (a `.venv` in the workspace), and
+//! the host reads them: a kernel.json is opened without following a final
+//! symlink and without blocking (a FIFO is refused, not waited on), and read
+//! only if it is a regular file of at most a megabyte; a folder's first
+//! [`MAX_KERNELS`] entries are looked at. A kernelspec a kernel planted runs
+//! as any kernel does, under the sandbox: it gains nothing the kernel had not.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -105,6 +112,7 @@ impl SearchPath {
         for dir in &self.dirs {
             let Ok(entries) = std::fs::read_dir(dir.join("kernels")) else { continue };
             let mut names: Vec<String> = entries
+                .take(MAX_KERNELS)
                 .filter_map(Result::ok)
                 .filter_map(|entry| entry.file_name().into_string().ok())
                 .filter(|name| valid_name(name))
@@ -186,6 +194,9 @@ struct SpecFile {
     env: BTreeMap<String, String>,
 }
 
+/// The most entries of one `kernels` folder looked at.
+pub const MAX_KERNELS: usize = 1000;
+
 /// The largest kernel.json read (real ones are a few hundred bytes).
 const MAX_SPEC_BYTES: u64 = 1 << 20;
 
@@ -193,7 +204,11 @@ fn read(folder: &Path, name: &str) -> Result<KernelSpec, SpecError> {
     use std::io::Read;
     let path = folder.join("kernel.json");
     let unusable = |reason: String| SpecError::Unusable { path: path.clone(), reason };
-    let file = std::fs::File::open(&path).map_err(|e| unusable(e.to_string()))?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    let file = options.open(&path).map_err(|e| unusable(e.to_string()))?;
     if !file.metadata().map(|m| m.is_file()).unwrap_or(false) {
         return Err(unusable("it is not a regular file".into()));
     }
@@ -344,6 +359,29 @@ mod tests {
         assert!(missing.contains("installed: ark, ir"), "{missing}");
         let none = search.for_language("julia", "julia").unwrap_err().to_string();
         assert!(none.starts_with("no Jupyter kernel for julia is installed (installed: ark, ir)"), "{none}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn planted_fifos_and_symlinks_are_refused_without_blocking() {
+        let (root, secret) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let secret_json = secret.path().join("secret.json");
+        std::fs::write(&secret_json, r#"{"argv": ["x"], "display_name": "sk-secret"}"#).unwrap();
+        let linked = root.path().join("kernels/linked");
+        std::fs::create_dir_all(&linked).unwrap();
+        std::os::unix::fs::symlink(&secret_json, linked.join("kernel.json")).unwrap();
+        let fifo = root.path().join("kernels/fifo");
+        std::fs::create_dir_all(&fifo).unwrap();
+        let path = std::ffi::CString::new(fifo.join("kernel.json").to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        let search = SearchPath { dirs: vec![root.path().into()] };
+        // Neither blocks nor reads through the link.
+        assert!(search.list().is_empty());
+        assert!(matches!(search.find("fifo"), Err(SpecError::NotFound { .. } | SpecError::Unusable { .. })));
+        let linked = search.find("linked").unwrap_err().to_string();
+        assert!(!linked.contains("sk-secret"), "{linked}");
+        install(root.path(), "ir", r#"{"argv": ["R"], "language": "R"}"#);
+        assert_eq!(search.find("ir").unwrap().name, "ir");
     }
 
     #[cfg(unix)]

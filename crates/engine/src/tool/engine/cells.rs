@@ -80,7 +80,9 @@ impl EvalEngine {
                     }
                     found.extend(cells.iter().map(|cell| cell.index).zip(answer.cells));
                 }
-                Ok(None) => collector.note("Pre-run check: not on gateway kernels; these cells ran unchecked."),
+                Ok(None) => {
+                    collector.note("Pre-run check: not on gateway or Jupyter kernels; these cells ran unchecked.")
+                }
                 Err(error) => {
                     collector.note(format!("Pre-run check could not be made ({error}); the cells ran unchecked."))
                 }

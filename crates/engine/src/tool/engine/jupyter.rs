@@ -16,12 +16,22 @@ impl EvalEngine {
         plan: &mut [PlannedCell],
         cwd: &Path,
     ) -> Result<Vec<Interpreter>, EvalError> {
-        let wanted: Vec<(usize, Option<String>)> = plan
+        let wanted: Vec<(usize, Option<String>, Language)> = plan
             .iter()
             .enumerate()
             .filter(|(_, cell)| cell.language.runtime() == Runtime::Jupyter)
-            .map(|(position, cell)| (position, cell.kernel.clone()))
+            .map(|(position, cell)| (position, cell.kernel.clone(), cell.language))
             .collect();
+        // Refused before any kernel starts: a kernel that refused them would be replaced, its state lost.
+        if let Some(cell) = plan.iter().find(|cell| {
+            cell.language.runtime() == Runtime::Jupyter && cell.env.as_ref().is_some_and(|env| !env.is_empty())
+        }) {
+            return Err(EvalError::Kernel(format!(
+                "cell {}: Jupyter kernels take no per-cell environment variables; set them in the cell's own code \
+                 (Sys.setenv in R), or in the session's environment",
+                cell.index + 1
+            )));
+        }
         if wanted.is_empty() {
             return Ok(Vec::new());
         }
@@ -38,20 +48,35 @@ impl EvalEngine {
             let search = SearchPath::from_env(python_prefix.as_deref());
             wanted
                 .into_iter()
-                .map(|(position, name)| {
-                    let spec = match name {
-                        Some(name) => search.find(&name),
-                        None => search.for_language("R", PREFERRED_R_KERNEL),
+                .map(|(position, name, language)| {
+                    let spec = match (name, language) {
+                        (Some(name), _) => search.find(&name),
+                        (None, Language::R) => search.for_language("R", PREFERRED_R_KERNEL),
+                        (None, _) => Err(SpecError::NotFound { name: String::new(), installed: Vec::new() }),
                     };
-                    (position, spec)
+                    (position, language, spec)
                 })
-                .collect::<Vec<(usize, Result<KernelSpec, SpecError>)>>()
+                .collect::<Vec<(usize, Language, Result<KernelSpec, SpecError>)>>()
         })
         .await
         .map_err(|e| EvalError::Kernel(e.to_string()))?;
         let mut interpreters: Vec<Interpreter> = Vec::new();
-        for (position, spec) in found {
-            let spec = spec.map_err(|e| EvalError::Kernel(e.to_string()))?;
+        for (position, language, spec) in found {
+            let spec = spec.map_err(|e| match e {
+                SpecError::NotFound { name, .. } if name.is_empty() => {
+                    EvalError::Kernel("a \"jupyter\" cell names its kernel: add \"kernel\": \"<name>\"".into())
+                }
+                e => EvalError::Kernel(e.to_string()),
+            })?;
+            if language == Language::R && !spec.language.eq_ignore_ascii_case("R") {
+                return Err(EvalError::Kernel(format!(
+                    "cell {}: \"language\": \"r\" names an R kernel, and {} is a {} kernel: drop \"language\", or \
+                     name an R kernel",
+                    position + 1,
+                    spec.name,
+                    spec.language
+                )));
+            }
             plan[position].kernel = Some(spec.name.clone());
             if !interpreters.iter().any(|known| known.executable == spec.dir) {
                 interpreters.push(Interpreter {
@@ -62,6 +87,8 @@ impl EvalEngine {
                 });
             }
         }
+        // Kernels are taken in one order by every call (so two never wait for each other).
+        interpreters.sort_by(|a, b| a.executable.cmp(&b.executable));
         Ok(interpreters)
     }
 }
