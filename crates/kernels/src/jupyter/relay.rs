@@ -12,10 +12,14 @@
 //! [`MAX_FRAMES`] frames, or a greeting that is not ZMTP 3 ends the
 //! connection, and the kernel with it ([`super::kernel`]).
 
-use std::path::{Path, PathBuf};
+#[cfg(unix)]
+use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 
+#[cfg(unix)]
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+#[cfg(unix)]
 use tokio::net::{UnixListener, UnixStream};
 
 /// The largest frame a kernel may send (an image of a few hundred megabytes passes).
@@ -166,6 +170,7 @@ pub type Broken = Arc<std::sync::Mutex<Option<String>>>;
 impl Relays {
     /// A relay to each of `targets` (the kernel's sockets); a broken limit is
     /// written into `broken`, and `on_broken` is called.
+    #[cfg(unix)]
     pub fn start(
         targets: &[PathBuf],
         broken: Broken,
@@ -183,9 +188,20 @@ impl Relays {
         }
         Ok(Relays { endpoints, tasks, _folder: folder })
     }
+
+    /// Unix sockets only: Jupyter kernels from kernelspecs run on Linux and macOS.
+    #[cfg(not(unix))]
+    pub fn start(
+        _targets: &[PathBuf],
+        _broken: Broken,
+        _on_broken: Arc<dyn Fn() + Send + Sync>,
+    ) -> std::io::Result<Relays> {
+        Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "Jupyter kernels run on Linux and macOS only"))
+    }
 }
 
 /// A folder only this user can reach, with a path short enough for a socket's.
+#[cfg(unix)]
 fn private_folder() -> std::io::Result<tempfile::TempDir> {
     let mut builder = tempfile::Builder::new();
     builder.prefix("cellbox-relay-");
@@ -198,6 +214,7 @@ fn private_folder() -> std::io::Result<tempfile::TempDir> {
     builder.tempdir_in(Path::new("/tmp"))
 }
 
+#[cfg(unix)]
 async fn serve(listener: UnixListener, target: PathBuf, broken: Broken, on_broken: Arc<dyn Fn() + Send + Sync>) {
     while let Ok((host, _)) = listener.accept().await {
         let Ok(kernel) = UnixStream::connect(&target).await else { continue };
@@ -212,6 +229,7 @@ async fn serve(listener: UnixListener, target: PathBuf, broken: Broken, on_broke
 }
 
 /// Copy both ways until either side ends; the kernel's bytes are checked.
+#[cfg(unix)]
 async fn pipe(host: UnixStream, kernel: UnixStream) -> Result<(), String> {
     let (mut host_read, mut host_write) = host.into_split();
     let (mut kernel_read, mut kernel_write) = kernel.into_split();
