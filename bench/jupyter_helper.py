@@ -4,7 +4,11 @@ Each input line is a JSON command; each answer is one JSON line. Timings are
 measured here, around jupyter_client calls, so the pipe to the orchestrator
 is not part of them. Commands:
   {"op": "cold", "code": C}              start a kernel, run C (default 1+1) to its result, return ms; stop it
+                                         ("kernel": K: of kernelspec K, default python3; a value shown
+                                         as display_data, as IRkernel shows it, counts as the result)
   {"op": "start"} / {"op": "stop"}       the warm kernel for the other scenarios
+  {"op": "named_start", "kernel": K} / {"op": "named_stop"}   a warm kernel of kernelspec K; "roundtrip"
+                                         with "via": "named" uses it
   {"op": "roundtrip", "n": N}            N x execute("1+1") + wait for idle; ms each, and this
                                          process's CPU ms each ("reply": true: and the execute_reply;
                                          "store_history": true: sent so, as jupyter_client's default)
@@ -54,9 +58,13 @@ def _kernel_log_tail(limit=2000):
     return KERNEL_LOG.read().decode("utf-8", "replace")
 
 
-def _start():
-    manager = KernelManager(kernel_name="python3")
-    manager.start_kernel(extra_arguments=QUIET_KERNEL, stderr=KERNEL_LOG)
+_named = None
+
+
+def _start(kernel_name="python3"):
+    manager = KernelManager(kernel_name=kernel_name)
+    extra = QUIET_KERNEL if kernel_name == "python3" else []
+    manager.start_kernel(extra_arguments=extra, stderr=KERNEL_LOG)
     client = manager.client()
     client.start_channels()
     client.wait_for_ready(timeout=60)
@@ -105,11 +113,11 @@ def _wait_idle(client, msg_id, timeout):
 
 def cold(command):
     started = time.perf_counter()
-    pair = _start()
+    pair = _start(command.get("kernel", "python3"))
     msg_id = pair[1].execute(command.get("code", "1+1"))
     while True:
         msg = pair[1].get_iopub_msg(timeout=60)
-        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "execute_result":
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] in ("execute_result", "display_data"):
             break
     elapsed = (time.perf_counter() - started) * 1000.0
     _stop(pair)
@@ -133,9 +141,27 @@ def stop(_):
     return {"ok": True}
 
 
+def named_start(command):
+    global _named
+    if _named is None:
+        _named = _start(command["kernel"])
+        _execute(_named[1], "1+1")
+    return {"ok": True}
+
+
+def named_stop(_):
+    global _named
+    if _named is not None:
+        _stop(_named)
+        _named = None
+    return {"ok": True}
+
+
 def _client(command):
-    """The warm kernel's client: the local one, or the gateway's with "via": "gateway"."""
-    return _gateway if command.get("via") == "gateway" else _warm[1]
+    """The warm kernel's client: the local one, the gateway's with "via": "gateway", or the
+    named kernelspec's with "via": "named"."""
+    via = command.get("via")
+    return _gateway if via == "gateway" else _named[1] if via == "named" else _warm[1]
 
 
 def _interrupt_kernel(command):
@@ -374,6 +400,8 @@ COMMANDS = {
     "gateway_stop": gateway_stop,
     "ladder": ladder,
     "cold": cold,
+    "named_start": named_start,
+    "named_stop": named_stop,
     "start": start,
     "stop": stop,
     "roundtrip": roundtrip,

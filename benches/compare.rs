@@ -1,7 +1,7 @@
 //! cellbox against Jupyter and against the physical floor, in one run.
 //!
 //! `bench/run` provisions the Jupyter baseline and calls this with
-//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,sandbox,warm,js,output,bulk,spare,pandas,mcp,serve,sdk,shim,gateway,interrupt,ladder,concurrency]`. Each scenario
+//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,sandbox,warm,js,languages,output,bulk,spare,pandas,mcp,serve,sdk,shim,gateway,interrupt,ladder,concurrency]`. Each scenario
 //! interleaves cellbox and its baselines (A B A B …) so machine drift
 //! cancels out, then prints median / p90 and the ratio cellbox ÷ baseline,
 //! and writes the table as JSON and Markdown.
@@ -35,6 +35,8 @@ mod interrupt;
 mod javascript;
 #[path = "compare/ladder.rs"]
 mod ladder;
+#[path = "compare/languages.rs"]
+mod languages;
 #[path = "compare/mcp.rs"]
 mod mcp;
 #[path = "compare/mcp_http.rs"]
@@ -421,6 +423,9 @@ async fn main() {
     }
     if wanted("js") {
         javascript(&plan, &setup, &mut report).await;
+    }
+    if wanted("languages") {
+        languages::languages(&plan, &setup, &mut jupyter, &mut report).await;
     }
     if wanted("output") {
         output_throughput(&plan, &setup, &mut jupyter, &mut report).await;

@@ -39,6 +39,22 @@ async fn r_cells_keep_state_plot_fail_and_survive_a_timeout() {
         .unwrap();
     assert_eq!(slept.cells[0].status, CellStatus::Timeout, "{}", slept.text);
     assert!(r(&f.engine, "cat(x)").await.text.contains("41"), "the state outlives the interrupt");
+    // An R session is saved as an R notebook, with IRkernel's own language_info.
+    let notebook = serde_json::to_value(f.engine.export_notebook("s").unwrap()).unwrap();
+    assert_eq!(notebook["metadata"]["kernelspec"]["name"], "ir", "{:#}", notebook["metadata"]);
+    assert_eq!(notebook["metadata"]["language_info"]["name"], "R");
+    assert_eq!(notebook["cells"][0]["source"], json!(["x <- 41"]));
+    assert!(notebook["cells"][0]["metadata"].get("cellbox").is_none());
+    // Once Python joins, it is a Python notebook whose R cells say what ran them.
+    eval_params(&f.engine, json!({"cells": [{"code": "print(1)"}, {"code": "echo hi", "language": "bash"}]}))
+        .await
+        .unwrap();
+    let notebook = serde_json::to_value(f.engine.export_notebook("s").unwrap()).unwrap();
+    assert_eq!(notebook["metadata"]["kernelspec"]["name"], "python3");
+    assert_eq!(notebook["cells"][0]["metadata"]["cellbox"], json!({"language": "r", "kernel": "ir"}));
+    let last = notebook["cells"].as_array().unwrap().len() - 1;
+    assert_eq!(notebook["cells"][last]["metadata"]["cellbox"], json!({"language": "bash"}));
+    assert!(notebook["cells"][last - 1]["metadata"].get("cellbox").is_none(), "Python cells are the notebook's own");
     f.engine.dispose_all().await;
 }
 

@@ -371,7 +371,7 @@ async fn a_session_exports_as_a_notebook_and_its_history_survives_reset() {
     let engine = EvalEngine::new(config);
     let context = CallContext::new("export");
     let cancel = CancellationToken::new();
-    assert!(engine.export_notebook("export").unwrap_err().to_string().contains("has not run any Python cell"));
+    assert!(engine.export_notebook("export").unwrap_err().to_string().contains("has not run any cell"));
     let run = |code: &str| EvalParams::code(code);
     engine.eval(&run("x = 20"), &context, &cancel, &ignore_events).await.unwrap();
     engine.eval(&run("display({'k': [1, 2]})\nx + 22"), &context, &cancel, &ignore_events).await.unwrap();

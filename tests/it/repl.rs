@@ -147,7 +147,7 @@ fn leaving_stops_the_kernel() {
 fn save_writes_the_session_as_a_notebook() {
     let (mut s, home) = repl();
     run(&mut s, ":save early.ipynb");
-    s.exp_string("has not run any Python cell").unwrap();
+    s.exp_string("has not run any cell").unwrap();
     s.exp_string(">>> ").unwrap();
     run(&mut s, "greeting = 'hel' + 'lo'");
     s.exp_string(">>> ").unwrap();

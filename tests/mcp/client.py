@@ -162,7 +162,7 @@ async def scenario_notebook(session, init):
     import nbformat
 
     empty = await session.call_tool("eval_export_notebook", {})
-    assert empty.is_error and "has not run any Python cell" in text_of(empty), text_of(empty)
+    assert empty.is_error and "has not run any cell" in text_of(empty), text_of(empty)
     await call(session, [{"code": "x = 40"}, {"code": "print('x is', x)\nx + 2"}])
     await session.call_tool("eval_reset", {})
     await call(session, [{"code": "import matplotlib.pyplot as plt\nplt.plot([1, 2]);"}])

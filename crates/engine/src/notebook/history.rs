@@ -31,11 +31,25 @@ impl Default for HistoryLimits {
     }
 }
 
+/// What ran a cell that was not Python: kept so the notebook says so.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CellLanguage {
+    /// The cell's language as cells name it (`js`, `ts`, `bash`, `r`, `jupyter`).
+    pub language: String,
+    /// The Jupyter kernel that ran it, as a notebook's `kernelspec` names one
+    /// (`name`, `display_name`, `language`), when it was one.
+    pub kernelspec: Option<serde_json::Value>,
+    /// That kernel's `language_info` (from its `kernel_info_reply`).
+    pub language_info: Option<serde_json::Value>,
+}
+
 /// One executed cell: its code, execution count and outputs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedCell {
     /// The cell's source, as sent.
     pub code: String,
+    /// What ran it, when it was not Python.
+    pub language: Option<CellLanguage>,
     /// The kernel's count; `None` when the kernel died or was killed during the cell.
     pub execution_count: Option<u64>,
     /// Jupyter-shaped outputs, bounded by [`HistoryLimits::cell_output_bytes`].
@@ -48,6 +62,7 @@ pub struct RecordedCell {
 #[derive(Debug)]
 pub struct CellRecorder {
     code: String,
+    language: Option<CellLanguage>,
     builder: OutputBuilder,
     started: bool,
 }
@@ -55,7 +70,25 @@ pub struct CellRecorder {
 impl CellRecorder {
     /// Start recording a cell whose source is `code`.
     pub fn new(code: impl Into<String>, limits: &HistoryLimits) -> Self {
-        CellRecorder { code: code.into(), builder: OutputBuilder::new(limits.cell_output_bytes), started: false }
+        CellRecorder {
+            code: code.into(),
+            language: None,
+            builder: OutputBuilder::new(limits.cell_output_bytes),
+            started: false,
+        }
+    }
+
+    /// The cell is in `language` (not Python).
+    pub fn with_language(mut self, language: Option<CellLanguage>) -> Self {
+        self.language = language;
+        self
+    }
+
+    /// The Jupyter kernel that runs the cell: its kernelspec and `language_info`.
+    pub fn ran_on(&mut self, kernelspec: serde_json::Value, language_info: serde_json::Value) {
+        let language = self.language.get_or_insert_with(Default::default);
+        language.kernelspec = Some(kernelspec);
+        language.language_info = Some(language_info);
     }
 
     /// Take one of the cell's kernel events.
@@ -80,7 +113,7 @@ impl CellRecorder {
             }
         });
         let outputs = self.builder.finish(execution_count, note.as_deref());
-        RecordedCell { code: self.code, execution_count, outputs, output_bytes }
+        RecordedCell { code: self.code, language: self.language, execution_count, outputs, output_bytes }
     }
 }
 
@@ -187,9 +220,30 @@ impl History {
         &self.cells
     }
 
-    /// The history as a Python notebook, one code cell per executed cell.
+    /// The history as a notebook, one code cell per executed cell. A history
+    /// whose cells all ran on one Jupyter kernel is that kernel's notebook
+    /// (its `kernelspec` and `language_info`); any other is a Python notebook
+    /// whose cells in other languages say theirs in `metadata.cellbox`
+    /// (`language`, and `kernel` for a Jupyter kernel's).
     pub fn to_notebook(&self) -> Notebook {
         let mut notebook = Notebook::new_python();
+        let kernel_of = |cell: &RecordedCell| {
+            cell.language.as_ref()?.kernelspec.as_ref()?.get("name")?.as_str().map(str::to_string)
+        };
+        let one_kernel = match self.cells.first().map(kernel_of) {
+            Some(Some(name)) if self.cells.iter().all(|cell| kernel_of(cell).as_deref() == Some(name.as_str())) => {
+                self.cells.last().and_then(|cell| cell.language.clone())
+            }
+            _ => None,
+        };
+        if let Some(language) = &one_kernel {
+            if let Some(kernelspec) = &language.kernelspec {
+                notebook.metadata.insert("kernelspec".into(), kernelspec.clone());
+            }
+            if let Some(info) = language.language_info.as_ref().filter(|info| info.is_object()) {
+                notebook.metadata.insert("language_info".into(), info.clone());
+            }
+        }
         let dropped = (self.dropped > 0).then(|| {
             Cell::Markdown(TextCell {
                 source: MultilineString(format!(
@@ -203,8 +257,17 @@ impl History {
         notebook.cells = dropped
             .into_iter()
             .chain(self.cells.iter().map(|cell| {
+                let mut metadata = serde_json::Map::new();
+                if let Some(language) = cell.language.as_ref().filter(|_| one_kernel.is_none()) {
+                    let mut tag = serde_json::json!({ "language": language.language });
+                    if let Some(name) = kernel_of(cell) {
+                        tag["kernel"] = name.into();
+                    }
+                    metadata.insert("cellbox".into(), tag);
+                }
                 Cell::Code(CodeCell {
                     source: MultilineString(cell.code.clone()),
+                    metadata,
                     outputs: cell.outputs.clone(),
                     execution_count: cell.execution_count,
                     ..Default::default()

@@ -278,6 +278,16 @@ impl KernelHandle {
         }
     }
 
+    /// A Jupyter kernel's kernelspec (as a notebook names one) and its
+    /// `language_info`; `None` for the other kinds.
+    pub fn jupyter_metadata(&self) -> Option<(serde_json::Value, serde_json::Value)> {
+        let KernelHandle::Jupyter(kernel) = self else { return None };
+        let spec = kernel.spec();
+        let kernelspec =
+            serde_json::json!({"name": spec.name, "display_name": spec.display_name, "language": spec.language});
+        Some((kernelspec, kernel.language_info().clone()))
+    }
+
     /// The process kernel, when this is one.
     pub fn as_process(&self) -> Option<&Kernel> {
         match self {

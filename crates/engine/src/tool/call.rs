@@ -59,7 +59,7 @@ pub enum EvalError {
 /// Why a session cannot be exported as a notebook.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExportError {
-    #[error("session {0:?} has not run any Python cell yet, so there is no notebook to save; run a cell first")]
+    #[error("session {0:?} has not run any cell yet, so there is no notebook to save; run a cell first")]
     NoHistory(String),
 }
 

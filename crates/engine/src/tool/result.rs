@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::params::Language;
 use crate::kernel::{CellError, ExecEvent};
-use crate::notebook::{CellRecorder, HistoryLimits, RecordedCell};
+use crate::notebook::{CellLanguage, CellRecorder, HistoryLimits, RecordedCell};
 use crate::output::artifacts::ArtifactWriter;
 use crate::output::display::{DisplayPart, split_bundle};
 use crate::output::images::{MAX_DECODED_PIXELS, PreparedImage, TooLarge, prepare};
@@ -196,9 +196,10 @@ pub struct Collector {
 /// run's reader keeps its own bounded view of the output since its last read).
 pub type TextMirror = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
 
-/// The call's Python cells as notebook cells, for the session's history.
+/// The call's cells as notebook cells, for the session's history.
 struct Recording {
-    codes: Vec<String>,
+    /// Each cell's code, and its language when it is not Python.
+    codes: Vec<(String, Option<CellLanguage>)>,
     limits: HistoryLimits,
     current: Option<(usize, CellRecorder)>,
     done: Vec<RecordedCell>,
@@ -239,8 +240,9 @@ impl Collector {
     }
 
     /// Also record each cell that runs (its code, outputs and execution
-    /// count) for [`Collector::take_recorded`]; `codes` are the call's cells.
-    pub fn record_cells(&mut self, codes: Vec<String>, limits: HistoryLimits) {
+    /// count) for [`Collector::take_recorded`]; `codes` are the call's cells
+    /// (with their languages when not Python).
+    pub fn record_cells(&mut self, codes: Vec<(String, Option<CellLanguage>)>, limits: HistoryLimits) {
         self.recording = Some(Recording { codes, limits, current: None, done: Vec::new() });
     }
 
@@ -288,8 +290,8 @@ impl Collector {
     /// A header before each cell's output when the call has several cells.
     pub fn begin_cell(&mut self, index: usize, title: Option<&str>) {
         if let Some(recording) = &mut self.recording {
-            let code = recording.codes.get(index).cloned().unwrap_or_default();
-            recording.current = Some((index, CellRecorder::new(code, &recording.limits)));
+            let (code, language) = recording.codes.get(index).cloned().unwrap_or_default();
+            recording.current = Some((index, CellRecorder::new(code, &recording.limits).with_language(language)));
         }
         if self.multi_cell {
             let label = match title {
@@ -297,6 +299,13 @@ impl Collector {
                 None => format!("── cell {} ──", index + 1),
             };
             self.line(&label);
+        }
+    }
+
+    /// The running cell's Jupyter kernel (its kernelspec and `language_info`), for its notebook cell.
+    pub fn ran_on(&mut self, kernelspec: Value, language_info: Value) {
+        if let Some((_, recorder)) = self.recording.as_mut().and_then(|r| r.current.as_mut()) {
+            recorder.ran_on(kernelspec, language_info);
         }
     }
 
@@ -394,7 +403,7 @@ impl Collector {
             && let Some((index, recorder)) = recording.current.take()
         {
             let ran = recorder.started() || report.execution_count.is_some();
-            if index == report.index && report.language == Language::Py && ran {
+            if index == report.index && ran {
                 let uri = self.artifact.uri();
                 recording.done.push(recorder.finish(report.execution_count, Some(&uri)));
             }

@@ -421,6 +421,9 @@ impl EvalEngine {
                 collector.note(note);
             }
             let kernel = started?;
+            if let Some((kernelspec, language_info)) = kernel.jupyter_metadata() {
+                collector.ran_on(kernelspec, language_info);
+            }
             let options = ExecuteOptions {
                 typescript: cell.language == Language::Ts,
                 env: cell.env.clone(),

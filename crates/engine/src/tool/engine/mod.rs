@@ -353,8 +353,8 @@ impl EvalEngine {
     }
 
     /// The cells `session` has run, as an nbformat 4.5 notebook: one code cell
-    /// per executed Python cell, in order, with its outputs and execution
-    /// count. The history outlives [`EvalEngine::reset_session`] (as a Jupyter
+    /// per executed cell, in order, with its outputs and execution count (see
+    /// [`crate::notebook::History::to_notebook`] for cells in other languages than Python). The history outlives [`EvalEngine::reset_session`] (as a Jupyter
     /// restart keeps the notebook; execution counts start again at 1).
     pub fn export_notebook(&self, session: &str) -> Result<Notebook, ExportError> {
         let histories = self.histories.lock().unwrap();
@@ -424,7 +424,14 @@ impl EvalEngine {
             let run = run.clone();
             collector.mirror_text(Arc::new(move |text: &str| run.text(text)));
         }
-        collector.record_cells(plan.iter().map(|cell| cell.code.clone()).collect(), self.config.history);
+        let recorded = plan.iter().map(|cell| {
+            let language = (cell.language != Language::Py).then(|| crate::notebook::CellLanguage {
+                language: cell.language.as_str().into(),
+                ..Default::default()
+            });
+            (cell.code.clone(), language)
+        });
+        collector.record_cells(recorded.collect(), self.config.history);
         for note in notes.into_inner().unwrap() {
             on_event(EvalEvent::Note { text: note.clone() });
             collector.note(note);
