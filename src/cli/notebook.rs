@@ -7,6 +7,10 @@
 //! stay unexecuted) unless `--allow-errors` is given or the cell is tagged
 //! `raises-exception`. The notebook is written with `-o FILE` or `--inplace`,
 //! also after a failure; with neither, nothing is written.
+//!
+//! A notebook whose kernelspec is not Python's runs in that Jupyter kernel
+//! (`ir` for an R notebook); a cell that says its own language in
+//! `metadata.cellbox` (as cellbox writes the cells of a mixed session) runs in it.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -14,6 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use cellbox::render::{CardRenderer, RenderOptions, redrawing};
 use cellbox_engine::notebook::{Cell, Notebook, ParamValue, parameters};
+use cellbox_engine::tool::params::Language;
 use cellbox_engine::tool::{CallContext, CellParams, CellStatus, EvalEngine, EvalEvent, EvalParams, KernelMode};
 use tokio_util::sync::CancellationToken;
 
@@ -25,6 +30,29 @@ const RAISES_TAG: &str = "raises-exception";
 /// A path that names a notebook (by its extension).
 pub fn is_notebook(path: &Path) -> bool {
     path.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("ipynb"))
+}
+
+/// The Jupyter kernel a notebook's kernelspec names, when it is not Python's.
+fn notebook_kernel(notebook: &Notebook) -> Option<String> {
+    let spec = notebook.metadata.get("kernelspec")?;
+    let name = spec.get("name")?.as_str()?;
+    let language = spec.get("language").and_then(|l| l.as_str()).unwrap_or_default();
+    let python = language.eq_ignore_ascii_case("python") || (language.is_empty() && name.starts_with("python"));
+    (!python).then(|| name.to_string())
+}
+
+/// What runs `cell`: the language and kernel its `metadata.cellbox` names, else `kernel` (the notebook's).
+fn cell_language(cell: &Cell, kernel: Option<&str>) -> Result<(Option<Language>, Option<String>), String> {
+    let Some(tag) = cell.metadata().get("cellbox") else { return Ok((None, kernel.map(str::to_string))) };
+    let language =
+        match tag.get("language") {
+            Some(language) => Some(serde_json::from_value::<Language>(language.clone()).map_err(|e| {
+                format!("a cell's metadata.cellbox.language ({language}) is not a cellbox language: {e}")
+            })?),
+            None => None,
+        };
+    let own_kernel = tag.get("kernel").and_then(|k| k.as_str()).map(str::to_string);
+    Ok((language, own_kernel))
 }
 
 /// `-p`/`-r` pairs, typed, in order; a later value for a name replaces the earlier one in place.
@@ -61,6 +89,13 @@ pub async fn run_notebook(args: RunArgs, path: &Path, env: &cellbox_settings::En
     };
     let mut notebook = Notebook::read(path).map_err(|e| e.to_string())?;
     let parameters = collect_parameters(&args)?;
+    let kernel_name = notebook_kernel(&notebook);
+    if let Some(name) = kernel_name.as_deref().filter(|_| !parameters.is_empty()) {
+        return Err(format!(
+            "-p and -r write Python assignments, and this notebook runs in the Jupyter kernel {name:?}: set its \
+             parameters in the notebook instead"
+        ));
+    }
     if !parameters.is_empty() {
         parameters::inject(&mut notebook.cells, &parameters);
     }
@@ -112,8 +147,15 @@ pub async fn run_notebook(args: RunArgs, path: &Path, env: &cellbox_settings::En
     let mut failure: Option<String> = None;
     for (ordinal, &cell_index) in runnable.iter().enumerate() {
         let cell = &notebook.cells[cell_index];
+        let (language, kernel) = match cell_language(cell, kernel_name.as_deref()) {
+            Ok(found) => found,
+            Err(error) => {
+                failure = Some(error);
+                break;
+            }
+        };
         let params = EvalParams {
-            cells: vec![CellParams { code: cell.source().to_string(), ..Default::default() }],
+            cells: vec![CellParams { code: cell.source().to_string(), language, kernel, ..Default::default() }],
             timeout: args.timeout,
             ..Default::default()
         };

@@ -161,7 +161,7 @@ impl EvalServer {
 /// Keep only `offered` among the language values anywhere in the schema
 /// (`enum` lists and `oneOf` alternatives naming a language).
 pub(super) fn restrict_languages(schema: &mut Value, offered: &[&str]) {
-    const ALL: [&str; 4] = ["py", "js", "ts", "bash"];
+    const ALL: [&str; 6] = ["py", "js", "ts", "bash", "r", "jupyter"];
     let is_language = |value: &Value| value.as_str().is_some_and(|text| ALL.contains(&text));
     let allowed = |value: &Value| value.as_str().is_some_and(|text| offered.contains(&text));
     match schema {

@@ -37,6 +37,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("runtimes", &["runtime"]),
     ("kernels", &["kernel"]),
+    ("Jupyter kernels", &["jupyter"]),
     ("gateway kernels", &["gateway"]),
     ("sessions", &["output", "notebook", "bridge", "session"]),
     ("engine", &["tool"]),
@@ -45,7 +46,7 @@ const LAYERS: &[(&str, &[&str])] = &[
 ];
 
 /// Modules whose direct submodules must not import each other in a cycle either.
-const SUBMODULES_ACYCLIC: &[&str] = &["tool", "kernel", "session", "cli", "runtime", "discovery", "gateway"];
+const SUBMODULES_ACYCLIC: &[&str] = &["tool", "kernel", "session", "cli", "runtime", "discovery", "gateway", "jupyter"];
 
 const MAX_LINES: usize = 600;
 

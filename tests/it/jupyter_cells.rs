@@ -128,3 +128,53 @@ async fn hostile_and_unknown_kernel_names_are_refused_with_what_is_installed() {
     assert!(not_r.contains("python3 is a python kernel"), "{not_r}");
     f.engine.dispose_all().await;
 }
+
+fn notebook(kernelspec: serde_json::Value, cells: Vec<serde_json::Value>) -> String {
+    json!({"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": kernelspec}, "cells": cells}).to_string()
+}
+
+fn code_cell(source: &str, metadata: serde_json::Value) -> serde_json::Value {
+    json!({"cell_type": "code", "metadata": metadata, "source": source, "outputs": [], "execution_count": null})
+}
+
+fn run_notebook(dir: &std::path::Path, args: &[&str]) -> (std::process::Output, serde_json::Value) {
+    let out = common::binary::cellbox(args)
+        .current_dir(dir)
+        .env("CELLBOX_ARTIFACTS_DIR", dir.join("artifacts"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let written = std::fs::read_to_string(dir.join("out.ipynb")).unwrap_or_else(|_| "null".into());
+    (out, serde_json::from_str(&written).unwrap())
+}
+
+#[test]
+fn an_r_notebook_runs_in_its_kernel_and_a_mixed_one_cell_by_cell() {
+    let dir = tempfile::tempdir().unwrap();
+    // A Python notebook whose second cell cellbox saved from a bash cell.
+    let mixed = notebook(
+        json!({"name": "python3", "display_name": "Python 3", "language": "python"}),
+        vec![
+            code_cell("print(40 + 2)", json!({})),
+            code_cell("echo $((40 + 2))", json!({"cellbox": {"language": "bash"}})),
+        ],
+    );
+    std::fs::write(dir.path().join("mixed.ipynb"), mixed).unwrap();
+    let (out, nb) = run_notebook(dir.path(), &["run", "mixed.ipynb", "-o", "out.ipynb"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(nb["cells"][1]["outputs"][0]["text"], json!(["42\n"]), "{:#}", nb["cells"][1]);
+    if irkernel().is_none() {
+        return;
+    }
+    let r_notebook = notebook(
+        json!({"name": "ir", "display_name": "R", "language": "R"}),
+        vec![code_cell("x <- 40", json!({})), code_cell("x + 2", json!({}))],
+    );
+    std::fs::write(dir.path().join("r.ipynb"), r_notebook).unwrap();
+    let (out, nb) = run_notebook(dir.path(), &["run", "r.ipynb", "-o", "out.ipynb"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(nb["cells"][1]["outputs"][0]["data"]["text/plain"], json!(["[1] 42"]), "{:#}", nb["cells"][1]);
+    let (refused, _) = run_notebook(dir.path(), &["run", "r.ipynb", "-p", "x", "1"]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("-p and -r write Python assignments"));
+}

@@ -240,9 +240,18 @@ impl History {
             if let Some(kernelspec) = &language.kernelspec {
                 notebook.metadata.insert("kernelspec".into(), kernelspec.clone());
             }
-            if let Some(info) = language.language_info.as_ref().filter(|info| info.is_object()) {
-                notebook.metadata.insert("language_info".into(), info.clone());
-            }
+            // nbformat wants `language_info.name`: the kernelspec's language stands in when the kernel gave none.
+            let info = match language
+                .language_info
+                .as_ref()
+                .filter(|info| info.get("name").is_some_and(serde_json::Value::is_string))
+            {
+                Some(info) => info.clone(),
+                None => serde_json::json!({
+                    "name": language.kernelspec.as_ref().and_then(|spec| spec.get("language")).cloned().unwrap_or_default()
+                }),
+            };
+            notebook.metadata.insert("language_info".into(), info);
         }
         let dropped = (self.dropped > 0).then(|| {
             Cell::Markdown(TextCell {

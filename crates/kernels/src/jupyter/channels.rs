@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, watch};
 use zeromq::prelude::*;
 
 use super::Outgoing;
-use super::kernel::{Heartbeat, KillSwitch, tail_text};
+use super::process::{KillSwitch, tail_text};
 use super::relay::Broken;
 use super::requests::fail_pending;
 use super::route::{Shared, route};
@@ -29,6 +29,21 @@ use crate::runtime::Runtime;
 
 /// How often `kernel_info_request` is repeated until the kernel answers on both channels.
 const READY_REPEAT: Duration = Duration::from_millis(250);
+
+/// How an idle kernel's heartbeat is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Heartbeat {
+    /// Time between pings, and the most a ping waits for its echo.
+    pub interval: Duration,
+    /// Echoes missed in a row (while idle) before the kernel is declared dead.
+    pub misses: u32,
+}
+
+impl Default for Heartbeat {
+    fn default() -> Self {
+        Heartbeat { interval: Duration::from_secs(5), misses: 3 }
+    }
+}
 
 /// The client's sockets, before they are split among the tasks.
 pub(super) struct Channels {
@@ -52,15 +67,18 @@ pub(super) struct Watch {
 }
 
 impl Watch {
-    /// The kernel is gone for `exit`: every pending request fails so, and its process group is killed.
+    /// The kernel is gone for `exit` (or for the limit a relay found it
+    /// breaking): its process group is killed, and every pending request fails so.
     async fn lost(&self, shared: &Shared, exit: String) {
+        self.kill.kill();
+        let broken = self.broken.lock().unwrap().clone();
+        let exit = broken.map_or(exit, |limit| format!("{limit}; it was killed"));
         let error = KernelError::Died {
             runtime: Runtime::Jupyter,
             exit: format!("{} ({}): {exit}", self.spec.display_name, self.spec.name),
             stderr_tail: tail_text(&self.tail),
         };
         fail_pending(shared, error).await;
-        self.kill.kill();
     }
 }
 
@@ -118,7 +136,7 @@ impl Channels {
                         if let Ok(reply) = signer.decode(&frames, "shell")
                             && reply.pointer("/header/msg_type").and_then(Value::as_str) == Some("kernel_info_reply")
                         {
-                            info = Some(reply.pointer("/content/language_info").cloned().unwrap_or(Value::Null));
+                            info = Some(small_language_info(reply.pointer("/content/language_info")));
                         }
                     }
                     received = self.iopub.recv() => {
@@ -135,7 +153,23 @@ impl Channels {
         }
         Ok(info.unwrap_or(Value::Null))
     }
+}
 
+/// The `language_info` fields a notebook keeps (`name`, `version`, …), each
+/// a short string (a kernel could send megabytes; every saved cell keeps it).
+fn small_language_info(info: Option<&Value>) -> Value {
+    const FIELDS: [&str; 7] =
+        ["name", "version", "mimetype", "file_extension", "pygments_lexer", "codemirror_mode", "nbconvert_exporter"];
+    let mut small = serde_json::Map::new();
+    for field in FIELDS {
+        if let Some(text) = info.and_then(|info| info.get(field)).and_then(Value::as_str).filter(|t| t.len() <= 256) {
+            small.insert(field.into(), text.into());
+        }
+    }
+    Value::Object(small)
+}
+
+impl Channels {
     /// Hand the sockets to the tasks that carry the kernel's messages.
     pub fn run(
         self,
@@ -220,12 +254,7 @@ impl<S: SocketRecv + Send> Receive for S {
 async fn watch_exit(shared: Arc<Shared>, watch: Arc<Watch>) {
     let mut exit = watch.exit.clone();
     let Ok(ended) = exit.wait_for(Option::is_some).await.map(|exit| exit.expect("checked")) else { return };
-    let broken = watch.broken.lock().unwrap().clone();
-    let reason = match broken {
-        Some(limit) => format!("{limit}; it was killed"),
-        None => ended.to_string(),
-    };
-    watch.lost(&shared, reason).await;
+    watch.lost(&shared, ended.to_string()).await;
 }
 
 /// Ping the kernel while it runs nothing; declare it dead (and kill it) after

@@ -19,42 +19,24 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::AsyncReadExt;
 use tokio::sync::{Notify, mpsc, watch};
 
 use super::Outgoing;
+pub use super::channels::Heartbeat;
 use super::channels::{Channels, Watch};
+use super::process::{Abandoned, KillSwitch, Started, spawn, startup_failed, tail_text};
 use super::relay::Relays;
 use super::requests::{Requests, new_session_id};
 use super::route::{Routes, Shared};
 use super::sockets::{CHANNELS, ShortName, Sockets};
 use super::spec::{InterruptMode, KernelSpec};
 use super::wire::Signer;
-use crate::kernel::process::{ExitInfo, Signal, signal_group};
+use crate::kernel::process::{ExitInfo, Signal};
 use crate::kernel::{Completeness, ExecuteOptions, Execution, KernelError, KernelOptions};
 use crate::runtime::Runtime;
 
-/// How much of the kernel's own stdout and stderr is kept, for the reason it died.
-const TAIL_BYTES: usize = 8 << 10;
 /// After `shutdown_request`, how long the kernel gets to leave by itself.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
-/// After the kernel exits, how long its stdout and stderr are still read.
-const TAIL_DRAIN: Duration = Duration::from_secs(1);
-
-/// How an idle kernel's heartbeat is checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Heartbeat {
-    /// Time between pings, and the most a ping waits for its echo.
-    pub interval: Duration,
-    /// Echoes missed in a row (while idle) before the kernel is declared dead.
-    pub misses: u32,
-}
-
-impl Default for Heartbeat {
-    fn default() -> Self {
-        Heartbeat { interval: Duration::from_secs(5), misses: 3 }
-    }
-}
 
 /// A Jupyter kernel run from its kernelspec. Dropping it kills its process group.
 pub struct JupyterKernel {
@@ -82,14 +64,6 @@ impl std::fmt::Debug for JupyterKernel {
             .field("pid", &self.pid)
             .field("alive", &self.is_alive())
             .finish()
-    }
-}
-
-fn startup_failed(spec: &KernelSpec, reason: impl std::fmt::Display, tail: &str) -> KernelError {
-    KernelError::StartupFailed {
-        runtime: Runtime::Jupyter,
-        reason: format!("{} ({}): {reason}", spec.display_name, spec.name),
-        stderr_tail: tail.to_string(),
     }
 }
 
@@ -139,8 +113,7 @@ impl JupyterKernel {
             .map_err(|e| startup_failed(&spec, format!("could not write its connection file: {e}"), ""))?;
 
         let argv = spec.command(&connection_file);
-        let (pid, exit, tail) = spawn(command, &spec, &argv)?;
-        let kill = KillSwitch { pid, exit: exit.clone() };
+        let Started { pid, exit, tail, kill } = spawn(command, &spec, &argv)?;
         // A start given up on (its caller gone) takes the kernel with it.
         let mut abandoned = Abandoned(Some(kill.clone()));
         let broken = Arc::new(Mutex::new(None));
@@ -335,38 +308,6 @@ impl Drop for JupyterKernel {
     }
 }
 
-/// Signals the kernel's process group while its exit is not known yet: once
-/// the kernel is reaped its group is swept ([`spawn`]), and its id may later
-/// be another process's.
-#[derive(Debug, Clone)]
-pub(super) struct KillSwitch {
-    pid: u32,
-    exit: watch::Receiver<Option<ExitInfo>>,
-}
-
-impl KillSwitch {
-    pub(super) fn signal(&self, signal: Signal) {
-        if self.exit.borrow().is_none() {
-            let _ = signal_group(self.pid, signal);
-        }
-    }
-
-    pub(super) fn kill(&self) {
-        self.signal(Signal::SIGKILL);
-    }
-}
-
-/// Kills the kernel when dropped armed (a start that did not finish).
-struct Abandoned(Option<KillSwitch>);
-
-impl Drop for Abandoned {
-    fn drop(&mut self) {
-        if let Some(kill) = self.0.take() {
-            kill.kill();
-        }
-    }
-}
-
 /// A message for the control channel that no request waits on.
 fn control_message(session: &str, what: &str, msg_type: &str) -> Value {
     json!({
@@ -385,66 +326,4 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     options.open(path)?.write_all(bytes)
-}
-
-pub(super) fn tail_text(tail: &Mutex<Vec<u8>>) -> String {
-    String::from_utf8_lossy(&tail.lock().unwrap()).into_owned()
-}
-
-type Spawned = (u32, watch::Receiver<Option<ExitInfo>>, Arc<Mutex<Vec<u8>>>);
-
-/// Start `command` (the kernelspec's program, made by
-/// [`crate::sandbox::command_like_a_kernel`]) with the rest of `argv`, its
-/// stdout and stderr kept (the last [`TAIL_BYTES`]).
-fn spawn(mut command: std::process::Command, spec: &KernelSpec, argv: &[String]) -> Result<Spawned, KernelError> {
-    use std::process::Stdio;
-    command.args(&argv[1..]).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut command = tokio::process::Command::from(command);
-    let spawned = command.spawn();
-    // The sandbox's fds were for the child only.
-    drop(command);
-    let mut child = spawned.map_err(|e| startup_failed(spec, format!("could not run {}: {e}", argv[0]), ""))?;
-    let pid = child.id().expect("a just-spawned child has a pid");
-    let tail = Arc::new(Mutex::new(Vec::new()));
-    let readers: Vec<_> = [
-        child.stdout.take().map(|out| Box::new(out) as Box<dyn Output>),
-        child.stderr.take().map(|err| Box::new(err) as Box<dyn Output>),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|stream| tokio::spawn(keep_tail(stream, tail.clone())))
-    .collect();
-    let (exit_tx, exit_rx) = watch::channel(None);
-    tokio::spawn(async move {
-        let info = child.wait().await.map(ExitInfo::from).unwrap_or(ExitInfo { code: None, signal: None });
-        // Whatever its cells started in its group goes with it, now: while
-        // any of them lives, the group's id cannot be another process's.
-        let _ = signal_group(pid, Signal::SIGKILL);
-        // What it wrote last is read before its exit is told (bounded: a
-        // process outside its group may still hold the pipes).
-        for reader in readers {
-            let _ = tokio::time::timeout(TAIL_DRAIN, reader).await;
-        }
-        let _ = exit_tx.send(Some(info));
-    });
-    Ok((pid, exit_rx, tail))
-}
-
-/// The kernel's stdout or stderr.
-trait Output: tokio::io::AsyncRead + Unpin + Send {}
-impl<T: tokio::io::AsyncRead + Unpin + Send> Output for T {}
-
-async fn keep_tail(mut stream: Box<dyn Output>, tail: Arc<Mutex<Vec<u8>>>) {
-    let mut buffer = [0u8; 4096];
-    while let Ok(read) = stream.read(&mut buffer).await {
-        if read == 0 {
-            break;
-        }
-        let mut tail = tail.lock().unwrap();
-        tail.extend_from_slice(&buffer[..read]);
-        if tail.len() > TAIL_BYTES {
-            let excess = tail.len() - TAIL_BYTES;
-            tail.drain(..excess);
-        }
-    }
 }

@@ -20,6 +20,7 @@
 pub mod bridge_stdin;
 mod channels;
 pub mod kernel;
+mod process;
 pub mod relay;
 pub(crate) mod requests;
 pub(crate) mod route;

@@ -22,10 +22,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 #[cfg(unix)]
 use tokio::net::{UnixListener, UnixStream};
 
-/// The largest frame a kernel may send (an image of a few hundred megabytes passes).
-pub const MAX_FRAME: u64 = 512 << 20;
+/// The largest frame a kernel may send. Its JSON parts are parsed into
+/// values, which can take many times their size (`[0,0,…]`): the bound is
+/// what one message may cost the host, not what a display may hold (a cell's
+/// large output belongs in a file, or in stream messages, which kernels cut).
+pub const MAX_FRAME: u64 = 64 << 20;
 /// The largest message (all its frames).
-pub const MAX_MESSAGE: u64 = 1 << 30;
+pub const MAX_MESSAGE: u64 = 128 << 20;
 /// The most frames one message may have (identities, the delimiter, the
 /// signature, four JSON parts and the binary buffers).
 pub const MAX_FRAMES: u32 = 4096;
@@ -220,17 +223,18 @@ async fn serve(listener: UnixListener, target: PathBuf, broken: Broken, on_broke
         let Ok(kernel) = UnixStream::connect(&target).await else { continue };
         let (broken, on_broken) = (broken.clone(), on_broken.clone());
         tokio::spawn(async move {
-            if let Err(reason) = pipe(host, kernel).await {
-                broken.lock().unwrap().get_or_insert(reason);
+            if pipe(host, kernel, &broken).await.is_err() {
                 on_broken();
             }
         });
     }
 }
 
-/// Copy both ways until either side ends; the kernel's bytes are checked.
+/// Copy both ways until either side ends; the kernel's bytes are checked. A
+/// broken limit is written into `broken` before the host's side is closed (so
+/// a reader that sees the close finds why).
 #[cfg(unix)]
-async fn pipe(host: UnixStream, kernel: UnixStream) -> Result<(), String> {
+async fn pipe(host: UnixStream, kernel: UnixStream, broken: &Broken) -> Result<(), ()> {
     let (mut host_read, mut host_write) = host.into_split();
     let (mut kernel_read, mut kernel_write) = kernel.into_split();
     let to_kernel = async {
@@ -245,7 +249,10 @@ async fn pipe(host: UnixStream, kernel: UnixStream) -> Result<(), String> {
                 Ok(0) | Err(_) => return Ok(()),
                 Ok(read) => read,
             };
-            check.feed(&buffer[..read])?;
+            if let Err(reason) = check.feed(&buffer[..read]) {
+                broken.lock().unwrap().get_or_insert(reason);
+                return Err(());
+            }
             if host_write.write_all(&buffer[..read]).await.is_err() {
                 return Ok(());
             }

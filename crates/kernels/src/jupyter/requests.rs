@@ -71,7 +71,15 @@ impl Requests {
             }
             routes.pending.insert(
                 msg_id.clone(),
-                Pending { sender, started: false, idle: false, reply: None, stdin_requested: false, rate_noted: false },
+                Pending {
+                    sender,
+                    started: false,
+                    idle: false,
+                    reply: None,
+                    stdin_requested: false,
+                    stdin_replies: 0,
+                    rate_noted: false,
+                },
             );
         }
         if self.outgoing.send(Outgoing::Message(message)).is_err() {

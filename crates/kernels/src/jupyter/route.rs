@@ -28,8 +28,13 @@ pub(crate) struct Pending {
     pub idle: bool,
     pub reply: Option<CellDone>,
     pub stdin_requested: bool,
+    /// `input_reply`s sent for it: a kernel asking without end gets [`MAX_STDIN_REPLIES`].
+    pub stdin_replies: u8,
     pub rate_noted: bool,
 }
+
+/// The most `input_request`s of one request that are answered.
+const MAX_STDIN_REPLIES: u8 = 16;
 
 #[derive(Default)]
 pub(crate) struct Routes {
@@ -137,14 +142,21 @@ pub(crate) fn route(
             let (status, indent) = (take_text(content, "status"), take_text(content, "indent"));
             finished = Some(ExecEvent::Completeness(Completeness { status, indent }));
         }
-        "input_request" => {
+        "input_request" if pending.stdin_replies < MAX_STDIN_REPLIES => {
             pending.stdin_requested = true;
+            pending.stdin_replies += 1;
+            // The request's header, but only its short fields: the kernel wrote it.
+            let short = |key: &str| header.get(key).and_then(Value::as_str).filter(|text| text.len() <= 256);
+            let parent_header = json!({
+                "msg_id": short("msg_id"), "msg_type": short("msg_type"), "session": short("session"),
+                "username": short("username"), "version": short("version"),
+            });
             let reply = json!({
                 "header": {
-                    "msg_id": format!("{session}_input_{parent}"), "msg_type": "input_reply",
+                    "msg_id": format!("{session}_input_{}", pending.stdin_replies), "msg_type": "input_reply",
                     "session": session, "username": "cellbox", "version": "5.3",
                 },
-                "parent_header": header,
+                "parent_header": parent_header,
                 "metadata": {}, "content": { "value": "" }, "channel": "stdin", "buffers": [],
             });
             let _ = outgoing.send(Outgoing::Message(reply));

@@ -8,6 +8,9 @@
 //! (`O_PATH | O_NOFOLLOW`, from the folder's own descriptor), checks that it
 //! is a socket, and connects through `/proc/self/fd/N`: it never reaches a
 //! socket the kernel could not reach.
+//!
+//! Jupyter names an `ipc` socket `<ip>-<port>`; some kernels (tslab) write
+//! `<ip>:<port>`. Either is taken, per socket.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -113,11 +116,17 @@ impl Sockets {
         let dir = unsafe { OwnedFd::from_raw_fd(dir) };
         let mut held = Vec::new();
         for port in 1..=CHANNELS.len() {
-            let name = std::ffi::CString::new(format!("k-{port}")).expect("no NUL");
-            // SAFETY: as above.
-            let fd = unsafe {
-                libc::openat(dir.as_raw_fd(), name.as_ptr(), libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            let open = |name: String| {
+                let name = std::ffi::CString::new(name).expect("no NUL");
+                // SAFETY: as above.
+                unsafe {
+                    libc::openat(dir.as_raw_fd(), name.as_ptr(), libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                }
             };
+            let mut fd = open(format!("k-{port}"));
+            if fd < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT) {
+                fd = open(format!("k:{port}"));
+            }
             if fd < 0 {
                 let error = std::io::Error::last_os_error();
                 return match error.raw_os_error() {
@@ -143,7 +152,8 @@ impl Sockets {
     fn open(folder: &Path) -> Result<Option<Sockets>, String> {
         let mut targets = Vec::new();
         for port in 1..=CHANNELS.len() {
-            let path = folder.join(format!("k-{port}"));
+            let dashed = folder.join(format!("k-{port}"));
+            let path = if dashed.exists() { dashed } else { folder.join(format!("k:{port}")) };
             match std::fs::symlink_metadata(&path) {
                 Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
                 Err(error) => return Err(format!("its socket k-{port} cannot be read: {error}")),

@@ -194,6 +194,11 @@ struct SpecFile {
     env: BTreeMap<String, String>,
 }
 
+/// `text`, cut at 200 characters.
+fn short(text: String) -> String {
+    if text.chars().count() <= 200 { text } else { text.chars().take(200).collect() }
+}
+
 /// The most entries of one `kernels` folder looked at.
 pub const MAX_KERNELS: usize = 1000;
 
@@ -230,8 +235,9 @@ fn read(folder: &Path, name: &str) -> Result<KernelSpec, SpecError> {
         name: name.to_string(),
         dir: folder.to_path_buf(),
         argv: spec.argv,
-        display_name: if spec.display_name.is_empty() { name.to_string() } else { spec.display_name },
-        language: spec.language,
+        // Shown in errors and notebooks: a name, not a file's worth of text.
+        display_name: if spec.display_name.is_empty() { name.to_string() } else { short(spec.display_name) },
+        language: short(spec.language),
         interrupt_mode,
         env: spec.env,
     })
