@@ -39,6 +39,15 @@ async fn r_cells_keep_state_plot_fail_and_survive_a_timeout() {
         .unwrap();
     assert_eq!(slept.cells[0].status, CellStatus::Timeout, "{}", slept.text);
     assert!(r(&f.engine, "cat(x)").await.text.contains("41"), "the state outlives the interrupt");
+    // Variables for one cell only (a library caller's, as E2B's `envs=`), put back even after a failure.
+    for code in ["cat(Sys.getenv('FOO'))", "cat(Sys.getenv('FOO')); stop('failed')"] {
+        let mut params =
+            cellbox_engine::tool::EvalParams::from_json(json!({"cells": [{"code": code, "language": "r"}]})).unwrap();
+        params.cells[0].env = Some([("FOO".to_string(), Some("bar \"quoted\"".to_string()))].into());
+        let with_env = common::engine::try_eval_in(&f.engine, "s", params).await.unwrap();
+        assert!(with_env.text.starts_with("bar \"quoted\""), "{}", with_env.text);
+        assert_eq!(r(&f.engine, "cat(Sys.getenv('FOO', unset = 'unset'))").await.text, "unset");
+    }
     // An R session is saved as an R notebook, with IRkernel's own language_info.
     let notebook = serde_json::to_value(f.engine.export_notebook("s").unwrap()).unwrap();
     assert_eq!(notebook["metadata"]["kernelspec"]["name"], "ir", "{:#}", notebook["metadata"]);

@@ -12,7 +12,7 @@ use std::time::Duration;
 use cellbox_kernels::jupyter::kernel::Heartbeat;
 use cellbox_kernels::jupyter::{JupyterKernel, KernelSpec, SearchPath};
 use cellbox_kernels::kernel::process::{Signal, signal_pid};
-use cellbox_kernels::kernel::{CellOutput, ExecEvent, KernelError, KernelOptions};
+use cellbox_kernels::kernel::{CellOutput, ExecEvent, Execution, KernelError, KernelOptions};
 use cellbox_kernels::runtime::Runtime;
 
 /// The ipykernel kernelspec of the test environment's Python.
@@ -40,6 +40,21 @@ pub fn irkernel() -> Option<KernelSpec> {
 
 fn options(cwd: PathBuf) -> KernelOptions {
     KernelOptions::for_runtime(Runtime::Jupyter, "", cwd, common::test_env(&[]))
+}
+
+/// Interrupt the cell of `execution` once it printed, and its output, which must say it was cancelled.
+async fn interrupt_once_it_prints(kernel: &JupyterKernel, mut execution: Execution) -> CellOutput {
+    loop {
+        match execution.next().await {
+            Some(Ok(ExecEvent::Stdout(_))) => break,
+            Some(Ok(_)) => {}
+            other => panic!("the cell ended before it printed: {other:?}"),
+        }
+    }
+    kernel.interrupt().unwrap();
+    let interrupted = execution.collect().await.unwrap();
+    assert!(interrupted.done.cancelled, "{interrupted:?}");
+    interrupted
 }
 
 async fn run(kernel: &JupyterKernel, code: &str) -> CellOutput {
@@ -73,20 +88,11 @@ async fn ipykernel_keeps_state_streams_displays_and_reports_errors() {
 async fn an_interrupt_keeps_the_state_and_a_crash_names_how_it_died() {
     let kernel = JupyterKernel::start(options(std::env::temp_dir()), ipykernel()).await.unwrap();
     run(&kernel, "kept = 'yes'").await;
-    let mut execution = kernel
+    let execution = kernel
         .execute_with("import time\nprint('sleeping', flush=True)\ntime.sleep(600)", Default::default())
         .await
         .unwrap();
-    loop {
-        match execution.next().await {
-            Some(Ok(ExecEvent::Stdout(_))) => break,
-            Some(Ok(_)) => {}
-            other => panic!("the cell ended before it slept: {other:?}"),
-        }
-    }
-    kernel.interrupt().unwrap();
-    let interrupted = execution.collect().await.unwrap();
-    assert!(interrupted.done.cancelled, "{interrupted:?}");
+    interrupt_once_it_prints(&kernel, execution).await;
     assert_eq!(run(&kernel, "print(kept)").await.stdout(), "yes\n");
     let crashed = kernel.execute_with("import os; os._exit(3)", Default::default()).await.unwrap().collect().await;
     match crashed {
@@ -142,17 +148,8 @@ async fn irkernel_keeps_state_plots_and_reports_errors() {
     assert!(plot.displays().iter().any(|d| d.contains_key("image/png")), "{plot:?}");
     let error = run(&kernel, "stop('boom')").await;
     assert!(error.errors()[0].evalue.contains("boom"), "{error:?}");
-    let mut execution = kernel.execute_with("cat('sleeping\\n'); Sys.sleep(600)", Default::default()).await.unwrap();
-    loop {
-        match execution.next().await {
-            Some(Ok(ExecEvent::Stdout(_))) => break,
-            Some(Ok(_)) => {}
-            other => panic!("the cell ended before it slept: {other:?}"),
-        }
-    }
-    kernel.interrupt().unwrap();
-    let interrupted = execution.collect().await.unwrap();
-    assert!(interrupted.done.cancelled, "{interrupted:?}");
+    let execution = kernel.execute_with("cat('sleeping\\n'); Sys.sleep(600)", Default::default()).await.unwrap();
+    let interrupted = interrupt_once_it_prints(&kernel, execution).await;
     assert_eq!(run(&kernel, "cat(x)").await.stdout(), "41", "{interrupted:?}");
     kernel.shutdown().await;
 }

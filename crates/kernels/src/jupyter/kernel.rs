@@ -32,7 +32,7 @@ use super::sockets::{CHANNELS, ShortName, Sockets};
 use super::spec::{InterruptMode, KernelSpec};
 use super::wire::Signer;
 use crate::kernel::process::{ExitInfo, Signal};
-use crate::kernel::{Completeness, ExecuteOptions, Execution, KernelError, KernelOptions};
+use crate::kernel::{Completeness, ExecEvent, ExecuteOptions, Execution, KernelError, KernelOptions};
 use crate::runtime::Runtime;
 
 /// After `shutdown_request`, how long the kernel gets to leave by itself.
@@ -179,17 +179,40 @@ impl JupyterKernel {
     }
 
     /// Send an `execute_request`; its events arrive on the returned [`Execution`].
-    /// Per-cell variables and working folders are cellbox runners' own: a
-    /// Jupyter kernel has no way to take them, so a cell that sets them is refused.
-    pub async fn execute_with(&self, code: &str, options: ExecuteOptions) -> Result<Execution, KernelError> {
-        if options.env.as_ref().is_some_and(|env| !env.is_empty()) || options.cwd.is_some() {
+    /// Per-cell variables are set around the cell where cellbox speaks the
+    /// kernel's language (R: [`super::cell_env`]); elsewhere, and for a
+    /// per-cell working folder, the cell is refused.
+    pub async fn execute_with(&self, code: &str, mut options: ExecuteOptions) -> Result<Execution, KernelError> {
+        let env = options.env.take().filter(|env| !env.is_empty());
+        let around = env.as_ref().map(|env| super::cell_env::code_for(&self.spec.language, env));
+        if options.cwd.is_some() || matches!(around, Some(None)) {
             return Err(KernelError::Protocol(format!(
-                "{} ({}) cells take no per-cell environment variables or working folder: set them in the \
-                 cell's own code, or in the session's environment",
-                self.spec.display_name, self.spec.name
+                "{} ({}) cells take no per-cell {}: set them in the cell's own code, or in the session's \
+                 environment",
+                self.spec.display_name,
+                self.spec.name,
+                if options.cwd.is_some() { "working folder" } else { "environment variables" }
             )));
         }
-        self.requests.execute_with(code, options)
+        let Some(Some((setup, restore))) = around else { return self.requests.execute_with(code, options) };
+        let silent = || ExecuteOptions { silent: true, internal: true, ..Default::default() };
+        // Requests run in the order they are sent: the setup before the cell (its events are nobody's).
+        drop(self.requests.execute_with(&setup, silent())?);
+        let mut cell = self.requests.execute_with(code, options)?;
+        // The restore goes out once the cell is done, before its end is told (so it runs before any next cell).
+        let (sender, events) = mpsc::channel(1);
+        let requests = self.requests.clone();
+        tokio::spawn(async move {
+            while let Some(item) = cell.next().await {
+                if let Ok(ExecEvent::Done(_)) = &item {
+                    drop(requests.execute_with(&restore, silent()));
+                }
+                if sender.send(item).await.is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(crate::kernel::execution_from(format!("{}_env", self.requests.session_id), events))
     }
 
     /// Ask the kernel whether `code` is a whole cell yet.

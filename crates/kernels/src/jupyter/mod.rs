@@ -18,6 +18,7 @@
 //! over the gateway's websocket instead.
 
 pub mod bridge_stdin;
+mod cell_env;
 mod channels;
 pub mod kernel;
 mod process;

@@ -22,10 +22,11 @@ const EXECUTION_BUFFER: usize = 32;
 /// the kernel took the cell is lost).
 const INTERRUPT_REPEAT: Duration = Duration::from_secs(1);
 
-/// The requests one client makes of one kernel.
+/// The requests one client makes of one kernel (clones make them of the same kernel).
+#[derive(Clone)]
 pub(crate) struct Requests {
     pub session_id: String,
-    next_id: AtomicU64,
+    next_id: Arc<AtomicU64>,
     /// Where messages go: the transport's writer takes them from here.
     pub outgoing: mpsc::UnboundedSender<Outgoing>,
     pub shared: Arc<Shared>,
@@ -45,7 +46,7 @@ pub(crate) fn new_session_id() -> String {
 
 impl Requests {
     pub fn new(session_id: String, outgoing: mpsc::UnboundedSender<Outgoing>, shared: Arc<Shared>) -> Requests {
-        Requests { session_id, next_id: AtomicU64::new(1), outgoing, shared }
+        Requests { session_id, next_id: Arc::new(AtomicU64::new(1)), outgoing, shared }
     }
 
     /// A new message of `msg_type` for `channel`, and its id.

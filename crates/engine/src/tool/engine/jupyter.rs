@@ -22,16 +22,6 @@ impl EvalEngine {
             .filter(|(_, cell)| cell.language.runtime() == Runtime::Jupyter)
             .map(|(position, cell)| (position, cell.kernel.clone(), cell.language))
             .collect();
-        // Refused before any kernel starts: a kernel that refused them would be replaced, its state lost.
-        if let Some(cell) = plan.iter().find(|cell| {
-            cell.language.runtime() == Runtime::Jupyter && cell.env.as_ref().is_some_and(|env| !env.is_empty())
-        }) {
-            return Err(EvalError::Kernel(format!(
-                "cell {}: Jupyter kernels take no per-cell environment variables; set them in the cell's own code \
-                 (Sys.setenv in R), or in the session's environment",
-                cell.index + 1
-            )));
-        }
         if wanted.is_empty() {
             return Ok(Vec::new());
         }
@@ -68,6 +58,16 @@ impl EvalEngine {
                 }
                 e => EvalError::Kernel(e.to_string()),
             })?;
+            // Refused before any kernel starts: a kernel that refused them would be replaced, its state lost.
+            let has_env = plan[position].env.as_ref().is_some_and(|env| !env.is_empty());
+            if has_env && !spec.language.eq_ignore_ascii_case("R") {
+                return Err(EvalError::Kernel(format!(
+                    "cell {}: {} kernels take no per-cell environment variables (R kernels do); set them in the \
+                     cell's own code, or in the session's environment",
+                    position + 1,
+                    spec.display_name
+                )));
+            }
             if language == Language::R && !spec.language.eq_ignore_ascii_case("R") {
                 return Err(EvalError::Kernel(format!(
                     "cell {}: \"language\": \"r\" names an R kernel, and {} is a {} kernel: drop \"language\", or \
