@@ -36,6 +36,8 @@ _load_lock = threading.Lock()
 #: The process that started in-process engines: a process forked from it
 #: cannot start one (the fork copied locks the engines' threads held there).
 _STARTED_IN: Optional[int] = None
+#: How long closing an engine waits for its reader thread to come back from it.
+_READER_JOIN = 10.0
 #: In-process engines alive in this process, told when it forks.
 _LIVE: "weakref.WeakSet[_InProcessEngine]" = weakref.WeakSet()
 
@@ -188,10 +190,16 @@ class InProcessTransport(Transport):
 
 def _close_engine(engine: _InProcessEngine) -> None:
     """Stop the engine and its kernels: the engine's input ends, and its
-    reader thread sees the end of its output."""
+    reader thread sees the end of its output. The reader is waited for: a
+    thread still coming back from the engine (to take the GIL again) while
+    the interpreter shuts down is ended by it inside the engine's frames,
+    which aborts the whole process."""
     engine.writer.closed = True
     if engine.forked is None:
         engine.native.close()
+        reader = engine.reader_thread
+        if reader is not None and reader is not threading.current_thread():
+            reader.join(timeout=_READER_JOIN)
 
 
 def _first_line(message: str) -> str:

@@ -144,6 +144,8 @@ class _Engine:
         self.gone: Optional[str] = None
         #: Set once the engine's output has ended and every waiting call was told.
         self.ended = threading.Event()
+        #: The thread that reads the engine's output (set when it starts).
+        self.reader_thread: Optional[threading.Thread] = None
 
     def why_gone(self) -> str:
         if self.process is None:
@@ -237,7 +239,9 @@ class Transport:
         self._engine = engine
         self._write_lock = threading.Lock()
         self._next_id = 1
-        threading.Thread(target=_read_answers, args=(engine,), name="cellbox-sdk-reader", daemon=True).start()
+        reader = threading.Thread(target=_read_answers, args=(engine,), name="cellbox-sdk-reader", daemon=True)
+        engine.reader_thread = reader
+        reader.start()
 
     # -- calls -----------------------------------------------------------
 
