@@ -94,6 +94,18 @@ async fn an_interrupt_keeps_the_state_and_a_crash_names_how_it_died() {
         .unwrap();
     interrupt_once_it_prints(&kernel, execution).await;
     assert_eq!(run(&kernel, "print(kept)").await.stdout(), "yes\n");
+    kernel.shutdown().await;
+    // A kernelspec asking for `interrupt_mode: message` gets an `interrupt_request` on its control channel.
+    let mut by_message = ipykernel();
+    by_message.interrupt_mode = cellbox_kernels::jupyter::spec::InterruptMode::Message;
+    let kernel = JupyterKernel::start(options(std::env::temp_dir()), by_message).await.unwrap();
+    run(&kernel, "kept = 'yes'").await;
+    let execution = kernel
+        .execute_with("import time\nprint('sleeping', flush=True)\ntime.sleep(600)", Default::default())
+        .await
+        .unwrap();
+    interrupt_once_it_prints(&kernel, execution).await;
+    assert_eq!(run(&kernel, "print(kept)").await.stdout(), "yes\n");
     let crashed = kernel.execute_with("import os; os._exit(3)", Default::default()).await.unwrap().collect().await;
     match crashed {
         Err(KernelError::Died { exit, .. }) => assert!(exit.contains("exit code 3"), "{exit}"),

@@ -14,7 +14,7 @@
 //! answering while idle (stopped, or wedged) is declared dead and killed.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -48,7 +48,6 @@ pub struct JupyterKernel {
     exit: watch::Receiver<Option<ExitInfo>>,
     kill: KillSwitch,
     stopped: AtomicBool,
-    interrupts: Arc<AtomicU64>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     _relays: Relays,
     _sockets: Sockets,
@@ -168,7 +167,6 @@ impl JupyterKernel {
             exit,
             kill,
             stopped: AtomicBool::new(false),
-            interrupts: Arc::new(AtomicU64::new(0)),
             tasks,
             _relays: relays,
             _sockets: sockets,
@@ -233,12 +231,11 @@ impl JupyterKernel {
                 })
             }
             InterruptMode::Message => {
-                let (outgoing, session) = (self.requests.outgoing.clone(), self.requests.session_id.clone());
-                let count = self.interrupts.clone();
+                // No request waits on its reply: it is sent, not routed.
+                let requests = self.requests.clone();
                 self.requests.interrupt_with(move || {
-                    let number = count.fetch_add(1, Ordering::Relaxed);
-                    let message = control_message(&session, &format!("interrupt_{number}"), "interrupt_request");
-                    let _ = outgoing.send(Outgoing::Message(message));
+                    let (_, message) = requests.message("interrupt_request", "control", json!({}));
+                    let _ = requests.outgoing.send(Outgoing::Message(message));
                     async {}
                 })
             }
@@ -262,9 +259,7 @@ impl JupyterKernel {
             return *self.exit.borrow();
         }
         self.requests.close();
-        let message = control_message(&self.requests.session_id, "shutdown", "shutdown_request");
-        let mut message = message;
-        message["content"] = json!({ "restart": false });
+        let (_, message) = self.requests.message("shutdown_request", "control", json!({ "restart": false }));
         let _ = self.requests.outgoing.send(Outgoing::Message(message));
         let exit = self.stop_within(SHUTDOWN_GRACE).await;
         for task in &self.tasks {
@@ -329,17 +324,6 @@ impl Drop for JupyterKernel {
         }
         self.kill.kill();
     }
-}
-
-/// A message for the control channel that no request waits on.
-fn control_message(session: &str, what: &str, msg_type: &str) -> Value {
-    json!({
-        "header": {
-            "msg_id": format!("{session}_{what}"), "msg_type": msg_type, "session": session,
-            "username": "cellbox", "version": "5.3",
-        },
-        "parent_header": {}, "metadata": {}, "content": {}, "channel": "control", "buffers": [],
-    })
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
