@@ -380,6 +380,9 @@ class Transport:
                 stdin.write(line)
                 stdin.flush()
             except (BrokenPipeError, OSError, ValueError) as error:
+                # Why it stopped is at the end of its stderr, which may not be read yet:
+                # an engine that refuses its flags exits before the first request arrives.
+                self._engine.stderr_read.wait(timeout=_STDERR_GRACE)
                 raise EngineGone(self._engine.why_gone()) from error
 
     # -- lifetime --------------------------------------------------------
