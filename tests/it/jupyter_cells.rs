@@ -187,3 +187,26 @@ fn an_r_notebook_runs_in_its_kernel_and_a_mixed_one_cell_by_cell() {
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("-p and -r write Python assignments"));
 }
+
+#[tokio::test]
+async fn an_r_kernel_stuck_is_killed_crashed_is_named_and_reset_starts_afresh() {
+    if irkernel().is_none() {
+        return;
+    }
+    let f = Fixture::new(|_| {});
+    assert!(!r(&f.engine, "x <- 41").await.is_error);
+    // R defers SIGINT for the whole of `suspendInterrupts`: the interrupt cannot land, the kill must.
+    let stuck = json!({"cells": [{"code": "suspendInterrupts(repeat {})", "language": "r", "timeout": 1}]});
+    let killed = eval_params(&f.engine, stuck).await.unwrap();
+    assert_eq!(killed.cells[0].status, CellStatus::Killed, "{}", killed.text);
+    let after = r(&f.engine, "cat(exists('x'))").await;
+    assert_eq!(after.text, "FALSE", "a killed kernel starts afresh: {}", after.text);
+    let crashed = r(&f.engine, "y <- 1\ntools::pskill(Sys.getpid(), 9L)").await;
+    assert!(crashed.is_error, "{}", crashed.text);
+    assert!(crashed.text.contains("signal 9"), "the crash is attributed to the cell: {}", crashed.text);
+    assert!(!r(&f.engine, "z <- 2").await.is_error, "the next cell starts a fresh kernel");
+    assert_eq!(f.engine.reset_session("s").await, 1, "reset stops the R kernel");
+    let reset = r(&f.engine, "cat(exists('z'))").await;
+    assert_eq!(reset.text, "FALSE", "state is gone after reset: {}", reset.text);
+    f.engine.dispose_all().await;
+}
