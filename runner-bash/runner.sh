@@ -82,6 +82,11 @@ __cellbox_quote() {
 # A JSON string's body (quotes off; \\ and \" already swapped for \x01 and
 # \x02), decoded into __cellbox_value. The host's JSON escapes only these.
 __cellbox_unescape() {
+  # Most strings have nothing to decode; a locale switch costs more than the test.
+  if [[ $1 != *\\* && $1 != *[$'\x01\x02']* ]]; then
+    __cellbox_value=$1
+    return
+  fi
   # Bytes, not characters: string operations on long lines stay linear.
   local LC_ALL=C s=$1 hex char
   s=${s//\\n/$'\n'} s=${s//\\t/$'\t'} s=${s//\\r/$'\r'} s=${s//\\\//\/} s=${s//\\b/$'\b'} s=${s//\\f/$'\f'}
@@ -99,9 +104,13 @@ __cellbox_unescape() {
 __cellbox_parse() {
   local LC_ALL=C line=$1 i key separator depth=0
   line=${line//\\\\/$'\x01'} line=${line//\\\"/$'\x02'}
-  local IFS='"'
   local -a parts
-  builtin read -ra parts <<<"$line"
+  # Split at the quotes by expansion, globbing off (a here-string would cost a
+  # pipe and a read system call per byte).
+  local IFS='"' noglob=
+  [[ $- == *f* ]] || { noglob=1; builtin set -f; }
+  parts=($line)
+  [[ -n $noglob ]] && builtin set +f
   unset IFS
   __cellbox_field_type= __cellbox_field_id= __cellbox_field_code= __cellbox_field_cwd=
   __cellbox_field_silent= __cellbox_field_restoreEnv=
@@ -124,7 +133,7 @@ __cellbox_parse() {
       [[ -n ${parts[i + 2]-} ]] && depth=1
       continue
     fi
-    [[ $key =~ ^[A-Za-z]+$ ]] || continue
+    [[ -n $key && $key != *[!A-Za-z]* ]] || continue
     if [[ $separator == : ]]; then
       __cellbox_unescape "${parts[i + 2]-}"
       builtin printf -v "__cellbox_field_$key" '%s' "$__cellbox_value"
@@ -222,7 +231,10 @@ __cellbox_quote "$BASH_VERSION"
 __cellbox_version=$__cellbox_json
 __cellbox_quote "$BASH"
 __cellbox_frame "{\"type\":\"ready\",\"protocol\":1,\"python\":$__cellbox_version,\"pid\":$$,\"executable\":$__cellbox_json,\"language\":\"bash\"}"
-# The cell runs here, at the top level, with the protocol's fds closed.
+# The cell runs here, at the top level, with the protocol's fds closed. Its
+# code is sourced from a here-string on fd 63 (a pipe, or a file in TMPDIR when
+# it is long or bash is older than 5.1), not from a process substitution, which
+# forks a subshell for every cell (half of a warm cell's time).
 while :; do
   IFS= builtin read -r -u "$__cellbox_req" __cellbox_line || break
   __cellbox_parse "$__cellbox_line"
@@ -230,7 +242,7 @@ while :; do
     execute)
       if __cellbox_begin && [[ -n $__cellbox_field_code ]]; then
         __cellbox_running=1
-        . <(builtin printf '%s' "$__cellbox_field_code") {__cellbox_req}<&- {__cellbox_out}>&- {__cellbox_diag}>&- || __cellbox_status=$?
+        . /dev/fd/63 63<<<"$__cellbox_field_code" {__cellbox_req}<&- {__cellbox_out}>&- {__cellbox_diag}>&- || __cellbox_status=$?
         __cellbox_running=
       fi
       __cellbox_finish

@@ -192,3 +192,18 @@ fn the_cli_runs_bash_code_and_files() {
     assert_ne!(failed.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&failed.stdout).contains("from a file"));
 }
+
+#[tokio::test]
+async fn long_cells_quotes_globs_and_the_users_noglob_reach_the_shell_as_written() {
+    let f = Fixture::new(|_| {});
+    // Longer than any pipe: bash puts the cell in a file in the kernel's private temp dir.
+    let long = format!("x='{}'\necho ${{#x}}", "a".repeat(300_000));
+    assert_eq!(sh(&f.engine, &long).await.text, "300000\n");
+    let tricky = "mkdir g && cd g && touch f1 f2\nprintf '%s|' * \"*\" '\\\\u0041' $'tab\\there' \"q\\\"q\"\necho";
+    assert_eq!(sh(&f.engine, tricky).await.text, "f1|f2|*|\\\\u0041|tab\there|q\"q|\n");
+    // The runner turns globbing off only while it reads a request: a user's `set -f` stays theirs.
+    assert_eq!(sh(&f.engine, "set -f\necho *").await.text, "*\n");
+    assert_eq!(sh(&f.engine, "echo *; set +f").await.text, "*\n");
+    assert_eq!(sh(&f.engine, "echo f*").await.text, "f1 f2\n");
+    f.engine.dispose_all().await;
+}
