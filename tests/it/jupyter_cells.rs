@@ -210,3 +210,24 @@ async fn an_r_kernel_stuck_is_killed_crashed_is_named_and_reset_starts_afresh() 
     assert_eq!(reset.text, "FALSE", "state is gone after reset: {}", reset.text);
     f.engine.dispose_all().await;
 }
+
+#[tokio::test]
+async fn a_spare_r_kernel_serves_a_reset_and_never_ran_user_code() {
+    if irkernel().is_none() {
+        return;
+    }
+    let f = Fixture::new(|config| config.spare = cellbox_engine::session::SpareLimits { count: 1, idle: None });
+    let first = r(&f.engine, "secret <- 42\ncat(Sys.getpid())").await;
+    assert!(!first.is_error, "{}", first.text);
+    assert!(
+        common::eventually(common::PATIENCE, || !f.engine.spare_pids().is_empty()).await,
+        "no spare R kernel became ready"
+    );
+    let spare = f.engine.spare_pids()[0];
+    assert_ne!(spare.to_string(), first.text, "the spare is another kernel");
+    let params = json!({"reset": true, "cells": [{"code": "cat(Sys.getpid(), exists('secret'))", "language": "r"}]});
+    let reset = eval_params(&f.engine, params).await.unwrap();
+    assert_eq!(reset.text, format!("{spare} FALSE"), "the reset took the spare, which holds no state");
+    f.engine.dispose_all().await;
+    assert!(common::reaped(spare), "the spare's kernel ended with its engine");
+}

@@ -143,8 +143,7 @@ impl EvalEngine {
 
     /// Keep a spare for `options` within the live-kernel limit.
     fn fill_spare(&self, options: &KernelOptions) {
-        // Spares are runner processes; Jupyter kernels start when a cell needs them.
-        if !self.spares.enabled() || options.runtime == Runtime::Jupyter {
+        if !self.spares.enabled() {
             return;
         }
         let used = self.pool.live_count(None) + self.spares.len();
