@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::{EvalServer, manners, output};
 use crate::runtime::Runtime;
-use crate::tool::EvalParams;
+use crate::tool::{EvalParams, Language};
 
 /// What a model is told about using the server.
 pub const INSTRUCTIONS: &str = "\
@@ -161,8 +161,9 @@ impl EvalServer {
 /// Keep only `offered` among the language values anywhere in the schema
 /// (`enum` lists and `oneOf` alternatives naming a language).
 pub(super) fn restrict_languages(schema: &mut Value, offered: &[&str]) {
-    const ALL: [&str; 6] = ["py", "js", "ts", "bash", "r", "jupyter"];
-    let is_language = |value: &Value| value.as_str().is_some_and(|text| ALL.contains(&text));
+    let is_language = |value: &Value| {
+        value.as_str().is_some_and(|text| Language::ALL.iter().any(|language| language.as_str() == text))
+    };
     let allowed = |value: &Value| value.as_str().is_some_and(|text| offered.contains(&text));
     match schema {
         Value::Object(map) => {

@@ -35,6 +35,7 @@ mod home_view;
 mod install;
 mod js_kernel;
 mod jupyter_cells;
+mod jupyter_java;
 mod jupyter_kernel;
 mod kernel_execution;
 mod kernel_lifecycle;

@@ -38,6 +38,8 @@ pub enum SdkLanguage {
     Bash,
     /// R, in an installed Jupyter kernel for R (IRkernel).
     R,
+    /// Java, in an installed Jupyter kernel for Java (JJava).
+    Java,
 }
 
 impl SdkLanguage {
@@ -49,8 +51,9 @@ impl SdkLanguage {
             "typescript" | "ts" => Ok(SdkLanguage::TypeScript),
             "bash" | "sh" | "shell" => Ok(SdkLanguage::Bash),
             "r" => Ok(SdkLanguage::R),
+            "java" => Ok(SdkLanguage::Java),
             other => Err(Failure::invalid_params(format!(
-                "unknown language {other:?}: use python, javascript (js), typescript (ts), bash or r"
+                "unknown language {other:?}: use python, javascript (js), typescript (ts), bash, r or java"
             ))),
         }
     }
@@ -62,6 +65,7 @@ impl SdkLanguage {
             SdkLanguage::TypeScript => "typescript",
             SdkLanguage::Bash => "bash",
             SdkLanguage::R => "r",
+            SdkLanguage::Java => "java",
         }
     }
 
@@ -73,6 +77,7 @@ impl SdkLanguage {
             SdkLanguage::TypeScript => Language::Ts,
             SdkLanguage::Bash => Language::Bash,
             SdkLanguage::R => Language::R,
+            SdkLanguage::Java => Language::Java,
         }
     }
 
@@ -82,10 +87,10 @@ impl SdkLanguage {
     }
 
     /// The language whose default context a run without one goes to
-    /// (TypeScript shares JavaScript's kernel; bash and R get kernels of their own in Python's).
+    /// (TypeScript shares JavaScript's kernel; bash, R and Java get kernels of their own in Python's).
     fn default_context(self) -> &'static str {
         match self {
-            SdkLanguage::Python | SdkLanguage::Bash | SdkLanguage::R => "python",
+            SdkLanguage::Python | SdkLanguage::Bash | SdkLanguage::R | SdkLanguage::Java => "python",
             SdkLanguage::JavaScript | SdkLanguage::TypeScript => "javascript",
         }
     }

@@ -92,7 +92,7 @@ pub struct CellParams {
     pub code: String,
     /// Language of the cell: "py", "js", "ts" (TypeScript, run by the JavaScript kernel), "bash" (one
     /// shell per session: cwd, variables and functions persist; a non-zero exit status fails the cell)
-    /// or "r" (an installed Jupyter kernel for R, such as IRkernel).
+    /// "r" or "java" (an installed Jupyter kernel for the language, such as IRkernel or JJava).
     /// Default: "py", or "js" where Python is not available.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub language: Option<Language>,
@@ -141,12 +141,19 @@ pub enum Language {
     /// R, in an installed Jupyter kernel for R (IRkernel's `ir` when there is one).
     #[serde(rename = "r")]
     R,
+    /// Java, in an installed Jupyter kernel for Java (JJava's or IJava's `java` when there is one).
+    #[serde(rename = "java")]
+    Java,
     /// A cell for the Jupyter kernel its `kernel` names.
     #[serde(rename = "jupyter")]
     Jupyter,
 }
 
 impl Language {
+    /// Every language, in the order the schema lists them.
+    pub const ALL: [Language; 7] =
+        [Language::Py, Language::Js, Language::Ts, Language::Bash, Language::R, Language::Java, Language::Jupyter];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Language::Py => "py",
@@ -154,6 +161,7 @@ impl Language {
             Language::Ts => "ts",
             Language::Bash => "bash",
             Language::R => "r",
+            Language::Java => "java",
             Language::Jupyter => "jupyter",
         }
     }
@@ -164,7 +172,17 @@ impl Language {
             Language::Py => crate::runtime::Runtime::Python,
             Language::Js | Language::Ts => crate::runtime::Runtime::Node,
             Language::Bash => crate::runtime::Runtime::Bash,
-            Language::R | Language::Jupyter => crate::runtime::Runtime::Jupyter,
+            Language::R | Language::Java | Language::Jupyter => crate::runtime::Runtime::Jupyter,
+        }
+    }
+
+    /// For a language cellbox runs on an installed Jupyter kernel: the
+    /// kernelspec `language` it looks for, and the kernel it prefers among them.
+    pub fn kernelspec_language(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Language::R => Some(("R", "ir")),
+            Language::Java => Some(("java", "java")),
+            _ => None,
         }
     }
 
@@ -265,7 +283,7 @@ impl EvalParams {
                         }
                         match language {
                             None | Some(Language::Jupyter) => Some(Language::Jupyter),
-                            Some(Language::R) => Some(Language::R),
+                            Some(language @ (Language::R | Language::Java)) => Some(language),
                             Some(other) => {
                                 return Err(ParamsError::BadKernel {
                                     index: index + 1,

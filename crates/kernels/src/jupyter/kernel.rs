@@ -4,7 +4,8 @@
 //!
 //! The host writes the connection file (a fresh HMAC key; `ipc` transport)
 //! into a folder of the kernel's private temp dir, where the kernel binds its
-//! sockets ([`super::sockets`]). The host's sockets reach them through relays
+//! sockets ([`super::sockets`]); a kernel that speaks only TCP gets loopback
+//! ports instead, checked to be its own ([`super::tcp`]). The host's sockets reach them through relays
 //! that bound what the kernel may send ([`super::relay`]). Once they are up,
 //! `kernel_info_request`s go out until the kernel answers on shell and IOPub,
 //! and every message is then routed as a gateway kernel's are
@@ -25,7 +26,7 @@ use super::Outgoing;
 pub use super::channels::Heartbeat;
 use super::channels::{Channels, Watch};
 use super::process::{Abandoned, KillSwitch, Started, spawn, startup_failed, tail_text};
-use super::relay::Relays;
+use super::relay::{Relays, Target};
 use super::requests::{Requests, new_session_id};
 use super::route::{Routes, Shared};
 use super::sockets::{CHANNELS, ShortName, Sockets};
@@ -50,7 +51,7 @@ pub struct JupyterKernel {
     stopped: AtomicBool,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     _relays: Relays,
-    _sockets: Sockets,
+    _sockets: Option<Sockets>,
     _short: ShortName,
     _folder: tempfile::TempDir,
     _guard: crate::sandbox::SandboxGuard,
@@ -88,8 +89,13 @@ impl JupyterKernel {
         // (sandbox, session, environment, and the working folder as the kernel sees it).
         let mut env = options.env.clone();
         env.extend(spec.env.clone());
-        let (command, guard) =
-            crate::sandbox::command_like_a_kernel(&spec.program(), &options.sandbox, &options.cwd, &env)?;
+        // A kernel that speaks only TCP is spoken to on its loopback: with no network, it gets its own
+        // loopback up (as `--network localhost`), still reaching nothing outside its namespace.
+        let mut sandbox = options.sandbox.clone();
+        if spec.speaks_only_tcp() && sandbox.network == crate::sandbox::NetworkMode::Off {
+            sandbox.network = crate::sandbox::NetworkMode::Localhost;
+        }
+        let (command, guard) = crate::sandbox::command_like_a_kernel(&spec.program(), &sandbox, &options.cwd, &env)?;
         let folder = match guard.temp_dir() {
             Some(temp) => tempfile::Builder::new().prefix("jupyter-").tempdir_in(temp),
             None => tempfile::Builder::new().prefix("cellbox-jupyter-").tempdir(),
@@ -101,12 +107,17 @@ impl JupyterKernel {
         let connection_file = folder.path().join("connection.json");
         let short = ShortName::for_folder(folder.path())
             .map_err(|e| startup_failed(&spec, format!("could not name its sockets: {e}"), ""))?;
-        let mut connection = json!({
-            "transport": "ipc", "ip": short.path().join("k").to_string_lossy(),
-            "key": key, "signature_scheme": "hmac-sha256", "kernel_name": spec.name,
-        });
-        for (port, channel) in CHANNELS.iter().enumerate() {
-            connection[format!("{channel}_port")] = json!(port + 1);
+        let tcp_ports = tcp_ports(&spec)?;
+        let mut connection = match &tcp_ports {
+            Some(_) => json!({"transport": "tcp", "ip": "127.0.0.1"}),
+            None => json!({"transport": "ipc", "ip": short.path().join("k").to_string_lossy()}),
+        };
+        connection["key"] = json!(key);
+        connection["signature_scheme"] = json!("hmac-sha256");
+        connection["kernel_name"] = json!(spec.name);
+        for (index, channel) in CHANNELS.iter().enumerate() {
+            let port = tcp_ports.as_ref().map_or(index as u16 + 1, |ports| ports[index]);
+            connection[format!("{channel}_port")] = json!(port);
         }
         write_private(&connection_file, &serde_json::to_vec_pretty(&connection).unwrap_or_default())
             .map_err(|e| startup_failed(&spec, format!("could not write its connection file: {e}"), ""))?;
@@ -117,9 +128,16 @@ impl JupyterKernel {
         let mut abandoned = Abandoned(Some(kill.clone()));
         let broken = Arc::new(Mutex::new(None));
         let connected = tokio::time::timeout(options.startup_timeout, async {
-            let sockets = Sockets::wait_for(folder.path(), exit.clone()).await?;
+            let (sockets, targets) = match &tcp_ports {
+                None => {
+                    let sockets = Sockets::wait_for(folder.path(), exit.clone()).await?;
+                    let targets = sockets.targets.iter().cloned().map(Target::Unix).collect();
+                    (Some(sockets), targets)
+                }
+                Some(ports) => (None, tcp_targets(pid, ports, exit.clone()).await?),
+            };
             let switch = kill.clone();
-            let relays = Relays::start(&sockets.targets, broken.clone(), Arc::new(move || switch.kill()))
+            let relays = Relays::start(&targets, broken.clone(), Arc::new(move || switch.kill()))
                 .map_err(|e| format!("could not relay its sockets: {e}"))?;
             let mut channels = Channels::connect(&relays.endpoints, &new_session_id()).await?;
             let signer = Signer::new(key.as_bytes());
@@ -323,6 +341,38 @@ impl Drop for JupyterKernel {
             task.abort();
         }
         self.kill.kill();
+    }
+}
+
+/// Loopback ports for a kernel that speaks only TCP (`None`: it binds Unix sockets).
+fn tcp_ports(spec: &KernelSpec) -> Result<Option<Vec<u16>>, KernelError> {
+    if !spec.speaks_only_tcp() {
+        return Ok(None);
+    }
+    if cfg!(not(target_os = "linux")) {
+        return Err(startup_failed(spec, "it speaks only TCP, which cellbox offers kernels on Linux only", ""));
+    }
+    #[cfg(target_os = "linux")]
+    return super::tcp::free_ports(CHANNELS.len())
+        .map(Some)
+        .map_err(|e| startup_failed(spec, format!("no free loopback ports: {e}"), ""));
+    #[cfg(not(target_os = "linux"))]
+    Ok(None)
+}
+
+/// The kernel's ports, once it listens on all of them.
+async fn tcp_targets(pid: u32, ports: &[u16], exit: watch::Receiver<Option<ExitInfo>>) -> Result<Vec<Target>, String> {
+    #[cfg(target_os = "linux")]
+    {
+        use super::tcp::{Namespace, TcpTarget, wait_listening};
+        let namespace = Arc::new(Namespace::of(pid).map_err(|e| format!("its network namespace: {e}"))?);
+        wait_listening(pid, ports, exit).await?;
+        Ok(ports.iter().map(|&port| Target::Tcp(TcpTarget { port, pid, namespace: namespace.clone() })).collect())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (pid, ports, exit);
+        Err("TCP kernels run on Linux only".into())
     }
 }
 

@@ -11,7 +11,8 @@
 //!   [`kernel`]: [`JupyterKernel`], a kernelspec's kernel started as a local
 //!   process under the sandbox, on ZeroMQ sockets of its own: `sockets`
 //!   (where they are, reached without following what the kernel planted),
-//!   [`relay`] (what the kernel sends is bounded on the way), `channels`
+//!   [`relay`] (what the kernel sends is bounded on the way), [`tcp`] (for
+//!   kernels that speak only TCP, ports checked to be the kernel's), `channels`
 //!   (the tasks that carry its messages and watch it).
 //!
 //! Kernels on a Jupyter gateway ([`crate::gateway`]) use the same routing
@@ -27,6 +28,8 @@ pub(crate) mod requests;
 pub(crate) mod route;
 mod sockets;
 pub mod spec;
+#[cfg(target_os = "linux")]
+pub mod tcp;
 pub mod wire;
 
 pub use kernel::JupyterKernel;

@@ -170,12 +170,22 @@ impl Drop for Relays {
 /// Why a relay ended a connection: the first broken limit.
 pub type Broken = Arc<std::sync::Mutex<Option<String>>>;
 
+/// One of the kernel's sockets, as a relay reaches it.
+#[derive(Debug, Clone)]
+pub enum Target {
+    /// A Unix socket (its path: on Linux, a `/proc/self/fd/N` the host holds).
+    Unix(PathBuf),
+    /// A loopback port, checked to be the kernel's ([`super::tcp`]).
+    #[cfg(target_os = "linux")]
+    Tcp(super::tcp::TcpTarget),
+}
+
 impl Relays {
     /// A relay to each of `targets` (the kernel's sockets); a broken limit is
     /// written into `broken`, and `on_broken` is called.
     #[cfg(unix)]
     pub fn start(
-        targets: &[PathBuf],
+        targets: &[Target],
         broken: Broken,
         on_broken: Arc<dyn Fn() + Send + Sync>,
     ) -> std::io::Result<Relays> {
@@ -195,7 +205,7 @@ impl Relays {
     /// Unix sockets only: Jupyter kernels from kernelspecs run on Linux and macOS.
     #[cfg(not(unix))]
     pub fn start(
-        _targets: &[PathBuf],
+        _targets: &[Target],
         _broken: Broken,
         _on_broken: Arc<dyn Fn() + Send + Sync>,
     ) -> std::io::Result<Relays> {
@@ -218,15 +228,35 @@ fn private_folder() -> std::io::Result<tempfile::TempDir> {
 }
 
 #[cfg(unix)]
-async fn serve(listener: UnixListener, target: PathBuf, broken: Broken, on_broken: Arc<dyn Fn() + Send + Sync>) {
+async fn serve(listener: UnixListener, target: Target, broken: Broken, on_broken: Arc<dyn Fn() + Send + Sync>) {
     while let Ok((host, _)) = listener.accept().await {
-        let Ok(kernel) = UnixStream::connect(&target).await else { continue };
         let (broken, on_broken) = (broken.clone(), on_broken.clone());
-        tokio::spawn(async move {
-            if pipe(host, kernel, &broken).await.is_err() {
-                on_broken();
+        match &target {
+            Target::Unix(path) => {
+                let Ok(kernel) = UnixStream::connect(path).await else { continue };
+                tokio::spawn(async move {
+                    if pipe(host, kernel, &broken).await.is_err() {
+                        on_broken();
+                    }
+                });
             }
-        });
+            #[cfg(target_os = "linux")]
+            Target::Tcp(target) => {
+                let target = target.clone();
+                tokio::spawn(async move {
+                    let ended = match super::tcp::open(&target).await {
+                        Ok(kernel) => pipe(host, kernel, &broken).await,
+                        Err(reason) => {
+                            broken.lock().unwrap().get_or_insert(reason);
+                            Err(())
+                        }
+                    };
+                    if ended.is_err() {
+                        on_broken();
+                    }
+                });
+            }
+        }
     }
 }
 
@@ -234,9 +264,12 @@ async fn serve(listener: UnixListener, target: PathBuf, broken: Broken, on_broke
 /// broken limit is written into `broken` before the host's side is closed (so
 /// a reader that sees the close finds why).
 #[cfg(unix)]
-async fn pipe(host: UnixStream, kernel: UnixStream, broken: &Broken) -> Result<(), ()> {
+async fn pipe<K>(host: UnixStream, kernel: K, broken: &Broken) -> Result<(), ()>
+where
+    K: tokio::io::AsyncRead + tokio::io::AsyncWrite,
+{
     let (mut host_read, mut host_write) = host.into_split();
-    let (mut kernel_read, mut kernel_write) = kernel.into_split();
+    let (mut kernel_read, mut kernel_write) = tokio::io::split(kernel);
     let to_kernel = async {
         let _ = tokio::io::copy(&mut host_read, &mut kernel_write).await;
         Ok(())

@@ -80,6 +80,7 @@ impl Requests {
                     stdin_requested: false,
                     stdin_replies: 0,
                     rate_noted: false,
+                    interrupted: false,
                 },
             );
         }
@@ -183,6 +184,9 @@ impl Requests {
                 }
             }
             loop {
+                if let Some(pending) = shared.routes.lock().unwrap().pending.get_mut(&target) {
+                    pending.interrupted = true;
+                }
                 interrupt().await;
                 let deadline = tokio::time::Instant::now() + INTERRUPT_REPEAT;
                 loop {

@@ -31,6 +31,8 @@ pub(crate) struct Pending {
     /// `input_reply`s sent for it: a kernel asking without end gets [`MAX_STDIN_REPLIES`].
     pub stdin_replies: u8,
     pub rate_noted: bool,
+    /// An interrupt was sent for it: a failed reply is then the interrupt's doing.
+    pub interrupted: bool,
 }
 
 /// The most `input_request`s of one request that are answered.
@@ -134,8 +136,11 @@ pub(crate) fn route(
             pending.reply = Some(CellDone {
                 status: if text("status") == Some("ok") { DoneStatus::Ok } else { DoneStatus::Error },
                 execution_count: content.get("execution_count").and_then(Value::as_u64).unwrap_or(0),
-                // ipykernel raises KeyboardInterrupt; IRkernel answers `abort`.
-                cancelled: text("ename") == Some("KeyboardInterrupt") || text("status") == Some("abort"),
+                // ipykernel raises KeyboardInterrupt; IRkernel answers `abort`; others fail with
+                // an error of their own (JJava's EvaluationInterruptedException) once interrupted.
+                cancelled: text("ename") == Some("KeyboardInterrupt")
+                    || text("status") == Some("abort")
+                    || (pending.interrupted && text("status") != Some("ok")),
             });
         }
         "is_complete_reply" => {

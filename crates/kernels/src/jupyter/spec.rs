@@ -271,6 +271,13 @@ impl KernelSpec {
     }
 
     /// The program its command line starts (see [`KernelSpec::command`]).
+    /// Whether its kernel binds only TCP ports, never Unix sockets: kernels
+    /// on the JVM (JeroMQ's `ipc` works within one process only) and Deno's.
+    pub fn speaks_only_tcp(&self) -> bool {
+        let program = Path::new(&self.argv[0]).file_name().and_then(|name| name.to_str()).unwrap_or_default();
+        matches!(program, "java" | "deno")
+    }
+
     pub fn program(&self) -> PathBuf {
         match self.argv[0].as_str() {
             "python" | "python3" => self.environment_python().unwrap_or_else(|| PathBuf::from(&self.argv[0])),

@@ -1,15 +1,12 @@
-//! Which installed Jupyter kernel each `r` or `jupyter` cell runs on.
+//! Which installed Jupyter kernel each `r`, `java` or `jupyter` cell runs on.
 
 use super::*;
 use crate::discovery::EnvActivation;
 use crate::jupyter::{KernelSpec, SearchPath, SpecError};
 
-/// The kernel R cells get when they name none and it is installed (IRkernel's).
-const PREFERRED_R_KERNEL: &str = "ir";
-
 impl EvalEngine {
     /// The kernelspec of every Jupyter cell in `plan` (the one it names, else
-    /// the R kernel for an `r` cell), written into the cell; one interpreter
+    /// a kernel for the language of an `r` or `java` cell), written into the cell; one interpreter
     /// per kernelspec, whose `executable` is the kernelspec's folder.
     pub(super) async fn resolve_jupyter(
         &self,
@@ -39,10 +36,10 @@ impl EvalEngine {
             wanted
                 .into_iter()
                 .map(|(position, name, language)| {
-                    let spec = match (name, language) {
+                    let spec = match (name, language.kernelspec_language()) {
                         (Some(name), _) => search.find(&name),
-                        (None, Language::R) => search.for_language("R", PREFERRED_R_KERNEL),
-                        (None, _) => Err(SpecError::NotFound { name: String::new(), installed: Vec::new() }),
+                        (None, Some((wanted, preferred))) => search.for_language(wanted, preferred),
+                        (None, None) => Err(SpecError::NotFound { name: String::new(), installed: Vec::new() }),
                     };
                     (position, language, spec)
                 })
@@ -68,11 +65,14 @@ impl EvalEngine {
                     spec.display_name
                 )));
             }
-            if language == Language::R && !spec.language.eq_ignore_ascii_case("R") {
+            if let Some((wanted, _)) = language.kernelspec_language()
+                && !spec.language.eq_ignore_ascii_case(wanted)
+            {
                 return Err(EvalError::Kernel(format!(
-                    "cell {}: \"language\": \"r\" names an R kernel, and {} is a {} kernel: drop \"language\", or \
-                     name an R kernel",
+                    "cell {}: \"language\": \"{}\" names {wanted} kernels, and {} is a {} kernel: drop \"language\", \
+                     or name a {wanted} kernel",
                     position + 1,
+                    language.as_str(),
                     spec.name,
                     spec.language
                 )));

@@ -261,8 +261,12 @@ impl EvalEngine {
         if exposure.allows(Language::Bash) && runtime::bash::resolve_from_env(cwd, &policy).is_ok() {
             languages.push(Language::Bash);
         }
-        if exposure.allows(Language::R) && crate::jupyter::SearchPath::from_env(None).for_language("R", "ir").is_ok() {
-            languages.push(Language::R);
+        let search = crate::jupyter::SearchPath::from_env(None);
+        for language in [Language::R, Language::Java] {
+            let Some((wanted, preferred)) = language.kernelspec_language() else { continue };
+            if exposure.allows(language) && search.for_language(wanted, preferred).is_ok() {
+                languages.push(language);
+            }
         }
         languages
     }

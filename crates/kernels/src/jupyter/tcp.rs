@@ -1,0 +1,253 @@
+//! TCP for kernels that cannot bind Unix sockets (Linux only).
+//!
+//! Kernels on the JVM (JeroMQ has no Unix sockets: its `ipc` is TCP within
+//! one process) and Deno's take only `tcp` connection files. Such a kernel
+//! listens on loopback ports in its own network namespace when it has one
+//! (`--network off`, `localhost`, `allow:`), or in the host's. Two things make
+//! that as safe as the Unix sockets of other kernels:
+//!
+//! - **Reaching it.** The host connects from inside the kernel's network
+//!   namespace when it is not the host's: a thread of its own enters it
+//!   (`setns`), makes the socket, and ends. A socket stays in the namespace it
+//!   was made in.
+//! - **Knowing it is the kernel.** Any process of the user could listen on a
+//!   port of the host's loopback first. So before a byte is carried, the host
+//!   finds the kernel's end of the new connection in the namespace's TCP
+//!   table and checks that a process of the kernel's process group or session
+//!   holds it. A connection something else accepted is closed unused.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use crate::kernel::process::ExitInfo;
+
+/// How long the kernel may take to accept a connection the host made.
+const ACCEPT_WAIT: Duration = Duration::from_secs(30);
+/// TCP states in `/proc/net/tcp`.
+const ESTABLISHED: u8 = 0x01;
+const LISTEN: u8 = 0x0A;
+
+/// `count` distinct loopback ports free on the host now (each was bound and
+/// let go; a kernel in a namespace of its own finds all of them free).
+pub(super) fn free_ports(count: usize) -> std::io::Result<Vec<u16>> {
+    let listeners: Vec<std::net::TcpListener> =
+        (0..count).map(|_| std::net::TcpListener::bind("127.0.0.1:0")).collect::<Result<_, _>>()?;
+    listeners.iter().map(|listener| listener.local_addr().map(|address| address.port())).collect()
+}
+
+/// The kernel's network namespace: `None` when it is the host's own.
+#[derive(Debug)]
+pub(super) struct Namespace(Option<OwnedFd>);
+
+impl Namespace {
+    /// The namespace process `pid` is in, held open (so it stays the same one).
+    pub(super) fn of(pid: u32) -> std::io::Result<Namespace> {
+        use std::os::unix::fs::MetadataExt;
+        let theirs = std::fs::File::open(format!("/proc/{pid}/ns/net"))?;
+        let (ours, their_meta) = (std::fs::metadata("/proc/self/ns/net")?, theirs.metadata()?);
+        if (ours.dev(), ours.ino()) == (their_meta.dev(), their_meta.ino()) {
+            return Ok(Namespace(None));
+        }
+        Ok(Namespace(Some(OwnedFd::from(theirs))))
+    }
+}
+
+/// One of the kernel's ports, and how to check who answers on it.
+#[derive(Debug, Clone)]
+pub struct TcpTarget {
+    pub(super) port: u16,
+    /// The kernel's process (its group and session are the kernel's).
+    pub(super) pid: u32,
+    pub(super) namespace: Arc<Namespace>,
+}
+
+/// Wait until something listens on every one of `ports` in the kernel's
+/// namespace (or the kernel exited).
+pub(super) async fn wait_listening(
+    pid: u32,
+    ports: &[u16],
+    mut exit: watch::Receiver<Option<ExitInfo>>,
+) -> Result<(), String> {
+    let mut delay = Duration::from_millis(5);
+    loop {
+        let table = tokio::task::spawn_blocking(move || tcp_table(pid)).await.map_err(|e| e.to_string())?;
+        if ports.iter().all(|port| table.iter().any(|entry| entry.state == LISTEN && entry.local_port == *port)) {
+            return Ok(());
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = exit.wait_for(Option::is_some) => return Err("it exited".into()),
+        }
+        delay = (delay * 2).min(Duration::from_millis(100));
+    }
+}
+
+/// A connection to `target`'s port, once the kernel's own process has
+/// accepted it; an error names what answered otherwise.
+pub(super) async fn open(target: &TcpTarget) -> Result<TcpStream, String> {
+    let stream = connect(target).await.map_err(|e| format!("could not reach its port {}: {e}", target.port))?;
+    let ours = stream.local_addr().map_err(|e| e.to_string())?.port();
+    let (pid, port) = (target.pid, target.port);
+    let deadline = tokio::time::Instant::now() + ACCEPT_WAIT;
+    let mut delay = Duration::from_millis(1);
+    loop {
+        let holder = tokio::task::spawn_blocking(move || accepted_by_kernel(pid, port, ours))
+            .await
+            .map_err(|e| e.to_string())?;
+        match holder {
+            Accepted::ByKernel => return Ok(stream),
+            Accepted::BySomethingElse => {
+                return Err(format!(
+                    "its port {port} was answered by a process that is not the kernel's; the connection was closed \
+                     unused"
+                ));
+            }
+            Accepted::NotYet if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_millis(50));
+            }
+            Accepted::NotYet => return Err(format!("its port {port} did not accept a connection")),
+        }
+    }
+}
+
+/// Connect to the loopback `port` of the kernel's namespace.
+async fn connect(target: &TcpTarget) -> std::io::Result<TcpStream> {
+    let Some(namespace) = &target.namespace.0 else {
+        return TcpStream::connect(("127.0.0.1", target.port)).await;
+    };
+    let namespace = namespace.try_clone()?;
+    let port = target.port;
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    // A thread of its own: it leaves the host's namespace, so it must end after.
+    std::thread::spawn(move || {
+        // SAFETY: setns on a namespace fd this thread owns; only this thread changes namespace.
+        let connected = if unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(10))
+        };
+        let _ = sender.send(connected);
+    });
+    let stream = receiver.await.map_err(|_| std::io::Error::other("the connecting thread ended"))??;
+    stream.set_nonblocking(true)?;
+    TcpStream::from_std(stream)
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Accepted {
+    ByKernel,
+    BySomethingElse,
+    NotYet,
+}
+
+/// Who holds the far end of our connection from local port `ours` to `port`.
+fn accepted_by_kernel(pid: u32, port: u16, ours: u16) -> Accepted {
+    let far_end = tcp_table(pid)
+        .into_iter()
+        .find(|entry| entry.state == ESTABLISHED && entry.local_port == port && entry.remote_port == ours);
+    // Before `accept`, the far end belongs to no file (inode 0).
+    let Some(inode) = far_end.map(|entry| entry.inode).filter(|inode| *inode != 0) else { return Accepted::NotYet };
+    if held_by_group_of(pid, inode) { Accepted::ByKernel } else { Accepted::BySomethingElse }
+}
+
+/// Whether `pid`, or a process whose group or session is `pid`'s, holds socket `inode`.
+fn held_by_group_of(pid: u32, inode: u64) -> bool {
+    let wanted = format!("socket:[{inode}]");
+    let Ok(processes) = std::fs::read_dir("/proc") else { return false };
+    for process in processes.flatten() {
+        let Some(other) = process.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{other}/stat")) else { continue };
+        // After the command name (which may hold spaces and parentheses): state, ppid, pgrp, session.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else { continue };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let (Some(group), Some(session)) = (fields.get(2), fields.get(3)) else { continue };
+        if other != pid && *group != pid.to_string() && *session != pid.to_string() {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{other}/fd")) else { continue };
+        if fds.flatten().any(|fd| std::fs::read_link(fd.path()).is_ok_and(|link| link.as_os_str() == wanted.as_str())) {
+            return true;
+        }
+    }
+    false
+}
+
+/// One row of a TCP table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Entry {
+    local_port: u16,
+    remote_port: u16,
+    state: u8,
+    inode: u64,
+}
+
+/// The TCP sockets (IPv4 and IPv6) of the namespace `pid` is in.
+fn tcp_table(pid: u32) -> Vec<Entry> {
+    ["tcp", "tcp6"]
+        .iter()
+        .filter_map(|table| std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).ok())
+        .flat_map(|text| text.lines().skip(1).filter_map(parse_row).collect::<Vec<_>>())
+        .collect()
+}
+
+/// `sl local_address rem_address st … inode …`, addresses as `HEXIP:HEXPORT`.
+fn parse_row(line: &str) -> Option<Entry> {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let port = |address: &str| u16::from_str_radix(address.rsplit_once(':')?.1, 16).ok();
+    Some(Entry {
+        local_port: port(fields.get(1)?)?,
+        remote_port: port(fields.get(2)?)?,
+        state: u8::from_str_radix(fields.get(3)?, 16).ok()?,
+        inode: fields.get(9)?.parse().ok()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_of_the_tables_are_read() {
+        let row = "   3: 0100007F:1F90 0100007F:C350 01 00000000:00000000 00:00000000 00000000  1000        0 424242 1 \
+                   0000000000000000 20 4 30 10 -1";
+        assert_eq!(parse_row(row), Some(Entry { local_port: 8080, remote_port: 50000, state: 1, inode: 424242 }));
+        let v6 = "   0: 00000000000000000000000001000000:0050 00000000000000000000000000000000:0000 0A 00000000:00000000 \
+                  00:00000000 00000000     0        0 77 1 0000000000000000 100 0 0 10 0";
+        assert_eq!(parse_row(v6), Some(Entry { local_port: 80, remote_port: 0, state: LISTEN, inode: 77 }));
+        assert_eq!(parse_row("  sl  local_address rem_address   st"), None);
+    }
+
+    /// A listener of this process, reached as a kernel would be: accepted by
+    /// this process's own group it passes; named as another group's, it is
+    /// refused, and before `accept` nobody holds it.
+    #[tokio::test]
+    async fn only_the_kernels_own_process_passes() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let me = std::process::id();
+        let client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let ours = client.local_addr().unwrap().port();
+        assert_eq!(accepted_by_kernel(me, port, ours), Accepted::NotYet, "queued, not yet accepted");
+        let (_accepted, _) = listener.accept().unwrap();
+        assert_eq!(accepted_by_kernel(me, port, ours), Accepted::ByKernel);
+        // Checked as another kernel's (a pid no process has, so no group or session either), it is refused.
+        let stranger = u32::MAX - 1;
+        let far =
+            tcp_table(me).into_iter().find(|e| e.state == ESTABLISHED && e.local_port == port && e.remote_port == ours);
+        assert!(!held_by_group_of(stranger, far.unwrap().inode));
+    }
+
+    #[test]
+    fn free_ports_differ() {
+        let ports = free_ports(5).unwrap();
+        let mut unique = ports.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), 5, "{ports:?}");
+    }
+}
