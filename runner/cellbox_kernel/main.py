@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from . import display, ipython_compat, mpl, protocol, wire
+from . import display, ipython_compat, mpl, pil, protocol, wire
 from .bridge import BRIDGE
 from .capture import OutputCapture, flush_python_streams
 from .channel import Channel
@@ -166,6 +166,7 @@ class Kernel:
         builtins.__cellbox_magic__ = Magics(self.executor)
         ipython_compat.install()
         mpl.install()
+        pil.install()
 
     def _publish(self, kind, data, metadata):
         if kind == "result":

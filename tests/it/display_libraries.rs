@@ -110,6 +110,36 @@ async fn pil_image() {
     assert!(is_png(bundle["image/png"].as_str().unwrap()), "{:?}", bundle.keys());
 }
 
+/// `Image.show()` shows the image in the cell, even where Pillow would hand
+/// it to `xdg-open` first (a fake one on PATH here, which must not run).
+#[cfg(unix)]
+#[tokio::test]
+async fn pil_show_displays_in_the_cell_not_through_xdg_open() {
+    let bin = tempfile::tempdir().unwrap();
+    let ran = bin.path().join("xdg-open-ran");
+    let xdg_open = bin.path().join("xdg-open");
+    std::fs::write(&xdg_open, format!("#!/bin/sh\ntouch '{}'\n", ran.display())).unwrap();
+    std::fs::set_permissions(&xdg_open, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.path().display(), std::env::var("PATH").unwrap_or_default());
+    let options = cellbox_kernels::kernel::KernelOptions::new(
+        common::python(),
+        std::env::temp_dir(),
+        common::test_env(&[("PATH", &path)]),
+    );
+    let kernel = cellbox_kernels::kernel::Kernel::start(options).await.unwrap();
+    let code = "from PIL import Image, ImageShow\nassert any(type(v).__name__ == 'XDGViewer' for v in ImageShow._viewers)\n\
+                Image.new('RGB', (32, 16), 'red').show()\nprint('shown')";
+    let output = run(&kernel, code).await;
+    assert_eq!(output.stdout(), "shown\n", "{:?}", output.events);
+    let png = output.events.iter().find_map(|event| match event {
+        ExecEvent::Display { bundle, .. } => bundle.get("image/png").and_then(|data| data.as_str()).map(is_png),
+        _ => None,
+    });
+    assert_eq!(png, Some(true), "{:?}", output.events);
+    assert!(!ran.exists(), "xdg-open ran");
+    kernel.shutdown().await;
+}
+
 #[tokio::test]
 async fn matplotlib_figures_are_captured_after_the_cell() {
     let kernel = start().await;

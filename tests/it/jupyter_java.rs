@@ -13,7 +13,10 @@ fn jjava() -> Option<KernelSpec> {
     let required = std::env::var("CELLBOX_TEST_JJAVA").as_deref() == Ok("required");
     let on_path =
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|dir| dir.join("java").is_file());
-    let problem = match SearchPath::from_env(None).find("java") {
+    // Where the test environment's packages put their kernelspecs.
+    let python = crate::common::python();
+    let prefix = python.parent().and_then(std::path::Path::parent);
+    let problem = match SearchPath::from_env(prefix).find("java") {
         Ok(spec) if on_path => return Some(spec),
         Ok(_) => "`java` is not on PATH; scripts/test installs a JDK with apt-get".to_string(),
         Err(error) => format!("the java kernelspec is not installed ({error}); scripts/test installs jjava"),

@@ -127,7 +127,14 @@ async fn connect(target: &TcpTarget) -> std::io::Result<TcpStream> {
     std::thread::spawn(move || {
         // SAFETY: setns on a namespace fd this thread owns; only this thread changes namespace.
         let connected = if unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            Err(std::io::Error::last_os_error())
+            let error = std::io::Error::last_os_error();
+            Err(match error.raw_os_error() {
+                Some(libc::EPERM) => std::io::Error::other(
+                    "cellbox may not enter the kernel's network namespace (that takes CAP_SYS_ADMIN, which this \
+                     user lacks): run kernels that speak only TCP with --network on, or cellbox as root",
+                ),
+                _ => error,
+            })
         } else {
             std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(10))
         };
