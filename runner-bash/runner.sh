@@ -232,9 +232,14 @@ __cellbox_version=$__cellbox_json
 __cellbox_quote "$BASH"
 __cellbox_frame "{\"type\":\"ready\",\"protocol\":1,\"python\":$__cellbox_version,\"pid\":$$,\"executable\":$__cellbox_json,\"language\":\"bash\"}"
 # The cell runs here, at the top level, with the protocol's fds closed. Its
-# code is sourced from a here-string on fd 63 (a pipe, or a file in TMPDIR when
-# it is long or bash is older than 5.1), not from a process substitution, which
-# forks a subshell for every cell (half of a warm cell's time).
+# code is sourced from a here-string on fd 63 where that is a pipe bash fills
+# without blocking (bash 5.1 or newer on Linux, which checks the pipe's size;
+# a cell short enough for any pipe): a process substitution forks a subshell
+# for every cell, half of a warm cell's time. Elsewhere it still does: an
+# older bash writes here-strings to a file in TMPDIR, which a cell can remove.
+__cellbox_herestring=
+[[ $OSTYPE == linux* ]] && ((BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] >= 1))) \
+  && __cellbox_herestring=1
 while :; do
   IFS= builtin read -r -u "$__cellbox_req" __cellbox_line || break
   __cellbox_parse "$__cellbox_line"
@@ -242,7 +247,11 @@ while :; do
     execute)
       if __cellbox_begin && [[ -n $__cellbox_field_code ]]; then
         __cellbox_running=1
-        . /dev/fd/63 63<<<"$__cellbox_field_code" {__cellbox_req}<&- {__cellbox_out}>&- {__cellbox_diag}>&- || __cellbox_status=$?
+        if [[ -n $__cellbox_herestring ]] && ((${#__cellbox_field_code} <= 16000)); then
+          . /dev/fd/63 63<<<"$__cellbox_field_code" {__cellbox_req}<&- {__cellbox_out}>&- {__cellbox_diag}>&- || __cellbox_status=$?
+        else
+          . <(builtin printf '%s' "$__cellbox_field_code") {__cellbox_req}<&- {__cellbox_out}>&- {__cellbox_diag}>&- || __cellbox_status=$?
+        fi
         __cellbox_running=
       fi
       __cellbox_finish

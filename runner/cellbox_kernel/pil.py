@@ -11,7 +11,10 @@ from . import display, import_hooks
 
 def _register(image_show):
     class CellViewer(image_show.Viewer):
-        def show(self, image, **options):
+        # Pillow converts modes PNG cannot hold before `show_image`.
+        format = "PNG"
+
+        def show_image(self, image, **options):
             display.display(image)
             return 1
 

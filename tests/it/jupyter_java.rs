@@ -101,3 +101,23 @@ async fn java_in_a_network_namespace_of_its_own_behind_the_sandbox() {
     assert!(!marker.exists(), "a marker outside the workspace appeared");
     f.engine.dispose_all().await;
 }
+
+/// Under the host's network a TCP kernel still gets a namespace of its own:
+/// its ports are not on the host's loopback, nor does it reach the host's.
+#[tokio::test]
+async fn a_tcp_kernel_keeps_off_the_hosts_loopback_under_network_on() {
+    if jjava().is_none() {
+        return;
+    }
+    let f = Fixture::new(|config| config.sandbox.network = cellbox_kernels::sandbox::NetworkMode::On);
+    let host_service = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = host_service.local_addr().unwrap().port();
+    let code = format!(
+        "String reached;\ntry (var s = new java.net.Socket()) {{ s.connect(new java.net.InetSocketAddress(\"127.0.0.1\", \
+         {port}), 2000); reached = \"host-loopback-reached\"; }} catch (Exception e) {{ reached = \"refused\"; }}\n\
+         System.out.println(reached);"
+    );
+    let result = java(&f.engine, &code, 120).await;
+    assert_eq!(result.text, "refused\n", "{}", result.text);
+    f.engine.dispose_all().await;
+}

@@ -370,6 +370,13 @@ pub const TEST_IRKERNEL: EnvVar = development(
     "",
     "Fail the R tests when IRkernel is missing, instead of skipping them (`scripts/test` sets it once it installed R).",
 );
+/// `CELLBOX_TEST_JJAVA`.
+pub const TEST_JJAVA: EnvVar = development(
+    "CELLBOX_TEST_JJAVA",
+    "`required`",
+    "",
+    "Fail the Java tests when JJava or a JDK is missing, instead of skipping them (`scripts/test` sets it once both are there).",
+);
 /// `CELLBOX_TEST_BASE_PYTHON`.
 pub const TEST_BASE_PYTHON: EnvVar = development(
     "CELLBOX_TEST_BASE_PYTHON",
@@ -522,6 +529,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     TEST_NODE,
     TEST_NODE_FETCH,
     TEST_IRKERNEL,
+    TEST_JJAVA,
     TEST_BASE_PYTHON,
     TEST_EG_BASE_PYTHON,
     TEST_EG_PYTHON,

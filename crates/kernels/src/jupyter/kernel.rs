@@ -89,13 +89,28 @@ impl JupyterKernel {
         // (sandbox, session, environment, and the working folder as the kernel sees it).
         let mut env = options.env.clone();
         env.extend(spec.env.clone());
-        // A kernel that speaks only TCP is spoken to on its loopback: with no network, it gets its own
-        // loopback up (as `--network localhost`), still reaching nothing outside its namespace.
-        let mut sandbox = options.sandbox.clone();
-        if spec.speaks_only_tcp() && sandbox.network == crate::sandbox::NetworkMode::Off {
-            sandbox.network = crate::sandbox::NetworkMode::Localhost;
-        }
-        let (command, guard) = crate::sandbox::command_like_a_kernel(&spec.program(), &sandbox, &options.cwd, &env)?;
+        let tcp_ports = tcp_ports(&spec)?;
+        let (command, guard, sockets) = match &tcp_ports {
+            None => {
+                let (command, guard) =
+                    crate::sandbox::command_like_a_kernel(&spec.program(), &options.sandbox, &options.cwd, &env)?;
+                (command, guard, None)
+            }
+            #[cfg(target_os = "linux")]
+            Some(_) => {
+                let sandbox = tcp_network(&options.sandbox);
+                let (command, guard, sockets) = crate::sandbox::command_like_a_tcp_kernel(
+                    &spec.program(),
+                    &sandbox,
+                    &options.cwd,
+                    &env,
+                    CHANNELS.len() * super::tcp::CONNECTIONS_PER_CHANNEL,
+                )?;
+                (command, guard, Some(sockets))
+            }
+            #[cfg(not(target_os = "linux"))]
+            Some(_) => unreachable!("TCP kernels are refused before this on other systems"),
+        };
         let folder = match guard.temp_dir() {
             Some(temp) => tempfile::Builder::new().prefix("jupyter-").tempdir_in(temp),
             None => tempfile::Builder::new().prefix("cellbox-jupyter-").tempdir(),
@@ -107,7 +122,6 @@ impl JupyterKernel {
         let connection_file = folder.path().join("connection.json");
         let short = ShortName::for_folder(folder.path())
             .map_err(|e| startup_failed(&spec, format!("could not name its sockets: {e}"), ""))?;
-        let tcp_ports = tcp_ports(&spec)?;
         let mut connection = match &tcp_ports {
             Some(_) => json!({"transport": "tcp", "ip": "127.0.0.1"}),
             None => json!({"transport": "ipc", "ip": short.path().join("k").to_string_lossy()}),
@@ -134,7 +148,7 @@ impl JupyterKernel {
                     let targets = sockets.targets.iter().cloned().map(Target::Unix).collect();
                     (Some(sockets), targets)
                 }
-                Some(ports) => (None, tcp_targets(pid, ports, exit.clone()).await?),
+                Some(ports) => (None, tcp_targets(pid, ports, exit.clone(), sockets).await?),
             };
             let switch = kill.clone();
             let relays = Relays::start(&targets, broken.clone(), Arc::new(move || switch.kill()))
@@ -360,18 +374,66 @@ fn tcp_ports(spec: &KernelSpec) -> Result<Option<Vec<u16>>, KernelError> {
     Ok(None)
 }
 
-/// The kernel's ports, once it listens on all of them.
-async fn tcp_targets(pid: u32, ports: &[u16], exit: watch::Receiver<Option<ExitInfo>>) -> Result<Vec<Target>, String> {
+/// The network a kernel that speaks only TCP gets: always a namespace of its
+/// own, since on the host's loopback any local process could connect to its
+/// ports and read what it publishes. With no network it gets its own loopback
+/// up (as `--network localhost`); with the host's, every public host through
+/// cellbox's proxy (as `--network deny:` with nothing denied), but not the
+/// host's loopback or local network.
+#[cfg(target_os = "linux")]
+fn tcp_network(policy: &crate::sandbox::SandboxPolicy) -> crate::sandbox::SandboxPolicy {
+    use crate::sandbox::NetworkMode;
+    let mut policy = policy.clone();
+    match policy.network {
+        NetworkMode::Off => policy.network = NetworkMode::Localhost,
+        NetworkMode::On => {
+            policy.network = NetworkMode::Filtered;
+            policy.hosts = Default::default();
+        }
+        NetworkMode::Localhost | NetworkMode::Filtered => {}
+    }
+    policy
+}
+
+/// The kernel's ports, once it listens on all of them, each with the sockets
+/// its process made for the host in its namespace.
+async fn tcp_targets(
+    pid: u32,
+    ports: &[u16],
+    exit: watch::Receiver<Option<ExitInfo>>,
+    sockets: Option<std::os::fd::OwnedFd>,
+) -> Result<Vec<Target>, String> {
     #[cfg(target_os = "linux")]
     {
-        use super::tcp::{Namespace, TcpTarget, wait_listening};
-        let namespace = Arc::new(Namespace::of(pid).map_err(|e| format!("its network namespace: {e}"))?);
-        wait_listening(pid, ports, exit).await?;
-        Ok(ports.iter().map(|&port| Target::Tcp(TcpTarget { port, pid, namespace: namespace.clone() })).collect())
+        use super::tcp::{CONNECTIONS_PER_CHANNEL, TcpTarget, in_own_namespace, wait_listening};
+        let channel = sockets.ok_or("no sockets were asked for")?;
+        let mut sockets = crate::sandbox::network::handoff::receive_sockets(channel)
+            .await
+            .map_err(|e| format!("its sockets for the host: {e}"))?;
+        if !in_own_namespace(pid).map_err(|e| format!("its network namespace: {e}"))? {
+            return Err("it runs in the host's network namespace, where every local process could reach its \
+                        ports; cellbox runs kernels that speak only TCP in a namespace of their own"
+                .into());
+        }
+        if sockets.len() < ports.len() * CONNECTIONS_PER_CHANNEL {
+            return Err(format!(
+                "its process handed over {} sockets, not {}",
+                sockets.len(),
+                ports.len() * CONNECTIONS_PER_CHANNEL
+            ));
+        }
+        wait_listening(pid, ports, exit.clone()).await?;
+        Ok(ports
+            .iter()
+            .map(|&port| {
+                let mine = sockets.split_off(sockets.len() - CONNECTIONS_PER_CHANNEL);
+                Target::Tcp(TcpTarget { port, pid, sockets: Arc::new(Mutex::new(mine)), exit: exit.clone() })
+            })
+            .collect())
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = (pid, ports, exit);
+        let _ = (pid, ports, exit, sockets);
         Err("TCP kernels run on Linux only".into())
     }
 }

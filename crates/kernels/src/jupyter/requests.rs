@@ -64,6 +64,12 @@ impl Requests {
 
     /// Send `message` and hand out the events of the request it makes.
     pub fn send(&self, msg_id: String, message: Value) -> Result<Execution, KernelError> {
+        self.send_as(msg_id, message, false)
+    }
+
+    /// [`Requests::send`]; an `internal` request (cellbox's own, around a cell)
+    /// is never the one an interrupt is aimed at.
+    fn send_as(&self, msg_id: String, message: Value, internal: bool) -> Result<Execution, KernelError> {
         let (sender, events) = mpsc::channel(EXECUTION_BUFFER);
         {
             let mut routes = self.shared.routes.lock().unwrap();
@@ -81,6 +87,7 @@ impl Requests {
                     stdin_replies: 0,
                     rate_noted: false,
                     interrupted: false,
+                    internal,
                 },
             );
         }
@@ -102,7 +109,7 @@ impl Requests {
             "user_expressions": {}, "allow_stdin": true, "stop_on_error": true,
         });
         let (msg_id, message) = self.message("execute_request", "shell", content);
-        self.send(msg_id, message)
+        self.send_as(msg_id, message, options.internal)
     }
 
     /// Ask the kernel whether `code` is a whole cell yet (`is_complete_request`).
@@ -156,7 +163,11 @@ impl Requests {
         if !self.is_alive() {
             return Err(KernelError::Closed);
         }
-        let Some(target) = self.shared.routes.lock().unwrap().pending.keys().next().cloned() else {
+        let target = {
+            let routes = self.shared.routes.lock().unwrap();
+            routes.pending.iter().find(|(_, pending)| !pending.internal).map(|(id, _)| id.clone())
+        };
+        let Some(target) = target else {
             return Ok(());
         };
         // Host work done for the cell stops with it; its waiting callers get an answer.

@@ -33,6 +33,8 @@ pub(crate) struct Pending {
     pub rate_noted: bool,
     /// An interrupt was sent for it: a failed reply is then the interrupt's doing.
     pub interrupted: bool,
+    /// cellbox's own request around a cell (per-cell variables), never interrupted.
+    pub internal: bool,
 }
 
 /// The most `input_request`s of one request that are answered.

@@ -270,7 +270,6 @@ impl KernelSpec {
         argv
     }
 
-    /// The program its command line starts (see [`KernelSpec::command`]).
     /// Whether its kernel binds only TCP ports, never Unix sockets: kernels
     /// on the JVM (JeroMQ's `ipc` works within one process only) and Deno's.
     pub fn speaks_only_tcp(&self) -> bool {
@@ -278,6 +277,7 @@ impl KernelSpec {
         matches!(program, "java" | "deno")
     }
 
+    /// The program its command line starts (see [`KernelSpec::command`]).
     pub fn program(&self) -> PathBuf {
         match self.argv[0].as_str() {
             "python" | "python3" => self.environment_python().unwrap_or_else(|| PathBuf::from(&self.argv[0])),

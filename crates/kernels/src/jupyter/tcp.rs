@@ -2,22 +2,21 @@
 //!
 //! Kernels on the JVM (JeroMQ has no Unix sockets: its `ipc` is TCP within
 //! one process) and Deno's take only `tcp` connection files. Such a kernel
-//! listens on loopback ports in its own network namespace when it has one
-//! (`--network off`, `localhost`, `allow:`), or in the host's. Two things make
-//! that as safe as the Unix sockets of other kernels:
+//! always runs in a network namespace of its own: on the host's loopback
+//! every local process could connect to its ports and read what it
+//! publishes (cell code and output). The host reaches it there with sockets
+//! the kernel's process made in that namespace before `exec` and handed over
+//! ([`crate::sandbox::command_like_a_tcp_kernel`]): a socket stays in the
+//! namespace it was made in, and a non-root host may not enter it. Each
+//! channel gets [`CONNECTIONS_PER_CHANNEL`] of them, so a kernel that keeps
+//! closing its connections runs out, and is then stopped.
 //!
-//! - **Reaching it.** The host connects from inside the kernel's network
-//!   namespace when it is not the host's: a thread of its own enters it
-//!   (`setns`), makes the socket, and ends. A socket stays in the namespace it
-//!   was made in.
-//! - **Knowing it is the kernel.** Any process of the user could listen on a
-//!   port of the host's loopback first. So before a byte is carried, the host
-//!   finds the kernel's end of the new connection in the namespace's TCP
-//!   table and checks that a process of the kernel's process group or session
-//!   holds it. A connection something else accepted is closed unused.
+//! Before a byte is carried, the host also finds the kernel's end of each new
+//! connection in its namespace's TCP table and checks that the kernel's
+//! process, or one of its process group or session, holds it, while the
+//! kernel is not yet reaped (so its pid is still its own).
 
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::net::TcpStream;
@@ -25,44 +24,40 @@ use tokio::sync::watch;
 
 use crate::kernel::process::ExitInfo;
 
-/// How long the kernel may take to accept a connection the host made.
+/// Connections the host may open to each of a kernel's ports in its life.
+pub(super) const CONNECTIONS_PER_CHANNEL: usize = 4;
+/// How long a connection, and then the kernel's `accept`, may take.
+const CONNECT_WAIT: Duration = Duration::from_secs(10);
 const ACCEPT_WAIT: Duration = Duration::from_secs(30);
 /// TCP states in `/proc/net/tcp`.
 const ESTABLISHED: u8 = 0x01;
 const LISTEN: u8 = 0x0A;
 
-/// `count` distinct loopback ports free on the host now (each was bound and
-/// let go; a kernel in a namespace of its own finds all of them free).
+/// `count` distinct loopback ports free on the host now (in the kernel's
+/// fresh namespace every port is free; these also stay clear of its proxies').
 pub(super) fn free_ports(count: usize) -> std::io::Result<Vec<u16>> {
     let listeners: Vec<std::net::TcpListener> =
         (0..count).map(|_| std::net::TcpListener::bind("127.0.0.1:0")).collect::<Result<_, _>>()?;
     listeners.iter().map(|listener| listener.local_addr().map(|address| address.port())).collect()
 }
 
-/// The kernel's network namespace: `None` when it is the host's own.
-#[derive(Debug)]
-pub(super) struct Namespace(Option<OwnedFd>);
-
-impl Namespace {
-    /// The namespace process `pid` is in, held open (so it stays the same one).
-    pub(super) fn of(pid: u32) -> std::io::Result<Namespace> {
-        use std::os::unix::fs::MetadataExt;
-        let theirs = std::fs::File::open(format!("/proc/{pid}/ns/net"))?;
-        let (ours, their_meta) = (std::fs::metadata("/proc/self/ns/net")?, theirs.metadata()?);
-        if (ours.dev(), ours.ino()) == (their_meta.dev(), their_meta.ino()) {
-            return Ok(Namespace(None));
-        }
-        Ok(Namespace(Some(OwnedFd::from(theirs))))
-    }
+/// Whether process `pid` is in another network namespace than the host.
+pub(super) fn in_own_namespace(pid: u32) -> std::io::Result<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let (ours, theirs) = (std::fs::metadata("/proc/self/ns/net")?, std::fs::metadata(format!("/proc/{pid}/ns/net"))?);
+    Ok((ours.dev(), ours.ino()) != (theirs.dev(), theirs.ino()))
 }
 
-/// One of the kernel's ports, and how to check who answers on it.
+/// One of the kernel's ports, the sockets left to reach it with, and how to
+/// check who answers on it.
 #[derive(Debug, Clone)]
 pub struct TcpTarget {
     pub(super) port: u16,
     /// The kernel's process (its group and session are the kernel's).
     pub(super) pid: u32,
-    pub(super) namespace: Arc<Namespace>,
+    /// Unconnected sockets of the kernel's namespace; each connection takes one.
+    pub(super) sockets: Arc<Mutex<Vec<std::net::TcpStream>>>,
+    pub(super) exit: watch::Receiver<Option<ExitInfo>>,
 }
 
 /// Wait until something listens on every one of `ports` in the kernel's
@@ -87,17 +82,33 @@ pub(super) async fn wait_listening(
 }
 
 /// A connection to `target`'s port, once the kernel's own process has
-/// accepted it; an error names what answered otherwise.
+/// accepted it; an error names what went wrong otherwise.
 pub(super) async fn open(target: &TcpTarget) -> Result<TcpStream, String> {
-    let stream = connect(target).await.map_err(|e| format!("could not reach its port {}: {e}", target.port))?;
+    let port = target.port;
+    let socket = target.sockets.lock().unwrap().pop().ok_or_else(|| {
+        format!("its port {port} ended its connection {CONNECTIONS_PER_CHANNEL} times; cellbox reconnects no more")
+    })?;
+    let connect = async {
+        socket.set_nonblocking(true)?;
+        tokio::net::TcpSocket::from_std_stream(socket).connect(([127, 0, 0, 1], port).into()).await
+    };
+    let stream = match tokio::time::timeout(CONNECT_WAIT, connect).await {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(error)) => return Err(format!("could not reach its port {port}: {error}")),
+        Err(_) => return Err(format!("its port {port} did not answer within {}s", CONNECT_WAIT.as_secs())),
+    };
     let ours = stream.local_addr().map_err(|e| e.to_string())?.port();
-    let (pid, port) = (target.pid, target.port);
+    let pid = target.pid;
     let deadline = tokio::time::Instant::now() + ACCEPT_WAIT;
     let mut delay = Duration::from_millis(1);
     loop {
         let holder = tokio::task::spawn_blocking(move || accepted_by_kernel(pid, port, ours))
             .await
             .map_err(|e| e.to_string())?;
+        // Reaped, its pid may be another process's: nothing it held counts.
+        if target.exit.borrow().is_some() {
+            return Err("it exited".into());
+        }
         match holder {
             Accepted::ByKernel => return Ok(stream),
             Accepted::BySomethingElse => {
@@ -113,36 +124,6 @@ pub(super) async fn open(target: &TcpTarget) -> Result<TcpStream, String> {
             Accepted::NotYet => return Err(format!("its port {port} did not accept a connection")),
         }
     }
-}
-
-/// Connect to the loopback `port` of the kernel's namespace.
-async fn connect(target: &TcpTarget) -> std::io::Result<TcpStream> {
-    let Some(namespace) = &target.namespace.0 else {
-        return TcpStream::connect(("127.0.0.1", target.port)).await;
-    };
-    let namespace = namespace.try_clone()?;
-    let port = target.port;
-    let (sender, receiver) = tokio::sync::oneshot::channel();
-    // A thread of its own: it leaves the host's namespace, so it must end after.
-    std::thread::spawn(move || {
-        // SAFETY: setns on a namespace fd this thread owns; only this thread changes namespace.
-        let connected = if unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            let error = std::io::Error::last_os_error();
-            Err(match error.raw_os_error() {
-                Some(libc::EPERM) => std::io::Error::other(
-                    "cellbox may not enter the kernel's network namespace (that takes CAP_SYS_ADMIN, which this \
-                     user lacks): run kernels that speak only TCP with --network on, or cellbox as root",
-                ),
-                _ => error,
-            })
-        } else {
-            std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(10))
-        };
-        let _ = sender.send(connected);
-    });
-    let stream = receiver.await.map_err(|_| std::io::Error::other("the connecting thread ended"))??;
-    stream.set_nonblocking(true)?;
-    TcpStream::from_std(stream)
 }
 
 #[derive(Debug, PartialEq, Eq)]

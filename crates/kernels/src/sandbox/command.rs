@@ -7,7 +7,7 @@ use std::path::Path;
 #[cfg(unix)]
 use std::sync::Arc;
 
-use super::{SandboxError, SandboxGuard, SandboxPolicy, prepare};
+use super::{Prepared, SandboxError, SandboxGuard, SandboxPolicy, prepare};
 
 /// A short-lived program the host runs for a kernel's sake (an interpreter
 /// probe), started the way the kernel would be: under `policy` (its limits
@@ -20,7 +20,38 @@ pub fn command_like_a_kernel(
     cwd: &Path,
     env: &BTreeMap<String, String>,
 ) -> Result<(std::process::Command, SandboxGuard), SandboxError> {
+    Ok(command_from(prepare(policy, cwd, env)?, program, policy, cwd, env))
+}
+
+/// [`command_like_a_kernel`] for a kernel the host reaches on loopback ports
+/// of the kernel's own network namespace (which `policy` must give it): the
+/// child also makes `sockets` unconnected TCP sockets there before `exec` and
+/// sends them down the returned end (read by
+/// [`super::network::handoff::receive_sockets`]). A non-root host may not
+/// enter that namespace itself.
+#[cfg(target_os = "linux")]
+pub fn command_like_a_tcp_kernel(
+    program: &Path,
+    policy: &SandboxPolicy,
+    cwd: &Path,
+    env: &BTreeMap<String, String>,
+    sockets: usize,
+) -> Result<(std::process::Command, SandboxGuard, std::os::fd::OwnedFd), SandboxError> {
     let mut prepared = prepare(policy, cwd, env)?;
+    let host_end = prepared
+        .hand_over_sockets(sockets)
+        .map_err(|source| SandboxError { reason: super::Unenforceable::KernelSockets { source: Arc::new(source) } })?;
+    let (command, guard) = command_from(prepared, program, policy, cwd, env);
+    Ok((command, guard, host_end))
+}
+
+fn command_from(
+    mut prepared: Prepared,
+    program: &Path,
+    policy: &SandboxPolicy,
+    cwd: &Path,
+    env: &BTreeMap<String, String>,
+) -> (std::process::Command, SandboxGuard) {
     let mut command = match prepared.wrapper.split_first() {
         Some((wrapper, wrapper_args)) => {
             let mut command = std::process::Command::new(wrapper);
@@ -56,5 +87,5 @@ pub fn command_like_a_kernel(
             });
         }
     }
-    Ok((command, guard))
+    (command, guard)
 }

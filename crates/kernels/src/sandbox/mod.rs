@@ -55,6 +55,8 @@ use std::sync::Arc;
 
 pub use access::{Denial, FileAccess, cache_env, file_access, kernel_home, resolve};
 pub use command::command_like_a_kernel;
+#[cfg(target_os = "linux")]
+pub use command::command_like_a_tcp_kernel;
 pub use confine::{ConfineError, Confinement};
 #[cfg(target_os = "linux")]
 pub use fs::{Grant, plan as plan_rules};
@@ -153,6 +155,8 @@ pub enum Unenforceable {
     HostsFile { path: PathBuf, source: Arc<std::io::Error> },
     #[error("could not set up the kernel's network proxy: {source}")]
     Proxy { source: Arc<std::io::Error> },
+    #[error("could not give the host sockets in the kernel's network namespace: {source}")]
+    KernelSockets { source: Arc<std::io::Error> },
     #[error("the host's file work for kernels could not be confined: {message}")]
     Confine { message: String },
 }
@@ -175,6 +179,10 @@ pub struct Prepared {
     /// The child's end of the pair its proxies' listeners are handed over on.
     #[cfg(target_os = "linux")]
     proxy_channel: Option<OwnedFd>,
+    /// The child's end of the pair it hands this many unconnected TCP sockets
+    /// of its network namespace over on ([`Prepared::hand_over_sockets`]).
+    #[cfg(target_os = "linux")]
+    socket_channel: Option<(OwnedFd, usize)>,
     /// The kernel has a mount namespace of its own (for its `/dev/shm`, its
     /// home view), whose mounts are made private before any other step.
     mount_ns: bool,
@@ -463,6 +471,20 @@ const SHM: &str = "/dev/shm";
 
 impl Prepared {
     /// True when the child has something to apply.
+    /// Have the child make `count` unconnected TCP sockets in its network
+    /// namespace and send them down the returned end (read them with
+    /// [`network::handoff::receive_sockets`]): the host connects them to what
+    /// the kernel listens on there. Needs a namespace of the kernel's own.
+    #[cfg(target_os = "linux")]
+    pub fn hand_over_sockets(&mut self, count: usize) -> std::io::Result<OwnedFd> {
+        if self.unshare_flags & libc::CLONE_NEWNET == 0 {
+            return Err(std::io::Error::other("the kernel has no network namespace of its own"));
+        }
+        let (host_end, child_end) = network::handoff::pair()?;
+        self.socket_channel = Some((child_end, count));
+        Ok(host_end)
+    }
+
     pub fn is_active(&self) -> bool {
         self.landlock.is_some() || !self.cgroup_joins.is_empty() || self.unshare_flags != 0 || !self.rlimits.is_empty()
     }
@@ -536,6 +558,9 @@ impl Prepared {
             }
             if let Some(channel) = &self.proxy_channel {
                 network::handoff::hand_over(channel.as_raw_fd())?;
+            }
+            if let Some((channel, count)) = &self.socket_channel {
+                network::handoff::hand_over_sockets(channel.as_raw_fd(), *count)?;
             }
             if self.mount_ns {
                 child::make_mounts_private()?;

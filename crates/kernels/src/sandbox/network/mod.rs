@@ -17,7 +17,7 @@
 
 mod carry;
 #[cfg(target_os = "linux")]
-pub(super) mod handoff;
+pub(crate) mod handoff;
 mod http;
 #[cfg(feature = "tls")]
 mod intercept;
