@@ -395,13 +395,19 @@ fn tcp_network(policy: &crate::sandbox::SandboxPolicy) -> crate::sandbox::Sandbo
     policy
 }
 
+/// Where a kernel's process hands the host its sockets (Linux only).
+#[cfg(target_os = "linux")]
+type SocketChannel = std::os::fd::OwnedFd;
+#[cfg(not(target_os = "linux"))]
+type SocketChannel = std::convert::Infallible;
+
 /// The kernel's ports, once it listens on all of them, each with the sockets
 /// its process made for the host in its namespace.
 async fn tcp_targets(
     pid: u32,
     ports: &[u16],
     exit: watch::Receiver<Option<ExitInfo>>,
-    sockets: Option<std::os::fd::OwnedFd>,
+    sockets: Option<SocketChannel>,
 ) -> Result<Vec<Target>, String> {
     #[cfg(target_os = "linux")]
     {

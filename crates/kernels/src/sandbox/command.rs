@@ -45,6 +45,7 @@ pub fn command_like_a_tcp_kernel(
     Ok((command, guard, host_end))
 }
 
+#[cfg_attr(not(unix), allow(unused_variables))]
 fn command_from(
     mut prepared: Prepared,
     program: &Path,
