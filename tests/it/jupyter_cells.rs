@@ -72,8 +72,7 @@ async fn the_sandbox_holds_for_r_cells() {
     if irkernel().is_none() {
         return;
     }
-    let secret = tempfile::tempdir().unwrap();
-    std::fs::write(secret.path().join("id_rsa"), "sk-secret").unwrap();
+    let secret = common::planted_key();
     let outside = tempfile::tempdir().unwrap();
     let marker = outside.path().join("marker");
     let denied = secret.path().to_path_buf();

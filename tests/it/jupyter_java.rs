@@ -7,6 +7,7 @@ use cellbox_engine::tool::{CellStatus, EvalEngine, EvalResult};
 use cellbox_kernels::jupyter::{KernelSpec, SearchPath};
 use serde_json::json;
 
+use crate::common;
 use crate::common::engine::{Fixture, try_eval_json as eval_params};
 
 fn jjava() -> Option<KernelSpec> {
@@ -14,7 +15,7 @@ fn jjava() -> Option<KernelSpec> {
     let on_path =
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|dir| dir.join("java").is_file());
     // Where the test environment's packages put their kernelspecs.
-    let python = crate::common::python();
+    let python = common::python();
     let prefix = python.parent().and_then(std::path::Path::parent);
     let problem = match SearchPath::from_env(prefix).find("java") {
         Ok(spec) if on_path => return Some(spec),
@@ -70,15 +71,14 @@ async fn a_spinning_java_cell_is_stopped_and_a_crash_is_named() {
     f.engine.dispose_all().await;
 }
 
-/// With the network off the kernel has a namespace of its own: the host
-/// reaches its ports from inside it. The sandbox holds as for every kernel.
+/// With the network off the kernel has a namespace of its own, with its own
+/// loopback up for the host to reach it on. The sandbox holds as for every kernel.
 #[tokio::test]
 async fn java_in_a_network_namespace_of_its_own_behind_the_sandbox() {
     if jjava().is_none() {
         return;
     }
-    let secret = tempfile::tempdir().unwrap();
-    std::fs::write(secret.path().join("id_rsa"), "sk-secret").unwrap();
+    let secret = common::planted_key();
     let outside = tempfile::tempdir().unwrap();
     let marker = outside.path().join("marker");
     let denied = secret.path().to_path_buf();

@@ -97,6 +97,14 @@ pub fn gate(path: &Path) -> String {
     )
 }
 
+/// A folder holding a planted private key (`id_rsa`, `sk-secret`), for the
+/// sandbox to be told to deny.
+pub fn planted_key() -> tempfile::TempDir {
+    let secret = tempfile::tempdir().unwrap();
+    std::fs::write(secret.path().join("id_rsa"), "sk-secret").unwrap();
+    secret
+}
+
 /// Wait until `check` holds, up to `limit`.
 pub async fn eventually(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
