@@ -97,26 +97,26 @@ async fn ipykernel_keeps_state_streams_displays_and_reports_errors() {
 
 #[tokio::test]
 async fn an_interrupt_keeps_the_state_and_a_crash_names_how_it_died() {
-    let kernel = JupyterKernel::start(options(std::env::temp_dir()), ipykernel()).await.unwrap();
-    run(&kernel, "kept = 'yes'").await;
-    let execution = kernel
-        .execute_with("import time\nprint('sleeping', flush=True)\ntime.sleep(600)", Default::default())
-        .await
-        .unwrap();
-    interrupt_once_it_prints(&kernel, execution).await;
-    assert_eq!(run(&kernel, "print(kept)").await.stdout(), "yes\n");
-    kernel.shutdown().await;
-    // A kernelspec asking for `interrupt_mode: message` gets an `interrupt_request` on its control channel.
-    let mut by_message = ipykernel();
-    by_message.interrupt_mode = cellbox_kernels::jupyter::spec::InterruptMode::Message;
-    let kernel = JupyterKernel::start(options(std::env::temp_dir()), by_message).await.unwrap();
-    run(&kernel, "kept = 'yes'").await;
-    let execution = kernel
-        .execute_with("import time\nprint('sleeping', flush=True)\ntime.sleep(600)", Default::default())
-        .await
-        .unwrap();
-    interrupt_once_it_prints(&kernel, execution).await;
-    assert_eq!(run(&kernel, "print(kept)").await.stdout(), "yes\n");
+    use cellbox_kernels::jupyter::spec::InterruptMode;
+    // SIGINT (the default), then an `interrupt_request` on the control channel, as the kernelspec asks.
+    let mut kernel: Option<JupyterKernel> = None;
+    for mode in [InterruptMode::Signal, InterruptMode::Message] {
+        if let Some(previous) = kernel.take() {
+            previous.shutdown().await;
+        }
+        let mut spec = ipykernel();
+        spec.interrupt_mode = mode;
+        let started = JupyterKernel::start(options(std::env::temp_dir()), spec).await.unwrap();
+        run(&started, "kept = 'yes'").await;
+        let execution = started
+            .execute_with("import time\nprint('sleeping', flush=True)\ntime.sleep(600)", Default::default())
+            .await
+            .unwrap();
+        interrupt_once_it_prints(&started, execution).await;
+        assert_eq!(run(&started, "print(kept)").await.stdout(), "yes\n", "{mode:?}");
+        kernel = Some(started);
+    }
+    let kernel = kernel.unwrap();
     let crashed = kernel.execute_with("import os; os._exit(3)", Default::default()).await.unwrap().collect().await;
     match crashed {
         Err(KernelError::Died { exit, .. }) => assert!(exit.contains("exit code 3"), "{exit}"),
