@@ -106,6 +106,21 @@ impl HttpMcp {
             .unwrap_or_else(|| panic!("no answer in {body}"))
     }
 
+    /// `code` through `eval` in the named session (else the default one), in ms;
+    /// its text must start with `expected` (and, when `expected` is empty, be no error).
+    pub(super) async fn call_code(&mut self, session: Option<&str>, code: &str, expected: &str) -> f64 {
+        let started = Instant::now();
+        let mut arguments = json!({"cells": [{"code": code, "timeout": 120}]});
+        if let Some(session) = session {
+            arguments["session"] = json!(session);
+        }
+        let answer = self.request("tools/call", json!({"name": "eval", "arguments": arguments})).await;
+        let elapsed = started.elapsed().as_secs_f64() * 1000.0;
+        let text = answer["result"]["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(answer["result"]["isError"] == json!(false) && text.starts_with(expected), "{answer}");
+        elapsed
+    }
+
     /// One `1+1` through `eval` (in the named session, else the default one), in ms.
     pub(super) async fn call_ms(&mut self, session: Option<&str>) -> f64 {
         let started = Instant::now();

@@ -65,7 +65,7 @@ pub(super) async fn memory_rows(plan: &Plan, setup: &Setup, jupyter_python: &Pat
 }
 
 /// The PSS of `pid` and every process below it, in KiB (Linux).
-fn tree_pss_kib(pid: u32) -> Option<u64> {
+pub(super) fn tree_pss_kib(pid: u32) -> Option<u64> {
     let mut total = 0;
     let mut pending = vec![pid];
     while let Some(pid) = pending.pop() {
@@ -84,14 +84,14 @@ fn tree_pss_kib(pid: u32) -> Option<u64> {
 }
 
 /// `jupyter server` on a free port with a token, in `root`; killed on drop.
-struct JupyterServer {
-    child: Child,
+pub(super) struct JupyterServer {
+    pub(super) child: Child,
     url: String,
     token: String,
 }
 
 impl JupyterServer {
-    async fn start(python: &Path, root: &Path) -> Result<JupyterServer, String> {
+    pub(super) async fn start(python: &Path, root: &Path) -> Result<JupyterServer, String> {
         let port = std::net::TcpListener::bind(("127.0.0.1", 0))
             .and_then(|l| l.local_addr())
             .map_err(|e| e.to_string())?
@@ -139,7 +139,7 @@ impl JupyterServer {
     /// Start `count` kernels, each with a client connected that has had its
     /// `kernel_info_reply` (the kernel is then fully up, as a notebook's is).
     /// The connections are returned: they stay open while memory is read.
-    async fn start_kernels(&self, count: usize) -> Result<Vec<KernelSocket>, String> {
+    pub(super) async fn start_kernels(&self, count: usize) -> Result<Vec<KernelSocket>, String> {
         let client = reqwest::Client::new();
         let mut sockets = Vec::new();
         for _ in 0..count {

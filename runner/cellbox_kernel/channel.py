@@ -154,6 +154,7 @@ class Channel:
         self.saved = {1: _private(1, floor), 2: _private(2, floor)}
         # The socket fork requests bring their fds on (see `fork.py`), when the host gave one.
         self.control = None
+        self._control_socket = None
         if control_fd is not None:
             self.control = _private(control_fd, floor)
             os.close(control_fd)
@@ -170,6 +171,16 @@ class Channel:
         # True while the runner itself forks the kernel: that child keeps the protocol.
         self.forking = False
         self._raw_close = os.close
+
+    def control_socket(self):
+        """The control socket as a socket object, made once: fork requests
+        (`fork.py`) and handed files (`handoff.py`) share it. None when the
+        host gave none."""
+        if self._control_socket is None and self.control is not None:
+            import socket
+
+            self._control_socket = socket.socket(fileno=self.control)
+        return self._control_socket
 
     def raw_close(self, fd):
         """Close `fd` even if it is private (the wrapped os.close would skip it)."""

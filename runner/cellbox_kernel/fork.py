@@ -26,7 +26,6 @@ in the copy. The child is told their names (`lostThreads`).
 """
 import json
 import os
-import socket
 import threading
 import warnings
 
@@ -81,7 +80,7 @@ class Forker:
         # Called in the child, after its fds are in place: restart the
         # runner's threads and say ready. Returns nothing.
         self._become_child = runner
-        self._control = socket.socket(fileno=channel.control) if channel.control is not None else None
+        self._control = channel.control_socket()
         self._control_fd = channel.control
 
     def fork(self, request, flush):

@@ -294,22 +294,34 @@ def _ready_frame(lost_threads=None):
     return wire.ready(os.getpid(), "%d.%d.%d" % sys.version_info[:3], sys.executable, lost_threads)
 
 
-def _snapshot_answer(request, namespace):
+def _snapshot_answer(request, namespace, channel):
     """Save or restore for `request`; the `snapshot` frame with the report, or
     with the reason in words (a bad file, a path that cannot be written)."""
-    from . import snapshot
+    from . import handoff, snapshot
 
     try:
-        if request.restore:
+        if request.file is not None:
+            report = _snapshot_handed(request, namespace, handoff.receive(channel, request.file))
+        elif request.restore:
             report = snapshot.load(request.path, namespace)
         else:
             report = snapshot.save(namespace, request.path, request.version)
-    except snapshot.SnapshotError as error:
+    except (snapshot.SnapshotError, handoff.HandoffError) as error:
         return wire.snapshot(request.id, error=str(error))
     except OSError as error:
         what = "restore from" if request.restore else "save to"
         return wire.snapshot(request.id, error="cannot %s %s: %s" % (what, request.path, error.strerror or error))
     return wire.snapshot(request.id, report=protocol.jsonable(report))
+
+
+def _snapshot_handed(request, namespace, fd):
+    """Save into or restore from the file the host handed over (`handoff.py`)."""
+    from . import snapshot
+
+    with os.fdopen(fd, "rb" if request.restore else "wb") as handle:
+        if request.restore:
+            return snapshot.load_from(handle, namespace, request.path)
+        return snapshot.save_to(namespace, handle, request.version)
 
 
 def _serve(channel):
@@ -373,7 +385,7 @@ def _serve(channel):
         if isinstance(request, protocol.ExitRequest):
             break
         if isinstance(request, protocol.SnapshotRequest):
-            writer.send(_snapshot_answer(request, kernel.executor.namespace))
+            writer.send(_snapshot_answer(request, kernel.executor.namespace, channel))
             continue
         if isinstance(request, protocol.ForkRequest):
             if forker is None:

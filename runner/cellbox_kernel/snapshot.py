@@ -99,6 +99,26 @@ def save(namespace, path, cellbox_version):
     Returns {"saved": [names], "skipped": [{"name", "reason"}], "bytes": file
     size, "path": absolute path}. Every user name is saved or listed as skipped.
     """
+    report, chunks = _prepare(namespace, cellbox_version)
+    path = os.path.abspath(os.fspath(path))
+    _write_atomically(path, chunks)
+    report["path"] = path
+    return report
+
+
+def save_to(namespace, handle, cellbox_version):
+    """Write the user's names in `namespace` into `handle` (a binary file open
+    for writing, the host's: see `handoff.py`), from where it stands; the
+    file's owner makes it durable. Returns `save`'s report without "path"."""
+    report, chunks = _prepare(namespace, cellbox_version)
+    for chunk in chunks:
+        handle.write(chunk)
+    handle.flush()
+    return report
+
+
+def _prepare(namespace, cellbox_version):
+    """The report and the file's chunks (not joined: the payload may be large)."""
     entries, skipped = _pickle_names(namespace)
     payload = pickle.dumps(entries, _PROTOCOL)
     header = {
@@ -111,11 +131,9 @@ def save(namespace, path, cellbox_version):
         "payload_bytes": len(payload),
         "payload_sha256": hashlib.sha256(payload).hexdigest(),
     }
-    chunks = [MAGIC, json.dumps(header).encode("ascii") + b"\n", payload]  # not joined: the payload may be large
-    path = os.path.abspath(os.fspath(path))
-    _write_atomically(path, chunks)
+    chunks = [MAGIC, json.dumps(header).encode("ascii") + b"\n", payload]
     size = sum(len(chunk) for chunk in chunks)
-    return {"saved": [name for name, _pickles in entries], "skipped": skipped, "bytes": size, "path": path}
+    return {"saved": [name for name, _pickles in entries], "skipped": skipped, "bytes": size}, chunks
 
 
 def load(path, namespace):
@@ -127,7 +145,14 @@ def load(path, namespace):
     a file that is not a loadable snapshot, before changing `namespace`
     (which otherwise also gets `__builtins__` if it has none).
     """
-    header, payload = _read(path)
+    with open(path, "rb") as handle:
+        return load_from(handle, namespace, path)
+
+
+def load_from(handle, namespace, path):
+    """`load` from `handle` (a binary file open for reading, from its start);
+    `path` only names it in messages."""
+    header, payload = _read(handle, path)
     entries = pickle.loads(payload)
     del payload  # the entries hold a copy of it
     # Before Python 3.10 a function finds the builtins through its globals, even while unpickling.
@@ -448,12 +473,11 @@ def _write_atomically(path, chunks):
         raise
 
 
-def _read(path):
-    """(header, payload) of a snapshot this kernel can load, else SnapshotError."""
-    with open(path, "rb") as handle:
-        header = _read_header(handle, path)
-        _check_interpreter(header, path)
-        payload = handle.read()
+def _read(handle, path):
+    """(header, payload) of the snapshot in `handle` if this kernel can load it, else SnapshotError."""
+    header = _read_header(handle, path)
+    _check_interpreter(header, path)
+    payload = handle.read()
     expected = header["payload_bytes"]
     if len(payload) < expected:
         raise SnapshotError(

@@ -51,12 +51,13 @@ FRAME_TYPES = (READY, STARTED, STDOUT, STDERR, DISPLAY, RESULT, ERROR, DONE, COM
 
 # The fork server's socket, and a kernel's control socket (see zygote.py, fork.py).
 FS_FORK = "fork"
+FS_FILE = "file"
 FS_READY = "ready"
 FS_FAILED = "failed"
 FS_FORKED = "forked"
 FS_FORK_FAILED = "fork_failed"
 FS_EXIT = "exit"
-FORK_SERVER_TYPES = (FS_FORK, FS_READY, FS_FAILED, FS_FORKED, FS_FORK_FAILED, FS_EXIT)
+FORK_SERVER_TYPES = (FS_FORK, FS_FILE, FS_READY, FS_FAILED, FS_FORKED, FS_FORK_FAILED, FS_EXIT)
 
 
 # ---------------------------------------------------------------- requests
@@ -126,15 +127,19 @@ class ForkRequest:
 
 
 class SnapshotRequest:
-    """Save the user namespace to `path`, or restore one from it (`restore`); see `snapshot.py`."""
+    """Save the user namespace to `path`, or restore one from it (`restore`); see `snapshot.py`.
 
-    __slots__ = ("id", "path", "restore", "version")
+    With `file` (an int), the file comes open on the control socket as the
+    `file` message with that id, and `path` only names it in messages."""
 
-    def __init__(self, id, path, restore, version):
+    __slots__ = ("id", "path", "restore", "version", "file")
+
+    def __init__(self, id, path, restore, version, file=None):
         self.id = id
         self.path = path
         self.restore = restore
         self.version = version
+        self.file = file
 
 
 class BridgeResult:
@@ -224,7 +229,10 @@ def parse_request(line):
         if request_id is None or not isinstance(path, str) or not path:
             raise ProtocolError("%s request needs an 'id' and 'path' as a string" % kind, request_id)
         version = message.get("version")
-        return SnapshotRequest(request_id, path, kind == RESTORE, version if isinstance(version, str) else "")
+        handed = message.get("file")
+        if handed is not None and not _is_int(handed):
+            raise ProtocolError("%s request's 'file' must be an integer" % kind, request_id)
+        return SnapshotRequest(request_id, path, kind == RESTORE, version if isinstance(version, str) else "", handed)
     if kind == FORK:
         fork_id = message.get("fork")
         if request_id is None or not _is_int(fork_id):
@@ -291,7 +299,10 @@ def encode_request(request):
             cells.append(cell)
         return {"type": CHECK, "id": request.id, "cells": cells, "lint": request.lint}
     if kind is SnapshotRequest:
-        return {"type": RESTORE if request.restore else SNAPSHOT, "id": request.id, "path": request.path, "version": request.version}
+        message = {"type": RESTORE if request.restore else SNAPSHOT, "id": request.id, "path": request.path, "version": request.version}
+        if request.file is not None:
+            message["file"] = request.file
+        return message
     if kind is ForkRequest:
         return {"type": FORK, "id": request.id, "fork": request.fork_id}
     if kind is BridgeResult:
@@ -422,6 +433,19 @@ def parse_fork_request(data):
         if name in message and not isinstance(message[name], kinds):
             raise ValueError("field %r has the wrong type" % name)
     return message
+
+
+def parse_file_message(data):
+    """A `file` message from the host (one fd comes with it): its id; ValueError when it is not one."""
+    message = json.loads(data.decode("utf-8"))
+    if not isinstance(message, dict) or message.get("type") != FS_FILE or not _is_int(message.get("id")):
+        raise ValueError("not a file message with an integer id")
+    return message["id"]
+
+
+def file_message(file_id):
+    """The host's `file` message (for tests and tools that play the host's part)."""
+    return {"type": FS_FILE, "id": file_id}
 
 
 def fork_request(fork_id, cwd=None, env=None, argv=None):

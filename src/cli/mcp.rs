@@ -58,6 +58,19 @@ pub struct EngineArgs {
         hide_env_values = true
     )]
     checkpoint_memory: Option<u64>,
+    /// Hibernate an idle or evicted session's Python kernel (variables saved to disk, brought back
+    /// at its next call) instead of losing its state [default: on].
+    #[arg(long, value_name = "on|off", env = settings::HIBERNATE.name, hide_env_values = true,
+          value_parser = clap::builder::BoolishValueParser::new())]
+    hibernate: Option<bool>,
+    /// Hibernate a session's Python kernel unused this many seconds [default: at --idle-minutes].
+    #[arg(long, value_name = "SECONDS", env = settings::HIBERNATE_AFTER.name, hide_env_values = true,
+          value_parser = parse_seconds)]
+    hibernate_after: Option<Duration>,
+    /// Keep hibernated sessions in this folder: every session is hibernated at exit and found again
+    /// at the next start on the folder (one cellbox at a time per folder).
+    #[arg(long, value_name = "DIR", env = settings::STATE_DIR.name, hide_env_values = true)]
+    state_dir: Option<std::path::PathBuf>,
     /// Refuse Python cells (as CELLBOX_PY=off).
     #[arg(long)]
     no_py: bool,
@@ -96,7 +109,30 @@ impl EngineArgs {
         config.checkpoints.count = self.checkpoints.unwrap_or(config.checkpoints.count);
         config.checkpoints.memory_bytes = self.checkpoint_memory.unwrap_or(config.checkpoints.memory_bytes);
         config.check = self.check.unwrap_or(config.check);
+        config.hibernate = self.hibernate.unwrap_or(config.hibernate);
+        config.pool.hibernate_after = self.hibernate_after;
+        if let Some(dir) = &self.state_dir {
+            let dir = std::path::absolute(dir).map_err(|e| format!("--state-dir {}: {e}", dir.display()))?;
+            if !config.hibernate {
+                return Err("--state-dir keeps hibernated sessions, but hibernation is off (--hibernate off)".into());
+            }
+            config.state_dir = Some(dir);
+        }
         Ok(config)
+    }
+
+    /// Hold the state folder for this process, if one was given: a second cellbox on it is refused.
+    pub fn lock_state_dir(&self, config: &cellbox_engine::tool::EngineConfig) -> Result<Option<std::fs::File>, String> {
+        let Some(dir) = &config.state_dir else { return Ok(None) };
+        cellbox_engine::session::hibernate::lock_state_dir(dir).map(Some).map_err(|e| e.to_string())
+    }
+}
+
+/// Seconds above zero, a fraction allowed (`90`, `0.5`).
+fn parse_seconds(value: &str) -> Result<Duration, String> {
+    match value.trim().parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds > 0.0 => Ok(Duration::from_secs_f64(seconds)),
+        _ => Err(format!("{value:?} is not a number of seconds above zero")),
     }
 }
 
@@ -111,7 +147,20 @@ pub async fn mcp(args: McpArgs, env: &Environment) -> ExitCode {
     // Cells' completion()/agent() are answered by the connected client (MCP sampling).
     let sampling = Arc::new(cellbox::mcp::sampling::SamplingBridge::default());
     config.bridge.bridge = Some(sampling.clone());
-    let engine = Arc::new(EvalEngine::new(config));
+    let _state = match args.engine.lock_state_dir(&config) {
+        Ok(lock) => lock,
+        Err(message) => {
+            eprintln!("cellbox mcp: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let engine = match EvalEngine::try_new(config) {
+        Ok(engine) => Arc::new(engine),
+        Err(error) => {
+            eprintln!("cellbox mcp: cannot use the state folder: {error}");
+            return ExitCode::from(2);
+        }
+    };
     // The first kernel starts now, while the client is still connecting.
     let warm = engine.clone();
     tokio::spawn(async move { warm.prewarm().await });

@@ -200,6 +200,14 @@ pub async fn serve(args: ServeArgs, env: &settings::Environment) -> ExitCode {
     engine.sandbox.deny_read.push(tokens_file);
     engine.sandbox.deny_read.extend(args.tls_key.iter().map(|key| std::path::absolute(key).unwrap_or(key.clone())));
     engine.kernel_budget = Some(cellbox_engine::session::KernelBudget::new(args.max_kernels_total));
+    // Each principal's sessions are kept under <state-dir>/principals/<name>; one server per folder.
+    let _state = match args.engine.lock_state_dir(&engine) {
+        Ok(lock) => lock,
+        Err(message) => {
+            eprintln!("cellbox serve: {message}");
+            return ExitCode::from(2);
+        }
+    };
     let root = match args.root.map_or_else(std::env::current_dir, std::path::absolute) {
         Ok(root) => root,
         Err(error) => {

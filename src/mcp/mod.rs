@@ -451,7 +451,12 @@ pub async fn serve_stdio(
     sampling: Option<Arc<sampling::SamplingBridge>>,
 ) -> anyhow::Result<()> {
     static CONNECTIONS: AtomicU64 = AtomicU64::new(0);
-    let session = format!("mcp-{}-{}", std::process::id(), CONNECTIONS.fetch_add(1, Ordering::Relaxed));
+    // With a state folder the sessions' names stay the same from one start to the next, so each is found again.
+    let session = if engine.keeps_sessions() {
+        "mcp".to_string()
+    } else {
+        format!("mcp-{}-{}", std::process::id(), CONNECTIONS.fetch_add(1, Ordering::Relaxed))
+    };
     let server = EvalServer::new(engine.clone(), session.clone()).with_sampling(sampling.clone());
     // Pipes (as MCP clients start servers) are read and written without the
     // blocking pool's thread hand-off per message; anything else falls back to it.
@@ -469,6 +474,10 @@ pub async fn serve_stdio(
     signals.abort();
     if let Some(sampling) = &sampling {
         sampling.unregister(&session);
+    }
+    if engine.keeps_sessions() {
+        let count = engine.hibernate_all("cellbox mcp stopped").await;
+        tracing::info!("hibernated {count} session kernel(s) for the next start");
     }
     engine.dispose_owner(&session).await;
     engine.dispose_all().await;

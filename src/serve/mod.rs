@@ -328,6 +328,11 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
     };
     state.e2b.kill_all().await;
     for engine in state.principals.engines() {
+        // With a state folder, the sessions are found again at the next start.
+        if engine.keeps_sessions() {
+            let count = engine.hibernate_all("the server stopped").await;
+            tracing::info!("hibernated {count} session kernel(s) for the next start");
+        }
         engine.dispose_all().await;
     }
     result

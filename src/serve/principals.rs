@@ -246,6 +246,9 @@ impl Principals {
                 tracing::info!(principal = name, "idle: engine stopped");
                 tokio::spawn(async move {
                     for engine in principal.engines() {
+                        if engine.keeps_sessions() {
+                            engine.hibernate_all("its principal was idle").await;
+                        }
                         engine.dispose_all().await;
                     }
                 });
@@ -268,6 +271,8 @@ impl Principals {
         adjust: impl FnOnce(&mut EngineConfig) -> std::io::Result<()>,
     ) -> std::io::Result<Arc<EvalEngine>> {
         let mut config = self.config_for(identity, &principal.budget)?;
+        // A sandbox lives as long as its connection: its sessions hibernate in a folder of their own.
+        config.state_dir = None;
         config.network_counts = Some(principal.network.clone());
         adjust(&mut config)?;
         let engine = Arc::new(EvalEngine::new(config));
@@ -357,6 +362,12 @@ impl Principals {
             PrivateRoot::new(&artifacts, None),
             PrivateRoot::new(&kernel_files, Some(name)),
         ]);
+        // Its hibernated sessions in a folder of its own, which no kernel reads (its own included).
+        if let Some(state) = &self.base.state_dir {
+            let principals = state.join("principals");
+            config.state_dir = Some(principals.join(name));
+            config.sandbox.private_roots.push(PrivateRoot::new(&principals, None));
+        }
         config.kernel_budget = Some(budget.clone());
         let limits = &identity.limits;
         if let Some(max) = limits.max_kernels {

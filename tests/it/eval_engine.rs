@@ -425,7 +425,11 @@ async fn bloated_kernels_are_recycled_with_a_note() {
 
 #[tokio::test]
 async fn idle_kernels_are_stopped() {
-    let f = fixture(|c| c.pool.idle_timeout = Some(Duration::from_millis(300)));
+    // Hibernation off: the state is lost, and the next call says so (tests/it/hibernate.rs has it on).
+    let f = fixture(|c| {
+        c.pool.idle_timeout = Some(Duration::from_millis(300));
+        c.hibernate = false;
+    });
     let pid: u32 = eval(&f.engine, "import os; os.getpid()").await.text.trim().parse().unwrap();
     assert!(eventually(PATIENCE, || group_members(pid).is_empty()).await);
     let next = eval(&f.engine, "1").await;

@@ -31,6 +31,7 @@ mod gateway;
 mod gateway_bridge;
 mod gateway_local;
 mod gateway_net;
+mod hibernate;
 mod home_view;
 mod install;
 mod js_kernel;

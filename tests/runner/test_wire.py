@@ -57,6 +57,8 @@ def rebuild_fork_server(m):
     if kind == "fork":
         request = wire.parse_fork_request(json.dumps(m).encode("utf-8"))
         return wire.fork_request(request["id"], request.get("cwd"), request.get("env"), request.get("argv"))
+    if kind == "file":
+        return wire.file_message(wire.parse_file_message(json.dumps(m).encode("utf-8")))
     if kind == "ready":
         return wire.fork_server_ready(m["pid"], m["python"])
     if kind == "failed":

@@ -61,7 +61,7 @@ fn fork_server_corpus_round_trips() {
     let mut seen = BTreeSet::new();
     for (line, value) in corpus("fork_server.jsonl") {
         let kind = kind(&value).to_string();
-        let again = if kind == "fork" {
+        let again = if kind == "fork" || kind == "file" {
             let request: fork_server::Request = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line}: {e}"));
             serde_json::from_slice::<Value>(&request.encode().unwrap()).unwrap()
         } else {

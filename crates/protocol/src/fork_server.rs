@@ -24,6 +24,18 @@ pub enum Request {
     /// just before the `fork` request line with the same id, and carries no
     /// `cwd`, `env` or `argv` (the copy keeps the kernel's).
     Fork(Fork),
+    /// A kernel's control socket only: one open file comes with it, for the
+    /// `snapshot` or `restore` request line whose `file` is this `id` (sent
+    /// just before that line). The host opened the file in a folder the
+    /// kernel cannot reach; the kernel gets this one file and nothing else.
+    File(FileHandoff),
+}
+
+/// See [`Request::File`].
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
+pub struct FileHandoff {
+    /// Unique per socket (shared with fork ids); the request line names it.
+    pub id: u64,
 }
 
 /// See [`Request::Fork`].
@@ -78,7 +90,7 @@ pub enum Message {
 }
 
 /// The names of the types of [`Request`] and [`Message`], as on the wire.
-pub const MESSAGE_TYPES: &[&str] = &["fork", "ready", "failed", "forked", "fork_failed", "exit"];
+pub const MESSAGE_TYPES: &[&str] = &["fork", "file", "ready", "failed", "forked", "fork_failed", "exit"];
 
 /// Parse one message.
 pub fn parse_message(bytes: &[u8]) -> Result<Message, serde_json::Error> {

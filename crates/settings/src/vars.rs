@@ -133,6 +133,34 @@ pub const CHECKPOINT_MEMORY: EnvVar = user(
 )
 .with_flag("--checkpoint-memory")
 .with_kind(Kind::Size);
+/// `CELLBOX_HIBERNATE`.
+pub const HIBERNATE: EnvVar = user(
+    "CELLBOX_HIBERNATE",
+    "bool",
+    "on",
+    "Hibernate an idle or evicted session's Python kernel (its variables saved to disk, brought back at its next \
+     call) instead of losing its state; off stops it as before.",
+)
+.with_flag("--hibernate")
+.with_kind(Kind::Bool);
+/// `CELLBOX_HIBERNATE_AFTER`.
+pub const HIBERNATE_AFTER: EnvVar = user(
+    "CELLBOX_HIBERNATE_AFTER",
+    "seconds",
+    "",
+    "Hibernate a session's Python kernel unused this long (default: at the idle timeout, `--idle-minutes`).",
+)
+.with_flag("--hibernate-after")
+.with_kind(Kind::Seconds);
+/// `CELLBOX_STATE_DIR`.
+pub const STATE_DIR: EnvVar = user(
+    "CELLBOX_STATE_DIR",
+    "path",
+    "",
+    "Keep hibernated sessions in this folder, so that they survive a restart: every session is hibernated at \
+     exit and found again at the next start on the folder (one process at a time).",
+)
+.with_flag("--state-dir");
 /// `CELLBOX_SANDBOX`.
 pub const SANDBOX: EnvVar = user(
     "CELLBOX_SANDBOX",
@@ -478,6 +506,9 @@ pub const ENV_VARS: &[EnvVar] = &[
     CHECK,
     CHECKPOINTS,
     CHECKPOINT_MEMORY,
+    HIBERNATE,
+    HIBERNATE_AFTER,
+    STATE_DIR,
     // Where kernels run.
     BACKEND,
     GATEWAY_URL,

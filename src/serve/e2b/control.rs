@@ -384,8 +384,10 @@ pub(crate) async fn refresh(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-/// `pause`: the sandbox stops timing out and keeps its kernels (their state
-/// stays in memory; nothing is written to disk) until `connect` or `resume`.
+/// `pause`: the sandbox stops timing out until `connect` or `resume`, and its
+/// Python kernels hibernate (their variables go to disk and their memory is
+/// freed; the next code run wakes each one, and says so). Other kernels and
+/// processes keep running as they are.
 pub(crate) async fn pause(
     State(state): State<Arc<ServerState>>,
     headers: HeaderMap,
@@ -397,6 +399,7 @@ pub(crate) async fn pause(
         }
         Ok(sandbox) => {
             sandbox.set_paused(true);
+            sandbox.engine.hibernate_all("the sandbox was paused").await;
             StatusCode::NO_CONTENT.into_response()
         }
         Err(refusal) => refusal.into_response(),

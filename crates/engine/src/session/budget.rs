@@ -132,6 +132,32 @@ impl KernelBudget {
     }
 }
 
+impl KernelBudget {
+    /// Make room by hibernating the least recently used idle Python kernel
+    /// among the engines counted in the spent budget (its state is kept and
+    /// comes back at its session's next call); true when there is room now.
+    /// Kernels that cannot be hibernated are never stopped for another's start.
+    pub async fn hibernate_oldest(&self) -> bool {
+        if let Some(outer) = &self.within
+            && outer.used() >= outer.limit
+            && !Box::pin(outer.hibernate_oldest()).await
+        {
+            return false;
+        }
+        while self.used() >= self.limit {
+            let pools: Vec<Arc<KernelPool>> =
+                self.counted.lock().unwrap().pools.iter().filter_map(Weak::upgrade).collect();
+            let oldest =
+                pools.iter().filter_map(|pool| Some((pool.oldest_hibernatable()?, pool))).max_by_key(|(idle, _)| *idle);
+            let Some((_, pool)) = oldest else { return false };
+            if !pool.hibernate_oldest(self.limit).await {
+                return false;
+            }
+        }
+        true
+    }
+}
+
 fn used(counted: &Counted) -> usize {
     let kernels: usize = counted.pools.iter().filter_map(Weak::upgrade).map(|pool| pool.live_count(None)).sum();
     let spares: usize = counted.spares.iter().filter_map(Weak::upgrade).map(|pool| pool.len()).sum();

@@ -9,19 +9,23 @@
 //! that grew past a memory limit.
 
 pub mod budget;
+mod eviction;
 pub mod handle;
+pub mod hibernate;
 pub mod spare;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 pub use budget::KernelBudget;
+pub use eviction::human_duration;
 use handle::KernelHandle as Kernel;
 pub use handle::{Backend, KernelHandle, SharedKernel};
+pub use hibernate::{Hibernation, Sleeping};
 pub use spare::{SpareLimits, SparePool};
 
 /// Limits of the pool. Every limit can be turned off with `None`.
@@ -33,6 +37,9 @@ pub struct PoolLimits {
     pub idle_timeout: Option<Duration>,
     /// Restart a kernel whose resident memory passed this, once its call is over. Default 4 GiB.
     pub rss_limit_bytes: Option<u64>,
+    /// Hibernate a Python kernel unused this long, when the pool hibernates
+    /// ([`KernelPool::new`]); the idle timeout hibernates too. Default off.
+    pub hibernate_after: Option<Duration>,
 }
 
 impl Default for PoolLimits {
@@ -41,6 +48,7 @@ impl Default for PoolLimits {
             max_kernels: 8,
             idle_timeout: Some(Duration::from_secs(30 * 60)),
             rss_limit_bytes: Some(4 * 1024 * 1024 * 1024),
+            hibernate_after: None,
         }
     }
 }
@@ -54,6 +62,8 @@ pub struct Evictions {
     pub idle: u64,
     /// Restarted past [`PoolLimits::rss_limit_bytes`].
     pub memory: u64,
+    /// Of those stopped, the ones hibernated (their state kept) rather than lost.
+    pub hibernated: u64,
 }
 
 /// How many retained kernels a call holds now, how many wait unused, and
@@ -185,15 +195,6 @@ impl Slot {
         Some(SlotGuard { slot: self, state })
     }
 
-    /// Stop the kernel unless a call is using it; `note` tells the next call why. True if stopped.
-    async fn stop_if_idle(&self, note: String) -> bool {
-        let Some(mut guard) = self.try_lock() else { return false };
-        let Some(kernel) = guard.replace_kernel(None) else { return false };
-        kernel.shutdown().await;
-        guard.add_note(note);
-        true
-    }
-
     fn has_kernel(&self) -> bool {
         self.current.lock().unwrap().is_some()
     }
@@ -220,6 +221,8 @@ impl Slot {
 #[derive(Debug, Default)]
 pub struct KernelPool {
     limits: PoolLimits,
+    /// Where idle Python kernels go instead of being lost, when the engine hibernates.
+    hibernation: Option<Arc<Hibernation>>,
     slots: Mutex<HashMap<KernelKey, Arc<Slot>>>,
     /// Kernels being shut down in the background ([`KernelPool::retire`]).
     retiring: Mutex<Vec<tokio::task::JoinHandle<()>>>,
@@ -227,18 +230,27 @@ pub struct KernelPool {
 }
 
 impl KernelPool {
-    /// A pool; when a tokio runtime is running, a reaper stops idle kernels.
-    pub fn new(limits: PoolLimits) -> Arc<Self> {
+    /// A pool; when a tokio runtime is running, a reaper stops (or, with
+    /// `hibernation`, hibernates) idle kernels.
+    pub fn new(limits: PoolLimits, hibernation: Option<Arc<Hibernation>>) -> Arc<Self> {
         let pool = Arc::new(KernelPool {
             limits,
+            hibernation,
             slots: Mutex::new(HashMap::new()),
             retiring: Mutex::new(Vec::new()),
             evictions: Mutex::default(),
         });
-        if let (Some(idle), Ok(handle)) = (limits.idle_timeout, tokio::runtime::Handle::try_current()) {
-            handle.spawn(reap_idle(Arc::downgrade(&pool), idle));
+        let hibernate_after = limits.hibernate_after.filter(|_| pool.hibernation.is_some());
+        let first = [limits.idle_timeout, hibernate_after].into_iter().flatten().min();
+        if let (Some(idle), Ok(handle)) = (first, tokio::runtime::Handle::try_current()) {
+            handle.spawn(eviction::reap_idle(Arc::downgrade(&pool), idle));
         }
         pool
+    }
+
+    /// Where this pool hibernates kernels, if it does.
+    pub fn hibernation(&self) -> Option<&Arc<Hibernation>> {
+        self.hibernation.as_ref()
     }
 
     pub fn limits(&self) -> PoolLimits {
@@ -255,6 +267,9 @@ impl KernelPool {
     /// Stop every kernel of `session` (all cwds and languages); the next call starts fresh.
     /// Returns how many kernels were stopped.
     pub async fn reset_session(&self, session: &str) -> usize {
+        if let Some(hibernation) = &self.hibernation {
+            hibernation.forget(session);
+        }
         let slots: Vec<Arc<Slot>> =
             self.slots.lock().unwrap().values().filter(|slot| slot.key.session == session).cloned().collect();
         let mut stopped = 0;
@@ -322,55 +337,12 @@ impl KernelPool {
         slots.iter().filter(|slot| Some(&slot.key) != except && slot.has_kernel()).count()
     }
 
-    /// Before starting a kernel in `starting`: stop least recently used idle
-    /// kernels until there is room for one more.
-    pub async fn make_room(&self, starting: &KernelKey) {
-        let mut slots: Vec<Arc<Slot>> =
-            self.slots.lock().unwrap().values().filter(|s| &s.key != starting).cloned().collect();
-        slots.sort_by_key(|slot| std::cmp::Reverse(slot.idle_for()));
-        let mut live = 0;
-        let mut idle = Vec::new();
-        for slot in slots {
-            if slot.has_kernel() {
-                live += 1;
-                idle.push(slot);
-            }
-        }
-        for slot in idle {
-            if live < self.limits.max_kernels {
-                break;
-            }
-            let note = format!(
-                "The previous kernel was stopped to stay within {} live kernels; its state was lost.",
-                self.limits.max_kernels
-            );
-            if slot.stop_if_idle(note).await {
-                live -= 1;
-                self.evictions.lock().unwrap().limit += 1;
-            }
-        }
-    }
-
-    /// After a call: restart the kernel if it grew past the memory limit.
-    pub async fn recycle_if_bloated(&self, guard: &mut SlotGuard<'_>) {
-        let (Some(limit), Some(kernel)) = (self.limits.rss_limit_bytes, guard.kernel()) else { return };
-        let Some(rss) = kernel.pid().and_then(resident_bytes) else { return };
-        if rss <= limit {
-            return;
-        }
-        guard.replace_kernel(None);
-        kernel.shutdown().await;
-        self.evictions.lock().unwrap().memory += 1;
-        guard.add_note(format!(
-            "The previous kernel used {} of memory (limit {}) and was restarted; its state was lost.",
-            crate::output::limiter::human_bytes(rss),
-            crate::output::limiter::human_bytes(limit)
-        ));
-    }
-
     /// Remove `owner` from every slot; slots left without owners are shut
     /// down and forgotten. Idempotent.
     pub async fn dispose_owner(&self, owner: &str) {
+        if let Some(hibernation) = &self.hibernation {
+            hibernation.drop_owner(owner);
+        }
         let orphaned: Vec<Arc<Slot>> = {
             let mut slots = self.slots.lock().unwrap();
             let keys: Vec<KernelKey> = slots
@@ -429,35 +401,12 @@ impl KernelPool {
         retiring.retain(|task| !task.is_finished());
         retiring.push(task);
     }
-
-    async fn reap_idle_once(&self, idle: Duration) {
-        let slots: Vec<Arc<Slot>> = self.slots.lock().unwrap().values().cloned().collect();
-        for slot in slots {
-            if slot.idle_for() < idle {
-                continue;
-            }
-            let minutes = idle.as_secs() / 60;
-            let note = format!("The previous kernel was stopped after {minutes} minutes unused; its state was lost.");
-            if slot.stop_if_idle(note).await {
-                self.evictions.lock().unwrap().idle += 1;
-            }
-        }
-    }
 }
 
 async fn shutdown_slots(slots: Vec<Arc<Slot>>) {
     let handles: Vec<_> = slots.into_iter().map(|slot| tokio::spawn(async move { slot.dispose().await })).collect();
     for handle in handles {
         let _ = handle.await;
-    }
-}
-
-async fn reap_idle(pool: Weak<KernelPool>, idle: Duration) {
-    let period = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
-    loop {
-        tokio::time::sleep(period).await;
-        let Some(pool) = pool.upgrade() else { return };
-        pool.reap_idle_once(idle).await;
     }
 }
 

@@ -133,6 +133,13 @@ pub struct EngineConfig {
     /// Where the connections its kernels' network proxies allowed and refused
     /// are counted, shared with other engines (a server principal's); default: its own.
     pub network_counts: Option<std::sync::Arc<NetworkCounts>>,
+    /// Hibernate Python kernels instead of losing their state when the pool
+    /// stops them (idle, over the live-kernel limit or a shared budget, a
+    /// server's stop); see [`crate::session::hibernate`]. Default on.
+    pub hibernate: bool,
+    /// Keep hibernated sessions in this folder, where the next engine on it
+    /// finds them (`--state-dir`); default: a private folder removed with the engine.
+    pub state_dir: Option<PathBuf>,
 }
 
 /// Connections kernels' network proxies allowed and refused, counted at the end of each call.
@@ -186,6 +193,8 @@ impl EngineConfig {
             kernel_budget: None,
             network_counts: None,
             cwd_inside_default: false,
+            hibernate: true,
+            state_dir: None,
         }
     }
 

@@ -101,6 +101,18 @@ mod unix {
             }
             Ok((id, answer))
         }
+
+        /// Hand the kernel one open file (a `file` message with `fd`
+        /// attached); the request line that uses it names the returned id.
+        pub fn send_file(&self, fd: RawFd) -> Result<u64, KernelError> {
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let message = fork_server::Request::File(fork_server::FileHandoff { id });
+            let body = message.encode().map_err(|e| KernelError::Snapshot(e.to_string()))?;
+            let _turn = self.send_lock.lock().unwrap();
+            wire::send(self.socket.as_raw_fd(), &body, &[fd])
+                .map_err(|error| KernelError::Snapshot(format!("cannot reach the kernel's control socket: {error}")))?;
+            Ok(id)
+        }
     }
 }
 

@@ -37,6 +37,7 @@ pub const RUNNER_FILES: &[(&str, &str)] = &[
     runner_file!("cellbox_kernel/expansion.py"),
     runner_file!("cellbox_kernel/fork.py"),
     runner_file!("cellbox_kernel/forking.py"),
+    runner_file!("cellbox_kernel/handoff.py"),
     runner_file!("cellbox_kernel/helpers.py"),
     runner_file!("cellbox_kernel/import_hooks.py"),
     runner_file!("cellbox_kernel/interrupts.py"),

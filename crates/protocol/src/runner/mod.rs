@@ -154,10 +154,18 @@ pub struct CheckRequest {
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
 pub struct SnapshotRequest {
     pub id: String,
+    /// The file to write or read; with `file`, only the name messages give it.
     pub path: String,
     /// The host's version, written into the file's header.
     #[serde(default)]
     pub version: String,
+    /// The file is not opened by path but arrives open on the kernel's
+    /// control socket, as the `file` message with this id
+    /// ([`crate::fork_server::Request::File`]): how a session is hibernated
+    /// into a folder its kernel cannot reach. It is written from its start,
+    /// not atomically (the host renames it once the answer says it is whole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<u64>,
 }
 
 /// Host → runner: fork the kernel. `fork` is the id of the message carrying

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use super::EvalEngine;
 use crate::kernel::KernelError;
 use crate::runtime::Runtime;
+use crate::session::hibernate::{report_reasons, report_strings};
 use crate::tool::call::{CallContext, is_session_name};
 
 /// How a fork waits for the source session.
@@ -93,7 +94,10 @@ impl EvalEngine {
         if !is_session_name(target_name) {
             return Err(BranchError::BadName(target_name.to_string()));
         }
-        if !self.pool().live_slots_of(&target.session).is_empty() || self.history_len(&target.session) > 0 {
+        if !self.pool().live_slots_of(&target.session).is_empty()
+            || self.history_len(&target.session) > 0
+            || self.is_hibernated(&target.session)
+        {
             return Err(BranchError::TargetExists(target_name.to_string()));
         }
         let slot = match self.python_slot(&source.session) {
@@ -203,8 +207,8 @@ impl EvalEngine {
         let report = process.snapshot(&path).await?;
         Ok(SnapshotReport {
             path,
-            saved: strings(&report["saved"]),
-            skipped: reasons(&report["skipped"]),
+            saved: report_strings(&report["saved"]),
+            skipped: report_reasons(&report["skipped"]),
             bytes: report["bytes"].as_u64().unwrap_or(0),
         })
     }
@@ -226,8 +230,8 @@ impl EvalEngine {
         let text = |key: &str| header[key].as_str().unwrap_or("?").to_string();
         Ok(RestoreReport {
             path,
-            restored: strings(&report["restored"]),
-            failed: reasons(&report["failed"]),
+            restored: report_strings(&report["restored"]),
+            failed: report_reasons(&report["failed"]),
             python: text("python"),
             cellbox: text("cellbox"),
             created: text("created"),
@@ -251,16 +255,4 @@ fn gateway_unsupported() -> BranchError {
     BranchError::Unsupported(
         "snapshots of kernels on a Jupyter gateway are not supported: they run on the gateway's machine".into(),
     )
-}
-
-fn strings(value: &serde_json::Value) -> Vec<String> {
-    value.as_array().into_iter().flatten().filter_map(|name| name.as_str().map(str::to_string)).collect()
-}
-
-/// `[{"name", "reason"}]` as pairs.
-fn reasons(value: &serde_json::Value) -> Vec<(String, String)> {
-    let pair = |entry: &serde_json::Value| {
-        Some((entry["name"].as_str()?.to_string(), entry["reason"].as_str().unwrap_or("").to_string()))
-    };
-    value.as_array().into_iter().flatten().filter_map(pair).collect()
 }

@@ -285,6 +285,14 @@ impl EvalEngine {
         kernel.set_bridge(self.bridge_hook(&guard.key().session));
         guard.replace_kernel(Some(kernel.clone()));
         self.fill_spare(&options);
+        if interpreter.runtime == Runtime::Python
+            && let Some(hibernation) = self.pool.hibernation()
+            && let Some(record) = hibernation.take(&guard.key().session, &guard.key().cwd)
+        {
+            // Its variables come back before any cell of the call runs, and the call's result says so.
+            let note = hibernation.wake(&kernel, record).await;
+            guard.add_note(note);
+        }
         Ok(kernel)
     }
 

@@ -6,6 +6,7 @@ mod branch;
 mod calls;
 mod cells;
 mod checkpoints;
+mod hibernation;
 mod jupyter;
 mod workspace;
 
@@ -63,15 +64,14 @@ pub struct EvalEngine {
 }
 
 impl EvalEngine {
-    /// Create an engine. Call from within a tokio runtime so idle kernels are
-    /// reaped and old artifacts pruned in the background.
-    pub fn new(config: EngineConfig) -> Self {
+    /// The engine, its hibernation made ([`EvalEngine::new`] and [`EvalEngine::try_new`] decide it).
+    fn with_hibernation(config: EngineConfig, hibernation: Option<Arc<crate::session::Hibernation>>) -> Self {
         let artifacts = Arc::new(ArtifactStore::new(config.artifacts_dir.clone(), config.max_artifact_bytes));
         if let (Some(age), Ok(handle)) = (config.artifact_retention, tokio::runtime::Handle::try_current()) {
             let store = ArtifactStore::new(config.artifacts_dir.clone(), config.max_artifact_bytes);
             handle.spawn_blocking(move || store.prune(age));
         }
-        let pool = KernelPool::new(config.pool);
+        let pool = KernelPool::new(config.pool, hibernation);
         let spares = SparePool::new(config.spare, config.backend.clone());
         if let Some(budget) = &config.kernel_budget {
             budget.register(&pool, &spares);
@@ -162,6 +162,11 @@ impl EvalEngine {
             return Ok(Some(reservation));
         }
         if budget.shed_spares().await
+            && let Some(reservation) = budget.reserve()
+        {
+            return Ok(Some(reservation));
+        }
+        if budget.hibernate_oldest().await
             && let Some(reservation) = budget.reserve()
         {
             return Ok(Some(reservation));

@@ -20,6 +20,15 @@ impl EvalEngine {
     pub fn kernel_policy(&self) -> SandboxPolicy {
         let mut policy = self.config.sandbox.clone();
         policy.workspace.get_or_insert_with(|| self.config.default_cwd.clone());
+        // Hibernated sessions' files: each goes back to its own session through an open file, never by path.
+        if let Some(hibernation) = self.pool().hibernation() {
+            let dir = if hibernation.keeps() {
+                hibernation.dir().to_path_buf()
+            } else {
+                crate::session::hibernate::temporary_root()
+            };
+            policy.deny_read.push(dir);
+        }
         policy
     }
 

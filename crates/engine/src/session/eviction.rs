@@ -1,0 +1,198 @@
+//! Stopping kernels the pool no longer keeps live: unused past the idle
+//! timeout, the least recently used one over the live-kernel limit or a
+//! shared budget, one grown past the memory limit, and every one at a
+//! server's stop. A Python kernel is hibernated first where the pool can
+//! ([`super::hibernate`]); any other is stopped and its next call told why
+//! its state is gone.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{KernelKey, KernelPool, Sleeping, Slot, SlotGuard, resident_bytes};
+use crate::runtime::Runtime;
+
+impl KernelPool {
+    /// Stop `slot`'s kernel unless a call is using it, hibernating it first
+    /// when it is a Python kernel and the pool hibernates (`why` says why, in
+    /// the wake note); otherwise `lost` tells the next call its state is gone.
+    /// True if the kernel was stopped.
+    async fn put_away(&self, slot: &Slot, why: String, lost: String) -> bool {
+        let Some(mut guard) = slot.try_lock() else { return false };
+        let Some(kernel) = guard.kernel() else { return false };
+        let mut lost = lost;
+        if let Some(hibernation) = self.hibernation.as_ref().filter(|_| slot.key.runtime == Runtime::Python) {
+            let owners: Vec<String> = slot.owners.lock().unwrap().iter().cloned().collect();
+            let key = &slot.key;
+            match hibernation.hibernate(&kernel, &key.session, &key.cwd, &key.interpreter, owners, why).await {
+                Ok(_) => {
+                    guard.replace_kernel(None);
+                    kernel.shutdown().await;
+                    self.evictions.lock().unwrap().hibernated += 1;
+                    return true;
+                }
+                Err(error) => {
+                    tracing::warn!(session = key.session, "hibernation failed: {error}");
+                    lost = format!("{lost} (Hibernating it failed: {error}.)");
+                }
+            }
+        }
+        guard.replace_kernel(None);
+        kernel.shutdown().await;
+        guard.add_note(lost);
+        true
+    }
+
+    /// Hibernate every idle live Python kernel now (a server's stop: with a
+    /// state folder, the next start finds them), waiting up to `wait` for
+    /// running calls to end; other kernels are left to [`KernelPool::dispose_all`].
+    /// Returns how many were hibernated.
+    pub async fn hibernate_all(&self, why: &str, wait: Duration) -> usize {
+        if self.hibernation.is_none() {
+            return 0;
+        }
+        let deadline = Instant::now() + wait;
+        let slots: Vec<Arc<Slot>> = self.slots.lock().unwrap().values().cloned().collect();
+        let mut count = 0;
+        for slot in slots.iter().filter(|slot| slot.key.runtime == Runtime::Python) {
+            // A call still running gets until the deadline to end; then its kernel is left as it is.
+            let Ok(Ok(guard)) = tokio::time::timeout_at(deadline, slot.lock()).await else { continue };
+            drop(guard);
+            let lost = "The previous kernel was stopped with the server; its state was lost.".to_string();
+            let before = self.evictions().hibernated;
+            if self.put_away(slot, why.to_string(), lost).await && self.evictions().hibernated > before {
+                count += 1;
+            }
+        }
+        count
+    }
+
+    /// The hibernated record of `session`'s Python kernel in `cwd`, taken to wake it.
+    pub fn take_sleeping(&self, session: &str, cwd: &std::path::Path) -> Option<Sleeping> {
+        self.hibernation.as_ref()?.take(session, cwd)
+    }
+
+    /// Whether `session` has a hibernated kernel.
+    pub fn is_sleeping(&self, session: &str) -> bool {
+        self.hibernation.as_ref().is_some_and(|hibernation| hibernation.is_sleeping(session))
+    }
+
+    /// How long the least recently used idle Python kernel this pool could
+    /// hibernate has been unused (for a shared budget to pick the oldest).
+    pub fn oldest_hibernatable(&self) -> Option<Duration> {
+        self.hibernation.as_ref()?;
+        let slots: Vec<Arc<Slot>> = self.slots.lock().unwrap().values().cloned().collect();
+        let idle = slots.iter().filter(|slot| slot.key.runtime == Runtime::Python && slot.has_kernel());
+        idle.filter(|slot| slot.try_lock().is_some()).map(|slot| slot.idle_for()).max()
+    }
+
+    /// Hibernate the least recently used idle Python kernel, to make room in
+    /// a shared budget of `limit` kernels. True if one was stopped.
+    pub async fn hibernate_oldest(&self, limit: usize) -> bool {
+        if self.hibernation.is_none() {
+            return false;
+        }
+        let mut slots: Vec<Arc<Slot>> = self.slots.lock().unwrap().values().cloned().collect();
+        slots.retain(|slot| slot.key.runtime == Runtime::Python && slot.has_kernel());
+        slots.sort_by_key(|slot| std::cmp::Reverse(slot.idle_for()));
+        for slot in slots {
+            let why = format!("to stay within a budget of {limit} live kernels");
+            let lost =
+                format!("The previous kernel was stopped to stay within {limit} live kernels; its state was lost.");
+            if self.put_away(&slot, why, lost).await {
+                self.evictions.lock().unwrap().limit += 1;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Before starting a kernel in `starting`: stop least recently used idle
+    /// kernels until there is room for one more.
+    pub async fn make_room(&self, starting: &KernelKey) {
+        let mut slots: Vec<Arc<Slot>> =
+            self.slots.lock().unwrap().values().filter(|s| &s.key != starting).cloned().collect();
+        slots.sort_by_key(|slot| std::cmp::Reverse(slot.idle_for()));
+        let mut live = 0;
+        let mut idle = Vec::new();
+        for slot in slots {
+            if slot.has_kernel() {
+                live += 1;
+                idle.push(slot);
+            }
+        }
+        for slot in idle {
+            if live < self.limits.max_kernels {
+                break;
+            }
+            let limit = self.limits.max_kernels;
+            let why = format!("to stay within {limit} live kernels");
+            let note =
+                format!("The previous kernel was stopped to stay within {limit} live kernels; its state was lost.");
+            if self.put_away(&slot, why, note).await {
+                live -= 1;
+                self.evictions.lock().unwrap().limit += 1;
+            }
+        }
+    }
+
+    /// After a call: restart the kernel if it grew past the memory limit.
+    pub async fn recycle_if_bloated(&self, guard: &mut SlotGuard<'_>) {
+        let (Some(limit), Some(kernel)) = (self.limits.rss_limit_bytes, guard.kernel()) else { return };
+        let Some(rss) = kernel.pid().and_then(resident_bytes) else { return };
+        if rss <= limit {
+            return;
+        }
+        guard.replace_kernel(None);
+        kernel.shutdown().await;
+        self.evictions.lock().unwrap().memory += 1;
+        guard.add_note(format!(
+            "The previous kernel used {} of memory (limit {}) and was restarted; its state was lost.",
+            crate::output::limiter::human_bytes(rss),
+            crate::output::limiter::human_bytes(limit)
+        ));
+    }
+
+    async fn reap_idle_once(&self) {
+        let slots: Vec<Arc<Slot>> = self.slots.lock().unwrap().values().cloned().collect();
+        let hibernate_after = self.limits.hibernate_after.filter(|_| self.hibernation.is_some());
+        for slot in slots {
+            let idle = slot.idle_for();
+            let python = slot.key.runtime == Runtime::Python;
+            let due = |limit: Option<Duration>| limit.is_some_and(|limit| idle >= limit);
+            if !(due(self.limits.idle_timeout) || (python && due(hibernate_after))) {
+                continue;
+            }
+            let why = format!("unused for {}", human_duration(idle));
+            let note = format!(
+                "The previous kernel was stopped after {} unused; its state was lost.",
+                human_duration(self.limits.idle_timeout.unwrap_or(idle))
+            );
+            if self.put_away(&slot, why, note).await {
+                self.evictions.lock().unwrap().idle += 1;
+            }
+        }
+    }
+}
+
+pub(super) async fn reap_idle(pool: Weak<KernelPool>, idle: Duration) {
+    let period = (idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
+    loop {
+        tokio::time::sleep(period).await;
+        let Some(pool) = pool.upgrade() else { return };
+        pool.reap_idle_once().await;
+    }
+}
+
+/// "90 s", "10 min", "2 h" (whole units, as a note reads them).
+pub fn human_duration(duration: Duration) -> String {
+    let seconds = duration.as_secs();
+    if seconds < 120 {
+        format!("{seconds} s")
+    } else if seconds < 2 * 3600 {
+        format!("{} min", seconds / 60)
+    } else {
+        format!("{} h", seconds / 3600)
+    }
+}
