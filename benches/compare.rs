@@ -19,6 +19,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
+#[path = "compare/baselines.rs"]
+mod baselines;
 #[path = "compare/bulk.rs"]
 mod bulk;
 #[path = "compare/cold.rs"]
@@ -414,6 +416,13 @@ async fn main() {
     );
     let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)).cloned();
     let wanted = |name: &str| only.as_deref().is_none_or(|list| list.split(',').any(|w| w == name));
+    // Measured once, ahead of every warm row that names them.
+    let baselines = if ["warm", "mcp", "sdk"].iter().any(|name| wanted(name)) {
+        Some(baselines::WarmBaselines::measure(&plan, &setup).await)
+    } else {
+        None
+    };
+    let baselines = || baselines.as_ref().expect("measured when a warm scenario is wanted");
     if wanted("cold") {
         cold_start(&plan, &setup, &mut jupyter, &mut report).await;
     }
@@ -421,7 +430,7 @@ async fn main() {
         sandbox_costs(&plan, &setup, &mut report).await;
     }
     if wanted("warm") {
-        warm_round_trip(&plan, &setup, &mut jupyter, &mut report).await;
+        warm_round_trip(&plan, &setup, &mut jupyter, baselines(), &mut report).await;
     }
     if wanted("js") {
         javascript(&plan, &setup, &mut report).await;
@@ -442,7 +451,7 @@ async fn main() {
         pandas_ready(&plan, &setup, &jupyter_python, &mut jupyter, &mut report).await;
     }
     if wanted("mcp") {
-        mcp_rows(&plan, &setup, &jupyter_python, &mut report).await;
+        mcp_rows(&plan, &setup, &jupyter_python, baselines(), &mut report).await;
     }
     if wanted("serve") {
         serve_load::serve_load(&plan, &setup, &mut report).await;
@@ -452,7 +461,7 @@ async fn main() {
         hibernate::hibernate_rows(&plan, &setup, &jupyter_python, &mut report).await;
     }
     if wanted("sdk") {
-        sdk::sdk_rows(&plan, &setup, &jupyter_python, &mut report).await;
+        sdk::sdk_rows(&plan, &setup, &jupyter_python, baselines(), &mut report).await;
     }
     if wanted("fork") {
         fork::fork_rows(&plan, &setup, &mut report).await;

@@ -26,8 +26,10 @@ pub(super) async fn hibernate_rows(plan: &Plan, setup: &Setup, jupyter_python: &
     let mut env = setup.env.clone();
     env.insert("CELLBOX_PYTHON".into(), setup.python.display().to_string());
     env.insert("CELLBOX_ARTIFACTS_DIR".into(), dir.path().join("artifacts").display().to_string());
-    // Its own cache, so the hibernation files on disk can be counted.
-    let cache = dir.path().join("cache");
+    // Its own cache, so the hibernation files on disk can be counted (outside the server's root,
+    // whose entries other than the principal's own folder kernels cannot read).
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cache = cache_dir.path().to_path_buf();
     env.insert("CELLBOX_CACHE_DIR".into(), cache.display().to_string());
     let server = json!({"command": env!("CARGO_BIN_EXE_cellbox"), "env": env});
     let serve = ServeProcess::start(&server, dir.path(), &["--max-kernels", &LIVE.to_string()]).await;
@@ -49,7 +51,8 @@ pub(super) async fn hibernate_rows(plan: &Plan, setup: &Setup, jupyter_python: &
     // The oldest are hibernated; each wake hibernates the least recently used live one.
     let mut woken = Series::new("cellbox serve");
     for index in 0..sample {
-        woken.values.push(client.call_ms(Some(&format!("h-{index}"))).await);
+        // The result says the session woke, after the value.
+        woken.values.push(client.call_code(Some(&format!("h-{index}")), "1+1", "2\n").await);
     }
     let note = format!(
         "{sessions} sessions each called once, {LIVE} live; a wake also hibernates another; p99 {} against {} ms",

@@ -5,12 +5,11 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Instant;
 
-use cellbox_engine::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio_util::sync::CancellationToken;
 
+use super::baselines::WarmBaselines;
 use super::{McpClient, Plan, Report, Series, Setup, ms_list};
 
 /// How the MCP rows start each contender and ask it for `1+1`.
@@ -66,7 +65,13 @@ impl McpContenders {
 /// `1+1` result, beside `cellbox run`'s spawn → first result and beside mcp-repl (PyPI
 /// `posit-mcp-repl`, a Python REPL server); then the warm `1+1` round trip beside the library's
 /// own warm call and mcp-repl's.
-pub(super) async fn mcp_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, report: &mut Report) {
+pub(super) async fn mcp_rows(
+    plan: &Plan,
+    setup: &Setup,
+    jupyter_python: &Path,
+    baselines: &WarmBaselines,
+    report: &mut Report,
+) {
     let dir = tempfile::tempdir().unwrap();
     let contenders = McpContenders::new(setup, jupyter_python, &dir.path().join("artifacts"));
     let mut client = McpClient::spawn(jupyter_python).await;
@@ -106,18 +111,7 @@ pub(super) async fn mcp_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, 
             repl_problem = Some(format!("it did not start: {error}"));
         }
     }
-    let mut config = EngineConfig::new(&setup.cwd);
-    config.python = Some(setup.python.display().to_string());
-    config.artifacts_dir = dir.path().join("library-artifacts");
-    config.spare = cellbox_engine::session::SpareLimits::OFF;
-    let engine = EvalEngine::new(config);
-    let context = CallContext::new("bench-mcp");
-    let one = EvalParams::code("1+1");
-    for _ in 0..20 {
-        engine.eval(&one, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
-    }
-    let (mut cellbox_warm, mut library_warm, mut repl_warm) =
-        (Series::new("cellbox mcp"), Series::new("cellbox library"), Series::new("mcp-repl"));
+    let (mut cellbox_warm, mut repl_warm) = (Series::new("cellbox mcp"), Series::new("mcp-repl"));
     let batch = 50;
     let rounds = plan.warm_iterations.div_ceil(batch);
     let mut raw = RawMcp::start(&contenders.cellbox).await;
@@ -135,12 +129,6 @@ pub(super) async fn mcp_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, 
         }
         let answer = client.call(json!({"op": "roundtrip", "name": "cellbox", "n": batch})).await;
         cellbox_warm.values.extend(ms_list(&answer.unwrap_or_else(|e| panic!("cellbox mcp: {e}"))));
-        for _ in 0..batch {
-            let started = Instant::now();
-            let result = engine.eval(&one, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
-            library_warm.values.push(started.elapsed().as_secs_f64() * 1000.0);
-            assert_eq!(result.text, "2\n");
-        }
         // mcp-repl answers in tens of milliseconds: a few calls a round keep the run short.
         if repl_problem.is_none() && contenders.mcp_repl.is_ok() {
             match client.call(json!({"op": "roundtrip", "name": "mcp-repl", "n": 2})).await {
@@ -149,23 +137,27 @@ pub(super) async fn mcp_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, 
             }
         }
     }
-    engine.dispose_all().await;
     let _ = client.call(json!({"op": "stop"})).await;
-    report.add("MCP warm round trip of 1+1", "ms", false, &cellbox_warm, Some(&library_warm), "");
-    report.add(
-        "MCP warm round trip of 1+1, bare JSON-RPC",
-        "ms",
-        false,
-        &raw_warm,
-        Some(&library_warm),
-        "request and response lines, no client library",
-    );
+    let (library, floor) = (&baselines.library, &baselines.floor);
+    report.add("MCP warm round trip of 1+1", "ms", false, &cellbox_warm, Some(library), "Python mcp client, stdio");
+    report.add("MCP warm round trip of 1+1", "ms", false, &cellbox_warm, Some(floor), "Python mcp client, stdio");
+    let bare = "request and response lines, no client library";
+    report.add("MCP warm round trip of 1+1, bare JSON-RPC", "ms", false, &raw_warm, Some(library), bare);
+    report.add("MCP warm round trip of 1+1, bare JSON-RPC", "ms", false, &raw_warm, Some(floor), bare);
     report.add(
         "MCP warm round trip of 1+1, streamable HTTP",
         "ms",
         false,
         &http_warm,
         Some(&raw_warm),
+        "cellbox serve, a POST per call on a kept-alive connection, no client library",
+    );
+    report.add(
+        "MCP warm round trip of 1+1, streamable HTTP",
+        "ms",
+        false,
+        &http_warm,
+        Some(floor),
         "cellbox serve, a POST per call on a kept-alive connection, no client library",
     );
     add_peer_row(report, "MCP warm round trip of 1+1", "ms", &cellbox_warm, &repl_warm, &repl_problem);

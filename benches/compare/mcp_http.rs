@@ -23,7 +23,9 @@ impl ServeProcess {
     pub(super) async fn start(server: &Value, root: &std::path::Path, extra: &[&str]) -> Self {
         let env: BTreeMap<String, String> = serde_json::from_value(server["env"].clone()).unwrap();
         let mut child = Command::new(server["command"].as_str().unwrap())
-            .args(["serve", "--no-auth", "--listen", "127.0.0.1:0", "--spares", "0"])
+            .args(["serve", "--no-auth", "--listen", "127.0.0.1:0"])
+            // No warm spares unless `extra` asks for them.
+            .args(if extra.contains(&"--spares") { &[][..] } else { &["--spares", "0"][..] })
             .arg("--root")
             .arg(root)
             .args(extra)

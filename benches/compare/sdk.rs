@@ -4,10 +4,9 @@
 
 use std::path::Path;
 
-use cellbox_engine::tool::{CallContext, EngineConfig, EvalEngine, EvalParams, ignore_events};
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
+use super::baselines::WarmBaselines;
 use super::mcp_http::ServeProcess;
 use super::{HelperProcess, McpClient, Plan, Report, Series, Setup, ms_list};
 
@@ -18,7 +17,13 @@ const E2B_QUOTED_START_MS: f64 = 150.0;
 /// The SDK helpers (one per engine) run on the benchmark's interpreter (a program using the SDK
 /// would) and use this build's binary and extension (bench/run builds it beside the binary);
 /// `cellbox run` is timed by the MCP helper, as in the MCP rows.
-pub(super) async fn sdk_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, report: &mut Report) {
+pub(super) async fn sdk_rows(
+    plan: &Plan,
+    setup: &Setup,
+    jupyter_python: &Path,
+    baselines: &WarmBaselines,
+    report: &mut Report,
+) {
     let binary = Path::new(env!("CARGO_BIN_EXE_cellbox"));
     let binary_dir = binary.parent().unwrap();
     let extension = binary_dir.join(if cfg!(target_os = "macos") { "lib_engine.dylib" } else { "lib_engine.so" });
@@ -114,19 +119,7 @@ pub(super) async fn sdk_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, 
 
     in_process.call(&with_op("start", "in-process")).await.unwrap_or_else(|e| panic!("SDK: {e}"));
     child.call(&with_op("start", "process")).await.unwrap_or_else(|e| panic!("SDK: {e}"));
-    let mut config = EngineConfig::new(&setup.cwd);
-    config.python = Some(python);
-    let artifacts = tempfile::tempdir().unwrap();
-    config.artifacts_dir = artifacts.path().to_path_buf();
-    config.spare = cellbox_engine::session::SpareLimits::OFF;
-    let engine = EvalEngine::new(config);
-    let context = CallContext::new("bench-sdk");
-    let one = EvalParams::code("1+1");
-    for _ in 0..20 {
-        engine.eval(&one, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
-    }
     let (mut sdk_warm, mut child_warm) = (Series::new("SDK run_code"), Series::new("SDK run_code, child engine"));
-    let mut library_warm = Series::new("cellbox library");
     let batch = 50;
     let roundtrip = json!({"op": "roundtrip", "n": batch});
     for _ in 0..plan.warm_iterations.div_ceil(batch) {
@@ -134,31 +127,15 @@ pub(super) async fn sdk_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, 
         sdk_warm.values.extend(ms_list(&answer));
         let answer = child.call(&roundtrip).await.unwrap_or_else(|e| panic!("SDK: {e}"));
         child_warm.values.extend(ms_list(&answer));
-        for _ in 0..batch {
-            let started = std::time::Instant::now();
-            let result = engine.eval(&one, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
-            library_warm.values.push(started.elapsed().as_secs_f64() * 1000.0);
-            assert_eq!(result.text, "2\n");
-        }
     }
-    engine.dispose_all().await;
     let _ = in_process.call(&json!({"op": "stop"})).await;
     let _ = child.call(&json!({"op": "stop"})).await;
     let _ = cli.call(json!({"op": "stop"})).await;
-    report.add(
-        "SDK warm run_code(\"1+1\")",
-        "ms",
-        false,
-        &sdk_warm,
-        Some(&library_warm),
-        "engine in the SDK's process (goal ≤ 1.5×)",
-    );
-    report.add(
-        "SDK warm run_code(\"1+1\"), child engine",
-        "ms",
-        false,
-        &child_warm,
-        Some(&library_warm),
-        "JSON-RPC over pipes",
-    );
+    let (library, floor) = (&baselines.library, &baselines.floor);
+    let in_process = "engine in the SDK's process";
+    report.add("SDK warm run_code(\"1+1\")", "ms", false, &sdk_warm, Some(library), in_process);
+    report.add("SDK warm run_code(\"1+1\")", "ms", false, &sdk_warm, Some(floor), in_process);
+    let child = "JSON-RPC over pipes";
+    report.add("SDK warm run_code(\"1+1\"), child engine", "ms", false, &child_warm, Some(library), child);
+    report.add("SDK warm run_code(\"1+1\"), child engine", "ms", false, &child_warm, Some(floor), child);
 }

@@ -110,13 +110,14 @@ impl EngineArgs {
         config.checkpoints.memory_bytes = self.checkpoint_memory.unwrap_or(config.checkpoints.memory_bytes);
         config.check = self.check.unwrap_or(config.check);
         config.hibernate = self.hibernate.unwrap_or(config.hibernate);
-        config.pool.hibernate_after = self.hibernate_after;
+        config.pool.hibernate_after = self.hibernate_after.or(config.pool.hibernate_after);
         if let Some(dir) = &self.state_dir {
             let dir = std::path::absolute(dir).map_err(|e| format!("--state-dir {}: {e}", dir.display()))?;
             if !config.hibernate {
                 return Err("--state-dir keeps hibernated sessions, but hibernation is off (--hibernate off)".into());
             }
             config.state_dir = Some(dir);
+            config.check_state_dir()?;
         }
         Ok(config)
     }

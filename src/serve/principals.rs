@@ -364,9 +364,8 @@ impl Principals {
         ]);
         // Its hibernated sessions in a folder of its own, which no kernel reads (its own included).
         if let Some(state) = &self.base.state_dir {
-            let principals = state.join("principals");
-            config.state_dir = Some(principals.join(name));
-            config.sandbox.private_roots.push(PrivateRoot::new(&principals, None));
+            config.state_dir = Some(state.join("principals").join(name));
+            config.sandbox.deny_read.push(state.clone());
         }
         config.kernel_budget = Some(budget.clone());
         let limits = &identity.limits;

@@ -531,3 +531,32 @@ async fn on_a_server_with_the_host_network_a_sandbox_may_list_its_hosts() {
         assert_eq!(seen.trim(), expected, "{network}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn pause_hibernates_a_sandboxs_python_kernel_and_its_next_code_wakes_it() {
+    let (server, alice, _) = e2b_server();
+    let base = server.base();
+    let (id, token) = create(&server, &alice).await;
+    let printed = execute(&server, &id, &token, "import os; kept = 'across the pause'; print(os.getpid())").await;
+    let pid: u32 = printed.trim().parse().unwrap_or_else(|_| panic!("{printed}"));
+    let key = [("x-api-key", alice.as_str())];
+    let (status, _, body) = request(reqwest::Method::POST, &format!("{base}/sandboxes/{id}/pause"), &key, vec![]).await;
+    assert_eq!(status, 204, "{}", String::from_utf8_lossy(&body));
+    let stopped = crate::common::eventually(crate::common::PATIENCE, || crate::common::group_members(pid).is_empty());
+    assert!(stopped.await, "the paused sandbox's kernel is stopped");
+    let connect = br#"{"timeout": 60}"#.to_vec();
+    let (status, _, _) =
+        request(reqwest::Method::POST, &format!("{base}/v2/sandboxes/{id}/connect"), &key, connect).await;
+    assert_eq!(status, 201);
+    let headers =
+        [("e2b-sandbox-id", id.as_str()), ("x-access-token", token.as_str()), ("content-type", "application/json")];
+    let body = json!({"code": "print(kept)"}).to_string().into_bytes();
+    let (status, _, answer) = request(reqwest::Method::POST, &format!("{base}/execute"), &headers, body).await;
+    assert_eq!(status, 200);
+    let lines: Vec<Value> = String::from_utf8_lossy(&answer).lines().map(json_of_line).collect();
+    let text = |kind: &str| -> String {
+        lines.iter().filter(|line| line["type"] == kind).filter_map(|line| line["text"].as_str()).collect()
+    };
+    assert_eq!(text("stdout"), "across the pause\n");
+    assert!(text("stderr").contains("hibernated (the sandbox was paused) and woke now: "), "{}", text("stderr"));
+}

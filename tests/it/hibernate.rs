@@ -95,6 +95,48 @@ async fn a_reset_forgets_a_hibernated_session() {
     f.engine.dispose_all().await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reset_cell_in_a_hibernated_session_starts_empty_without_waking_it() {
+    for check in ["off", "syntax"] {
+        let f = fixture(|c| c.pool.max_kernels = 1);
+        eval_in(&f.engine, "a", EvalParams::code("v = 1")).await;
+        eval_in(&f.engine, "b", EvalParams::code("1")).await;
+        assert!(f.engine.is_hibernated("a"));
+        let params = common::engine::params(serde_json::json!({
+            "check": check, "cells": [{"code": "'v' in dir()", "reset": true}]
+        }));
+        let a = eval_in(&f.engine, "a", params).await;
+        assert!(a.text.starts_with("False\n"), "check {check}: {}", a.text);
+        assert!(!f.engine.is_hibernated("a"));
+        f.engine.dispose_all().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_kernel_busy_at_the_stop_leaves_a_record_that_its_next_call_reports() {
+    let state = tempfile::tempdir().unwrap();
+    let first = fixture(keeping(state.path()));
+    eval(&first.engine, "x = 1").await;
+    let engine = first.engine.clone();
+    let busy = tokio::spawn(async move { eval(&engine, "import time; time.sleep(30)").await });
+    assert!(eventually(PATIENCE, || first.engine.load().kernels.busy == 1).await);
+    // hibernate_all gives a running call 5 s, then records that the session could not be saved.
+    assert_eq!(first.engine.hibernate_all("the test stopped it").await, 0);
+    first.engine.dispose_all().await;
+    let _ = busy.await;
+
+    let next = restarted(first.dir.path(), state.path());
+    assert!(next.engine.is_hibernated("s"));
+    let after = eval(&next.engine, "'x' in dir()").await;
+    assert!(after.text.starts_with("False\n"), "{}", after.text);
+    assert!(
+        after.text.contains("stopped without its variables being saved (the test stopped it, while a call"),
+        "{}",
+        after.text
+    );
+    next.engine.dispose_all().await;
+}
+
 fn keeping(state: &Path) -> impl FnOnce(&mut EngineConfig) {
     let state = state.to_path_buf();
     move |c| c.state_dir = Some(state)
@@ -126,7 +168,8 @@ async fn sessions_hibernated_into_a_state_folder_wake_in_the_next_engine() {
     assert!(woken.text.contains("hibernated (the test stopped it)"), "{}", woken.text);
     let other = eval_in(&next.engine, "other", EvalParams::code("sum(w)")).await;
     assert!(other.text.starts_with("6\n"), "{}", other.text);
-    let left: Vec<_> = std::fs::read_dir(state.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+    let left: Vec<_> =
+        std::fs::read_dir(state.path().join("sessions")).unwrap().flatten().map(|e| e.file_name()).collect();
     assert!(left.iter().all(|name| !name.to_string_lossy().ends_with(".snap")), "woken files are removed: {left:?}");
     next.engine.dispose_all().await;
 }
@@ -141,7 +184,8 @@ async fn a_damaged_or_hostile_record_says_what_was_lost_and_points_nowhere_else(
     first.engine.dispose_all().await;
     // Session s's file is cut short; session forged's record is edited to name a file outside the folder.
     let mut snaps = Vec::new();
-    for entry in std::fs::read_dir(state.path()).unwrap().flatten() {
+    let records = state.path().join("sessions");
+    for entry in std::fs::read_dir(&records).unwrap().flatten() {
         let path = entry.path();
         if path.extension().is_some_and(|e| e == "json") {
             let mut record: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
@@ -149,7 +193,7 @@ async fn a_damaged_or_hostile_record_says_what_was_lost_and_points_nowhere_else(
                 record["file"] = "../../../../etc/hostname".into();
                 std::fs::write(&path, record.to_string()).unwrap();
             } else {
-                snaps.push(state.path().join(record["file"].as_str().unwrap()));
+                snaps.push(records.join(record["file"].as_str().unwrap()));
             }
         }
     }
@@ -159,9 +203,7 @@ async fn a_damaged_or_hostile_record_says_what_was_lost_and_points_nowhere_else(
 
     let next = restarted(first.dir.path(), state.path());
     assert!(!next.engine.is_hibernated("forged"), "a record that points outside the folder is set aside");
-    assert!(
-        std::fs::read_dir(state.path()).unwrap().flatten().any(|e| e.path().extension().is_some_and(|x| x == "bad"))
-    );
+    assert!(std::fs::read_dir(&records).unwrap().flatten().any(|e| e.path().extension().is_some_and(|x| x == "bad")));
     let woken = eval(&next.engine, "'x' in dir()").await;
     assert!(woken.text.starts_with("False\n"), "{}", woken.text);
     for part in ["could not be brought back", "truncated", "It starts empty; lost: x, y."] {
@@ -219,13 +261,26 @@ fn one_process_at_a_time_holds_a_state_folder() {
 fn cellbox_mcp_with_a_state_folder_keeps_sessions_across_a_restart() {
     use common::mcp::{RawServer, text};
     use serde_json::json;
-    let dir = tempfile::tempdir().unwrap();
-    let state = dir.path().join("state");
+    let (dir, state_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let state = state_dir.path().join("state");
     let start = || {
         let mut command = common::binary::cellbox(["mcp", "--spares", "0", "--cwd"]);
         command.arg(dir.path()).arg("--state-dir").arg(&state).env("CELLBOX_ARTIFACTS_DIR", dir.path().join("a"));
         RawServer::started(command)
     };
+    // A state folder where kernels work is refused.
+    let inside = common::binary::cellbox(["mcp", "--cwd"])
+        .arg(dir.path())
+        .arg("--state-dir")
+        .arg(dir.path().join("s"))
+        .output()
+        .unwrap();
+    assert_eq!(inside.status.code(), Some(2));
+    assert!(
+        common::binary::text(&inside.stderr).contains("overlaps the workspace"),
+        "{}",
+        common::binary::text(&inside.stderr)
+    );
     let mut first = start();
     let set = first.eval(json!({"cells": [{"code": "x = 7"}], "session": "work"}));
     assert_eq!(set["isError"], false, "{set}");

@@ -157,8 +157,9 @@ pub const STATE_DIR: EnvVar = user(
     "CELLBOX_STATE_DIR",
     "path",
     "",
-    "Keep hibernated sessions in this folder, so that they survive a restart: every session is hibernated at \
-     exit and found again at the next start on the folder (one process at a time).",
+    "`cellbox mcp` and `cellbox serve`: keep hibernated sessions in this folder, so that they survive a restart: \
+     every session's Python kernel is hibernated at exit and found again at the next start on the folder (one \
+     process at a time; not inside the workspace).",
 )
 .with_flag("--state-dir");
 /// `CELLBOX_SANDBOX`.

@@ -136,7 +136,8 @@ impl KernelBudget {
     /// Make room by hibernating the least recently used idle Python kernel
     /// among the engines counted in the spent budget (its state is kept and
     /// comes back at its session's next call); true when there is room now.
-    /// Kernels that cannot be hibernated are never stopped for another's start.
+    /// At most one kernel per budget is stopped for one start, and a kernel
+    /// that cannot be hibernated is left running.
     pub async fn hibernate_oldest(&self) -> bool {
         if let Some(outer) = &self.within
             && outer.used() >= outer.limit
@@ -144,7 +145,7 @@ impl KernelBudget {
         {
             return false;
         }
-        while self.used() >= self.limit {
+        if self.used() >= self.limit {
             let pools: Vec<Arc<KernelPool>> =
                 self.counted.lock().unwrap().pools.iter().filter_map(Weak::upgrade).collect();
             let oldest =
@@ -154,7 +155,7 @@ impl KernelBudget {
                 return false;
             }
         }
-        true
+        self.used() < self.limit
     }
 }
 

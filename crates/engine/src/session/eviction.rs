@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::hibernate::{Hibernation, SNAPSHOT_TIMEOUT};
 use super::{KernelKey, KernelPool, Sleeping, Slot, SlotGuard, resident_bytes};
 use crate::runtime::Runtime;
 
@@ -17,52 +18,57 @@ impl KernelPool {
     /// Stop `slot`'s kernel unless a call is using it, hibernating it first
     /// when it is a Python kernel and the pool hibernates (`why` says why, in
     /// the wake note); otherwise `lost` tells the next call its state is gone.
-    /// True if the kernel was stopped.
-    async fn put_away(&self, slot: &Slot, why: String, lost: String) -> bool {
-        let Some(mut guard) = slot.try_lock() else { return false };
-        let Some(kernel) = guard.kernel() else { return false };
-        let mut lost = lost;
-        if let Some(hibernation) = self.hibernation.as_ref().filter(|_| slot.key.runtime == Runtime::Python) {
-            let owners: Vec<String> = slot.owners.lock().unwrap().iter().cloned().collect();
-            let key = &slot.key;
-            match hibernation.hibernate(&kernel, &key.session, &key.cwd, &key.interpreter, owners, why).await {
-                Ok(_) => {
-                    guard.replace_kernel(None);
-                    kernel.shutdown().await;
-                    self.evictions.lock().unwrap().hibernated += 1;
-                    return true;
-                }
-                Err(error) => {
-                    tracing::warn!(session = key.session, "hibernation failed: {error}");
-                    lost = format!("{lost} (Hibernating it failed: {error}.)");
-                }
+    /// With [`PutAway::OnlyHibernated`] a kernel that cannot be hibernated is
+    /// left running. True if the kernel was stopped.
+    ///
+    /// The work runs on a task of its own, so a caller that goes away midway
+    /// (a cancelled call making room) never leaves it half done.
+    async fn put_away(&self, slot: &Arc<Slot>, why: String, lost: String, how: PutAway) -> bool {
+        let hibernation = self.hibernation.clone().filter(|_| slot.key.runtime == Runtime::Python);
+        let task = tokio::spawn(put_away(slot.clone(), hibernation, why, lost, how));
+        match task.await {
+            Ok(Stopped::Hibernated(kernel)) => {
+                // Saved: its process may end in the background (dispose_all still waits for it).
+                self.retire(kernel);
+                self.evictions.lock().unwrap().hibernated += 1;
+                true
             }
+            Ok(Stopped::Lost) => true,
+            Ok(Stopped::No) | Err(_) => false,
         }
-        guard.replace_kernel(None);
-        kernel.shutdown().await;
-        guard.add_note(lost);
-        true
     }
 
     /// Hibernate every idle live Python kernel now (a server's stop: with a
     /// state folder, the next start finds them), waiting up to `wait` for
-    /// running calls to end; other kernels are left to [`KernelPool::dispose_all`].
-    /// Returns how many were hibernated.
+    /// running calls to end. A Python kernel that cannot be saved (still busy,
+    /// or its snapshot failed) leaves a record that its next call reports;
+    /// other kernels are left to [`KernelPool::dispose_all`]. Returns how many
+    /// were hibernated.
     pub async fn hibernate_all(&self, why: &str, wait: Duration) -> usize {
-        if self.hibernation.is_none() {
-            return 0;
-        }
+        let Some(hibernation) = self.hibernation.clone() else { return 0 };
         let deadline = Instant::now() + wait;
         let slots: Vec<Arc<Slot>> = self.slots.lock().unwrap().values().cloned().collect();
         let mut count = 0;
-        for slot in slots.iter().filter(|slot| slot.key.runtime == Runtime::Python) {
-            // A call still running gets until the deadline to end; then its kernel is left as it is.
-            let Ok(Ok(guard)) = tokio::time::timeout_at(deadline, slot.lock()).await else { continue };
-            drop(guard);
-            let lost = "The previous kernel was stopped with the server; its state was lost.".to_string();
-            let before = self.evictions().hibernated;
-            if self.put_away(slot, why.to_string(), lost).await && self.evictions().hibernated > before {
-                count += 1;
+        for slot in slots.iter().filter(|slot| slot.key.runtime == Runtime::Python && slot.has_kernel()) {
+            // A call still running gets until the deadline to end.
+            let unsaved = match tokio::time::timeout_at(deadline, slot.lock()).await {
+                Ok(Ok(guard)) => {
+                    drop(guard);
+                    let lost = format!("The previous kernel was stopped ({why}); its state was lost.");
+                    let before = self.evictions().hibernated;
+                    let stopped = self.put_away(slot, why.to_string(), lost, PutAway::OrStop).await;
+                    if stopped && self.evictions().hibernated > before {
+                        count += 1;
+                        continue;
+                    }
+                    "its snapshot failed"
+                }
+                _ => "while a call was still running in it",
+            };
+            if hibernation.keeps() {
+                let owners: Vec<String> = slot.owners.lock().unwrap().iter().cloned().collect();
+                let key = &slot.key;
+                hibernation.record_lost(&key.session, &key.cwd, &key.interpreter, owners, format!("{why}, {unsaved}"));
             }
         }
         count
@@ -83,7 +89,7 @@ impl KernelPool {
     pub fn oldest_hibernatable(&self) -> Option<Duration> {
         self.hibernation.as_ref()?;
         let slots: Vec<Arc<Slot>> = self.slots.lock().unwrap().values().cloned().collect();
-        let idle = slots.iter().filter(|slot| slot.key.runtime == Runtime::Python && slot.has_kernel());
+        let idle = slots.iter().filter(|slot| hibernatable(slot));
         idle.filter(|slot| slot.try_lock().is_some()).map(|slot| slot.idle_for()).max()
     }
 
@@ -94,13 +100,12 @@ impl KernelPool {
             return false;
         }
         let mut slots: Vec<Arc<Slot>> = self.slots.lock().unwrap().values().cloned().collect();
-        slots.retain(|slot| slot.key.runtime == Runtime::Python && slot.has_kernel());
+        slots.retain(|slot| hibernatable(slot));
         slots.sort_by_key(|slot| std::cmp::Reverse(slot.idle_for()));
         for slot in slots {
+            // Another engine's start waits for this: a kernel that cannot be saved soon is left running.
             let why = format!("to stay within a budget of {limit} live kernels");
-            let lost =
-                format!("The previous kernel was stopped to stay within {limit} live kernels; its state was lost.");
-            if self.put_away(&slot, why, lost).await {
+            if self.put_away(&slot, why, String::new(), PutAway::OnlyHibernated(BUDGET_SNAPSHOT_TIMEOUT)).await {
                 self.evictions.lock().unwrap().limit += 1;
                 return true;
             }
@@ -130,7 +135,7 @@ impl KernelPool {
             let why = format!("to stay within {limit} live kernels");
             let note =
                 format!("The previous kernel was stopped to stay within {limit} live kernels; its state was lost.");
-            if self.put_away(&slot, why, note).await {
+            if self.put_away(&slot, why, note, PutAway::OrStop).await {
                 live -= 1;
                 self.evictions.lock().unwrap().limit += 1;
             }
@@ -165,15 +170,86 @@ impl KernelPool {
                 continue;
             }
             let why = format!("unused for {}", human_duration(idle));
-            let note = format!(
-                "The previous kernel was stopped after {} unused; its state was lost.",
-                human_duration(self.limits.idle_timeout.unwrap_or(idle))
-            );
-            if self.put_away(&slot, why, note).await {
+            let note =
+                format!("The previous kernel was stopped after {} unused; its state was lost.", human_duration(idle));
+            // Before the idle timeout, a kernel that cannot be hibernated is left running.
+            let how =
+                if due(self.limits.idle_timeout) { PutAway::OrStop } else { PutAway::OnlyHibernated(SNAPSHOT_TIMEOUT) };
+            if self.put_away(&slot, why, note, how).await {
                 self.evictions.lock().unwrap().idle += 1;
             }
         }
     }
+}
+
+/// How a kernel is put away.
+#[derive(Debug, Clone, Copy)]
+enum PutAway {
+    /// Hibernated where it can be, else stopped (its state lost, and the next call told).
+    OrStop,
+    /// Hibernated within this time, else left running.
+    OnlyHibernated(Duration),
+}
+
+enum Stopped {
+    /// Saved and out of its slot; the kernel is still to be shut down.
+    Hibernated(Arc<super::KernelHandle>),
+    Lost,
+    No,
+}
+
+/// How long a kernel hibernated to make room for another engine's start may take.
+const BUDGET_SNAPSHOT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A Python kernel this pool runs itself (a gateway's is not its to save).
+fn hibernatable(slot: &Slot) -> bool {
+    slot.key.runtime == Runtime::Python
+        && slot.current.lock().unwrap().as_ref().is_some_and(|k| k.as_process().is_some())
+}
+
+async fn put_away(
+    slot: Arc<Slot>,
+    hibernation: Option<Arc<Hibernation>>,
+    why: String,
+    lost: String,
+    how: PutAway,
+) -> Stopped {
+    let Some(mut guard) = slot.try_lock() else { return Stopped::No };
+    let Some(kernel) = guard.kernel() else { return Stopped::No };
+    let mut lost = lost;
+    if let Some(hibernation) = hibernation {
+        let owners: Vec<String> = slot.owners.lock().unwrap().iter().cloned().collect();
+        let key = &slot.key;
+        let resets = slot.resets.load(std::sync::atomic::Ordering::SeqCst);
+        let timeout = match how {
+            PutAway::OrStop => SNAPSHOT_TIMEOUT,
+            PutAway::OnlyHibernated(timeout) => timeout,
+        };
+        match hibernation.hibernate(&kernel, &key.session, &key.cwd, &key.interpreter, owners, why, timeout).await {
+            Ok(record) => {
+                guard.replace_kernel(None);
+                // A reset of the session while it was being saved wins.
+                if slot.resets.load(std::sync::atomic::Ordering::SeqCst) != resets {
+                    hibernation.withdraw(&record);
+                }
+                return Stopped::Hibernated(kernel);
+            }
+            Err(error) => {
+                tracing::warn!(session = key.session, "hibernation failed: {error}");
+                if matches!(how, PutAway::OnlyHibernated(_)) {
+                    // Still whole: a timed-out snapshot request leaves the kernel busy, which the next call waits out.
+                    return Stopped::No;
+                }
+                lost = format!("{lost} (Hibernating it failed: {error}.)");
+            }
+        }
+    } else if matches!(how, PutAway::OnlyHibernated(_)) {
+        return Stopped::No;
+    }
+    guard.replace_kernel(None);
+    kernel.shutdown().await;
+    guard.add_note(lost);
+    Stopped::Lost
 }
 
 pub(super) async fn reap_idle(pool: Weak<KernelPool>, idle: Duration) {

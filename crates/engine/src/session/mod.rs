@@ -100,6 +100,8 @@ pub struct Slot {
     disposed: std::sync::atomic::AtomicBool,
     /// Calls waiting in [`Slot::lock`].
     waiting: std::sync::atomic::AtomicUsize,
+    /// Resets of its session so far: a hibernation that a reset overtook is withdrawn.
+    resets: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -162,6 +164,7 @@ impl Slot {
             last_used: Mutex::new(Instant::now()),
             disposed: std::sync::atomic::AtomicBool::new(false),
             waiting: std::sync::atomic::AtomicUsize::new(0),
+            resets: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -267,11 +270,14 @@ impl KernelPool {
     /// Stop every kernel of `session` (all cwds and languages); the next call starts fresh.
     /// Returns how many kernels were stopped.
     pub async fn reset_session(&self, session: &str) -> usize {
+        let slots: Vec<Arc<Slot>> =
+            self.slots.lock().unwrap().values().filter(|slot| slot.key.session == session).cloned().collect();
+        for slot in &slots {
+            slot.resets.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
         if let Some(hibernation) = &self.hibernation {
             hibernation.forget(session);
         }
-        let slots: Vec<Arc<Slot>> =
-            self.slots.lock().unwrap().values().filter(|slot| slot.key.session == session).cloned().collect();
         let mut stopped = 0;
         for slot in slots {
             let kernel = slot.current.lock().unwrap().take();

@@ -211,7 +211,28 @@ impl EngineConfig {
         config.check = env.parse(&settings::CHECK).map_err(|e| e.to_string())?.unwrap_or_default();
         config.checkpoints = CheckpointLimits::from_environment(env)?;
         config.bridge.limits = crate::bridge::BridgeLimits::from_environment(env).map_err(|e| e.to_string())?;
+        config.hibernate = env.bool(&settings::HIBERNATE).map_err(|e| e.to_string())?.unwrap_or(config.hibernate);
+        let after: Option<f64> = env.parse(&settings::HIBERNATE_AFTER).map_err(|e| e.to_string())?;
+        config.pool.hibernate_after = after.map(Duration::from_secs_f64);
         Ok(config)
+    }
+}
+
+impl EngineConfig {
+    /// Refuse a state folder kernels work in (the workspace, an `allow_write`
+    /// folder, or one holding them): kernels are denied it.
+    pub fn check_state_dir(&self) -> Result<(), String> {
+        let Some(dir) = &self.state_dir else { return Ok(()) };
+        let overlaps = |other: &std::path::Path| dir.starts_with(other) || other.starts_with(dir);
+        if overlaps(&self.default_cwd) || self.sandbox.allow_write.iter().any(|path| overlaps(path)) {
+            return Err(format!(
+                "the state folder {} overlaps the workspace {} or an --allow-write folder, which kernels use; give a \
+                 folder outside them",
+                dir.display(),
+                self.default_cwd.display()
+            ));
+        }
+        Ok(())
     }
 }
 

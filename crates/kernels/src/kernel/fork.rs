@@ -109,7 +109,8 @@ mod unix {
             let message = fork_server::Request::File(fork_server::FileHandoff { id });
             let body = message.encode().map_err(|e| KernelError::Snapshot(e.to_string()))?;
             let _turn = self.send_lock.lock().unwrap();
-            wire::send(self.socket.as_raw_fd(), &body, &[fd])
+            // Never waits: a kernel that leaves its control socket full is refused, not waited for.
+            wire::send_now(self.socket.as_raw_fd(), &body, &[fd])
                 .map_err(|error| KernelError::Snapshot(format!("cannot reach the kernel's control socket: {error}")))?;
             Ok(id)
         }

@@ -57,8 +57,11 @@ impl EvalEngine {
             // first cell resets is asked as it is (the check reads no state
             // but the linter's names) and reset only if the cells run.
             let had_kernel = guard.kernel().is_some_and(|kernel| kernel.is_alive());
+            // A woken kernel holds the session's old variables: not the fresh one a reset asks for.
+            let (session, key_cwd) = (&guard.key().session, &guard.key().cwd);
+            let sleeping = self.pool.hibernation().is_some_and(|h| h.is_sleeping_in(session, key_cwd));
             let started = self.kernel_for(interpreter, cwd, guard, first.index, on_event).await;
-            if started.is_ok() && !had_kernel && first.reset {
+            if started.is_ok() && !had_kernel && !sleeping && first.reset {
                 fresh.push(first.index);
             }
             for note in guard.take_notes() {
@@ -252,46 +255,48 @@ impl EvalEngine {
         let on_gateway = matches!(self.config.backend, Backend::Gateway(_)) && interpreter.runtime == Runtime::Python;
         let report = StartReport::new(cell, on_event, on_gateway.then_some(StartStage::Kernel));
         let spare = report.run(self.spares.take(&options)).await;
-        if self.config.mode == KernelMode::Session {
+        let session_mode = self.config.mode == KernelMode::Session;
+        if session_mode {
             // Spares hold no state: they give way before any kernel in use.
             let live = self.pool.live_count(Some(guard.key()));
             let allowed = self.pool.limits().max_kernels.saturating_sub(live + 1);
             self.spares.shed(allowed, Some(&options)).await;
-            self.pool.make_room(guard.key()).await;
         }
-        // Held until the kernel is in its slot, where the budget counts it.
-        let mut _room = None;
-        let kernel = match spare {
-            Some(kernel) => Arc::new(kernel),
-            None => {
-                _room = self.reserve_kernel().await?;
-                let observer = |stage: StartStage| report.enter(stage);
-                let started =
-                    report.run(KernelHandle::start_observed(options.clone(), &self.config.backend, &observer)).await;
-                report.finish();
-                Arc::new(started?)
+        // The least recently used kernel is put away (hibernated) while this one starts: each takes a
+        // while, and neither needs the other.
+        let key = guard.key().clone();
+        let room = async {
+            if session_mode {
+                self.pool.make_room(&key).await;
             }
         };
+        let start = async {
+            match spare {
+                Some(kernel) => Ok::<_, KernelError>((Arc::new(kernel), None)),
+                None => {
+                    // Held until the kernel is in its slot, where the budget counts it.
+                    let reservation = self.reserve_kernel().await?;
+                    let observer = |stage: StartStage| report.enter(stage);
+                    let started =
+                        report.run(KernelHandle::start_observed(options.clone(), &self.config.backend, &observer));
+                    let started = started.await;
+                    report.finish();
+                    Ok((Arc::new(started?), reservation))
+                }
+            }
+        };
+        let (started, ()) = tokio::join!(start, room);
+        let (kernel, _room) = started?;
         report.finish();
         if on_gateway && first_of_session && !self.config.sandbox.is_off() {
-            guard.add_note(format!(
-                "This session's Python kernel runs on a Jupyter gateway, outside cellbox's sandbox (sandbox {}, \
-                 network {}): only its environment was filtered.",
-                self.config.sandbox.mode,
-                self.config.sandbox.network_setting()
-            ));
+            guard.add_note(self.outside_the_sandbox_note());
         }
         // Bound to the session when handed out: a spare serves whichever session takes it.
         kernel.set_bridge(self.bridge_hook(&guard.key().session));
         guard.replace_kernel(Some(kernel.clone()));
         self.fill_spare(&options);
-        if interpreter.runtime == Runtime::Python
-            && let Some(hibernation) = self.pool.hibernation()
-            && let Some(record) = hibernation.take(&guard.key().session, &guard.key().cwd)
-        {
-            // Its variables come back before any cell of the call runs, and the call's result says so.
-            let note = hibernation.wake(&kernel, record).await;
-            guard.add_note(note);
+        if interpreter.runtime == Runtime::Python {
+            self.wake_if_hibernated(guard, &kernel).await;
         }
         Ok(kernel)
     }
@@ -307,10 +312,14 @@ impl EvalEngine {
         cancel: &CancellationToken,
         on_event: EventSink<'_>,
     ) -> (CellStatus, Option<u64>, Option<ErrorSummary>) {
-        if cell.reset
-            && let Some(old) = guard.replace_kernel(None)
-        {
-            self.pool.retire(old);
+        if cell.reset {
+            if let Some(old) = guard.replace_kernel(None) {
+                self.pool.retire(old);
+            }
+            // A hibernated session is reset too: its saved variables are not woken.
+            if let Some(hibernation) = self.pool.hibernation() {
+                hibernation.forget_in(&guard.key().session, &guard.key().cwd);
+            }
         }
         // A kernel that died before the runner acknowledged the cell never ran
         // it: the cell runs on a fresh kernel, once.

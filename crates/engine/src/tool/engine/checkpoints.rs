@@ -142,6 +142,10 @@ impl EvalEngine {
         if let Some(current) = guard.replace_kernel(Some(restored.kernel)) {
             self.pool().retire(current);
         }
+        // A session hibernated since: the checkpoint replaces what was saved.
+        if let Some(hibernation) = self.pool().hibernation() {
+            hibernation.forget_in(&key.session, &key.cwd);
+        }
         if let Some(history) = self.histories.lock().unwrap().get_mut(&context.session) {
             history.truncate(restored.history_len);
         }

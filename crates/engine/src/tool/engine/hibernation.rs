@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::EvalEngine;
-use crate::session::Hibernation;
+use crate::session::{Hibernation, KernelHandle, SlotGuard};
 use crate::tool::config::{EngineConfig, KernelMode};
 
 impl EvalEngine {
@@ -32,12 +32,16 @@ impl EvalEngine {
     }
 
     pub(super) fn hibernation_for(config: &EngineConfig) -> std::io::Result<Option<Arc<Hibernation>>> {
-        if !config.hibernate || config.mode == KernelMode::PerCall || !cfg!(target_os = "linux") {
+        let on_gateway = matches!(config.backend, crate::session::Backend::Gateway(_));
+        if !config.hibernate || config.mode == KernelMode::PerCall || on_gateway || !cfg!(target_os = "linux") {
             // Elsewhere kernels have no control socket to hand a file over.
             return Ok(None);
         }
         let hibernation = match &config.state_dir {
-            Some(dir) => Hibernation::keeping(dir)?,
+            Some(dir) => {
+                config.check_state_dir().map_err(std::io::Error::other)?;
+                Hibernation::keeping(dir)?
+            }
             None => Hibernation::temporary(&crate::session::hibernate::temporary_root())?,
         };
         Ok(Some(Arc::new(hibernation)))
@@ -59,5 +63,18 @@ impl EvalEngine {
     /// Whether `session` is hibernated now (its next call wakes it).
     pub fn is_hibernated(&self, session: &str) -> bool {
         self.pool.is_sleeping(session)
+    }
+
+    /// When `guard`'s session sleeps in its folder, bring its variables back
+    /// into `kernel` (just put in the slot) before any cell of the call runs;
+    /// the call's result says so. On a task of its own: a call cancelled
+    /// meanwhile does not leave the wake half done.
+    pub(super) async fn wake_if_hibernated(&self, guard: &mut SlotGuard<'_>, kernel: &Arc<KernelHandle>) {
+        let Some(hibernation) = self.pool.hibernation() else { return };
+        let Some(record) = hibernation.take(&guard.key().session, &guard.key().cwd) else { return };
+        let (hibernation, woken) = (hibernation.clone(), kernel.clone());
+        let wake = tokio::spawn(async move { hibernation.wake(&woken, record).await });
+        let note = wake.await.unwrap_or_else(|error| format!("This session's wake from hibernation failed: {error}."));
+        guard.add_note(note);
     }
 }

@@ -92,3 +92,15 @@ impl EvalEngine {
         Ok(interpreters)
     }
 }
+
+impl EvalEngine {
+    /// Told once to a session whose Python kernel runs on a Jupyter gateway under a sandbox it cannot have.
+    pub(super) fn outside_the_sandbox_note(&self) -> String {
+        format!(
+            "This session's Python kernel runs on a Jupyter gateway, outside cellbox's sandbox (sandbox {}, network \
+             {}): only its environment was filtered.",
+            self.config.sandbox.mode,
+            self.config.sandbox.network_setting()
+        )
+    }
+}

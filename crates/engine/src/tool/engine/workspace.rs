@@ -20,14 +20,11 @@ impl EvalEngine {
     pub fn kernel_policy(&self) -> SandboxPolicy {
         let mut policy = self.config.sandbox.clone();
         policy.workspace.get_or_insert_with(|| self.config.default_cwd.clone());
-        // Hibernated sessions' files: each goes back to its own session through an open file, never by path.
-        if let Some(hibernation) = self.pool().hibernation() {
-            let dir = if hibernation.keeps() {
-                hibernation.dir().to_path_buf()
-            } else {
-                crate::session::hibernate::temporary_root()
-            };
-            policy.deny_read.push(dir);
+        // Hibernated sessions' files, every engine's (this one's may hibernate nothing): each goes back to
+        // its own session through an open file, never by path.
+        policy.deny_read.push(crate::session::hibernate::temporary_root());
+        if let Some(hibernation) = self.pool().hibernation().filter(|hibernation| hibernation.keeps()) {
+            policy.deny_read.push(hibernation.denied().to_path_buf());
         }
         policy
     }

@@ -144,10 +144,20 @@ pub fn read_loop(socket: OwnedFd, routes: &Routes) {
 
 /// Send one request with `fds` attached.
 pub fn send(socket: RawFd, body: &[u8], fds: &[RawFd]) -> std::io::Result<()> {
+    send_with(socket, body, fds, MsgFlags::empty())
+}
+
+/// [`send`] that never waits: a socket whose queue is full (a kernel that
+/// reads no control messages) is an error (`WouldBlock`), not a hang.
+pub fn send_now(socket: RawFd, body: &[u8], fds: &[RawFd]) -> std::io::Result<()> {
+    send_with(socket, body, fds, MsgFlags::MSG_DONTWAIT)
+}
+
+fn send_with(socket: RawFd, body: &[u8], fds: &[RawFd], flags: MsgFlags) -> std::io::Result<()> {
     let iov = [IoSlice::new(body)];
     let control = [ControlMessage::ScmRights(fds)];
     loop {
-        match sendmsg::<()>(socket, &iov, &control, MsgFlags::empty(), None) {
+        match sendmsg::<()>(socket, &iov, &control, flags, None) {
             Ok(_) => return Ok(()),
             Err(nix::errno::Errno::EINTR) => continue,
             Err(error) => return Err(error.into()),
