@@ -23,11 +23,9 @@ and of its exports). Marshalled code ties a snapshot to one Python minor
 version and implementation.
 """
 import builtins
-import dataclasses
 import datetime
 import enum
 import functools
-import hashlib
 import importlib
 import io
 import json
@@ -36,7 +34,6 @@ import os
 import pickle
 import re
 import sys
-import tempfile
 import types
 
 from . import prelude
@@ -59,13 +56,28 @@ _MODULE_NAMES = frozenset(("__name__", "__doc__", "__package__", "__loader__", "
 _SHELL_NAMES = frozenset(("In", "Out", "_ih", "_oh", "_dh", "_", "__", "___", "_i", "_ii", "_iii", "_exit_code"))
 _NUMBERED = re.compile(r"_i?\d+\Z")  # `_N` outputs, `_iN` and `_i00` inputs
 
-# dataclasses tells field kinds apart by identity (`f._field_type is _FIELD`):
-# copies of these sentinels would make `dataclasses.fields()` come back empty.
-_DATACLASS_SENTINELS = {
-    id(value): name
-    for name, value in vars(dataclasses).items()
-    if type(value).__module__ == "dataclasses" and not isinstance(value, type)
-}
+try:  # the hash alone, without OpenSSL's start-up (a wake imports this module in a new kernel)
+    from _sha256 import sha256 as _sha256
+except ImportError:
+    try:
+        from _sha2 import sha256 as _sha256  # Python 3.12+
+    except ImportError:
+        from hashlib import sha256 as _sha256
+
+
+def _dataclass_sentinels():
+    """{id: name} of `dataclasses`' sentinels, or {} when no cell imported it
+    (then nothing in the namespace is a dataclass). dataclasses tells field
+    kinds apart by identity (`f._field_type is _FIELD`): copies of these
+    sentinels would make `dataclasses.fields()` come back empty."""
+    dataclasses = sys.modules.get("dataclasses")
+    if dataclasses is None:
+        return {}
+    return {
+        id(value): name
+        for name, value in vars(dataclasses).items()
+        if type(value).__module__ == "dataclasses" and not isinstance(value, type)
+    }
 # What `type()` must get when a class is created; the rest of the class body
 # is set afterwards, once the class exists for its methods to refer to.
 # Slots make the instance layout; Generic checks `__orig_bases__`.
@@ -129,7 +141,7 @@ def _prepare(namespace, cellbox_version):
         "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "names": len(entries),
         "payload_bytes": len(payload),
-        "payload_sha256": hashlib.sha256(payload).hexdigest(),
+        "payload_sha256": _sha256(payload).hexdigest(),
     }
     chunks = [MAGIC, json.dumps(header).encode("ascii") + b"\n", payload]
     size = sum(len(chunk) for chunk in chunks)
@@ -263,6 +275,7 @@ class _Pickler(pickle.Pickler):
         self.values = values  # ids of the values of the names being saved
         self.shared = shared
         self.exports = {}  # id -> object, for later names to refer to
+        self.sentinels = _dataclass_sentinels()
         # Cells whose contents their function's state sets: the function
         # needs its cells before it exists, and the contents may be the
         # function itself (a recursive closure).
@@ -312,8 +325,8 @@ class _Pickler(pickle.Pickler):
             return kind, (obj.func,), {"attrname": obj.attrname}
         if kind is types.MappingProxyType:  # dataclass field metadata
             return _mappingproxy, (dict(obj),)
-        if id(obj) in _DATACLASS_SENTINELS:
-            return getattr, (dataclasses, _DATACLASS_SENTINELS[id(obj)])
+        if id(obj) in self.sentinels:
+            return getattr, (sys.modules["dataclasses"], self.sentinels[id(obj)])
         return NotImplemented
 
     def _reduce_function(self, func):
@@ -460,6 +473,8 @@ def _load_reason(error):
 def _write_atomically(path, chunks):
     """Write to a temporary file in the same folder, fsync, then rename over `path`."""
     folder, base = os.path.split(path)
+    import tempfile
+
     descriptor, temporary = tempfile.mkstemp(dir=folder, prefix="." + base + ".", suffix=".tmp")
     try:
         with os.fdopen(descriptor, "wb") as handle:
@@ -484,7 +499,7 @@ def _read(handle, path):
             "snapshot %s is truncated: it has %d of its %d payload bytes (it was cut short while being written "
             "or copied); use a complete copy" % (path, len(payload), expected)
         )
-    if len(payload) > expected or hashlib.sha256(payload).hexdigest() != header["payload_sha256"]:
+    if len(payload) > expected or _sha256(payload).hexdigest() != header["payload_sha256"]:
         raise SnapshotError("snapshot %s is corrupt: its checksum does not match; use an intact copy" % path)
     return header, payload
 
