@@ -53,6 +53,19 @@ async fn an_idle_session_hibernates_and_wakes_with_its_variables_naming_what_was
     f.engine.dispose_all().await;
 }
 
+/// An engine of one live kernel: session a set `v = 1`, then session b's call hibernated it (`hibernate`
+/// on) or stopped it (off).
+async fn a_pushed_out(hibernate: bool) -> common::engine::Fixture {
+    let f = fixture(|c| {
+        c.pool.max_kernels = 1;
+        c.hibernate = hibernate;
+    });
+    eval_in(&f.engine, "a", EvalParams::code("v = 1")).await;
+    eval_in(&f.engine, "b", EvalParams::code("1")).await;
+    assert_eq!(f.engine.is_hibernated("a"), hibernate);
+    f
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_least_recently_used_session_hibernates_to_make_room_and_keeps_its_state() {
     let f = fixture(|c| c.pool.max_kernels = 1);
@@ -70,13 +83,7 @@ async fn the_least_recently_used_session_hibernates_to_make_room_and_keeps_its_s
 
 #[tokio::test(flavor = "multi_thread")]
 async fn with_hibernation_off_an_evicted_session_loses_its_state_and_says_so() {
-    let f = fixture(|c| {
-        c.pool.max_kernels = 1;
-        c.hibernate = false;
-    });
-    eval_in(&f.engine, "a", EvalParams::code("v = 1")).await;
-    eval_in(&f.engine, "b", EvalParams::code("1")).await;
-    assert!(!f.engine.is_hibernated("a"));
+    let f = a_pushed_out(false).await;
     let a = eval_in(&f.engine, "a", EvalParams::code("'v' in dir()")).await;
     assert!(a.text.starts_with("False\n") && a.text.contains("its state was lost"), "{}", a.text);
     f.engine.dispose_all().await;
@@ -84,10 +91,7 @@ async fn with_hibernation_off_an_evicted_session_loses_its_state_and_says_so() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_reset_forgets_a_hibernated_session() {
-    let f = fixture(|c| c.pool.max_kernels = 1);
-    eval_in(&f.engine, "a", EvalParams::code("v = 1")).await;
-    eval_in(&f.engine, "b", EvalParams::code("1")).await;
-    assert!(f.engine.is_hibernated("a"));
+    let f = a_pushed_out(true).await;
     f.engine.reset_session("a").await;
     assert!(!f.engine.is_hibernated("a"));
     let a = eval_in(&f.engine, "a", EvalParams::code("'v' in dir()")).await;
@@ -98,10 +102,7 @@ async fn a_reset_forgets_a_hibernated_session() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_reset_cell_in_a_hibernated_session_starts_empty_without_waking_it() {
     for check in ["off", "syntax"] {
-        let f = fixture(|c| c.pool.max_kernels = 1);
-        eval_in(&f.engine, "a", EvalParams::code("v = 1")).await;
-        eval_in(&f.engine, "b", EvalParams::code("1")).await;
-        assert!(f.engine.is_hibernated("a"));
+        let f = a_pushed_out(true).await;
         let params = common::engine::params(serde_json::json!({
             "check": check, "cells": [{"code": "'v' in dir()", "reset": true}]
         }));

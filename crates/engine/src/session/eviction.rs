@@ -19,11 +19,12 @@ impl KernelPool {
     /// when it is a Python kernel and the pool hibernates (`why` says why, in
     /// the wake note); otherwise `lost` tells the next call its state is gone.
     /// With [`PutAway::OnlyHibernated`] a kernel that cannot be hibernated is
-    /// left running. True if the kernel was stopped.
+    /// left running. `Some(true)` if it was hibernated, `Some(false)` if it
+    /// was stopped without, `None` if it runs on.
     ///
     /// The work runs on a task of its own, so a caller that goes away midway
     /// (a cancelled call making room) never leaves it half done.
-    async fn put_away(&self, slot: &Arc<Slot>, why: String, lost: String, how: PutAway) -> bool {
+    async fn put_away(&self, slot: &Arc<Slot>, why: String, lost: String, how: PutAway) -> Option<bool> {
         let hibernation = self.hibernation.clone().filter(|_| slot.key.runtime == Runtime::Python);
         let task = tokio::spawn(put_away(slot.clone(), hibernation, why, lost, how));
         match task.await {
@@ -31,10 +32,10 @@ impl KernelPool {
                 // Saved: its process may end in the background (dispose_all still waits for it).
                 self.retire(kernel);
                 self.evictions.lock().unwrap().hibernated += 1;
-                true
+                Some(true)
             }
-            Ok(Stopped::Lost) => true,
-            Ok(Stopped::No) | Err(_) => false,
+            Ok(Stopped::Lost) => Some(false),
+            Ok(Stopped::No) | Err(_) => None,
         }
     }
 
@@ -55,9 +56,7 @@ impl KernelPool {
                 Ok(Ok(guard)) => {
                     drop(guard);
                     let lost = format!("The previous kernel was stopped ({why}); its state was lost.");
-                    let before = self.evictions().hibernated;
-                    let stopped = self.put_away(slot, why.to_string(), lost, PutAway::OrStop).await;
-                    if stopped && self.evictions().hibernated > before {
+                    if self.put_away(slot, why.to_string(), lost, PutAway::OrStop).await == Some(true) {
                         count += 1;
                         continue;
                     }
@@ -105,7 +104,8 @@ impl KernelPool {
         for slot in slots {
             // Another engine's start waits for this: a kernel that cannot be saved soon is left running.
             let why = format!("to stay within a budget of {limit} live kernels");
-            if self.put_away(&slot, why, String::new(), PutAway::OnlyHibernated(BUDGET_SNAPSHOT_TIMEOUT)).await {
+            let how = PutAway::OnlyHibernated(BUDGET_SNAPSHOT_TIMEOUT);
+            if self.put_away(&slot, why, String::new(), how).await.is_some() {
                 self.evictions.lock().unwrap().limit += 1;
                 return true;
             }
@@ -135,7 +135,7 @@ impl KernelPool {
             let why = format!("to stay within {limit} live kernels");
             let note =
                 format!("The previous kernel was stopped to stay within {limit} live kernels; its state was lost.");
-            if self.put_away(&slot, why, note, PutAway::OrStop).await {
+            if self.put_away(&slot, why, note, PutAway::OrStop).await.is_some() {
                 live -= 1;
                 self.evictions.lock().unwrap().limit += 1;
             }
@@ -175,7 +175,7 @@ impl KernelPool {
             // Before the idle timeout, a kernel that cannot be hibernated is left running.
             let how =
                 if due(self.limits.idle_timeout) { PutAway::OrStop } else { PutAway::OnlyHibernated(SNAPSHOT_TIMEOUT) };
-            if self.put_away(&slot, why, note, how).await {
+            if self.put_away(&slot, why, note, how).await.is_some() {
                 self.evictions.lock().unwrap().idle += 1;
             }
         }

@@ -486,6 +486,7 @@ impl Drop for Hibernation {
 enum Restore {
     Failed(String),
     /// The kernel may still be loading: what it holds is unknown.
+    #[cfg_attr(not(unix), allow(dead_code, reason = "only a Unix kernel is handed a file to load"))]
     TimedOut,
 }
 
