@@ -73,9 +73,15 @@ function parseRequest(line) {
       return { type, id, cells, lint: message.lint === true };
     }
     case 'snapshot':
-    case 'restore':
+    case 'restore': {
       if (id === null || typeof message.path !== 'string' || !message.path) throw new ProtocolError(`${type} request needs an 'id' and 'path' as a string`, id);
-      return { type, id, path: message.path, version: typeof message.version === 'string' ? message.version : '' };
+      const request = { type, id, path: message.path, version: typeof message.version === 'string' ? message.version : '' };
+      if (message.file !== undefined && message.file !== null) {
+        if (!Number.isInteger(message.file)) throw new ProtocolError(`${type} request's 'file' must be an integer`, id);
+        request.file = message.file;
+      }
+      return request;
+    }
     case 'fork':
       if (id === null || !Number.isInteger(message.fork)) throw new ProtocolError("fork request needs an 'id' and 'fork' as an integer", id);
       return { type, id, fork: message.fork };

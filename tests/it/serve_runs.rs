@@ -12,15 +12,25 @@ use serde_json::json;
 fn the_total_kernel_limit_holds_over_all_principals_and_frees_with_a_reset() {
     let (server, tokens) = Server::start(&["alice", "bob"], &["--max-kernels-total", "1"]);
     let (alice, bob) = (&tokens[0], &tokens[1]);
-    let run = |token: &str| server.client(token, "run", &json!({"code": "6 * 7"}).to_string());
-    let first = run(alice);
+    let run = |token: &str, request: serde_json::Value| server.client(token, "run", &request.to_string());
+    // A bash kernel cannot be hibernated: while alice's holds the one place, bob's start is refused.
+    let first = run(alice, json!({"code": "echo 42", "language": "bash"}));
     assert_eq!(first["text"], "42\n", "{first}");
-    let refused = run(bob);
+    let refused = run(bob, json!({"code": "6 * 7"}));
     assert_eq!(refused["is_error"], true, "{refused}");
     assert!(refused["text"].as_str().unwrap().contains("limit of 1 kernels"), "{refused}");
     server.client(alice, "reset", "");
-    let second = run(bob);
+    let second = run(bob, json!({"code": "kept = 6 * 7; kept"}));
     assert_eq!(second["text"], "42\n", "{second}");
+    // An idle Python kernel gives way instead: hibernated, and woken at its session's next call.
+    let alices = run(alice, json!({"code": "1"}));
+    assert_eq!(alices["text"], "1\n", "{alices}");
+    let back = run(bob, json!({"code": "kept"}));
+    let text = back["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("42\n") && text.contains("hibernated (to stay within a budget of 1 live kernels)"),
+        "{back}"
+    );
 }
 
 #[test]
@@ -90,11 +100,11 @@ async fn a_tokens_own_limits_hold_for_its_principal_and_no_other() {
     assert!(bobs.0 == 200 && bobs.2.contains("42"), "{bobs:?}");
     std::fs::write(&open, "").unwrap();
     assert_eq!(held.await.unwrap().0, 200);
-    // One kernel for alice: a second session's kernel takes the place of the first.
+    // One kernel for alice: a second session's kernel takes the place of the first, which hibernates.
     let second = call(&alice, 6, "1".into(), "other").await.unwrap();
     assert_eq!(second.0, 200, "{second:?}");
     let back = call(&alice, 7, "1".into(), "a").await.unwrap();
-    assert!(back.2.contains("stopped to stay within 1 live kernels"), "{back:?}");
+    assert!(back.2.contains("hibernated (to stay within "), "{back:?}");
 }
 
 /// Scenario `name` of tests/mcp/sampling.py against a fresh server, over HTTP.

@@ -94,6 +94,8 @@ async def scenario_run(session):
     return the text and whether it is an error."""
     request = json.loads(sys.stdin.read())
     extra = {key: request[key] for key in ("cwd", "session") if key in request}
+    if "language" in request:
+        extra["cells"] = [{"code": request["code"], "language": request["language"]}]
     text, result = await eval_text(session, request["code"], **extra)
     return {"text": text, "is_error": bool(result.is_error)}
 

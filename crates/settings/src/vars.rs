@@ -136,7 +136,7 @@ pub const CHECKPOINT_MEMORY: EnvVar = user(
 /// `CELLBOX_HIBERNATE`.
 pub const HIBERNATE: EnvVar = user(
     "CELLBOX_HIBERNATE",
-    "bool",
+    "boolean",
     "on",
     "Hibernate an idle or evicted session's Python kernel (its variables saved to disk, brought back at its next \
      call) instead of losing its state; off stops it as before.",
