@@ -262,11 +262,14 @@ impl EvalEngine {
             let allowed = self.pool.limits().max_kernels.saturating_sub(live + 1);
             self.spares.shed(allowed, Some(&options)).await;
         }
-        // The least recently used kernel is put away (hibernated) while this one starts: each takes a
-        // while, and neither needs the other.
+        // The oldest kernel is put away while this one starts; first under a shared budget, which counts.
         let key = guard.key().clone();
+        let budgeted = self.config.kernel_budget.is_some();
+        if session_mode && budgeted {
+            self.pool.make_room(&key).await;
+        }
         let room = async {
-            if session_mode {
+            if session_mode && !budgeted {
                 self.pool.make_room(&key).await;
             }
         };
@@ -277,9 +280,8 @@ impl EvalEngine {
                     // Held until the kernel is in its slot, where the budget counts it.
                     let reservation = self.reserve_kernel().await?;
                     let observer = |stage: StartStage| report.enter(stage);
-                    let started =
-                        report.run(KernelHandle::start_observed(options.clone(), &self.config.backend, &observer));
-                    let started = started.await;
+                    let starting = KernelHandle::start_observed(options.clone(), &self.config.backend, &observer);
+                    let started = report.run(starting).await;
                     report.finish();
                     Ok((Arc::new(started?), reservation))
                 }
