@@ -209,7 +209,10 @@ fn each_channel_registers_the_command_it_was_installed_with() {
         std::fs::create_dir_all(&bin).unwrap();
         let exe = bin.join("cellbox");
         // A copy, not a link: the binary finds its own path through /proc/self/exe, which resolves links.
-        std::fs::copy(common::binary::BIN, &exe).unwrap();
+        // The copy is written by a `cp` child: written here, its open fd would be inherited by whatever
+        // another test forks meanwhile, and exec would fail with "Text file busy" until that child execs.
+        let copied = Command::new("cp").arg(common::binary::BIN).arg(&exe).status().unwrap();
+        assert!(copied.success(), "cp {} failed", common::binary::BIN);
         let run = |args: &[&str]| {
             Command::new(&exe).args(args).env("HOME", &home).env_remove("XDG_CONFIG_HOME").output().unwrap()
         };
