@@ -4,6 +4,7 @@ memory; and the file checks (truncated, corrupt, foreign, other Python).
 
 Run as `python -m unittest` from the repository root.
 """
+import hashlib
 import importlib.util
 import json
 import os
@@ -12,6 +13,7 @@ import sys
 import tempfile
 import textwrap
 import unittest
+from unittest import mock
 
 RUNNER = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "runner"))
 sys.path.insert(0, RUNNER)
@@ -520,7 +522,7 @@ class FileTest(unittest.TestCase):
 
     def test_header(self):
         header = snapshot.read_header(self.path)
-        self.assertEqual(header["format"], 1)
+        self.assertEqual(header["format"], 2)
         self.assertEqual(header["python"], "%d.%d" % sys.version_info[:2])
         self.assertEqual(header["implementation"], sys.implementation.name)
         self.assertEqual(header["cellbox"], "9.9.9")
@@ -561,8 +563,57 @@ class FileTest(unittest.TestCase):
         self.assertEqual(snapshot.read_header(self.path)["python"], "3.99")
 
     def test_unknown_format_version(self):
-        self.rewrite(lambda data: self.change_header(data, format=2))
-        self.assert_load_fails("format 2", "load it with the cellbox that wrote it (9.9.9)")
+        self.rewrite(lambda data: self.change_header(data, format=3))
+        self.assert_load_fails("format 3", "reads formats 1 and 2", "load it with the cellbox that wrote it (9.9.9)")
+
+    def test_format_1_with_its_sha256_is_still_read(self):
+        def as_format_1(data):
+            magic, header, payload = data.split(b"\n", 2)
+            header = json.loads(header)
+            del header["payload_crc32"]
+            header.update(format=1, payload_sha256=hashlib.sha256(payload).hexdigest())
+            return magic + b"\n" + json.dumps(header).encode() + b"\n" + payload
+
+        self.rewrite(as_format_1)
+        namespace = {}
+        self.assertEqual(snapshot.load(self.path, namespace)["restored"], ["numbers"])
+        self.assertEqual(namespace["numbers"], [1, 2, 3])
+        self.rewrite(lambda data: data[:-1] + bytes([data[-1] ^ 0xFF]))
+        self.assert_load_fails("checksum does not match")
+
+    def test_a_header_without_its_checksum_is_damaged(self):
+        def without_checksum(data):
+            magic, header, payload = data.split(b"\n", 2)
+            header = json.loads(header)
+            del header["payload_crc32"]
+            return magic + b"\n" + json.dumps(header).encode() + b"\n" + payload
+
+        self.rewrite(without_checksum)
+        self.assert_load_fails("is damaged", "payload_crc32")
+
+    def test_only_values_that_need_references_are_pickled_with_them(self):
+        # The referencing pickler costs a Python call per object, each float of a list included.
+        made = []
+
+        class Counting(snapshot._ReferencingPickler):
+            def __init__(self, *args):
+                made.append(args[0])
+                super().__init__(*args)
+
+        def local():  # defined here, so saved by value
+            return 1
+
+        data = [0.5] * 1000
+        with mock.patch.object(snapshot, "_ReferencingPickler", Counting):
+            snapshot.save({"floats": data, "table": {"a": [1, "b"]}, "text": "x"}, self.path, "9.9.9")
+            self.assertEqual(made, [])
+            snapshot.save({"floats": data, "alias": data, "holder": [data], "f": local}, self.path, "9.9.9")
+            self.assertEqual(len(made), 3)  # alias and holder refer to floats; f is a definition
+        namespace = {}
+        snapshot.load(self.path, namespace)
+        self.assertIs(namespace["alias"], namespace["floats"])
+        self.assertIs(namespace["holder"][0], namespace["floats"])
+        self.assertEqual(namespace["f"](), 1)
 
     @staticmethod
     def change_header(data, **fields):
