@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from . import display, ipython_compat, mpl, pil, protocol, wire
+from . import display, ipython_compat, memory, mpl, pil, protocol, wire
 from .bridge import BRIDGE
 from .capture import OutputCapture, flush_python_streams
 from .channel import Channel
@@ -378,6 +378,7 @@ def _serve(channel):
             break
         if type(request) is protocol.Request:  # a cell, by far the most frequent
             kernel.handle(request)
+            memory.after_cell()
             continue
         if isinstance(request, protocol.ProtocolError):
             kernel.protocol_error(request)

@@ -58,6 +58,7 @@ pub const RUNNER_FILES: &[(&str, &str)] = &[
     runner_file!("cellbox_kernel/magics/store.py"),
     runner_file!("cellbox_kernel/magics/system.py"),
     runner_file!("cellbox_kernel/main.py"),
+    runner_file!("cellbox_kernel/memory.py"),
     runner_file!("cellbox_kernel/mpl.py"),
     runner_file!("cellbox_kernel/pil.py"),
     runner_file!("cellbox_kernel/precheck.py"),
