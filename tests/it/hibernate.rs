@@ -92,8 +92,10 @@ async fn with_hibernation_off_an_evicted_session_loses_its_state_and_says_so() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_reset_forgets_a_hibernated_session() {
     let f = a_pushed_out(true).await;
-    f.engine.reset_session("a").await;
+    // Counted as a kernel stopped: `eval_reset` says the session was restarted, not that nothing ran.
+    assert_eq!(f.engine.reset_session("a").await, 1);
     assert!(!f.engine.is_hibernated("a"));
+    assert_eq!(f.engine.reset_session("a").await, 0);
     let a = eval_in(&f.engine, "a", EvalParams::code("'v' in dir()")).await;
     assert!(a.text.starts_with("False\n") && !a.text.contains("hibernated"), "{}", a.text);
     f.engine.dispose_all().await;

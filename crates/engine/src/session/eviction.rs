@@ -113,6 +113,35 @@ impl KernelPool {
         false
     }
 
+    /// Whether this pool has hibernated sessions to stay within its
+    /// live-kernel limit: its sessions take turns, and a wake or a new session
+    /// is near.
+    pub fn cycles(&self) -> bool {
+        self.hibernation.is_some() && self.evictions.lock().unwrap().limit > 0
+    }
+
+    /// Hibernate the least recently used idle Python kernel of a pool whose
+    /// sessions take turns ([`KernelPool::cycles`]), to make room for a warm
+    /// spare: the next wake or new session would put it away anyway, and this
+    /// way it does not wait for that, nor for a kernel's start. True if one was.
+    pub async fn hibernate_for_spare(&self) -> bool {
+        if !self.cycles() {
+            return false;
+        }
+        let mut slots: Vec<Arc<Slot>> = self.slots.lock().unwrap().values().cloned().collect();
+        slots.retain(|slot| hibernatable(slot));
+        slots.sort_by_key(|slot| std::cmp::Reverse(slot.idle_for()));
+        let limit = self.limits.max_kernels;
+        for slot in slots {
+            let why = format!("to stay within {limit} live kernels, a warm one kept ready");
+            if self.put_away(&slot, why, String::new(), PutAway::OnlyHibernated(SNAPSHOT_TIMEOUT)).await.is_some() {
+                self.evictions.lock().unwrap().limit += 1;
+                return true;
+            }
+        }
+        false
+    }
+
     /// Before starting a kernel in `starting`: stop least recently used idle
     /// kernels until there is room for one more.
     pub async fn make_room(&self, starting: &KernelKey) {

@@ -268,17 +268,15 @@ impl KernelPool {
     }
 
     /// Stop every kernel of `session` (all cwds and languages); the next call starts fresh.
-    /// Returns how many kernels were stopped.
+    /// Returns how many kernels were stopped, hibernated ones (whose saved variables are dropped) included.
     pub async fn reset_session(&self, session: &str) -> usize {
         let slots: Vec<Arc<Slot>> =
             self.slots.lock().unwrap().values().filter(|slot| slot.key.session == session).cloned().collect();
         for slot in &slots {
             slot.resets.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
-        if let Some(hibernation) = &self.hibernation {
-            hibernation.forget(session);
-        }
-        let mut stopped = 0;
+        // A hibernated kernel's saved variables are dropped: that session is reset too.
+        let mut stopped = self.hibernation.as_ref().map_or(0, |hibernation| hibernation.forget(session));
         for slot in slots {
             let kernel = slot.current.lock().unwrap().take();
             if let Some(kernel) = kernel {

@@ -414,15 +414,17 @@ impl Hibernation {
         restore_from(process, &handle).await
     }
 
-    /// Forget `session`'s records (a reset, or its owners are gone) and remove their files.
-    pub fn forget(&self, session: &str) {
+    /// Forget `session`'s records (a reset, or its owners are gone) and remove
+    /// their files; how many there were.
+    pub fn forget(&self, session: &str) -> usize {
         let mut records = self.records();
         let keys: Vec<_> = records.by_key.keys().filter(|(name, _)| name == session).cloned().collect();
-        for key in keys {
-            if let Some(record) = records.by_key.remove(&key) {
+        for key in &keys {
+            if let Some(record) = records.by_key.remove(key) {
                 self.remove_record_files(&record);
             }
         }
+        keys.len()
     }
 
     /// Forget `session`'s record in `cwd` (its kernel was replaced by other means: a reset cell, an undo).

@@ -296,10 +296,11 @@ impl EvalEngine {
         // Bound to the session when handed out: a spare serves whichever session takes it.
         kernel.set_bridge(self.bridge_hook(&guard.key().session));
         guard.replace_kernel(Some(kernel.clone()));
-        self.fill_spare(&options);
         if interpreter.runtime == Runtime::Python {
             self.wake_if_hibernated(guard, &kernel).await;
         }
+        // After a wake: a spare's start (and putting away a kernel to make room for it) would slow the loading.
+        self.fill_spare(&options);
         Ok(kernel)
     }
 

@@ -43,6 +43,8 @@ pub struct EvalEngine {
     config: EngineConfig,
     pool: Arc<KernelPool>,
     spares: Arc<SparePool>,
+    /// A kernel is being hibernated to make room for a spare ([`EvalEngine::fill_spare`]).
+    spare_room: Arc<std::sync::atomic::AtomicBool>,
     artifacts: Arc<ArtifactStore>,
     calls: AtomicU64,
     /// The watchdog of the cell each session is running, for [`EvalEngine::pause_budget`].
@@ -81,6 +83,7 @@ impl EvalEngine {
             pool,
             bridge_permits: crate::bridge::Dispatcher::permits_for(&config.bridge),
             spares,
+            spare_room: Arc::default(),
             artifacts,
             config,
             calls: AtomicU64::new(0),
@@ -151,7 +154,32 @@ impl EvalEngine {
         if let Some(budget) = &self.config.kernel_budget {
             room = room.min(budget.room());
         }
+        if room == 0 && self.spares.is_empty() && self.pool.cycles() {
+            self.make_room_for_a_spare(options);
+            return;
+        }
         self.spares.fill(options, room);
+    }
+
+    /// In a pool whose sessions take turns, the least recently used idle one
+    /// is hibernated in the background to keep a spare: a wake then only
+    /// loads its variables. The spare starts at once, one over the limit
+    /// while that kernel is saved (a call right after this one waits for the
+    /// spare rather than starting a kernel of its own); one at a time.
+    fn make_room_for_a_spare(&self, options: &KernelOptions) {
+        let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
+        if self.pool.oldest_hibernatable().is_none()
+            || self.config.kernel_budget.as_ref().is_some_and(|budget| budget.room() == 0)
+            || self.spare_room.swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return;
+        }
+        self.spares.fill(options, 1);
+        let (pool, busy) = (self.pool.clone(), self.spare_room.clone());
+        handle.spawn(async move {
+            pool.hibernate_for_spare().await;
+            busy.store(false, std::sync::atomic::Ordering::SeqCst);
+        });
     }
 
     /// Room for one more kernel in the shared budget, if there is one: warm
