@@ -1,7 +1,7 @@
 //! cellbox against Jupyter and against the physical floor, in one run.
 //!
 //! `bench/run` provisions the Jupyter baseline and calls this with
-//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,sandbox,warm,js,languages,output,bulk,spare,pandas,mcp,serve,hibernate,sdk,shim,gateway,interrupt,ladder,concurrency]`. Each scenario
+//! `cargo bench --bench compare -- [--quick] [--out DIR] [--only cold,sandbox,warm,js,languages,output,bulk,spare,pandas,mcp,serve,crowd,hibernate,sdk,fork,shim,gateway,interrupt,ladder,concurrency]`. Each scenario
 //! interleaves cellbox and its baselines (A B A B …) so machine drift
 //! cancels out, then prints median / p90 and the ratio cellbox ÷ baseline,
 //! and writes the table as JSON and Markdown.
@@ -456,6 +456,9 @@ async fn main() {
     if wanted("serve") {
         serve_load::serve_load(&plan, &setup, &mut report).await;
         serve_memory::memory_rows(&plan, &setup, &jupyter_python, &mut report).await;
+    }
+    if wanted("crowd") {
+        serve_load::serve_crowd(&plan, &setup, &mut report).await;
     }
     if wanted("hibernate") {
         hibernate::hibernate_rows(&plan, &setup, &jupyter_python, &mut report).await;

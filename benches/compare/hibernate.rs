@@ -4,7 +4,8 @@
 //! N sessions (against Jupyter Server, where every session is a live kernel:
 //! its memory per kernel is measured with fewer kernels and shown per GiB),
 //! a call to a hibernated session (wake + `1+1`) against a call to a live
-//! one, and waking a session that holds 10 MB of variables.
+//! one, after a pause and back to back, and waking a session that holds 10
+//! MB of variables.
 
 use std::path::Path;
 use std::time::Instant;
@@ -16,6 +17,8 @@ use super::serve_memory::{JupyterServer, tree_pss_kib};
 use super::{Plan, Report, Series, Setup};
 
 const LIVE: usize = 8;
+/// The pause before a timed wake, in which the server readies its warm spare.
+const THINK: std::time::Duration = std::time::Duration::from_millis(250);
 
 pub(super) async fn hibernate_rows(plan: &Plan, setup: &Setup, jupyter_python: &Path, report: &mut Report) {
     if !cfg!(target_os = "linux") {
@@ -32,7 +35,8 @@ pub(super) async fn hibernate_rows(plan: &Plan, setup: &Setup, jupyter_python: &
     let cache = cache_dir.path().to_path_buf();
     env.insert("CELLBOX_CACHE_DIR".into(), cache.display().to_string());
     let server = json!({"command": env!("CARGO_BIN_EXE_cellbox"), "env": env});
-    let serve = ServeProcess::start(&server, dir.path(), &["--max-kernels", &LIVE.to_string()]).await;
+    // With its default warm spare, which a wake takes, as users run it.
+    let serve = ServeProcess::start(&server, dir.path(), &["--max-kernels", &LIVE.to_string(), "--spares", "1"]).await;
     let mut client = HttpMcp::connect(&serve.url).await;
 
     let started = Instant::now();
@@ -48,18 +52,28 @@ pub(super) async fn hibernate_rows(plan: &Plan, setup: &Setup, jupyter_python: &
     for round in 0..sample {
         live.values.push(client.call_ms(Some(&format!("h-{}", sessions - 1 - round % LIVE))).await);
     }
-    // The oldest are hibernated; each wake hibernates the least recently used live one.
+    // The oldest are hibernated; each wake puts the least recently used live one away, in the
+    // background, to keep a warm spare. First with a pause before each call (a model's turn
+    // leaves far more), then back to back, where the spare a wake takes is still starting.
     let mut woken = Series::new("cellbox serve");
     for index in 0..sample {
+        tokio::time::sleep(THINK).await;
         // The result says the session woke, after the value.
         woken.values.push(client.call_code(Some(&format!("h-{index}")), "1+1", "2\n").await);
     }
+    let mut rushed = Series::new("cellbox serve");
+    for index in sample..2 * sample {
+        rushed.values.push(client.call_code(Some(&format!("h-{index}")), "1+1", "2\n").await);
+    }
     let note = format!(
-        "{sessions} sessions each called once, {LIVE} live; a wake also hibernates another; p99 {} against {} ms",
+        "{sessions} sessions each called once, {LIVE} live; {} ms between calls; p99 {} against {} ms",
+        THINK.as_millis(),
         super::fmt(woken.quantile(0.99)),
         super::fmt(live.quantile(0.99))
     );
     report.add(&format!("call a hibernated session ({sessions})"), "ms", false, &woken, Some(&live), &note);
+    let note = format!("no pause between calls; p99 {} ms", super::fmt(rushed.quantile(0.99)));
+    report.add("call a hibernated session, back to back", "ms", false, &rushed, Some(&live), &note);
 
     let mut big_woken = Series::new("cellbox serve");
     let mut big_live = Series::new("the same call, live");
@@ -71,6 +85,7 @@ pub(super) async fn hibernate_rows(plan: &Plan, setup: &Setup, jupyter_python: &
         for other in 0..LIVE {
             client.call_ms(Some(&format!("push-{round}-{other}"))).await;
         }
+        tokio::time::sleep(THINK).await;
         big_woken.values.push(client.call_code(Some("big"), check, "1100000").await);
         big_live.values.push(client.call_code(Some("big"), check, "1100000").await);
     }
