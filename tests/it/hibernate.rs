@@ -82,6 +82,29 @@ async fn the_least_recently_used_session_hibernates_to_make_room_and_keeps_its_s
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_pool_whose_sessions_take_turns_keeps_a_spare_for_the_next_wake() {
+    let f = fixture(|c| c.pool.max_kernels = 3);
+    for session in ["a", "b", "c"] {
+        eval_in(&f.engine, session, EvalParams::code(&format!("v = {session:?}"))).await;
+    }
+    // Three live kernels and no room for a spare, as a spare never puts away a kernel in use...
+    assert!(f.engine.spare_pids().is_empty() && !f.engine.is_hibernated("a"));
+    // ...until the pool has had to: then b, the least recently used idle one, makes room for one.
+    eval_in(&f.engine, "d", EvalParams::code("1")).await;
+    assert!(f.engine.is_hibernated("a"));
+    assert!(eventually(PATIENCE, || f.engine.is_hibernated("b")).await, "b was not put away");
+    assert!(eventually(PATIENCE, || !f.engine.spare_pids().is_empty()).await, "no spare became ready");
+    let spare = f.engine.spare_pids()[0];
+    assert_eq!(f.engine.kernel_pids().len(), 2, "c and d live, the spare beside them");
+    let a = eval_in(&f.engine, "a", EvalParams::code("import os\n(v, os.getpid())")).await;
+    assert_eq!(a.text.lines().next().unwrap(), format!("('a', {spare})"), "{}", a.text);
+    assert!(a.text.contains("woke now"), "{}", a.text);
+    let b = eval_in(&f.engine, "b", EvalParams::code("v")).await;
+    assert!(b.text.starts_with("'b'\n") && b.text.contains("a warm one kept ready"), "{}", b.text);
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn with_hibernation_off_an_evicted_session_loses_its_state_and_says_so() {
     let f = a_pushed_out(false).await;
     let a = eval_in(&f.engine, "a", EvalParams::code("'v' in dir()")).await;
