@@ -47,10 +47,10 @@ pub(super) async fn hibernate_rows(plan: &Plan, setup: &Setup, jupyter_python: &
     let pss_mib = serve.pid().and_then(tree_pss_kib).map(|kib| kib as f64 / 1024.0);
     let on_disk = folder_bytes(&cache.join("hibernate")) as f64 / 1024.0 / 1024.0;
 
-    // The most recent sessions are the live ones.
-    let mut live = Series::new(&format!("a live session ({LIVE} of {sessions})"));
+    // The most recent sessions are the live ones: all but one place, the spare's.
+    let mut live = Series::new(&format!("a live session ({} of {sessions})", LIVE - 1));
     for round in 0..sample {
-        live.values.push(client.call_ms(Some(&format!("h-{}", sessions - 1 - round % LIVE))).await);
+        live.values.push(client.call_ms(Some(&format!("h-{}", sessions - 1 - round % (LIVE - 1)))).await);
     }
     // The oldest are hibernated; each wake puts the least recently used live one away, in the
     // background, to keep a warm spare. First with a pause before each call (a model's turn
@@ -66,7 +66,8 @@ pub(super) async fn hibernate_rows(plan: &Plan, setup: &Setup, jupyter_python: &
         rushed.values.push(client.call_code(Some(&format!("h-{index}")), "1+1", "2\n").await);
     }
     let note = format!(
-        "{sessions} sessions each called once, {LIVE} live; {} ms between calls; p99 {} against {} ms",
+        "{sessions} sessions each called once, {} live and a spare; {} ms between calls; p99 {} against {} ms",
+        LIVE - 1,
         THINK.as_millis(),
         super::fmt(woken.quantile(0.99)),
         super::fmt(live.quantile(0.99))
@@ -117,9 +118,10 @@ pub(super) async fn hibernate_rows(plan: &Plan, setup: &Setup, jupyter_python: &
         .map(|per_kernel| Series { name: "Jupyter Server".into(), values: vec![1024.0 / per_kernel] });
     let note = match &theirs {
         Ok(per_kernel) => format!(
-            "PSS of the server tree: {ours:.0} MiB for {sessions} sessions ({LIVE} live; {on_disk:.1} MiB of \
+            "PSS of the server tree: {ours:.0} MiB for {sessions} sessions ({} live and a spare; {on_disk:.1} MiB of \
              hibernation files on disk; made in {created:.0} s); Jupyter Server {per_kernel:.1} MiB per kernel, \
-             measured with {jupyter_kernels}"
+             measured with {jupyter_kernels}",
+            LIVE - 1
         ),
         Err(why) => format!("PSS {ours:.0} MiB for {sessions} sessions; Jupyter Server unavailable: {why}"),
     };

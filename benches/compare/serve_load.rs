@@ -12,22 +12,31 @@ use super::mcp::RawMcp;
 use super::mcp_http::{HttpMcp, ServeProcess};
 use super::{Plan, Report, Series, Setup};
 
-pub(super) async fn serve_load(plan: &Plan, setup: &Setup, report: &mut Report) {
-    let (clients, cells, idle) = if plan.quick { (10, 20, 100) } else { (50, 100, 500) };
-    let dir = tempfile::tempdir().unwrap();
+/// A `cellbox serve` for `clients` sessions with a live kernel each, and
+/// `connections` connections from loopback: past the server's default caps
+/// (64 from one address, 512 in all) the extra ones would be closed.
+async fn loaded_serve(
+    setup: &Setup,
+    dir: &std::path::Path,
+    clients: usize,
+    connections: usize,
+) -> (ServeProcess, std::collections::BTreeMap<String, String>) {
     let mut env = setup.env.clone();
     env.insert("CELLBOX_PYTHON".into(), setup.python.display().to_string());
-    env.insert("CELLBOX_ARTIFACTS_DIR".into(), dir.path().join("artifacts").display().to_string());
+    env.insert("CELLBOX_ARTIFACTS_DIR".into(), dir.join("artifacts").display().to_string());
     let server = json!({"command": env!("CARGO_BIN_EXE_cellbox"), "env": env});
-    let kernels = (clients + 1).to_string();
-    // Every client and idle session holds a connection of its own, all from loopback: past the
-    // server's default caps (64 from one address, 512 in all) the extra ones would be closed.
-    let connections = (clients + idle + 8).to_string();
+    // The clients' kernels, one alone's, and room for spares.
+    let (kernels, total, connections) = ((clients + 1).to_string(), (clients + 4).to_string(), connections.to_string());
     let flags = [
+        // One principal (no auth) may hold them all.
+        "--max-kernels-total",
+        &total,
+        "--principal-share",
+        "100",
         "--max-kernels",
         &kernels,
         "--max-calls",
-        "10000",
+        "100000",
         "--max-body-bytes",
         "1048576",
         "--max-connections",
@@ -35,9 +44,12 @@ pub(super) async fn serve_load(plan: &Plan, setup: &Setup, report: &mut Report) 
         "--max-connections-per-ip",
         &connections,
     ];
-    let serve = ServeProcess::start(&server, dir.path(), &flags).await;
+    (ServeProcess::start(&server, dir, &flags).await, env)
+}
 
-    // One client alone: the per-call figure the loaded ones are compared with.
+/// One client alone, `1+1` `cells` times after 20 unmeasured: the per-call
+/// figure the loaded ones are compared with.
+async fn alone(serve: &ServeProcess, cells: usize) -> Series {
     let mut solo = HttpMcp::connect(&serve.url).await;
     let mut alone = Series::new("one client alone");
     for _ in 0..20 {
@@ -46,8 +58,17 @@ pub(super) async fn serve_load(plan: &Plan, setup: &Setup, report: &mut Report) 
     for _ in 0..cells {
         alone.values.push(solo.call_ms(Some("solo")).await);
     }
+    alone
+}
 
-    // Each client's session gets its kernel before the clock starts.
+/// `clients` clients at once, each calling `1+1` in a session of its own
+/// (its kernel started before the clock) until `done(calls it made, time
+/// since the clock started)`: every call's time, and the seconds it all took.
+async fn crowd(
+    serve: &ServeProcess,
+    clients: usize,
+    done: impl Fn(usize, Duration) -> bool + Clone + Send + 'static,
+) -> (Series, f64) {
     let mut connected = Vec::new();
     for index in 0..clients {
         let mut client = HttpMcp::connect(&serve.url).await;
@@ -56,10 +77,11 @@ pub(super) async fn serve_load(plan: &Plan, setup: &Setup, report: &mut Report) 
     }
     let started = Instant::now();
     let runs = connected.into_iter().enumerate().map(|(index, mut client)| {
+        let done = done.clone();
         tokio::spawn(async move {
             let session = format!("load-{index}");
-            let mut times = Vec::with_capacity(cells);
-            for _ in 0..cells {
+            let mut times = Vec::new();
+            while !done(times.len(), started.elapsed()) {
                 times.push(client.call_ms(Some(&session)).await);
             }
             times
@@ -69,7 +91,15 @@ pub(super) async fn serve_load(plan: &Plan, setup: &Setup, report: &mut Report) 
     for run in futures_util::future::join_all(runs).await {
         loaded.values.extend(run.unwrap());
     }
-    let seconds = started.elapsed().as_secs_f64();
+    (loaded, started.elapsed().as_secs_f64())
+}
+
+pub(super) async fn serve_load(plan: &Plan, setup: &Setup, report: &mut Report) {
+    let (clients, cells, idle) = if plan.quick { (10, 20, 100) } else { (50, 100, 500) };
+    let dir = tempfile::tempdir().unwrap();
+    let (serve, env) = loaded_serve(setup, dir.path(), clients, clients + idle + 8).await;
+    let alone = alone(&serve, cells).await;
+    let (loaded, seconds) = crowd(&serve, clients, move |made, _| made >= cells).await;
     let throughput = Series { name: "cellbox serve".into(), values: vec![(clients * cells) as f64 / seconds] };
 
     // The same clients over stdio, each with a `cellbox mcp` of its own (warmed by `start`).
@@ -130,54 +160,11 @@ pub(super) async fn serve_load(plan: &Plan, setup: &Setup, report: &mut Report) 
 pub(super) async fn serve_crowd(plan: &Plan, setup: &Setup, report: &mut Report) {
     let (clients, seconds) = if plan.quick { (20, 5) } else { (200, 60) };
     let dir = tempfile::tempdir().unwrap();
-    let mut env = setup.env.clone();
-    env.insert("CELLBOX_PYTHON".into(), setup.python.display().to_string());
-    env.insert("CELLBOX_ARTIFACTS_DIR".into(), dir.path().join("artifacts").display().to_string());
-    let server = json!({"command": env!("CARGO_BIN_EXE_cellbox"), "env": env});
-    let kernels = (clients + 1).to_string();
-    let connections = (clients + 8).to_string();
-    let flags = [
-        "--max-kernels",
-        &kernels,
-        "--max-calls",
-        "100000",
-        "--max-connections",
-        &connections,
-        "--max-connections-per-ip",
-        &connections,
-    ];
-    let serve = ServeProcess::start(&server, dir.path(), &flags).await;
-    let mut solo = HttpMcp::connect(&serve.url).await;
-    let mut alone = Series::new("one client alone");
-    for round in 0..120 {
-        let ms = solo.call_ms(Some("solo")).await;
-        if round >= 20 {
-            alone.values.push(ms);
-        }
-    }
-    let mut connected = Vec::new();
-    for index in 0..clients {
-        let mut client = HttpMcp::connect(&serve.url).await;
-        client.call_ms(Some(&format!("crowd-{index}"))).await;
-        connected.push(client);
-    }
-    let started = Instant::now();
-    let deadline = started + Duration::from_secs(seconds);
-    let runs = connected.into_iter().enumerate().map(|(index, mut client)| {
-        tokio::spawn(async move {
-            let session = format!("crowd-{index}");
-            let mut times = Vec::new();
-            while Instant::now() < deadline {
-                times.push(client.call_ms(Some(&session)).await);
-            }
-            times
-        })
-    });
-    let mut crowd = Series::new("cellbox serve");
-    for run in futures_util::future::join_all(runs).await {
-        crowd.values.extend(run.unwrap());
-    }
-    let elapsed = started.elapsed().as_secs_f64();
+    // A client may open a second connection when it calls again before its last one is back in
+    // its pool: room for that, or the server would close the extra ones.
+    let (serve, _env) = loaded_serve(setup, dir.path(), clients, clients * 4 + 16).await;
+    let alone = alone(&serve, 100).await;
+    let (crowd, elapsed) = crowd(&serve, clients, move |_, since| since >= Duration::from_secs(seconds)).await;
     let calls = crowd.values.len();
     let what = format!("{clients} clients calling for {seconds} s");
     let throughput = Series { name: "cellbox serve".into(), values: vec![calls as f64 / elapsed] };
