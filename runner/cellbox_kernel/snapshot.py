@@ -54,6 +54,7 @@ _READS = (1, 2)  # the formats this cellbox loads
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
 _MAX_HEADER = 1 << 16
 _CHECKSUM = {1: "payload_sha256", 2: "payload_crc32"}  # the header key of each format's checksum
+_MEMO_LOOKS = 500_000  # memoized objects at most whose memo is copied (see _needs_references)
 _PYTHON = "%d.%d" % sys.version_info[:2]
 # Values whose copies are as good as the original: never referred to across names.
 _COPIED = frozenset((type(None), bool, int, float, complex, str, bytes))
@@ -221,7 +222,9 @@ def _pickle_value(value, namespace, values, shared):
             pickler.dump(value)
         except Exception:  # it needs references, or the error is for the referencing pickler to word
             pickler = None
-        if pickler is not None and not _needs_references(pickler, value, namespace, values, shared):
+        if pickler is not None and not _needs_references(
+            pickler, stream.getvalue(), value, namespace, values, shared
+        ):
             exports = [value] if id(value) in values else []
             pickler.dump(exports)
             return stream.getvalue(), exports
@@ -233,12 +236,20 @@ def _pickle_value(value, namespace, values, shared):
     return stream.getvalue(), exports
 
 
-def _needs_references(pickler, value, namespace, values, shared):
+def _needs_references(pickler, pickles, value, namespace, values, shared):
     """Whether the plain pickle met an object that the referencing pickler
     would have written as a reference (or exported): the namespace, an
     earlier name's export, another name's value. Everything but numbers is
-    in the memo, so a set intersection tells."""
-    met = pickler.memo.copy().keys()
+    in the memo, so a set intersection tells; but a copy of the memo costs
+    about 150 bytes per object, so a pickle that may have memoized more than
+    _MEMO_LOOKS objects (counted by the MEMOIZE byte, which data can hold
+    too) is redone with references instead."""
+    if pickles.count(pickle.MEMOIZE) > _MEMO_LOOKS:
+        return True
+    try:
+        met = pickler.memo.copy().keys()
+    except MemoryError:
+        return True
     if id(namespace) in met or not met.isdisjoint(shared.keys()):
         return True
     return not (met & values) <= {id(value)}

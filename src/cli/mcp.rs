@@ -41,7 +41,8 @@ pub struct EngineArgs {
     #[arg(long, value_name = "MINUTES", default_value_t = 30)]
     idle_minutes: u64,
     /// Warm spare kernels kept ready per kernel configuration in use, so a
-    /// reset, a per-call call or a new session starts at once (0: none).
+    /// reset, a per-call call, a new session or a wake from hibernation
+    /// starts at once (0: none).
     #[arg(long, value_name = "N", default_value_t = 1)]
     spares: usize,
     /// Checkpoints each session keeps for undo: its Python kernel is forked

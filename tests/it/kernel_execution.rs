@@ -224,11 +224,17 @@ async fn memory_a_cell_freed_goes_back_to_the_system_before_the_next_cell() {
         return; // malloc_trim is glibc's
     }
     let kernel = start().await;
+    if run(&kernel, "import ctypes\nhasattr(ctypes.CDLL(None), 'mallinfo2')").await.results() != ["True"] {
+        return; // not glibc 2.33 or later: nothing is trimmed
+    }
     // 100 MB of 1 kB blocks come from malloc's heap; every thousandth kept holds it in place.
     let freed = "blocks = [bytes(1000) for _ in range(100_000)]\nkept = blocks[::1000]\ndel blocks";
-    run(&kernel, freed).await;
     let resident = "import os\nint(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGE_SIZE') >> 20";
-    let mib: u64 = run(&kernel, resident).await.results()[0].parse().unwrap();
-    assert!(mib < 60, "{mib} MiB resident after a cell freed 100 MB of its 100-odd");
+    // Twice: the second time takes the pieces the first trim gave back, and frees them again.
+    for round in 1..=2 {
+        run(&kernel, freed).await;
+        let mib: u64 = run(&kernel, resident).await.results()[0].parse().unwrap();
+        assert!(mib < 60, "{mib} MiB resident after a cell freed 100 MB of its 100-odd (round {round})");
+    }
     assert_eq!(run(&kernel, "len(kept)").await.results(), ["100"]);
 }

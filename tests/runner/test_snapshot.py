@@ -609,6 +609,11 @@ class FileTest(unittest.TestCase):
             self.assertEqual(made, [])
             snapshot.save({"floats": data, "alias": data, "holder": [data], "f": local}, self.path, "9.9.9")
             self.assertEqual(len(made), 3)  # alias and holder refer to floats; f is a definition
+            # A memo too large to copy (a copy costs ~150 bytes per object) is not looked at.
+            many = [str(number) for number in range(snapshot._MEMO_LOOKS + 1)]
+            snapshot.save({"many": many}, self.path, "9.9.9")
+            self.assertEqual(len(made), 4)
+            snapshot.save({"floats": data, "alias": data, "holder": [data], "f": local}, self.path, "9.9.9")
         namespace = {}
         snapshot.load(self.path, namespace)
         self.assertIs(namespace["alias"], namespace["floats"])

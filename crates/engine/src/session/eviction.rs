@@ -54,13 +54,20 @@ impl KernelPool {
             // A call still running gets until the deadline to end.
             let unsaved = match tokio::time::timeout_at(deadline, slot.lock()).await {
                 Ok(Ok(guard)) => {
+                    let empty = guard.kernel().is_none();
                     drop(guard);
-                    let lost = format!("The previous kernel was stopped ({why}); its state was lost.");
-                    if self.put_away(slot, why.to_string(), lost, PutAway::OrStop).await == Some(true) {
-                        count += 1;
-                        continue;
+                    if empty {
+                        continue; // put away meanwhile (to make room, idle): its record stands
                     }
-                    "its snapshot failed"
+                    let lost = format!("The previous kernel was stopped ({why}); its state was lost.");
+                    match self.put_away(slot, why.to_string(), lost, PutAway::OrStop).await {
+                        Some(true) => {
+                            count += 1;
+                            continue;
+                        }
+                        None if !slot.has_kernel() => continue,
+                        _ => "its snapshot failed",
+                    }
                 }
                 _ => "while a call was still running in it",
             };
@@ -107,23 +114,29 @@ impl KernelPool {
             let how = PutAway::OnlyHibernated(BUDGET_SNAPSHOT_TIMEOUT);
             if self.put_away(&slot, why, String::new(), how).await.is_some() {
                 self.evictions.lock().unwrap().limit += 1;
+                self.took_a_turn();
                 return true;
             }
         }
         false
     }
 
-    /// Whether this pool has hibernated sessions to stay within its
-    /// live-kernel limit: its sessions take turns, and a wake or a new session
-    /// is near.
+    /// Whether this pool hibernates and put a kernel away in the last
+    /// [`TURNS_WINDOW`] to make room for another's start: its sessions take
+    /// turns, and a wake or a new session is near.
     pub fn cycles(&self) -> bool {
-        self.hibernation.is_some() && self.evictions.lock().unwrap().limit > 0
+        self.hibernation.is_some() && self.last_turn.lock().unwrap().is_some_and(|at| at.elapsed() < TURNS_WINDOW)
+    }
+
+    fn took_a_turn(&self) {
+        *self.last_turn.lock().unwrap() = Some(Instant::now());
     }
 
     /// Hibernate the least recently used idle Python kernel of a pool whose
     /// sessions take turns ([`KernelPool::cycles`]), to make room for a warm
-    /// spare: the next wake or new session would put it away anyway, and this
-    /// way it does not wait for that, nor for a kernel's start. True if one was.
+    /// spare: the next wake or new session would most likely put it away
+    /// anyway, and this way that start waits neither for it nor for a
+    /// kernel's start. True if one was.
     pub async fn hibernate_for_spare(&self) -> bool {
         if !self.cycles() {
             return false;
@@ -151,7 +164,8 @@ impl KernelPool {
         let mut live = 0;
         let mut idle = Vec::new();
         for slot in slots {
-            if slot.has_kernel() {
+            // One being put away (for a spare, idle) is on its way out.
+            if slot.has_kernel() && !slot.leaving.load(std::sync::atomic::Ordering::SeqCst) {
                 live += 1;
                 idle.push(slot);
             }
@@ -167,6 +181,7 @@ impl KernelPool {
             if self.put_away(&slot, why, note, PutAway::OrStop).await.is_some() {
                 live -= 1;
                 self.evictions.lock().unwrap().limit += 1;
+                self.took_a_turn();
             }
         }
     }
@@ -230,6 +245,19 @@ enum Stopped {
 /// How long a kernel hibernated to make room for another engine's start may take.
 const BUDGET_SNAPSHOT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How recently a pool must have put a kernel away for another's start to
+/// count as one whose sessions take turns ([`KernelPool::cycles`]).
+const TURNS_WINDOW: Duration = Duration::from_secs(600);
+
+/// Marks a slot whose kernel is being put away, until dropped.
+struct Leaving<'a>(&'a Slot);
+
+impl Drop for Leaving<'_> {
+    fn drop(&mut self) {
+        self.0.leaving.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// A Python kernel this pool runs itself (a gateway's is not its to save).
 fn hibernatable(slot: &Slot) -> bool {
     slot.key.runtime == Runtime::Python
@@ -245,6 +273,8 @@ async fn put_away(
 ) -> Stopped {
     let Some(mut guard) = slot.try_lock() else { return Stopped::No };
     let Some(kernel) = guard.kernel() else { return Stopped::No };
+    slot.leaving.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _leaving = Leaving(&slot);
     let mut lost = lost;
     if let Some(hibernation) = hibernation {
         let owners: Vec<String> = slot.owners.lock().unwrap().iter().cloned().collect();

@@ -102,6 +102,8 @@ pub struct Slot {
     waiting: std::sync::atomic::AtomicUsize,
     /// Resets of its session so far: a hibernation that a reset overtook is withdrawn.
     resets: std::sync::atomic::AtomicU64,
+    /// Its kernel is being put away: not counted among the live ones that make room.
+    leaving: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -165,6 +167,7 @@ impl Slot {
             disposed: std::sync::atomic::AtomicBool::new(false),
             waiting: std::sync::atomic::AtomicUsize::new(0),
             resets: std::sync::atomic::AtomicU64::new(0),
+            leaving: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -230,6 +233,8 @@ pub struct KernelPool {
     /// Kernels being shut down in the background ([`KernelPool::retire`]).
     retiring: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     evictions: Mutex<Evictions>,
+    /// When a kernel was last put away to make room for another's start ([`KernelPool::cycles`]).
+    last_turn: Mutex<Option<Instant>>,
 }
 
 impl KernelPool {
@@ -242,6 +247,7 @@ impl KernelPool {
             slots: Mutex::new(HashMap::new()),
             retiring: Mutex::new(Vec::new()),
             evictions: Mutex::default(),
+            last_turn: Mutex::default(),
         });
         let hibernate_after = limits.hibernate_after.filter(|_| pool.hibernation.is_some());
         let first = [limits.idle_timeout, hibernate_after].into_iter().flatten().min();

@@ -415,16 +415,18 @@ impl Hibernation {
     }
 
     /// Forget `session`'s records (a reset, or its owners are gone) and remove
-    /// their files; how many there were.
+    /// their files; how many held saved variables.
     pub fn forget(&self, session: &str) -> usize {
         let mut records = self.records();
         let keys: Vec<_> = records.by_key.keys().filter(|(name, _)| name == session).cloned().collect();
-        for key in &keys {
-            if let Some(record) = records.by_key.remove(key) {
+        let mut saved = 0;
+        for key in keys {
+            if let Some(record) = records.by_key.remove(&key) {
+                saved += usize::from(record.lost.is_none());
                 self.remove_record_files(&record);
             }
         }
-        keys.len()
+        saved
     }
 
     /// Forget `session`'s record in `cwd` (its kernel was replaced by other means: a reset cell, an undo).

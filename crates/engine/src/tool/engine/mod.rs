@@ -16,7 +16,7 @@ pub use checkpoints::UndoReport;
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -38,13 +38,24 @@ use crate::session::{Backend, KernelKey, KernelPool, SlotGuard, SparePool};
 
 pub use crate::kernel::lifecycle::INTERRUPT_ESCALATION;
 
+/// Clears [`EvalEngine`]'s "making room for a spare" flag when dropped, even
+/// if the task doing it panics.
+struct SpareRoom(Arc<AtomicBool>);
+
+impl Drop for SpareRoom {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
+
 /// The eval tool. Cheap to share behind an `Arc`; every method takes `&self`.
 pub struct EvalEngine {
     config: EngineConfig,
     pool: Arc<KernelPool>,
     spares: Arc<SparePool>,
-    /// A kernel is being hibernated to make room for a spare ([`EvalEngine::fill_spare`]).
-    spare_room: Arc<std::sync::atomic::AtomicBool>,
+    /// A kernel is being hibernated to make room for a spare ([`EvalEngine::fill_spare`]), by this task.
+    spare_room: Arc<AtomicBool>,
+    spare_task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     artifacts: Arc<ArtifactStore>,
     calls: AtomicU64,
     /// The watchdog of the cell each session is running, for [`EvalEngine::pause_budget`].
@@ -84,6 +95,7 @@ impl EvalEngine {
             bridge_permits: crate::bridge::Dispatcher::permits_for(&config.bridge),
             spares,
             spare_room: Arc::default(),
+            spare_task: Default::default(),
             artifacts,
             config,
             calls: AtomicU64::new(0),
@@ -154,7 +166,7 @@ impl EvalEngine {
         if let Some(budget) = &self.config.kernel_budget {
             room = room.min(budget.room());
         }
-        if room == 0 && self.spares.is_empty() && self.pool.cycles() {
+        if room == 0 && self.spares.is_empty() && options.runtime == Runtime::Python && self.pool.cycles() {
             self.make_room_for_a_spare(options);
             return;
         }
@@ -163,23 +175,39 @@ impl EvalEngine {
 
     /// In a pool whose sessions take turns, the least recently used idle one
     /// is hibernated in the background to keep a spare: a wake then only
-    /// loads its variables. The spare starts at once, one over the limit
-    /// while that kernel is saved (a call right after this one waits for the
-    /// spare rather than starting a kernel of its own); one at a time.
+    /// loads its variables. Without a shared budget the spare starts at
+    /// once, one over the limit while that kernel is saved (a call right
+    /// after this one waits for the spare rather than starting a kernel of
+    /// its own), and is stopped again if none could be; under a budget,
+    /// which other engines draw on too, it starts once there is room. One
+    /// at a time; [`EvalEngine::dispose_all`] stops it.
     fn make_room_for_a_spare(&self, options: &KernelOptions) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
-        if self.pool.oldest_hibernatable().is_none()
-            || self.config.kernel_budget.as_ref().is_some_and(|budget| budget.room() == 0)
-            || self.spare_room.swap(true, std::sync::atomic::Ordering::SeqCst)
-        {
+        if self.pool.oldest_hibernatable().is_none() || self.spare_room.swap(true, Ordering::SeqCst) {
             return;
         }
-        self.spares.fill(options, 1);
-        let (pool, busy) = (self.pool.clone(), self.spare_room.clone());
-        handle.spawn(async move {
-            pool.hibernate_for_spare().await;
-            busy.store(false, std::sync::atomic::Ordering::SeqCst);
+        let budget = self.config.kernel_budget.clone();
+        if budget.is_none() {
+            self.spares.fill(options, 1);
+        }
+        let (pool, spares, busy, options) =
+            (self.pool.clone(), self.spares.clone(), SpareRoom(self.spare_room.clone()), options.clone());
+        let task = handle.spawn(async move {
+            let _busy = busy;
+            let hibernated = pool.hibernate_for_spare().await;
+            let live = pool.live_count(None);
+            match &budget {
+                None if !hibernated => {
+                    spares.shed(pool.limits().max_kernels.saturating_sub(live), None).await;
+                }
+                None => {}
+                Some(budget) => {
+                    let room = pool.limits().max_kernels.saturating_sub(live + spares.len()).min(budget.room());
+                    spares.fill(&options, room);
+                }
+            }
         });
+        self.spare_task.lock().unwrap().replace(task);
     }
 
     /// Room for one more kernel in the shared budget, if there is one: warm
@@ -420,6 +448,10 @@ impl EvalEngine {
     /// Shut every kernel down (host exit, SIGINT/SIGTERM).
     pub async fn dispose_all(&self) {
         self.drop_checkpoints(None);
+        let making_room = self.spare_task.lock().unwrap().take();
+        if let Some(task) = making_room {
+            let _ = task.await; // its kernel is saved (or left) before the pool stops them all
+        }
         self.spares.dispose_all().await;
         self.pool.dispose_all().await;
         // Fork servers end once no kernel forked from them is left.
