@@ -85,7 +85,7 @@ async fn the_least_recently_used_session_hibernates_to_make_room_and_keeps_its_s
 async fn a_pool_whose_sessions_take_turns_keeps_a_spare_for_the_next_wake() {
     let f = fixture(|c| c.pool.max_kernels = 3);
     for session in ["a", "b", "c"] {
-        eval_in(&f.engine, session, EvalParams::code(&format!("v = {session:?}"))).await;
+        eval_in(&f.engine, session, EvalParams::code(format!("v = {session:?}"))).await;
     }
     // Three live kernels and no room for a spare, as a spare never puts away a kernel in use...
     assert!(f.engine.spare_pids().is_empty() && !f.engine.is_hibernated("a"));
