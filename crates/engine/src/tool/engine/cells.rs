@@ -299,7 +299,6 @@ impl EvalEngine {
         if interpreter.runtime == Runtime::Python {
             self.wake_if_hibernated(guard, &kernel).await;
         }
-        // After a wake: a spare's start (and putting away a kernel to make room for it) would slow the loading.
         self.fill_spare(&options);
         Ok(kernel)
     }
