@@ -102,6 +102,18 @@ impl KernelPool {
     /// Hibernate the least recently used idle Python kernel, to make room in
     /// a shared budget of `limit` kernels. True if one was stopped.
     pub async fn hibernate_oldest(&self, limit: usize) -> bool {
+        // Another engine's start waits for this: a kernel that cannot be saved soon is left running.
+        let why = format!("to stay within a budget of {limit} live kernels");
+        let hibernated = self.hibernate_least_recent(&why, BUDGET_SNAPSHOT_TIMEOUT).await;
+        if hibernated {
+            self.took_a_turn();
+        }
+        hibernated
+    }
+
+    /// Hibernate the least recently used idle Python kernel that can be saved
+    /// within `timeout` (`why` goes into its wake note). True if one was.
+    async fn hibernate_least_recent(&self, why: &str, timeout: Duration) -> bool {
         if self.hibernation.is_none() {
             return false;
         }
@@ -109,12 +121,8 @@ impl KernelPool {
         slots.retain(|slot| hibernatable(slot));
         slots.sort_by_key(|slot| std::cmp::Reverse(slot.idle_for()));
         for slot in slots {
-            // Another engine's start waits for this: a kernel that cannot be saved soon is left running.
-            let why = format!("to stay within a budget of {limit} live kernels");
-            let how = PutAway::OnlyHibernated(BUDGET_SNAPSHOT_TIMEOUT);
-            if self.put_away(&slot, why, String::new(), how).await.is_some() {
+            if self.put_away(&slot, why.to_string(), String::new(), PutAway::OnlyHibernated(timeout)).await.is_some() {
                 self.evictions.lock().unwrap().limit += 1;
-                self.took_a_turn();
                 return true;
             }
         }
@@ -141,18 +149,8 @@ impl KernelPool {
         if !self.cycles() {
             return false;
         }
-        let mut slots: Vec<Arc<Slot>> = self.slots.lock().unwrap().values().cloned().collect();
-        slots.retain(|slot| hibernatable(slot));
-        slots.sort_by_key(|slot| std::cmp::Reverse(slot.idle_for()));
-        let limit = self.limits.max_kernels;
-        for slot in slots {
-            let why = format!("to stay within {limit} live kernels, a warm one kept ready");
-            if self.put_away(&slot, why, String::new(), PutAway::OnlyHibernated(SNAPSHOT_TIMEOUT)).await.is_some() {
-                self.evictions.lock().unwrap().limit += 1;
-                return true;
-            }
-        }
-        false
+        let why = format!("to stay within {} live kernels, a warm one kept ready", self.limits.max_kernels);
+        self.hibernate_least_recent(&why, SNAPSHOT_TIMEOUT).await
     }
 
     /// Before starting a kernel in `starting`: stop least recently used idle
