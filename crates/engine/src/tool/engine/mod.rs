@@ -17,7 +17,7 @@ pub use checkpoints::UndoReport;
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -44,8 +44,7 @@ pub struct EvalEngine {
     config: EngineConfig,
     pool: Arc<KernelPool>,
     spares: Arc<SparePool>,
-    /// A kernel is being hibernated to make room for a spare ([`EvalEngine::fill_spare`]), by this task.
-    spare_room: Arc<AtomicBool>,
+    /// The task hibernating a kernel to make room for a spare, while it runs ([`EvalEngine::fill_spare`]).
     spare_task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     artifacts: Arc<ArtifactStore>,
     calls: AtomicU64,
@@ -85,7 +84,6 @@ impl EvalEngine {
             pool,
             bridge_permits: crate::bridge::Dispatcher::permits_for(&config.bridge),
             spares,
-            spare_room: Arc::default(),
             spare_task: Default::default(),
             artifacts,
             config,

@@ -1,22 +1,9 @@
 //! Warm spares: kept within the live-kernel limit, made room for in a pool
 //! whose sessions take turns, and given way to under a shared budget.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use super::EvalEngine;
 use crate::kernel::{KernelError, KernelOptions};
 use crate::runtime::Runtime;
-
-/// Clears [`EvalEngine`]'s "making room for a spare" flag when dropped, even
-/// if the task doing it panics.
-struct SpareRoom(Arc<AtomicBool>);
-
-impl Drop for SpareRoom {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::SeqCst);
-    }
-}
 
 impl EvalEngine {
     /// Pids of the warm spares that are ready (not yet handed out).
@@ -73,17 +60,16 @@ impl EvalEngine {
     /// at a time; [`EvalEngine::dispose_all`] stops it.
     fn make_room_for_a_spare(&self, options: &KernelOptions) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else { return };
-        if self.pool.oldest_hibernatable().is_none() || self.spare_room.swap(true, Ordering::SeqCst) {
+        let mut making_room = self.spare_task.lock().unwrap();
+        if making_room.as_ref().is_some_and(|task| !task.is_finished()) || self.pool.oldest_hibernatable().is_none() {
             return;
         }
         let budget = self.config.kernel_budget.clone();
         if budget.is_none() {
             self.spares.fill(options, 1);
         }
-        let (pool, spares, busy, options) =
-            (self.pool.clone(), self.spares.clone(), SpareRoom(self.spare_room.clone()), options.clone());
+        let (pool, spares, options) = (self.pool.clone(), self.spares.clone(), options.clone());
         let task = handle.spawn(async move {
-            let _busy = busy;
             let hibernated = pool.hibernate_for_spare().await;
             let live = pool.live_count(None);
             match &budget {
@@ -97,7 +83,7 @@ impl EvalEngine {
                 }
             }
         });
-        self.spare_task.lock().unwrap().replace(task);
+        *making_room = Some(task);
     }
 
     /// Room for one more kernel in the shared budget, if there is one: warm
