@@ -4,16 +4,21 @@
 //! only bounded text in memory while nothing is lost. Files live in a folder
 //! per session: `<root>/<session-hash>/<millis>-<seq>.log`, and the id is
 //! `<session-hash>-<millis>-<seq>`: an id names its file without ever being
-//! used as a path, so no id can reach outside the store.
+//! used as a path, so no id can reach outside the store. Output that stays
+//! small is written when its call ends, off the call's path
+//! ([`super::artifact_saver`]).
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 
 use sha2::{Digest, Sha256};
+
+use super::artifact_saver::{SMALL_BYTES, Saver};
 
 /// URI scheme of artifact links.
 pub const SCHEME: &str = "artifact://";
@@ -52,11 +57,24 @@ pub struct ArtifactStore {
     root: PathBuf,
     max_bytes: u64,
     sequence: AtomicU64,
+    saver: Arc<Saver>,
+}
+
+impl Drop for ArtifactStore {
+    fn drop(&mut self) {
+        self.saver.close();
+    }
 }
 
 impl ArtifactStore {
     pub fn new(root: impl Into<PathBuf>, max_bytes: u64) -> Self {
-        ArtifactStore { root: root.into(), max_bytes, sequence: AtomicU64::new(1) }
+        ArtifactStore { root: root.into(), max_bytes, sequence: AtomicU64::new(1), saver: Arc::default() }
+    }
+
+    /// Wait until the output of every call that has ended is on disk (see
+    /// [`super::artifact_saver`]); every read of the store does this first.
+    pub fn settle(&self) {
+        self.saver.settle();
     }
 
     /// `$CELLBOX_ARTIFACTS_DIR`, else `<cache>/cellbox/artifacts`.
@@ -80,9 +98,15 @@ impl ArtifactStore {
             .unwrap_or(0);
         let seq = self.sequence.fetch_add(1, Ordering::Relaxed);
         let id = format!("{session_hash}-{millis}-{seq}");
+        let path = self.root.join(&session_hash).join(format!("{millis}-{seq}.log"));
+        let saver = self.saver.may_defer(&path).then(|| self.saver.clone());
+        let earlier_failures = self.saver.take_failures(&path);
         ArtifactWriter {
-            path: self.root.join(&session_hash).join(format!("{millis}-{seq}.log")),
+            path,
             id,
+            saver,
+            proven_by: self.saver.clone(),
+            earlier_failures,
             sink: Sink::Unopened,
             opened: false,
             written: 0,
@@ -106,6 +130,7 @@ impl ArtifactStore {
             return Err(invalid());
         }
         let path = self.root.join(session).join(format!("{millis}-{seq}.log"));
+        self.settle();
         if !path.is_file() {
             return Err(ArtifactError::NotFound(bare.to_string(), self.root.clone()));
         }
@@ -116,6 +141,7 @@ impl ArtifactStore {
     /// folders left empty. Returns how many files were removed.
     pub fn prune(&self, max_age: std::time::Duration) -> usize {
         let Some(cutoff) = std::time::SystemTime::now().checked_sub(max_age) else { return 0 };
+        self.settle();
         let Ok(sessions) = std::fs::read_dir(&self.root) else { return 0 };
         let mut removed = 0;
         for session in sessions.flatten() {
@@ -141,6 +167,7 @@ impl ArtifactStore {
     /// The artifacts of `session`, newest first: (id, size in bytes).
     pub fn list(&self, session: &str) -> Vec<(String, u64)> {
         let hash = session_hash(session);
+        self.settle();
         let Ok(entries) = std::fs::read_dir(self.root.join(&hash)) else { return Vec::new() };
         let mut found: Vec<(u64, u64, String, u64)> = entries
             .flatten()
@@ -169,6 +196,13 @@ impl ArtifactStore {
     }
 }
 
+/// The id of the artifact file `path` (`<folder>/<millis>-<seq>.log`).
+pub(super) fn id_of(path: &Path) -> Option<String> {
+    let folder = path.parent()?.file_name()?.to_str()?;
+    let name = path.file_name()?.to_str()?.strip_suffix(".log")?;
+    Some(format!("{folder}-{name}"))
+}
+
 /// Whether `name` is what [`session_hash`] produces: 8 lowercase hex digits.
 fn is_session_folder_name(name: &str) -> bool {
     name.len() == 8 && name.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
@@ -193,6 +227,8 @@ const QUEUED_BATCHES: usize = 4;
 enum Sink {
     /// Nothing written yet, so no file.
     Unopened,
+    /// Small output so far, for the store's saver when the call ends.
+    Memory(Vec<u8>),
     /// The first [`BACKGROUND_AFTER`] bytes: written on the caller's thread.
     Direct(BufWriter<File>),
     /// Bulk output: batches for the writer thread, in order.
@@ -212,6 +248,13 @@ enum Sink {
 pub struct ArtifactWriter {
     id: String,
     path: PathBuf,
+    /// Where small output goes when the call ends; `None`: the file is
+    /// written during the call (the session's first, or bulk output).
+    saver: Option<Arc<Saver>>,
+    /// Told when a file of this session was written during its call.
+    proven_by: Arc<Saver>,
+    /// Small outputs of this session's earlier calls that could not be saved.
+    earlier_failures: Vec<String>,
     sink: Sink,
     opened: bool,
     written: u64,
@@ -248,21 +291,21 @@ impl ArtifactWriter {
         self.failed.as_ref()
     }
 
+    /// What of this session's earlier calls could not be saved after they ended.
+    pub fn earlier_failures(&self) -> &[String] {
+        &self.earlier_failures
+    }
+
     pub fn write(&mut self, text: &str) {
         if self.capped || self.failed.is_some() || text.is_empty() {
             return;
         }
         if matches!(self.sink, Sink::Unopened) {
-            match open_private(&self.path) {
-                Ok(file) => {
-                    self.sink = Sink::Direct(BufWriter::with_capacity(1 << 16, file));
-                    self.opened = true;
-                }
-                Err(source) => {
-                    self.failed = Some(ArtifactError::Create { path: self.path.clone(), source });
-                    self.sink = Sink::Closed;
-                    return;
-                }
+            if self.saver.is_some() {
+                self.sink = Sink::Memory(Vec::with_capacity(text.len().clamp(256, SMALL_BYTES)));
+                self.opened = true;
+            } else if !self.open() {
+                return;
             }
         }
         let room = self.max_bytes.saturating_sub(self.written);
@@ -286,11 +329,43 @@ impl ArtifactWriter {
         }
     }
 
+    /// Open the file for what is written from now on; false (and why,
+    /// kept) when it cannot be.
+    fn open(&mut self) -> bool {
+        match open_private(&self.path) {
+            Ok(file) => {
+                self.sink = Sink::Direct(BufWriter::with_capacity(1 << 16, file));
+                self.opened = true;
+                true
+            }
+            Err(source) => {
+                self.failed = Some(ArtifactError::Create { path: self.path.clone(), source });
+                self.sink = Sink::Closed;
+                false
+            }
+        }
+    }
+
     /// Send bytes on to the file, moving the writing to its own thread once
     /// the output is bulk.
     fn emit(&mut self, bytes: &[u8]) {
         if bytes.is_empty() {
             return;
+        }
+        if let Sink::Memory(kept) = &mut self.sink {
+            if kept.len() + bytes.len() <= SMALL_BYTES {
+                kept.extend_from_slice(bytes);
+                return;
+            }
+            // No longer small: the file takes what was kept, then the rest.
+            let kept = std::mem::take(kept);
+            if !self.open() {
+                return;
+            }
+            self.emit(&kept);
+            if self.failed.is_some() {
+                return;
+            }
         }
         if matches!(self.sink, Sink::Direct(_)) && self.written + bytes.len() as u64 > BACKGROUND_AFTER {
             self.go_background();
@@ -312,7 +387,7 @@ impl ArtifactWriter {
                     }
                 }
             }
-            Sink::Unopened | Sink::Closed => {}
+            Sink::Unopened | Sink::Memory(_) | Sink::Closed => {}
         }
     }
 
@@ -355,11 +430,15 @@ impl ArtifactWriter {
     /// thread (if any) to finish, so the artifact is whole when this returns.
     fn close(&mut self) {
         match std::mem::replace(&mut self.sink, Sink::Closed) {
-            Sink::Direct(mut file) => {
-                if let Err(source) = file.flush() {
-                    self.fail(ArtifactError::Write { path: self.path.clone(), source });
+            Sink::Memory(kept) => {
+                if let Some(saver) = &self.saver {
+                    saver.save(self.path.clone(), kept);
                 }
             }
+            Sink::Direct(mut file) => match file.flush() {
+                Err(source) => self.fail(ArtifactError::Write { path: self.path.clone(), source }),
+                Ok(()) => self.proven_by.proven(&self.path),
+            },
             Sink::Background { batch, queue, thread, .. } => {
                 if !batch.is_empty() {
                     let _ = queue.send(batch);
@@ -384,10 +463,18 @@ impl ArtifactWriter {
 /// Room for one more read beyond a full batch, so a batch is not regrown.
 const READ_SLACK: usize = 64 << 10;
 
-fn open_private(path: &Path) -> std::io::Result<File> {
-    let parent = path.parent().expect("artifact files live in a folder");
-    crate::paths::private_dir_builder().create(parent)?;
-    crate::paths::private_file_options().create(true).append(true).open(path)
+/// The session's folder is made only when the file cannot be opened without
+/// it: after its first call it is there, and every call opens a file.
+pub(super) fn open_private(path: &Path) -> std::io::Result<File> {
+    let open = || crate::paths::private_file_options().create(true).append(true).open(path);
+    match open() {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let parent = path.parent().expect("artifact files live in a folder");
+            crate::paths::private_dir_builder().create(parent)?;
+            open()
+        }
+        opened => opened,
+    }
 }
 
 #[cfg(test)]

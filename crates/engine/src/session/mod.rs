@@ -434,9 +434,19 @@ pub fn private_bytes(pid: u32) -> Option<u64> {
 }
 
 /// Resident memory of a process, from /proc (Linux); None elsewhere.
+///
+/// Read after every call (the memory limit's check), so from `statm`: one
+/// short line the kernel makes cheaply, where `status` formats fifty fields.
 pub fn resident_bytes(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+    use std::io::Read;
+    #[cfg(unix)]
+    let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok()?? as u64;
+    #[cfg(not(unix))]
+    let page = 4096u64;
+    let mut file = std::fs::File::open(format!("/proc/{pid}/statm")).ok()?;
+    let mut line = [0u8; 256];
+    let read = file.read(&mut line).ok()?;
+    // size resident shared text lib data dt, in pages
+    let pages: u64 = std::str::from_utf8(&line[..read]).ok()?.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * page)
 }

@@ -66,6 +66,12 @@ impl Evidence {
         }
     }
 
+    /// Whether nothing seen so far reads as a refusal (most calls): there is
+    /// then nothing to explain, and nothing of the policy to work out.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty() && self.finish().is_none()
+    }
+
     /// The stream's last line, had it no end of line.
     fn finish(&self) -> Option<&str> {
         (!self.partial.is_empty() && self.lines.len() < MAX_LINES && carries_refusal(&self.partial))

@@ -81,7 +81,8 @@ impl EvalEngine {
     /// gateway kernels, which the sandbox does not reach.
     pub(super) fn explain_denials(&self, collector: &mut Collector, cwd: &Path) {
         // Gateway kernels are outside the sandbox; where it is not enforced, nothing is its doing.
-        if !matches!(self.config.backend, Backend::Process)
+        if collector.evidence().is_empty()
+            || !matches!(self.config.backend, Backend::Process)
             || crate::sandbox::filesystem_unenforceable(&self.config.sandbox).is_some()
         {
             return;

@@ -1,0 +1,231 @@
+//! Small artifacts written after their call instead of during it.
+//!
+//! Most calls print a few lines, and making a file for them (a new inode and
+//! a directory entry) cost more than the rest of a warm call together. Output
+//! that stays under [`SMALL_BYTES`] is kept in memory while the call runs and
+//! handed here when it ends; one thread per store writes the files in order.
+//!
+//! Nothing is lost on the way: every read of the store waits for the files
+//! queued before it ([`Saver::settle`]), the store waits for all of them when
+//! it is dropped and when its engine is disposed, and a file that could not be
+//! written is named in the next result of its session. A session's first
+//! artifact is always written during its call, so a store that cannot be
+//! written at all says so in the very result whose output it could not keep.
+
+use std::collections::{HashSet, VecDeque};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+
+/// Output up to this size waits in memory for the end of its call.
+pub(super) const SMALL_BYTES: usize = 64 << 10;
+
+/// Bytes queued at most: past this, a call's end waits for the thread (as it
+/// waited for a slow disk before), so memory stays bounded.
+const MAX_QUEUED_BYTES: usize = 8 << 20;
+
+/// Failed writes remembered for their sessions' next results, at most.
+const MAX_FAILURES: usize = 64;
+
+/// The writer of one store's small artifacts.
+#[derive(Debug, Default)]
+pub(super) struct Saver {
+    state: Mutex<State>,
+    /// Work was queued, or the store is going away.
+    work: Condvar,
+    /// A file was written (or failed): the queue shrank.
+    progress: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    queue: VecDeque<(PathBuf, Vec<u8>)>,
+    queued_bytes: usize,
+    /// The thread is writing a file it took off the queue.
+    busy: bool,
+    thread_started: bool,
+    closing: bool,
+    /// Session folders this store has written a file into: later files there
+    /// may wait for the end of their call.
+    proven: HashSet<OsString>,
+    /// (session folder, what could not be saved), for that session's next result.
+    failures: Vec<(OsString, String)>,
+}
+
+impl Saver {
+    /// Whether `path`'s output may be kept until its call ends.
+    pub(super) fn may_defer(&self, path: &Path) -> bool {
+        folder_of(path).is_some_and(|folder| self.state.lock().unwrap().proven.contains(&folder))
+    }
+
+    /// A file of `path`'s session folder was written during its call.
+    pub(super) fn proven(&self, path: &Path) {
+        if let Some(folder) = folder_of(path) {
+            self.state.lock().unwrap().proven.insert(folder);
+        }
+    }
+
+    /// Write `bytes` as the file `path`, soon. Waits only while the queue is full.
+    pub(super) fn save(self: &Arc<Self>, path: PathBuf, bytes: Vec<u8>) {
+        let mut state = self.state.lock().unwrap();
+        if !state.thread_started {
+            let saver = self.clone();
+            let spawned = std::thread::Builder::new().name("cellbox-artifacts".into()).spawn(move || saver.run());
+            if spawned.is_err() {
+                drop(state);
+                return self.write(&path, &bytes);
+            }
+            state.thread_started = true;
+        }
+        while state.queued_bytes > MAX_QUEUED_BYTES {
+            state = self.progress.wait(state).unwrap();
+        }
+        state.queued_bytes += bytes.len();
+        state.queue.push_back((path, bytes));
+        drop(state);
+        self.work.notify_one();
+    }
+
+    /// Wait until every file queued so far is on disk (or has failed).
+    pub(super) fn settle(&self) {
+        let mut state = self.state.lock().unwrap();
+        while !state.queue.is_empty() || state.busy {
+            state = self.progress.wait(state).unwrap();
+        }
+    }
+
+    /// What of `path`'s session could not be saved since its last result.
+    pub(super) fn take_failures(&self, path: &Path) -> Vec<String> {
+        let Some(folder) = folder_of(path) else { return Vec::new() };
+        let mut state = self.state.lock().unwrap();
+        let (theirs, others) = std::mem::take(&mut state.failures).into_iter().partition(|(f, _)| *f == folder);
+        state.failures = others;
+        theirs.into_iter().map(|(_, failure)| failure).collect()
+    }
+
+    /// Write what is queued, then let the thread end.
+    pub(super) fn close(&self) {
+        self.state.lock().unwrap().closing = true;
+        self.work.notify_all();
+        self.settle();
+    }
+
+    fn run(&self) {
+        let mut state = self.state.lock().unwrap();
+        loop {
+            let Some((path, bytes)) = state.queue.pop_front() else {
+                if state.closing {
+                    state.thread_started = false;
+                    return;
+                }
+                state = self.work.wait(state).unwrap();
+                continue;
+            };
+            state.busy = true;
+            drop(state);
+            self.write(&path, &bytes);
+            state = self.state.lock().unwrap();
+            state.busy = false;
+            state.queued_bytes -= bytes.len();
+            self.progress.notify_all();
+        }
+    }
+
+    fn write(&self, path: &Path, bytes: &[u8]) {
+        use std::io::Write;
+        let written = super::artifacts::open_private(path).and_then(|mut file| file.write_all(bytes));
+        if let Err(error) = written {
+            let id = super::artifacts::id_of(path).unwrap_or_default();
+            let failure = format!("The full output of an earlier call (artifact://{id}) could not be saved: {error}.");
+            tracing::warn!("{failure}");
+            let mut state = self.state.lock().unwrap();
+            if state.failures.len() < MAX_FAILURES {
+                state.failures.push((folder_of(path).unwrap_or_default(), failure));
+            }
+        }
+    }
+}
+
+fn folder_of(path: &Path) -> Option<OsString> {
+    Some(path.parent()?.file_name()?.to_os_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::artifacts::{ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES};
+    use super::SMALL_BYTES;
+
+    /// A session's first artifact is written during its call (proving its
+    /// folder can be written); the writer after it may defer.
+    fn proven_store(dir: &std::path::Path, session: &str) -> ArtifactStore {
+        let store = ArtifactStore::new(dir, DEFAULT_MAX_ARTIFACT_BYTES);
+        let mut first = store.create(session);
+        first.write("first\n");
+        first.finish();
+        assert!(first.failure().is_none());
+        store
+    }
+
+    #[test]
+    fn small_output_saved_after_its_call_is_read_listed_and_kept_when_the_store_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = proven_store(dir.path(), "s");
+        let mut ids = Vec::new();
+        for i in 0..50 {
+            let mut writer = store.create("s");
+            writer.write(&format!("call {i}\n"));
+            writer.finish();
+            assert!(writer.exists() && writer.failure().is_none());
+            ids.push(writer.id().to_string());
+        }
+        let (text, size) = store.read(&ids[49], 0, 100).unwrap();
+        assert_eq!((text.as_str(), size), ("call 49\n", 8));
+        assert_eq!(store.list("s").len(), 51);
+        let last = {
+            let mut writer = store.create("s");
+            writer.write("the last\n");
+            writer.finish();
+            writer.id().to_string()
+        };
+        drop(store);
+        let again = ArtifactStore::new(dir.path(), DEFAULT_MAX_ARTIFACT_BYTES);
+        assert_eq!(again.read(&last, 0, 100).unwrap().0, "the last\n");
+    }
+
+    #[test]
+    fn output_that_outgrows_memory_goes_to_its_file_whole_and_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = proven_store(dir.path(), "s");
+        let mut writer = store.create("s");
+        let mut expected = String::new();
+        for i in 0..3 * SMALL_BYTES / 1000 {
+            let piece = format!("{i:06} {}\n", "x".repeat(992));
+            writer.write(&piece);
+            expected.push_str(&piece);
+        }
+        writer.finish();
+        assert!(writer.failure().is_none());
+        let (text, size) = store.read(writer.id(), 0, expected.len() + 1).unwrap();
+        assert_eq!(size, expected.len() as u64);
+        assert!(text == expected, "the artifact differs");
+    }
+
+    #[test]
+    fn a_file_that_could_not_be_saved_after_its_call_is_named_in_the_sessions_next_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = proven_store(dir.path(), "s");
+        let folder = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+        std::fs::remove_dir_all(&folder).unwrap();
+        std::fs::write(&folder, "not a folder").unwrap();
+        let mut lost = store.create("s");
+        lost.write("lost\n");
+        lost.finish();
+        store.settle();
+        let other = store.create("another session");
+        assert!(other.earlier_failures().is_empty(), "only its own session is told");
+        let next = store.create("s");
+        let [failure] = next.earlier_failures() else { panic!("{:?}", next.earlier_failures()) };
+        assert!(failure.contains(&format!("artifact://{}", lost.id())) && failure.contains("could not be saved"));
+        assert!(store.create("s").earlier_failures().is_empty(), "told once");
+    }
+}
