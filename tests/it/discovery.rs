@@ -456,3 +456,28 @@ fn mise_config_upward_its_variable_and_what_it_leaves_to_mise() {
         Outcome::Uncertain { manager: Manager::Mise, .. }
     ));
 }
+
+/// What the engine asks before every call, on its own thread: an answer only
+/// from probes made before, and none (so the caller probes on the blocking
+/// pool) as soon as a candidate appears that was never probed.
+#[test]
+fn a_known_answer_needs_an_earlier_probe_and_a_new_venv_goes_back_to_probing() {
+    let root = tempfile::tempdir().unwrap();
+    let cwd = root.path().join("project");
+    let bin_dir = root.path().join("pathbin");
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    std::os::unix::fs::symlink(common::python(), bin_dir.join("python3")).unwrap();
+    let input = DiscoveryInput { path: Some(bin_dir.clone().into_os_string()), ..bare_input(&cwd) };
+    assert!(discovery::resolve_known(&input, false).is_none(), "never probed in this folder");
+    let probed = resolve(&input);
+    let known = discovery::resolve_known(&input, false).expect("probed now").unwrap();
+    assert_eq!((known.source, known.executable), (probed.source, probed.executable));
+
+    make_venv(&cwd.join(".venv"));
+    assert!(discovery::resolve_known(&input, false).is_none(), "the new venv is not probed yet");
+    let venv = resolve(&input);
+    assert_eq!(venv.source, PythonSource::ProjectDotVenv);
+    assert_eq!(discovery::resolve_known(&input, false).unwrap().unwrap().source, PythonSource::ProjectDotVenv);
+    assert!(discovery::resolve_known(&input, true).is_some(), "skipping the check never needs a probe");
+}

@@ -90,6 +90,24 @@ pub fn skip_check_from_env() -> bool {
 /// followed to its interpreter first (from the cache when nothing changed),
 /// so the probe runs, or is remembered for, the real binary.
 pub fn resolve(input: &DiscoveryInput, skip_check: bool) -> Result<ResolvedPython, DiscoveryError> {
+    let mut probe = |run: &std::path::Path| Some(probe::probe(run, &input.cwd, &input.sandbox));
+    resolve_by(input, skip_check, &mut probe).expect("a probe always answers")
+}
+
+/// [`resolve`] when every interpreter it tries was probed before in this
+/// process, else `None`. What is left is reading file metadata and a few
+/// small files (a shim's resolution), which a caller may do on its own
+/// thread before each call; a probe starts the interpreter, which it may not.
+pub fn resolve_known(input: &DiscoveryInput, skip_check: bool) -> Option<Result<ResolvedPython, DiscoveryError>> {
+    resolve_by(input, skip_check, &mut |run| probe::known(run, &input.cwd).map(Ok))
+}
+
+/// [`resolve`] with `probe` answering for each candidate (`None`: stop, no answer).
+fn resolve_by(
+    input: &DiscoveryInput,
+    skip_check: bool,
+    probe: &mut dyn FnMut(&std::path::Path) -> Option<Result<probe::ProbeInfo, ProbeError>>,
+) -> Option<Result<ResolvedPython, DiscoveryError>> {
     let mut attempts = Vec::new();
     for candidate in sources::candidates(input) {
         let Candidate { source, interpreter, activation } = candidate;
@@ -111,7 +129,7 @@ pub fn resolve(input: &DiscoveryInput, skip_check: bool) -> Result<ResolvedPytho
         };
         let run = via.as_ref().map_or(&interpreter, |f| &f.interpreter).clone();
         if skip_check {
-            return Ok(ResolvedPython {
+            return Some(Ok(ResolvedPython {
                 source,
                 executable: run,
                 interpreter,
@@ -119,11 +137,11 @@ pub fn resolve(input: &DiscoveryInput, skip_check: bool) -> Result<ResolvedPytho
                 activation,
                 via,
                 unfollowed,
-            });
+            }));
         }
-        match probe::probe(&run, &input.cwd, &input.sandbox) {
+        match probe(&run)? {
             Ok(info) => {
-                return Ok(ResolvedPython {
+                return Some(Ok(ResolvedPython {
                     source,
                     interpreter,
                     executable: info.executable,
@@ -131,10 +149,10 @@ pub fn resolve(input: &DiscoveryInput, skip_check: bool) -> Result<ResolvedPytho
                     activation,
                     via,
                     unfollowed,
-                });
+                }));
             }
             Err(problem) => attempts.push(Attempt { source, interpreter, problem: problem.to_string() }),
         }
     }
-    Err(DiscoveryError { attempts })
+    Some(Err(DiscoveryError { attempts }))
 }

@@ -100,6 +100,14 @@ pub fn probe(interpreter: &Path, cwd: &Path, policy: &SandboxPolicy) -> Result<P
     Ok(info)
 }
 
+/// What [`probe`] found for `interpreter` in `cwd` earlier in this process,
+/// without probing: `None` when it was never probed (or is being probed now).
+pub fn known(interpreter: &Path, cwd: &Path) -> Option<ProbeInfo> {
+    let key = (cwd.to_path_buf(), interpreter.to_path_buf());
+    let slot = cache().lock().unwrap().get(&key)?.clone();
+    slot.try_lock().ok()?.clone()
+}
+
 fn run_probe(interpreter: &Path, cwd: &Path, policy: &SandboxPolicy) -> Result<ProbeInfo, ProbeError> {
     let (mut command, _sandbox) = probe_command(interpreter, cwd, policy)?;
     // Isolated (-I): neither the working folder (a `json.py` planted there would

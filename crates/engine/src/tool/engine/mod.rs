@@ -519,14 +519,19 @@ impl EvalEngine {
         input
     }
 
+    /// Found again before every call (a `.venv` made since is used), on this
+    /// thread while that is only reading what was probed before: a hop to the
+    /// blocking pool and back cost more than the finding.
     async fn resolve_python(&self, cwd: &Path) -> Result<Interpreter, EvalError> {
         let input = self.discovery_input(cwd);
         let skip = discovery::skip_check_from_env();
-        tokio::task::spawn_blocking(move || discovery::resolve(&input, skip))
-            .await
-            .map_err(|e| EvalError::PythonUnavailable(e.to_string()))?
-            .map(Interpreter::from)
-            .map_err(|e| EvalError::PythonUnavailable(e.to_string()))
+        let found = match discovery::resolve_known(&input, skip) {
+            Some(found) => found,
+            None => tokio::task::spawn_blocking(move || discovery::resolve(&input, skip))
+                .await
+                .map_err(|e| EvalError::PythonUnavailable(e.to_string()))?,
+        };
+        found.map(Interpreter::from).map_err(|e| EvalError::PythonUnavailable(e.to_string()))
     }
 
     async fn resolve_node(&self, cwd: &Path) -> Result<Interpreter, EvalError> {
