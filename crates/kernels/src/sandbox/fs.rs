@@ -44,6 +44,13 @@ pub fn kernel_abi() -> i32 {
     if v < 0 { 0 } else { v as i32 }
 }
 
+/// [`check_abi`]'s answer, asked once: it does not change while the process
+/// runs, and the engine asks after every call.
+pub fn missing_once() -> Option<Unenforceable> {
+    static FOUND: std::sync::OnceLock<Option<Unenforceable>> = std::sync::OnceLock::new();
+    FOUND.get_or_init(|| check_abi().err()).clone()
+}
+
 /// Whether this kernel's Landlock can enforce the filesystem rules: ABI
 /// [`MIN_ABI`] or newer, else what is missing.
 pub fn check_abi() -> Result<(), Unenforceable> {

@@ -269,19 +269,11 @@ pub fn filesystem_unenforceable(policy: &SandboxPolicy) -> Option<Unenforceable>
         return None;
     }
     #[cfg(target_os = "linux")]
-    return landlock_missing();
+    return fs::missing_once();
     #[cfg(target_os = "macos")]
     return macos::check_sandbox_exec().err();
     #[cfg(not(any(target_os = "linux", target_os = "macos")))]
     return Some(Unenforceable::UnsupportedOs { os: std::env::consts::OS });
-}
-
-/// What this host's Landlock lacks, asked once: the answer does not change
-/// while the process runs, and the engine asks after every call.
-#[cfg(target_os = "linux")]
-fn landlock_missing() -> Option<Unenforceable> {
-    static FOUND: std::sync::OnceLock<Option<Unenforceable>> = std::sync::OnceLock::new();
-    FOUND.get_or_init(|| fs::check_abi().err()).clone()
 }
 
 /// [`SandboxPolicy::describe_for_model`] for what this host really enforces:
