@@ -20,6 +20,10 @@ private close-on-exec fds near the top of the fd table, points fd 0 at
   frame written between the two is therefore in its exact place among the
   output (see `capture.py`).
 
+On Linux the host also gives a small memory file (`--started-fd`): the id of
+each request the runner begins is written there instead of a `started` frame,
+and the host reads it only when this process has died (see `begin`).
+
 On Windows the host passes the frame and diagnostics pipes as inherited
 handles (`--frames-handle`, `--diagnostics-handle`), opened here as fds.
 
@@ -30,6 +34,8 @@ import errno
 import os
 import sys
 import time
+
+from . import wire
 
 # Bound before the runner wraps them: repairs and notes must not be skipped or
 # reordered by the wrappers.
@@ -135,6 +141,7 @@ class Channel:
         if diagnostics_fd is None:
             diagnostics_fd = _handle_arg(argv, "--diagnostics-handle")
         control_fd = _arg(argv, "--control-fd")
+        started_fd = _arg(argv, wire.STARTED_FD_FLAG)
         self.host_pipes = frames_fd is not None
         self.requests = _private(0, floor)
         if self.host_pipes:
@@ -158,6 +165,12 @@ class Channel:
         if control_fd is not None:
             self.control = _private(control_fd, floor)
             os.close(control_fd)
+        # Where the id of each request begun goes instead of a `started` frame
+        # (`begin`), when the host made one.
+        self.started_page = None
+        if started_fd is not None:
+            self.started_page = _private(started_fd, floor)
+            os.close(started_fd)
         self._identities = {1: _identity(1), 2: _identity(2)}
         self._streams = {}  # "stdout"/"stderr" -> (the stream we installed, factory)
         self._buffer = bytearray(4)
@@ -166,6 +179,8 @@ class Channel:
         private = [self.requests, self.frames, self.diagnostics, self.saved[1], self.saved[2]]
         if self.control is not None:
             private.append(self.control)
+        if self.started_page is not None:
+            private.append(self.started_page)
         self.private = frozenset(private)
         self.on_fork_child = []  # callbacks run in a forked child (the writer stops)
         # True while the runner itself forks the kernel: that child keeps the protocol.
@@ -181,6 +196,19 @@ class Channel:
 
             self._control_socket = socket.socket(fileno=self.control)
         return self._control_socket
+
+    def begin(self, request_id, quoted_id, writer):
+        """Say that request `request_id` begins: into the started page when the
+        host made one (read only if this process dies, so the host is not
+        woken for it), else as a `started` frame."""
+        page = self.started_page
+        if page is not None:
+            try:
+                os.pwrite(page, request_id.encode("utf-8", "replace") + b"\n", 0)
+                return
+            except OSError:
+                pass
+        writer.send_raw(wire.started_line(quoted_id))
 
     def raw_close(self, fd):
         """Close `fd` even if it is private (the wrapped os.close would skip it)."""
@@ -208,6 +236,10 @@ class Channel:
                 _raw_dup2(received, target, target in (1, 2))
         for received in fds:
             self.raw_close(received)
+        # The page is its source's: this kernel says `started` to its own host.
+        if self.started_page is not None:
+            self.raw_close(self.started_page)
+            self.started_page = None
         self._identities = {1: _identity(1), 2: _identity(2)}
 
     def fault_file(self):
@@ -284,7 +316,7 @@ class Channel:
         itself (`forking`) keeps them: it is a kernel too."""
         if self.forking:
             return
-        for fd in (self.requests, self.frames, self.diagnostics, self.control):
+        for fd in (self.requests, self.frames, self.diagnostics, self.control, self.started_page):
             if fd is None:
                 continue
             try:

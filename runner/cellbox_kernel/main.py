@@ -199,9 +199,9 @@ class Kernel:
     def handle(self, request):
         self._request_id = request.id
         self._quoted_id = quoted_id = protocol.quote(request.id)
-        # Written at once, before any of the cell runs: the host blames a
-        # kernel's death on this cell only once it has read this frame.
-        self._writer.send_raw(wire.started_line(quoted_id))
+        # Said at once, before any of the cell runs: the host blames a
+        # kernel's death on this cell only once it knows the cell began.
+        self._channel.begin(request.id, quoted_id, self._writer)
         self._capture.begin(request.id)
         outcome = None
         try:

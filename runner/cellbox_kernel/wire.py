@@ -16,6 +16,9 @@ Standard library only (Python 3.8+).
 import json
 
 PROTOCOL_VERSION = 1
+# On the command line, with an fd: where the runner writes the id of each
+# request it begins (`id\n` at offset 0) instead of sending `started`.
+STARTED_FD_FLAG = "--started-fd"
 
 # Shared names.
 STATUS_MIME = "application/x-cellbox-status"

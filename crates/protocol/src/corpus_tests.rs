@@ -122,6 +122,8 @@ fn runner_homes_name_every_type() {
         );
     }
     let python = std::fs::read_to_string(repo().join("runner/cellbox_kernel/wire.py")).unwrap();
+    let flag = format!("STARTED_FD_FLAG = \"{}\"", protocol::STARTED_FD_FLAG);
+    assert!(python.contains(&flag), "wire.py does not declare {flag}");
     for name in fork_server::MESSAGE_TYPES {
         assert!(python.contains(&format!("\"{name}\"")), "wire.py does not name fork-server type {name:?}");
     }

@@ -28,6 +28,12 @@ pub use runner::*;
 /// refuses a runner that speaks another one.
 pub const PROTOCOL_VERSION: u32 = 1;
 
+/// On the runner's command line, with an fd: a memory file the host made,
+/// into which the runner writes the id of each request it begins (then a
+/// newline, at offset 0) instead of sending `started`. The host reads it only
+/// when the kernel has died. Given to the Python runner on Linux.
+pub const STARTED_FD_FLAG: &str = "--started-fd";
+
 /// The MIME type of a status event: a `display` bundle entry whose value is
 /// an object with an `op` (`cd`, `pip`, `phase`, `timeout`, ...) and fields of
 /// its own. Front ends show it as a progress line, not as output.

@@ -173,6 +173,21 @@ async fn crash_sigkill_from_outside_during_a_cell() {
     h.finish().await;
 }
 
+/// A cell that kills its kernel before writing anything: no output tells the
+/// host it began, only the runner's started page (Linux) or `started` frame.
+#[tokio::test]
+async fn crash_before_any_output_is_the_cells_doing() {
+    let h = harness();
+    let pid = h.start("s").await;
+    let result = h.run("s", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", 10).await;
+    assert_eq!(status(&result), CellStatus::Error, "{}", result.text);
+    assert_has(&result, "died during this cell (killed by signal 9");
+    assert!(!result.text.contains("previous kernel had died"), "not taken for a death before it: {}", result.text);
+    assert!(!h.engine.kernel_pids().contains(&pid));
+    h.next_call_works("s").await;
+    h.finish().await;
+}
+
 #[tokio::test]
 async fn crash_sigkill_from_outside_between_cells() {
     let h = harness();

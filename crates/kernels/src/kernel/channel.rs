@@ -9,6 +9,8 @@
 //! | 1, 2      | the cell's stdout and stderr, raw bytes | read              |
 //! | 3         | frames (moved to a private fd)         | read              |
 //! | 4         | the runner's own diagnostics (moved)   | read              |
+//! | 5         | the control socket (Python on Unix)     | read and write    |
+//! | 6         | the started page (Python on Linux)      | read after death  |
 //!
 //! Output bytes are decoded here ([`Utf8Stream`]): invalid UTF-8 becomes
 //! U+FFFD, and a sequence cut at the end of a read waits for its rest.
@@ -28,6 +30,10 @@ pub const DIAGNOSTICS_FD: RawFd = 4;
 /// The control socket (fork requests bring their fds on it), when there is one.
 #[cfg(unix)]
 pub const CONTROL_FD: RawFd = 5;
+/// The memory file the runner writes the id of each request it begins into
+/// (see `super::began`), when there is one.
+#[cfg(unix)]
+pub const STARTED_FD: RawFd = 6;
 /// Output pipes are enlarged to this (Linux), so bursts block the writer less.
 #[cfg(target_os = "linux")]
 const OUTPUT_PIPE_SIZE: i32 = 1 << 20;
@@ -79,25 +85,34 @@ fn grow(end: &PipeWriter) {
 fn grow(_end: &PipeWriter) {}
 
 /// In the forked child, before exec: put `frames` at fd 3, `diagnostics`
-/// at fd 4 and `control`, if any, at fd 5 (inheritable). Only
-/// async-signal-safe calls.
+/// at fd 4, `control`, if any, at fd 5 and `started`, if any, at fd 6
+/// (inheritable). Only async-signal-safe calls.
 ///
 /// All are first copied above fd 10, so none can be overwritten by another's
 /// `dup2` whatever numbers they had in the host.
 #[cfg(unix)]
-pub fn place_in_child(frames: RawFd, diagnostics: RawFd, control: Option<RawFd>) -> io::Result<()> {
+pub fn place_in_child(
+    frames: RawFd,
+    diagnostics: RawFd,
+    control: Option<RawFd>,
+    started: Option<RawFd>,
+) -> io::Result<()> {
     // An array, not a Vec: nothing may allocate between fork and exec.
-    let mut all = [(frames, FRAMES_FD), (diagnostics, DIAGNOSTICS_FD), (control.unwrap_or(-1), CONTROL_FD)];
-    let places = &mut all[..if control.is_some() { 3 } else { 2 }];
+    let mut all = [
+        (frames, FRAMES_FD),
+        (diagnostics, DIAGNOSTICS_FD),
+        (control.unwrap_or(-1), CONTROL_FD),
+        (started.unwrap_or(-1), STARTED_FD),
+    ];
     // SAFETY: plain fd syscalls on fds this child owns.
     unsafe {
-        for place in places.iter_mut() {
+        for place in all.iter_mut().filter(|place| place.0 >= 0) {
             place.0 = libc::fcntl(place.0, libc::F_DUPFD, 10);
             if place.0 < 0 {
                 return Err(io::Error::last_os_error());
             }
         }
-        for &(high, target) in places.iter() {
+        for &(high, target) in all.iter().filter(|place| place.0 >= 0) {
             if libc::dup2(high, target) < 0 {
                 return Err(io::Error::last_os_error());
             }

@@ -217,7 +217,16 @@ impl super::Kernel {
         } else {
             shared.sandbox.shared()
         };
-        let launched = launch::Launched { pid, exit, requests, guard, zygote: None, control: Some(control_host) };
+        // No started page: the fork says `started` (it closed its source's page).
+        let launched = launch::Launched {
+            pid,
+            exit,
+            requests,
+            guard,
+            zygote: None,
+            control: Some(control_host),
+            started_page: None,
+        };
         let fork = super::Kernel::attach(options, shared.runner.clone(), launched, host_ends, Some(shared.pid)).await?;
         if fork.ready_info().pid != pid {
             return Err(KernelError::ForkFailed(format!(

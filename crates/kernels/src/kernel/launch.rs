@@ -36,6 +36,9 @@ pub(super) struct Launched {
     /// The host's end of the kernel's control socket, on which forks of the
     /// kernel are asked for (Python on Linux; see [`super::fork`]).
     pub control: Option<super::control::ControlEnd>,
+    /// Where the runner writes which request it began, when it was given one
+    /// (see [`super::began`]); else it says `started`.
+    pub started_page: Option<super::began::StartedPage>,
 }
 
 /// Make the runner process for `options`, with `ends` as its output pipes.
@@ -53,9 +56,9 @@ pub(super) async fn launch(options: &KernelOptions, runner: &Path, ends: ChildEn
         Ok(None) => (None, None),
         Err(error) => return Err(spawn_error(error)),
     };
-    let host_args = host_args(&ends, child_control.is_some());
+    // A kernel from the fork server gets no started page: it says `started`.
     let mut argv = vec![runner.to_string_lossy().into_owned()];
-    argv.extend(host_args.iter().cloned());
+    argv.extend(host_args(&ends, child_control.is_some(), false));
     if let Some(forked) = zygote::fork(options, runner, &argv, &ends, &request_read, child_control.as_ref()).await {
         return Ok(Launched {
             pid: forked.pid,
@@ -64,18 +67,30 @@ pub(super) async fn launch(options: &KernelOptions, runner: &Path, ends: ChildEn
             guard: forked.guard,
             zygote: Some(forked.zygote),
             control,
+            started_page: None,
         });
     }
     // The fork server got copies of the ends (or none was used); the host
     // drops its own below, so end of file still means the kernel is gone.
-    let (pid, exit, guard) = spawn(options, runner, &host_args, ends, request_read, child_control)?;
-    Ok(Launched { pid, exit, requests, guard, zygote: None, control })
+    let started_page = super::began::StartedPage::create(options.runtime);
+    let spawn_args = host_args(&ends, child_control.is_some(), started_page.is_some());
+    let places = ChildPlaces { control: child_control, started_page: started_page.as_ref() };
+    let (pid, exit, guard) = spawn(options, runner, &spawn_args, ends, request_read, places)?;
+    Ok(Launched { pid, exit, requests, guard, zygote: None, control, started_page })
+}
+
+/// What a spawned runner gets beside its pipes.
+#[cfg_attr(not(unix), allow(dead_code, reason = "Windows kernels get neither"))]
+struct ChildPlaces<'a> {
+    control: Option<super::control::ControlEnd>,
+    started_page: Option<&'a super::began::StartedPage>,
 }
 
 /// What the runner is told after its own file: the host's pid and where its
 /// frames and diagnostics go (fd numbers on Unix, inherited handles on
-/// Windows), and its control socket's fd when it has one.
-fn host_args(ends: &ChildEnds, control: bool) -> Vec<String> {
+/// Windows), its control socket's fd when it has one, and its started page's
+/// when `started_page`.
+fn host_args(ends: &ChildEnds, control: bool, started_page: bool) -> Vec<String> {
     #[cfg(unix)]
     let (flag, frames, diagnostics) = {
         let _ = ends;
@@ -103,8 +118,12 @@ fn host_args(ends: &ChildEnds, control: bool) -> Vec<String> {
     if control {
         args.extend(["--control-fd".to_string(), channel::CONTROL_FD.to_string()]);
     }
+    #[cfg(unix)]
+    if started_page {
+        args.extend([crate::protocol::STARTED_FD_FLAG.to_string(), channel::STARTED_FD.to_string()]);
+    }
     #[cfg(not(unix))]
-    let _ = control;
+    let _ = (control, started_page);
     args
 }
 
@@ -148,9 +167,10 @@ fn spawn(
     host_args: &[String],
     ends: ChildEnds,
     requests: PipeReader,
-    control: Option<super::control::ControlEnd>,
+    places: ChildPlaces<'_>,
 ) -> Result<Spawned, KernelError> {
     use std::os::fd::AsRawFd;
+    let ChildPlaces { control, started_page } = places;
     let mut sandbox = crate::sandbox::prepare(&options.sandbox, &options.cwd, &options.env)?;
     let mut command = command(options, runner, host_args, &sandbox.wrapper);
     command
@@ -161,6 +181,7 @@ fn spawn(
     let frames_fd = ends.frames.as_raw_fd();
     let diagnostics_fd = ends.diagnostics.as_raw_fd();
     let control_fd = control.as_ref().map(AsRawFd::as_raw_fd);
+    let started_fd = started_page.map(super::began::StartedPage::raw_fd);
     let guard = std::mem::take(&mut sandbox.guard);
     let sandbox = Arc::new(sandbox);
     let child_sandbox = sandbox.clone();
@@ -170,7 +191,7 @@ fn spawn(
     unsafe {
         command.pre_exec(move || {
             child_sandbox.enter_in_child()?;
-            channel::place_in_child(frames_fd, diagnostics_fd, control_fd)
+            channel::place_in_child(frames_fd, diagnostics_fd, control_fd, started_fd)
         });
     }
     let spawned = command.spawn();
@@ -204,7 +225,7 @@ fn spawn(
     host_args: &[String],
     ends: ChildEnds,
     requests: PipeReader,
-    _control: Option<super::control::ControlEnd>,
+    _places: ChildPlaces<'_>,
 ) -> Result<Spawned, KernelError> {
     use std::os::windows::io::AsRawHandle;
     use windows_sys::Win32::Foundation::{HANDLE_FLAG_INHERIT, SetHandleInformation};

@@ -12,6 +12,7 @@
 //! is delivered first, then every pending execution receives
 //! [`KernelError::Died`] with the exit status.
 
+mod began;
 pub mod bridge_relay;
 pub mod channel;
 pub mod control;
@@ -87,6 +88,8 @@ struct Shared {
     trace: bool,
     /// The request pipe; also written by bridge answers while a cell runs.
     stdin: tokio::sync::Mutex<Option<pipe::Sender>>,
+    /// Where the runner writes which request it began, read once it died.
+    started_page: Option<began::StartedPage>,
     /// Who answers the cells' bridge calls ([`Kernel::set_bridge`]); `None`:
     /// they fail with "no bridge configured".
     bridge: Mutex<Option<bridge_relay::BridgeHook>>,
@@ -201,6 +204,7 @@ impl Kernel {
             stderr_tail: Mutex::new(String::new()),
             trace: options.trace,
             stdin: tokio::sync::Mutex::new(Some(launched.requests)),
+            started_page: launched.started_page,
             bridge: Mutex::new(None),
             bridge_state: Mutex::new(bridge_relay::BridgeState::default()),
             sandbox: launched.guard,

@@ -149,6 +149,7 @@ impl Reader {
             self.deliver(Some(id), event).await;
         }
         self.flush_output().await;
+        self.started_from_page().await;
         let mut exit = match exit {
             Some(exit) => shared.describe_exit(exit),
             None => "output closed".to_string(),
@@ -365,6 +366,16 @@ impl Reader {
                 Some(id) => self.deliver(Some(id), stream.event(text)).await,
                 None => self.hold(stream, text),
             }
+        }
+    }
+
+    /// After the runner died: a request its started page names had begun,
+    /// though nothing of it was read (see [`super::began`]).
+    async fn started_from_page(&mut self) {
+        let Some(page) = &self.shared.started_page else { return };
+        let Some(front) = self.shared.routes.lock().unwrap().running.front().cloned() else { return };
+        if self.started.as_deref() != Some(front.as_str()) && page.last_begun().as_deref() == Some(front.as_str()) {
+            self.ensure_started(&front).await;
         }
     }
 

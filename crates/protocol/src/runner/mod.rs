@@ -26,7 +26,8 @@ pub type MimeBundle = Map<String, Value>;
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum HostRequest {
-    /// Run a cell; answered by `started`, its output frames, then `done`.
+    /// Run a cell; answered by `started` (or, given `--started-fd`, its id
+    /// written there), its output frames, then `done`.
     Execute(ExecuteRequest),
     /// Interrupt the running cell (where the host cannot send SIGINT, i.e. on
     /// Windows; a runner reads its requests on a thread of their own there).
@@ -246,7 +247,8 @@ pub enum RunnerFrame {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         parser: Option<bool>,
     },
-    /// The request began to run (sent before any of its code runs).
+    /// The request began to run (sent before any of its code runs; a runner
+    /// given `--started-fd` writes the id there instead).
     Started { id: String },
     /// Output text of a request (runners write output on fd 1/2 instead; kept
     /// for runners without those pipes).
