@@ -40,6 +40,7 @@ from . import wire
 # Bound before the runner wraps them: repairs and notes must not be skipped or
 # reordered by the wrappers.
 _raw_write = os.write
+_raw_pwrite = getattr(os, "pwrite", None)  # not on Windows, which gets no started page
 _raw_dup2 = os.dup2
 
 _FIONREAD = None
@@ -202,9 +203,9 @@ class Channel:
         host made one (read only if this process dies, so the host is not
         woken for it), else as a `started` frame."""
         page = self.started_page
-        if page is not None:
+        if page is not None and _raw_pwrite is not None:
             try:
-                os.pwrite(page, request_id.encode("utf-8", "replace") + b"\n", 0)
+                _raw_pwrite(page, request_id.encode("utf-8", "replace") + b"\n", 0)
                 return
             except OSError:
                 pass
@@ -223,6 +224,10 @@ class Channel:
         control), so every object holding those fd numbers talks to the new
         kernel's host ends, then close the received copies."""
         requests, stdout, stderr, frames, diagnostics, control = fds
+        # First: the page is its source's: this kernel says `started` to its own host.
+        if self.started_page is not None:
+            self.raw_close(self.started_page)
+            self.started_page = None
         places = [
             (requests, (self.requests,)),
             (stdout, (1, self.saved[1])),
@@ -236,10 +241,6 @@ class Channel:
                 _raw_dup2(received, target, target in (1, 2))
         for received in fds:
             self.raw_close(received)
-        # The page is its source's: this kernel says `started` to its own host.
-        if self.started_page is not None:
-            self.raw_close(self.started_page)
-            self.started_page = None
         self._identities = {1: _identity(1), 2: _identity(2)}
 
     def fault_file(self):

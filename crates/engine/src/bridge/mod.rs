@@ -368,7 +368,7 @@ fn store_handle(value: &mut Value, handles: Option<&(Arc<ArtifactStore>, String)
     value["handle"] = Value::Null;
     let Some((store, session)) = handles else { return };
     let output = value["output"].as_str().unwrap_or_default().to_string();
-    let mut writer = store.create(session);
+    let mut writer = store.create_now(session);
     writer.write(if output.is_empty() { "\n" } else { &output });
     writer.finish();
     if writer.failure().is_none() && writer.exists() {

@@ -2,7 +2,6 @@
 //! output on disk as an artifact, and displays turned into text, images,
 //! JSON and status events.
 
-mod artifact_saver;
 pub mod artifacts;
 pub mod display;
 pub mod images;

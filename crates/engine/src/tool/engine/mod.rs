@@ -343,8 +343,9 @@ impl EvalEngine {
         }
         self.spares.dispose_all().await;
         self.pool.dispose_all().await;
-        // Calls' small outputs are written after them: on disk before the host may exit.
-        self.artifacts.settle();
+        // Calls' small outputs are written after them: on disk before the host may exit,
+        // and those of calls that end from now on are written by those calls.
+        self.artifacts.stop_deferring();
         // Fork servers end once no kernel forked from them is left. They are the process's: an
         // engine that preloads nothing never made one, and leaves those of others alone.
         if !self.config.preload.is_empty() {

@@ -6,7 +6,7 @@
 //! `<session-hash>-<millis>-<seq>`: an id names its file without ever being
 //! used as a path, so no id can reach outside the store. Output that stays
 //! small is written when its call ends, off the call's path
-//! ([`super::artifact_saver`]).
+//! ([`saver`]).
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
@@ -18,7 +18,9 @@ use std::thread::JoinHandle;
 
 use sha2::{Digest, Sha256};
 
-use super::artifact_saver::{SMALL_BYTES, Saver};
+mod saver;
+
+use saver::{SMALL_BYTES, Saver};
 
 /// URI scheme of artifact links.
 pub const SCHEME: &str = "artifact://";
@@ -72,9 +74,15 @@ impl ArtifactStore {
     }
 
     /// Wait until the output of every call that has ended is on disk (see
-    /// [`super::artifact_saver`]); every read of the store does this first.
+    /// [`saver`]); every read of the store does this first.
     pub fn settle(&self) {
         self.saver.settle();
+    }
+
+    /// The host is about to exit: write what waits, and from now on write
+    /// each call's output before its call ends.
+    pub fn stop_deferring(&self) {
+        self.saver.close();
     }
 
     /// `$CELLBOX_ARTIFACTS_DIR`, else `<cache>/cellbox/artifacts`.
@@ -89,8 +97,19 @@ impl ArtifactStore {
         &self.root
     }
 
-    /// Start a new artifact for `session`. The file is created on first write.
+    /// Start a new artifact for `session`. The file is created on first write,
+    /// or, for small output, when the call ends (see [`saver`]).
     pub fn create(&self, session: &str) -> ArtifactWriter {
+        self.create_as(session, true)
+    }
+
+    /// An artifact whose file is written as it goes, never after: for an id
+    /// handed out the moment it is written (a sub-agent's `agent://` handle).
+    pub fn create_now(&self, session: &str) -> ArtifactWriter {
+        self.create_as(session, false)
+    }
+
+    fn create_as(&self, session: &str, may_defer: bool) -> ArtifactWriter {
         let session_hash = session_hash(session);
         let millis = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -99,8 +118,8 @@ impl ArtifactStore {
         let seq = self.sequence.fetch_add(1, Ordering::Relaxed);
         let id = format!("{session_hash}-{millis}-{seq}");
         let path = self.root.join(&session_hash).join(format!("{millis}-{seq}.log"));
-        let saver = self.saver.may_defer(&path).then(|| self.saver.clone());
-        let earlier_failures = self.saver.take_failures(&path);
+        let saver = (may_defer && self.saver.may_defer(&path)).then(|| self.saver.clone());
+        let earlier_failures = if may_defer { self.saver.take_failures(&path) } else { Vec::new() };
         ArtifactWriter {
             path,
             id,
@@ -341,6 +360,7 @@ impl ArtifactWriter {
             Err(source) => {
                 self.failed = Some(ArtifactError::Create { path: self.path.clone(), source });
                 self.sink = Sink::Closed;
+                self.opened = false; // no link to a file that is not there
                 false
             }
         }
@@ -445,7 +465,7 @@ impl ArtifactWriter {
                 }
                 drop(queue);
                 match thread.join() {
-                    Ok(Ok(())) => {}
+                    Ok(Ok(())) => self.proven_by.proven(&self.path),
                     Ok(Err(error)) => self.fail(error),
                     Err(_) => self.fail(ArtifactError::WriterStopped { path: self.path.clone() }),
                 }
@@ -457,6 +477,17 @@ impl ArtifactWriter {
     /// Flush to disk; call at the end of the call.
     pub fn finish(&mut self) {
         self.close();
+    }
+}
+
+/// A writer dropped before [`ArtifactWriter::finish`] (its call was cancelled
+/// or its task stopped) still leaves what it kept in memory: the run that
+/// named its artifact may be read later.
+impl Drop for ArtifactWriter {
+    fn drop(&mut self) {
+        if let (Sink::Memory(kept), Some(saver)) = (std::mem::replace(&mut self.sink, Sink::Closed), &self.saver) {
+            saver.save(self.path.clone(), kept);
+        }
     }
 }
 
@@ -478,123 +509,4 @@ pub(super) fn open_private(path: &Path) -> std::io::Result<File> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn writes_and_reads_back_by_id() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = ArtifactStore::new(dir.path(), DEFAULT_MAX_ARTIFACT_BYTES);
-        let mut writer = store.create("session-a");
-        assert!(!writer.exists());
-        writer.write("hello ");
-        writer.write("world\n");
-        writer.finish();
-        let (text, size) = store.read(&writer.uri(), 0, 1 << 20).unwrap();
-        assert_eq!(text, "hello world\n");
-        assert_eq!(size, 12);
-        let (page, _) = store.read(writer.id(), 6, 5).unwrap();
-        assert_eq!(page, "world");
-    }
-
-    #[test]
-    fn ids_cannot_escape_the_store() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = ArtifactStore::new(dir.path(), 100);
-        for bad in [
-            "../../etc/passwd",
-            "artifact://../x",
-            "0123abcd-1-../../x",
-            "0123abcd-1-1/../../x",
-            "0123ABCD-1-1",
-            "0123abc-1-1",
-            "",
-            "0123abcd--1",
-            "0123abcd-1-1\0",
-        ] {
-            assert!(matches!(store.path_of(bad), Err(ArtifactError::InvalidId(_))), "{bad:?} accepted");
-        }
-        assert!(matches!(store.path_of("0123abcd-1-1"), Err(ArtifactError::NotFound(..))));
-    }
-
-    #[test]
-    fn prune_removes_only_old_artifacts() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = ArtifactStore::new(dir.path(), 100);
-        let mut old = store.create("s");
-        old.write("old");
-        old.finish();
-        let mut new = store.create("s");
-        new.write("new");
-        new.finish();
-        let stray = dir.path().join("not-ours.txt");
-        std::fs::write(&stray, "x").unwrap();
-        let week_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(8 * 24 * 3600);
-        let file = std::fs::File::options().append(true).open(store.path_of(old.id()).unwrap()).unwrap();
-        file.set_modified(week_ago).unwrap();
-        assert_eq!(store.prune(DEFAULT_RETENTION), 1);
-        assert!(store.path_of(old.id()).is_err());
-        assert!(store.path_of(new.id()).is_ok());
-        assert!(stray.exists(), "files that are not artifacts are left alone");
-    }
-
-    #[test]
-    fn a_store_that_cannot_be_written_says_why() {
-        let store = ArtifactStore::new("/dev/null/artifacts", DEFAULT_MAX_ARTIFACT_BYTES);
-        let mut writer = store.create("s");
-        writer.write("lost");
-        writer.finish();
-        let failure = writer.failure().expect("the file cannot be created");
-        let ArtifactError::Create { path, source } = failure else { panic!("{failure:?}") };
-        assert_eq!(failure.to_string(), format!("cannot create {}: {source}", path.display()));
-    }
-
-    #[test]
-    fn bulk_output_written_by_the_writer_thread_is_whole_and_in_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = ArtifactStore::new(dir.path(), DEFAULT_MAX_ARTIFACT_BYTES);
-        let mut writer = store.create("s");
-        let mut expected = String::new();
-        for i in 0..4000 {
-            let piece = format!("{i:05} {}\n", "é".repeat(i % 700));
-            writer.write(&piece);
-            expected.push_str(&piece);
-        }
-        assert!(expected.len() as u64 > 2 * BACKGROUND_AFTER, "the test reaches the writer thread");
-        writer.finish();
-        assert!(writer.failure().is_none());
-        assert_eq!(writer.bytes_written(), expected.len() as u64);
-        let (text, size) = store.read(writer.id(), 0, expected.len() + 1).unwrap();
-        assert_eq!(size, expected.len() as u64);
-        assert!(text == expected, "the artifact differs");
-    }
-
-    #[test]
-    fn the_cap_applies_past_the_hand_over_to_the_writer_thread() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = ArtifactStore::new(dir.path(), 3 * BACKGROUND_AFTER);
-        let mut writer = store.create("s");
-        let piece = "z".repeat(100_000);
-        for _ in 0..40 {
-            writer.write(&piece);
-        }
-        writer.finish();
-        assert!(writer.was_capped());
-        let (text, size) = store.read(writer.id(), 3 * BACKGROUND_AFTER, 1000).unwrap();
-        assert!(text.starts_with("\n[cellbox: artifact capped at"), "{text}");
-        assert!(size > 3 * BACKGROUND_AFTER && size < 3 * BACKGROUND_AFTER + 200);
-    }
-
-    #[test]
-    fn the_cap_keeps_the_start_and_says_so() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = ArtifactStore::new(dir.path(), 10);
-        let mut writer = store.create("s");
-        writer.write("0123456789abcdef");
-        writer.write("more");
-        writer.finish();
-        assert!(writer.was_capped());
-        let (text, _) = store.read(writer.id(), 0, 1000).unwrap();
-        assert!(text.starts_with("0123456789\n[cellbox: artifact capped at 10 bytes"), "{text}");
-    }
-}
+mod tests;

@@ -41,9 +41,14 @@ pub(super) struct Saver {
 struct State {
     queue: VecDeque<(PathBuf, Vec<u8>)>,
     queued_bytes: usize,
-    /// The thread is writing a file it took off the queue.
-    busy: bool,
+    /// Files handed over so far, and how many of them are written (or failed):
+    /// a reader waits for the ones before it, not for a queue that may never
+    /// be empty while calls keep ending.
+    handed: u64,
+    done: u64,
     thread_started: bool,
+    /// The host is going away ([`Saver::close`]): from now on files are
+    /// written at once, by the call that ends, as before this thread existed.
     closing: bool,
     /// Session folders this store has written a file into: later files there
     /// may wait for the end of their call.
@@ -65,31 +70,34 @@ impl Saver {
         }
     }
 
-    /// Write `bytes` as the file `path`, soon. Waits only while the queue is full.
+    /// Write `bytes` as the file `path`, soon. Waits only while the queue is
+    /// full; writes at once when the store is closing or no thread can start.
     pub(super) fn save(self: &Arc<Self>, path: PathBuf, bytes: Vec<u8>) {
         let mut state = self.state.lock().unwrap();
-        if !state.thread_started {
+        if !state.closing && !state.thread_started {
             let saver = self.clone();
             let spawned = std::thread::Builder::new().name("cellbox-artifacts".into()).spawn(move || saver.run());
-            if spawned.is_err() {
-                drop(state);
-                return self.write(&path, &bytes);
-            }
-            state.thread_started = true;
+            state.thread_started = spawned.is_ok();
+        }
+        if state.closing || !state.thread_started {
+            drop(state);
+            return self.write(&path, &bytes);
         }
         while state.queued_bytes > MAX_QUEUED_BYTES {
             state = self.progress.wait(state).unwrap();
         }
         state.queued_bytes += bytes.len();
+        state.handed += 1;
         state.queue.push_back((path, bytes));
         drop(state);
         self.work.notify_one();
     }
 
-    /// Wait until every file queued so far is on disk (or has failed).
+    /// Wait until every file handed over before this call is on disk (or has failed).
     pub(super) fn settle(&self) {
         let mut state = self.state.lock().unwrap();
-        while !state.queue.is_empty() || state.busy {
+        let target = state.handed;
+        while state.done < target {
             state = self.progress.wait(state).unwrap();
         }
     }
@@ -103,7 +111,8 @@ impl Saver {
         theirs.into_iter().map(|(_, failure)| failure).collect()
     }
 
-    /// Write what is queued, then let the thread end.
+    /// Write what is queued and let the thread end; files of calls that end
+    /// later are written by those calls.
     pub(super) fn close(&self) {
         self.state.lock().unwrap().closing = true;
         self.work.notify_all();
@@ -115,17 +124,19 @@ impl Saver {
         loop {
             let Some((path, bytes)) = state.queue.pop_front() else {
                 if state.closing {
-                    state.thread_started = false;
                     return;
                 }
                 state = self.work.wait(state).unwrap();
                 continue;
             };
-            state.busy = true;
             drop(state);
-            self.write(&path, &bytes);
+            // A panic here must not leave readers waiting for this file forever.
+            let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.write(&path, &bytes)));
+            if written.is_err() {
+                self.failed(&path, "the writer failed".to_string());
+            }
             state = self.state.lock().unwrap();
-            state.busy = false;
+            state.done += 1;
             state.queued_bytes -= bytes.len();
             self.progress.notify_all();
         }
@@ -133,15 +144,19 @@ impl Saver {
 
     fn write(&self, path: &Path, bytes: &[u8]) {
         use std::io::Write;
-        let written = super::artifacts::open_private(path).and_then(|mut file| file.write_all(bytes));
+        let written = super::open_private(path).and_then(|mut file| file.write_all(bytes));
         if let Err(error) = written {
-            let id = super::artifacts::id_of(path).unwrap_or_default();
-            let failure = format!("The full output of an earlier call (artifact://{id}) could not be saved: {error}.");
-            tracing::warn!("{failure}");
-            let mut state = self.state.lock().unwrap();
-            if state.failures.len() < MAX_FAILURES {
-                state.failures.push((folder_of(path).unwrap_or_default(), failure));
-            }
+            self.failed(path, error.to_string());
+        }
+    }
+
+    fn failed(&self, path: &Path, why: String) {
+        let id = super::id_of(path).unwrap_or_default();
+        let failure = format!("The full output of an earlier call (artifact://{id}) could not be saved: {why}.");
+        tracing::warn!("{failure}");
+        let mut state = self.state.lock().unwrap();
+        if state.failures.len() < MAX_FAILURES {
+            state.failures.push((folder_of(path).unwrap_or_default(), failure));
         }
     }
 }
@@ -152,7 +167,7 @@ fn folder_of(path: &Path) -> Option<OsString> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::artifacts::{ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES};
+    use super::super::{ArtifactStore, DEFAULT_MAX_ARTIFACT_BYTES};
     use super::SMALL_BYTES;
 
     /// A session's first artifact is written during its call (proving its
@@ -190,6 +205,29 @@ mod tests {
         drop(store);
         let again = ArtifactStore::new(dir.path(), DEFAULT_MAX_ARTIFACT_BYTES);
         assert_eq!(again.read(&last, 0, 100).unwrap().0, "the last\n");
+    }
+
+    #[test]
+    fn a_writer_dropped_before_its_call_ended_still_leaves_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = proven_store(dir.path(), "s");
+        let mut writer = store.create("s");
+        writer.write("cancelled half way\n");
+        let id = writer.id().to_string();
+        drop(writer);
+        assert_eq!(store.read(&id, 0, 100).unwrap().0, "cancelled half way\n");
+    }
+
+    #[test]
+    fn once_the_host_stops_deferring_a_call_writes_its_own_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = proven_store(dir.path(), "s");
+        store.stop_deferring();
+        let mut writer = store.create("s");
+        writer.write("late\n");
+        writer.finish();
+        let folder = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+        assert_eq!(std::fs::read_dir(folder).unwrap().count(), 2, "written before finish returned");
     }
 
     #[test]
