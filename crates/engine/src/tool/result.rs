@@ -432,7 +432,7 @@ impl Collector {
         if let Some(problem) = self.artifact.failure() {
             self.notes.push(format!("The full output could not be saved: {problem}."));
         }
-        self.notes.extend(self.artifact.earlier_failures().iter().cloned());
+        self.notes.extend(self.artifact.take_earlier_failures());
         if self.artifact.was_capped() {
             self.notes.push("The saved full output reached its size cap; its end was not kept.".to_string());
         }

@@ -310,9 +310,11 @@ impl ArtifactWriter {
         self.failed.as_ref()
     }
 
-    /// What of this session's earlier calls could not be saved after they ended.
-    pub fn earlier_failures(&self) -> &[String] {
-        &self.earlier_failures
+    /// What of this session's earlier calls could not be saved after they
+    /// ended, for this call's result (a writer dropped without taking them
+    /// leaves them for the next).
+    pub fn take_earlier_failures(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.earlier_failures)
     }
 
     pub fn write(&mut self, text: &str) {
@@ -487,6 +489,9 @@ impl Drop for ArtifactWriter {
     fn drop(&mut self) {
         if let (Sink::Memory(kept), Some(saver)) = (std::mem::replace(&mut self.sink, Sink::Closed), &self.saver) {
             saver.save(self.path.clone(), kept);
+        }
+        if !self.earlier_failures.is_empty() {
+            self.proven_by.put_back_failures(&self.path, std::mem::take(&mut self.earlier_failures));
         }
     }
 }

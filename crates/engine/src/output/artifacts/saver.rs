@@ -58,9 +58,11 @@ struct State {
 }
 
 impl Saver {
-    /// Whether `path`'s output may be kept until its call ends.
+    /// Whether `path`'s output may be kept until its call ends: not once the
+    /// store is closing (the call then writes it, and says so if it cannot).
     pub(super) fn may_defer(&self, path: &Path) -> bool {
-        folder_of(path).is_some_and(|folder| self.state.lock().unwrap().proven.contains(&folder))
+        let state = self.state.lock().unwrap();
+        !state.closing && folder_of(path).is_some_and(|folder| state.proven.contains(&folder))
     }
 
     /// A file of `path`'s session folder was written during its call.
@@ -83,8 +85,13 @@ impl Saver {
             drop(state);
             return self.write(&path, &bytes);
         }
-        while state.queued_bytes > MAX_QUEUED_BYTES {
+        while state.queued_bytes > MAX_QUEUED_BYTES && !state.closing {
             state = self.progress.wait(state).unwrap();
+        }
+        if state.closing {
+            // The thread may have ended while this waited for room: no one would write it.
+            drop(state);
+            return self.write(&path, &bytes);
         }
         state.queued_bytes += bytes.len();
         state.handed += 1;
@@ -100,6 +107,14 @@ impl Saver {
         while state.done < target {
             state = self.progress.wait(state).unwrap();
         }
+    }
+
+    /// Failures taken for a result that never came (its call was dropped):
+    /// kept for the session's next one.
+    pub(super) fn put_back_failures(&self, path: &Path, failures: Vec<String>) {
+        let Some(folder) = folder_of(path) else { return };
+        let mut state = self.state.lock().unwrap();
+        state.failures.extend(failures.into_iter().map(|failure| (folder.clone(), failure)));
     }
 
     /// What of `path`'s session could not be saved since its last result.
@@ -259,11 +274,12 @@ mod tests {
         lost.write("lost\n");
         lost.finish();
         store.settle();
-        let other = store.create("another session");
-        assert!(other.earlier_failures().is_empty(), "only its own session is told");
-        let next = store.create("s");
-        let [failure] = next.earlier_failures() else { panic!("{:?}", next.earlier_failures()) };
+        let mut other = store.create("another session");
+        assert!(other.take_earlier_failures().is_empty(), "only its own session is told");
+        drop(store.create("s")); // a call dropped before its result: the note waits for the next
+        let mut next = store.create("s");
+        let [failure] = &next.take_earlier_failures()[..] else { panic!("one failure") };
         assert!(failure.contains(&format!("artifact://{}", lost.id())) && failure.contains("could not be saved"));
-        assert!(store.create("s").earlier_failures().is_empty(), "told once");
+        assert!(store.create("s").take_earlier_failures().is_empty(), "told once");
     }
 }
