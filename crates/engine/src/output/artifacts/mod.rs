@@ -118,13 +118,13 @@ impl ArtifactStore {
         let seq = self.sequence.fetch_add(1, Ordering::Relaxed);
         let id = format!("{session_hash}-{millis}-{seq}");
         let path = self.root.join(&session_hash).join(format!("{millis}-{seq}.log"));
-        let saver = (may_defer && self.saver.may_defer(&path)).then(|| self.saver.clone());
+        let deferred = may_defer && self.saver.may_defer(&path);
         let earlier_failures = if may_defer { self.saver.take_failures(&path) } else { Vec::new() };
         ArtifactWriter {
             path,
             id,
-            saver,
-            proven_by: self.saver.clone(),
+            saver: self.saver.clone(),
+            deferred,
             earlier_failures,
             sink: Sink::Unopened,
             opened: false,
@@ -267,11 +267,12 @@ enum Sink {
 pub struct ArtifactWriter {
     id: String,
     path: PathBuf,
-    /// Where small output goes when the call ends; `None`: the file is
-    /// written during the call (the session's first, or bulk output).
-    saver: Option<Arc<Saver>>,
-    /// Told when a file of this session was written during its call.
-    proven_by: Arc<Saver>,
+    /// The store's writer of small output, told too when a file of this
+    /// session was written during its call.
+    saver: Arc<Saver>,
+    /// Small output waits for the end of the call (false: the file is written
+    /// during it, as the session's first is).
+    deferred: bool,
     /// Small outputs of this session's earlier calls that could not be saved.
     earlier_failures: Vec<String>,
     sink: Sink,
@@ -322,7 +323,7 @@ impl ArtifactWriter {
             return;
         }
         if matches!(self.sink, Sink::Unopened) {
-            if self.saver.is_some() {
+            if self.deferred {
                 self.sink = Sink::Memory(Vec::with_capacity(text.len().clamp(256, SMALL_BYTES)));
                 self.opened = true;
             } else if !self.open() {
@@ -452,14 +453,10 @@ impl ArtifactWriter {
     /// thread (if any) to finish, so the artifact is whole when this returns.
     fn close(&mut self) {
         match std::mem::replace(&mut self.sink, Sink::Closed) {
-            Sink::Memory(kept) => {
-                if let Some(saver) = &self.saver {
-                    saver.save(self.path.clone(), kept);
-                }
-            }
+            Sink::Memory(kept) => self.saver.save(self.path.clone(), kept),
             Sink::Direct(mut file) => match file.flush() {
                 Err(source) => self.fail(ArtifactError::Write { path: self.path.clone(), source }),
-                Ok(()) => self.proven_by.proven(&self.path),
+                Ok(()) => self.saver.proven(&self.path),
             },
             Sink::Background { batch, queue, thread, .. } => {
                 if !batch.is_empty() {
@@ -467,7 +464,7 @@ impl ArtifactWriter {
                 }
                 drop(queue);
                 match thread.join() {
-                    Ok(Ok(())) => self.proven_by.proven(&self.path),
+                    Ok(Ok(())) => self.saver.proven(&self.path),
                     Ok(Err(error)) => self.fail(error),
                     Err(_) => self.fail(ArtifactError::WriterStopped { path: self.path.clone() }),
                 }
@@ -487,11 +484,11 @@ impl ArtifactWriter {
 /// named its artifact may be read later.
 impl Drop for ArtifactWriter {
     fn drop(&mut self) {
-        if let (Sink::Memory(kept), Some(saver)) = (std::mem::replace(&mut self.sink, Sink::Closed), &self.saver) {
-            saver.save(self.path.clone(), kept);
+        if let Sink::Memory(kept) = std::mem::replace(&mut self.sink, Sink::Closed) {
+            self.saver.save(self.path.clone(), kept);
         }
         if !self.earlier_failures.is_empty() {
-            self.proven_by.put_back_failures(&self.path, std::mem::take(&mut self.earlier_failures));
+            self.saver.put_back_failures(&self.path, std::mem::take(&mut self.earlier_failures));
         }
     }
 }

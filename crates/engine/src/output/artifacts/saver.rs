@@ -81,15 +81,11 @@ impl Saver {
             let spawned = std::thread::Builder::new().name("cellbox-artifacts".into()).spawn(move || saver.run());
             state.thread_started = spawned.is_ok();
         }
-        if state.closing || !state.thread_started {
-            drop(state);
-            return self.write(&path, &bytes);
-        }
-        while state.queued_bytes > MAX_QUEUED_BYTES && !state.closing {
+        while state.thread_started && !state.closing && state.queued_bytes > MAX_QUEUED_BYTES {
             state = self.progress.wait(state).unwrap();
         }
-        if state.closing {
-            // The thread may have ended while this waited for room: no one would write it.
+        // Checked after the wait: the thread may have ended meanwhile, and no one would write it.
+        if state.closing || !state.thread_started {
             drop(state);
             return self.write(&path, &bytes);
         }
