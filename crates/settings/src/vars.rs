@@ -378,6 +378,17 @@ pub const GIT_REVISION: EnvVar = EnvVar {
     kind: Kind::Text,
 };
 
+/// `CELLBOX_WHEEL_ENGINE`.
+pub const WHEEL_ENGINE: EnvVar = EnvVar {
+    name: "CELLBOX_WHEEL_ENGINE",
+    value: "`1` or `placed`",
+    default: "unset (pyproject.toml sets `1` for maturin's builds)",
+    doc: "Whether build.rs builds the Python SDK's in-process engine and puts it in the package for the wheel (`1`), or checks that scripts/build-wheel already did (`placed`).",
+    audience: Audience::Build,
+    flag: None,
+    kind: Kind::Text,
+};
+
 // Tests and the benchmark.
 /// `CELLBOX_TEST_PYTHON`.
 pub const TEST_PYTHON: EnvVar =
@@ -556,6 +567,7 @@ pub const ENV_VARS: &[EnvVar] = &[
     STORE_DIR,
     // Build.
     GIT_REVISION,
+    WHEEL_ENGINE,
     // Tests and the benchmark.
     TEST_PYTHON,
     TEST_NODE,
