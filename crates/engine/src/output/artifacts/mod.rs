@@ -5,8 +5,8 @@
 //! per session: `<root>/<session-hash>/<millis>-<seq>.log`, and the id is
 //! `<session-hash>-<millis>-<seq>`: an id names its file without ever being
 //! used as a path, so no id can reach outside the store. Output that stays
-//! small is written when its call ends, off the call's path
-//! ([`saver`]).
+//! small is written when its call ends, off the call's path ([`saver`]), as a
+//! record in the session's pack rather than a file of its own ([`pack`]).
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
@@ -18,6 +18,7 @@ use std::thread::JoinHandle;
 
 use sha2::{Digest, Sha256};
 
+mod pack;
 mod saver;
 
 use saver::{SMALL_BYTES, Saver};
@@ -60,6 +61,8 @@ pub struct ArtifactStore {
     max_bytes: u64,
     sequence: AtomicU64,
     saver: Arc<Saver>,
+    /// What was read of the packs.
+    index: pack::Index,
 }
 
 impl Drop for ArtifactStore {
@@ -70,7 +73,8 @@ impl Drop for ArtifactStore {
 
 impl ArtifactStore {
     pub fn new(root: impl Into<PathBuf>, max_bytes: u64) -> Self {
-        ArtifactStore { root: root.into(), max_bytes, sequence: AtomicU64::new(1), saver: Arc::default() }
+        let (sequence, saver, index) = (AtomicU64::new(1), Arc::default(), pack::Index::default());
+        ArtifactStore { root: root.into(), max_bytes, sequence, saver, index }
     }
 
     /// Wait until the output of every call that has ended is on disk (see
@@ -97,8 +101,9 @@ impl ArtifactStore {
         &self.root
     }
 
-    /// Start a new artifact for `session`. The file is created on first write,
-    /// or, for small output, when the call ends (see [`saver`]).
+    /// Start a new artifact for `session`. Its file is created on first write,
+    /// or, for small output, it becomes a record of the session's pack when
+    /// the call ends (see [`saver`]).
     pub fn create(&self, session: &str) -> ArtifactWriter {
         self.create_as(session, true)
     }
@@ -135,29 +140,31 @@ impl ArtifactStore {
         }
     }
 
-    /// The file behind an id (or `artifact://id`), after validating it.
-    pub fn path_of(&self, id: &str) -> Result<PathBuf, ArtifactError> {
+    /// Where an id's (or `artifact://id`'s) bytes are, after validating it.
+    fn locate(&self, id: &str) -> Result<Location, ArtifactError> {
         let bare = id.strip_prefix(SCHEME).or_else(|| id.strip_prefix(AGENT_SCHEME)).unwrap_or(id);
         let invalid = || ArtifactError::InvalidId(id.to_string());
-        let mut parts = bare.splitn(3, '-');
-        let (Some(session), Some(millis), Some(seq)) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(invalid());
-        };
-        let hex = is_session_folder_name(session);
-        let digits = |s: &str| !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit());
-        if !hex || !digits(millis) || !digits(seq) {
+        let Some((session, name)) = bare.split_once('-') else { return Err(invalid()) };
+        if !is_session_folder_name(session) || pack::parse_name(name).is_none() {
             return Err(invalid());
         }
-        let path = self.root.join(session).join(format!("{millis}-{seq}.log"));
+        let folder = self.root.join(session);
+        let path = folder.join(format!("{name}.log"));
         self.settle();
-        if !path.is_file() {
-            return Err(ArtifactError::NotFound(bare.to_string(), self.root.clone()));
+        if path.is_file() {
+            return Ok(Location::File(path));
         }
-        Ok(path)
+        match self.index.find(&folder, name) {
+            Ok(Some((pack, start, length))) => Ok(Location::Packed { pack, start, length }),
+            Ok(None) => Err(ArtifactError::NotFound(bare.to_string(), self.root.clone())),
+            Err(error) => Err(ArtifactError::Io { id: bare.to_string(), message: error.to_string() }),
+        }
     }
 
-    /// Delete artifacts last written more than `max_age` ago, and session
-    /// folders left empty. Returns how many files were removed.
+    /// Delete artifacts last written more than `max_age` ago (a pack goes
+    /// whole, with its newest record: at most [`pack::PACK_AGE`] after its
+    /// first), and session folders left empty.
+    /// Returns how many files were removed.
     pub fn prune(&self, max_age: std::time::Duration) -> usize {
         let Some(cutoff) = std::time::SystemTime::now().checked_sub(max_age) else { return 0 };
         self.settle();
@@ -171,10 +178,9 @@ impl ArtifactStore {
             }
             for file in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
                 let old = file.metadata().and_then(|m| m.modified()).is_ok_and(|t| t < cutoff);
-                if old
-                    && file.file_name().to_string_lossy().ends_with(".log")
-                    && std::fs::remove_file(file.path()).is_ok()
-                {
+                let name = file.file_name();
+                let ours = name.to_str().is_some_and(|n| n.ends_with(".log") || n.ends_with(pack::EXTENSION));
+                if old && ours && std::fs::remove_file(file.path()).is_ok() {
                     removed += 1;
                 }
             }
@@ -187,32 +193,47 @@ impl ArtifactStore {
     pub fn list(&self, session: &str) -> Vec<(String, u64)> {
         let hash = session_hash(session);
         self.settle();
-        let Ok(entries) = std::fs::read_dir(self.root.join(&hash)) else { return Vec::new() };
-        let mut found: Vec<(u64, u64, String, u64)> = entries
-            .flatten()
-            .filter_map(|entry| {
-                let name = entry.file_name().into_string().ok()?;
-                let (millis, seq) = name.strip_suffix(".log")?.split_once('-')?;
-                let size = entry.metadata().ok()?.len();
-                Some((millis.parse().ok()?, seq.parse().ok()?, format!("{hash}-{millis}-{seq}"), size))
-            })
+        let folder = self.root.join(&hash);
+        let Ok(entries) = std::fs::read_dir(&folder) else { return Vec::new() };
+        let files = entries.flatten().filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            let name = name.strip_suffix(".log")?.to_string();
+            Some((name, entry.metadata().ok()?.len()))
+        });
+        let mut found: Vec<((u64, u64), String, u64)> = files
+            .chain(self.index.records(&folder))
+            .filter_map(|(name, size)| Some((pack::parse_name(&name)?, format!("{hash}-{name}"), size)))
             .collect();
-        found.sort_by_key(|entry| std::cmp::Reverse((entry.0, entry.1)));
-        found.into_iter().map(|(_, _, id, size)| (id, size)).collect()
+        found.sort_by_key(|entry| std::cmp::Reverse(entry.0));
+        found.into_iter().map(|(_, id, size)| (id, size)).collect()
     }
 
     /// Read up to `limit` bytes from `offset`; returns the text (invalid
     /// UTF-8 replaced) and the artifact's total size.
     pub fn read(&self, id: &str, offset: u64, limit: usize) -> Result<(String, u64), ArtifactError> {
-        let path = self.path_of(id)?;
         let io = |e: std::io::Error| ArtifactError::Io { id: id.to_string(), message: e.to_string() };
-        let mut file = File::open(&path).map_err(io)?;
-        let size = file.metadata().map_err(io)?.len();
-        file.seek(SeekFrom::Start(offset.min(size))).map_err(io)?;
-        let mut buffer = Vec::with_capacity(limit.min(size as usize));
-        file.take(limit as u64).read_to_end(&mut buffer).map_err(io)?;
+        let (mut file, start, size) = match self.locate(id)? {
+            Location::File(path) => {
+                let file = File::open(&path).map_err(io)?;
+                let size = file.metadata().map_err(io)?.len();
+                (file, 0, size)
+            }
+            Location::Packed { pack, start, length } => (pack::open_for_reading(&pack).map_err(io)?, start, length),
+        };
+        let skip = offset.min(size);
+        file.seek(SeekFrom::Start(start + skip)).map_err(io)?;
+        let wanted = (limit as u64).min(size - skip);
+        let mut buffer = Vec::with_capacity(wanted as usize);
+        file.take(wanted).read_to_end(&mut buffer).map_err(io)?;
         Ok((String::from_utf8_lossy(&buffer).into_owned(), size))
     }
+}
+
+/// Where an artifact's bytes are: a file of its own, or a record in a pack.
+#[derive(Debug)]
+enum Location {
+    File(PathBuf),
+    Packed { pack: PathBuf, start: u64, length: u64 },
 }
 
 /// The id of the artifact file `path` (`<folder>/<millis>-<seq>.log`).

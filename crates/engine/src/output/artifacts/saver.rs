@@ -3,7 +3,8 @@
 //! Most calls print a few lines, and making a file for them (a new inode and
 //! a directory entry) cost more than the rest of a warm call together. Output
 //! that stays under [`SMALL_BYTES`] is kept in memory while the call runs and
-//! handed here when it ends; one thread per store writes the files in order.
+//! handed here when it ends; one thread per store appends it to its session's
+//! pack ([`super::pack`]), in order.
 //!
 //! Nothing is lost on the way: every read of the store waits for the files
 //! queued before it ([`Saver::settle`]), the store waits for all of them when
@@ -12,7 +13,7 @@
 //! artifact is always written during its call, so a store that cannot be
 //! written at all says so in the very result whose output it could not keep.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
@@ -26,6 +27,10 @@ const MAX_QUEUED_BYTES: usize = 8 << 20;
 
 /// Failed writes remembered for their sessions' next results, at most.
 const MAX_FAILURES: usize = 64;
+
+/// Sessions whose current pack is remembered, at most; past it one is
+/// forgotten for each new one (it starts a new pack: no record is lost).
+const MAX_PACKS: usize = 16_384;
 
 /// The writer of one store's small artifacts.
 #[derive(Debug, Default)]
@@ -55,6 +60,8 @@ struct State {
     proven: HashSet<OsString>,
     /// (session folder, what could not be saved), for that session's next result.
     failures: Vec<(OsString, String)>,
+    /// Each session folder's current pack ([`super::pack`]).
+    packs: HashMap<OsString, Current>,
 }
 
 impl Saver {
@@ -72,7 +79,7 @@ impl Saver {
         }
     }
 
-    /// Write `bytes` as the file `path`, soon. Waits only while the queue is
+    /// Write `bytes` as the artifact `path` names, soon. Waits only while the queue is
     /// full; writes at once when the store is closing or no thread can start.
     pub(super) fn save(self: &Arc<Self>, path: PathBuf, bytes: Vec<u8>) {
         let mut state = self.state.lock().unwrap();
@@ -153,12 +160,42 @@ impl Saver {
         }
     }
 
+    /// Append `bytes` as the record of `path`'s artifact to its session's pack.
     fn write(&self, path: &Path, bytes: &[u8]) {
         use std::io::Write;
-        let written = super::open_private(path).and_then(|mut file| file.write_all(bytes));
+        let (Some(folder), Some(name)) = (path.parent(), path.file_stem().and_then(|n| n.to_str())) else {
+            return self.failed(path, "it has no session folder".to_string());
+        };
+        let record = super::pack::record(name, bytes);
+        let key = folder.file_name().unwrap_or_default().to_os_string();
+        let pack = folder.join(self.pack_for(&key, name, record.len() as u64));
+        // One write: records of a closing host's calls and of this thread land one after the other.
+        let written = super::open_private(&pack).and_then(|mut file| file.write_all(&record));
         if let Err(error) = written {
+            // Part of the record may be there: nothing more goes after it.
+            if let Some(current) = self.state.lock().unwrap().packs.get_mut(&key) {
+                current.full = true;
+            }
             self.failed(path, error.to_string());
         }
+    }
+
+    /// The pack of the session folder `key` that takes a record of `length`
+    /// bytes, named after `name`'s record when it starts a new one.
+    fn pack_for(&self, key: &OsString, name: &str, length: u64) -> String {
+        let mut state = self.state.lock().unwrap();
+        if state.packs.len() >= MAX_PACKS && !state.packs.contains_key(key) {
+            let forgotten = state.packs.keys().next().cloned();
+            forgotten.map(|forgotten| state.packs.remove(&forgotten));
+        }
+        let now = std::time::Instant::now();
+        let current = state.packs.entry(key.clone()).or_insert_with(|| Current::full(now));
+        if current.full || current.bytes >= super::pack::PACK_BYTES || now - current.started >= super::pack::PACK_AGE {
+            *current =
+                Current { name: format!("{name}{}", super::pack::EXTENSION), bytes: 0, started: now, full: false };
+        }
+        current.bytes += length;
+        current.name.clone()
     }
 
     fn failed(&self, path: &Path, why: String) {
@@ -169,6 +206,24 @@ impl Saver {
         if state.failures.len() < MAX_FAILURES {
             state.failures.push((folder_of(path).unwrap_or_default(), failure));
         }
+    }
+}
+
+/// A session's current pack.
+#[derive(Debug)]
+struct Current {
+    name: String,
+    /// Bytes given to it by this store.
+    bytes: u64,
+    started: std::time::Instant,
+    /// It takes no more records (a write to it failed).
+    full: bool,
+}
+
+impl Current {
+    /// None yet: the next record starts one.
+    fn full(now: std::time::Instant) -> Current {
+        Current { name: String::new(), bytes: 0, started: now, full: true }
     }
 }
 
@@ -216,6 +271,83 @@ mod tests {
         drop(store);
         let again = ArtifactStore::new(dir.path(), DEFAULT_MAX_ARTIFACT_BYTES);
         assert_eq!(again.read(&last, 0, 100).unwrap().0, "the last\n");
+    }
+
+    #[test]
+    fn small_outputs_share_packs_that_roll_over_and_prune_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = proven_store(dir.path(), "s");
+        let mut ids = Vec::new();
+        for i in 0..300 {
+            let mut writer = store.create("s");
+            writer.write(&format!("call {i:03} {}\n", "y".repeat(90)));
+            writer.finish();
+            ids.push(writer.id().to_string());
+        }
+        store.settle();
+        let folder = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+        let mut packs: Vec<_> = std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "pack"))
+            .collect();
+        assert!(packs.len() >= 5, "300 records of ~110 bytes fill several 4 KiB packs: {packs:?}");
+        assert_eq!(std::fs::read_dir(&folder).unwrap().count(), packs.len() + 1, "one file of its own: the first");
+        for (i, id) in ids.iter().enumerate() {
+            let (text, size) = store.read(id, 5, 3).unwrap();
+            assert_eq!((text.as_str(), size), (format!("{i:03}").as_str(), 100), "{id}");
+        }
+        assert_eq!(store.read(&ids[7], 99, 10).unwrap().0, "\n", "a read stops at its record's end");
+        assert_eq!(store.read(&ids[7], 500, 10).unwrap().0, "", "and past it reads nothing");
+        let listed = store.list("s");
+        assert_eq!(listed.len(), 301);
+        assert_eq!(listed[0].0, ids[299], "newest first");
+        assert!(listed[..300].iter().all(|(_, size)| *size == 100), "a record's size is its own");
+
+        // The oldest pack goes whole when pruned, and only its records with it.
+        packs.sort_by_key(|p| super::super::pack::parse_name(p.file_stem().unwrap().to_str().unwrap()).unwrap());
+        let week_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(8 * 24 * 3600);
+        std::fs::File::options().append(true).open(&packs[0]).unwrap().set_modified(week_ago).unwrap();
+        assert_eq!(store.prune(super::super::DEFAULT_RETENTION), 1);
+        assert!(store.read(&ids[0], 0, 10).is_err(), "the first packed record went with its pack");
+        assert!(store.read(&ids[299], 0, 10).is_ok());
+        let mut after = store.create("s");
+        after.write("after the prune\n");
+        after.finish();
+        assert_eq!(store.read(after.id(), 0, 100).unwrap().0, "after the prune\n");
+    }
+
+    #[test]
+    fn after_a_failed_write_the_next_record_starts_a_new_pack() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = proven_store(dir.path(), "s");
+        let save = |text: &str| {
+            let mut writer = store.create("s");
+            writer.write(text);
+            writer.finish();
+            store.settle();
+            writer.id().to_string()
+        };
+        let before = save("before\n");
+        let folder = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+        let pack = std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|e| e == "pack"))
+            .unwrap();
+        // The pack can no longer be written: a folder now stands in its place.
+        std::fs::rename(&pack, folder.join("kept")).unwrap();
+        std::fs::create_dir(&pack).unwrap();
+        let lost = save("lost\n");
+        let after = save("after\n");
+        assert_eq!(store.read(&after, 0, 100).unwrap().0, "after\n", "written to a new pack");
+        assert!(store.read(&lost, 0, 100).is_err());
+        let mut next = store.create("s");
+        let [failure] = &next.take_earlier_failures()[..] else { panic!("one failure") };
+        assert!(failure.contains(&lost), "{failure}");
+        std::fs::remove_dir(&pack).unwrap();
+        std::fs::rename(folder.join("kept"), &pack).unwrap();
+        assert_eq!(store.read(&before, 0, 100).unwrap().0, "before\n");
     }
 
     #[test]

@@ -33,9 +33,9 @@ fn ids_cannot_escape_the_store() {
         "0123abcd--1",
         "0123abcd-1-1\0",
     ] {
-        assert!(matches!(store.path_of(bad), Err(ArtifactError::InvalidId(_))), "{bad:?} accepted");
+        assert!(matches!(store.locate(bad), Err(ArtifactError::InvalidId(_))), "{bad:?} accepted");
     }
-    assert!(matches!(store.path_of("0123abcd-1-1"), Err(ArtifactError::NotFound(..))));
+    assert!(matches!(store.locate("0123abcd-1-1"), Err(ArtifactError::NotFound(..))));
 }
 
 #[test]
@@ -51,11 +51,12 @@ fn prune_removes_only_old_artifacts() {
     let stray = dir.path().join("not-ours.txt");
     std::fs::write(&stray, "x").unwrap();
     let week_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(8 * 24 * 3600);
-    let file = std::fs::File::options().append(true).open(store.path_of(old.id()).unwrap()).unwrap();
+    let Ok(Location::File(path)) = store.locate(old.id()) else { panic!("a session's first artifact is a file") };
+    let file = std::fs::File::options().append(true).open(path).unwrap();
     file.set_modified(week_ago).unwrap();
     assert_eq!(store.prune(DEFAULT_RETENTION), 1);
-    assert!(store.path_of(old.id()).is_err());
-    assert!(store.path_of(new.id()).is_ok());
+    assert!(store.locate(old.id()).is_err());
+    assert!(store.locate(new.id()).is_ok());
     assert!(stray.exists(), "files that are not artifacts are left alone");
 }
 
