@@ -265,6 +265,23 @@ fn followed(outcome: Outcome) -> shims::Followed {
 }
 
 #[test]
+fn an_interpreter_found_to_be_no_shim_is_asked_again_once_it_changes() {
+    let fake = FakePyenv::new();
+    let shim_text = std::fs::read(fake.shim()).unwrap();
+    let candidate = fake.path("system-bin/python3");
+    write_executable(&candidate, "\x7fELF, not a script\n");
+    let input = fake.input("project");
+    let follow = || shims::follow_cached_in(&fake.path("cache"), &candidate, &input);
+    assert!(matches!(follow(), Outcome::NotAShim));
+    assert!(matches!(follow(), Outcome::NotAShim), "the answer remembered");
+    // The same path now holds pyenv's shim: the remembered answer no longer counts.
+    std::fs::remove_file(&candidate).unwrap();
+    std::fs::write(&candidate, &shim_text).unwrap();
+    std::fs::set_permissions(&candidate, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    assert_eq!(followed(follow()).interpreter, fake.root().join("versions/3.99.1/bin/python3"));
+}
+
+#[test]
 fn pyenv_global_version_nested_python_version_and_pyenv_version() {
     let fake = FakePyenv::new();
     let found = followed(fake.follow(&fake.input("project/src/deep")));

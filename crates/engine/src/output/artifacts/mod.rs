@@ -501,12 +501,18 @@ impl ArtifactWriter {
 }
 
 /// A writer dropped before [`ArtifactWriter::finish`] (its call was cancelled
-/// or its task stopped) still leaves what it kept in memory: the run that
-/// named its artifact may be read later.
+/// or its task stopped) still leaves what it kept in memory or had not yet
+/// handed to its writer thread: the run that named its artifact may be read later.
 impl Drop for ArtifactWriter {
     fn drop(&mut self) {
-        if let Sink::Memory(kept) = std::mem::replace(&mut self.sink, Sink::Closed) {
-            self.saver.save(self.path.clone(), kept);
+        match std::mem::replace(&mut self.sink, Sink::Closed) {
+            Sink::Memory(kept) => self.saver.save(self.path.clone(), kept),
+            // The writer thread ends when the queue closes, after this last batch (not waited for here).
+            Sink::Background { batch, queue, .. } if !batch.is_empty() => {
+                let _ = queue.send(batch);
+            }
+            // A file written on this thread flushes as it drops.
+            _ => {}
         }
         if !self.earlier_failures.is_empty() {
             self.saver.put_back_failures(&self.path, std::mem::take(&mut self.earlier_failures));

@@ -119,3 +119,23 @@ fn the_cap_keeps_the_start_and_says_so() {
     let (text, _) = store.read(writer.id(), 0, 1000).unwrap();
     assert!(text.starts_with("0123456789\n[cellbox: artifact capped at 10 bytes"), "{text}");
 }
+
+#[test]
+fn bulk_output_of_a_writer_dropped_before_finish_is_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = ArtifactStore::new(dir.path(), DEFAULT_MAX_ARTIFACT_BYTES);
+    let mut writer = store.create("s");
+    let piece = format!("{}\n", "w".repeat(999));
+    let pieces = 3 * BACKGROUND_AFTER as usize / piece.len() + 50; // ends mid-batch
+    for _ in 0..pieces {
+        writer.write(&piece);
+    }
+    let (id, expected) = (writer.id().to_string(), (pieces * piece.len()) as u64);
+    drop(writer);
+    // The writer thread finishes on its own: wait for it, not for a guess of its time.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while store.read(&id, 0, 0).unwrap().1 < expected && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(store.read(&id, 0, 0).unwrap().1, expected, "the last batch was kept");
+}

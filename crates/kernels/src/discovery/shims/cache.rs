@@ -46,6 +46,11 @@ fn entry_path(root: &Path, shim: &Path, input: &DiscoveryInput) -> PathBuf {
 /// same folder with the same variables and nothing it read has changed
 /// since; a new answer is written atomically (best effort).
 pub fn follow_cached_in(root: &Path, candidate: &Path, input: &DiscoveryInput) -> Outcome {
+    // Most interpreters are no shim, and that answer depends on the file alone.
+    let now = stamp(candidate);
+    if now.is_some() && not_shims().lock().unwrap().get(candidate) == now.as_ref() {
+        return Outcome::NotAShim;
+    }
     let file = entry_path(root, candidate, input);
     if let Ok(text) = std::fs::read(&file)
         && let Ok(entry) = serde_json::from_slice::<Entry>(&text)
@@ -56,6 +61,13 @@ pub fn follow_cached_in(root: &Path, candidate: &Path, input: &DiscoveryInput) -
         return Outcome::Followed(entry.followed, watched);
     }
     let outcome = follow(candidate, input);
+    if let (Outcome::NotAShim, Some(now)) = (&outcome, now) {
+        let mut known = not_shims().lock().unwrap();
+        if known.len() >= MAX_NOT_SHIMS {
+            known.clear();
+        }
+        known.insert(candidate.to_path_buf(), now);
+    }
     if let Outcome::Followed(followed, watched) = &outcome {
         let mut seen = std::collections::HashSet::new();
         let entry = Entry {
@@ -78,6 +90,18 @@ pub fn follow_cached_in(root: &Path, candidate: &Path, input: &DiscoveryInput) -
     }
     outcome
 }
+
+/// Candidates found to be no shim in this process, with the stamp their file
+/// had then: asked again once it changes. A shim's answer also depends on the
+/// folder and the variables, so it is kept on disk instead.
+fn not_shims() -> &'static std::sync::Mutex<std::collections::HashMap<PathBuf, [i64; 5]>> {
+    static KNOWN: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<PathBuf, [i64; 5]>>> =
+        std::sync::OnceLock::new();
+    KNOWN.get_or_init(Default::default)
+}
+
+/// Candidates remembered by [`not_shims`] at most.
+const MAX_NOT_SHIMS: usize = 1024;
 
 /// Drop resolutions for folders or shims that are gone, so the folder does
 /// not grow with every temporary cwd. Run only after a fresh resolution.

@@ -43,8 +43,8 @@ pub fn mise(shim: &Shim<'_>, watched: &mut Vec<PathBuf>) -> Option<Result<Follow
     if !shim.head.is_empty() {
         return None;
     }
-    let target = std::fs::canonicalize(shim.path).ok()?;
-    if target.file_name()? != "mise" || shim.path.parent()?.file_name()? != "shims" {
+    // The folder's name first: resolving every link of the path costs a system call per part.
+    if shim.path.parent()?.file_name()? != "shims" || std::fs::canonicalize(shim.path).ok()?.file_name()? != "mise" {
         return None;
     }
     Some(mise_follow(shim, watched))
