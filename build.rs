@@ -41,23 +41,37 @@ const PLACED_ENGINE: &str = "python/cellbox/_engine.abi3.so";
 /// extension, has to be in the package folder before maturin writes the wheel. pyproject.toml
 /// tells cargo `CELLBOX_WHEEL_ENGINE=1` (`[tool.maturin] config`), so every maturin build (a
 /// plain `maturin build`, `pip install` from the sdist, `scripts/build-wheel`) comes through
-/// here: the engine is built for the same target and profile in a target folder of its own
-/// (the outer build holds the lock on this one's) and copied to [`PLACED_ENGINE`]. A failed
-/// build fails the wheel: a wheel without its engine would run the SDK's child engine instead,
-/// slower and without a word.
+/// here: the engine is built for the same target, in release when the build's profile is a
+/// release one, in a target folder of its own (the outer build holds the lock on this one's),
+/// and copied to [`PLACED_ENGINE`]. A failed build fails the wheel: a wheel without its engine
+/// would run the SDK's child engine instead, slower and without a word. Where no engine can be
+/// built (Windows, a static C runtime such as musl's, a source without its crate) the build
+/// says so in a warning and the wheel has none.
 fn wheel_engine(manifest_dir: &Path) {
     println!("cargo:rerun-if-env-changed=CELLBOX_WHEEL_ENGINE");
     let asked = std::env::var("CELLBOX_WHEEL_ENGINE").unwrap_or_default();
-    if asked != "1" && asked != "placed" {
-        return;
+    match asked.as_str() {
+        "" | "0" => return,
+        "1" | "placed" => {}
+        other => panic!("CELLBOX_WHEEL_ENGINE={other:?}: expected 1 (build the engine) or placed"),
     }
     let var = |name: &str| std::env::var(name).unwrap_or_default();
     let target = var("TARGET");
-    let library = if target.contains("windows") {
+    let without = |why: &str| {
         println!(
-            "cargo:warning=no in-process engine for Windows wheels yet: the SDK runs its engine as a child process"
+            "cargo:warning=no in-process engine in this wheel ({why}): the SDK runs its engine as a child process"
         );
-        return;
+    };
+    // A packaged crate (crates.io) carries neither the engine's crate nor the Python package.
+    if !manifest_dir.join("crates/sdk-engine/Cargo.toml").is_file() {
+        return without("its crate, crates/sdk-engine, is not in this source");
+    }
+    // A static C runtime (musl's default, or `+crt-static`) cannot make a shared library.
+    let static_crt = var("CARGO_CFG_TARGET_FEATURE").split(',').any(|feature| feature == "crt-static");
+    let library = if target.contains("windows") {
+        return without("Windows wheels carry none yet");
+    } else if static_crt {
+        return without("the target links the C runtime statically");
     } else if target.contains("apple") {
         "lib_engine.dylib"
     } else {
@@ -70,8 +84,9 @@ fn wheel_engine(manifest_dir: &Path) {
         assert!(placed.is_file(), "CELLBOX_WHEEL_ENGINE=placed, but there is no {PLACED_ENGINE}");
         return;
     }
-    // Built again when anything it is made of changes, or when the placed copy is gone.
-    for input in ["crates", "runner", "runner-js", "runner-bash", "Cargo.lock", PLACED_ENGINE] {
+    // Built again when anything it is made of changes (the runners are linked into crates/kernels),
+    // or when the placed copy is gone or was put there by another build (another profile or target).
+    for input in ["crates", "Cargo.toml", "Cargo.lock", PLACED_ENGINE] {
         println!("cargo:rerun-if-changed={}", manifest_dir.join(input).display());
     }
     let target_dir = PathBuf::from(var("OUT_DIR")).join("sdk-engine");
@@ -93,12 +108,20 @@ fn wheel_engine(manifest_dir: &Path) {
         Err(error) => panic!("the wheel's in-process engine: could not run cargo: {error}"),
     }
     let built = target_dir.join(&target).join(if release { "release" } else { "debug" }).join(library);
-    if let Err(error) = std::fs::copy(&built, &placed) {
+    // A new file renamed over the old: a process that has the old one loaded keeps its pages.
+    let fresh = placed.with_extension("so.new");
+    if let Err(error) = std::fs::copy(&built, &fresh).and_then(|_| std::fs::rename(&fresh, &placed)) {
         panic!("the wheel's in-process engine: copying {} to {}: {error}", built.display(), placed.display());
     }
-    // cargo reruns this script when a file it watches is newer than the script's start; the
-    // copy takes Cargo.lock's date so it counts as changed only when it is deleted or replaced.
-    let dated = std::fs::metadata(manifest_dir.join("Cargo.lock")).and_then(|lock| lock.modified());
+    // cargo reruns this script when a file it watches is not older than the script's last start
+    // (`invoked.timestamp` beside OUT_DIR). The copy is dated just before this run's start: for
+    // this build it is unchanged, for a build of another profile or target that placed its
+    // own engine before, it is newer, so that build places its own again.
+    let started = PathBuf::from(var("OUT_DIR")).with_file_name("invoked.timestamp");
+    let dated = std::fs::metadata(&started)
+        .or_else(|_| std::fs::metadata(manifest_dir.join("Cargo.lock")))
+        .and_then(|stamp| stamp.modified())
+        .map(|date| date - std::time::Duration::from_millis(1));
     if let Ok(date) = dated {
         let _ = std::fs::File::options().write(true).open(&placed).and_then(|file| file.set_modified(date));
     }
@@ -117,7 +140,11 @@ fn revision(manifest_dir: &Path) {
             if let Some(dir) = git(&["-C", manifest_dir.to_str()?, "rev-parse", dir_arg]) {
                 let dir = manifest_dir.join(dir);
                 println!("cargo:rerun-if-changed={}", dir.join("HEAD").display());
-                println!("cargo:rerun-if-changed={}", dir.join("packed-refs").display());
+                // Only when it exists: a missing file counts as changed on every build. Packing
+                // refs removes the loose file of the branch, which is watched below.
+                if dir.join("packed-refs").exists() {
+                    println!("cargo:rerun-if-changed={}", dir.join("packed-refs").display());
+                }
                 if let Some(reference) = git(&["-C", manifest_dir.to_str()?, "symbolic-ref", "-q", "HEAD"]) {
                     println!("cargo:rerun-if-changed={}", dir.join(reference).display());
                 }

@@ -353,6 +353,22 @@ fn workspace_dependencies(manifest: &str) -> Vec<String> {
     found
 }
 
+/// `cargo test` and `cargo build` at the root (scripts/test) reach the default members only:
+/// every crate but the PyO3 engine, which needs an interpreter to link and is built on its own.
+#[test]
+fn every_crate_but_the_engine_extension_is_a_default_member() {
+    let manifest = fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let line = manifest.lines().find(|l| l.starts_with("default-members")).expect("Cargo.toml names default-members");
+    let listed: BTreeSet<String> = line.split('"').skip(1).step_by(2).map(str::to_string).collect();
+    let expected: BTreeSet<String> = fs::read_dir(root().join("crates"))
+        .unwrap()
+        .map(|e| format!("crates/{}", e.unwrap().file_name().to_string_lossy()))
+        .filter(|dir| dir != "crates/sdk-engine")
+        .chain([".".to_string()])
+        .collect();
+    assert_eq!(listed, expected, "Cargo.toml's default-members");
+}
+
 #[test]
 fn crates_point_down() {
     let root = root();

@@ -383,7 +383,7 @@ pub const WHEEL_ENGINE: EnvVar = EnvVar {
     name: "CELLBOX_WHEEL_ENGINE",
     value: "`1` or `placed`",
     default: "unset (pyproject.toml sets `1` for maturin's builds)",
-    doc: "Whether build.rs builds the Python SDK's in-process engine and puts it in the package for the wheel (`1`), or checks that scripts/build-wheel already did (`placed`).",
+    doc: "Whether build.rs builds the Python SDK's in-process engine and puts it in the package for the wheel (`1`), or checks that scripts/build-wheel already did (`placed`); any other value but `0` is an error.",
     audience: Audience::Build,
     flag: None,
     kind: Kind::Text,
