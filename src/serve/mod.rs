@@ -4,6 +4,7 @@
 //! - `/mcp`: the MCP server on the streamable HTTP transport (rmcp's own),
 //!   behind bearer-token auth; each principal reaches its own engine
 //!   ([`principals`]), so sessions, runs and artifacts never cross principals.
+//! - `/ui`: a web page that shows the principal's sessions as they run ([`ui`]).
 //! - `/healthz` (the process answers) and `/readyz` (it takes new work; 503
 //!   while shutting down), without auth, for load balancers and supervisors.
 //!
@@ -21,6 +22,7 @@ pub mod principals;
 mod sdk;
 pub mod tls;
 pub mod tokens;
+mod ui;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -173,6 +175,8 @@ pub(crate) struct ServerState {
     pub(crate) hard_stop: CancellationToken,
     /// The sandboxes made through E2B's API.
     pub(crate) e2b: Arc<e2b::Sandboxes>,
+    /// The web view's sign-ins ([`ui`]).
+    pub(crate) sign_ins: ui::SignIns,
 }
 
 impl ServerState {
@@ -279,6 +283,7 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
         https: config.tls.is_some(),
         hard_stop: CancellationToken::new(),
         e2b: Arc::default(),
+        sign_ins: ui::SignIns::default(),
     });
     let app = Router::new()
         .route("/mcp", any(mcp))
@@ -287,6 +292,7 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
         .route("/readyz", get(ready))
         .route("/metrics", get(metrics))
         .merge(e2b::routes())
+        .merge(ui::routes())
         .route(METADATA_PATH, get(resource_metadata))
         .route("/.well-known/oauth-protected-resource", get(resource_metadata))
         .with_state(state.clone())
@@ -301,6 +307,7 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
     };
     let scheme = if state.https { "https" } else { "http" };
     eprintln!("cellbox serve: MCP on {scheme}://{address}/mcp, {auth_note}");
+    eprintln!("cellbox serve: the web view is on {scheme}://{address}/ui");
     if config.print_e2b {
         let key = match &state.auth {
             Auth::Off => format!("{}{}  # auth is off: any key works", tokens::E2B_TOKEN_PREFIX, "0".repeat(40)),

@@ -66,6 +66,7 @@ mod sdk;
 mod security;
 mod serve;
 mod serve_runs;
+mod serve_ui;
 mod snapshot;
 mod spare;
 mod undo;

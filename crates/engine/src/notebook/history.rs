@@ -309,6 +309,11 @@ impl Histories {
         self.sessions.remove(session)
     }
 
+    /// The sessions that have a history.
+    pub fn names(&self) -> impl Iterator<Item = &String> {
+        self.sessions.keys()
+    }
+
     /// Add `cells` to `session`'s history, then hold the whole to its bound.
     pub fn record(&mut self, session: &str, cells: Vec<RecordedCell>, limits: &HistoryLimits) {
         let history = self.sessions.entry(session.to_string()).or_default();

@@ -275,6 +275,24 @@ impl KernelPool {
 
     /// Stop every kernel of `session` (all cwds and languages); the next call starts fresh.
     /// Returns how many kernels were stopped, hibernated ones (whose saved variables are dropped) included.
+    /// The sessions that have a slot (a kernel, live, hibernated or stopped).
+    pub fn sessions(&self) -> Vec<String> {
+        let slots = self.slots.lock().unwrap();
+        let mut names: Vec<String> = slots.values().map(|slot| slot.key.session.clone()).collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// Interrupt what `session`'s live kernels run (a kernel between cells
+    /// ignores it); how many were told.
+    pub fn interrupt_session(&self, session: &str) -> usize {
+        let slots: Vec<Arc<Slot>> =
+            self.slots.lock().unwrap().values().filter(|slot| slot.key.session == session).cloned().collect();
+        let kernels = slots.iter().filter_map(|slot| slot.current.lock().unwrap().clone());
+        kernels.filter(|kernel| kernel.interrupt().is_ok()).count()
+    }
+
     pub async fn reset_session(&self, session: &str) -> usize {
         let slots: Vec<Arc<Slot>> =
             self.slots.lock().unwrap().values().filter(|slot| slot.key.session == session).cloned().collect();

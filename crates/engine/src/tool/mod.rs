@@ -4,6 +4,7 @@ pub mod call;
 pub mod config;
 pub mod denials;
 pub mod engine;
+pub mod live;
 pub mod params;
 pub mod result;
 pub mod run;

@@ -174,6 +174,24 @@ impl EvalEngine {
 }
 
 impl EvalEngine {
+    /// Every session this engine knows: with a kernel (live or put away), a
+    /// history of cells, or a call seen by [`EvalEngine::live`]; sorted.
+    pub fn session_names(&self) -> Vec<String> {
+        let mut names = self.pool().sessions();
+        names.extend(self.histories.lock().unwrap().names().cloned());
+        names.extend(self.live.sessions());
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    /// Interrupt the cell `session` runs, as Ctrl-C would: the cell ends
+    /// (its call says it was interrupted) and the kernel keeps its variables.
+    /// How many kernels were told; 0 when the session runs nothing.
+    pub fn interrupt_session(&self, session: &str) -> usize {
+        self.pool().interrupt_session(session)
+    }
+
     /// Resident memory of every live kernel of this engine, in bytes (Linux; 0 elsewhere).
     pub fn memory_used(&self) -> u64 {
         self.pool().kernel_pids().into_iter().filter_map(crate::session::resident_bytes).sum()

@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::call::{CallContext, EvalError, EventSink, ExportError, ignore_events};
 use super::config::{EngineConfig, KernelMode};
+use super::live::{LiveFeed, LiveKind};
 use super::params::{CheckMode, EvalParams, Language, PlannedCell};
 use super::result::{CellStatus, Collector, EvalEvent, EvalResult};
 use super::run::{RunRegistry, RunShared};
@@ -64,6 +65,8 @@ pub struct EvalEngine {
     host_files: std::sync::OnceLock<Result<Arc<HostFiles>, String>>,
     /// Connections its kernels' network proxies allowed and refused ([`EvalEngine::network_counts`]).
     network: Arc<crate::tool::config::NetworkCounts>,
+    /// What its sessions do, for watchers ([`EvalEngine::live`]).
+    live: LiveFeed,
 }
 
 impl EvalEngine {
@@ -95,6 +98,7 @@ impl EvalEngine {
             checkpoints: Default::default(),
             host_files: std::sync::OnceLock::new(),
             network,
+            live: LiveFeed::default(),
         }
     }
 
@@ -104,6 +108,11 @@ impl EvalEngine {
 
     pub(super) fn pool(&self) -> &KernelPool {
         &self.pool
+    }
+
+    /// What this engine's sessions do, as it happens.
+    pub fn live(&self) -> &LiveFeed {
+        &self.live
     }
 
     pub fn artifacts(&self) -> &ArtifactStore {
@@ -302,7 +311,9 @@ impl EvalEngine {
     /// a fresh kernel. Returns how many kernels were stopped.
     pub async fn reset_session(&self, session: &str) -> usize {
         self.drop_checkpoints(Some(session));
-        self.pool.reset_session(session).await
+        let stopped = self.pool.reset_session(session).await;
+        self.live.publish(session, LiveKind::Reset);
+        stopped
     }
 
     /// The cells `session` has run, as an nbformat 4.5 notebook: one code cell
@@ -367,8 +378,37 @@ impl EvalEngine {
         Box::pin(self.eval_observed(params, context, cancel, on_event, None)).await
     }
 
-    /// [`EvalEngine::eval`], telling `run` (when the call is one) what it writes.
+    /// [`EvalEngine::eval`], telling `run` (when the call is one) what it writes,
+    /// and the session's watchers ([`EvalEngine::live`]) what it does.
     pub(super) async fn eval_observed(
+        &self,
+        params: &EvalParams,
+        context: &CallContext,
+        cancel: &CancellationToken,
+        on_event: EventSink<'_>,
+        run: Option<&Arc<RunShared>>,
+    ) -> Result<EvalResult, EvalError> {
+        let session = context.session.as_str();
+        let mut in_flight = self.live.begin(session);
+        let call = in_flight.call;
+        if self.live.watched() {
+            let cells = params
+                .plan()
+                .map(|plan| plan.into_iter().map(|cell| (cell.code, cell.language.as_str().to_string())).collect());
+            self.live.publish(session, LiveKind::CallStarted { call, cells: cells.unwrap_or_default() });
+        }
+        let watched_sink = |event: EvalEvent| {
+            if self.live.watched() {
+                self.live.publish(session, LiveKind::Event { call, event: event.clone() });
+            }
+            on_event(event);
+        };
+        let result = self.eval_planned(params, context, cancel, &watched_sink, run).await;
+        in_flight.status = result.as_ref().ok().and_then(|result| result.cells.last().map(|cell| cell.status));
+        result
+    }
+
+    async fn eval_planned(
         &self,
         params: &EvalParams,
         context: &CallContext,

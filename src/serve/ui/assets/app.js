@@ -1,0 +1,411 @@
+// The cellbox web view: the principal's sessions, one session's cells as a
+// notebook, and what runs now, streamed from /ui/api/events.
+//
+// Everything a cell produced is put into the page as text (textContent) or as
+// a data: image; HTML goes into an iframe whose sandbox attribute is empty
+// (no scripts, an opaque origin). Nothing from a cell is ever parsed as this
+// page's HTML.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const state = { selected: null, sessions: [], calls: new Map(), events: null, timer: null, listTimer: null };
+
+function api(path, options = {}) {
+  const headers = Object.assign({ "X-Cellbox-UI": "1" }, options.body ? { "Content-Type": "application/json" } : {});
+  return fetch(path, Object.assign({}, options, { headers, credentials: "same-origin" }));
+}
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+// --- signing in -------------------------------------------------------------
+
+async function start() {
+  const me = await api("/ui/api/me");
+  if (me.status === 401) return showSignIn();
+  if (!me.ok) return showSignIn("The server answered " + me.status + ".");
+  const who = await me.json();
+  $("who").textContent = who.principal;
+  $("signout").hidden = !who.auth;
+  $("signin").hidden = true;
+  $("app").hidden = false;
+  connect();
+  await refreshSessions();
+  const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
+  if (wanted) select(wanted);
+}
+
+function showSignIn(message) {
+  $("app").hidden = true;
+  $("signin").hidden = false;
+  $("signin-error").textContent = message || "";
+  $("token").focus();
+}
+
+$("signin-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const answer = await api("/ui/api/login", { method: "POST", body: JSON.stringify({ token: $("token").value }) });
+  $("token").value = "";
+  if (!answer.ok) {
+    const body = await answer.json().catch(() => ({}));
+    return showSignIn(body.error || "The token was not accepted.");
+  }
+  start();
+});
+
+$("signout").addEventListener("click", async () => {
+  await api("/ui/api/logout", { method: "POST" });
+  if (state.events) state.events.close();
+  showSignIn("Signed out.");
+});
+
+// --- the sessions list ------------------------------------------------------
+
+async function refreshSessions() {
+  const answer = await api("/ui/api/sessions");
+  if (answer.status === 401) return showSignIn("The sign-in has ended.");
+  if (!answer.ok) return;
+  state.sessions = (await answer.json()).sessions;
+  const list = $("sessions");
+  list.replaceChildren();
+  for (const session of state.sessions) {
+    const item = el("li");
+    const button = el("button");
+    button.type = "button";
+    button.dataset.session = session.name;
+    button.setAttribute("aria-current", String(session.name === state.selected));
+    const name = el("div", "name");
+    name.append(el("span", "dot " + (session.busy ? "busy" : session.kernel === "live" ? "live" : "")), session.name);
+    const parts = [session.busy ? "running" : session.kernel === "live" ? "idle" : "no kernel"];
+    if (session.languages.length) parts.push(session.languages.join(" + "));
+    if (session.resident_bytes) parts.push(bytes(session.resident_bytes));
+    parts.push(session.cells + (session.cells === 1 ? " cell" : " cells"));
+    if (session.last_active_ms) parts.push(ago(session.last_active_ms));
+    button.append(name, el("div", "meta", parts.join(" · ")));
+    button.addEventListener("click", () => select(session.name));
+    item.append(button);
+    list.append(item);
+  }
+  $("no-sessions").hidden = state.sessions.length > 0;
+  updateToolbar();
+}
+
+function refreshSoon() {
+  clearTimeout(state.listTimer);
+  state.listTimer = setTimeout(refreshSessions, 200);
+}
+
+function bytes(n) {
+  const units = ["B", "KiB", "MiB", "GiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return n.toFixed(i ? 1 : 0) + " " + units[i];
+}
+
+function ago(ms) {
+  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+  if (s < 60) return s + " s ago";
+  if (s < 3600) return Math.round(s / 60) + " min ago";
+  return Math.round(s / 3600) + " h ago";
+}
+
+// --- one session ------------------------------------------------------------
+
+async function select(name) {
+  state.selected = name;
+  history.replaceState(null, "", "#session=" + encodeURIComponent(name));
+  $("session-name").textContent = name;
+  $("notice").textContent = "";
+  for (const button of document.querySelectorAll("#sessions button")) {
+    button.setAttribute("aria-current", String(button.dataset.session === name));
+  }
+  updateToolbar();
+  const answer = await api("/ui/api/notebook?session=" + encodeURIComponent(name));
+  if (state.selected !== name) return;
+  const cells = $("cells");
+  cells.replaceChildren();
+  if (!answer.ok) {
+    $("notice").textContent = answer.status === 404 ? "This session is gone." : "The notebook could not be read.";
+    return;
+  }
+  const notebook = await answer.json();
+  for (const cell of notebook.cells || []) {
+    if (cell.cell_type !== "code") continue;
+    const view = cellView(text(cell.source), languageOf(cell, notebook), cell.execution_count);
+    for (const output of cell.outputs || []) addNotebookOutput(view, output);
+    setStatus(view, (cell.outputs || []).some((o) => o.output_type === "error") ? "error" : "ok");
+    cells.append(view.root);
+  }
+  // Calls that are running now show after what is done.
+  for (const call of state.calls.values()) {
+    if (call.session === name) for (const view of call.views) cells.append(view.root);
+  }
+  window.scrollTo(0, document.body.scrollHeight);
+}
+
+function updateToolbar() {
+  const session = state.sessions.find((s) => s.name === state.selected);
+  $("interrupt").disabled = !session || !session.busy;
+  $("reset").disabled = !session;
+  $("download").disabled = !session || !session.cells;
+}
+
+async function act(action) {
+  const name = state.selected;
+  if (!name) return;
+  if (action === "reset" && !confirm("Restart the kernel of " + name + "? Its variables will be lost.")) return;
+  const answer = await api("/ui/api/" + action, { method: "POST", body: JSON.stringify({ session: name }) });
+  const body = await answer.json().catch(() => ({}));
+  $("notice").textContent = answer.ok
+    ? (action === "interrupt" ? "Interrupt sent." : "The kernel was restarted; its variables are gone.")
+    : body.error || action + " failed";
+  refreshSoon();
+}
+
+$("interrupt").addEventListener("click", () => act("interrupt"));
+$("reset").addEventListener("click", () => act("reset"));
+$("download").addEventListener("click", () => {
+  if (!state.selected) return;
+  // A link, so the browser saves it; the API header cannot ride on a navigation,
+  // so the file is fetched here and handed over as a blob.
+  api("/ui/api/notebook?download=1&session=" + encodeURIComponent(state.selected)).then(async (answer) => {
+    if (!answer.ok) { $("notice").textContent = "The notebook could not be read."; return; }
+    const link = el("a");
+    link.href = URL.createObjectURL(await answer.blob());
+    link.download = state.selected.replace(/[^A-Za-z0-9-]/g, "_") + ".ipynb";
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+  });
+});
+
+// --- cells ------------------------------------------------------------------
+
+function text(value) { return Array.isArray(value) ? value.join("") : value || ""; }
+
+function languageOf(cell, notebook) {
+  const own = cell.metadata && cell.metadata.cellbox && cell.metadata.cellbox.language;
+  return own || (notebook.metadata && notebook.metadata.language_info && notebook.metadata.language_info.name) || "python";
+}
+
+function cellView(code, language, count) {
+  const root = el("li", "cell");
+  const header = el("header");
+  const label = el("span", "", count ? "[" + count + "]" : "[ ]");
+  const status = el("span", "status");
+  header.append(label, el("span", "", language), status);
+  const source = el("pre", "source");
+  highlight(source, code, language);
+  const outputs = el("div", "outputs");
+  root.append(header, source, outputs);
+  return { root, status, outputs, label, started: null, stream: null };
+}
+
+function setStatus(view, status, seconds) {
+  view.status.className = "status " + status;
+  view.status.textContent = seconds === undefined ? status : status + " · " + seconds;
+}
+
+const PY_KEYWORDS = new Set(("False None True and as assert async await break class continue def del elif else except " +
+  "finally for from global if import in is lambda nonlocal not or pass raise return try while with yield").split(" "));
+const JS_KEYWORDS = new Set(("await break case catch class const continue default delete do else export extends false " +
+  "finally for function if import in instanceof let new null return super switch this throw true try typeof undefined " +
+  "var void while yield async of").split(" "));
+
+// Comments, strings, numbers and keywords, each put in as text into a span.
+function highlight(target, code, language) {
+  const python = !/^(js|ts|javascript|typescript)$/i.test(language);
+  const keywords = python ? PY_KEYWORDS : JS_KEYWORDS;
+  const pattern = python
+    ? /(#[^\n]*)|("""[\s\S]*?"""|'''[\s\S]*?'''|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')|(\b\d[\d_]*(?:\.\d+)?\b)|([A-Za-z_]\w*)/g
+    : /(\/\/[^\n]*|\/\*[\s\S]*?\*\/)|(`(?:\\.|[^`\\])*`|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')|(\b\d[\d_]*(?:\.\d+)?\b)|([A-Za-z_$][\w$]*)/g;
+  let last = 0;
+  for (const match of code.matchAll(pattern)) {
+    if (match.index > last) target.append(code.slice(last, match.index));
+    const [whole, comment, string, number, word] = match;
+    let kind = null;
+    if (comment) kind = "tok-com";
+    else if (string) kind = "tok-str";
+    else if (number) kind = "tok-num";
+    else if (word && keywords.has(word)) kind = "tok-kw";
+    target.append(kind ? el("span", kind, whole) : whole);
+    last = match.index + whole.length;
+  }
+  target.append(code.slice(last));
+}
+
+function addStream(view, name, value) {
+  if (view.stream && view.stream.name === name) {
+    view.stream.node.append(value);
+    return;
+  }
+  const node = el("pre", name, value);
+  view.outputs.append(node);
+  view.stream = { name, node };
+}
+
+function addBundle(view, data) {
+  view.stream = null;
+  view.outputs.append(renderBundle(data));
+}
+
+function addError(view, ename, evalue, traceback) {
+  view.stream = null;
+  const lines = traceback && traceback.length ? traceback.join("\n") : ename + ": " + evalue;
+  view.outputs.append(el("pre", "traceback", stripAnsi(lines)));
+}
+
+function addNote(view, value) {
+  view.stream = null;
+  view.outputs.append(el("pre", "note", value));
+}
+
+function addNotebookOutput(view, output) {
+  if (output.output_type === "stream") addStream(view, output.name, text(output.text));
+  else if (output.output_type === "error") addError(view, output.ename, output.evalue, output.traceback);
+  else if (output.data) addBundle(view, output.data);
+}
+
+function stripAnsi(value) { return value.replace(/\u001b\[[0-9;]*[A-Za-z]/g, ""); }
+
+function base64Utf8(value) {
+  const bytes = new TextEncoder().encode(value);
+  let binary = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+  return btoa(binary);
+}
+
+// The richest form this page can show safely.
+function renderBundle(data) {
+  for (const type of ["image/png", "image/jpeg", "image/gif", "image/webp"]) {
+    if (data[type]) {
+      const image = el("img");
+      image.alt = text(data["text/plain"]) || "image";
+      image.src = "data:" + type + ";base64," + text(data[type]).replace(/\s/g, "");
+      return image;
+    }
+  }
+  if (data["image/svg+xml"]) {
+    // As an image, an SVG's scripts never run.
+    const image = el("img");
+    image.alt = "SVG image";
+    image.src = "data:image/svg+xml;base64," + base64Utf8(text(data["image/svg+xml"]));
+    return image;
+  }
+  if (data["text/html"]) {
+    const frame = el("iframe");
+    frame.setAttribute("sandbox", "");
+    frame.setAttribute("referrerpolicy", "no-referrer");
+    frame.title = "HTML output";
+    frame.srcdoc = text(data["text/html"]);
+    return frame;
+  }
+  if (data["application/json"] !== undefined) return el("pre", "", JSON.stringify(data["application/json"], null, 2));
+  for (const type of ["text/markdown", "text/latex", "text/plain"]) {
+    if (data[type] !== undefined) return el("pre", "", stripAnsi(text(data[type])));
+  }
+  const types = Object.keys(data);
+  return el("pre", "note", "(an output in " + (types.join(", ") || "no format") + ")");
+}
+
+// --- live events ------------------------------------------------------------
+
+function connect() {
+  if (state.events) state.events.close();
+  const events = new EventSource("/ui/api/events");
+  state.events = events;
+  events.onopen = () => { $("link").hidden = false; $("link").className = "pill on"; $("link").textContent = "live"; };
+  events.onerror = () => { $("link").className = "pill"; $("link").textContent = "reconnecting…"; };
+  events.onmessage = (message) => apply(JSON.parse(message.data));
+  clearInterval(state.timer);
+  state.timer = setInterval(tick, 250);
+}
+
+function callOf(event) {
+  let call = state.calls.get(event.call);
+  if (!call) {
+    call = { session: event.session, views: [], cells: [] };
+    state.calls.set(event.call, call);
+  }
+  return call;
+}
+
+function viewOf(call, index) {
+  while (call.views.length <= index) {
+    const cell = call.cells[call.views.length] || { code: "(this cell began before the page was opened)", language: "" };
+    const view = cellView(cell.code, cell.language, null);
+    setStatus(view, "queued");
+    call.views.push(view);
+    if (call.session === state.selected) $("cells").append(view.root);
+  }
+  return call.views[index];
+}
+
+function apply(event) {
+  if (event.type === "lagged") {
+    $("notice").textContent = event.lost + " events were missed; reloading the session.";
+    if (state.selected) select(state.selected);
+    return;
+  }
+  if (event.type === "call_started") {
+    const call = callOf(event);
+    call.cells = event.cells;
+    refreshSoon();
+    return;
+  }
+  if (event.type === "reset") {
+    if (event.session === state.selected) $("notice").textContent = "The kernel was restarted; its variables are gone.";
+    refreshSoon();
+    return;
+  }
+  if (event.type === "call_finished") {
+    const call = state.calls.get(event.call);
+    state.calls.delete(event.call);
+    if (call) for (const view of call.views) if (view.started) finish(view, event.status || "cancelled");
+    refreshSoon();
+    return;
+  }
+  const call = callOf(event);
+  if (event.type === "note") {
+    if (call.views.length) addNote(call.views[call.views.length - 1], event.text);
+    return;
+  }
+  if (event.cell === undefined) return;
+  const view = viewOf(call, event.cell);
+  if (event.type === "cell_started") {
+    view.started = Date.now();
+    setStatus(view, "running", "0.0 s");
+  } else if (event.type === "stream") {
+    if (!view.started) view.started = Date.now();
+    addStream(view, event.name, event.text);
+  } else if (event.type === "display") {
+    addBundle(view, event.bundle || {});
+  } else if (event.type === "error") {
+    addError(view, event.ename, event.evalue, event.traceback);
+  } else if (event.type === "cell_finished") {
+    finish(view, event.status, event.duration_ms);
+  } else if (event.type === "waiting" && event.text) {
+    setStatus(view, "running", event.text);
+  }
+}
+
+function finish(view, status, durationMs) {
+  const ms = durationMs !== undefined ? durationMs : Date.now() - (view.started || Date.now());
+  view.started = null;
+  setStatus(view, status, (ms / 1000).toFixed(1) + " s");
+}
+
+function tick() {
+  for (const call of state.calls.values()) {
+    for (const view of call.views) {
+      if (view.started) setStatus(view, "running", ((Date.now() - view.started) / 1000).toFixed(1) + " s");
+    }
+  }
+}
+
+start();

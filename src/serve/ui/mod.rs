@@ -1,0 +1,235 @@
+//! `/ui`: a web page to watch a principal's sessions as they run, and to
+//! interrupt, reset or download them.
+//!
+//! The page and its script and style are embedded in the binary and served
+//! from this origin only, under a Content-Security-Policy that allows nothing
+//! else: no inline script, no other origin. A cell's HTML output is shown in an
+//! iframe with an empty `sandbox` attribute (no scripts, its own opaque origin),
+//! which also inherits that policy; images are `data:` URLs. So what a cell
+//! prints cannot read the page or call its API.
+//!
+//! Signing in: the page asks for a token of the server (the same tokens as
+//! `/mcp`) and trades it at `POST /ui/api/login` for a cookie that is
+//! `HttpOnly` and `SameSite=Strict`, scoped to `/ui`, and names a sign-in kept
+//! in memory for [`SIGN_IN_LIFETIME`]. With auth off (loopback only) every
+//! request is the local principal and no sign-in is asked. Every API request
+//! but the event stream (an `EventSource` cannot add headers; the stream
+//! only reads) must carry the `X-Cellbox-UI` header, which a page of another
+//! origin cannot add without a CORS preflight this server never grants; a
+//! request whose `Origin` is not this server's, or that the browser marks as
+//! from another site, is refused. Together they stop cross-site requests even
+//! where no cookie is needed.
+
+mod api;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+
+use super::ServerState;
+use super::tokens::Identity;
+
+/// How long a sign-in lasts.
+pub const SIGN_IN_LIFETIME: Duration = Duration::from_secs(12 * 3600);
+
+/// Sign-ins kept at most; the oldest is dropped for a new one past it.
+const MAX_SIGN_INS: usize = 1024;
+
+/// The cookie that names a sign-in.
+const COOKIE: &str = "cellbox_ui";
+
+/// The header every API request carries (see the module's doc).
+const UI_HEADER: &str = "x-cellbox-ui";
+
+/// The page's policy: its own script and style, `data:` images, its own API.
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+                   connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; \
+                   frame-ancestors 'none'";
+
+const INDEX_HTML: &str = include_str!("assets/index.html");
+const APP_JS: &str = include_str!("assets/app.js");
+const APP_CSS: &str = include_str!("assets/app.css");
+
+/// The web view's sign-ins.
+#[derive(Debug, Default)]
+pub(crate) struct SignIns {
+    by_id: Mutex<HashMap<String, (Identity, Instant)>>,
+}
+
+impl SignIns {
+    /// A new sign-in for `identity`: its cookie's value.
+    fn add(&self, identity: Identity) -> Result<String, String> {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes).map_err(|e| format!("no random numbers from the OS: {e}"))?;
+        let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let mut by_id = self.by_id.lock().unwrap();
+        by_id.retain(|_, (_, at)| at.elapsed() < SIGN_IN_LIFETIME);
+        if by_id.len() >= MAX_SIGN_INS
+            && let Some(oldest) = by_id.iter().min_by_key(|(_, (_, at))| *at).map(|(id, _)| id.clone())
+        {
+            by_id.remove(&oldest);
+        }
+        by_id.insert(id.clone(), (identity, Instant::now()));
+        Ok(id)
+    }
+
+    fn get(&self, id: &str) -> Option<Identity> {
+        let by_id = self.by_id.lock().unwrap();
+        by_id.get(id).filter(|(_, at)| at.elapsed() < SIGN_IN_LIFETIME).map(|(identity, _)| identity.clone())
+    }
+
+    fn remove(&self, id: &str) {
+        self.by_id.lock().unwrap().remove(id);
+    }
+}
+
+/// The routes of `/ui`.
+pub(crate) fn routes() -> Router<Arc<ServerState>> {
+    Router::new()
+        .route("/ui", get(page))
+        .route("/ui/", get(page))
+        .route("/ui/app.js", get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }))
+        .route("/ui/app.css", get(|| async { asset("text/css; charset=utf-8", APP_CSS) }))
+        .route("/ui/api/login", post(api::login))
+        .route("/ui/api/logout", post(api::logout))
+        .route("/ui/api/me", get(api::me))
+        .route("/ui/api/sessions", get(api::sessions))
+        .route("/ui/api/notebook", get(api::notebook))
+        .route("/ui/api/events", get(api::events))
+        .route("/ui/api/interrupt", post(api::interrupt))
+        .route("/ui/api/reset", post(api::reset))
+        .layer(axum::middleware::from_fn(guard))
+}
+
+async fn page() -> Response {
+    asset("text/html; charset=utf-8", INDEX_HTML)
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "no-cache")], body).into_response()
+}
+
+/// Headers on every `/ui` answer, and the cross-site checks on its API.
+async fn guard(request: Request, next: axum::middleware::Next) -> Response {
+    let path = request.uri().path();
+    // EventSource cannot add a header: the event stream (read only) is checked by its origin alone.
+    let needs_header = path != "/ui/api/events";
+    if path.starts_with("/ui/api/")
+        && let Err(refusal) = same_site(request.headers(), needs_header)
+    {
+        return refusal;
+    }
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert("cross-origin-opener-policy", HeaderValue::from_static("same-origin"));
+    headers.insert("cross-origin-resource-policy", HeaderValue::from_static("same-origin"));
+    response
+}
+
+/// Refuse an API request another site's page could have made.
+#[allow(clippy::result_large_err)]
+fn same_site(headers: &HeaderMap, needs_header: bool) -> Result<(), Response> {
+    if needs_header && !headers.contains_key(UI_HEADER) {
+        return Err(super::json_error(
+            StatusCode::FORBIDDEN,
+            "the web view's API answers the web view only: send the X-Cellbox-UI header",
+        ));
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let host = headers.get(header::HOST).and_then(|host| host.to_str().ok()).unwrap_or_default();
+        let origin = origin.to_str().unwrap_or_default();
+        let own = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://"));
+        if own != Some(host) {
+            return Err(super::json_error(StatusCode::FORBIDDEN, "a request from another origin is refused"));
+        }
+    }
+    if headers.get("sec-fetch-site").is_some_and(|site| site != "same-origin" && site != "none") {
+        return Err(super::json_error(StatusCode::FORBIDDEN, "a request from another site is refused"));
+    }
+    Ok(())
+}
+
+/// The sign-in a request's cookie names.
+fn cookie_of(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value)
+}
+
+impl ServerState {
+    /// The principal of a web view request: its sign-in (or, auth off, the local one).
+    pub(crate) fn ui_principal(&self, headers: &HeaderMap) -> Option<Identity> {
+        if matches!(self.auth, super::Auth::Off) {
+            return Some(Identity::named(super::LOCAL_PRINCIPAL));
+        }
+        cookie_of(headers).and_then(|id| self.sign_ins.get(id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        for (name, value) in pairs {
+            headers.append(*name, HeaderValue::from_str(value).unwrap());
+        }
+        headers
+    }
+
+    #[test]
+    fn only_the_pages_own_requests_pass() {
+        assert!(
+            same_site(
+                &headers(&[("x-cellbox-ui", "1"), ("host", "127.0.0.1:8"), ("origin", "http://127.0.0.1:8")]),
+                true
+            )
+            .is_ok()
+        );
+        assert!(same_site(&headers(&[("x-cellbox-ui", "1"), ("host", "127.0.0.1:8")]), true).is_ok());
+        assert!(same_site(&headers(&[("host", "127.0.0.1:8")]), true).is_err(), "no header");
+        assert!(same_site(&headers(&[("host", "127.0.0.1:8")]), false).is_ok(), "the event stream");
+        let stream = [("host", "127.0.0.1:8"), ("origin", "http://evil.example")];
+        assert!(same_site(&headers(&stream), false).is_err(), "the event stream from another origin");
+        let other = [("x-cellbox-ui", "1"), ("host", "127.0.0.1:8"), ("origin", "http://evil.example")];
+        assert!(same_site(&headers(&other), true).is_err());
+        let port = [("x-cellbox-ui", "1"), ("host", "127.0.0.1:8"), ("origin", "http://127.0.0.1:9")];
+        assert!(same_site(&headers(&port), true).is_err());
+        let site = [("x-cellbox-ui", "1"), ("host", "127.0.0.1:8"), ("sec-fetch-site", "cross-site")];
+        assert!(same_site(&headers(&site), true).is_err());
+    }
+
+    #[test]
+    fn the_cookie_is_found_among_others() {
+        let h = headers(&[("cookie", "a=1; cellbox_ui=abc; b=2")]);
+        assert_eq!(cookie_of(&h), Some("abc"));
+        assert_eq!(cookie_of(&headers(&[("cookie", "cellbox_uix=abc")])), None);
+    }
+
+    #[test]
+    fn a_sign_in_is_found_until_removed_and_unknown_ids_are_not() {
+        let sign_ins = SignIns::default();
+        let id = sign_ins.add(Identity::named("ann")).unwrap();
+        assert_eq!(id.len(), 64);
+        assert_eq!(sign_ins.get(&id).unwrap().name, "ann");
+        assert!(sign_ins.get("0").is_none());
+        sign_ins.remove(&id);
+        assert!(sign_ins.get(&id).is_none());
+    }
+}

@@ -1,0 +1,209 @@
+"""Watch `cellbox serve`'s web view in a real Chromium while an MCP client runs cells.
+
+Usage: ui_browser.py BASE_URL TOKEN OTHER_TOKEN CHROMIUM [SCREENSHOT.png]
+
+BASE_URL is the server (http://127.0.0.1:PORT), TOKEN signs in the principal
+whose cells run, OTHER_TOKEN another principal. Prints one JSON object with
+what it saw; a failed check raises, so the exit status says it all. Every wait
+is on a condition (a text in the page, a call's answer), never a sleep.
+"""
+import asyncio
+import json
+import os
+import sys
+import time
+
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from playwright.async_api import async_playwright
+
+BASE, TOKEN, OTHER, CHROMIUM = sys.argv[1:5]
+SCREENSHOT = sys.argv[5] if len(sys.argv) > 5 else None
+SESSION = "watch"
+WAIT_MS = 60000
+
+# HTML a cell displays: every way it could try to reach the page, its API or the network.
+HOSTILE = """
+<b id="inert">bold, but inert</b>
+<script>
+  window.top.pwned = 1;
+  parent.document.title = "pwned";
+  fetch("/ui/api/sessions", {headers: {"X-Cellbox-UI": "1"}})
+    .then(r => r.text()).then(t => fetch("%(base)s/leak?" + encodeURIComponent(t)));
+  new Image().src = "%(base)s/leak?cookie=" + encodeURIComponent(document.cookie);
+</script>
+<img src="x" onerror="new Image().src='%(base)s/leak?onerror'">
+<form action="%(base)s/ui/api/reset" method="post"><input name="session" value="watch"></form>
+<script>document.forms[0].submit()</script>
+"""
+
+
+def text_of(result):
+    return "".join(block.text for block in result.content if block.type == "text")
+
+
+async def run(mcp, code):
+    result = await mcp.call_tool("eval", {"cells": [{"code": code}], "session": SESSION})
+    return text_of(result), result
+
+
+async def text_in_cells(page, needle):
+    await page.wait_for_function(
+        "needle => document.getElementById('cells').innerText.includes(needle)", arg=needle, timeout=WAIT_MS
+    )
+
+
+async def sign_in(page, token):
+    await page.goto(BASE + "/ui")
+    await page.wait_for_selector("#token", state="visible", timeout=WAIT_MS)
+    await page.fill("#token", token)
+    await page.click("#signin-form button[type=submit]")
+    await page.wait_for_selector("#app", state="visible", timeout=WAIT_MS)
+
+
+async def browser_checks(mcp, workspace):
+    seen = {}
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        context = await browser.new_context(accept_downloads=True)
+        page = await context.new_page()
+        requests = []
+        page.on("request", lambda request: requests.append(request.url))
+        page.on("dialog", lambda dialog: asyncio.ensure_future(dialog.accept()))
+
+        # A wrong token is refused, with the reason in the page.
+        await page.goto(BASE + "/ui")
+        await page.wait_for_selector("#token", state="visible", timeout=WAIT_MS)
+        await page.fill("#token", "cbx_not-a-token")
+        await page.click("#signin-form button[type=submit]")
+        await page.wait_for_function(
+            "() => document.getElementById('signin-error').textContent.length > 0", timeout=WAIT_MS
+        )
+        assert await page.is_hidden("#app")
+        await sign_in(page, TOKEN)
+        assert "cellbox_ui" not in await page.evaluate("() => document.cookie"), "the sign-in cookie is HttpOnly"
+
+        # The session an agent made is listed; choosing it shows its cells.
+        button = page.locator("#sessions button", has_text=SESSION)
+        await button.wait_for(timeout=WAIT_MS)
+        await button.click()
+        await text_in_cells(page, "x = 41")
+
+        # Streams appear while the cell runs: the cell waits for a file the test
+        # makes only once the page shows its first line.
+        await page.evaluate(
+            """() => { window.__seen = {}; new MutationObserver(() => {
+                 for (const m of document.getElementById('cells').innerText.matchAll(/line (\\d) at (\\d+)/g))
+                   if (!(m[1] in window.__seen)) window.__seen[m[1]] = [Number(m[2]), Date.now()];
+               }).observe(document.getElementById('cells'), {childList: true, subtree: true, characterData: true}); }"""
+        )
+        streaming = asyncio.ensure_future(
+            run(
+                mcp,
+                "import os, time\n"
+                "print(f'line 0 at {time.time()*1000:.0f}', flush=True)\n"
+                "while not os.path.exists('go-on'):\n    time.sleep(0.01)\n"
+                "for i in range(1, 4):\n    print(f'line {i} at {time.time()*1000:.0f}', flush=True)\n"
+                "    time.sleep(0.05)\n",
+            )
+        )
+        await text_in_cells(page, "line 0 at")
+        assert not streaming.done(), "the first line was shown while its cell still ran"
+        open(os.path.join(workspace, "go-on"), "w").close()
+        text, _ = await streaming
+        assert "line 3" in text, text
+        await text_in_cells(page, "line 3 at")
+        latencies = [seen_at - printed for printed, seen_at in (await page.evaluate("() => window.__seen")).values()]
+        seen["stream_latency_ms"] = sorted(latencies)
+
+        # A matplotlib figure arrives as an image.
+        await run(mcp, "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()")
+        await page.wait_for_selector("#cells img[src^='data:image/png;base64,']", timeout=WAIT_MS)
+
+        # HTML from a cell is inert: no script of it runs, nothing leaves the page.
+        payload = HOSTILE % {"base": BASE}
+        await run(mcp, "from IPython.display import HTML, display\ndisplay(HTML(%r))" % payload)
+        await run(mcp, "print('<script>window.top.pwned = 2</script><img src=x onerror=\"window.top.pwned=3\">')")
+        await text_in_cells(page, "window.top.pwned = 2")
+        frame_element = await page.wait_for_selector("#cells iframe", timeout=WAIT_MS)
+        assert await frame_element.get_attribute("sandbox") == "", "HTML output is fully sandboxed"
+        frame = await frame_element.content_frame()
+        await frame.wait_for_selector("#inert", timeout=WAIT_MS)
+        assert await page.evaluate("() => window.pwned") is None
+        assert await page.title() == "cellbox"
+        if SCREENSHOT:
+            await page.screenshot(path=SCREENSHOT, full_page=False)
+
+        # Interrupt a sleeping cell from the page: the cell ends, the variables stay.
+        sleeping = asyncio.ensure_future(run(mcp, "import time\ntime.sleep(120)"))
+        await text_in_cells(page, "time.sleep(120)")
+        await page.wait_for_selector("#interrupt:not([disabled])", timeout=WAIT_MS)
+        await page.wait_for_function(
+            "() => [...document.querySelectorAll('.status')].some(s => s.textContent.startsWith('running'))",
+            timeout=WAIT_MS,
+        )
+        await page.click("#interrupt")
+        text, result = await asyncio.wait_for(sleeping, WAIT_MS / 1000)
+        assert "KeyboardInterrupt" in text, text
+        await text_in_cells(page, "KeyboardInterrupt")
+        text, _ = await run(mcp, "x")
+        assert "41" in text, text
+
+        # The session downloads as a notebook.
+        async with page.expect_download(timeout=WAIT_MS) as download_info:
+            await page.click("#download")
+        download = await download_info.value
+        path = await download.path()
+        with open(path) as handle:
+            notebook = json.load(handle)
+        assert notebook["nbformat"] == 4, notebook.keys()
+        sources = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in notebook["cells"]]
+        assert any("x = 41" in source for source in sources), sources
+        seen["downloaded"] = download.suggested_filename
+
+        # Reset from the page (after its confirmation): the variables are gone.
+        await page.click("#reset")
+        await page.wait_for_function(
+            "() => document.getElementById('notice').textContent.includes('restarted')", timeout=WAIT_MS
+        )
+        text, result = await run(mcp, "x")
+        assert result.is_error and "NameError" in text, text
+
+        leaks = [url for url in requests if "/leak" in url or not url.startswith(BASE)]
+        assert not leaks, leaks
+        seen["requests"] = len(requests)
+
+        # Another principal sees none of it.
+        other = await browser.new_context()
+        other_page = await other.new_page()
+        await sign_in(other_page, OTHER)
+        await other_page.wait_for_function(
+            "() => document.getElementById('no-sessions').hidden === false", timeout=WAIT_MS
+        )
+        name = await button.get_attribute("data-session")
+        status = await other_page.evaluate(
+            """name => fetch('/ui/api/notebook?session=' + encodeURIComponent(name),
+                             {headers: {'X-Cellbox-UI': '1'}}).then(r => r.status)""",
+            name,
+        )
+        assert status == 404, status
+        await browser.close()
+    return seen
+
+
+async def main():
+    async with create_mcp_http_client(headers={"Authorization": "Bearer " + TOKEN}) as http:
+        async with streamable_http_client(BASE + "/mcp", http_client=http) as (read, write, *_):
+            async with ClientSession(read, write) as mcp:
+                await mcp.initialize()
+                text, _ = await run(mcp, "x = 41\nimport os\nos.getcwd()")
+                workspace = text.strip().strip("'")
+                assert os.path.isdir(workspace), text
+                started = time.monotonic()
+                seen = await browser_checks(mcp, workspace)
+                seen["seconds"] = round(time.monotonic() - started, 1)
+                return seen
+
+
+print(json.dumps(asyncio.run(main())))
