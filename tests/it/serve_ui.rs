@@ -134,7 +134,7 @@ async fn the_web_views_api_answers_its_own_signed_in_page_and_only_about_its_pri
     let (status, body) = ui(&server, "GET", &query, None, Some(&bob)).await;
     assert_eq!(status, 404, "{body}");
     assert!(!body.to_string().contains("alice-only"));
-    for action in ["interrupt", "reset"] {
+    for action in ["interrupt", "reset", "fork"] {
         let (status, _) =
             ui(&server, "POST", &format!("/ui/api/{action}"), Some(json!({ "session": hers })), Some(&bob)).await;
         assert_eq!(status, 404, "{action}");

@@ -85,7 +85,7 @@ async def browser_checks(mcp, workspace):
         assert "cellbox_ui" not in await page.evaluate("() => document.cookie"), "the sign-in cookie is HttpOnly"
 
         # The session an agent made is listed; choosing it shows its cells.
-        button = page.locator("#sessions button", has_text=SESSION)
+        button = page.locator('#sessions button[data-session$="/%s"]' % SESSION)
         await button.wait_for(timeout=WAIT_MS)
         await button.click()
         await text_in_cells(page, "x = 41")
@@ -147,6 +147,18 @@ async def browser_checks(mcp, workspace):
         text, result = await asyncio.wait_for(sleeping, WAIT_MS / 1000)
         assert "KeyboardInterrupt" in text, text
         await text_in_cells(page, "KeyboardInterrupt")
+        text, _ = await run(mcp, "x")
+        assert "41" in text, text
+
+        # Fork it from the page: the copy has the variables and lives on its own.
+        await page.wait_for_selector("#fork:not([disabled])", timeout=WAIT_MS)
+        await page.click("#fork")
+        await page.wait_for_function(
+            "() => document.getElementById('notice').textContent.startsWith('Forked into')", timeout=WAIT_MS
+        )
+        await page.locator('#sessions button[data-session$="/%s-fork-1"]' % SESSION).wait_for(timeout=WAIT_MS)
+        fork = await mcp.call_tool("eval", {"cells": [{"code": "x += 1\nx"}], "session": SESSION + "-fork-1"})
+        assert "42" in text_of(fork), text_of(fork)
         text, _ = await run(mcp, "x")
         assert "41" in text, text
 

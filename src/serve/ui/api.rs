@@ -207,6 +207,41 @@ pub(super) async fn reset(State(state): State<Arc<ServerState>>, headers: Header
     Json(json!({ "stopped": stopped })).into_response()
 }
 
+/// Fork a session's Python kernel into a new session beside it
+/// (`NAME-fork-N`), which an agent then reaches by that name.
+pub(super) async fn fork(State(state): State<Arc<ServerState>>, headers: HeaderMap, body: Json<Action>) -> Response {
+    let engine = match engine_of(&state, &headers) {
+        Ok(engine) => engine,
+        Err(refusal) => return refusal,
+    };
+    let names = engine.session_names();
+    if !names.iter().any(|name| *name == body.session) {
+        return not_found(&body.session);
+    }
+    let (prefix, last) = match body.session.rsplit_once('/') {
+        Some((prefix, last)) => (format!("{prefix}/"), last),
+        None => (String::new(), body.session.as_str()),
+    };
+    let stem: String = last.chars().take(48).collect();
+    let Some(target_name) = (1..1000)
+        .map(|n| format!("{stem}-fork-{n}"))
+        .find(|name| !names.iter().any(|known| *known == format!("{prefix}{name}")))
+    else {
+        return json_error(StatusCode::CONFLICT, "too many forks of this session");
+    };
+    let target = crate::tool::CallContext::new(format!("{prefix}{target_name}"));
+    let source = crate::tool::CallContext::new(body.session.clone());
+    let options = crate::tool::ForkOptions { wait: false, ..Default::default() };
+    match engine.fork_session(&source, &target, &target_name, options).await {
+        Ok(report) => {
+            tracing::info!(session = %body.session, fork = %target.session, "web view: fork");
+            Json(json!({ "session": target.session, "name": target_name, "ms": report.elapsed.as_secs_f64() * 1000.0 }))
+                .into_response()
+        }
+        Err(error) => json_error(StatusCode::CONFLICT, &error.to_string()),
+    }
+}
+
 /// Every event of the principal's sessions from now on, as server-sent events.
 pub(super) async fn events(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> Response {
     let engine = match engine_of(&state, &headers) {

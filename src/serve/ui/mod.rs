@@ -1,5 +1,5 @@
 //! `/ui`: a web page to watch a principal's sessions as they run, and to
-//! interrupt, reset or download them.
+//! interrupt, reset, fork or download them.
 //!
 //! The page and its script and style are embedded in the binary and served
 //! from this origin only, under a Content-Security-Policy that allows nothing
@@ -104,6 +104,7 @@ pub(crate) fn routes() -> Router<Arc<ServerState>> {
         .route("/ui/api/events", get(api::events))
         .route("/ui/api/interrupt", post(api::interrupt))
         .route("/ui/api/reset", post(api::reset))
+        .route("/ui/api/fork", post(api::fork))
         .layer(axum::middleware::from_fn(guard))
 }
 

@@ -151,6 +151,7 @@ function updateToolbar() {
   const session = state.sessions.find((s) => s.name === state.selected);
   $("interrupt").disabled = !session || !session.busy;
   $("reset").disabled = !session;
+  $("fork").disabled = !session || session.kernel !== "live" || !session.languages.includes("python");
   $("download").disabled = !session || !session.cells;
 }
 
@@ -160,14 +161,18 @@ async function act(action) {
   if (action === "reset" && !confirm("Restart the kernel of " + name + "? Its variables will be lost.")) return;
   const answer = await api("/ui/api/" + action, { method: "POST", body: JSON.stringify({ session: name }) });
   const body = await answer.json().catch(() => ({}));
-  $("notice").textContent = answer.ok
-    ? (action === "interrupt" ? "Interrupt sent." : "The kernel was restarted; its variables are gone.")
-    : body.error || action + " failed";
+  const done = {
+    interrupt: "Interrupt sent.",
+    reset: "The kernel was restarted; its variables are gone.",
+    fork: "Forked into " + body.session + ".",
+  };
+  $("notice").textContent = answer.ok ? done[action] : body.error || action + " failed";
   refreshSoon();
 }
 
 $("interrupt").addEventListener("click", () => act("interrupt"));
 $("reset").addEventListener("click", () => act("reset"));
+$("fork").addEventListener("click", () => act("fork"));
 $("download").addEventListener("click", () => {
   if (!state.selected) return;
   // A link, so the browser saves it; the API header cannot ride on a navigation,
@@ -193,7 +198,10 @@ function languageOf(cell, notebook) {
   return own || (notebook.metadata && notebook.metadata.language_info && notebook.metadata.language_info.name) || "python";
 }
 
+const LANGUAGES = { py: "python", js: "javascript", ts: "typescript" };
+
 function cellView(code, language, count) {
+  language = LANGUAGES[language] || language;
   const root = el("li", "cell");
   const header = el("header");
   const label = el("span", "", count ? "[" + count + "]" : "[ ]");
