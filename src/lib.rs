@@ -7,6 +7,7 @@
 //!
 //! - [`mcp`] is the MCP server (`cellbox mcp`).
 //! - [`serve`] is `cellbox serve`: MCP and the SDK over HTTP, with auth.
+//! - [`web`] is what the HTTP front ends share: the `Host` check and the web view (`/ui`).
 //! - [`render`] draws results for a terminal.
 //! - [`doctor`] checks a machine; [`install`] registers cellbox with MCP clients.
 
@@ -20,3 +21,4 @@ pub mod install;
 pub mod mcp;
 pub mod render;
 pub mod serve;
+pub mod web;

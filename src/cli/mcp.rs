@@ -14,6 +14,10 @@ use super::KernelArgs;
 pub struct McpArgs {
     #[command(flatten)]
     engine: EngineArgs,
+    /// Also show the sessions in a browser: a web view on this loopback address (a free port when
+    /// given no value), whose one-time link is printed on stderr.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:0")]
+    ui: Option<std::net::SocketAddr>,
 }
 
 /// How an MCP server's engine runs kernels (`cellbox mcp` and `cellbox serve`).
@@ -163,6 +167,14 @@ pub async fn mcp(args: McpArgs, env: &Environment) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let ui_stop = tokio_util::sync::CancellationToken::new();
+    let _ui_stop = ui_stop.clone().drop_guard();
+    if let Some(address) = args.ui
+        && let Err(message) = start_ui(address, &engine, ui_stop).await
+    {
+        eprintln!("cellbox mcp: {message}");
+        return ExitCode::from(2);
+    }
     // The first kernel starts now, while the client is still connecting.
     let warm = engine.clone();
     tokio::spawn(async move { warm.prewarm().await });
@@ -173,4 +185,19 @@ pub async fn mcp(args: McpArgs, env: &Environment) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// The web view on `address`, its one-time link printed on stderr.
+async fn start_ui(
+    address: std::net::SocketAddr,
+    engine: &Arc<EvalEngine>,
+    stop: tokio_util::sync::CancellationToken,
+) -> Result<(), String> {
+    use cellbox::web::ui;
+    let (link, code) = ui::OneTimeLink::new(cellbox::serve::LOCAL_PRINCIPAL, engine.clone())?;
+    let bound = ui::listen(address, ui::Ui::new(Box::new(link), false, stop)).await?;
+    eprintln!(
+        "cellbox mcp: the web view is on http://{bound}/ui/#once={code} (a one-time link: it signs in one browser)"
+    );
+    Ok(())
 }

@@ -4,7 +4,7 @@
 //! - `/mcp`: the MCP server on the streamable HTTP transport (rmcp's own),
 //!   behind bearer-token auth; each principal reaches its own engine
 //!   ([`principals`]), so sessions, runs and artifacts never cross principals.
-//! - `/ui`: a web page that shows the principal's sessions as they run ([`ui`]).
+//! - `/ui`: the web view of the principal's sessions ([`crate::web::ui`], [`web_view`]).
 //! - `/healthz` (the process answers) and `/readyz` (it takes new work; 503
 //!   while shutting down), without auth, for load balancers and supervisors.
 //!
@@ -14,7 +14,6 @@
 //! progress finish for a grace period, then cancels them and stops every kernel.
 
 mod e2b;
-mod hosts;
 pub mod jwt;
 pub mod listen;
 pub mod metrics;
@@ -22,7 +21,7 @@ pub mod principals;
 mod sdk;
 pub mod tls;
 pub mod tokens;
-mod ui;
+mod web_view;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -175,8 +174,6 @@ pub(crate) struct ServerState {
     pub(crate) hard_stop: CancellationToken,
     /// The sandboxes made through E2B's API.
     pub(crate) e2b: Arc<e2b::Sandboxes>,
-    /// The web view's sign-ins ([`ui`]).
-    pub(crate) sign_ins: ui::SignIns,
 }
 
 impl ServerState {
@@ -271,7 +268,7 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
     let sessions_cancel = CancellationToken::new();
     let http = config.http_config(sessions_cancel.clone());
     let grace = config.shutdown_grace;
-    let allowed_hosts = Arc::new(hosts::AllowedHosts::new(&config.hosts()));
+    let allowed_hosts = Arc::new(crate::web::hosts::AllowedHosts::new(&config.hosts()));
     let connections = config.connections;
     let state = Arc::new(ServerState {
         principals: Principals::new(config.engine, config.root, http, config.shares),
@@ -283,7 +280,6 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
         https: config.tls.is_some(),
         hard_stop: CancellationToken::new(),
         e2b: Arc::default(),
-        sign_ins: ui::SignIns::default(),
     });
     let app = Router::new()
         .route("/mcp", any(mcp))
@@ -292,11 +288,15 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
         .route("/readyz", get(ready))
         .route("/metrics", get(metrics))
         .merge(e2b::routes())
-        .merge(ui::routes())
         .route(METADATA_PATH, get(resource_metadata))
         .route("/.well-known/oauth-protected-resource", get(resource_metadata))
         .with_state(state.clone())
-        .layer(axum::middleware::from_fn_with_state(allowed_hosts, hosts::check))
+        .merge(crate::web::ui::routes(crate::web::ui::Ui::new(
+            Box::new(web_view::ServeHost(Arc::downgrade(&state))),
+            state.https,
+            state.hard_stop.clone(),
+        )))
+        .layer(axum::middleware::from_fn_with_state(allowed_hosts, crate::web::hosts::check))
         .layer(axum::middleware::from_fn(log_request));
     let auth_note = match &state.auth {
         Auth::Bearer { tokens, jwt: None } => format!("bearer tokens ({} principal(s))", tokens.count()),
@@ -521,6 +521,4 @@ async fn authenticate(auth: &Auth, token: Option<&str>) -> Result<Identity, &'st
     }
 }
 
-pub(crate) fn json_error(status: StatusCode, message: &str) -> Response {
-    (status, axum::Json(serde_json::json!({ "error": message }))).into_response()
-}
+pub(crate) use crate::web::json_error;

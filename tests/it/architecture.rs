@@ -42,7 +42,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("sessions", &["output", "notebook", "bridge", "session"]),
     ("engine", &["tool"]),
     ("engine settings", &["kernel_args"]),
-    ("front ends", &["render", "mcp", "sdk", "serve", "doctor", "install", "cli", "main", "sdk_engine"]),
+    ("front ends", &["render", "mcp", "sdk", "serve", "web", "doctor", "install", "cli", "main", "sdk_engine"]),
 ];
 
 /// Modules whose direct submodules must not import each other in a cycle either.

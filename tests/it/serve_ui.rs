@@ -1,6 +1,7 @@
-//! The web view of `cellbox serve` (`/ui`): its API over raw HTTP with hostile
-//! requests (no sign-in, another site, another principal's sessions, odd
-//! names), and the page itself in a real Chromium (tests/serve/ui_browser.py).
+//! The web view (`/ui`) of `cellbox serve` and `cellbox mcp --ui`: its API over
+//! raw HTTP with hostile requests (no sign-in, another site, another
+//! principal's sessions, odd names, a spent link), and the page itself in a
+//! real Chromium (tests/serve/ui_browser.py).
 
 use crate::common;
 
@@ -174,6 +175,64 @@ async fn the_web_views_api_answers_its_own_signed_in_page_and_only_about_its_pri
     let (status, _) = ui(&server, "POST", "/ui/api/logout", None, Some(&alice)).await;
     assert_eq!(status, 200);
     assert_eq!(ui(&server, "GET", "/ui/api/sessions", None, Some(&alice)).await.0, 401);
+}
+
+#[tokio::test]
+async fn mcp_ui_prints_a_one_time_link_that_signs_in_one_browser_to_its_sessions() {
+    use std::io::BufRead;
+    let cwd = tempfile::tempdir().unwrap();
+    let mut command = binary::cellbox(["mcp", "--ui", "--cwd"]);
+    command.arg(cwd.path()).env("CELLBOX_ARTIFACTS_DIR", cwd.path().join("artifacts"));
+    command.stderr(std::process::Stdio::piped());
+    let (mut server, stderr) = common::mcp::RawServer::with_stderr(command);
+    let mut lines = std::io::BufReader::new(stderr.unwrap()).lines();
+    let link = loop {
+        let line = lines.next().expect("cellbox mcp --ui printed no link").unwrap();
+        if let Some(at) = line.find("http://") {
+            break line[at..].split_whitespace().next().unwrap().to_string();
+        }
+    };
+    let (base, code) = link.split_once("/ui/#once=").unwrap_or_else(|| panic!("{link}"));
+    assert!(base.starts_with("http://127.0.0.1:"), "{link}");
+    server.initialize("2025-06-18", json!({}));
+    let answer = server.eval(json!({"cells": [{"code": "seen = 'by the page'"}], "session": "watched"}));
+    assert_eq!(answer["isError"], false, "{answer}");
+
+    cellbox_kernels::tls::install_crypto();
+    let login = |token: String| async move {
+        let url = format!("{base}/ui/api/login");
+        let response = reqwest::Client::new()
+            .post(url)
+            .header("x-cellbox-ui", "1")
+            .json(&json!({ "token": token }))
+            .send()
+            .await
+            .unwrap();
+        let cookie =
+            response.headers().get("set-cookie").map(|c| c.to_str().unwrap().split(';').next().unwrap().to_string());
+        (response.status().as_u16(), cookie)
+    };
+    assert_eq!(login("0".repeat(code.len())).await.0, 401, "a wrong code");
+    let (status, cookie) = login(code.to_string()).await;
+    assert_eq!(status, 200);
+    assert_eq!(login(code.to_string()).await.0, 401, "the code is spent");
+    let sessions = reqwest::Client::new()
+        .get(format!("{base}/ui/api/sessions"))
+        .header("x-cellbox-ui", "1")
+        .header("cookie", cookie.unwrap())
+        .send()
+        .await
+        .unwrap();
+    let listed: Value = sessions.json().await.unwrap();
+    let names = listed["sessions"].to_string();
+    assert!(names.contains("/watched"), "{listed}");
+    let unsigned =
+        reqwest::Client::new().get(format!("{base}/ui/api/sessions")).header("x-cellbox-ui", "1").send().await;
+    assert_eq!(unsigned.unwrap().status().as_u16(), 401);
+    // A foreign Host (a rebinding page's name) is refused.
+    let foreign = reqwest::Client::new().get(format!("{base}/ui")).header("host", "evil.example").send().await;
+    assert_eq!(foreign.unwrap().status().as_u16(), 403);
+    server.terminate();
 }
 
 fn urlencode(text: &str) -> String {

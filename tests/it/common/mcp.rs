@@ -69,10 +69,17 @@ impl RawServer {
 
     /// The server `command` starts (`cellbox mcp …`), not yet initialised.
     pub fn from_command(mut command: Command) -> RawServer {
-        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        command.stderr(Stdio::null());
+        RawServer::with_stderr(command).0
+    }
+
+    /// [`RawServer::from_command`], with the server's stderr to read (set `command`'s stderr first).
+    pub fn with_stderr(mut command: Command) -> (RawServer, Option<std::process::ChildStderr>) {
+        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        RawServer { child, stdin, stdout, next: 0, request_meta: None, _cwd: None }
+        let stderr = child.stderr.take();
+        (RawServer { child, stdin, stdout, next: 0, request_meta: None, _cwd: None }, stderr)
     }
 
     /// The server `command` starts, initialised (protocol 2025-06-18, no client capabilities).

@@ -16,8 +16,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
-use super::super::{Auth, ServerState, json_error};
-use super::{COOKIE, SIGN_IN_LIFETIME, cookie_of};
+use super::super::json_error;
+use super::{COOKIE, SIGN_IN_LIFETIME, Ui, cookie_of};
 use crate::tool::EvalEngine;
 use crate::tool::EvalEvent;
 use crate::tool::live::{LiveEvent, LiveKind};
@@ -28,23 +28,24 @@ pub(super) struct Login {
 }
 
 /// Trade a token for a sign-in cookie.
-pub(super) async fn login(State(state): State<Arc<ServerState>>, headers: HeaderMap, body: Json<Login>) -> Response {
-    if matches!(state.auth, Auth::Off) {
-        return Json(json!({ "principal": super::super::LOCAL_PRINCIPAL })).into_response();
+pub(super) async fn login(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: Json<Login>) -> Response {
+    if let Some(open) = ui.host.open_account() {
+        return Json(json!({ "principal": open.name })).into_response();
     }
-    let identity = match super::super::authenticate(&state.auth, Some(body.token.trim())).await {
-        Ok(identity) => identity,
-        Err(message) => return state.unauthorized(&headers, message).into_response(),
+    let account = match ui.host.sign_in(body.token.trim(), &headers).await {
+        Ok(account) => account,
+        Err(refusal) => return refusal,
     };
-    let id = match state.sign_ins.add(identity.clone()) {
+    let name = account.name.clone();
+    let id = match ui.sign_ins.add(account) {
         Ok(id) => id,
         Err(message) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &message),
     };
-    tracing::info!(principal = %identity.name, "web view: signed in");
-    let secure = if state.https { "; Secure" } else { "" };
+    tracing::info!(principal = %name, "web view: signed in");
+    let secure = if ui.https { "; Secure" } else { "" };
     let cookie =
         format!("{COOKIE}={id}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age={}{secure}", SIGN_IN_LIFETIME.as_secs());
-    let mut response = Json(json!({ "principal": identity.name })).into_response();
+    let mut response = Json(json!({ "principal": name })).into_response();
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
@@ -52,9 +53,9 @@ pub(super) async fn login(State(state): State<Arc<ServerState>>, headers: Header
 }
 
 /// End the sign-in the cookie names.
-pub(super) async fn logout(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> Response {
+pub(super) async fn logout(State(ui): State<Arc<Ui>>, headers: HeaderMap) -> Response {
     if let Some(id) = cookie_of(&headers) {
-        state.sign_ins.remove(id);
+        ui.sign_ins.remove(id);
     }
     let mut response = Json(json!({ "signed_out": true })).into_response();
     let expired = format!("{COOKIE}=; Path=/ui; HttpOnly; SameSite=Strict; Max-Age=0");
@@ -65,10 +66,10 @@ pub(super) async fn logout(State(state): State<Arc<ServerState>>, headers: Heade
 }
 
 /// Who is signed in, and whether signing in is needed at all.
-pub(super) async fn me(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> Response {
-    match state.ui_principal(&headers) {
-        Some(identity) => {
-            Json(json!({ "principal": identity.name, "auth": !matches!(state.auth, Auth::Off) })).into_response()
+pub(super) async fn me(State(ui): State<Arc<Ui>>, headers: HeaderMap) -> Response {
+    match ui.account(&headers) {
+        Some(account) => {
+            Json(json!({ "principal": account.name, "auth": ui.host.open_account().is_none() })).into_response()
         }
         None => not_signed_in(),
     }
@@ -80,16 +81,14 @@ fn not_signed_in() -> Response {
 
 /// The signed-in principal's engine, or the answer that refuses the request.
 #[allow(clippy::result_large_err)]
-fn engine_of(state: &ServerState, headers: &HeaderMap) -> Result<Arc<EvalEngine>, Response> {
-    let identity = state.ui_principal(headers).ok_or_else(not_signed_in)?;
-    let principal =
-        state.principals.get(&identity).map_err(|e| json_error(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()))?;
-    Ok(principal.engine.clone())
+fn engine_of(ui: &Ui, headers: &HeaderMap) -> Result<Arc<EvalEngine>, Response> {
+    let account = ui.account(headers).ok_or_else(not_signed_in)?;
+    account.engine().map_err(|message| json_error(StatusCode::SERVICE_UNAVAILABLE, &message))
 }
 
 /// The principal's sessions: language, state, memory, cells, last activity.
-pub(super) async fn sessions(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> Response {
-    let engine = match engine_of(&state, &headers) {
+pub(super) async fn sessions(State(ui): State<Arc<Ui>>, headers: HeaderMap) -> Response {
+    let engine = match engine_of(&ui, &headers) {
         Ok(engine) => engine,
         Err(refusal) => return refusal,
     };
@@ -122,11 +121,11 @@ pub(super) struct SessionQuery {
 
 /// A session's cells as an nbformat notebook (`download=1`: as a file).
 pub(super) async fn notebook(
-    State(state): State<Arc<ServerState>>,
+    State(ui): State<Arc<Ui>>,
     headers: HeaderMap,
     Query(query): Query<SessionQuery>,
 ) -> Response {
-    let engine = match engine_of(&state, &headers) {
+    let engine = match engine_of(&ui, &headers) {
         Ok(engine) => engine,
         Err(refusal) => return refusal,
     };
@@ -176,12 +175,8 @@ pub(super) struct Action {
 }
 
 /// Interrupt the cell a session runs (its variables stay).
-pub(super) async fn interrupt(
-    State(state): State<Arc<ServerState>>,
-    headers: HeaderMap,
-    body: Json<Action>,
-) -> Response {
-    let engine = match engine_of(&state, &headers) {
+pub(super) async fn interrupt(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: Json<Action>) -> Response {
+    let engine = match engine_of(&ui, &headers) {
         Ok(engine) => engine,
         Err(refusal) => return refusal,
     };
@@ -194,8 +189,8 @@ pub(super) async fn interrupt(
 }
 
 /// Restart a session's kernels: its variables are gone, its cells stay listed.
-pub(super) async fn reset(State(state): State<Arc<ServerState>>, headers: HeaderMap, body: Json<Action>) -> Response {
-    let engine = match engine_of(&state, &headers) {
+pub(super) async fn reset(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: Json<Action>) -> Response {
+    let engine = match engine_of(&ui, &headers) {
         Ok(engine) => engine,
         Err(refusal) => return refusal,
     };
@@ -209,8 +204,8 @@ pub(super) async fn reset(State(state): State<Arc<ServerState>>, headers: Header
 
 /// Fork a session's Python kernel into a new session beside it
 /// (`NAME-fork-N`), which an agent then reaches by that name.
-pub(super) async fn fork(State(state): State<Arc<ServerState>>, headers: HeaderMap, body: Json<Action>) -> Response {
-    let engine = match engine_of(&state, &headers) {
+pub(super) async fn fork(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: Json<Action>) -> Response {
+    let engine = match engine_of(&ui, &headers) {
         Ok(engine) => engine,
         Err(refusal) => return refusal,
     };
@@ -243,13 +238,13 @@ pub(super) async fn fork(State(state): State<Arc<ServerState>>, headers: HeaderM
 }
 
 /// Every event of the principal's sessions from now on, as server-sent events.
-pub(super) async fn events(State(state): State<Arc<ServerState>>, headers: HeaderMap) -> Response {
-    let engine = match engine_of(&state, &headers) {
+pub(super) async fn events(State(ui): State<Arc<Ui>>, headers: HeaderMap) -> Response {
+    let engine = match engine_of(&ui, &headers) {
         Ok(engine) => engine,
         Err(refusal) => return refusal,
     };
     let receiver = engine.live().subscribe();
-    let stop = state.hard_stop.clone();
+    let stop = ui.stop.clone();
     // The engine is held while the page watches, so its feed lives as long.
     let stream = futures_util::stream::unfold((receiver, stop, engine), |(mut receiver, stop, engine)| async move {
         let next = tokio::select! {

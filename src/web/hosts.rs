@@ -51,11 +51,11 @@ pub async fn check(
     let host = request.headers().get(header::HOST).and_then(|value| value.to_str().ok());
     match host {
         Some(host) if allowed.allows(host) => next.run(request).await,
-        Some(_) => super::json_error(
+        Some(_) => crate::web::json_error(
             StatusCode::FORBIDDEN,
             "the Host header does not name this server; add the name with --allowed-host",
         ),
-        None => super::json_error(StatusCode::BAD_REQUEST, "the request has no readable Host header"),
+        None => crate::web::json_error(StatusCode::BAD_REQUEST, "the request has no readable Host header"),
     }
 }
 

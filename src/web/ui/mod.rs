@@ -1,5 +1,8 @@
 //! `/ui`: a web page to watch a principal's sessions as they run, and to
-//! interrupt, reset, fork or download them.
+//! interrupt, reset, fork or download them. `cellbox serve` serves it beside
+//! `/mcp`; `cellbox mcp --ui` on a loopback port of its own ([`listen`]).
+//! Who may sign in, and which engine each one sees, is the front end's
+//! [`Host`].
 //!
 //! The page and its script and style are embedded in the binary and served
 //! from this origin only, under a Content-Security-Policy that allows nothing
@@ -9,7 +12,8 @@
 //! prints cannot read the page or call its API.
 //!
 //! Signing in: the page asks for a token of the server (the same tokens as
-//! `/mcp`) and trades it at `POST /ui/api/login` for a cookie that is
+//! `/mcp`; for `cellbox mcp --ui`, the one-time code of the link it printed)
+//! and trades it at `POST /ui/api/login` for a cookie that is
 //! `HttpOnly` and `SameSite=Strict`, scoped to `/ui`, and names a sign-in kept
 //! in memory for [`SIGN_IN_LIFETIME`]. With auth off (loopback only) every
 //! request is the local principal and no sign-in is asked. Every API request
@@ -20,7 +24,10 @@
 //! from another site, is refused. Together they stop cross-site requests even
 //! where no cookie is needed.
 
+mod alone;
 mod api;
+
+pub use alone::{OneTimeLink, listen};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -31,9 +38,66 @@ use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use futures_util::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
 
-use super::ServerState;
-use super::tokens::Identity;
+use super::json_error;
+use crate::tool::EvalEngine;
+
+/// Who signs in to the web view, and whose engine each one sees.
+pub trait Host: Send + Sync + 'static {
+    /// The account of every request when no sign-in is asked (auth off).
+    fn open_account(&self) -> Option<Account>;
+    /// The account `token` signs in, or the answer that refuses it.
+    fn sign_in<'a>(&'a self, token: &'a str, headers: &'a HeaderMap) -> BoxFuture<'a, Result<Account, Response>>;
+}
+
+/// How an account reaches its engine (a principal's engine may be made again after it idled).
+pub type EngineOf = Arc<dyn Fn() -> Result<Arc<EvalEngine>, String> + Send + Sync>;
+
+/// A signed-in principal.
+#[derive(Clone)]
+pub struct Account {
+    pub name: String,
+    engine: EngineOf,
+}
+
+impl std::fmt::Debug for Account {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Account").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl Account {
+    pub fn new(name: impl Into<String>, engine: EngineOf) -> Account {
+        Account { name: name.into(), engine }
+    }
+
+    fn engine(&self) -> Result<Arc<EvalEngine>, String> {
+        (self.engine)()
+    }
+}
+
+/// The web view of one front end.
+pub struct Ui {
+    host: Box<dyn Host>,
+    sign_ins: SignIns,
+    /// Whether the page is served over HTTPS (its cookie is then `Secure`).
+    https: bool,
+    /// Ends the event streams (the server stops).
+    stop: CancellationToken,
+}
+
+impl Ui {
+    pub fn new(host: Box<dyn Host>, https: bool, stop: CancellationToken) -> Arc<Ui> {
+        Arc::new(Ui { host, sign_ins: SignIns::default(), https, stop })
+    }
+
+    /// The account of a request: its sign-in, or the open one.
+    fn account(&self, headers: &HeaderMap) -> Option<Account> {
+        self.host.open_account().or_else(|| cookie_of(headers).and_then(|id| self.sign_ins.get(id)))
+    }
+}
 
 /// How long a sign-in lasts.
 pub const SIGN_IN_LIFETIME: Duration = Duration::from_secs(12 * 3600);
@@ -59,12 +123,12 @@ const APP_CSS: &str = include_str!("assets/app.css");
 /// The web view's sign-ins.
 #[derive(Debug, Default)]
 pub(crate) struct SignIns {
-    by_id: Mutex<HashMap<String, (Identity, Instant)>>,
+    by_id: Mutex<HashMap<String, (Account, Instant)>>,
 }
 
 impl SignIns {
-    /// A new sign-in for `identity`: its cookie's value.
-    fn add(&self, identity: Identity) -> Result<String, String> {
+    /// A new sign-in for `account`: its cookie's value.
+    fn add(&self, account: Account) -> Result<String, String> {
         let mut bytes = [0u8; 32];
         getrandom::fill(&mut bytes).map_err(|e| format!("no random numbers from the OS: {e}"))?;
         let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
@@ -75,13 +139,13 @@ impl SignIns {
         {
             by_id.remove(&oldest);
         }
-        by_id.insert(id.clone(), (identity, Instant::now()));
+        by_id.insert(id.clone(), (account, Instant::now()));
         Ok(id)
     }
 
-    fn get(&self, id: &str) -> Option<Identity> {
+    fn get(&self, id: &str) -> Option<Account> {
         let by_id = self.by_id.lock().unwrap();
-        by_id.get(id).filter(|(_, at)| at.elapsed() < SIGN_IN_LIFETIME).map(|(identity, _)| identity.clone())
+        by_id.get(id).filter(|(_, at)| at.elapsed() < SIGN_IN_LIFETIME).map(|(account, _)| account.clone())
     }
 
     fn remove(&self, id: &str) {
@@ -90,7 +154,7 @@ impl SignIns {
 }
 
 /// The routes of `/ui`.
-pub(crate) fn routes() -> Router<Arc<ServerState>> {
+pub fn routes(ui: Arc<Ui>) -> Router {
     Router::new()
         .route("/ui", get(page))
         .route("/ui/", get(page))
@@ -106,6 +170,7 @@ pub(crate) fn routes() -> Router<Arc<ServerState>> {
         .route("/ui/api/reset", post(api::reset))
         .route("/ui/api/fork", post(api::fork))
         .layer(axum::middleware::from_fn(guard))
+        .with_state(ui)
 }
 
 async fn page() -> Response {
@@ -141,7 +206,7 @@ async fn guard(request: Request, next: axum::middleware::Next) -> Response {
 #[allow(clippy::result_large_err)]
 fn same_site(headers: &HeaderMap, needs_header: bool) -> Result<(), Response> {
     if needs_header && !headers.contains_key(UI_HEADER) {
-        return Err(super::json_error(
+        return Err(json_error(
             StatusCode::FORBIDDEN,
             "the web view's API answers the web view only: send the X-Cellbox-UI header",
         ));
@@ -151,11 +216,11 @@ fn same_site(headers: &HeaderMap, needs_header: bool) -> Result<(), Response> {
         let origin = origin.to_str().unwrap_or_default();
         let own = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://"));
         if own != Some(host) {
-            return Err(super::json_error(StatusCode::FORBIDDEN, "a request from another origin is refused"));
+            return Err(json_error(StatusCode::FORBIDDEN, "a request from another origin is refused"));
         }
     }
     if headers.get("sec-fetch-site").is_some_and(|site| site != "same-origin" && site != "none") {
-        return Err(super::json_error(StatusCode::FORBIDDEN, "a request from another site is refused"));
+        return Err(json_error(StatusCode::FORBIDDEN, "a request from another site is refused"));
     }
     Ok(())
 }
@@ -170,16 +235,6 @@ fn cookie_of(headers: &HeaderMap) -> Option<&str> {
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(name, _)| *name == COOKIE)
         .map(|(_, value)| value)
-}
-
-impl ServerState {
-    /// The principal of a web view request: its sign-in (or, auth off, the local one).
-    pub(crate) fn ui_principal(&self, headers: &HeaderMap) -> Option<Identity> {
-        if matches!(self.auth, super::Auth::Off) {
-            return Some(Identity::named(super::LOCAL_PRINCIPAL));
-        }
-        cookie_of(headers).and_then(|id| self.sign_ins.get(id))
-    }
 }
 
 #[cfg(test)]
@@ -226,7 +281,8 @@ mod tests {
     #[test]
     fn a_sign_in_is_found_until_removed_and_unknown_ids_are_not() {
         let sign_ins = SignIns::default();
-        let id = sign_ins.add(Identity::named("ann")).unwrap();
+        let engine: EngineOf = Arc::new(|| Err("none".to_string()));
+        let id = sign_ins.add(Account::new("ann", engine)).unwrap();
         assert_eq!(id.len(), 64);
         assert_eq!(sign_ins.get(&id).unwrap().name, "ann");
         assert!(sign_ins.get("0").is_none());

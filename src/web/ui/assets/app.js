@@ -25,6 +25,16 @@ function el(tag, className, text) {
 // --- signing in -------------------------------------------------------------
 
 async function start() {
+  // `cellbox mcp --ui` prints a one-time link: its code signs in once, then leaves the address bar.
+  const once = new URLSearchParams(location.hash.slice(1)).get("once");
+  if (once) {
+    history.replaceState(null, "", location.pathname);
+    const answer = await api("/ui/api/login", { method: "POST", body: JSON.stringify({ token: once }) });
+    if (!answer.ok) {
+      const body = await answer.json().catch(() => ({}));
+      return showSignIn(body.error || "The link was not accepted.");
+    }
+  }
   const me = await api("/ui/api/me");
   if (me.status === 401) return showSignIn();
   if (!me.ok) return showSignIn("The server answered " + me.status + ".");
