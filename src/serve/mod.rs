@@ -164,6 +164,8 @@ pub(crate) struct ServerState {
     pub(crate) auth: Auth,
     pub(crate) principals: Principals,
     pub(crate) stopping: AtomicBool,
+    /// Cancelled with `stopping`: what only watches (the web view's event streams) ends at once.
+    pub(crate) stop_signal: CancellationToken,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) max_calls: usize,
     pub(crate) max_sandboxes: usize,
@@ -274,6 +276,7 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
         principals: Principals::new(config.engine, config.root, http, config.shares),
         auth: config.auth,
         stopping: AtomicBool::new(false),
+        stop_signal: CancellationToken::new(),
         metrics: Arc::default(),
         max_calls: config.max_calls.max(1),
         max_sandboxes: config.max_sandboxes.max(1),
@@ -294,7 +297,7 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
         .merge(crate::web::ui::routes(crate::web::ui::Ui::new(
             Box::new(web_view::ServeHost(Arc::downgrade(&state))),
             state.https,
-            state.hard_stop.clone(),
+            state.stop_signal.clone(),
         )))
         .layer(axum::middleware::from_fn_with_state(allowed_hosts, crate::web::hosts::check))
         .layer(axum::middleware::from_fn(log_request));
@@ -369,6 +372,7 @@ where
                 Err(_) => stop.cancelled().await,
             }
             state.stopping.store(true, Ordering::SeqCst);
+            state.stop_signal.cancel();
             eprintln!("cellbox serve: stopping; calls in progress have {} s to finish", grace.as_secs());
             accepting.cancel();
         }

@@ -45,4 +45,13 @@ impl Host for ServeHost {
             }
         })
     }
+
+    fn still_valid<'a>(&'a self, token: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            match self.0.upgrade() {
+                Some(state) => authenticate(&state.auth, Some(token)).await.is_ok(),
+                None => false,
+            }
+        })
+    }
 }

@@ -175,6 +175,22 @@ async fn the_web_views_api_answers_its_own_signed_in_page_and_only_about_its_pri
     let (status, _) = ui(&server, "POST", "/ui/api/logout", None, Some(&alice)).await;
     assert_eq!(status, 200);
     assert_eq!(ui(&server, "GET", "/ui/api/sessions", None, Some(&alice)).await.0, 401);
+
+    // A revoked token's sign-ins end at once, its open event stream too.
+    let events = reqwest::Client::new()
+        .get(format!("{}/ui/api/events", server.base()))
+        .header("cookie", &bob)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status().as_u16(), 200);
+    let revoked =
+        binary::bare(["serve", "token", "revoke", "bob"]).arg("--tokens").arg(&server.tokens).output().unwrap();
+    assert!(revoked.status.success(), "{}", binary::text(&revoked.stderr));
+    assert_eq!(ui(&server, "GET", "/ui/api/sessions", None, Some(&bob)).await.0, 401);
+    // The stream ends at its next check of the sign-in (every 10 s): reading it to its end returns.
+    let rest = tokio::time::timeout(std::time::Duration::from_secs(120), events.bytes()).await;
+    assert!(rest.expect("the event stream of a revoked sign-in ended").is_ok());
 }
 
 #[tokio::test]

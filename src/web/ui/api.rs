@@ -37,9 +37,9 @@ pub(super) async fn login(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: J
         Err(refusal) => return refusal,
     };
     let name = account.name.clone();
-    let id = match ui.sign_ins.add(account) {
+    let id = match ui.sign_ins.add(account, body.token.trim()) {
         Ok(id) => id,
-        Err(message) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, &message),
+        Err(message) => return json_error(StatusCode::SERVICE_UNAVAILABLE, &message),
     };
     tracing::info!(principal = %name, "web view: signed in");
     let secure = if ui.https { "; Secure" } else { "" };
@@ -67,7 +67,7 @@ pub(super) async fn logout(State(ui): State<Arc<Ui>>, headers: HeaderMap) -> Res
 
 /// Who is signed in, and whether signing in is needed at all.
 pub(super) async fn me(State(ui): State<Arc<Ui>>, headers: HeaderMap) -> Response {
-    match ui.account(&headers) {
+    match ui.account(&headers).await {
         Some(account) => {
             Json(json!({ "principal": account.name, "auth": ui.host.open_account().is_none() })).into_response()
         }
@@ -81,14 +81,14 @@ fn not_signed_in() -> Response {
 
 /// The signed-in principal's engine, or the answer that refuses the request.
 #[allow(clippy::result_large_err)]
-fn engine_of(ui: &Ui, headers: &HeaderMap) -> Result<Arc<EvalEngine>, Response> {
-    let account = ui.account(headers).ok_or_else(not_signed_in)?;
+async fn engine_of(ui: &Ui, headers: &HeaderMap) -> Result<Arc<EvalEngine>, Response> {
+    let account = ui.account(headers).await.ok_or_else(not_signed_in)?;
     account.engine().map_err(|message| json_error(StatusCode::SERVICE_UNAVAILABLE, &message))
 }
 
 /// The principal's sessions: language, state, memory, cells, last activity.
 pub(super) async fn sessions(State(ui): State<Arc<Ui>>, headers: HeaderMap) -> Response {
-    let engine = match engine_of(&ui, &headers) {
+    let engine = match engine_of(&ui, &headers).await {
         Ok(engine) => engine,
         Err(refusal) => return refusal,
     };
@@ -125,7 +125,7 @@ pub(super) async fn notebook(
     headers: HeaderMap,
     Query(query): Query<SessionQuery>,
 ) -> Response {
-    let engine = match engine_of(&ui, &headers) {
+    let engine = match engine_of(&ui, &headers).await {
         Ok(engine) => engine,
         Err(refusal) => return refusal,
     };
@@ -176,7 +176,7 @@ pub(super) struct Action {
 
 /// Interrupt the cell a session runs (its variables stay).
 pub(super) async fn interrupt(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: Json<Action>) -> Response {
-    let engine = match engine_of(&ui, &headers) {
+    let engine = match engine_of(&ui, &headers).await {
         Ok(engine) => engine,
         Err(refusal) => return refusal,
     };
@@ -190,7 +190,7 @@ pub(super) async fn interrupt(State(ui): State<Arc<Ui>>, headers: HeaderMap, bod
 
 /// Restart a session's kernels: its variables are gone, its cells stay listed.
 pub(super) async fn reset(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: Json<Action>) -> Response {
-    let engine = match engine_of(&ui, &headers) {
+    let engine = match engine_of(&ui, &headers).await {
         Ok(engine) => engine,
         Err(refusal) => return refusal,
     };
@@ -205,7 +205,7 @@ pub(super) async fn reset(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: J
 /// Fork a session's Python kernel into a new session beside it
 /// (`NAME-fork-N`), which an agent then reaches by that name.
 pub(super) async fn fork(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: Json<Action>) -> Response {
-    let engine = match engine_of(&ui, &headers) {
+    let engine = match engine_of(&ui, &headers).await {
         Ok(engine) => engine,
         Err(refusal) => return refusal,
     };
@@ -239,17 +239,30 @@ pub(super) async fn fork(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: Js
 
 /// Every event of the principal's sessions from now on, as server-sent events.
 pub(super) async fn events(State(ui): State<Arc<Ui>>, headers: HeaderMap) -> Response {
-    let engine = match engine_of(&ui, &headers) {
+    let engine = match engine_of(&ui, &headers).await {
         Ok(engine) => engine,
         Err(refusal) => return refusal,
     };
     let receiver = engine.live().subscribe();
-    let stop = ui.stop.clone();
-    // The engine is held while the page watches, so its feed lives as long.
-    let stream = futures_util::stream::unfold((receiver, stop, engine), |(mut receiver, stop, engine)| async move {
-        let next = tokio::select! {
-            next = receiver.recv() => next,
-            _ = stop.cancelled() => return None,
+    let ends = Ends {
+        stop: ui.stop.clone(),
+        engine_gone: engine.live().closed(),
+        ui: ui.clone(),
+        id: cookie_of(&headers).map(str::to_string),
+    };
+    let stream = futures_util::stream::unfold((receiver, ends), |(mut receiver, ends)| async move {
+        let mut recheck = tokio::time::interval_at(tokio::time::Instant::now() + RECHECK, RECHECK);
+        let next = loop {
+            tokio::select! {
+                next = receiver.recv() => break next,
+                _ = ends.stop.cancelled() => return None,
+                _ = ends.engine_gone.cancelled() => return None,
+                _ = recheck.tick() => {
+                    if !ends.ui.still_signed_in(ends.id.as_deref()).await {
+                        return None;
+                    }
+                }
+            }
         };
         let event = match next {
             Ok(event) => Event::default().id(event.seq.to_string()).data(event_json(&event).to_string()),
@@ -258,9 +271,22 @@ pub(super) async fn events(State(ui): State<Arc<Ui>>, headers: HeaderMap) -> Res
             }
             Err(RecvError::Closed) => return None,
         };
-        Some((Ok::<_, Infallible>(event), (receiver, stop, engine)))
+        Some((Ok::<_, Infallible>(event), (receiver, ends)))
     });
     no_store(Sse::new(stream).keep_alive(KeepAlive::default()).into_response())
+}
+
+/// How often an event stream asks whether its sign-in still holds.
+const RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// What ends an event stream: the server stops, the engine is disposed (a
+/// principal idle long enough is made again: the page reconnects to the new
+/// one), or the sign-in ends (signed out, its token revoked or expired).
+struct Ends {
+    stop: tokio_util::sync::CancellationToken,
+    engine_gone: tokio_util::sync::CancellationToken,
+    ui: Arc<Ui>,
+    id: Option<String>,
 }
 
 /// The page's form of an event.

@@ -50,6 +50,10 @@ pub trait Host: Send + Sync + 'static {
     fn open_account(&self) -> Option<Account>;
     /// The account `token` signs in, or the answer that refuses it.
     fn sign_in<'a>(&'a self, token: &'a str, headers: &'a HeaderMap) -> BoxFuture<'a, Result<Account, Response>>;
+    /// Whether `token` still signs in (not revoked, not expired): asked at
+    /// every request of a sign-in made with it, so a revoked token's sign-ins
+    /// end at once, as its `/mcp` requests do.
+    fn still_valid<'a>(&'a self, token: &'a str) -> BoxFuture<'a, bool>;
 }
 
 /// How an account reaches its engine (a principal's engine may be made again after it idled).
@@ -93,17 +97,38 @@ impl Ui {
         Arc::new(Ui { host, sign_ins: SignIns::default(), https, stop })
     }
 
-    /// The account of a request: its sign-in, or the open one.
-    fn account(&self, headers: &HeaderMap) -> Option<Account> {
-        self.host.open_account().or_else(|| cookie_of(headers).and_then(|id| self.sign_ins.get(id)))
+    /// The account of a request: the open one, or its sign-in while its token is still valid.
+    async fn account(&self, headers: &HeaderMap) -> Option<Account> {
+        if let Some(open) = self.host.open_account() {
+            return Some(open);
+        }
+        let id = cookie_of(headers)?;
+        let (account, token) = self.sign_ins.get(id)?;
+        if self.host.still_valid(&token).await {
+            return Some(account);
+        }
+        self.sign_ins.remove(id);
+        None
+    }
+
+    /// Whether the request's sign-in (if it needs one) still holds.
+    async fn still_signed_in(&self, id: Option<&str>) -> bool {
+        if self.host.open_account().is_some() {
+            return true;
+        }
+        let Some((_, token)) = id.and_then(|id| self.sign_ins.get(id)) else { return false };
+        self.host.still_valid(&token).await
     }
 }
 
 /// How long a sign-in lasts.
 pub const SIGN_IN_LIFETIME: Duration = Duration::from_secs(12 * 3600);
 
-/// Sign-ins kept at most; the oldest is dropped for a new one past it.
+/// Sign-ins kept at most; past it a new one is refused.
 const MAX_SIGN_INS: usize = 1024;
+
+/// Sign-ins of one principal at most; its oldest is dropped for a new one past it.
+const MAX_SIGN_INS_EACH: usize = 16;
 
 /// The cookie that names a sign-in.
 const COOKIE: &str = "cellbox_ui";
@@ -112,40 +137,48 @@ const COOKIE: &str = "cellbox_ui";
 const UI_HEADER: &str = "x-cellbox-ui";
 
 /// The page's policy: its own script and style, `data:` images, its own API.
-const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
-                   connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; \
+/// HTML outputs are `srcdoc` frames, which inherit it: they may load nothing
+/// (no image from this origin's routes, no frame of its pages).
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src data:; \
+                   connect-src 'self'; frame-src 'none'; base-uri 'none'; form-action 'none'; \
                    frame-ancestors 'none'";
 
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
 const APP_CSS: &str = include_str!("assets/app.css");
 
-/// The web view's sign-ins.
-#[derive(Debug, Default)]
+/// The web view's sign-ins: each one's account, the token it was made with
+/// (asked about again at every request) and when it was made.
+#[derive(Default)]
 pub(crate) struct SignIns {
-    by_id: Mutex<HashMap<String, (Account, Instant)>>,
+    by_id: Mutex<HashMap<String, (Account, String, Instant)>>,
 }
 
 impl SignIns {
-    /// A new sign-in for `account`: its cookie's value.
-    fn add(&self, account: Account) -> Result<String, String> {
+    /// A new sign-in for `account`, made with `token`: its cookie's value.
+    fn add(&self, account: Account, token: &str) -> Result<String, String> {
         let mut bytes = [0u8; 32];
         getrandom::fill(&mut bytes).map_err(|e| format!("no random numbers from the OS: {e}"))?;
         let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
         let mut by_id = self.by_id.lock().unwrap();
-        by_id.retain(|_, (_, at)| at.elapsed() < SIGN_IN_LIFETIME);
-        if by_id.len() >= MAX_SIGN_INS
-            && let Some(oldest) = by_id.iter().min_by_key(|(_, (_, at))| *at).map(|(id, _)| id.clone())
+        by_id.retain(|_, (_, _, at)| at.elapsed() < SIGN_IN_LIFETIME);
+        let theirs = by_id.iter().filter(|(_, (other, _, _))| other.name == account.name);
+        if theirs.clone().count() >= MAX_SIGN_INS_EACH
+            && let Some(oldest) = theirs.min_by_key(|(_, (_, _, at))| *at).map(|(id, _)| id.clone())
         {
             by_id.remove(&oldest);
         }
-        by_id.insert(id.clone(), (account, Instant::now()));
+        if by_id.len() >= MAX_SIGN_INS {
+            return Err("this server holds as many web sign-ins as it keeps; sign out elsewhere or retry later".into());
+        }
+        by_id.insert(id.clone(), (account, token.to_string(), Instant::now()));
         Ok(id)
     }
 
-    fn get(&self, id: &str) -> Option<Account> {
+    fn get(&self, id: &str) -> Option<(Account, String)> {
         let by_id = self.by_id.lock().unwrap();
-        by_id.get(id).filter(|(_, at)| at.elapsed() < SIGN_IN_LIFETIME).map(|(account, _)| account.clone())
+        let (account, token, at) = by_id.get(id)?;
+        (at.elapsed() < SIGN_IN_LIFETIME).then(|| (account.clone(), token.clone()))
     }
 
     fn remove(&self, id: &str) {
@@ -215,7 +248,7 @@ fn same_site(headers: &HeaderMap, needs_header: bool) -> Result<(), Response> {
         let host = headers.get(header::HOST).and_then(|host| host.to_str().ok()).unwrap_or_default();
         let origin = origin.to_str().unwrap_or_default();
         let own = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://"));
-        if own != Some(host) {
+        if !own.is_some_and(|own| own.eq_ignore_ascii_case(host)) {
             return Err(json_error(StatusCode::FORBIDDEN, "a request from another origin is refused"));
         }
     }
@@ -282,11 +315,18 @@ mod tests {
     fn a_sign_in_is_found_until_removed_and_unknown_ids_are_not() {
         let sign_ins = SignIns::default();
         let engine: EngineOf = Arc::new(|| Err("none".to_string()));
-        let id = sign_ins.add(Account::new("ann", engine)).unwrap();
+        let id = sign_ins.add(Account::new("ann", engine.clone()), "t").unwrap();
         assert_eq!(id.len(), 64);
-        assert_eq!(sign_ins.get(&id).unwrap().name, "ann");
+        assert_eq!(sign_ins.get(&id).unwrap().0.name, "ann");
         assert!(sign_ins.get("0").is_none());
         sign_ins.remove(&id);
         assert!(sign_ins.get(&id).is_none());
+        // One principal signing in again and again drops its own oldest, no one else's.
+        let bob = sign_ins.add(Account::new("bob", engine.clone()), "b").unwrap();
+        let first = sign_ins.add(Account::new("ann", engine.clone()), "t").unwrap();
+        for _ in 0..MAX_SIGN_INS_EACH {
+            sign_ins.add(Account::new("ann", engine.clone()), "t").unwrap();
+        }
+        assert!(sign_ins.get(&first).is_none() && sign_ins.get(&bob).is_some());
     }
 }

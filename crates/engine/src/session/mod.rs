@@ -273,26 +273,36 @@ impl KernelPool {
         slot
     }
 
-    /// Stop every kernel of `session` (all cwds and languages); the next call starts fresh.
-    /// Returns how many kernels were stopped, hibernated ones (whose saved variables are dropped) included.
-    /// The sessions that have a slot (a kernel, live, hibernated or stopped).
+    /// The sessions that have a slot (a kernel, live, hibernated or stopped),
+    /// a per-call call's own key counted as its session's.
     pub fn sessions(&self) -> Vec<String> {
         let slots = self.slots.lock().unwrap();
-        let mut names: Vec<String> = slots.values().map(|slot| slot.key.session.clone()).collect();
+        let mut names: Vec<String> = slots.values().map(|slot| base_session(&slot.key.session).to_string()).collect();
         names.sort();
         names.dedup();
         names
     }
 
-    /// Interrupt what `session`'s live kernels run (a kernel between cells
-    /// ignores it); how many were told.
+    /// Interrupt the cells `session` runs now (its per-call calls' kernels
+    /// included); how many kernels were told. A kernel no call holds is left
+    /// alone: SIGINT goes to its whole process group, whose background
+    /// children it would end.
     pub fn interrupt_session(&self, session: &str) -> usize {
-        let slots: Vec<Arc<Slot>> =
-            self.slots.lock().unwrap().values().filter(|slot| slot.key.session == session).cloned().collect();
-        let kernels = slots.iter().filter_map(|slot| slot.current.lock().unwrap().clone());
+        let slots: Vec<Arc<Slot>> = self
+            .slots
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|slot| base_session(&slot.key.session) == session)
+            .cloned()
+            .collect();
+        let busy = slots.iter().filter(|slot| slot.state.try_lock().is_err());
+        let kernels = busy.filter_map(|slot| slot.current.lock().unwrap().clone());
         kernels.filter(|kernel| kernel.interrupt().is_ok()).count()
     }
 
+    /// Stop every kernel of `session` (all cwds and languages); the next call starts fresh.
+    /// Returns how many kernels were stopped, hibernated ones (whose saved variables are dropped) included.
     pub async fn reset_session(&self, session: &str) -> usize {
         let slots: Vec<Arc<Slot>> =
             self.slots.lock().unwrap().values().filter(|slot| slot.key.session == session).cloned().collect();
@@ -449,6 +459,14 @@ pub fn private_bytes(pid: u32) -> Option<u64> {
         .filter_map(|line| line.split_whitespace().nth(1)?.parse::<u64>().ok())
         .sum();
     Some(kib * 1024)
+}
+
+/// What a per-call call's own kernel key puts between its session and its number (`SESSION#call-N`).
+pub const PER_CALL_MARK: &str = "#call-";
+
+/// The session a slot's key belongs to.
+fn base_session(key: &str) -> &str {
+    key.split_once(PER_CALL_MARK).map_or(key, |(session, _)| session)
 }
 
 /// Resident memory of a process, from /proc (Linux); None elsewhere.

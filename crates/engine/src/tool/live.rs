@@ -2,10 +2,13 @@
 //! view of `cellbox serve`).
 //!
 //! Every call publishes its start (the cells' code), each event it streams and
-//! its end to a broadcast channel. Nothing is cloned or sent while no one
-//! watches: a call asks [`LiveFeed::watched`] once. A watcher that falls
-//! behind loses the oldest events (it is told how many) instead of slowing the
-//! calls down: the channel holds [`BACKLOG`] events.
+//! its end to a broadcast channel. Nothing is copied or sent while no one
+//! watches ([`LiveFeed::watched`] is asked before each event). A watcher that
+//! falls behind loses the oldest events (it is told how many) instead of
+//! slowing the calls down. The memory a slow watcher can hold is bounded: the
+//! channel keeps [`BACKLOG`] events, and an event over [`MAX_EVENT_BYTES`] is
+//! sent cut short (a stream) or as a note that names its size (a display); the
+//! whole output stays in the session's notebook.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -13,16 +16,23 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 
 use super::result::{CellStatus, EvalEvent};
 
 /// Events a watcher may be behind before it loses the oldest.
-pub const BACKLOG: usize = 4096;
+pub const BACKLOG: usize = 256;
+
+/// The most one event carries (stream text, or a display's formats together).
+pub const MAX_EVENT_BYTES: usize = 256 << 10;
+
+/// Sessions whose activity is kept at most; past it, idle ones are forgotten.
+const MAX_SESSIONS: usize = 4096;
 
 /// One thing a session did.
 #[derive(Debug, Clone)]
 pub struct LiveEvent {
-    /// Increasing over the engine's life.
+    /// Numbered over the engine's life (two calls publishing at once may send theirs out of order).
     pub seq: u64,
     /// The engine's session key.
     pub session: String,
@@ -37,7 +47,8 @@ pub enum LiveKind {
     CallStarted { call: u64, cells: Vec<(String, String)> },
     /// Something the call streamed.
     Event { call: u64, event: EvalEvent },
-    /// The call ended; `status` is its last cell's.
+    /// The call ended; `status` is its last cell's (none when the call failed
+    /// before a cell ran, or was dropped).
     CallFinished { call: u64, status: Option<CellStatus>, duration_ms: u64 },
     /// The session's kernels were restarted (its variables are gone).
     Reset,
@@ -51,6 +62,8 @@ pub struct LiveFeed {
     calls: AtomicU64,
     /// Each session's last start or end of a call, and its calls running.
     activity: Mutex<HashMap<String, Activity>>,
+    /// Cancelled when the engine is disposed: its watchers stop following it.
+    closed: CancellationToken,
 }
 
 /// A session's activity.
@@ -69,6 +82,7 @@ impl Default for LiveFeed {
             seq: AtomicU64::new(0),
             calls: AtomicU64::new(0),
             activity: Mutex::default(),
+            closed: CancellationToken::new(),
         }
     }
 }
@@ -125,6 +139,9 @@ impl LiveFeed {
     fn update(&self, session: &str, change: impl FnOnce(&mut Activity)) {
         let now = now_ms();
         let mut activity = self.activity.lock().unwrap();
+        if activity.len() >= MAX_SESSIONS && !activity.contains_key(session) {
+            activity.retain(|_, entry| entry.running > 0);
+        }
         let entry = match activity.get_mut(session) {
             Some(entry) => entry,
             None => activity.entry(session.to_string()).or_default(),
@@ -138,9 +155,27 @@ impl LiveFeed {
         self.activity.lock().unwrap().get(session).copied()
     }
 
-    /// Every session this feed has seen.
-    pub fn sessions(&self) -> Vec<String> {
-        self.activity.lock().unwrap().keys().cloned().collect()
+    /// The sessions running a call now.
+    pub fn running(&self) -> Vec<String> {
+        let activity = self.activity.lock().unwrap();
+        activity.iter().filter(|(_, entry)| entry.running > 0).map(|(name, _)| name.clone()).collect()
+    }
+
+    /// Cancelled once the engine is disposed (its watchers should follow its successor).
+    pub fn closed(&self) -> CancellationToken {
+        self.closed.clone()
+    }
+
+    /// The engine is disposed.
+    pub fn close(&self) {
+        self.closed.cancel();
+    }
+
+    /// Publish what a call streamed, made small enough to keep (see the module's doc).
+    pub fn publish_event(&self, session: &str, call: u64, event: &EvalEvent) {
+        if self.watched() {
+            self.publish(session, LiveKind::Event { call, event: bounded(event) });
+        }
     }
 
     /// Send `kind` to the watchers, if any.
@@ -150,6 +185,51 @@ impl LiveFeed {
         }
         let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
         let _ = self.sender.send(LiveEvent { seq, session: session.to_string(), at_ms: now_ms(), kind });
+    }
+}
+
+/// `event` as a watcher gets it: a stream's text cut at [`MAX_EVENT_BYTES`], a
+/// display without its prepared parts (the bundle has every format) and, past
+/// the bound, a note instead of its formats.
+fn bounded(event: &EvalEvent) -> EvalEvent {
+    match event {
+        EvalEvent::Stdout { cell, text } => EvalEvent::Stdout { cell: *cell, text: cut(text) },
+        EvalEvent::Stderr { cell, text } => EvalEvent::Stderr { cell: *cell, text: cut(text) },
+        EvalEvent::Display { cell, is_result, bundle, .. } => {
+            let size = bundle.values().map(value_bytes).sum::<usize>();
+            let bundle = if size > MAX_EVENT_BYTES {
+                let mut note = crate::protocol::MimeBundle::new();
+                let text =
+                    format!("[an output of {size} bytes, too big to show as it happens: see the session's notebook]");
+                note.insert("text/plain".into(), text.into());
+                std::sync::Arc::new(note)
+            } else {
+                bundle.clone()
+            };
+            EvalEvent::Display { cell: *cell, parts: Vec::new(), is_result: *is_result, bundle }
+        }
+        other => other.clone(),
+    }
+}
+
+fn cut(text: &str) -> String {
+    if text.len() <= MAX_EVENT_BYTES {
+        return text.to_string();
+    }
+    let mut end = MAX_EVENT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}\n[{} bytes more: see the session's notebook]\n", &text[..end], text.len() - end)
+}
+
+/// About how many bytes `value` holds (its strings and a little per item).
+fn value_bytes(value: &serde_json::Value) -> usize {
+    match value {
+        serde_json::Value::String(text) => text.len(),
+        serde_json::Value::Array(items) => items.iter().map(value_bytes).sum::<usize>() + items.len(),
+        serde_json::Value::Object(map) => map.iter().map(|(key, value)| key.len() + value_bytes(value)).sum(),
+        _ => 8,
     }
 }
 
@@ -175,7 +255,47 @@ mod tests {
         assert!(watcher.try_recv().is_err(), "the event sent before anyone watched is not queued");
         feed.finished("a");
         assert_eq!(feed.activity("a").unwrap().running, 0, "never below zero");
-        assert_eq!(feed.sessions(), vec!["a".to_string()]);
+        assert!(feed.running().is_empty());
+    }
+
+    #[test]
+    fn big_events_are_sent_bounded_and_small_ones_whole() {
+        let feed = LiveFeed::default();
+        let mut watcher = feed.subscribe();
+        let huge = "x".repeat(MAX_EVENT_BYTES * 3);
+        feed.publish_event("a", 1, &EvalEvent::Stdout { cell: 0, text: huge.clone() });
+        let mut bundle = crate::protocol::MimeBundle::new();
+        bundle.insert("text/html".into(), huge.into());
+        let display =
+            EvalEvent::Display { cell: 0, parts: Vec::new(), is_result: false, bundle: std::sync::Arc::new(bundle) };
+        feed.publish_event("a", 1, &display);
+        feed.publish_event("a", 1, &EvalEvent::Stdout { cell: 0, text: "é\n".into() });
+        let sizes: Vec<String> = (0..3)
+            .map(|_| match watcher.try_recv().unwrap().kind {
+                LiveKind::Event { event: EvalEvent::Stdout { text, .. }, .. } => text,
+                LiveKind::Event { event: EvalEvent::Display { bundle, .. }, .. } => {
+                    serde_json::to_string(&*bundle).unwrap()
+                }
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert!(
+            sizes[0].len() < MAX_EVENT_BYTES + 100 && sizes[0].ends_with("bytes more: see the session's notebook]\n")
+        );
+        assert!(sizes[1].len() < 200 && sizes[1].contains("too big to show"), "{}", sizes[1]);
+        assert_eq!(sizes[2], "é\n");
+    }
+
+    #[test]
+    fn idle_sessions_are_forgotten_past_the_bound_and_running_ones_are_not() {
+        let feed = LiveFeed::default();
+        let running = feed.begin("busy");
+        for n in 0..MAX_SESSIONS + 1 {
+            drop(feed.begin(&format!("s{n}")));
+        }
+        assert!(feed.activity.lock().unwrap().len() <= MAX_SESSIONS);
+        assert_eq!(feed.running(), vec!["busy".to_string()]);
+        drop(running);
     }
 
     #[test]

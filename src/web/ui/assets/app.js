@@ -50,6 +50,14 @@ async function start() {
 }
 
 function showSignIn(message) {
+  // Nothing of the last principal stays in the page.
+  if (state.events) state.events.close();
+  clearInterval(state.timer);
+  Object.assign(state, { selected: null, sessions: [], calls: new Map(), events: null });
+  $("cells").replaceChildren();
+  $("sessions").replaceChildren();
+  $("session-name").textContent = "Choose a session";
+  history.replaceState(null, "", location.pathname);
   $("app").hidden = true;
   $("signin").hidden = false;
   $("signin-error").textContent = message || "";
@@ -69,7 +77,6 @@ $("signin-form").addEventListener("submit", async (event) => {
 
 $("signout").addEventListener("click", async () => {
   await api("/ui/api/logout", { method: "POST" });
-  if (state.events) state.events.close();
   showSignIn("Signed out.");
 });
 
@@ -101,12 +108,14 @@ async function refreshSessions() {
     list.append(item);
   }
   $("no-sessions").hidden = state.sessions.length > 0;
+  list.dataset.loaded = "1";
   updateToolbar();
 }
 
+// At most one refresh each 200 ms, however many events arrive.
 function refreshSoon() {
-  clearTimeout(state.listTimer);
-  state.listTimer = setTimeout(refreshSessions, 200);
+  if (state.listTimer) return;
+  state.listTimer = setTimeout(() => { state.listTimer = null; refreshSessions(); }, 200);
 }
 
 function bytes(n) {
@@ -143,11 +152,16 @@ async function select(name) {
     return;
   }
   const notebook = await answer.json();
+  if (state.selected !== name) return;
   for (const cell of notebook.cells || []) {
     if (cell.cell_type !== "code") continue;
     const view = cellView(text(cell.source), languageOf(cell, notebook), cell.execution_count);
-    for (const output of cell.outputs || []) addNotebookOutput(view, output);
-    setStatus(view, (cell.outputs || []).some((o) => o.output_type === "error") ? "error" : "ok");
+    try {
+      for (const output of cell.outputs || []) addNotebookOutput(view, output);
+      setStatus(view, (cell.outputs || []).some((o) => o.output_type === "error") ? "error" : "ok");
+    } catch (error) {
+      addNote(view, "(an output this page cannot read)");
+    }
     cells.append(view.root);
   }
   // Calls that are running now show after what is done.
@@ -189,9 +203,10 @@ $("download").addEventListener("click", () => {
   // so the file is fetched here and handed over as a blob.
   api("/ui/api/notebook?download=1&session=" + encodeURIComponent(state.selected)).then(async (answer) => {
     if (!answer.ok) { $("notice").textContent = "The notebook could not be read."; return; }
+    const named = /filename="([^"]+)"/.exec(answer.headers.get("Content-Disposition") || "");
     const link = el("a");
     link.href = URL.createObjectURL(await answer.blob());
-    link.download = state.selected.replace(/[^A-Za-z0-9-]/g, "_") + ".ipynb";
+    link.download = named ? named[1] : "session.ipynb";
     document.body.append(link);
     link.click();
     link.remove();
@@ -201,7 +216,13 @@ $("download").addEventListener("click", () => {
 
 // --- cells ------------------------------------------------------------------
 
-function text(value) { return Array.isArray(value) ? value.join("") : value || ""; }
+// A notebook's string or list of strings; anything else (a malformed output) is no text.
+function text(value) {
+  if (typeof value === "string") return value;
+  return Array.isArray(value) ? value.filter((part) => typeof part === "string").join("") : "";
+}
+
+const MAX_STREAM_CHARS = 200000;
 
 function languageOf(cell, notebook) {
   const own = cell.metadata && cell.metadata.cellbox && cell.metadata.cellbox.language;
@@ -257,14 +278,22 @@ function highlight(target, code, language) {
   target.append(code.slice(last));
 }
 
+// A page that kept every line of a runaway cell would freeze when it is most needed:
+// past MAX_STREAM_CHARS a stream keeps its last half (the notebook has the whole).
 function addStream(view, name, value) {
-  if (view.stream && view.stream.name === name) {
-    view.stream.node.append(value);
-    return;
+  if (!(view.stream && view.stream.name === name)) {
+    const node = el("pre", name);
+    view.outputs.append(node);
+    view.stream = { name, node, size: 0 };
   }
-  const node = el("pre", name, value);
-  view.outputs.append(node);
-  view.stream = { name, node };
+  const stream = view.stream;
+  stream.node.append(value);
+  stream.size += value.length;
+  if (stream.size > MAX_STREAM_CHARS) {
+    const kept = stream.node.textContent.slice(-MAX_STREAM_CHARS / 2);
+    stream.node.textContent = "[earlier output cut here: the session's notebook has it]\n" + kept;
+    stream.size = stream.node.textContent.length;
+  }
 }
 
 function addBundle(view, data) {
@@ -301,21 +330,21 @@ function base64Utf8(value) {
 // The richest form this page can show safely.
 function renderBundle(data) {
   for (const type of ["image/png", "image/jpeg", "image/gif", "image/webp"]) {
-    if (data[type]) {
+    if (text(data[type])) {
       const image = el("img");
       image.alt = text(data["text/plain"]) || "image";
       image.src = "data:" + type + ";base64," + text(data[type]).replace(/\s/g, "");
       return image;
     }
   }
-  if (data["image/svg+xml"]) {
+  if (text(data["image/svg+xml"])) {
     // As an image, an SVG's scripts never run.
     const image = el("img");
     image.alt = "SVG image";
     image.src = "data:image/svg+xml;base64," + base64Utf8(text(data["image/svg+xml"]));
     return image;
   }
-  if (data["text/html"]) {
+  if (text(data["text/html"])) {
     const frame = el("iframe");
     frame.setAttribute("sandbox", "");
     frame.setAttribute("referrerpolicy", "no-referrer");
@@ -325,7 +354,7 @@ function renderBundle(data) {
   }
   if (data["application/json"] !== undefined) return el("pre", "", JSON.stringify(data["application/json"], null, 2));
   for (const type of ["text/markdown", "text/latex", "text/plain"]) {
-    if (data[type] !== undefined) return el("pre", "", stripAnsi(text(data[type])));
+    if (text(data[type])) return el("pre", "", stripAnsi(text(data[type])));
   }
   const types = Object.keys(data);
   return el("pre", "note", "(an output in " + (types.join(", ") || "no format") + ")");
@@ -337,9 +366,23 @@ function connect() {
   if (state.events) state.events.close();
   const events = new EventSource("/ui/api/events");
   state.events = events;
-  events.onopen = () => { $("link").hidden = false; $("link").className = "pill on"; $("link").textContent = "live"; };
-  events.onerror = () => { $("link").className = "pill"; $("link").textContent = "reconnecting…"; };
-  events.onmessage = (message) => apply(JSON.parse(message.data));
+  let broken = false;
+  events.onopen = () => {
+    $("link").hidden = false;
+    $("link").className = "pill on";
+    $("link").textContent = "live";
+    // Events were missed while the stream was down (or the server was made anew): start over.
+    if (broken) resync();
+    broken = false;
+  };
+  events.onerror = () => { broken = true; $("link").className = "pill"; $("link").textContent = "reconnecting…"; };
+  events.onmessage = (message) => {
+    try {
+      apply(JSON.parse(message.data));
+    } catch (error) {
+      $("notice").textContent = "An event could not be shown.";
+    }
+  };
   clearInterval(state.timer);
   state.timer = setInterval(tick, 250);
 }
@@ -367,7 +410,7 @@ function viewOf(call, index) {
 function apply(event) {
   if (event.type === "lagged") {
     $("notice").textContent = event.lost + " events were missed; reloading the session.";
-    if (state.selected) select(state.selected);
+    resync();
     return;
   }
   if (event.type === "call_started") {
@@ -410,6 +453,13 @@ function apply(event) {
   } else if (event.type === "waiting" && event.text) {
     setStatus(view, "running", event.text);
   }
+}
+
+// Forget the calls seen so far and read the sessions again.
+function resync() {
+  state.calls.clear();
+  refreshSessions();
+  if (state.selected) select(state.selected);
 }
 
 function finish(view, status, durationMs) {

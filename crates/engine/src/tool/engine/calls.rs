@@ -175,11 +175,11 @@ impl EvalEngine {
 
 impl EvalEngine {
     /// Every session this engine knows: with a kernel (live or put away), a
-    /// history of cells, or a call seen by [`EvalEngine::live`]; sorted.
+    /// history of cells, or a call running; sorted.
     pub fn session_names(&self) -> Vec<String> {
         let mut names = self.pool().sessions();
         names.extend(self.histories.lock().unwrap().names().cloned());
-        names.extend(self.live.sessions());
+        names.extend(self.live.running());
         names.sort();
         names.dedup();
         names
@@ -187,7 +187,7 @@ impl EvalEngine {
 
     /// Interrupt the cell `session` runs, as Ctrl-C would: the cell ends
     /// (its call says it was interrupted) and the kernel keeps its variables.
-    /// How many kernels were told; 0 when the session runs nothing.
+    /// How many kernels were told; 0 when no call of the session holds one.
     pub fn interrupt_session(&self, session: &str) -> usize {
         self.pool().interrupt_session(session)
     }

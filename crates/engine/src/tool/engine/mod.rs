@@ -347,6 +347,7 @@ impl EvalEngine {
 
     /// Shut every kernel down (host exit, SIGINT/SIGTERM).
     pub async fn dispose_all(&self) {
+        self.live.close();
         self.drop_checkpoints(None);
         let making_room = self.spare_task.lock().unwrap().take();
         if let Some(task) = making_room {
@@ -398,9 +399,7 @@ impl EvalEngine {
             self.live.publish(session, LiveKind::CallStarted { call, cells: cells.unwrap_or_default() });
         }
         let watched_sink = |event: EvalEvent| {
-            if self.live.watched() {
-                self.live.publish(session, LiveKind::Event { call, event: event.clone() });
-            }
+            self.live.publish_event(session, call, &event);
             on_event(event);
         };
         let result = self.eval_planned(params, context, cancel, &watched_sink, run).await;
@@ -444,7 +443,10 @@ impl EvalEngine {
         // in the pool, where dispose_all (host exit) finds them.
         let session = match self.config.mode {
             KernelMode::Session => context.session.clone(),
-            KernelMode::PerCall => format!("{}#call-{}", context.session, self.calls.fetch_add(1, Ordering::Relaxed)),
+            KernelMode::PerCall => {
+                let number = self.calls.fetch_add(1, Ordering::Relaxed);
+                format!("{}{}{number}", context.session, crate::session::PER_CALL_MARK)
+            }
         };
         let keys: Vec<KernelKey> =
             interpreters.iter().map(|interpreter| self.key(&session, &cwd, interpreter)).collect();
