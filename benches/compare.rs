@@ -63,6 +63,8 @@ mod shim;
 mod spare;
 #[path = "compare/warm.rs"]
 mod warm;
+#[path = "compare/web_view.rs"]
+mod web_view;
 
 use bulk::bulk_output;
 use cold::cold_start;
@@ -459,6 +461,9 @@ async fn main() {
     }
     if wanted("crowd") {
         serve_load::serve_crowd(&plan, &setup, &mut report).await;
+    }
+    if wanted("ui") {
+        web_view::web_view_rows(&plan, &setup, &mut report).await;
     }
     if wanted("hibernate") {
         hibernate::hibernate_rows(&plan, &setup, &jupyter_python, &mut report).await;

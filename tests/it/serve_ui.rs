@@ -32,7 +32,9 @@ fn the_web_view_in_a_real_browser_streams_renders_safely_and_acts() {
         Ok(path) => path,
         Err(why) => return eprintln!("skipped: {why}"),
     };
-    let (server, tokens) = Server::start(&["alice", "bob"], &[]);
+    // Room for the browser test's 20 streaming sessions beside its own, all live.
+    let room = ["--max-kernels", "32", "--principal-share", "100"];
+    let (server, tokens) = Server::start(&["alice", "bob"], &room);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve/ui_browser.py");
     let mut command = Command::new(common::python());
     command.arg(script).arg(server.base()).arg(&tokens[0]).arg(&tokens[1]).arg(&chromium);
