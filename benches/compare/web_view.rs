@@ -95,6 +95,9 @@ fn cpu_ms(pid: u32) -> f64 {
     // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
     let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |(_, rest)| rest).split_whitespace().collect();
     let ticks: f64 = fields.get(11..13).map_or(0.0, |t| t.iter().filter_map(|v| v.parse::<f64>().ok()).sum());
+    #[cfg(unix)]
     let per_second = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100) as f64;
+    #[cfg(not(unix))]
+    let per_second = 100.0;
     ticks * 1000.0 / per_second
 }
