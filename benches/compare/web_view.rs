@@ -42,11 +42,12 @@ pub(super) async fn web_view_rows(plan: &Plan, setup: &Setup, report: &mut Repor
     let events = Arc::new(AtomicU64::new(0));
     for round in 0..rounds * 2 {
         let watching = round % 2 == 0;
+        let opened = events.load(Ordering::SeqCst);
         let watcher = watching.then(|| tokio::spawn(watch(base.clone(), events.clone())));
-        if watching {
-            // The stream is open (its first bytes came) before the cells start.
-            while events.load(Ordering::SeqCst) == 0 {
-                tokio::task::yield_now().await;
+        if let Some(watcher) = &watcher {
+            // This round's stream is open (its first bytes came) before the cells start.
+            while events.load(Ordering::SeqCst) == opened {
+                assert!(!watcher.is_finished(), "the web view's event stream did not open");
                 tokio::time::sleep(std::time::Duration::from_millis(5)).await;
             }
         }

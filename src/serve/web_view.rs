@@ -46,12 +46,10 @@ impl Host for ServeHost {
         })
     }
 
-    fn still_valid<'a>(&'a self, token: &'a str) -> BoxFuture<'a, bool> {
+    fn still_valid<'a>(&'a self, token: &'a str, account: &'a Account) -> BoxFuture<'a, bool> {
         Box::pin(async move {
-            match self.0.upgrade() {
-                Some(state) => authenticate(&state.auth, Some(token)).await.is_ok(),
-                None => false,
-            }
+            let Some(state) = self.0.upgrade() else { return false };
+            authenticate(&state.auth, Some(token)).await.is_ok_and(|identity| identity.name == account.name)
         })
     }
 }

@@ -38,9 +38,6 @@ fn the_web_view_in_a_real_browser_streams_renders_safely_and_acts() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve/ui_browser.py");
     let mut command = Command::new(common::python());
     command.arg(script).arg(server.base()).arg(&tokens[0]).arg(&tokens[1]).arg(&chromium);
-    if let Some(shot) = std::env::var_os("CELLBOX_UI_SCREENSHOT") {
-        command.arg(shot);
-    }
     let output = binary::output_with_input(&mut command, "");
     let stdout = binary::text(&output.stdout);
     assert!(output.status.success(), "the browser test failed:\n{stdout}\n{}", binary::text(&output.stderr));
@@ -178,21 +175,41 @@ async fn the_web_views_api_answers_its_own_signed_in_page_and_only_about_its_pri
     assert_eq!(status, 200);
     assert_eq!(ui(&server, "GET", "/ui/api/sessions", None, Some(&alice)).await.0, 401);
 
-    // A revoked token's sign-ins end at once, its open event stream too.
-    let events = reqwest::Client::new()
+    // Forking the default session makes `default-fork-1` beside it, which an agent reaches by that name.
+    let alice = sign_in(&server, &tokens[0]).await;
+    let default = names.iter().find(|name| !name.contains('/')).unwrap_or_else(|| panic!("{listed}"));
+    let (status, forked) = ui(&server, "POST", "/ui/api/fork", Some(json!({ "session": default })), Some(&alice)).await;
+    assert_eq!(status, 200, "{forked}");
+    assert_eq!(forked["session"], format!("{default}/default-fork-1"), "{forked}");
+    server.client(&tokens[0], "persisted", "");
+
+    // A revoked token's sign-ins end at once, and its open event stream within a check (every 10 s)
+    // even while events keep coming: bob's cell prints for as long as the stream lasts.
+    let headers = common::serve::raw_session(&server.url, &tokens[1]).await;
+    let chatty = "import time\nwhile True:\n    print('tick', flush=True)\n    time.sleep(0.2)";
+    let _running = common::serve::spawn_eval(&server.url, &headers, 2, chatty, None);
+    let mut events = reqwest::Client::new()
         .get(format!("{}/ui/api/events", server.base()))
         .header("cookie", &bob)
         .send()
         .await
         .unwrap();
     assert_eq!(events.status().as_u16(), 200);
+    let mut seen = String::new();
+    while !seen.contains("tick") {
+        let chunk = events.chunk().await.unwrap().expect("the stream goes on while bob's cell prints");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+    }
     let revoked =
         binary::bare(["serve", "token", "revoke", "bob"]).arg("--tokens").arg(&server.tokens).output().unwrap();
     assert!(revoked.status.success(), "{}", binary::text(&revoked.stderr));
     assert_eq!(ui(&server, "GET", "/ui/api/sessions", None, Some(&bob)).await.0, 401);
-    // The stream ends at its next check of the sign-in (every 10 s): reading it to its end returns.
-    let rest = tokio::time::timeout(std::time::Duration::from_secs(120), events.bytes()).await;
-    assert!(rest.expect("the event stream of a revoked sign-in ended").is_ok());
+    // Reading it to its end returns (the bound only stops a hang: the cell never ends by itself).
+    let rest = tokio::time::timeout(std::time::Duration::from_secs(120), async {
+        while let Ok(Some(_)) = events.chunk().await {}
+    })
+    .await;
+    assert!(rest.is_ok(), "the event stream of a revoked sign-in did not end while events flowed");
 }
 
 #[tokio::test]
@@ -210,6 +227,8 @@ async fn mcp_ui_prints_a_one_time_link_that_signs_in_one_browser_to_its_sessions
             break line[at..].split_whitespace().next().unwrap().to_string();
         }
     };
+    // The rest of stderr is read on, so the server never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
     let (base, code) = link.split_once("/ui/#once=").unwrap_or_else(|| panic!("{link}"));
     assert!(base.starts_with("http://127.0.0.1:"), "{link}");
     server.initialize("2025-06-18", json!({}));

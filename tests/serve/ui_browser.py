@@ -50,8 +50,18 @@ async def run(mcp, code):
 
 
 async def text_in_cells(page, needle):
+    """Wait for `needle` anywhere in the cells shown, their code included."""
     await page.wait_for_function(
         "needle => document.getElementById('cells').innerText.includes(needle)", arg=needle, timeout=WAIT_MS
+    )
+
+
+async def output_in_cells(page, needle):
+    """Wait for `needle` in what the cells printed or showed (not in their code, which shows first)."""
+    await page.wait_for_function(
+        "needle => [...document.querySelectorAll('#cells .outputs')].some(o => o.textContent.includes(needle))",
+        arg=needle,
+        timeout=WAIT_MS,
     )
 
 
@@ -111,12 +121,12 @@ async def browser_checks(mcp, workspace):
                 "    time.sleep(0.05)\n",
             )
         )
-        await text_in_cells(page, "line 0 at")
+        await output_in_cells(page, "line 0 at")
         assert not streaming.done(), "the first line was shown while its cell still ran"
         open(os.path.join(workspace, "go-on"), "w").close()
         text, _ = await streaming
         assert "line 3" in text, text
-        await text_in_cells(page, "line 3 at")
+        await output_in_cells(page, "line 3 at")
         latencies = [seen_at - printed for printed, seen_at in (await page.evaluate("() => window.__seen")).values()]
         seen["stream_latency_ms"] = sorted(latencies)
 
@@ -143,7 +153,7 @@ async def browser_checks(mcp, workspace):
         await asyncio.gather(
             *(mcp.call_tool("eval", {"cells": [{"code": ticking}], "session": "load-%d" % n}) for n in range(LOADS))
         )
-        await text_in_cells(page, "tick 19 at")
+        await output_in_cells(page, "tick 19 at")
         ticks = sorted(seen_at - printed for printed, seen_at in (await page.evaluate("() => window.__ticks")).values())
         seen["busy_latency_ms"] = {"sessions": LOADS, "lines": len(ticks), "median": ticks[len(ticks) // 2], "max": ticks[-1]}
         await button.click()
@@ -157,7 +167,7 @@ async def browser_checks(mcp, workspace):
         payload = HOSTILE % {"base": BASE}
         await run(mcp, "from IPython.display import HTML, display\ndisplay(HTML(%r))" % payload)
         await run(mcp, "print('<script>window.top.pwned = 2</script><img src=x onerror=\"window.top.pwned=3\">')")
-        await text_in_cells(page, "window.top.pwned = 2")
+        await output_in_cells(page, "window.top.pwned = 2")
         frame_element = await page.wait_for_selector("#cells iframe", timeout=WAIT_MS)
         assert await frame_element.get_attribute("sandbox") == "", "HTML output is fully sandboxed"
         frame = await frame_element.content_frame()
@@ -170,12 +180,12 @@ async def browser_checks(mcp, workspace):
         # Interrupt a sleeping cell from the page: the cell ends, the variables stay.
         # (The cell says it sleeps once it is in its own code, where an interrupt reaches it.)
         sleeping = asyncio.ensure_future(run(mcp, "import time\nprint('sleeping now', flush=True)\ntime.sleep(120)"))
-        await text_in_cells(page, "sleeping now")
+        await output_in_cells(page, "sleeping now")
         await page.wait_for_selector("#interrupt:not([disabled])", timeout=WAIT_MS)
         await page.click("#interrupt")
         text, result = await asyncio.wait_for(sleeping, WAIT_MS / 1000)
         assert "KeyboardInterrupt" in text, text
-        await text_in_cells(page, "KeyboardInterrupt")
+        await output_in_cells(page, "KeyboardInterrupt")
         text, _ = await run(mcp, "x")
         assert "41" in text, text
 

@@ -57,8 +57,12 @@ impl Host for OneTimeLink {
     }
 
     /// The code's one sign-in is the browser's for its lifetime.
-    fn still_valid<'a>(&'a self, _: &'a str) -> BoxFuture<'a, bool> {
+    fn still_valid<'a>(&'a self, _: &'a str, _: &'a Account) -> BoxFuture<'a, bool> {
         Box::pin(async { true })
+    }
+
+    fn one_time_link(&self) -> bool {
+        true
     }
 }
 

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::super::json_error;
-use super::{COOKIE, SIGN_IN_LIFETIME, Ui, cookie_of};
+use super::{SIGN_IN_LIFETIME, Ui, cookie_name, cookie_of};
 use crate::tool::EvalEngine;
 use crate::tool::EvalEvent;
 use crate::tool::live::{LiveEvent, LiveKind};
@@ -43,8 +43,9 @@ pub(super) async fn login(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: J
     };
     tracing::info!(principal = %name, "web view: signed in");
     let secure = if ui.https { "; Secure" } else { "" };
+    let name = cookie_name(&headers);
     let cookie =
-        format!("{COOKIE}={id}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age={}{secure}", SIGN_IN_LIFETIME.as_secs());
+        format!("{name}={id}; Path=/ui; HttpOnly; SameSite=Strict; Max-Age={}{secure}", SIGN_IN_LIFETIME.as_secs());
     let mut response = Json(json!({ "principal": name })).into_response();
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, value);
@@ -58,7 +59,7 @@ pub(super) async fn logout(State(ui): State<Arc<Ui>>, headers: HeaderMap) -> Res
         ui.sign_ins.remove(id);
     }
     let mut response = Json(json!({ "signed_out": true })).into_response();
-    let expired = format!("{COOKIE}=; Path=/ui; HttpOnly; SameSite=Strict; Max-Age=0");
+    let expired = format!("{}=; Path=/ui; HttpOnly; SameSite=Strict; Max-Age=0", cookie_name(&headers));
     if let Ok(value) = HeaderValue::from_str(&expired) {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
@@ -67,12 +68,32 @@ pub(super) async fn logout(State(ui): State<Arc<Ui>>, headers: HeaderMap) -> Res
 
 /// Who is signed in, and whether signing in is needed at all.
 pub(super) async fn me(State(ui): State<Arc<Ui>>, headers: HeaderMap) -> Response {
+    let one_time = ui.host.one_time_link();
     match ui.account(&headers).await {
-        Some(account) => {
-            Json(json!({ "principal": account.name, "auth": ui.host.open_account().is_none() })).into_response()
-        }
+        Some(account) => Json(json!({
+            "principal": account.name,
+            "auth": ui.host.open_account().is_none() && !one_time,
+            "one_time": one_time,
+        }))
+        .into_response(),
+        None if one_time => (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({
+                "error": "not signed in: open the one-time link `cellbox mcp --ui` printed (a used one needs a new \
+                          cellbox mcp)",
+                "one_time": true,
+            })),
+        )
+            .into_response(),
         None => not_signed_in(),
     }
+}
+
+/// The engine that holds `session`, or the answer that refuses the request ("not found" for
+/// a session it does not hold: another principal's sessions are in another engine).
+async fn session_engine(ui: &Ui, headers: &HeaderMap, session: &str) -> Result<Arc<EvalEngine>, Response> {
+    let engine = engine_of(ui, headers).await?;
+    if known(&engine, session) { Ok(engine) } else { Err(not_found(session)) }
 }
 
 fn not_signed_in() -> Response {
@@ -176,13 +197,10 @@ pub(super) struct Action {
 
 /// Interrupt the cell a session runs (its variables stay).
 pub(super) async fn interrupt(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: Json<Action>) -> Response {
-    let engine = match engine_of(&ui, &headers).await {
+    let engine = match session_engine(&ui, &headers, &body.session).await {
         Ok(engine) => engine,
         Err(refusal) => return refusal,
     };
-    if !known(&engine, &body.session) {
-        return not_found(&body.session);
-    }
     let told = engine.interrupt_session(&body.session);
     tracing::info!(session = %body.session, kernels = told, "web view: interrupt");
     Json(json!({ "interrupted": told })).into_response()
@@ -190,13 +208,10 @@ pub(super) async fn interrupt(State(ui): State<Arc<Ui>>, headers: HeaderMap, bod
 
 /// Restart a session's kernels: its variables are gone, its cells stay listed.
 pub(super) async fn reset(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: Json<Action>) -> Response {
-    let engine = match engine_of(&ui, &headers).await {
+    let engine = match session_engine(&ui, &headers, &body.session).await {
         Ok(engine) => engine,
         Err(refusal) => return refusal,
     };
-    if !known(&engine, &body.session) {
-        return not_found(&body.session);
-    }
     let stopped = engine.reset_session(&body.session).await;
     tracing::info!(session = %body.session, kernels = stopped, "web view: reset");
     Json(json!({ "stopped": stopped })).into_response()
@@ -213,9 +228,11 @@ pub(super) async fn fork(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: Js
     if !names.iter().any(|name| *name == body.session) {
         return not_found(&body.session);
     }
+    // A named session's key is `ROOT/NAME`; the default session's is `ROOT` alone. The fork is
+    // `ROOT/NAME-fork-N` either way, so an agent reaches it as the session `NAME-fork-N`.
     let (prefix, last) = match body.session.rsplit_once('/') {
-        Some((prefix, last)) => (format!("{prefix}/"), last),
-        None => (String::new(), body.session.as_str()),
+        Some((root, last)) => (format!("{root}/"), last),
+        None => (format!("{}/", body.session), "default"),
     };
     let stem: String = last.chars().take(48).collect();
     let Some(target_name) = (1..1000)
@@ -250,11 +267,14 @@ pub(super) async fn events(State(ui): State<Arc<Ui>>, headers: HeaderMap) -> Res
         ui: ui.clone(),
         id: cookie_of(&headers).map(str::to_string),
     };
-    let stream = futures_util::stream::unfold((receiver, ends), |(mut receiver, ends)| async move {
-        let mut recheck = tokio::time::interval_at(tokio::time::Instant::now() + RECHECK, RECHECK);
+    // One clock for the stream's life (a new one per event would never ring while events flow).
+    let mut recheck = tokio::time::interval_at(tokio::time::Instant::now() + RECHECK, RECHECK);
+    recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let state = (receiver, ends, recheck);
+    let stream = futures_util::stream::unfold(state, |(mut receiver, ends, mut recheck)| async move {
         let next = loop {
             tokio::select! {
-                next = receiver.recv() => break next,
+                biased;
                 _ = ends.stop.cancelled() => return None,
                 _ = ends.engine_gone.cancelled() => return None,
                 _ = recheck.tick() => {
@@ -262,6 +282,7 @@ pub(super) async fn events(State(ui): State<Arc<Ui>>, headers: HeaderMap) -> Res
                         return None;
                     }
                 }
+                next = receiver.recv() => break next,
             }
         };
         let event = match next {
@@ -271,7 +292,7 @@ pub(super) async fn events(State(ui): State<Arc<Ui>>, headers: HeaderMap) -> Res
             }
             Err(RecvError::Closed) => return None,
         };
-        Some((Ok::<_, Infallible>(event), (receiver, ends)))
+        Some((Ok::<_, Infallible>(event), (receiver, ends, recheck)))
     });
     no_store(Sse::new(stream).keep_alive(KeepAlive::default()).into_response())
 }

@@ -50,10 +50,15 @@ pub trait Host: Send + Sync + 'static {
     fn open_account(&self) -> Option<Account>;
     /// The account `token` signs in, or the answer that refuses it.
     fn sign_in<'a>(&'a self, token: &'a str, headers: &'a HeaderMap) -> BoxFuture<'a, Result<Account, Response>>;
-    /// Whether `token` still signs in (not revoked, not expired): asked at
-    /// every request of a sign-in made with it, so a revoked token's sign-ins
-    /// end at once, as its `/mcp` requests do.
-    fn still_valid<'a>(&'a self, token: &'a str) -> BoxFuture<'a, bool>;
+    /// Whether `token` still signs in `account` (not revoked, not expired,
+    /// not given to another principal since): asked at every request of a
+    /// sign-in made with it, so a revoked token's sign-ins end at once, as its
+    /// `/mcp` requests do.
+    fn still_valid<'a>(&'a self, token: &'a str, account: &'a Account) -> BoxFuture<'a, bool>;
+    /// Whether sign-in is by a one-time link (`cellbox mcp --ui`) rather than a token.
+    fn one_time_link(&self) -> bool {
+        false
+    }
 }
 
 /// How an account reaches its engine (a principal's engine may be made again after it idled).
@@ -104,7 +109,7 @@ impl Ui {
         }
         let id = cookie_of(headers)?;
         let (account, token) = self.sign_ins.get(id)?;
-        if self.host.still_valid(&token).await {
+        if self.host.still_valid(&token, &account).await {
             return Some(account);
         }
         self.sign_ins.remove(id);
@@ -116,8 +121,8 @@ impl Ui {
         if self.host.open_account().is_some() {
             return true;
         }
-        let Some((_, token)) = id.and_then(|id| self.sign_ins.get(id)) else { return false };
-        self.host.still_valid(&token).await
+        let Some((account, token)) = id.and_then(|id| self.sign_ins.get(id)) else { return false };
+        self.host.still_valid(&token, &account).await
     }
 }
 
@@ -130,8 +135,10 @@ const MAX_SIGN_INS: usize = 1024;
 /// Sign-ins of one principal at most; its oldest is dropped for a new one past it.
 const MAX_SIGN_INS_EACH: usize = 16;
 
-/// The cookie that names a sign-in.
-const COOKIE: &str = "cellbox_ui";
+/// The cookie that names a sign-in is `cellbox_ui_PORT`: browsers send a cookie to every port
+/// of its host, so two servers on one machine (`cellbox serve`, each `cellbox mcp --ui`) would
+/// otherwise overwrite each other's sign-ins.
+const COOKIE_PREFIX: &str = "cellbox_ui_";
 
 /// The header every API request carries (see the module's doc).
 const UI_HEADER: &str = "x-cellbox-ui";
@@ -258,15 +265,23 @@ fn same_site(headers: &HeaderMap, needs_header: bool) -> Result<(), Response> {
     Ok(())
 }
 
+/// The sign-in cookie's name for the server a request names (its `Host`'s port).
+fn cookie_name(headers: &HeaderMap) -> String {
+    let host = headers.get(header::HOST).and_then(|host| host.to_str().ok()).unwrap_or_default();
+    let port = host.rsplit_once(':').map(|(_, port)| port).filter(|port| port.bytes().all(|b| b.is_ascii_digit()));
+    format!("{COOKIE_PREFIX}{}", port.filter(|port| !port.is_empty()).unwrap_or("default"))
+}
+
 /// The sign-in a request's cookie names.
 fn cookie_of(headers: &HeaderMap) -> Option<&str> {
+    let wanted = cookie_name(headers);
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
+        .find(|(name, _)| *name == wanted)
         .map(|(_, value)| value)
 }
 
@@ -305,10 +320,13 @@ mod tests {
     }
 
     #[test]
-    fn the_cookie_is_found_among_others() {
-        let h = headers(&[("cookie", "a=1; cellbox_ui=abc; b=2")]);
+    fn the_cookie_of_this_port_is_found_among_others() {
+        let h = headers(&[("host", "127.0.0.1:8740"), ("cookie", "a=1; cellbox_ui_9=x; cellbox_ui_8740=abc; b=2")]);
         assert_eq!(cookie_of(&h), Some("abc"));
-        assert_eq!(cookie_of(&headers(&[("cookie", "cellbox_uix=abc")])), None);
+        let other = headers(&[("host", "127.0.0.1:8741"), ("cookie", "cellbox_ui_8740=abc")]);
+        assert_eq!(cookie_of(&other), None, "another server's sign-in on the same host");
+        assert_eq!(cookie_name(&headers(&[("host", "[::1]:7")])), "cellbox_ui_7");
+        assert_eq!(cookie_name(&headers(&[("host", "example.com")])), "cellbox_ui_default");
     }
 
     #[test]

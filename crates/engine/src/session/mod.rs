@@ -104,6 +104,17 @@ pub struct Slot {
     resets: std::sync::atomic::AtomicU64,
     /// Its kernel is being put away: not counted among the live ones that make room.
     leaving: std::sync::atomic::AtomicBool,
+    /// A call runs cells in it (not a fork, a checkpoint or a hibernation, which lock it too).
+    calling: std::sync::atomic::AtomicBool,
+}
+
+/// A call runs cells in a slot while this lives ([`Slot::calling`]).
+pub struct Calling<'a>(&'a Slot);
+
+impl Drop for Calling<'_> {
+    fn drop(&mut self) {
+        self.0.calling.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -168,7 +179,15 @@ impl Slot {
             waiting: std::sync::atomic::AtomicUsize::new(0),
             resets: std::sync::atomic::AtomicU64::new(0),
             leaving: std::sync::atomic::AtomicBool::new(false),
+            calling: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Mark this slot as running a call's cells until the mark is dropped
+    /// (only what a call runs is ever interrupted from outside it).
+    pub fn calling(&self) -> Calling<'_> {
+        self.calling.store(true, std::sync::atomic::Ordering::SeqCst);
+        Calling(self)
     }
 
     /// Wait for this slot (FIFO). Hold the guard for the whole call.
@@ -284,9 +303,9 @@ impl KernelPool {
     }
 
     /// Interrupt the cells `session` runs now (its per-call calls' kernels
-    /// included); how many kernels were told. A kernel no call holds is left
-    /// alone: SIGINT goes to its whole process group, whose background
-    /// children it would end.
+    /// included); how many kernels were told. A kernel no call is running cells
+    /// in is left alone (idle, or being forked, saved or put away): SIGINT goes
+    /// to its whole process group, whose background children it would end.
     pub fn interrupt_session(&self, session: &str) -> usize {
         let slots: Vec<Arc<Slot>> = self
             .slots
@@ -296,7 +315,7 @@ impl KernelPool {
             .filter(|slot| base_session(&slot.key.session) == session)
             .cloned()
             .collect();
-        let busy = slots.iter().filter(|slot| slot.state.try_lock().is_err());
+        let busy = slots.iter().filter(|slot| slot.calling.load(std::sync::atomic::Ordering::SeqCst));
         let kernels = busy.filter_map(|slot| slot.current.lock().unwrap().clone());
         kernels.filter(|kernel| kernel.interrupt().is_ok()).count()
     }
@@ -405,8 +424,14 @@ impl KernelPool {
     /// The slots of `session` (every cwd and language) with the pid of
     /// each live kernel, for listing what a session holds.
     pub fn kernels_of(&self, session: &str) -> Vec<(KernelKey, Option<u32>)> {
-        let slots: Vec<Arc<Slot>> =
-            self.slots.lock().unwrap().values().filter(|slot| slot.key.session == session).cloned().collect();
+        let slots: Vec<Arc<Slot>> = self
+            .slots
+            .lock()
+            .unwrap()
+            .values()
+            .filter(|slot| base_session(&slot.key.session) == session)
+            .cloned()
+            .collect();
         slots
             .iter()
             .map(|slot| (slot.key.clone(), slot.current.lock().unwrap().as_ref().and_then(|k| k.pid())))
@@ -464,9 +489,11 @@ pub fn private_bytes(pid: u32) -> Option<u64> {
 /// What a per-call call's own kernel key puts between its session and its number (`SESSION#call-N`).
 pub const PER_CALL_MARK: &str = "#call-";
 
-/// The session a slot's key belongs to.
+/// The session a slot's key belongs to (`SESSION#call-N` is SESSION's; session names have no `#`).
 fn base_session(key: &str) -> &str {
-    key.split_once(PER_CALL_MARK).map_or(key, |(session, _)| session)
+    key.rsplit_once(PER_CALL_MARK)
+        .filter(|(_, number)| !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(key, |(session, _)| session)
 }
 
 /// Resident memory of a process, from /proc (Linux); None elsewhere.

@@ -171,11 +171,24 @@ impl LiveFeed {
         self.closed.cancel();
     }
 
-    /// Publish what a call streamed, made small enough to keep (see the module's doc).
+    /// Publish what a call streamed, made small enough to keep (see the module's
+    /// doc). Status events are not sent: the page shows none.
     pub fn publish_event(&self, session: &str, call: u64, event: &EvalEvent) {
-        if self.watched() {
+        if self.watched() && !matches!(event, EvalEvent::Status { .. }) {
             self.publish(session, LiveKind::Event { call, event: bounded(event) });
         }
+    }
+
+    /// Publish a call's start: its cells' code and language, the code cut so
+    /// that all of it stays within [`MAX_EVENT_BYTES`].
+    pub fn publish_call(&self, session: &str, call: u64, params: &super::params::EvalParams) {
+        if !self.watched() {
+            return;
+        }
+        let plan = params.plan().unwrap_or_default();
+        let each = MAX_EVENT_BYTES / plan.len().max(1);
+        let cells = plan.into_iter().map(|cell| (cut_at(&cell.code, each), cell.language.as_str().to_string()));
+        self.publish(session, LiveKind::CallStarted { call, cells: cells.collect() });
     }
 
     /// Send `kind` to the watchers, if any.
@@ -188,13 +201,38 @@ impl LiveFeed {
     }
 }
 
-/// `event` as a watcher gets it: a stream's text cut at [`MAX_EVENT_BYTES`], a
-/// display without its prepared parts (the bundle has every format) and, past
-/// the bound, a note instead of its formats.
+/// `event` as a watcher gets it, within [`MAX_EVENT_BYTES`]: a stream's text,
+/// an error's message and traceback and a title cut; a display without its
+/// prepared parts (the bundle has every format) and, past the bound, a note
+/// instead of its formats.
 fn bounded(event: &EvalEvent) -> EvalEvent {
     match event {
         EvalEvent::Stdout { cell, text } => EvalEvent::Stdout { cell: *cell, text: cut(text) },
         EvalEvent::Stderr { cell, text } => EvalEvent::Stderr { cell: *cell, text: cut(text) },
+        EvalEvent::CellStarted { index, title } => {
+            EvalEvent::CellStarted { index: *index, title: title.as_deref().map(|title| cut_at(title, 1024)) }
+        }
+        EvalEvent::Error { cell, error } => {
+            let mut error = crate::kernel::CellError {
+                ename: cut_at(&error.ename, 1024),
+                evalue: cut_at(&error.evalue, MAX_EVENT_BYTES / 4),
+                traceback: error.traceback.clone(),
+            };
+            // The end of a traceback says where it failed: its last lines are kept.
+            let mut room = MAX_EVENT_BYTES / 2;
+            let kept = error
+                .traceback
+                .iter()
+                .rev()
+                .take_while(|line| room.checked_sub(line.len()).map(|left| room = left).is_some())
+                .count();
+            let dropped = error.traceback.len() - kept;
+            if dropped > 0 {
+                error.traceback.drain(..dropped);
+                error.traceback.insert(0, format!("[{dropped} traceback lines cut: see the session's notebook]"));
+            }
+            EvalEvent::Error { cell: *cell, error }
+        }
         EvalEvent::Display { cell, is_result, bundle, .. } => {
             let size = bundle.values().map(value_bytes).sum::<usize>();
             let bundle = if size > MAX_EVENT_BYTES {
@@ -213,23 +251,30 @@ fn bounded(event: &EvalEvent) -> EvalEvent {
 }
 
 fn cut(text: &str) -> String {
-    if text.len() <= MAX_EVENT_BYTES {
+    cut_at(text, MAX_EVENT_BYTES)
+}
+
+/// `text` up to `limit` bytes (at a character's end), with a note of what was left out.
+fn cut_at(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
         return text.to_string();
     }
-    let mut end = MAX_EVENT_BYTES;
+    let mut end = limit;
     while !text.is_char_boundary(end) {
         end -= 1;
     }
     format!("{}\n[{} bytes more: see the session's notebook]\n", &text[..end], text.len() - end)
 }
 
-/// About how many bytes `value` holds (its strings and a little per item).
+/// About how many bytes `value` holds in memory: its strings and keys, and
+/// each node itself (a `Value` is 32 bytes, however empty).
 fn value_bytes(value: &serde_json::Value) -> usize {
-    match value {
+    let node = std::mem::size_of::<serde_json::Value>();
+    node + match value {
         serde_json::Value::String(text) => text.len(),
-        serde_json::Value::Array(items) => items.iter().map(value_bytes).sum::<usize>() + items.len(),
+        serde_json::Value::Array(items) => items.iter().map(value_bytes).sum::<usize>(),
         serde_json::Value::Object(map) => map.iter().map(|(key, value)| key.len() + value_bytes(value)).sum(),
-        _ => 8,
+        _ => 0,
     }
 }
 
@@ -284,6 +329,43 @@ mod tests {
         );
         assert!(sizes[1].len() < 200 && sizes[1].contains("too big to show"), "{}", sizes[1]);
         assert_eq!(sizes[2], "é\n");
+    }
+
+    #[test]
+    fn errors_titles_and_deep_bundles_are_bounded_too() {
+        let feed = LiveFeed::default();
+        let mut watcher = feed.subscribe();
+        let error = crate::kernel::CellError {
+            ename: "ValueError".into(),
+            evalue: "x".repeat(MAX_EVENT_BYTES * 2),
+            traceback: (0..100_000).map(|n| format!("  frame {n}")).collect(),
+        };
+        feed.publish_event("a", 1, &EvalEvent::Error { cell: 0, error });
+        let mut deep = crate::protocol::MimeBundle::new();
+        deep.insert("application/json".into(), serde_json::Value::Array(vec![serde_json::json!([]); 20_000]));
+        let display =
+            EvalEvent::Display { cell: 0, parts: Vec::new(), is_result: false, bundle: std::sync::Arc::new(deep) };
+        feed.publish_event("a", 1, &display);
+        feed.publish_event("a", 1, &EvalEvent::Status { cell: 0, event: serde_json::json!({"x": 1}) });
+        match watcher.try_recv().unwrap().kind {
+            LiveKind::Event { event: EvalEvent::Error { error, .. }, .. } => {
+                let size = error.evalue.len() + error.traceback.iter().map(String::len).sum::<usize>();
+                assert!(size <= MAX_EVENT_BYTES, "{size}");
+                assert_eq!(error.traceback.last().unwrap(), "  frame 99999", "the end of the traceback is kept");
+                assert!(error.traceback[0].contains("traceback lines cut"));
+            }
+            other => panic!("{other:?}"),
+        }
+        match watcher.try_recv().unwrap().kind {
+            LiveKind::Event { event: EvalEvent::Display { bundle, .. }, .. } => {
+                assert!(
+                    bundle.contains_key("text/plain") && bundle.len() == 1,
+                    "20 000 empty arrays are 640 KB in memory"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(watcher.try_recv().is_err(), "status events are not sent");
     }
 
     #[test]

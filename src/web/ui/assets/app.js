@@ -25,18 +25,25 @@ function el(tag, className, text) {
 // --- signing in -------------------------------------------------------------
 
 async function start() {
-  // `cellbox mcp --ui` prints a one-time link: its code signs in once, then leaves the address bar.
+  // `cellbox mcp --ui` prints a one-time link: its code leaves the address bar at once, and signs in
+  // only where no one is signed in yet and the server signs in by such links (not a token's server).
   const once = new URLSearchParams(location.hash.slice(1)).get("once");
-  if (once) {
-    history.replaceState(null, "", location.pathname);
+  if (once) history.replaceState(null, "", location.pathname);
+  let me = await api("/ui/api/me");
+  if (me.status === 401 && once) {
+    const why = await me.json().catch(() => ({}));
+    if (!why.one_time) return showSignIn(why.error);
     const answer = await api("/ui/api/login", { method: "POST", body: JSON.stringify({ token: once }) });
     if (!answer.ok) {
       const body = await answer.json().catch(() => ({}));
       return showSignIn(body.error || "The link was not accepted.");
     }
+    me = await api("/ui/api/me");
   }
-  const me = await api("/ui/api/me");
-  if (me.status === 401) return showSignIn();
+  if (me.status === 401) {
+    const why = await me.json().catch(() => ({}));
+    return showSignIn(why.one_time ? why.error : "");
+  }
   if (!me.ok) return showSignIn("The server answered " + me.status + ".");
   const who = await me.json();
   $("who").textContent = who.principal;
@@ -53,7 +60,9 @@ function showSignIn(message) {
   // Nothing of the last principal stays in the page.
   if (state.events) state.events.close();
   clearInterval(state.timer);
-  Object.assign(state, { selected: null, sessions: [], calls: new Map(), events: null });
+  clearTimeout(state.listTimer);
+  clearTimeout(state.retry);
+  Object.assign(state, { selected: null, sessions: [], calls: new Map(), events: null, listTimer: null });
   $("cells").replaceChildren();
   $("sessions").replaceChildren();
   $("session-name").textContent = "Choose a session";
@@ -134,11 +143,11 @@ function ago(ms) {
 
 // --- one session ------------------------------------------------------------
 
-async function select(name) {
+async function select(name, keepNotice) {
   state.selected = name;
   history.replaceState(null, "", "#session=" + encodeURIComponent(name));
   $("session-name").textContent = name;
-  $("notice").textContent = "";
+  if (!keepNotice) $("notice").textContent = "";
   for (const button of document.querySelectorAll("#sessions button")) {
     button.setAttribute("aria-current", String(button.dataset.session === name));
   }
@@ -375,7 +384,17 @@ function connect() {
     if (broken) resync();
     broken = false;
   };
-  events.onerror = () => { broken = true; $("link").className = "pill"; $("link").textContent = "reconnecting…"; };
+  events.onerror = async () => {
+    broken = true;
+    $("link").className = "pill";
+    $("link").textContent = "reconnecting…";
+    // The browser retries a dropped stream by itself, but not one the server refused: the
+    // sign-in may have ended (revoked, expired, the server restarted), else try again soon.
+    if (events.readyState !== EventSource.CLOSED || state.events !== events) return;
+    const me = await api("/ui/api/me").catch(() => null);
+    if (me && me.status === 401) return showSignIn("The sign-in has ended.");
+    state.retry = setTimeout(connect, 3000);
+  };
   events.onmessage = (message) => {
     try {
       apply(JSON.parse(message.data));
@@ -427,7 +446,12 @@ function apply(event) {
   if (event.type === "call_finished") {
     const call = state.calls.get(event.call);
     state.calls.delete(event.call);
-    if (call) for (const view of call.views) if (view.started) finish(view, event.status || "cancelled");
+    if (call) {
+      for (const view of call.views) {
+        if (view.started) finish(view, event.status || "cancelled");
+        else if (view.status.textContent === "queued") setStatus(view, "skipped");
+      }
+    }
     refreshSoon();
     return;
   }
@@ -459,7 +483,7 @@ function apply(event) {
 function resync() {
   state.calls.clear();
   refreshSessions();
-  if (state.selected) select(state.selected);
+  if (state.selected) select(state.selected, true);
 }
 
 function finish(view, status, durationMs) {

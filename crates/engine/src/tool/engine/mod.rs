@@ -392,12 +392,7 @@ impl EvalEngine {
         let session = context.session.as_str();
         let mut in_flight = self.live.begin(session);
         let call = in_flight.call;
-        if self.live.watched() {
-            let cells = params
-                .plan()
-                .map(|plan| plan.into_iter().map(|cell| (cell.code, cell.language.as_str().to_string())).collect());
-            self.live.publish(session, LiveKind::CallStarted { call, cells: cells.unwrap_or_default() });
-        }
+        self.live.publish_call(session, call, params);
         let watched_sink = |event: EvalEvent| {
             self.live.publish_event(session, call, &event);
             on_event(event);
@@ -486,6 +481,7 @@ impl EvalEngine {
                 return Ok(self.unstarted(&plan, collector, CellStatus::Cancelled, closed.to_string(), on_event));
             }
         };
+        let _calling: Vec<_> = slots.iter().map(|slot| slot.calling()).collect();
         if let Some(other) = behind {
             collector.note(format!(
                 "This call was queued behind {other} (the session was busy) and started after {:.1} s.",
