@@ -185,9 +185,15 @@ async fn the_web_views_api_answers_its_own_signed_in_page_and_only_about_its_pri
 
     // A revoked token's sign-ins end at once, and its open event stream within a check (every 10 s)
     // even while events keep coming: bob's cell prints for as long as the stream lasts.
+    // (Its timeout outlasts the bound below, so only the sign-in's check can end the stream.)
     let headers = common::serve::raw_session(&server.url, &tokens[1]).await;
-    let chatty = "import time\nwhile True:\n    print('tick', flush=True)\n    time.sleep(0.2)";
-    let _running = common::serve::spawn_eval(&server.url, &headers, 2, chatty, None);
+    let chatty = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "eval", "arguments": {
+        "cells": [{"code": "import time\nwhile True:\n    print('tick', flush=True)\n    time.sleep(0.2)", "timeout": 3600}]}}});
+    let url = server.url.clone();
+    let _running = tokio::spawn(async move {
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        post(&url, &chatty.to_string(), &headers).await
+    });
     let mut events = reqwest::Client::new()
         .get(format!("{}/ui/api/events", server.base()))
         .header("cookie", &bob)
