@@ -302,19 +302,18 @@ impl KernelPool {
         names
     }
 
+    /// The slots of `session`, its per-call calls' included.
+    fn slots_of(&self, session: &str) -> Vec<Arc<Slot>> {
+        let slots = self.slots.lock().unwrap();
+        slots.values().filter(|slot| base_session(&slot.key.session) == session).cloned().collect()
+    }
+
     /// Interrupt the cells `session` runs now (its per-call calls' kernels
     /// included); how many kernels were told. A kernel no call is running cells
     /// in is left alone (idle, or being forked, saved or put away): SIGINT goes
     /// to its whole process group, whose background children it would end.
     pub fn interrupt_session(&self, session: &str) -> usize {
-        let slots: Vec<Arc<Slot>> = self
-            .slots
-            .lock()
-            .unwrap()
-            .values()
-            .filter(|slot| base_session(&slot.key.session) == session)
-            .cloned()
-            .collect();
+        let slots = self.slots_of(session);
         let busy = slots.iter().filter(|slot| slot.calling.load(std::sync::atomic::Ordering::SeqCst));
         let kernels = busy.filter_map(|slot| slot.current.lock().unwrap().clone());
         kernels.filter(|kernel| kernel.interrupt().is_ok()).count()
@@ -424,14 +423,7 @@ impl KernelPool {
     /// The slots of `session` (every cwd and language) with the pid of
     /// each live kernel, for listing what a session holds.
     pub fn kernels_of(&self, session: &str) -> Vec<(KernelKey, Option<u32>)> {
-        let slots: Vec<Arc<Slot>> = self
-            .slots
-            .lock()
-            .unwrap()
-            .values()
-            .filter(|slot| base_session(&slot.key.session) == session)
-            .cloned()
-            .collect();
+        let slots = self.slots_of(session);
         slots
             .iter()
             .map(|slot| (slot.key.clone(), slot.current.lock().unwrap().as_ref().and_then(|k| k.pid())))
