@@ -97,10 +97,11 @@ async def browser_checks(mcp, workspace):
         await page.wait_for_selector("#link.on", timeout=WAIT_MS)
         assert "cellbox_ui" not in await page.evaluate("() => document.cookie"), "the sign-in cookie is HttpOnly"
 
-        # The session an agent made is listed; choosing it shows its cells.
+        # The session an agent made is listed; choosing it, from the keyboard, shows its cells.
         button = page.locator('#sessions button[data-session$="/%s"]' % SESSION)
         await button.wait_for(timeout=WAIT_MS)
-        await button.click()
+        await button.focus()
+        await page.keyboard.press("Enter")
         await text_in_cells(page, "x = 41")
 
         # Streams appear while the cell runs: the cell waits for a file the test
@@ -224,6 +225,20 @@ async def browser_checks(mcp, workspace):
         leaks = [url for url in requests if "/leak" in url or not url.startswith(BASE)]
         assert not leaks, leaks
         seen["requests"] = len(requests)
+
+        # On a phone's screen the list stacks above the session and nothing runs off the side.
+        phone = await browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+        small = await phone.new_page()
+        await sign_in(small, TOKEN)
+        await small.locator('#sessions button[data-session$="/%s"]' % SESSION).click()
+        await text_in_cells(small, "x = 41")
+        layout = await small.evaluate(
+            """() => ({list: document.querySelector('nav').getBoundingClientRect().bottom,
+                      session: document.getElementById('session').getBoundingClientRect().top,
+                      wide: document.documentElement.scrollWidth, screen: window.innerWidth})"""
+        )
+        assert layout["list"] <= layout["session"] and layout["wide"] <= layout["screen"], layout
+        await phone.close()
 
         # Another principal sees none of it.
         other = await browser.new_context()
