@@ -314,6 +314,16 @@ async fn hostile_requests_get_e2b_errors_and_change_nothing() {
     assert_ne!(status, 200);
     assert!(!outside.path().join("marker.txt").exists(), "a write followed a kernel's symlink out");
     assert!(!marker.exists(), "{} appeared", marker.display());
+    // A file from the sandbox is never a page of the server's origin (where the live view lives):
+    // a browser may not sniff it into HTML, and shows it, if at all, as a sandboxed document.
+    let page = b"<script>fetch('/ui/api/sessions')</script>".to_vec();
+    let (status, _, _) = request(reqwest::Method::POST, &files("path=/home/user/page.html"), &octets, page).await;
+    assert_eq!(status, 200);
+    let (status, headers, _) =
+        request(reqwest::Method::GET, &files("path=/home/user/page.html"), &routed, vec![]).await;
+    assert_eq!(status, 200);
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    assert!(headers["content-security-policy"].to_str().unwrap().starts_with("sandbox"), "{headers:?}");
     // Signed URLs: a forged signature and an expired one are refused.
     let (status, _, _) = request(reqwest::Method::GET, &files("path=x&signature=v1_forged"), &[], vec![]).await;
     assert_eq!(status, 401);

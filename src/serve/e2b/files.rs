@@ -126,6 +126,10 @@ pub(crate) async fn download(
     let mut response = Response::new(body);
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
+    // A sandbox's bytes, served from the live view's origin: a browser must never read them as a
+    // page of that origin (no sniffing into HTML; rendered anyway, a sandboxed document).
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("sandbox; default-src 'none'"));
     if let Some(value) = name.and_then(|name| HeaderValue::from_str(&format!("inline; filename={name:?}")).ok()) {
         headers.insert(header::CONTENT_DISPOSITION, value);
     }
