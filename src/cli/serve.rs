@@ -131,6 +131,10 @@ enum TokenCommand {
         /// Spell the token as E2B's SDKs expect an `E2B_API_KEY` (`e2b_` and hex), for `serve --e2b`.
         #[arg(long)]
         e2b: bool,
+        /// Let this principal see and act on every principal's sessions in the web view (/ui):
+        /// watch, interrupt, reset, fork, undo, download. Its own calls stay its own.
+        #[arg(long)]
+        admin: bool,
     },
     /// List the principals (names and when their tokens were made; never the tokens).
     List,
@@ -276,7 +280,17 @@ fn check_token_secrets(
 
 fn token(what: TokenCommand, path: PathBuf) -> ExitCode {
     let result = match what {
-        TokenCommand::Add { name, max_kernels, max_calls, max_sandboxes, memory_limit, network, secrets, e2b } => {
+        TokenCommand::Add {
+            name,
+            max_kernels,
+            max_calls,
+            max_sandboxes,
+            memory_limit,
+            network,
+            secrets,
+            e2b,
+            admin,
+        } => {
             if let Err(error) = check_token_secrets(network.as_ref(), &secrets) {
                 eprintln!("cellbox serve token: {error}");
                 return ExitCode::from(2);
@@ -288,6 +302,7 @@ fn token(what: TokenCommand, path: PathBuf) -> ExitCode {
                 memory_limit,
                 network: network.map(|setting| setting.to_string()),
                 secrets,
+                admin,
             };
             let shape = if e2b { tokens::TokenShape::E2b } else { tokens::TokenShape::Cellbox };
             tokens::add(&path, &name, limits, shape).map(|token| {
@@ -321,6 +336,9 @@ fn token(what: TokenCommand, path: PathBuf) -> ExitCode {
                 }
                 if let Some(network) = &limits.network {
                     line.push_str(&format!("\tnetwork {network}"));
+                }
+                if limits.admin {
+                    line.push_str("\tadmin of the web view");
                 }
                 for secret in &limits.secrets {
                     let (name, host) =

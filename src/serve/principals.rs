@@ -334,6 +334,14 @@ impl Principals {
         counts
     }
 
+    /// Each known principal's name and own engine (not its SDK connections'), by name.
+    pub fn main_engines(&self) -> Vec<(String, Arc<EvalEngine>)> {
+        let live = self.live.lock().unwrap();
+        let mut engines: Vec<_> = live.values().map(|p| (p.name.clone(), p.engine.clone())).collect();
+        engines.sort_by(|a, b| a.0.cmp(&b.0));
+        engines
+    }
+
     /// Every engine still running: each principal's and each SDK connection's.
     pub fn engines(&self) -> Vec<Arc<EvalEngine>> {
         self.live.lock().unwrap().values().flat_map(|principal| principal.engines()).collect()

@@ -82,6 +82,10 @@ pub struct PrincipalLimits {
     /// when the principal's engine starts; `NAME=VALUE@HOST` keeps the value in this file).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secrets: Vec<String>,
+    /// Sees and acts on every principal's sessions in the web view (`/ui`);
+    /// its own calls, sessions and files stay its own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub admin: bool,
 }
 
 impl PrincipalLimits {
@@ -314,6 +318,7 @@ mod tests {
             memory_limit: Some(1 << 30),
             network: Some("allow:pypi.org".into()),
             secrets: Vec::new(),
+            admin: true,
         };
         let alice = add(&path, "alice", limits.clone(), TokenShape::Cellbox).unwrap();
         assert!(ci.starts_with(TOKEN_PREFIX) && ci.len() > 40, "{ci}");

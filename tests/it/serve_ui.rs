@@ -34,10 +34,10 @@ fn the_web_view_in_a_real_browser_streams_renders_safely_and_acts() {
     };
     // Room for the browser test's 20 streaming sessions beside its own, all live.
     let room = ["--max-kernels", "32", "--principal-share", "100"];
-    let (server, tokens) = Server::start(&["alice", "bob"], &room);
+    let (server, tokens) = Server::start(&["alice", "bob", "boss --admin"], &room);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/serve/ui_browser.py");
     let mut command = Command::new(common::python());
-    command.arg(script).arg(server.base()).arg(&tokens[0]).arg(&tokens[1]).arg(&chromium);
+    command.arg(script).arg(server.base()).args(&tokens).arg(&chromium);
     let output = binary::output_with_input(&mut command, "");
     let stdout = binary::text(&output.stdout);
     assert!(output.status.success(), "the browser test failed:\n{stdout}\n{}", binary::text(&output.stderr));
@@ -216,6 +216,181 @@ async fn the_web_views_api_answers_its_own_signed_in_page_and_only_about_its_pri
     })
     .await;
     assert!(rest.is_ok(), "the event stream of a revoked sign-in did not end while events flowed");
+}
+
+/// One `eval` call of `token`'s over raw MCP (its default session unless `session`); the answer's text.
+async fn eval(server: &Server, headers: &[(String, String)], arguments: Value) -> String {
+    let call =
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "eval", "arguments": arguments}});
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let (status, _, body) = post(&server.url, &call.to_string(), &headers).await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+/// The `data:` of each whole server-sent event in `text`, as the wire's message.
+fn messages(text: &str) -> Vec<cellbox_protocol::ui::LiveMessage> {
+    text.split("\n\n")
+        .filter(|block| text.contains(&format!("{block}\n\n")))
+        .filter_map(|block| block.lines().find_map(|line| line.strip_prefix("data:")))
+        .map(|data| {
+            serde_json::from_str(data.trim()).unwrap_or_else(|e| panic!("not the wire's message ({e}): {data}"))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_admin_sees_and_acts_on_every_principal_and_full_outputs_stay_their_principals() {
+    use cellbox_protocol::ui::LiveKind;
+    let (server, tokens) = Server::start(&["alice", "bob", "boss --admin"], &[]);
+    let alice_mcp = common::serve::raw_session(&server.url, &tokens[0]).await;
+    // A call with a checkpoint before it (so the page may undo it), and one whose output is long.
+    eval(&server, &alice_mcp, json!({"cells": [{"code": "x = 1"}], "session": "work"})).await;
+    eval(&server, &alice_mcp, json!({"cells": [{"code": "x = 2"}], "session": "work", "checkpoint": true})).await;
+    let long = "print('alice-secret ' * 20000)";
+    eval(&server, &alice_mcp, json!({"cells": [{"code": long}], "session": "work"})).await;
+    let bob_mcp = common::serve::raw_session(&server.url, &tokens[1]).await;
+    eval(&server, &bob_mcp, json!({"cells": [{"code": "1"}], "session": "bobs"})).await;
+
+    let alice = sign_in(&server, &tokens[0]).await;
+    let bob = sign_in(&server, &tokens[1]).await;
+    let boss = sign_in(&server, &tokens[2]).await;
+    assert_eq!(ui(&server, "GET", "/ui/api/me", None, Some(&boss)).await.1["admin"], true);
+    assert_eq!(ui(&server, "GET", "/ui/api/me", None, Some(&alice)).await.1["admin"], false);
+
+    // The admin lists every principal's sessions, each with its principal; alice only hers.
+    let (_, all) = ui(&server, "GET", "/ui/api/sessions", None, Some(&boss)).await;
+    let all: cellbox_protocol::ui::SessionList = serde_json::from_value(all).unwrap();
+    let work = all.sessions.iter().find(|s| s.name.ends_with("/work")).expect("alice's session, to the admin");
+    assert_eq!(work.principal, "alice");
+    assert_eq!(work.checkpoints, 1, "{work:?}");
+    assert!(all.sessions.iter().any(|s| s.principal == "bob" && s.name.ends_with("/bobs")));
+    let (_, hers) = ui(&server, "GET", "/ui/api/sessions", None, Some(&alice)).await;
+    assert!(!hers.to_string().contains("/bobs"), "{hers}");
+
+    // A session's view: its notebook, and each cell's call and full output.
+    let query = format!("/ui/api/session?session={}", urlencode(&work.name));
+    let (status, view) = ui(&server, "GET", &query, None, Some(&alice)).await;
+    assert_eq!(status, 200, "{view}");
+    let view: cellbox_protocol::ui::SessionView = serde_json::from_value(view).unwrap();
+    assert_eq!(view.cells.len(), 3, "{view:?}");
+    assert!(view.cells.iter().all(|mark| mark.call.is_some()) && view.running.is_empty(), "{view:?}");
+    let artifact = view.cells[2].artifact.clone().expect("the long output's artifact");
+    // Another principal's session, or naming another principal, is not found to anyone but the admin.
+    assert_eq!(ui(&server, "GET", &query, None, Some(&bob)).await.0, 404);
+    assert_eq!(ui(&server, "GET", &format!("{query}&principal=alice"), None, Some(&bob)).await.0, 404);
+    let (status, theirs) = ui(&server, "GET", &format!("{query}&principal=alice"), None, Some(&boss)).await;
+    assert_eq!(status, 200);
+    assert!(theirs.to_string().contains("alice-secret"));
+    assert_eq!(ui(&server, "GET", &format!("{query}&principal=nobody"), None, Some(&boss)).await.0, 404);
+
+    // Copying a full output: the principal's own, and an admin's; no one else's.
+    let copy = |principal: &str| format!("/ui/api/artifact?uri={}{principal}", urlencode(&artifact));
+    let (status, text) = ui(&server, "GET", &copy(""), None, Some(&alice)).await;
+    assert_eq!(status, 200, "{text}");
+    let text: cellbox_protocol::ui::ArtifactText = serde_json::from_value(text).unwrap();
+    assert!(text.text.matches("alice-secret").count() >= 20000 && !text.truncated, "{}", text.total_bytes);
+    let (status, refused) = ui(&server, "GET", &copy(""), None, Some(&bob)).await;
+    assert_eq!(status, 404, "{refused}");
+    assert!(
+        !refused.to_string().contains("alice-secret")
+            && !refused.to_string().contains(&*server.dir.path().to_string_lossy())
+    );
+    assert_eq!(ui(&server, "GET", &copy("&principal=alice"), None, Some(&bob)).await.0, 404);
+    assert_eq!(ui(&server, "GET", &copy("&principal=alice"), None, Some(&boss)).await.0, 200);
+    let marker = server.dir.path().join("marker");
+    for hostile in [
+        "../../etc/passwd",
+        "/etc/passwd",
+        "artifact://../../tokens.json",
+        "",
+        "artifact://",
+        "/proc/self/environ",
+        &format!("../{}", marker.display()),
+        &"9".repeat(10_000),
+    ] {
+        let (status, body) =
+            ui(&server, "GET", &format!("/ui/api/artifact?uri={}", urlencode(hostile)), None, Some(&alice)).await;
+        assert!(status == 400 || status == 404, "{hostile:.40}: {status} {body}");
+        assert!(!body.to_string().contains("sha256") && !body.to_string().contains("root:"), "{body}");
+    }
+    assert!(!marker.exists());
+
+    // Alice watches; the admin acts on her session, and she is told who did what.
+    let mut events = reqwest::Client::new()
+        .get(format!("{}/ui/api/events", server.base()))
+        .header("cookie", &alice)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status().as_u16(), 200);
+    let action = json!({ "session": work.name, "principal": "alice" });
+    let (status, body) = ui(&server, "POST", "/ui/api/interrupt", Some(action.clone()), Some(&boss)).await;
+    assert_eq!(status, 200, "{body}");
+    let mut seen = String::new();
+    let told = loop {
+        let chunk = events.chunk().await.unwrap().expect("the stream goes on");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+        let told = messages(&seen).into_iter().find(|m| matches!(m.kind, LiveKind::Action { .. }));
+        if let Some(told) = told {
+            break told;
+        }
+    };
+    assert!(
+        matches!(&told.kind, LiveKind::Action { action, by, .. } if action == "interrupt" && by == "boss"),
+        "{told:?}"
+    );
+    assert_eq!(told.session.as_deref(), Some(work.name.as_str()));
+    // Bob may not act on it, even naming her.
+    assert_eq!(ui(&server, "POST", "/ui/api/undo", Some(action.clone()), Some(&bob)).await.0, 404);
+
+    // Undo from the page: the kernel is as before the call that took the checkpoint.
+    let (status, undone) =
+        ui(&server, "POST", "/ui/api/undo", Some(json!({ "session": work.name })), Some(&alice)).await;
+    assert_eq!(status, 200, "{undone}");
+    assert_eq!(undone["left"], 0, "{undone}");
+    let answer = eval(&server, &alice_mcp, json!({"cells": [{"code": "print('x is', x)"}], "session": "work"})).await;
+    assert!(answer.contains("x is 1"), "{answer}");
+    let (status, none_left) =
+        ui(&server, "POST", "/ui/api/undo", Some(json!({ "session": work.name })), Some(&alice)).await;
+    assert_eq!(status, 409, "{none_left}");
+    assert!(none_left["error"].as_str().unwrap().contains("checkpoint"), "{none_left}");
+
+    // A sign-in holds a bounded number of event streams; another sign-in is not held back by it.
+    let mut open = vec![events];
+    for _ in 1..8 {
+        let stream = reqwest::Client::new()
+            .get(format!("{}/ui/api/events", server.base()))
+            .header("cookie", &alice)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.status().as_u16(), 200);
+        open.push(stream);
+    }
+    assert_eq!(ui(&server, "GET", "/ui/api/events", None, Some(&alice)).await.0, 429);
+    let other = reqwest::Client::new()
+        .get(format!("{}/ui/api/events", server.base()))
+        .header("cookie", &bob)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status().as_u16(), 200);
+
+    // Behind a proxy that ends TLS, the page's own https origin makes the cookie `Secure`; over
+    // plain HTTP it is not (the browser would drop it).
+    let host = server.base().trim_start_matches("http://").to_string();
+    for (origin, secure) in [(format!("https://{host}"), true), (format!("http://{host}"), false)] {
+        let (status, headers, body) = post(
+            &format!("{}/ui/api/login", server.base()),
+            &json!({ "token": tokens[0] }).to_string(),
+            &[("x-cellbox-ui", "1"), ("origin", &origin)],
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        let cookie = headers.get("set-cookie").unwrap().to_str().unwrap();
+        assert_eq!(cookie.contains("; Secure"), secure, "{origin}: {cookie}");
+    }
 }
 
 #[tokio::test]

@@ -1,9 +1,10 @@
 """Watch `cellbox serve`'s web view in a real Chromium while an MCP client runs cells.
 
-Usage: ui_browser.py BASE_URL TOKEN OTHER_TOKEN CHROMIUM [SCREENSHOT.png]
+Usage: ui_browser.py BASE_URL TOKEN OTHER_TOKEN ADMIN_TOKEN CHROMIUM [SCREENSHOT.png]
 
 BASE_URL is the server (http://127.0.0.1:PORT), TOKEN signs in the principal
-whose cells run, OTHER_TOKEN another principal. Prints one JSON object with
+whose cells run, OTHER_TOKEN another principal, ADMIN_TOKEN an admin (who sees
+every principal's sessions). Prints one JSON object with
 what it saw; a failed check raises, so the exit status says it all. Every wait
 is on a condition (a text in the page, a call's answer), never a sleep.
 """
@@ -18,8 +19,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from playwright.async_api import async_playwright
 
-BASE, TOKEN, OTHER, CHROMIUM = sys.argv[1:5]
-SCREENSHOT = sys.argv[5] if len(sys.argv) > 5 else None
+BASE, TOKEN, OTHER, ADMIN, CHROMIUM = sys.argv[1:6]
+SCREENSHOT = sys.argv[6] if len(sys.argv) > 6 else None
 SESSION = "watch"
 LOADS = 20  # sessions streaming at once while the page watches one
 WAIT_MS = 60000
@@ -77,7 +78,7 @@ async def browser_checks(mcp, workspace):
     seen = {}
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        context = await browser.new_context(accept_downloads=True)
+        context = await browser.new_context(accept_downloads=True, permissions=["clipboard-read", "clipboard-write"])
         page = await context.new_page()
         requests = []
         page.on("request", lambda request: requests.append(request.url))
@@ -131,6 +132,16 @@ async def browser_checks(mcp, workspace):
         latencies = [seen_at - printed for printed, seen_at in (await page.evaluate("() => window.__seen")).values()]
         seen["stream_latency_ms"] = sorted(latencies)
 
+        # The call's full output copies to the clipboard from the button on its last cell.
+        copy = page.locator("#cells button[data-artifact]").last
+        await copy.wait_for(timeout=WAIT_MS)
+        await copy.click()
+        await page.wait_for_function(
+            "() => document.getElementById('notice').textContent.startsWith('Copied the full output')", timeout=WAIT_MS
+        )
+        copied = await page.evaluate("() => navigator.clipboard.readText()")
+        assert "line 0 at" in copied and "line 3 at" in copied, copied
+
         # Twenty sessions stream at once: how soon the page shows the lines of the one it shows
         # (reported, not asserted: timings belong to the bench).
         for n in range(LOADS):
@@ -178,15 +189,31 @@ async def browser_checks(mcp, workspace):
         if SCREENSHOT:
             await page.screenshot(path=SCREENSHOT, full_page=False)
 
-        # Interrupt a sleeping cell from the page: the cell ends, the variables stay.
-        # (The cell says it sleeps once it is in its own code, where an interrupt reaches it.)
-        sleeping = asyncio.ensure_future(run(mcp, "import time\nprint('sleeping now', flush=True)\ntime.sleep(120)"))
+        # Interrupt a sleeping cell from a page opened after it began: that page shows the cell's
+        # code, and its interrupt ends the cell; the variables stay. (The cell says it sleeps once
+        # it is in its own code, where an interrupt reaches it.)
+        sleeping = asyncio.ensure_future(
+            run(mcp, "import time\nbegun_before_the_page = 1\nprint('sleeping now', flush=True)\ntime.sleep(120)")
+        )
         await output_in_cells(page, "sleeping now")
-        await page.wait_for_selector("#interrupt:not([disabled])", timeout=WAIT_MS)
-        await page.click("#interrupt")
+        late_context = await browser.new_context()
+        late = await late_context.new_page()
+        late.on("dialog", lambda dialog: asyncio.ensure_future(dialog.accept()))
+        await sign_in(late, TOKEN)
+        await late.locator('#sessions button[data-session$="/%s"]' % SESSION).click()
+        await late.wait_for_function(
+            "() => [...document.querySelectorAll('#cells .source')].some(s => s.textContent.includes('begun_before_the_page'))",
+            timeout=WAIT_MS,
+        )
+        assert await late.locator("#cells .source", has_text="begun_before_the_page").count() == 1, "shown once"
+        await late.wait_for_selector("#interrupt:not([disabled])", timeout=WAIT_MS)
+        await late.click("#interrupt")
         text, result = await asyncio.wait_for(sleeping, WAIT_MS / 1000)
         assert "KeyboardInterrupt" in text, text
         await output_in_cells(page, "KeyboardInterrupt")
+        await output_in_cells(late, "KeyboardInterrupt")
+        assert await late.locator("#cells .source", has_text="begun_before_the_page").count() == 1, "shown once"
+        await late_context.close()
         text, _ = await run(mcp, "x")
         assert "41" in text, text
 
@@ -213,6 +240,16 @@ async def browser_checks(mcp, workspace):
         sources = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in notebook["cells"]]
         assert any("x = 41" in source for source in sources), sources
         seen["downloaded"] = download.suggested_filename
+
+        # Undo from the page (after its confirmation): a call that took a checkpoint is undone.
+        await mcp.call_tool("eval", {"cells": [{"code": "x = 99"}], "session": SESSION, "checkpoint": True})
+        await page.wait_for_selector("#undo:not([disabled])", timeout=WAIT_MS)
+        await page.click("#undo")
+        await page.wait_for_function(
+            "() => document.getElementById('notice').textContent.startsWith('Undone')", timeout=WAIT_MS
+        )
+        text, _ = await run(mcp, "x")
+        assert "41" in text, text
 
         # Reset from the page (after its confirmation): the variables are gone.
         await page.click("#reset")
@@ -253,6 +290,21 @@ async def browser_checks(mcp, workspace):
             name,
         )
         assert status == 404, status
+
+        # An admin sees the sessions of every principal, each named with its principal, and
+        # watches one: a cell run now streams into the admin's page.
+        admin_context = await browser.new_context()
+        admin = await admin_context.new_page()
+        await sign_in(admin, ADMIN)
+        theirs = admin.locator('#sessions button[data-session$="/%s"]' % SESSION)
+        await theirs.wait_for(timeout=WAIT_MS)
+        assert await theirs.get_attribute("data-principal") != await admin.text_content("#who")
+        await theirs.click()
+        await text_in_cells(admin, "x = 41")
+        await admin.wait_for_selector("#link.on", timeout=WAIT_MS)
+        await run(mcp, "print('seen by the admin', flush=True)")
+        await output_in_cells(admin, "seen by the admin")
+        await admin_context.close()
         await browser.close()
     return seen
 

@@ -75,6 +75,19 @@ fn fork_server_corpus_round_trips() {
     assert_eq!(seen, all, "the corpus covers every fork-server message type");
 }
 
+#[test]
+fn live_view_corpus_round_trips() {
+    let mut seen = BTreeSet::new();
+    for (line, value) in corpus("ui.jsonl") {
+        let message: protocol::ui::LiveMessage = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line}: {e}"));
+        assert_eq!(message.kind.type_name(), kind(&value));
+        assert_eq!(serde_json::to_value(&message).unwrap(), value, "the corpus line does not round-trip:\n{line}");
+        seen.insert(kind(&value).to_string());
+    }
+    let all: BTreeSet<String> = protocol::ui::LiveKind::TYPES.iter().map(|s| s.to_string()).collect();
+    assert_eq!(seen, all, "the corpus covers every live-view event type");
+}
+
 /// A frame of a known type with a renamed field is an error that names the
 /// type; an unknown type is told apart (the host skips it).
 #[test]

@@ -6,6 +6,7 @@
 //!   stdin, frames back on its frames pipe.
 //! - [`fork_server`]: the messages on the Unix socket of the preloading fork
 //!   server (the "zygote") and of a forkable kernel's control socket.
+//! - [`ui`]: the live view's API (`/ui/api/*`) and its event stream.
 //! - The names several wires and languages share ([`STATUS_MIME`], ...).
 //!
 //! The Python and Node runners have one home each for the same names and
@@ -18,6 +19,7 @@ pub mod fork_server;
 pub mod runner;
 pub mod schema;
 pub mod sdk;
+pub mod ui;
 
 #[cfg(test)]
 mod corpus_tests;

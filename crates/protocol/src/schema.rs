@@ -1,6 +1,7 @@
 //! The files generated from the wires' types, committed for the other languages and for people: the
-//! JSON Schemas under `schema/` at the repository's root, and the Python SDK's `_wire.py` (method
-//! names and error codes). A test in this crate fails while any of them is stale.
+//! JSON Schemas under `schema/` at the repository's root, the Python SDK's `_wire.py` (method
+//! names and error codes) and the live view's `wire.js` (routes and event types). A test in this
+//! crate fails while any of them is stale.
 //!
 //! Regenerate them all with `cargo run -p cellbox-protocol --example write-schema`.
 
@@ -51,6 +52,7 @@ pub fn files() -> Vec<(&'static str, String)> {
         ("schema/runner.json", to_value(runner)),
         ("schema/fork_server.json", to_value(fork_server)),
         ("schema/sdk.json", crate::sdk::schema()),
+        ("schema/ui.json", crate::ui::schema()),
     ]
     .into_iter()
     .map(|(path, schema)| {
@@ -60,5 +62,6 @@ pub fn files() -> Vec<(&'static str, String)> {
     })
     .collect();
     files.push(("python/cellbox/_wire.py", crate::sdk::python_module()));
+    files.push(("src/web/ui/assets/wire.js", crate::ui::javascript_module()));
     files
 }

@@ -24,8 +24,10 @@
 //! from another site, is refused. Together they stop cross-site requests even
 //! where no cookie is needed.
 
+mod actions;
 mod alone;
 mod api;
+mod events;
 
 pub use alone::{OneTimeLink, listen};
 
@@ -59,31 +61,46 @@ pub trait Host: Send + Sync + 'static {
     fn one_time_link(&self) -> bool {
         false
     }
+    /// Every principal with an engine now, and that engine: what an admin's
+    /// sign-in sees besides its own (a principal without one has no sessions).
+    fn others(&self) -> Vec<(String, Arc<EvalEngine>)> {
+        Vec::new()
+    }
 }
 
-/// How an account reaches its engine (a principal's engine may be made again after it idled).
-pub type EngineOf = Arc<dyn Fn() -> Result<Arc<EvalEngine>, String> + Send + Sync>;
+/// How an account reaches its engine (a principal's engine may be made again
+/// after it idled), or the front end's answer refusing it now.
+pub type EngineOf = Arc<dyn Fn() -> Result<Arc<EvalEngine>, Box<Response>> + Send + Sync>;
 
 /// A signed-in principal.
 #[derive(Clone)]
 pub struct Account {
     pub name: String,
+    /// Sees and acts on every principal's sessions ([`Host::others`]), not only its own.
+    pub admin: bool,
     engine: EngineOf,
 }
 
 impl std::fmt::Debug for Account {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Account").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("Account").field("name", &self.name).field("admin", &self.admin).finish_non_exhaustive()
     }
 }
 
 impl Account {
     pub fn new(name: impl Into<String>, engine: EngineOf) -> Account {
-        Account { name: name.into(), engine }
+        Account { name: name.into(), admin: false, engine }
     }
 
-    fn engine(&self) -> Result<Arc<EvalEngine>, String> {
-        (self.engine)()
+    /// This account, seeing every principal's sessions when `admin`.
+    pub fn admin(mut self, admin: bool) -> Account {
+        self.admin = admin;
+        self
+    }
+
+    #[allow(clippy::result_large_err)]
+    fn engine(&self) -> Result<Arc<EvalEngine>, Response> {
+        (self.engine)().map_err(|refusal| *refusal)
     }
 }
 
@@ -95,11 +112,13 @@ pub struct Ui {
     https: bool,
     /// Ends the event streams (the server stops).
     stop: CancellationToken,
+    /// Event streams open, by sign-in ([`events::MAX_STREAMS_EACH`] each).
+    streams: Mutex<HashMap<String, usize>>,
 }
 
 impl Ui {
     pub fn new(host: Box<dyn Host>, https: bool, stop: CancellationToken) -> Arc<Ui> {
-        Arc::new(Ui { host, sign_ins: SignIns::default(), https, stop })
+        Arc::new(Ui { host, sign_ins: SignIns::default(), https, stop, streams: Mutex::default() })
     }
 
     /// The account of a request: the open one, or its sign-in while its token is still valid.
@@ -140,7 +159,8 @@ const MAX_SIGN_INS_EACH: usize = 16;
 /// otherwise overwrite each other's sign-ins.
 const COOKIE_PREFIX: &str = "cellbox_ui_";
 
-/// The header every API request carries (see the module's doc).
+/// The header every API request carries (see the module's doc): the wire's
+/// `REQUEST_HEADER`, as `HeaderMap` looks names up (lower case).
 const UI_HEADER: &str = "x-cellbox-ui";
 
 /// The page's policy: its own script and style, `data:` images, its own API.
@@ -153,6 +173,7 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
 const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
 const APP_CSS: &str = include_str!("assets/app.css");
+const WIRE_JS: &str = include_str!("assets/wire.js");
 
 /// The web view's sign-ins: each one's account, the token it was made with
 /// (asked about again at every request) and when it was made.
@@ -200,15 +221,19 @@ pub fn routes(ui: Arc<Ui>) -> Router {
         .route("/ui/", get(page))
         .route("/ui/app.js", get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }))
         .route("/ui/app.css", get(|| async { asset("text/css; charset=utf-8", APP_CSS) }))
+        .route("/ui/wire.js", get(|| async { asset("text/javascript; charset=utf-8", WIRE_JS) }))
         .route("/ui/api/login", post(api::login))
         .route("/ui/api/logout", post(api::logout))
         .route("/ui/api/me", get(api::me))
         .route("/ui/api/sessions", get(api::sessions))
+        .route("/ui/api/session", get(api::session))
         .route("/ui/api/notebook", get(api::notebook))
-        .route("/ui/api/events", get(api::events))
-        .route("/ui/api/interrupt", post(api::interrupt))
-        .route("/ui/api/reset", post(api::reset))
-        .route("/ui/api/fork", post(api::fork))
+        .route("/ui/api/artifact", get(api::artifact))
+        .route("/ui/api/events", get(events::events))
+        .route("/ui/api/interrupt", post(actions::interrupt))
+        .route("/ui/api/reset", post(actions::reset))
+        .route("/ui/api/fork", post(actions::fork))
+        .route("/ui/api/undo", post(actions::undo))
         .layer(axum::middleware::from_fn(guard))
         .with_state(ui)
 }
@@ -319,6 +344,45 @@ mod tests {
         assert!(same_site(&headers(&site), true).is_err());
     }
 
+    /// The page reads every route and the header from `wire.js`: the server
+    /// serves each route the wire names, and checks the header it names.
+    #[test]
+    fn the_routes_and_header_are_the_wires() {
+        assert!(UI_HEADER.eq_ignore_ascii_case(cellbox_protocol::ui::REQUEST_HEADER));
+        let source = include_str!("mod.rs");
+        for (_, route) in cellbox_protocol::ui::ROUTES {
+            let (method, path) = route.split_once(' ').unwrap();
+            let served = format!(".route({path:?}, {}(", method.to_ascii_lowercase());
+            assert!(source.contains(&served), "{route} is not served as the wire says");
+        }
+    }
+
+    /// The page names the wire only through `wire.js`, handles every event
+    /// type it declares, and names no route or type it does not.
+    #[test]
+    fn the_page_speaks_the_wire_through_wire_js() {
+        use cellbox_protocol::ui::{LiveKind, ROUTES};
+        assert!(!APP_JS.contains("\"/ui/api/") && !APP_JS.contains(".type === \""), "a literal route or event type");
+        let used = |prefix: &str| -> std::collections::BTreeSet<String> {
+            APP_JS
+                .match_indices(prefix)
+                .filter(|(at, _)| !APP_JS[..*at].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+                .map(|(at, _)| {
+                    let rest = &APP_JS[at + prefix.len()..];
+                    rest.chars().take_while(|c| c.is_ascii_uppercase() || *c == '_').collect::<String>()
+                })
+                .filter(|name| !name.is_empty())
+                .collect()
+        };
+        let events: std::collections::BTreeSet<String> =
+            LiveKind::TYPES.iter().map(|name| name.to_ascii_uppercase()).collect();
+        assert_eq!(used("E."), events, "the page handles exactly the wire's event types");
+        let routes: std::collections::BTreeSet<String> = ROUTES.iter().map(|(name, _)| name.to_string()).collect();
+        let named = used("R.");
+        assert!(named.is_subset(&routes), "the page names routes the wire lacks: {:?}", named.difference(&routes));
+        assert!(WIRE_JS == cellbox_protocol::ui::javascript_module(), "wire.js is stale: run the write-schema example");
+    }
+
     #[test]
     fn the_cookie_of_this_port_is_found_among_others() {
         let h = headers(&[("host", "127.0.0.1:8740"), ("cookie", "a=1; cellbox_ui_9=x; cellbox_ui_8740=abc; b=2")]);
@@ -332,7 +396,7 @@ mod tests {
     #[test]
     fn a_sign_in_is_found_until_removed_and_unknown_ids_are_not() {
         let sign_ins = SignIns::default();
-        let engine: EngineOf = Arc::new(|| Err("none".to_string()));
+        let engine: EngineOf = Arc::new(|| Err(Box::new(json_error(StatusCode::SERVICE_UNAVAILABLE, "none"))));
         let id = sign_ins.add(Account::new("ann", engine.clone()), "t").unwrap();
         assert_eq!(id.len(), 64);
         assert_eq!(sign_ins.get(&id).unwrap().0.name, "ann");

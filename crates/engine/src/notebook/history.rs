@@ -56,6 +56,10 @@ pub struct RecordedCell {
     pub outputs: Vec<Output>,
     /// Bytes of output data held, for the session bound.
     pub output_bytes: usize,
+    /// The engine's number of the call that ran it (the live feed's).
+    pub call: Option<u64>,
+    /// `artifact://…` with that call's full output.
+    pub artifact: Option<String>,
 }
 
 /// Records one running cell.
@@ -113,7 +117,15 @@ impl CellRecorder {
             }
         });
         let outputs = self.builder.finish(execution_count, note.as_deref());
-        RecordedCell { code: self.code, language: self.language, execution_count, outputs, output_bytes }
+        RecordedCell {
+            code: self.code,
+            language: self.language,
+            execution_count,
+            outputs,
+            output_bytes,
+            call: None,
+            artifact: None,
+        }
     }
 }
 

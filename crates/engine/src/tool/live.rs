@@ -48,10 +48,23 @@ pub enum LiveKind {
     /// Something the call streamed.
     Event { call: u64, event: EvalEvent },
     /// The call ended; `status` is its last cell's (none when the call failed
-    /// before a cell ran, or was dropped).
-    CallFinished { call: u64, status: Option<CellStatus>, duration_ms: u64 },
+    /// before a cell ran, or was dropped); `artifact` holds its full output.
+    CallFinished { call: u64, status: Option<CellStatus>, duration_ms: u64, artifact: Option<String> },
     /// The session's kernels were restarted (its variables are gone).
     Reset,
+    /// A person acted on the session from outside a call (the web view's
+    /// `interrupt`, `reset`, `fork`, `undo`), as `by`.
+    Action { action: &'static str, by: String, detail: Option<String> },
+}
+
+/// A call in progress, for a watcher that arrives while it runs.
+#[derive(Debug, Clone)]
+pub struct InFlight {
+    pub call: u64,
+    pub session: String,
+    pub started_ms: u64,
+    /// Its cells' code (cut as in [`LiveKind::CallStarted`]) and language.
+    pub cells: Vec<(String, String)>,
 }
 
 /// The feed of one engine.
@@ -62,6 +75,8 @@ pub struct LiveFeed {
     calls: AtomicU64,
     /// Each session's last start or end of a call, and its calls running.
     activity: Mutex<HashMap<String, Activity>>,
+    /// The calls running now, by number (their cells once planned).
+    in_flight: Mutex<HashMap<u64, InFlight>>,
     /// Cancelled when the engine is disposed: its watchers stop following it.
     closed: CancellationToken,
 }
@@ -82,6 +97,7 @@ impl Default for LiveFeed {
             seq: AtomicU64::new(0),
             calls: AtomicU64::new(0),
             activity: Mutex::default(),
+            in_flight: Mutex::default(),
             closed: CancellationToken::new(),
         }
     }
@@ -96,14 +112,17 @@ pub struct CallInFlight<'a> {
     started: std::time::Instant,
     /// Its last cell's status, once known.
     pub status: Option<CellStatus>,
+    /// Its full output's `artifact://` URI, once known.
+    pub artifact: Option<String>,
 }
 
 impl Drop for CallInFlight<'_> {
     fn drop(&mut self) {
         self.feed.finished(self.session);
+        self.feed.in_flight.lock().unwrap().remove(&self.call);
         let duration_ms = self.started.elapsed().as_millis() as u64;
-        let (call, status) = (self.call, self.status);
-        self.feed.publish(self.session, LiveKind::CallFinished { call, status, duration_ms });
+        let (call, status, artifact) = (self.call, self.status, self.artifact.take());
+        self.feed.publish(self.session, LiveKind::CallFinished { call, status, duration_ms, artifact });
     }
 }
 
@@ -128,7 +147,7 @@ impl LiveFeed {
     pub fn begin<'a>(&'a self, session: &'a str) -> CallInFlight<'a> {
         self.update(session, |activity| activity.running += 1);
         let call = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
-        CallInFlight { feed: self, session, call, started: std::time::Instant::now(), status: None }
+        CallInFlight { feed: self, session, call, started: std::time::Instant::now(), status: None, artifact: None }
     }
 
     /// A call of `session` ended.
@@ -179,16 +198,27 @@ impl LiveFeed {
         }
     }
 
-    /// Publish a call's start: its cells' code and language, the code cut so
-    /// that all of it stays within [`MAX_EVENT_BYTES`].
-    pub fn publish_call(&self, session: &str, call: u64, params: &super::params::EvalParams) {
-        if !self.watched() {
-            return;
-        }
-        let plan = params.plan().unwrap_or_default();
+    /// A call's cells are planned: keep them while it runs (for
+    /// [`LiveFeed::in_flight`]) and publish its start, the code cut so that
+    /// all of it stays within [`MAX_EVENT_BYTES`].
+    pub fn publish_call(&self, session: &str, call: u64, plan: &[super::params::PlannedCell]) {
         let each = MAX_EVENT_BYTES / plan.len().max(1);
-        let cells = plan.into_iter().map(|cell| (cut_at(&cell.code, each), cell.language.as_str().to_string()));
-        self.publish(session, LiveKind::CallStarted { call, cells: cells.collect() });
+        let cells: Vec<(String, String)> =
+            plan.iter().map(|cell| (cut_at(&cell.code, each), cell.language.as_str().to_string())).collect();
+        if self.watched() {
+            self.publish(session, LiveKind::CallStarted { call, cells: cells.clone() });
+        }
+        let started_ms = now_ms();
+        let entry = InFlight { call, session: session.to_string(), started_ms, cells };
+        self.in_flight.lock().unwrap().insert(call, entry);
+    }
+
+    /// `session`'s calls running now, oldest first.
+    pub fn in_flight(&self, session: &str) -> Vec<InFlight> {
+        let mut calls: Vec<InFlight> =
+            self.in_flight.lock().unwrap().values().filter(|call| call.session == session).cloned().collect();
+        calls.sort_by_key(|call| call.call);
+        calls
     }
 
     /// Send `kind` to the watchers, if any.

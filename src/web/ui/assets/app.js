@@ -5,14 +5,32 @@
 // a data: image; HTML goes into an iframe whose sandbox attribute is empty
 // (no scripts, an opaque origin). Nothing from a cell is ever parsed as this
 // page's HTML.
+//
+// Every route, header and event type comes from wire.js (generated from the
+// server's own declaration of this API, crates/protocol/src/ui.rs).
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { selected: null, sessions: [], calls: new Map(), events: null, timer: null, listTimer: null };
+const R = WIRE.routes;
+const E = WIRE.events;
+const state = {
+  me: null, selected: null, owner: null, watched: null, sessions: [], calls: new Map(), events: null, timer: null,
+  listTimer: null,
+};
+
+// A page that kept every output of a flood would freeze when it is most needed: a view keeps
+// its last MAX_CELLS cells and each cell its last MAX_OUTPUTS outputs (the notebook has all).
+const MAX_CELLS = 200;
+const MAX_OUTPUTS = 100;
 
 function api(path, options = {}) {
-  const headers = Object.assign({ "X-Cellbox-UI": "1" }, options.body ? { "Content-Type": "application/json" } : {});
+  const headers = Object.assign({ [WIRE.header]: "1" }, options.body ? { "Content-Type": "application/json" } : {});
   return fetch(path, Object.assign({}, options, { headers, credentials: "same-origin" }));
+}
+
+// `?principal=` for a session of another principal (an admin's view), else nothing.
+function whose(owner) {
+  return owner && state.me && owner !== state.me.principal ? "&principal=" + encodeURIComponent(owner) : "";
 }
 
 function el(tag, className, text) {
@@ -29,16 +47,16 @@ async function start() {
   // only where no one is signed in yet and the server signs in by such links (not a token's server).
   const once = new URLSearchParams(location.hash.slice(1)).get("once");
   if (once) history.replaceState(null, "", location.pathname);
-  let me = await api("/ui/api/me");
+  let me = await api(R.ME);
   if (me.status === 401 && once) {
     const why = await me.json().catch(() => ({}));
     if (!why.one_time) return showSignIn(why.error);
-    const answer = await api("/ui/api/login", { method: "POST", body: JSON.stringify({ token: once }) });
+    const answer = await api(R.LOGIN, { method: "POST", body: JSON.stringify({ token: once }) });
     if (!answer.ok) {
       const body = await answer.json().catch(() => ({}));
       return showSignIn(body.error || "The link was not accepted.");
     }
-    me = await api("/ui/api/me");
+    me = await api(R.ME);
   }
   if (me.status === 401) {
     const why = await me.json().catch(() => ({}));
@@ -46,14 +64,16 @@ async function start() {
   }
   if (!me.ok) return showSignIn("The server answered " + me.status + ".");
   const who = await me.json();
-  $("who").textContent = who.principal;
+  state.me = who;
+  $("who").textContent = who.principal + (who.admin ? " (admin: every principal's sessions)" : "");
   $("signout").hidden = !who.auth;
   $("signin").hidden = true;
   $("app").hidden = false;
-  connect();
+  connect(who.principal);
   await refreshSessions();
-  const wanted = new URLSearchParams(location.hash.slice(1)).get("session");
-  if (wanted) select(wanted);
+  const hash = new URLSearchParams(location.hash.slice(1));
+  const wanted = hash.get("session");
+  if (wanted) select(wanted, false, hash.get("principal") || who.principal);
 }
 
 function showSignIn(message) {
@@ -62,7 +82,9 @@ function showSignIn(message) {
   clearInterval(state.timer);
   clearTimeout(state.listTimer);
   clearTimeout(state.retry);
-  Object.assign(state, { selected: null, sessions: [], calls: new Map(), events: null, listTimer: null });
+  Object.assign(state, {
+    me: null, selected: null, owner: null, watched: null, sessions: [], calls: new Map(), events: null, listTimer: null,
+  });
   $("cells").replaceChildren();
   $("sessions").replaceChildren();
   $("session-name").textContent = "Choose a session";
@@ -75,7 +97,7 @@ function showSignIn(message) {
 
 $("signin-form").addEventListener("submit", async (event) => {
   event.preventDefault();
-  const answer = await api("/ui/api/login", { method: "POST", body: JSON.stringify({ token: $("token").value }) });
+  const answer = await api(R.LOGIN, { method: "POST", body: JSON.stringify({ token: $("token").value }) });
   $("token").value = "";
   if (!answer.ok) {
     const body = await answer.json().catch(() => ({}));
@@ -85,14 +107,14 @@ $("signin-form").addEventListener("submit", async (event) => {
 });
 
 $("signout").addEventListener("click", async () => {
-  await api("/ui/api/logout", { method: "POST" });
+  await api(R.LOGOUT, { method: "POST" });
   showSignIn("Signed out.");
 });
 
 // --- the sessions list ------------------------------------------------------
 
 async function refreshSessions() {
-  const answer = await api("/ui/api/sessions");
+  const answer = await api(R.SESSIONS);
   if (answer.status === 401) return showSignIn("The sign-in has ended.");
   if (!answer.ok) return;
   state.sessions = (await answer.json()).sessions;
@@ -103,16 +125,19 @@ async function refreshSessions() {
     const button = el("button");
     button.type = "button";
     button.dataset.session = session.name;
-    button.setAttribute("aria-current", String(session.name === state.selected));
+    button.dataset.principal = session.principal;
+    button.setAttribute("aria-current", String(isSelected(session)));
     const name = el("div", "name");
-    name.append(el("span", "dot " + (session.busy ? "busy" : session.kernel === "live" ? "live" : "")), session.name);
+    name.append(el("span", "dot " + (session.busy ? "busy" : session.kernel === "live" ? "live" : "")));
+    if (session.principal !== state.me.principal) name.append(el("span", "owner", session.principal + ": "));
+    name.append(session.name);
     const parts = [session.busy ? "running" : session.kernel === "live" ? "idle" : "no kernel"];
     if (session.languages.length) parts.push(session.languages.join(" + "));
     if (session.resident_bytes) parts.push(bytes(session.resident_bytes));
     parts.push(session.cells + (session.cells === 1 ? " cell" : " cells"));
     if (session.last_active_ms) parts.push(ago(session.last_active_ms));
     button.append(name, el("div", "meta", parts.join(" · ")));
-    button.addEventListener("click", () => select(session.name));
+    button.addEventListener("click", () => select(session.name, false, session.principal));
     item.append(button);
     list.append(item);
   }
@@ -143,85 +168,164 @@ function ago(ms) {
 
 // --- one session ------------------------------------------------------------
 
-async function select(name, keepNotice) {
+function isSelected(session) {
+  return session.name === state.selected && session.principal === state.owner;
+}
+
+async function select(name, keepNotice, owner) {
+  owner = owner || state.owner || state.me.principal;
   state.selected = name;
-  history.replaceState(null, "", "#session=" + encodeURIComponent(name));
-  $("session-name").textContent = name;
+  state.owner = owner;
+  const mine = owner === state.me.principal;
+  history.replaceState(null, "", "#session=" + encodeURIComponent(name) + (mine ? "" : "&principal=" + encodeURIComponent(owner)));
+  $("session-name").textContent = mine ? name : owner + ": " + name;
   if (!keepNotice) $("notice").textContent = "";
   for (const button of document.querySelectorAll("#sessions button")) {
-    button.setAttribute("aria-current", String(button.dataset.session === name));
+    button.setAttribute("aria-current", String(button.dataset.session === name && button.dataset.principal === owner));
   }
   updateToolbar();
-  const answer = await api("/ui/api/notebook?session=" + encodeURIComponent(name));
-  if (state.selected !== name) return;
+  // The events of another principal's engine come from a stream of their own.
+  if (state.watched !== owner) connect(owner);
+  const answer = await api(R.SESSION + "?session=" + encodeURIComponent(name) + whose(owner));
+  if (state.selected !== name || state.owner !== owner) return;
   const cells = $("cells");
   cells.replaceChildren();
   if (!answer.ok) {
-    $("notice").textContent = answer.status === 404 ? "This session is gone." : "The notebook could not be read.";
+    $("notice").textContent = answer.status === 404 ? "This session is gone." : "The session could not be read.";
     return;
   }
-  const notebook = await answer.json();
-  if (state.selected !== name) return;
+  const view = await answer.json();
+  if (state.selected !== name || state.owner !== owner) return;
+  const notebook = view.notebook || {};
+  const marks = view.cells || [];
+  const shown = new Set();
+  let index = 0;
+  let last = null;
   for (const cell of notebook.cells || []) {
     if (cell.cell_type !== "code") continue;
-    const view = cellView(text(cell.source), languageOf(cell, notebook), cell.execution_count);
+    const mark = marks[index++] || {};
+    const kept = cellView(text(cell.source), languageOf(cell, notebook), cell.execution_count);
     try {
-      for (const output of cell.outputs || []) addNotebookOutput(view, output);
-      setStatus(view, (cell.outputs || []).some((o) => o.output_type === "error") ? "error" : "ok");
+      for (const output of cell.outputs || []) addNotebookOutput(kept, output);
+      setStatus(kept, (cell.outputs || []).some((o) => o.output_type === "error") ? "error" : "ok");
     } catch (error) {
-      addNote(view, "(an output this page cannot read)");
+      addNote(kept, "(an output this page cannot read)");
     }
-    cells.append(view.root);
+    // A call's full output is one artifact: offered once, on its last cell.
+    if (last && last.mark.call !== mark.call && last.mark.artifact) offerArtifact(last.view, last.mark.artifact);
+    if (mark.call !== undefined && mark.call !== null) shown.add(mark.call);
+    last = { view: kept, mark };
+    cells.append(kept.root);
   }
-  // Calls that are running now show after what is done.
-  for (const call of state.calls.values()) {
-    if (call.session === name) for (const view of call.views) cells.append(view.root);
+  if (last && last.mark.artifact) offerArtifact(last.view, last.mark.artifact);
+  // Calls running when the session was read, with their code (one begun before the page
+  // opened included), then those this page saw start since; a call in the notebook already
+  // (it ended meanwhile) is not shown twice.
+  for (const running of view.running || []) {
+    if (shown.has(running.call)) continue;
+    const call = callOf({ call: running.call, session: name });
+    if (!call.cells.length) call.cells = running.cells;
+    if (!call.views.length && running.cells.length) {
+      const first = viewOf(call, 0, true);
+      first.started = running.started_ms;
+      setStatus(first, "running");
+    }
   }
+  for (const [number, call] of state.calls) {
+    if (call.session === name && !shown.has(number)) for (const kept of call.views) cells.append(kept.root);
+  }
+  trimCells();
   window.scrollTo(0, document.body.scrollHeight);
 }
 
+function selectedSession() {
+  return state.sessions.find(isSelected);
+}
+
 function updateToolbar() {
-  const session = state.sessions.find((s) => s.name === state.selected);
+  const session = selectedSession();
   $("interrupt").disabled = !session || !session.busy;
   $("reset").disabled = !session;
   $("fork").disabled = !session || session.kernel !== "live" || !session.languages.includes("python");
+  $("undo").disabled = !session || !session.checkpoints || session.busy;
   $("download").disabled = !session || !session.cells;
 }
+
+const ROUTE_OF = { interrupt: R.INTERRUPT, reset: R.RESET, fork: R.FORK, undo: R.UNDO };
 
 async function act(action) {
   const name = state.selected;
   if (!name) return;
   if (action === "reset" && !confirm("Restart the kernel of " + name + "? Its variables will be lost.")) return;
-  const answer = await api("/ui/api/" + action, { method: "POST", body: JSON.stringify({ session: name }) });
-  const body = await answer.json().catch(() => ({}));
+  if (action === "undo" && !confirm("Put " + name + " back as it was before its last call?")) return;
+  const body = { session: name };
+  if (state.owner !== state.me.principal) body.principal = state.owner;
+  const answer = await api(ROUTE_OF[action], { method: "POST", body: JSON.stringify(body) });
+  const result = await answer.json().catch(() => ({}));
   const done = {
     interrupt: "Interrupt sent.",
     reset: "The kernel was restarted; its variables are gone.",
-    fork: "Forked into " + body.session + ".",
+    fork: "Forked into " + result.session + ".",
+    undo: "Undone: the kernel is as it was before the last call (" + result.left + " more undo(s) possible).",
   };
-  $("notice").textContent = answer.ok ? done[action] : body.error || action + " failed";
+  $("notice").textContent = answer.ok ? done[action] : result.error || action + " failed";
+  if (answer.ok && action === "undo") select(name, true, state.owner);
   refreshSoon();
 }
 
 $("interrupt").addEventListener("click", () => act("interrupt"));
 $("reset").addEventListener("click", () => act("reset"));
 $("fork").addEventListener("click", () => act("fork"));
+$("undo").addEventListener("click", () => act("undo"));
 $("download").addEventListener("click", () => {
   if (!state.selected) return;
-  // A link, so the browser saves it; the API header cannot ride on a navigation,
-  // so the file is fetched here and handed over as a blob.
-  api("/ui/api/notebook?download=1&session=" + encodeURIComponent(state.selected)).then(async (answer) => {
+  api(R.NOTEBOOK + "?download=1&session=" + encodeURIComponent(state.selected) + whose(state.owner)).then(async (answer) => {
     if (!answer.ok) { $("notice").textContent = "The notebook could not be read."; return; }
     const named = /filename="([^"]+)"/.exec(answer.headers.get("Content-Disposition") || "");
-    const link = el("a");
-    link.href = URL.createObjectURL(await answer.blob());
-    link.download = named ? named[1] : "session.ipynb";
-    document.body.append(link);
-    link.click();
-    link.remove();
-    setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+    save(await answer.blob(), named ? named[1] : "session.ipynb");
   });
 });
+
+// A file handed to the browser to save: the API header cannot ride on a navigation, so the
+// bytes are fetched first and given as a blob.
+function save(blob, name) {
+  const link = el("a");
+  link.href = URL.createObjectURL(blob);
+  link.download = name;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+}
+
+// A call's full output (its artifact://), copied to the clipboard, or saved where the
+// page may not write the clipboard (plain HTTP on another host than this one).
+function offerArtifact(view, uri) {
+  if (view.artifact) return;
+  view.artifact = uri;
+  const footer = el("footer");
+  const copy = el("button", "", "Copy full output");
+  copy.type = "button";
+  copy.dataset.artifact = uri;
+  copy.title = "Copy everything this call printed (" + uri + ")";
+  copy.addEventListener("click", () => copyArtifact(uri, state.owner));
+  footer.append(copy, el("span", "", uri));
+  view.root.append(footer);
+}
+
+async function copyArtifact(uri, owner) {
+  const answer = await api(R.ARTIFACT + "?uri=" + encodeURIComponent(uri) + whose(owner));
+  const body = await answer.json().catch(() => ({}));
+  if (!answer.ok) { $("notice").textContent = body.error || "The output could not be read."; return; }
+  const cut = body.truncated ? " (the first " + bytes(body.text.length) + " of " + bytes(body.total_bytes) + ")" : "";
+  try {
+    await navigator.clipboard.writeText(body.text);
+    $("notice").textContent = "Copied the full output of " + uri + cut + ".";
+  } catch (error) {
+    save(new Blob([body.text], { type: "text/plain" }), uri.replace(/[^A-Za-z0-9-]/g, "_") + ".txt");
+    $("notice").textContent = "The clipboard is not open to this page: saved the output as a file instead" + cut + ".";
+  }
+}
 
 // --- cells ------------------------------------------------------------------
 
@@ -292,7 +396,7 @@ function highlight(target, code, language) {
 function addStream(view, name, value) {
   if (!(view.stream && view.stream.name === name)) {
     const node = el("pre", name);
-    view.outputs.append(node);
+    addOutput(view, node);
     view.stream = { name, node, size: 0 };
   }
   const stream = view.stream;
@@ -307,18 +411,37 @@ function addStream(view, name, value) {
 
 function addBundle(view, data) {
   view.stream = null;
-  view.outputs.append(renderBundle(data));
+  addOutput(view, renderBundle(data));
 }
 
 function addError(view, ename, evalue, traceback) {
   view.stream = null;
   const lines = traceback && traceback.length ? traceback.join("\n") : ename + ": " + evalue;
-  view.outputs.append(el("pre", "traceback", stripAnsi(lines)));
+  addOutput(view, el("pre", "traceback", stripAnsi(lines)));
 }
 
 function addNote(view, value) {
   view.stream = null;
-  view.outputs.append(el("pre", "note", value));
+  addOutput(view, el("pre", "note", value));
+}
+
+// An output, and past MAX_OUTPUTS in the cell, its oldest ones go (a note says so).
+function addOutput(view, node) {
+  view.outputs.append(node);
+  if (view.outputs.childElementCount <= MAX_OUTPUTS) return;
+  let first = view.outputs.firstElementChild;
+  if (!first.classList.contains("dropped")) {
+    const note = el("pre", "note dropped", "[earlier outputs of this cell are not shown: the session's notebook has them]");
+    view.outputs.prepend(note);
+    first = note;
+  }
+  while (view.outputs.childElementCount > MAX_OUTPUTS) first.nextElementSibling.remove();
+}
+
+// Past MAX_CELLS cells in the view, the oldest go.
+function trimCells() {
+  const cells = $("cells");
+  while (cells.childElementCount > MAX_CELLS) cells.firstElementChild.remove();
 }
 
 function addNotebookOutput(view, output) {
@@ -371,9 +494,14 @@ function renderBundle(data) {
 
 // --- live events ------------------------------------------------------------
 
-function connect() {
+// Follow the events of `owner`'s engine (the signed-in principal's own, or for an admin another's).
+function connect(owner) {
   if (state.events) state.events.close();
-  const events = new EventSource("/ui/api/events");
+  clearTimeout(state.retry);
+  // Calls are numbered per engine: another principal's would be taken for these.
+  if (state.watched !== owner) state.calls.clear();
+  state.watched = owner;
+  const events = new EventSource(R.EVENTS + "?session=" + whose(owner));
   state.events = events;
   let broken = false;
   events.onopen = () => {
@@ -391,9 +519,9 @@ function connect() {
     // The browser retries a dropped stream by itself, but not one the server refused: the
     // sign-in may have ended (revoked, expired, the server restarted), else try again soon.
     if (events.readyState !== EventSource.CLOSED || state.events !== events) return;
-    const me = await api("/ui/api/me").catch(() => null);
+    const me = await api(R.ME).catch(() => null);
     if (me && me.status === 401) return showSignIn("The sign-in has ended.");
-    state.retry = setTimeout(connect, 3000);
+    state.retry = setTimeout(() => connect(owner), 3000);
   };
   events.onmessage = (message) => {
     try {
@@ -415,35 +543,52 @@ function callOf(event) {
   return call;
 }
 
-function viewOf(call, index) {
+// The view of a call's cell `index` (made, with those before it, as its events arrive);
+// `quiet`: not put into the page (the caller does).
+function viewOf(call, index, quiet) {
   while (call.views.length <= index) {
     const cell = call.cells[call.views.length] || { code: "(this cell began before the page was opened)", language: "" };
     const view = cellView(cell.code, cell.language, null);
     setStatus(view, "queued");
     call.views.push(view);
-    if (call.session === state.selected) $("cells").append(view.root);
+    if (!quiet && shows(call)) {
+      $("cells").append(view.root);
+      trimCells();
+    }
   }
   return call.views[index];
 }
 
+// Whether a call's session is the one shown (events come from the shown principal's engine).
+function shows(call) {
+  return call.session === state.selected;
+}
+
 function apply(event) {
-  if (event.type === "lagged") {
+  if (event.type === E.LAGGED) {
     $("notice").textContent = event.lost + " events were missed; reloading the session.";
     resync();
     return;
   }
-  if (event.type === "call_started") {
+  if (event.type === E.CALL_STARTED) {
     const call = callOf(event);
     call.cells = event.cells;
     refreshSoon();
     return;
   }
-  if (event.type === "reset") {
+  if (event.type === E.RESET) {
     if (event.session === state.selected) $("notice").textContent = "The kernel was restarted; its variables are gone.";
     refreshSoon();
     return;
   }
-  if (event.type === "call_finished") {
+  if (event.type === E.ACTION) {
+    if (event.session === state.selected && event.by !== state.me.principal) {
+      $("notice").textContent = event.by + " did " + event.action + (event.detail ? " (" + event.detail + ")" : "") + ".";
+    }
+    refreshSoon();
+    return;
+  }
+  if (event.type === E.CALL_FINISHED) {
     const call = state.calls.get(event.call);
     state.calls.delete(event.call);
     if (call) {
@@ -451,30 +596,31 @@ function apply(event) {
         if (view.started) finish(view, event.status || "cancelled");
         else if (view.status.textContent === "queued") setStatus(view, "skipped");
       }
+      if (event.artifact && call.views.length) offerArtifact(call.views[call.views.length - 1], event.artifact);
     }
     refreshSoon();
     return;
   }
   const call = callOf(event);
-  if (event.type === "note") {
+  if (event.type === E.NOTE) {
     if (call.views.length) addNote(call.views[call.views.length - 1], event.text);
     return;
   }
   if (event.cell === undefined) return;
   const view = viewOf(call, event.cell);
-  if (event.type === "cell_started") {
+  if (event.type === E.CELL_STARTED) {
     view.started = Date.now();
     setStatus(view, "running", "0.0 s");
-  } else if (event.type === "stream") {
+  } else if (event.type === E.STREAM) {
     if (!view.started) view.started = Date.now();
     addStream(view, event.name, event.text);
-  } else if (event.type === "display") {
+  } else if (event.type === E.DISPLAY) {
     addBundle(view, event.bundle || {});
-  } else if (event.type === "error") {
+  } else if (event.type === E.ERROR) {
     addError(view, event.ename, event.evalue, event.traceback);
-  } else if (event.type === "cell_finished") {
+  } else if (event.type === E.CELL_FINISHED) {
     finish(view, event.status, event.duration_ms);
-  } else if (event.type === "waiting" && event.text) {
+  } else if (event.type === E.WAITING && event.text) {
     setStatus(view, "running", event.text);
   }
 }
@@ -483,7 +629,7 @@ function apply(event) {
 function resync() {
   state.calls.clear();
   refreshSessions();
-  if (state.selected) select(state.selected, true);
+  if (state.selected) select(state.selected, true, state.owner);
 }
 
 function finish(view, status, durationMs) {

@@ -7,6 +7,7 @@ mod calls;
 mod cells;
 mod checkpoints;
 mod hibernation;
+mod history;
 mod jupyter;
 mod spares;
 mod workspace;
@@ -23,7 +24,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::call::{CallContext, EvalError, EventSink, ExportError, ignore_events};
+use super::call::{CallContext, EvalError, EventSink, ignore_events};
 use super::config::{EngineConfig, KernelMode};
 use super::live::{LiveFeed, LiveKind};
 use super::params::{CheckMode, EvalParams, Language, PlannedCell};
@@ -32,7 +33,6 @@ use super::run::{RunRegistry, RunShared};
 use super::watchdog::{PauseGuard, Watchdog};
 use crate::discovery::{self, DiscoveryInput, env};
 use crate::kernel::{Completeness, KernelOptions};
-use crate::notebook::{History, Notebook, RecordedCell};
 use crate::output::artifacts::{ArtifactError, ArtifactStore};
 use crate::runtime::{self, Interpreter, Runtime};
 use crate::sandbox::host_files::HostFiles;
@@ -316,35 +316,6 @@ impl EvalEngine {
         stopped
     }
 
-    /// The cells `session` has run, as an nbformat 4.5 notebook: one code cell
-    /// per executed cell, in order, with its outputs and execution count (see
-    /// [`crate::notebook::History::to_notebook`] for cells in other languages than Python). The history outlives [`EvalEngine::reset_session`] (as a Jupyter
-    /// restart keeps the notebook; execution counts start again at 1).
-    pub fn export_notebook(&self, session: &str) -> Result<Notebook, ExportError> {
-        let histories = self.histories.lock().unwrap();
-        match histories.get(session) {
-            Some(history) if !history.is_empty() => Ok(history.to_notebook()),
-            _ => Err(ExportError::NoHistory(session.to_string())),
-        }
-    }
-
-    /// How many cells `session`'s history holds.
-    pub fn history_len(&self, session: &str) -> usize {
-        self.histories.lock().unwrap().get(session).map_or(0, History::len)
-    }
-
-    /// Forget `session`'s history (its kernels are untouched).
-    pub fn forget_history(&self, session: &str) {
-        self.histories.lock().unwrap().remove(session);
-    }
-
-    fn remember(&self, session: &str, cells: Vec<RecordedCell>) {
-        if cells.is_empty() {
-            return;
-        }
-        self.histories.lock().unwrap().record(session, cells, &self.config.history);
-    }
-
     /// Shut every kernel down (host exit, SIGINT/SIGTERM).
     pub async fn dispose_all(&self) {
         self.live.close();
@@ -392,13 +363,15 @@ impl EvalEngine {
         let session = context.session.as_str();
         let mut in_flight = self.live.begin(session);
         let call = in_flight.call;
-        self.live.publish_call(session, call, params);
         let watched_sink = |event: EvalEvent| {
             self.live.publish_event(session, call, &event);
             on_event(event);
         };
-        let result = self.eval_planned(params, context, cancel, &watched_sink, run).await;
-        in_flight.status = result.as_ref().ok().and_then(|result| result.cells.last().map(|cell| cell.status));
+        let result = self.eval_planned(params, context, cancel, &watched_sink, run, call).await;
+        if let Ok(result) = &result {
+            in_flight.status = result.cells.last().map(|cell| cell.status);
+            in_flight.artifact = result.artifact.clone();
+        }
         result
     }
 
@@ -409,8 +382,10 @@ impl EvalEngine {
         cancel: &CancellationToken,
         on_event: EventSink<'_>,
         run: Option<&Arc<RunShared>>,
+        call: u64,
     ) -> Result<EvalResult, EvalError> {
         let mut plan = params.plan()?;
+        self.live.publish_call(&context.session, call, &plan);
         let cwd = self.resolve_cwd(params.cwd.as_deref())?;
         let notes = std::sync::Mutex::new(Vec::new());
         let interpreters = self.choose_interpreters(&mut plan, &cwd, &|note| notes.lock().unwrap().push(note)).await?;
@@ -506,7 +481,10 @@ impl EvalEngine {
         }
         self.explain_denials(&mut collector, &cwd);
         self.report_network(&kernels, &mut collector);
-        self.remember(&context.session, collector.take_recorded());
+        let recorded = collector.take_recorded();
+        // Kept before the session's slot is let go, so the next call's cells come after these.
+        let result = collector.finish();
+        self.remember(&context.session, recorded, call, result.artifact.as_deref());
         match self.config.mode {
             KernelMode::Session => {
                 for (_, guard) in &mut kernels {
@@ -521,7 +499,7 @@ impl EvalEngine {
                 }
             }
         }
-        Ok(collector.finish())
+        Ok(result)
     }
 
     fn check_exposure(&self, plan: &[PlannedCell]) -> Result<(), EvalError> {
