@@ -299,9 +299,11 @@ async def browser_checks(mcp, workspace):
         theirs = admin.locator('#sessions button[data-session$="/%s"]' % SESSION)
         await theirs.wait_for(timeout=WAIT_MS)
         assert await theirs.get_attribute("data-principal") != await admin.text_content("#who")
+        owner = await theirs.get_attribute("data-principal")
         await theirs.click()
         await text_in_cells(admin, "x = 41")
-        await admin.wait_for_selector("#link.on", timeout=WAIT_MS)
+        # The stream of that principal's engine is open (and the session was read after it opened).
+        await admin.wait_for_selector('#link.on[data-watched="%s"]' % owner, timeout=WAIT_MS)
         await run(mcp, "print('seen by the admin', flush=True)")
         await output_in_cells(admin, "seen by the admin")
         await admin_context.close()

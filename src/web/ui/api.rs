@@ -24,6 +24,10 @@ use crate::tool::EvalEngine;
 /// The most of an artifact one `GET artifact` gives (the rest stays on the server).
 pub(super) const MAX_ARTIFACT_TEXT: usize = 8 << 20;
 
+/// Full outputs read at once by one server's page (more wait their turn): each
+/// holds up to [`MAX_ARTIFACT_TEXT`] and a disk read off the async workers.
+pub(super) const ARTIFACT_READS: usize = 2;
+
 /// Trade a token for a sign-in cookie.
 pub(super) async fn login(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: Json<Login>) -> Response {
     if let Some(open) = ui.host.open_account() {
@@ -236,9 +240,17 @@ pub(super) async fn artifact(
         Err(refusal) => return refusal,
     };
     let shown: String = query.uri.chars().take(100).collect();
-    match target.engine.read_artifact(&query.uri, 0, MAX_ARTIFACT_TEXT) {
+    let Ok(_turn) = ui.artifact_reads.acquire().await else {
+        return json_error(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
+    };
+    let (engine, uri) = (target.engine.clone(), query.uri.clone());
+    let read = tokio::task::spawn_blocking(move || engine.read_artifact(&uri, 0, MAX_ARTIFACT_TEXT)).await;
+    let Ok(read) = read else {
+        return json_error(StatusCode::INTERNAL_SERVER_ERROR, &format!("artifact {shown:?} could not be read"));
+    };
+    match read {
         Ok((text, total_bytes)) => {
-            let truncated = total_bytes > text.len() as u64;
+            let truncated = total_bytes > MAX_ARTIFACT_TEXT as u64;
             tracing::info!(principal = %target.principal, by = %target.account.name, artifact = %shown, "web view: artifact read");
             no_store(Json(ArtifactText { uri: query.uri, text, total_bytes, truncated }).into_response())
         }

@@ -5,19 +5,20 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::extract::{Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use cellbox_protocol::ui::{self as wire, CellCode, LiveMessage, SessionQuery};
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
-use super::super::json_error;
 use super::api::{no_store, target};
 use super::{Ui, cookie_of};
 use crate::tool::EvalEvent;
 use crate::tool::live::{LiveEvent, LiveKind};
 
-/// Event streams one sign-in may hold open at once (tabs of the page).
+/// Event streams one sign-in may hold open at once (tabs of the page; with
+/// auth off, all pages together): a new one past it ends the oldest, whose
+/// page may be long gone (a closed stream is noticed only at its next write).
 pub(super) const MAX_STREAMS_EACH: usize = 8;
 
 /// How often an event stream asks whether its sign-in still holds.
@@ -34,15 +35,12 @@ pub(super) async fn events(
         Err(refusal) => return refusal,
     };
     let id = cookie_of(&headers).map(str::to_string);
-    let Some(slot) = StreamSlot::take(&ui, id.clone().unwrap_or_default()) else {
-        return json_error(
-            StatusCode::TOO_MANY_REQUESTS,
-            &format!("this sign-in has {MAX_STREAMS_EACH} event streams open already: close a tab of the page"),
-        );
-    };
+    // `target` found the sign-in the cookie names (with auth off, every page is the one account).
+    let key = if ui.host.open_account().is_some() { String::new() } else { id.clone().unwrap_or_default() };
+    let slot = StreamSlot::take(&ui, key);
     let engine = target.engine;
     let receiver = engine.live().subscribe();
-    let ends = Ends { stop: ui.stop.clone(), engine_gone: engine.live().closed(), ui: ui.clone(), id, _slot: slot };
+    let ends = Ends { stop: ui.stop.clone(), engine_gone: engine.live().closed(), ui: ui.clone(), id, slot };
     // One clock for the stream's life (a new one per event would never ring while events flow).
     let mut recheck = tokio::time::interval_at(tokio::time::Instant::now() + RECHECK, RECHECK);
     recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -52,7 +50,13 @@ pub(super) async fn events(
             tokio::select! {
                 biased;
                 _ = ends.stop.cancelled() => return None,
-                _ = ends.engine_gone.cancelled() => return None,
+                _ = ends.slot.ended.cancelled() => return None,
+                // What the engine published before it was disposed is still sent.
+                _ = ends.engine_gone.cancelled() => match receiver.try_recv() {
+                    Ok(event) => break Ok(event),
+                    Err(TryRecvError::Lagged(lost)) => break Err(RecvError::Lagged(lost)),
+                    Err(_) => return None,
+                },
                 _ = recheck.tick() => {
                     if !ends.ui.still_signed_in(ends.id.as_deref()).await {
                         return None;
@@ -62,7 +66,11 @@ pub(super) async fn events(
             }
         };
         let message = match next {
-            Ok(event) => message(&event),
+            Ok(event) => match message(&event) {
+                Some(message) => message,
+                // Nothing the page shows: a comment keeps the stream's rhythm.
+                None => return Some((Ok(Event::default().comment("")), (receiver, ends, recheck))),
+            },
             Err(RecvError::Lagged(lost)) => {
                 LiveMessage { seq: None, session: None, at_ms: None, call: None, kind: wire::LiveKind::Lagged { lost } }
             }
@@ -85,41 +93,56 @@ struct Ends {
     engine_gone: tokio_util::sync::CancellationToken,
     ui: Arc<Ui>,
     id: Option<String>,
-    _slot: StreamSlot,
+    slot: StreamSlot,
 }
 
 /// One of a sign-in's [`MAX_STREAMS_EACH`] streams, given back when the stream ends.
 struct StreamSlot {
     ui: Arc<Ui>,
     key: String,
+    number: u64,
+    /// Cancelled when a newer stream of the sign-in takes its place.
+    ended: tokio_util::sync::CancellationToken,
 }
 
 impl StreamSlot {
-    fn take(ui: &Arc<Ui>, key: String) -> Option<StreamSlot> {
-        let mut open = ui.streams.lock().unwrap();
-        let count = open.entry(key.clone()).or_default();
-        if *count >= MAX_STREAMS_EACH {
-            return None;
+    /// A place for a new stream of `key`'s, ending its oldest past [`MAX_STREAMS_EACH`].
+    fn take(ui: &Arc<Ui>, key: String) -> StreamSlot {
+        let ended = tokio_util::sync::CancellationToken::new();
+        let mut streams = ui.streams.lock().unwrap();
+        streams.next += 1;
+        let number = streams.next;
+        let open = streams.open.entry(key.clone()).or_default();
+        while open.len() >= MAX_STREAMS_EACH {
+            let (_, oldest) = open.remove(0);
+            oldest.cancel();
         }
-        *count += 1;
-        Some(StreamSlot { ui: ui.clone(), key })
+        open.push((number, ended.clone()));
+        StreamSlot { ui: ui.clone(), key, number, ended }
     }
 }
 
 impl Drop for StreamSlot {
     fn drop(&mut self) {
-        let mut open = self.ui.streams.lock().unwrap();
-        if let Some(count) = open.get_mut(&self.key) {
-            *count -= 1;
-            if *count == 0 {
-                open.remove(&self.key);
+        let mut streams = self.ui.streams.lock().unwrap();
+        if let Some(open) = streams.open.get_mut(&self.key) {
+            open.retain(|(number, _)| *number != self.number);
+            if open.is_empty() {
+                streams.open.remove(&self.key);
             }
         }
     }
 }
 
-/// The wire's form of an engine's event.
-fn message(event: &LiveEvent) -> LiveMessage {
+/// The event streams open, by sign-in.
+#[derive(Default)]
+pub(super) struct Streams {
+    next: u64,
+    open: std::collections::HashMap<String, Vec<(u64, tokio_util::sync::CancellationToken)>>,
+}
+
+/// The wire's form of an engine's event (none for what the page never shows).
+fn message(event: &LiveEvent) -> Option<LiveMessage> {
     let (call, kind) = match &event.kind {
         LiveKind::CallStarted { call, cells } => {
             let cells =
@@ -138,13 +161,19 @@ fn message(event: &LiveEvent) -> LiveMessage {
         LiveKind::Action { action, by, detail } => {
             (None, wire::LiveKind::Action { action: action.to_string(), by: by.clone(), detail: detail.clone() })
         }
-        LiveKind::Event { call, event } => (Some(*call), eval_event(event)),
+        LiveKind::Event { call, event } => (Some(*call), eval_event(event)?),
     };
-    LiveMessage { seq: Some(event.seq), session: Some(event.session.clone()), at_ms: Some(event.at_ms), call, kind }
+    Some(LiveMessage {
+        seq: Some(event.seq),
+        session: Some(event.session.clone()),
+        at_ms: Some(event.at_ms),
+        call,
+        kind,
+    })
 }
 
-fn eval_event(event: &EvalEvent) -> wire::LiveKind {
-    match event {
+fn eval_event(event: &EvalEvent) -> Option<wire::LiveKind> {
+    Some(match event {
         EvalEvent::CellStarted { index, title } => wire::LiveKind::CellStarted { cell: *index, title: title.clone() },
         EvalEvent::Stdout { cell, text } => {
             wire::LiveKind::Stream { cell: *cell, name: "stdout".into(), text: text.clone() }
@@ -155,8 +184,8 @@ fn eval_event(event: &EvalEvent) -> wire::LiveKind {
         EvalEvent::Display { cell, is_result, bundle, .. } => {
             wire::LiveKind::Display { cell: *cell, is_result: *is_result, bundle: (**bundle).clone() }
         }
-        // Never published (the feed drops them); a note if one ever is.
-        EvalEvent::Status { .. } => wire::LiveKind::Note { text: String::new() },
+        // Not published (the page shows none).
+        EvalEvent::Status { .. } => return None,
         EvalEvent::Error { cell, error } => wire::LiveKind::Error {
             cell: *cell,
             ename: error.ename.clone(),
@@ -172,5 +201,5 @@ fn eval_event(event: &EvalEvent) -> wire::LiveKind {
         EvalEvent::KernelStarting { cell, waiting, elapsed_ms } => {
             wire::LiveKind::Waiting { cell: *cell, text: waiting.clone(), elapsed_ms: *elapsed_ms }
         }
-    }
+    })
 }

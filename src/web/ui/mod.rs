@@ -113,12 +113,15 @@ pub struct Ui {
     /// Ends the event streams (the server stops).
     stop: CancellationToken,
     /// Event streams open, by sign-in ([`events::MAX_STREAMS_EACH`] each).
-    streams: Mutex<HashMap<String, usize>>,
+    streams: Mutex<events::Streams>,
+    /// Full outputs being read at once (each up to [`api::MAX_ARTIFACT_TEXT`]).
+    artifact_reads: tokio::sync::Semaphore,
 }
 
 impl Ui {
     pub fn new(host: Box<dyn Host>, https: bool, stop: CancellationToken) -> Arc<Ui> {
-        Arc::new(Ui { host, sign_ins: SignIns::default(), https, stop, streams: Mutex::default() })
+        let artifact_reads = tokio::sync::Semaphore::new(api::ARTIFACT_READS);
+        Arc::new(Ui { host, sign_ins: SignIns::default(), https, stop, streams: Mutex::default(), artifact_reads })
     }
 
     /// The account of a request: the open one, or its sign-in while its token is still valid.
@@ -256,7 +259,11 @@ async fn guard(request: Request, next: axum::middleware::Next) -> Response {
     {
         return refusal;
     }
+    let api = path.starts_with("/ui/api/");
     let mut response = next.run(request).await;
+    if api {
+        response = json_refusal(response).await;
+    }
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
@@ -265,6 +272,20 @@ async fn guard(request: Request, next: axum::middleware::Next) -> Response {
     headers.insert("cross-origin-opener-policy", HeaderValue::from_static("same-origin"));
     headers.insert("cross-origin-resource-policy", HeaderValue::from_static("same-origin"));
     response
+}
+
+/// A refusal of the API that is not JSON yet (a body or query that did not
+/// parse, which axum answers as plain text) in the wire's shape, `{"error": …}`.
+async fn json_refusal(response: Response) -> Response {
+    let status = response.status();
+    let plain =
+        response.headers().get(header::CONTENT_TYPE).is_some_and(|kind| kind.as_bytes().starts_with(b"text/plain"));
+    if !(status.is_client_error() || status.is_server_error()) || !plain {
+        return response;
+    }
+    let body = axum::body::to_bytes(response.into_body(), 4096).await.unwrap_or_default();
+    let message: String = String::from_utf8_lossy(&body).chars().take(300).collect();
+    json_error(status, &message)
 }
 
 /// Refuse an API request another site's page could have made.
@@ -355,6 +376,8 @@ mod tests {
             let served = format!(".route({path:?}, {}(", method.to_ascii_lowercase());
             assert!(source.contains(&served), "{route} is not served as the wire says");
         }
+        let served = source.matches(".route(\"/ui/api/").count();
+        assert_eq!(served, cellbox_protocol::ui::ROUTES.len(), "a route of the API the wire does not declare");
     }
 
     /// The page names the wire only through `wire.js`, handles every event

@@ -201,7 +201,7 @@ impl LiveFeed {
     /// A call's cells are planned: keep them while it runs (for
     /// [`LiveFeed::in_flight`]) and publish its start, the code cut so that
     /// all of it stays within [`MAX_EVENT_BYTES`].
-    pub fn publish_call(&self, session: &str, call: u64, plan: &[super::params::PlannedCell]) {
+    pub(crate) fn publish_call(&self, session: &str, call: u64, plan: &[super::params::PlannedCell]) {
         let each = MAX_EVENT_BYTES / plan.len().max(1);
         let cells: Vec<(String, String)> =
             plan.iter().map(|cell| (cut_at(&cell.code, each), cell.language.as_str().to_string())).collect();

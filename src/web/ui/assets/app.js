@@ -15,7 +15,7 @@ const R = WIRE.routes;
 const E = WIRE.events;
 const state = {
   me: null, selected: null, owner: null, watched: null, sessions: [], calls: new Map(), events: null, timer: null,
-  listTimer: null,
+  listTimer: null, reading: 0,
 };
 
 // A page that kept every output of a flood would freeze when it is most needed: a view keeps
@@ -176,6 +176,8 @@ async function select(name, keepNotice, owner) {
   owner = owner || state.owner || state.me.principal;
   state.selected = name;
   state.owner = owner;
+  // Only the newest reading of a session is shown (another may be under way).
+  const reading = ++state.reading;
   const mine = owner === state.me.principal;
   history.replaceState(null, "", "#session=" + encodeURIComponent(name) + (mine ? "" : "&principal=" + encodeURIComponent(owner)));
   $("session-name").textContent = mine ? name : owner + ": " + name;
@@ -187,7 +189,7 @@ async function select(name, keepNotice, owner) {
   // The events of another principal's engine come from a stream of their own.
   if (state.watched !== owner) connect(owner);
   const answer = await api(R.SESSION + "?session=" + encodeURIComponent(name) + whose(owner));
-  if (state.selected !== name || state.owner !== owner) return;
+  if (reading !== state.reading) return;
   const cells = $("cells");
   cells.replaceChildren();
   if (!answer.ok) {
@@ -195,7 +197,7 @@ async function select(name, keepNotice, owner) {
     return;
   }
   const view = await answer.json();
-  if (state.selected !== name || state.owner !== owner) return;
+  if (reading !== state.reading) return;
   const notebook = view.notebook || {};
   const marks = view.cells || [];
   const shown = new Set();
@@ -225,6 +227,8 @@ async function select(name, keepNotice, owner) {
     if (shown.has(running.call)) continue;
     const call = callOf({ call: running.call, session: name });
     if (!call.cells.length) call.cells = running.cells;
+    // Begun before this page read the session: its earlier output is read again once it ends.
+    if (!call.views.length) call.partial = true;
     if (!call.views.length && running.cells.length) {
       const first = viewOf(call, 0, true);
       first.started = running.started_ms;
@@ -303,12 +307,13 @@ function save(blob, name) {
 function offerArtifact(view, uri) {
   if (view.artifact) return;
   view.artifact = uri;
+  const owner = state.owner;
   const footer = el("footer");
   const copy = el("button", "", "Copy full output");
   copy.type = "button";
   copy.dataset.artifact = uri;
   copy.title = "Copy everything this call printed (" + uri + ")";
-  copy.addEventListener("click", () => copyArtifact(uri, state.owner));
+  copy.addEventListener("click", () => copyArtifact(uri, owner));
   footer.append(copy, el("span", "", uri));
   view.root.append(footer);
 }
@@ -317,7 +322,7 @@ async function copyArtifact(uri, owner) {
   const answer = await api(R.ARTIFACT + "?uri=" + encodeURIComponent(uri) + whose(owner));
   const body = await answer.json().catch(() => ({}));
   if (!answer.ok) { $("notice").textContent = body.error || "The output could not be read."; return; }
-  const cut = body.truncated ? " (the first " + bytes(body.text.length) + " of " + bytes(body.total_bytes) + ")" : "";
+  const cut = body.truncated ? " (its first part: it is " + bytes(body.total_bytes) + " in all)" : "";
   try {
     await navigator.clipboard.writeText(body.text);
     $("notice").textContent = "Copied the full output of " + uri + cut + ".";
@@ -503,25 +508,30 @@ function connect(owner) {
   state.watched = owner;
   const events = new EventSource(R.EVENTS + "?session=" + whose(owner));
   state.events = events;
-  let broken = false;
+  $("link").className = "pill";
+  $("link").textContent = "connecting…";
+  delete $("link").dataset.watched;
   events.onopen = () => {
+    if (state.events !== events) return;
     $("link").hidden = false;
     $("link").className = "pill on";
     $("link").textContent = "live";
-    // Events were missed while the stream was down (or the server was made anew): start over.
-    if (broken) resync();
-    broken = false;
+    $("link").dataset.watched = owner;
+    // What happened before this stream opened (the first time, or while it was down, or in
+    // an engine made anew) is read again; what happens from now on arrives as events.
+    resync();
   };
   events.onerror = async () => {
-    broken = true;
+    if (state.events !== events) return;
     $("link").className = "pill";
     $("link").textContent = "reconnecting…";
     // The browser retries a dropped stream by itself, but not one the server refused: the
     // sign-in may have ended (revoked, expired, the server restarted), else try again soon.
-    if (events.readyState !== EventSource.CLOSED || state.events !== events) return;
+    if (events.readyState !== EventSource.CLOSED) return;
     const me = await api(R.ME).catch(() => null);
+    if (state.events !== events) return;
     if (me && me.status === 401) return showSignIn("The sign-in has ended.");
-    state.retry = setTimeout(() => connect(owner), 3000);
+    state.retry = setTimeout(() => { if (state.events === events) connect(owner); }, 3000);
   };
   events.onmessage = (message) => {
     try {
@@ -597,6 +607,7 @@ function apply(event) {
         else if (view.status.textContent === "queued") setStatus(view, "skipped");
       }
       if (event.artifact && call.views.length) offerArtifact(call.views[call.views.length - 1], event.artifact);
+      if (call.partial && call.session === state.selected) select(state.selected, true, state.owner);
     }
     refreshSoon();
     return;

@@ -481,10 +481,9 @@ impl EvalEngine {
         }
         self.explain_denials(&mut collector, &cwd);
         self.report_network(&kernels, &mut collector);
-        let recorded = collector.take_recorded();
         // Kept before the session's slot is let go, so the next call's cells come after these.
-        let result = collector.finish();
-        self.remember(&context.session, recorded, call, result.artifact.as_deref());
+        let recorded = collector.take_recorded();
+        self.remember(&context.session, recorded, call, collector.artifact_written().as_deref());
         match self.config.mode {
             KernelMode::Session => {
                 for (_, guard) in &mut kernels {
@@ -499,7 +498,7 @@ impl EvalEngine {
                 }
             }
         }
-        Ok(result)
+        Ok(collector.finish())
     }
 
     fn check_exposure(&self, plan: &[PlannedCell]) -> Result<(), EvalError> {
