@@ -180,6 +180,16 @@ async def browser_checks(mcp, workspace):
         await run(mcp, "from IPython.display import HTML, display\ndisplay(HTML(%r))" % payload)
         await run(mcp, "print('<script>window.top.pwned = 2</script><img src=x onerror=\"window.top.pwned=3\">')")
         await output_in_cells(page, "window.top.pwned = 2")
+        # Markdown is rendered as nodes, never as HTML: its tags and a javascript: link stay text.
+        markdown = "# A title\n\n**bold** and `code`\n\n- one\n- two\n\n[click](javascript:window.top.pwned=4) <img src=x onerror=window.top.pwned=5>"
+        await run(mcp, "from IPython.display import Markdown, display\ndisplay(Markdown(%r))" % markdown)
+        rendered = page.locator("#cells .markdown").last
+        await rendered.wait_for(timeout=WAIT_MS)
+        assert await rendered.locator("h3").text_content() == "A title"
+        assert await rendered.locator("strong").text_content() == "bold"
+        assert await rendered.locator("li").count() == 2
+        assert await rendered.locator("img, a, script").count() == 0
+        assert "<img src=x" in await rendered.text_content()
         frame_element = await page.wait_for_selector("#cells iframe", timeout=WAIT_MS)
         assert await frame_element.get_attribute("sandbox") == "", "HTML output is fully sandboxed"
         frame = await frame_element.content_frame()

@@ -314,7 +314,7 @@ function offerArtifact(view, uri) {
   copy.dataset.artifact = uri;
   copy.title = "Copy everything this call printed (" + uri + ")";
   copy.addEventListener("click", () => copyArtifact(uri, owner));
-  footer.append(copy, el("span", "", uri));
+  footer.append(copy);
   view.root.append(footer);
 }
 
@@ -490,11 +490,93 @@ function renderBundle(data) {
     return frame;
   }
   if (data["application/json"] !== undefined) return el("pre", "", JSON.stringify(data["application/json"], null, 2));
-  for (const type of ["text/markdown", "text/latex", "text/plain"]) {
+  if (text(data["text/markdown"])) return renderMarkdown(text(data["text/markdown"]));
+  // LaTeX shows as its source: typesetting it offline would take a library many times this page's size.
+  for (const type of ["text/latex", "text/plain"]) {
     if (text(data[type])) return el("pre", "", stripAnsi(text(data[type])));
   }
   const types = Object.keys(data);
   return el("pre", "note", "(an output in " + (types.join(", ") || "no format") + ")");
+}
+
+// --- Markdown ---------------------------------------------------------------
+
+// A small Markdown renderer that builds DOM nodes, never HTML: headings, paragraphs, lists,
+// quotes, fenced code, rules, and inline code, bold, italics and links (a link shows its text
+// and its address as text; nothing from a cell navigates the page). What it does not know
+// stays as text.
+function renderMarkdown(source) {
+  const root = el("div", "markdown");
+  const lines = source.replace(/\r\n?/g, "\n").split("\n");
+  let i = 0;
+  let paragraph = [];
+  let list = null;
+  const flush = () => {
+    if (paragraph.length) root.append(inlineMarkdown(el("p"), paragraph.join(" ")));
+    paragraph = [];
+  };
+  while (i < lines.length) {
+    const line = lines[i];
+    const fence = /^\s*(```|~~~)/.exec(line);
+    if (fence) {
+      flush();
+      list = null;
+      const code = [];
+      for (i++; i < lines.length && !lines[i].trim().startsWith(fence[1]); i++) code.push(lines[i]);
+      i++;
+      root.append(el("pre", "", code.join("\n")));
+      continue;
+    }
+    const heading = /^(#{1,6})\s+(.*)$/.exec(line);
+    const item = /^\s*([-*+]|\d+[.)])\s+(.*)$/.exec(line);
+    if (heading) {
+      flush();
+      list = null;
+      root.append(inlineMarkdown(el("h" + Math.min(6, heading[1].length + 2)), heading[2].replace(/\s*#+\s*$/, "")));
+    } else if (/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) {
+      flush();
+      list = null;
+      root.append(el("hr"));
+    } else if (item) {
+      flush();
+      const ordered = /\d/.test(item[1]);
+      if (!list || list.ordered !== ordered) {
+        list = { ordered, node: el(ordered ? "ol" : "ul") };
+        root.append(list.node);
+      }
+      list.node.append(inlineMarkdown(el("li"), item[2]));
+    } else if (/^\s*>/.test(line)) {
+      flush();
+      list = null;
+      root.append(inlineMarkdown(el("blockquote"), line.replace(/^\s*>\s?/, "")));
+    } else if (!line.trim()) {
+      flush();
+      list = null;
+    } else {
+      paragraph.push(line.trim());
+    }
+    i++;
+  }
+  flush();
+  return root;
+}
+
+// Inline code, **bold**, *italics* / _italics_ and [text](address), appended to `target` as nodes.
+function inlineMarkdown(target, value) {
+  const pattern = /(`+)([\s\S]*?)\1|\*\*([^*]+)\*\*|__([^_]+)__|\*([^*\s][^*]*)\*|_([^_\s][^_]*)_|\[([^\]]+)\]\(([^)\s]+)\)/g;
+  let last = 0;
+  for (const match of value.matchAll(pattern)) {
+    if (match.index > last) target.append(value.slice(last, match.index));
+    const [whole, , code, bold, bold2, em, em2, label, address] = match;
+    if (code !== undefined) target.append(el("code", "", code));
+    else if (bold || bold2) target.append(el("strong", "", bold || bold2));
+    else if (em || em2) target.append(el("em", "", em || em2));
+    else if (label) target.append(el("span", "link", label), el("span", "muted", " (" + address + ")"));
+    else target.append(whole);
+    last = match.index + whole.length;
+  }
+  target.append(value.slice(last));
+  return target;
 }
 
 // --- live events ------------------------------------------------------------
