@@ -315,11 +315,39 @@ async fn an_admin_sees_and_acts_on_every_principal_and_full_outputs_stay_their_p
         let body = body.to_string();
         assert!(!body.contains("sha256") && !body.contains("root:") && !body.contains("/artifacts"), "{body}");
     }
-    // Missing or malformed parameters are refused in the wire's shape too.
-    for path in ["/ui/api/artifact", "/ui/api/session", "/ui/api/session?session=%FF"] {
-        let (status, body) = ui(&server, "GET", path, None, Some(&alice)).await;
-        assert!((400..500).contains(&status) && body["error"].is_string(), "{path}: {status} {body}");
+    // Missing or malformed parameters, a method a route does not take and a path that is no
+    // route are refused in the wire's shape too.
+    for (method, path, body) in [
+        ("GET", "/ui/api/artifact", None),
+        ("GET", "/ui/api/session", None),
+        ("POST", "/ui/api/reset", Some(json!({}))),
+        ("POST", "/ui/api/reset", Some(json!("not an object"))),
+        ("GET", "/ui/api/reset", None),
+        ("GET", "/ui/api/no-such-route", None),
+    ] {
+        let (status, answer) = ui(&server, method, path, body, Some(&alice)).await;
+        assert!((400..500).contains(&status) && answer["error"].is_string(), "{method} {path}: {status} {answer}");
     }
+
+    // A full output past 8 MiB is copied cut, and says so.
+    let big = "import sys\nsys.stdout.write('y' * 9_000_000)";
+    eval(&server, &alice_mcp, json!({"cells": [{"code": big}], "session": "big"})).await;
+    let (_, listed) = ui(&server, "GET", "/ui/api/sessions", None, Some(&alice)).await;
+    let big_session =
+        listed["sessions"].as_array().unwrap().iter().find(|s| s["name"].as_str().unwrap().ends_with("/big")).unwrap()
+            ["name"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    let (_, view) =
+        ui(&server, "GET", &format!("/ui/api/session?session={}", urlencode(&big_session)), None, Some(&alice)).await;
+    let big_artifact = view["cells"][0]["artifact"].as_str().unwrap().to_string();
+    let (status, copied) =
+        ui(&server, "GET", &format!("/ui/api/artifact?uri={}", urlencode(&big_artifact)), None, Some(&alice)).await;
+    assert_eq!(status, 200);
+    assert_eq!(copied["truncated"], true);
+    assert_eq!(copied["text"].as_str().unwrap().len(), 8 << 20);
+    assert!(copied["total_bytes"].as_u64().unwrap() >= 9_000_000, "{}", copied["total_bytes"]);
 
     // Alice watches; the admin acts on her session, and she is told who did what.
     let stream = |cookie: String| {
@@ -377,11 +405,34 @@ async fn an_admin_sees_and_acts_on_every_principal_and_full_outputs_stay_their_p
         assert_eq!(opened.status().as_u16(), 200);
         newer.push(opened);
     }
+    // It is told it was ended (so its page does not reconnect by itself), then ends.
     let ended = tokio::time::timeout(std::time::Duration::from_secs(120), async {
-        while let Ok(Some(_)) = events.chunk().await {}
+        let mut rest = String::new();
+        while let Ok(Some(chunk)) = events.chunk().await {
+            rest.push_str(&String::from_utf8_lossy(&chunk));
+        }
+        messages(&rest)
     })
-    .await;
-    assert!(ended.is_ok(), "the oldest of nine streams was not ended");
+    .await
+    .expect("the oldest of nine streams was not ended");
+    assert!(ended.iter().any(|m| matches!(m.kind, LiveKind::Ended { .. })), "{ended:?}");
+    // The eight newer ones go on.
+    let (status, _) = ui(&server, "POST", "/ui/api/interrupt", Some(action.clone()), Some(&boss)).await;
+    assert_eq!(status, 200);
+    for open in &mut newer {
+        let told = tokio::time::timeout(std::time::Duration::from_secs(120), async {
+            let mut seen = String::new();
+            while let Some(chunk) = open.chunk().await.unwrap() {
+                seen.push_str(&String::from_utf8_lossy(&chunk));
+                if messages(&seen).iter().any(|m| matches!(m.kind, LiveKind::Action { .. })) {
+                    return true;
+                }
+            }
+            false
+        })
+        .await;
+        assert_eq!(told.ok(), Some(true), "a newer stream ended or saw nothing");
+    }
     assert_eq!(stream(bob.clone()).await.status().as_u16(), 200);
 
     // An admin whose token loses `admin` in the tokens file is signed out at its next request.
@@ -395,6 +446,7 @@ async fn an_admin_sees_and_acts_on_every_principal_and_full_outputs_stay_their_p
     std::fs::write(&edited, file.to_string()).unwrap();
     std::fs::rename(&edited, &server.tokens).unwrap();
     assert_eq!(ui(&server, "GET", "/ui/api/me", None, Some(&boss)).await.0, 401);
+    assert_eq!(ui(&server, "GET", "/ui/api/me", None, Some(&alice)).await.0, 200, "the file was read again");
 
     // Behind a proxy that ends TLS, the page's own https origin makes the cookie `Secure`; over
     // plain HTTP it is not (the browser would drop it).

@@ -298,6 +298,11 @@ pub enum LiveKind {
     Lagged {
         lost: u64,
     },
+    /// The server ends this stream, and the page should not open it again by itself (a newer
+    /// stream of the same sign-in took its place).
+    Ended {
+        reason: String,
+    },
 }
 
 impl LiveKind {
@@ -315,6 +320,7 @@ impl LiveKind {
         "note",
         "waiting",
         "lagged",
+        "ended",
     ];
 
     /// This message's `type`.
@@ -332,6 +338,7 @@ impl LiveKind {
             LiveKind::Note { .. } => "note",
             LiveKind::Waiting { .. } => "waiting",
             LiveKind::Lagged { .. } => "lagged",
+            LiveKind::Ended { .. } => "ended",
         }
     }
 }
@@ -426,6 +433,7 @@ mod tests {
             LiveKind::Note { text: String::new() },
             LiveKind::Waiting { cell: 0, text: None, elapsed_ms: 0 },
             LiveKind::Lagged { lost: 1 },
+            LiveKind::Ended { reason: String::new() },
         ];
         let names: Vec<&str> = kinds.iter().map(LiveKind::type_name).collect();
         assert_eq!(names, LiveKind::TYPES);

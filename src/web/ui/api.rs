@@ -240,11 +240,16 @@ pub(super) async fn artifact(
         Err(refusal) => return refusal,
     };
     let shown: String = query.uri.chars().take(100).collect();
-    let Ok(_turn) = ui.artifact_reads.acquire().await else {
+    // The turn goes with the read: a client that leaves does not free it before the read ends.
+    let Ok(turn) = ui.artifact_reads.clone().acquire_owned().await else {
         return json_error(StatusCode::SERVICE_UNAVAILABLE, "the server is stopping");
     };
     let (engine, uri) = (target.engine.clone(), query.uri.clone());
-    let read = tokio::task::spawn_blocking(move || engine.read_artifact(&uri, 0, MAX_ARTIFACT_TEXT)).await;
+    let read = tokio::task::spawn_blocking(move || {
+        let _turn = turn;
+        engine.read_artifact(&uri, 0, MAX_ARTIFACT_TEXT)
+    })
+    .await;
     let Ok(read) = read else {
         return json_error(StatusCode::INTERNAL_SERVER_ERROR, &format!("artifact {shown:?} could not be read"));
     };
@@ -266,6 +271,11 @@ pub(super) async fn artifact(
             json_error(StatusCode::INTERNAL_SERVER_ERROR, &format!("artifact {shown:?} could not be read"))
         }
     }
+}
+
+/// Any other path under `/ui/api/`: not a route of the API.
+pub(super) async fn no_route() -> Response {
+    json_error(StatusCode::NOT_FOUND, "no such route of the web view's API")
 }
 
 /// A file name made of `session`'s letters, digits, `-` and `_` (others become `_`).

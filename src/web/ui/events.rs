@@ -14,7 +14,7 @@ use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use super::api::{no_store, target};
 use super::{Ui, cookie_of};
 use crate::tool::EvalEvent;
-use crate::tool::live::{LiveEvent, LiveKind};
+use crate::tool::live::{BACKLOG, LiveEvent, LiveKind};
 
 /// Event streams one sign-in may hold open at once (tabs of the page; with
 /// auth off, all pages together): a new one past it ends the oldest, whose
@@ -40,23 +40,38 @@ pub(super) async fn events(
     let slot = StreamSlot::take(&ui, key);
     let engine = target.engine;
     let receiver = engine.live().subscribe();
-    let ends = Ends { stop: ui.stop.clone(), engine_gone: engine.live().closed(), ui: ui.clone(), id, slot };
+    let engine_gone = engine.live().closed();
+    let ends = Ends { stop: ui.stop.clone(), engine_gone, ui: ui.clone(), id, slot, told_to_end: false, drained: 0 };
     // One clock for the stream's life (a new one per event would never ring while events flow).
     let mut recheck = tokio::time::interval_at(tokio::time::Instant::now() + RECHECK, RECHECK);
     recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let state = (receiver, ends, recheck);
-    let stream = futures_util::stream::unfold(state, |(mut receiver, ends, mut recheck)| async move {
+    let stream = futures_util::stream::unfold(state, |(mut receiver, mut ends, mut recheck)| async move {
+        if ends.told_to_end {
+            return None;
+        }
         let next = loop {
             tokio::select! {
                 biased;
                 _ = ends.stop.cancelled() => return None,
-                _ = ends.slot.ended.cancelled() => return None,
-                // What the engine published before it was disposed is still sent.
-                _ = ends.engine_gone.cancelled() => match receiver.try_recv() {
-                    Ok(event) => break Ok(event),
-                    Err(TryRecvError::Lagged(lost)) => break Err(RecvError::Lagged(lost)),
+                // A newer stream of the sign-in took this one's place: the page is told not to
+                // reconnect by itself (two tabs would end each other for ever).
+                _ = ends.slot.ended.cancelled() => {
+                    ends.told_to_end = true;
+                    let reason = "a newer page of this sign-in is watching: this one is paused".to_string();
+                    let message =
+                        LiveMessage { seq: None, session: None, at_ms: None, call: None, kind: wire::LiveKind::Ended { reason } };
+                    let event = Event::default().data(serde_json::to_string(&message).unwrap_or_default());
+                    return Some((Ok(event), (receiver, ends, recheck)));
+                }
+                // What the engine published before it was disposed is still sent (a backlog's worth
+                // at most: a disposed engine that went on publishing would keep the stream open).
+                _ = ends.engine_gone.cancelled(), if ends.drained < BACKLOG => match receiver.try_recv() {
+                    Ok(event) => { ends.drained += 1; break Ok(event) }
+                    Err(TryRecvError::Lagged(lost)) => { ends.drained += 1; break Err(RecvError::Lagged(lost)) }
                     Err(_) => return None,
                 },
+                _ = ends.engine_gone.cancelled() => return None,
                 _ = recheck.tick() => {
                     if !ends.ui.still_signed_in(ends.id.as_deref()).await {
                         return None;
@@ -94,6 +109,10 @@ struct Ends {
     ui: Arc<Ui>,
     id: Option<String>,
     slot: StreamSlot,
+    /// The `ended` message was sent: the stream ends next.
+    told_to_end: bool,
+    /// Events sent since the engine was disposed.
+    drained: usize,
 }
 
 /// One of a sign-in's [`MAX_STREAMS_EACH`] streams, given back when the stream ends.

@@ -39,7 +39,7 @@ use axum::Router;
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
@@ -115,12 +115,12 @@ pub struct Ui {
     /// Event streams open, by sign-in ([`events::MAX_STREAMS_EACH`] each).
     streams: Mutex<events::Streams>,
     /// Full outputs being read at once (each up to [`api::MAX_ARTIFACT_TEXT`]).
-    artifact_reads: tokio::sync::Semaphore,
+    artifact_reads: Arc<tokio::sync::Semaphore>,
 }
 
 impl Ui {
     pub fn new(host: Box<dyn Host>, https: bool, stop: CancellationToken) -> Arc<Ui> {
-        let artifact_reads = tokio::sync::Semaphore::new(api::ARTIFACT_READS);
+        let artifact_reads = Arc::new(tokio::sync::Semaphore::new(api::ARTIFACT_READS));
         Arc::new(Ui { host, sign_ins: SignIns::default(), https, stop, streams: Mutex::default(), artifact_reads })
     }
 
@@ -237,6 +237,7 @@ pub fn routes(ui: Arc<Ui>) -> Router {
         .route("/ui/api/reset", post(actions::reset))
         .route("/ui/api/fork", post(actions::fork))
         .route("/ui/api/undo", post(actions::undo))
+        .route("/ui/api/{*rest}", any(api::no_route))
         .layer(axum::middleware::from_fn(guard))
         .with_state(ui)
 }
@@ -275,17 +276,29 @@ async fn guard(request: Request, next: axum::middleware::Next) -> Response {
 }
 
 /// A refusal of the API that is not JSON yet (a body or query that did not
-/// parse, which axum answers as plain text) in the wire's shape, `{"error": …}`.
+/// parse, which axum answers as plain text; a method the route does not take,
+/// answered with no body) in the wire's shape, `{"error": …}`, its headers kept.
 async fn json_refusal(response: Response) -> Response {
     let status = response.status();
-    let plain =
-        response.headers().get(header::CONTENT_TYPE).is_some_and(|kind| kind.as_bytes().starts_with(b"text/plain"));
-    if !(status.is_client_error() || status.is_server_error()) || !plain {
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|kind| kind.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || json {
         return response;
     }
-    let body = axum::body::to_bytes(response.into_body(), 4096).await.unwrap_or_default();
-    let message: String = String::from_utf8_lossy(&body).chars().take(300).collect();
-    json_error(status, &message)
+    let (mut parts, body) = response.into_parts();
+    // Axum's own refusals are a line or two; anything longer is cut, not lost.
+    let body = axum::body::to_bytes(body, 64 << 10).await.unwrap_or_default();
+    let text: String = String::from_utf8_lossy(&body).chars().take(300).collect();
+    let message =
+        if text.trim().is_empty() { status.canonical_reason().unwrap_or("refused").to_string() } else { text };
+    let refusal = json_error(status, &message);
+    parts.headers.remove(header::CONTENT_LENGTH);
+    for (name, value) in refusal.headers() {
+        parts.headers.insert(name.clone(), value.clone());
+    }
+    Response::from_parts(parts, refusal.into_body())
 }
 
 /// Refuse an API request another site's page could have made.
@@ -376,7 +389,7 @@ mod tests {
             let served = format!(".route({path:?}, {}(", method.to_ascii_lowercase());
             assert!(source.contains(&served), "{route} is not served as the wire says");
         }
-        let served = source.matches(".route(\"/ui/api/").count();
+        let served = source.matches(".route(\"/ui/api/").count() - source.matches(".route(\"/ui/api/{*rest}\"").count();
         assert_eq!(served, cellbox_protocol::ui::ROUTES.len(), "a route of the API the wire does not declare");
     }
 

@@ -419,11 +419,6 @@ impl Collector {
         &self.cells
     }
 
-    /// `artifact://…` of the full output, once anything was written to it.
-    pub fn artifact_written(&self) -> Option<String> {
-        self.artifact.exists().then(|| self.artifact.uri())
-    }
-
     /// Close the artifact and assemble the result.
     pub fn finish(mut self) -> EvalResult {
         if self.dropped_images > 0 {

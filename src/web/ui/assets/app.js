@@ -15,7 +15,7 @@ const R = WIRE.routes;
 const E = WIRE.events;
 const state = {
   me: null, selected: null, owner: null, watched: null, sessions: [], calls: new Map(), events: null, timer: null,
-  listTimer: null, reading: 0,
+  listTimer: null, reading: 0, finished: new Set(),
 };
 
 // A page that kept every output of a flood would freeze when it is most needed: a view keeps
@@ -84,6 +84,7 @@ function showSignIn(message) {
   clearTimeout(state.retry);
   Object.assign(state, {
     me: null, selected: null, owner: null, watched: null, sessions: [], calls: new Map(), events: null, listTimer: null,
+    reading: state.reading + 1, finished: new Set(),
   });
   $("cells").replaceChildren();
   $("sessions").replaceChildren();
@@ -223,18 +224,34 @@ async function select(name, keepNotice, owner) {
   // Calls running when the session was read, with their code (one begun before the page
   // opened included), then those this page saw start since; a call in the notebook already
   // (it ended meanwhile) is not shown twice.
+  let ended = false;
   for (const running of view.running || []) {
     if (shown.has(running.call)) continue;
+    // It ended while the session was read (its end arrived first): read the session again.
+    if (state.finished.has(running.call)) {
+      ended = true;
+      continue;
+    }
     const call = callOf({ call: running.call, session: name });
-    if (!call.cells.length) call.cells = running.cells;
-    // Begun before this page read the session: its earlier output is read again once it ends.
-    if (!call.views.length) call.partial = true;
+    if (!call.started) {
+      // Begun before this page saw it start: its code comes from here (views its events made
+      // meanwhile show a placeholder), and its earlier output is read again once it ends.
+      call.cells = running.cells;
+      call.views.forEach((made, index) => {
+        const cell = running.cells[index];
+        if (!cell) return;
+        made.source.replaceChildren();
+        highlight(made.source, cell.code, made.language);
+      });
+      call.partial = true;
+    }
     if (!call.views.length && running.cells.length) {
       const first = viewOf(call, 0, true);
       first.started = running.started_ms;
       setStatus(first, "running");
     }
   }
+  if (ended) setTimeout(() => reading === state.reading && select(name, true, owner), 0);
   for (const [number, call] of state.calls) {
     if (call.session === name && !shown.has(number)) for (const kept of call.views) cells.append(kept.root);
   }
@@ -277,6 +294,9 @@ async function act(action) {
   refreshSoon();
 }
 
+$("link").addEventListener("click", () => {
+  if (state.events && state.events.readyState === EventSource.CLOSED) connect(state.watched);
+});
 $("interrupt").addEventListener("click", () => act("interrupt"));
 $("reset").addEventListener("click", () => act("reset"));
 $("fork").addEventListener("click", () => act("fork"));
@@ -360,7 +380,7 @@ function cellView(code, language, count) {
   highlight(source, code, language);
   const outputs = el("div", "outputs");
   root.append(header, source, outputs);
-  return { root, status, outputs, label, started: null, stream: null };
+  return { root, status, outputs, label, source, language, started: null, stream: null };
 }
 
 function setStatus(view, status, seconds) {
@@ -446,7 +466,13 @@ function addOutput(view, node) {
 // Past MAX_CELLS cells in the view, the oldest go.
 function trimCells() {
   const cells = $("cells");
-  while (cells.childElementCount > MAX_CELLS) cells.firstElementChild.remove();
+  if (cells.childElementCount <= MAX_CELLS) return;
+  let first = cells.firstElementChild;
+  if (!first.classList.contains("dropped")) {
+    first = el("li", "cell note dropped", "Earlier cells are not shown here: Download .ipynb has them all.");
+    cells.prepend(first);
+  }
+  while (cells.childElementCount > MAX_CELLS + 1) first.nextElementSibling.remove();
 }
 
 function addNotebookOutput(view, output) {
@@ -501,81 +527,164 @@ function renderBundle(data) {
 
 // --- Markdown ---------------------------------------------------------------
 
+// Markdown past this size shows as its text: the renderer is linear, but a page kept usable
+// while a cell floods should not lay out a book.
+const MAX_MARKDOWN_CHARS = 32768;
+
 // A small Markdown renderer that builds DOM nodes, never HTML: headings, paragraphs, lists,
 // quotes, fenced code, rules, and inline code, bold, italics and links (a link shows its text
 // and its address as text; nothing from a cell navigates the page). What it does not know
-// stays as text.
+// stays as text. It reads each line once, with no pattern that can backtrack far.
 function renderMarkdown(source) {
+  if (source.length > MAX_MARKDOWN_CHARS) return el("pre", "", source);
   const root = el("div", "markdown");
   const lines = source.replace(/\r\n?/g, "\n").split("\n");
-  let i = 0;
   let paragraph = [];
   let list = null;
   const flush = () => {
     if (paragraph.length) root.append(inlineMarkdown(el("p"), paragraph.join(" ")));
     paragraph = [];
   };
-  while (i < lines.length) {
+  for (let i = 0; i < lines.length; i++) {
     const line = lines[i];
-    const fence = /^\s*(```|~~~)/.exec(line);
-    if (fence) {
+    const trimmed = line.trim();
+    if (trimmed.startsWith("```") || trimmed.startsWith("~~~")) {
       flush();
       list = null;
+      const fence = trimmed.slice(0, 3);
       const code = [];
-      for (i++; i < lines.length && !lines[i].trim().startsWith(fence[1]); i++) code.push(lines[i]);
-      i++;
+      for (i++; i < lines.length && !lines[i].trim().startsWith(fence); i++) code.push(lines[i]);
       root.append(el("pre", "", code.join("\n")));
       continue;
     }
-    const heading = /^(#{1,6})\s+(.*)$/.exec(line);
-    const item = /^\s*([-*+]|\d+[.)])\s+(.*)$/.exec(line);
-    if (heading) {
+    const level = headingLevel(line);
+    const item = listItem(trimmed);
+    if (level) {
       flush();
       list = null;
-      root.append(inlineMarkdown(el("h" + Math.min(6, heading[1].length + 2)), heading[2].replace(/\s*#+\s*$/, "")));
-    } else if (/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) {
+      const title = line.slice(level).trim();
+      let end = title.length;
+      while (end && title[end - 1] === "#") end--;
+      root.append(inlineMarkdown(el("h" + Math.min(6, level + 2)), title.slice(0, end).trim()));
+    } else if (isRule(trimmed)) {
       flush();
       list = null;
       root.append(el("hr"));
     } else if (item) {
       flush();
-      const ordered = /\d/.test(item[1]);
-      if (!list || list.ordered !== ordered) {
-        list = { ordered, node: el(ordered ? "ol" : "ul") };
+      if (!list || list.ordered !== item.ordered) {
+        list = { ordered: item.ordered, node: el(item.ordered ? "ol" : "ul") };
         root.append(list.node);
       }
-      list.node.append(inlineMarkdown(el("li"), item[2]));
-    } else if (/^\s*>/.test(line)) {
+      list.node.append(inlineMarkdown(el("li"), item.text));
+    } else if (trimmed.startsWith(">")) {
       flush();
       list = null;
-      root.append(inlineMarkdown(el("blockquote"), line.replace(/^\s*>\s?/, "")));
-    } else if (!line.trim()) {
+      root.append(inlineMarkdown(el("blockquote"), trimmed.slice(1).trim()));
+    } else if (!trimmed) {
       flush();
       list = null;
     } else {
-      paragraph.push(line.trim());
+      paragraph.push(trimmed);
     }
-    i++;
   }
   flush();
   return root;
 }
 
-// Inline code, **bold**, *italics* / _italics_ and [text](address), appended to `target` as nodes.
-function inlineMarkdown(target, value) {
-  const pattern = /(`+)([\s\S]*?)\1|\*\*([^*]+)\*\*|__([^_]+)__|\*([^*\s][^*]*)\*|_([^_\s][^_]*)_|\[([^\]]+)\]\(([^)\s]+)\)/g;
-  let last = 0;
-  for (const match of value.matchAll(pattern)) {
-    if (match.index > last) target.append(value.slice(last, match.index));
-    const [whole, , code, bold, bold2, em, em2, label, address] = match;
-    if (code !== undefined) target.append(el("code", "", code));
-    else if (bold || bold2) target.append(el("strong", "", bold || bold2));
-    else if (em || em2) target.append(el("em", "", em || em2));
-    else if (label) target.append(el("span", "link", label), el("span", "muted", " (" + address + ")"));
-    else target.append(whole);
-    last = match.index + whole.length;
+// `# title` to `###### title`: its level, else 0.
+function headingLevel(line) {
+  let level = 0;
+  while (level < line.length && line[level] === "#") level++;
+  return level >= 1 && level <= 6 && (line[level] === " " || line[level] === "\t") ? level : 0;
+}
+
+// `- text`, `* text`, `+ text`, `1. text` or `1) text`.
+function listItem(trimmed) {
+  if ((trimmed[0] === "-" || trimmed[0] === "*" || trimmed[0] === "+") && trimmed[1] === " ") {
+    return { ordered: false, text: trimmed.slice(2).trim() };
   }
-  target.append(value.slice(last));
+  let digits = 0;
+  while (digits < trimmed.length && digits < 9 && trimmed[digits] >= "0" && trimmed[digits] <= "9") digits++;
+  if (digits && (trimmed[digits] === "." || trimmed[digits] === ")") && trimmed[digits + 1] === " ") {
+    return { ordered: true, text: trimmed.slice(digits + 2).trim() };
+  }
+  return null;
+}
+
+// `---`, `***` or `___` (spaces between allowed).
+function isRule(trimmed) {
+  const marks = trimmed.replace(/ /g, "");
+  return marks.length >= 3 && "-*_".includes(marks[0]) && marks.split(marks[0]).join("") === "";
+}
+
+// Inline code, **bold**, *italics* / _italics_ and [text](address), appended to `target` as
+// nodes. Each closing mark is looked for with indexOf; a mark found to have no closing one is
+// never looked for again, so a line full of openers costs one scan per kind of mark.
+function inlineMarkdown(target, value) {
+  const unclosed = new Set();
+  const find = (mark, from) => {
+    if (unclosed.has(mark)) return -1;
+    const at = value.indexOf(mark, from);
+    if (at < 0) unclosed.add(mark);
+    return at;
+  };
+  let text = "";
+  let i = 0;
+  const emit = (node) => {
+    if (text) target.append(text);
+    text = "";
+    target.append(node);
+  };
+  while (i < value.length) {
+    const c = value[i];
+    if (c === "`") {
+      let run = 1;
+      while (value[i + run] === "`") run++;
+      const fence = "`".repeat(run);
+      const close = find(fence, i + run);
+      if (close > 0) {
+        emit(el("code", "", value.slice(i + run, close)));
+        i = close + run;
+      } else {
+        text += fence;
+        i += run;
+      }
+    } else if ((c === "*" || c === "_") && value[i + 1] === c) {
+      const close = find(c + c, i + 2);
+      if (close > i + 2) {
+        emit(el("strong", "", value.slice(i + 2, close)));
+        i = close + 2;
+      } else {
+        text += c + c;
+        i += 2;
+      }
+    } else if ((c === "*" || c === "_") && value[i + 1] && value[i + 1] !== " ") {
+      const close = find(c, i + 1);
+      if (close > i + 1) {
+        emit(el("em", "", value.slice(i + 1, close)));
+        i = close + 1;
+      } else {
+        text += c;
+        i += 1;
+      }
+    } else if (c === "[") {
+      const close = find("](", i + 1);
+      const end = close > i ? value.indexOf(")", close + 2) : -1;
+      if (close > i && end > close && !value.slice(close + 2, end).includes(" ")) {
+        emit(el("span", "link", value.slice(i + 1, close)));
+        emit(el("span", "muted", " (" + value.slice(close + 2, end) + ")"));
+        i = end + 1;
+      } else {
+        text += c;
+        i += 1;
+      }
+    } else {
+      text += c;
+      i += 1;
+    }
+  }
+  if (text) target.append(text);
   return target;
 }
 
@@ -598,10 +707,11 @@ function connect(owner) {
     $("link").hidden = false;
     $("link").className = "pill on";
     $("link").textContent = "live";
-    $("link").dataset.watched = owner;
     // What happened before this stream opened (the first time, or while it was down, or in
     // an engine made anew) is read again; what happens from now on arrives as events.
-    resync();
+    resync().then(() => {
+      if (state.events === events) $("link").dataset.watched = owner;
+    });
   };
   events.onerror = async () => {
     if (state.events !== events) return;
@@ -657,6 +767,14 @@ function shows(call) {
 }
 
 function apply(event) {
+  if (event.type === E.ENDED) {
+    // A newer page of this sign-in took this one's place: no reconnecting by itself.
+    state.events.close();
+    $("link").className = "pill";
+    $("link").textContent = "paused: resume";
+    $("notice").textContent = event.reason;
+    return;
+  }
   if (event.type === E.LAGGED) {
     $("notice").textContent = event.lost + " events were missed; reloading the session.";
     resync();
@@ -665,6 +783,7 @@ function apply(event) {
   if (event.type === E.CALL_STARTED) {
     const call = callOf(event);
     call.cells = event.cells;
+    call.started = true;
     refreshSoon();
     return;
   }
@@ -683,6 +802,9 @@ function apply(event) {
   if (event.type === E.CALL_FINISHED) {
     const call = state.calls.get(event.call);
     state.calls.delete(event.call);
+    // Kept for a session read under way, which may still name it running (a few hundred at most).
+    state.finished.add(event.call);
+    if (state.finished.size > 512) state.finished.delete(state.finished.values().next().value);
     if (call) {
       for (const view of call.views) {
         if (view.started) finish(view, event.status || "cancelled");
@@ -721,8 +843,9 @@ function apply(event) {
 // Forget the calls seen so far and read the sessions again.
 function resync() {
   state.calls.clear();
+  state.finished.clear();
   refreshSessions();
-  if (state.selected) select(state.selected, true, state.owner);
+  return state.selected ? select(state.selected, true, state.owner) : Promise.resolve();
 }
 
 function finish(view, status, durationMs) {

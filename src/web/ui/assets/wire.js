@@ -32,5 +32,6 @@ const WIRE = Object.freeze({
     NOTE: "note",
     WAITING: "waiting",
     LAGGED: "lagged",
+    ENDED: "ended",
   }),
 });

@@ -481,9 +481,12 @@ impl EvalEngine {
         }
         self.explain_denials(&mut collector, &cwd);
         self.report_network(&kernels, &mut collector);
-        // Kept before the session's slot is let go, so the next call's cells come after these.
+        // Kept before the session's slot is let go, so the next call's cells come after these,
+        // and once its full output is handed to be saved, so the page that reads the history can
+        // read that output too (a big one's writer is waited for here).
         let recorded = collector.take_recorded();
-        self.remember(&context.session, recorded, call, collector.artifact_written().as_deref());
+        let result = collector.finish();
+        self.remember(&context.session, recorded, call, result.artifact.as_deref());
         match self.config.mode {
             KernelMode::Session => {
                 for (_, guard) in &mut kernels {
@@ -498,7 +501,7 @@ impl EvalEngine {
                 }
             }
         }
-        Ok(collector.finish())
+        Ok(result)
     }
 
     fn check_exposure(&self, plan: &[PlannedCell]) -> Result<(), EvalError> {
