@@ -324,6 +324,8 @@ async fn an_admin_sees_and_acts_on_every_principal_and_full_outputs_stay_their_p
         ("POST", "/ui/api/reset", Some(json!("not an object"))),
         ("GET", "/ui/api/reset", None),
         ("GET", "/ui/api/no-such-route", None),
+        ("GET", "/ui/api/", None),
+        ("GET", "/ui/api", None),
     ] {
         let (status, answer) = ui(&server, method, path, body, Some(&alice)).await;
         assert!((400..500).contains(&status) && answer["error"].is_string(), "{method} {path}: {status} {answer}");
@@ -415,7 +417,7 @@ async fn an_admin_sees_and_acts_on_every_principal_and_full_outputs_stay_their_p
     })
     .await
     .expect("the oldest of nine streams was not ended");
-    assert!(ended.iter().any(|m| matches!(m.kind, LiveKind::Ended { .. })), "{ended:?}");
+    assert!(matches!(ended.last().map(|m| &m.kind), Some(LiveKind::Ended { .. })), "{ended:?}");
     // The eight newer ones go on.
     let (status, _) = ui(&server, "POST", "/ui/api/interrupt", Some(action.clone()), Some(&boss)).await;
     assert_eq!(status, 200);
@@ -424,7 +426,10 @@ async fn an_admin_sees_and_acts_on_every_principal_and_full_outputs_stay_their_p
             let mut seen = String::new();
             while let Some(chunk) = open.chunk().await.unwrap() {
                 seen.push_str(&String::from_utf8_lossy(&chunk));
-                if messages(&seen).iter().any(|m| matches!(m.kind, LiveKind::Action { .. })) {
+                let by_boss = |m: &cellbox_protocol::ui::LiveMessage| {
+                    matches!(&m.kind, LiveKind::Action { action, by, .. } if action == "interrupt" && by == "boss")
+                };
+                if messages(&seen).iter().any(by_boss) {
                     return true;
                 }
             }

@@ -191,7 +191,7 @@ async def browser_checks(mcp, workspace):
         assert await rendered.locator("img, a, script").count() == 0
         assert "<img src=x" in await rendered.text_content()
         # Hostile Markdown does not stall the page: openers that never close, and a book's worth.
-        for n, hostile in enumerate(["`" * 20000 + "[" * 10000 + "*_" * 900, "# x" + "#" * 30000, "x" * 200000]):
+        for n, hostile in enumerate(["`" * 20000 + "[" * 10000 + "*_" * 900, "[" * 15000 + "](" + "x" * 15000, "# x" + "#" * 30000, "x" * 200000]):
             end = "END-MD-%d" % n
             await run(mcp, "from IPython.display import Markdown, display\ndisplay(Markdown(%r))" % (hostile + "\n\n" + end))
             await output_in_cells(page, end)

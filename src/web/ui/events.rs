@@ -61,7 +61,10 @@ pub(super) async fn events(
                     let reason = "a newer page of this sign-in is watching: this one is paused".to_string();
                     let message =
                         LiveMessage { seq: None, session: None, at_ms: None, call: None, kind: wire::LiveKind::Ended { reason } };
-                    let event = Event::default().data(serde_json::to_string(&message).unwrap_or_default());
+                    // A browser that does not know `ended` would reconnect: not before a day.
+                    let event = Event::default()
+                        .data(serde_json::to_string(&message).unwrap_or_default())
+                        .retry(std::time::Duration::from_secs(24 * 3600));
                     return Some((Ok(event), (receiver, ends, recheck)));
                 }
                 // What the engine published before it was disposed is still sent (a backlog's worth

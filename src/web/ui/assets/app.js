@@ -240,6 +240,8 @@ async function select(name, keepNotice, owner) {
       call.views.forEach((made, index) => {
         const cell = running.cells[index];
         if (!cell) return;
+        made.language = LANGUAGES[cell.language] || cell.language;
+        made.languageLabel.textContent = made.language;
         made.source.replaceChildren();
         highlight(made.source, cell.code, made.language);
       });
@@ -251,7 +253,9 @@ async function select(name, keepNotice, owner) {
       setStatus(first, "running");
     }
   }
-  if (ended) setTimeout(() => reading === state.reading && select(name, true, owner), 0);
+  // Read again, a moment later and a few times at most (the stream's reopening reads anew anyway).
+  state.rereads = ended ? (state.rereads || 0) + 1 : 0;
+  if (ended && state.rereads <= 3) setTimeout(() => reading === state.reading && select(name, true, owner), 250);
   for (const [number, call] of state.calls) {
     if (call.session === name && !shown.has(number)) for (const kept of call.views) cells.append(kept.root);
   }
@@ -375,12 +379,13 @@ function cellView(code, language, count) {
   const header = el("header");
   const label = el("span", "", count ? "[" + count + "]" : "[ ]");
   const status = el("span", "status");
-  header.append(label, el("span", "", language), status);
+  const languageLabel = el("span", "", language);
+  header.append(label, languageLabel, status);
   const source = el("pre", "source");
   highlight(source, code, language);
   const outputs = el("div", "outputs");
   root.append(header, source, outputs);
-  return { root, status, outputs, label, source, language, started: null, stream: null };
+  return { root, status, outputs, label, source, language, languageLabel, started: null, stream: null };
 }
 
 function setStatus(view, status, seconds) {
@@ -548,7 +553,8 @@ function renderMarkdown(source) {
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i];
     const trimmed = line.trim();
-    if (trimmed.startsWith("```") || trimmed.startsWith("~~~")) {
+    // A fence opens a block only when nothing closes it on its own line (```x``` is inline code).
+    if ((trimmed.startsWith("```") || trimmed.startsWith("~~~")) && !trimmed.slice(3).includes(trimmed.slice(0, 3))) {
       flush();
       list = null;
       const fence = trimmed.slice(0, 3);
@@ -562,10 +568,12 @@ function renderMarkdown(source) {
     if (level) {
       flush();
       list = null;
+      // A closing run of `#` goes when a space sets it apart (`# C#` keeps its `#`).
       const title = line.slice(level).trim();
       let end = title.length;
       while (end && title[end - 1] === "#") end--;
-      root.append(inlineMarkdown(el("h" + Math.min(6, level + 2)), title.slice(0, end).trim()));
+      const closed = end === 0 || title[end - 1] === " ";
+      root.append(inlineMarkdown(el("h" + Math.min(6, level + 2)), (closed ? title.slice(0, end) : title).trim()));
     } else if (isRule(trimmed)) {
       flush();
       list = null;
@@ -619,72 +627,62 @@ function isRule(trimmed) {
 }
 
 // Inline code, **bold**, *italics* / _italics_ and [text](address), appended to `target` as
-// nodes. Each closing mark is looked for with indexOf; a mark found to have no closing one is
-// never looked for again, so a line full of openers costs one scan per kind of mark.
+// nodes. Every mark's closing one is looked for from left to right, and each search's answer
+// is kept while the reading is still before it, so a line full of openers costs one scan per
+// kind of mark. `_` marks only at a word's edge (`snake_case` stays as it is).
 function inlineMarkdown(target, value) {
-  const unclosed = new Set();
+  const found = new Map();
   const find = (mark, from) => {
-    if (unclosed.has(mark)) return -1;
+    const known = found.get(mark);
+    if (known && from >= known.from && (known.at < 0 || from <= known.at)) return known.at;
     const at = value.indexOf(mark, from);
-    if (at < 0) unclosed.add(mark);
+    found.set(mark, { from, at });
     return at;
   };
-  let text = "";
+  const word = (ch) => ch !== undefined && /[A-Za-z0-9]/.test(ch);
+  let plain = 0;
   let i = 0;
-  const emit = (node) => {
-    if (text) target.append(text);
-    text = "";
+  const emit = (node, next) => {
+    if (i > plain) target.append(value.slice(plain, i));
     target.append(node);
+    i = plain = next;
   };
   while (i < value.length) {
     const c = value[i];
     if (c === "`") {
       let run = 1;
       while (value[i + run] === "`") run++;
-      const fence = "`".repeat(run);
-      const close = find(fence, i + run);
-      if (close > 0) {
-        emit(el("code", "", value.slice(i + run, close)));
-        i = close + run;
-      } else {
-        text += fence;
-        i += run;
-      }
-    } else if ((c === "*" || c === "_") && value[i + 1] === c) {
+      const close = find("`".repeat(run), i + run);
+      if (close > 0) emit(el("code", "", value.slice(i + run, close)), close + run);
+      else i += run;
+    } else if ((c === "*" || c === "_") && value[i + 1] === c && !(c === "_" && word(value[i - 1]))) {
       const close = find(c + c, i + 2);
-      if (close > i + 2) {
-        emit(el("strong", "", value.slice(i + 2, close)));
-        i = close + 2;
+      if (close > i + 2 && !(c === "_" && word(value[close + 2]))) {
+        emit(el("strong", "", value.slice(i + 2, close)), close + 2);
       } else {
-        text += c + c;
         i += 2;
       }
-    } else if ((c === "*" || c === "_") && value[i + 1] && value[i + 1] !== " ") {
+    } else if ((c === "*" || c === "_") && value[i + 1] && value[i + 1] !== " " && !(c === "_" && word(value[i - 1]))) {
       const close = find(c, i + 1);
-      if (close > i + 1) {
-        emit(el("em", "", value.slice(i + 1, close)));
-        i = close + 1;
-      } else {
-        text += c;
-        i += 1;
-      }
+      if (close > i + 1 && !(c === "_" && word(value[close + 1]))) emit(el("em", "", value.slice(i + 1, close)), close + 1);
+      else i += 1;
     } else if (c === "[") {
-      const close = find("](", i + 1);
-      const end = close > i ? value.indexOf(")", close + 2) : -1;
-      if (close > i && end > close && !value.slice(close + 2, end).includes(" ")) {
-        emit(el("span", "link", value.slice(i + 1, close)));
-        emit(el("span", "muted", " (" + value.slice(close + 2, end) + ")"));
-        i = end + 1;
+      // [label](address): the label's first `]` must open the address, which has no space.
+      const close = find("]", i + 1);
+      const end = close > i && value[close + 1] === "(" ? find(")", close + 2) : -1;
+      if (end > close && !value.slice(close + 2, end).includes(" ")) {
+        const label = value.slice(i + 1, close);
+        const address = value.slice(close + 2, end);
+        emit(el("span", "link", label), end + 1);
+        target.append(el("span", "muted", " (" + address + ")"));
       } else {
-        text += c;
         i += 1;
       }
     } else {
-      text += c;
       i += 1;
     }
   }
-  if (text) target.append(text);
+  if (value.length > plain) target.append(value.slice(plain));
   return target;
 }
 
@@ -695,7 +693,10 @@ function connect(owner) {
   if (state.events) state.events.close();
   clearTimeout(state.retry);
   // Calls are numbered per engine: another principal's would be taken for these.
-  if (state.watched !== owner) state.calls.clear();
+  if (state.watched !== owner) {
+    state.calls.clear();
+    state.finished.clear();
+  }
   state.watched = owner;
   const events = new EventSource(R.EVENTS + "?session=" + whose(owner));
   state.events = events;
