@@ -26,10 +26,7 @@ fn record(target: &Target, session: &str, action: &'static str, detail: Option<S
 
 /// Interrupt the cell a session runs (its variables stay).
 pub(super) async fn interrupt(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: Json<SessionAction>) -> Response {
-    let target = match session_target(&ui, &headers, body.principal.as_deref(), &body.session).await {
-        Ok(target) => target,
-        Err(refusal) => return refusal,
-    };
+    let target = or_refuse!(session_target(&ui, &headers, body.principal.as_deref(), &body.session).await);
     let told = target.engine.interrupt_session(&body.session);
     record(&target, &body.session, "interrupt", Some(format!("{told} kernel(s)")));
     Json(Interrupted { interrupted: told }).into_response()
@@ -37,10 +34,7 @@ pub(super) async fn interrupt(State(ui): State<Arc<Ui>>, headers: HeaderMap, bod
 
 /// Restart a session's kernels: its variables are gone, its cells stay listed.
 pub(super) async fn reset(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: Json<SessionAction>) -> Response {
-    let target = match session_target(&ui, &headers, body.principal.as_deref(), &body.session).await {
-        Ok(target) => target,
-        Err(refusal) => return refusal,
-    };
+    let target = or_refuse!(session_target(&ui, &headers, body.principal.as_deref(), &body.session).await);
     let stopped = target.engine.reset_session(&body.session).await;
     record(&target, &body.session, "reset", Some(format!("{stopped} kernel(s)")));
     Json(ResetDone { stopped }).into_response()
@@ -49,10 +43,7 @@ pub(super) async fn reset(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: J
 /// Fork a session's Python kernel into a new session beside it
 /// (`NAME-fork-N`), which an agent then reaches by that name.
 pub(super) async fn fork(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: Json<SessionAction>) -> Response {
-    let target = match target(&ui, &headers, body.principal.as_deref()).await {
-        Ok(target) => target,
-        Err(refusal) => return refusal,
-    };
+    let target = or_refuse!(target(&ui, &headers, body.principal.as_deref()).await);
     let names = target.engine.session_names();
     if !names.iter().any(|name| *name == body.session) {
         return not_found(&body.session);
@@ -86,10 +77,7 @@ pub(super) async fn fork(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: Js
 /// Put a session's Python kernel back to its state before its last call
 /// (where checkpoints are on: `--checkpoints`, or a call that asked).
 pub(super) async fn undo(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: Json<SessionAction>) -> Response {
-    let target = match session_target(&ui, &headers, body.principal.as_deref(), &body.session).await {
-        Ok(target) => target,
-        Err(refusal) => return refusal,
-    };
+    let target = or_refuse!(session_target(&ui, &headers, body.principal.as_deref(), &body.session).await);
     match target.engine.undo(&CallContext::new(body.session.clone()), 1).await {
         Ok(report) => {
             record(&target, &body.session, "undo", Some(format!("{} checkpoint(s) left", report.left)));

@@ -33,10 +33,7 @@ pub(super) async fn login(State(ui): State<Arc<Ui>>, headers: HeaderMap, body: J
     if let Some(open) = ui.host.open_account() {
         return Json(SignedIn { principal: open.name }).into_response();
     }
-    let account = match ui.host.sign_in(body.token.trim(), &headers).await {
-        Ok(account) => account,
-        Err(refusal) => return refusal,
-    };
+    let account = or_refuse!(ui.host.sign_in(body.token.trim(), &headers).await);
     let principal = account.name.clone();
     let id = match ui.sign_ins.add(account, body.token.trim()) {
         Ok(id) => id,
@@ -140,10 +137,7 @@ pub(super) async fn session_target(
 
 /// The sessions the signed-in principal may see: its own, and an admin's every live principal's.
 pub(super) async fn sessions(State(ui): State<Arc<Ui>>, headers: HeaderMap) -> Response {
-    let own = match target(&ui, &headers, None).await {
-        Ok(own) => own,
-        Err(refusal) => return refusal,
-    };
+    let own = or_refuse!(target(&ui, &headers, None).await);
     let mut listed = summaries(&own.principal, &own.engine);
     if own.account.admin {
         for (principal, engine) in ui.host.others() {
@@ -185,10 +179,7 @@ pub(super) async fn session(
     headers: HeaderMap,
     Query(query): Query<SessionQuery>,
 ) -> Response {
-    let target = match session_target(&ui, &headers, query.principal.as_deref(), &query.session).await {
-        Ok(target) => target,
-        Err(refusal) => return refusal,
-    };
+    let target = or_refuse!(session_target(&ui, &headers, query.principal.as_deref(), &query.session).await);
     let running = target.engine.live().in_flight(&query.session).into_iter().map(|call| RunningCall {
         call: call.call,
         started_ms: call.started_ms,
@@ -212,10 +203,7 @@ pub(super) async fn notebook(
     headers: HeaderMap,
     Query(query): Query<SessionQuery>,
 ) -> Response {
-    let target = match session_target(&ui, &headers, query.principal.as_deref(), &query.session).await {
-        Ok(target) => target,
-        Err(refusal) => return refusal,
-    };
+    let target = or_refuse!(session_target(&ui, &headers, query.principal.as_deref(), &query.session).await);
     let mut response = match target.engine.export_notebook(&query.session) {
         Ok(notebook) => no_store(Json(&notebook).into_response()),
         Err(_) => no_store(Json(empty_notebook()).into_response()),
@@ -235,10 +223,7 @@ pub(super) async fn artifact(
     headers: HeaderMap,
     Query(query): Query<ArtifactQuery>,
 ) -> Response {
-    let target = match target(&ui, &headers, query.principal.as_deref()).await {
-        Ok(target) => target,
-        Err(refusal) => return refusal,
-    };
+    let target = or_refuse!(target(&ui, &headers, query.principal.as_deref()).await);
     let shown: String = query.uri.chars().take(100).collect();
     // The turn goes with the read: a client that leaves does not free it before the read ends.
     let Ok(turn) = ui.artifact_reads.clone().acquire_owned().await else {

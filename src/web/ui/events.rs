@@ -30,10 +30,7 @@ pub(super) async fn events(
     headers: HeaderMap,
     Query(query): Query<SessionQuery>,
 ) -> Response {
-    let target = match target(&ui, &headers, query.principal.as_deref()).await {
-        Ok(target) => target,
-        Err(refusal) => return refusal,
-    };
+    let target = or_refuse!(target(&ui, &headers, query.principal.as_deref()).await);
     let id = cookie_of(&headers).map(str::to_string);
     // `target` found the sign-in the cookie names (with auth off, every page is the one account).
     let key = if ui.host.open_account().is_some() { String::new() } else { id.clone().unwrap_or_default() };

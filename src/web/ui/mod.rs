@@ -24,6 +24,17 @@
 //! from another site, is refused. Together they stop cross-site requests even
 //! where no cookie is needed.
 
+/// The value of a `Result` whose error is the answer refusing the request, or
+/// that answer, returned from the handler at once.
+macro_rules! or_refuse {
+    ($result:expr) => {
+        match $result {
+            Ok(value) => value,
+            Err(refusal) => return refusal,
+        }
+    };
+}
+
 mod actions;
 mod alone;
 mod api;
@@ -177,6 +188,7 @@ const INDEX_HTML: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
 const APP_CSS: &str = include_str!("assets/app.css");
 const WIRE_JS: &str = include_str!("assets/wire.js");
+const CELLS_JS: &str = include_str!("assets/cells.js");
 
 /// The web view's sign-ins: each one's account, the token it was made with
 /// (asked about again at every request) and when it was made.
@@ -225,6 +237,7 @@ pub fn routes(ui: Arc<Ui>) -> Router {
         .route("/ui/app.js", get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }))
         .route("/ui/app.css", get(|| async { asset("text/css; charset=utf-8", APP_CSS) }))
         .route("/ui/wire.js", get(|| async { asset("text/javascript; charset=utf-8", WIRE_JS) }))
+        .route("/ui/cells.js", get(|| async { asset("text/javascript; charset=utf-8", CELLS_JS) }))
         .route("/ui/api/login", post(api::login))
         .route("/ui/api/logout", post(api::logout))
         .route("/ui/api/me", get(api::me))
@@ -401,7 +414,12 @@ mod tests {
     #[test]
     fn the_page_speaks_the_wire_through_wire_js() {
         use cellbox_protocol::ui::{LiveKind, ROUTES};
-        assert!(!APP_JS.contains("\"/ui/api/") && !APP_JS.contains(".type === \""), "a literal route or event type");
+        for script in [APP_JS, CELLS_JS] {
+            assert!(
+                !script.contains("\"/ui/api/") && !script.contains(".type === \""),
+                "a literal route or event type"
+            );
+        }
         let used = |prefix: &str| -> std::collections::BTreeSet<String> {
             APP_JS
                 .match_indices(prefix)
