@@ -1,9 +1,11 @@
 //! What an engine's sessions do, as it happens, for whoever watches (the web
-//! view of `cellbox serve`).
+//! view of `cellbox serve` and `cellbox mcp --ui`).
 //!
 //! Every call publishes its start (the cells' code), each event it streams and
-//! its end to a broadcast channel. Nothing is copied or sent while no one
-//! watches ([`LiveFeed::watched`] is asked before each event). A watcher that
+//! its end to a broadcast channel. No event is copied or sent while no one
+//! watches ([`LiveFeed::watched`] is asked before each event); only each
+//! running call's cells are kept, for a watcher that arrives while it runs
+//! ([`LiveFeed::in_flight`]). A watcher that
 //! falls behind loses the oldest events (it is told how many) instead of
 //! slowing the calls down. The memory a slow watcher can hold is bounded: the
 //! channel keeps [`BACKLOG`] events, and an event over [`MAX_EVENT_BYTES`] is
