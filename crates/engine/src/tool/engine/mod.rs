@@ -67,6 +67,8 @@ pub struct EvalEngine {
     network: Arc<crate::tool::config::NetworkCounts>,
     /// What its sessions do, for watchers ([`EvalEngine::live`]).
     live: LiveFeed,
+    /// The last interpreter discovery's input ([`EvalEngine::discovery_input`]).
+    discovery: std::sync::Mutex<Option<Arc<DiscoveryInput>>>,
 }
 
 impl EvalEngine {
@@ -99,6 +101,7 @@ impl EvalEngine {
             host_files: std::sync::OnceLock::new(),
             network,
             live: LiveFeed::default(),
+            discovery: Default::default(),
         }
     }
 
@@ -530,12 +533,27 @@ impl EvalEngine {
     }
 
     /// What discovery looks at for a kernel in `cwd`: its probes run under the kernels' sandbox.
-    fn discovery_input(&self, cwd: &Path) -> DiscoveryInput {
-        let mut input = DiscoveryInput::from_env(cwd, self.config.python.clone());
-        input.sandbox = self.kernel_policy();
-        // Version managers' files found from the working folder up are read with the kernels' rights.
-        input.confinement = self.host_files().ok().map(|files| files.confinement().clone());
-        input
+    ///
+    /// The variables are read from this process once, by the engine's first
+    /// call (settings are resolved once; reading them and building the policy
+    /// cost more than a warm call's whole exchange with its kernel); the files
+    /// are looked at again by every call, so a `.venv` made since is used.
+    fn discovery_input(&self, cwd: &Path) -> Arc<DiscoveryInput> {
+        let mut last = self.discovery.lock().unwrap();
+        if let Some(input) = last.as_ref().filter(|input| input.cwd == cwd) {
+            return input.clone();
+        }
+        let input = match last.as_deref() {
+            Some(earlier) => DiscoveryInput { cwd: cwd.to_path_buf(), ..earlier.clone() },
+            None => {
+                let mut input = DiscoveryInput::from_env(cwd, self.config.python.clone());
+                input.sandbox = self.kernel_policy();
+                // Version managers' files found from the working folder up are read with the kernels' rights.
+                input.confinement = self.host_files().ok().map(|files| files.confinement().clone());
+                input
+            }
+        };
+        last.insert(Arc::new(input)).clone()
     }
 
     /// Found again before every call (a `.venv` made since is used), on this
