@@ -424,6 +424,28 @@ async fn bloated_kernels_are_recycled_with_a_note() {
 }
 
 #[tokio::test]
+async fn a_kernel_is_measured_anew_after_every_call() {
+    // The host keeps each kernel's statm open between calls: it must see growth, and a new kernel.
+    let f = fixture(|c| c.pool.rss_limit_bytes = Some(150 << 20));
+    let pid = |text: &str| text.lines().next().unwrap().parse::<u32>().unwrap();
+    let first = pid(&eval(&f.engine, "import os; os.getpid()").await.text);
+    for _ in 0..3 {
+        eval(&f.engine, "1").await;
+    }
+    assert_eq!(f.engine.kernel_pids(), [first], "small calls keep the kernel");
+    eval(&f.engine, "held = b'x' * (200 << 20)").await;
+    let next = eval(&f.engine, "import os; os.getpid()").await;
+    assert!(next.text.contains("was restarted; its state was lost"), "{}", next.text);
+    let second = pid(&next.text);
+    assert_ne!(second, first);
+    for _ in 0..3 {
+        eval(&f.engine, "1").await;
+    }
+    assert_eq!(f.engine.kernel_pids(), [second], "the new kernel is measured as itself");
+    f.engine.dispose_all().await;
+}
+
+#[tokio::test]
 async fn idle_kernels_are_stopped() {
     // Hibernation off: the state is lost, and the next call says so (tests/it/hibernate.rs has it on).
     let f = fixture(|c| {

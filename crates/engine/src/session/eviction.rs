@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::hibernate::{Hibernation, SNAPSHOT_TIMEOUT};
-use super::{KernelKey, KernelPool, Sleeping, Slot, SlotGuard, resident_bytes};
+use super::{KernelKey, KernelPool, Sleeping, Slot, SlotGuard};
 use crate::runtime::Runtime;
 
 impl KernelPool {
@@ -187,7 +187,7 @@ impl KernelPool {
     /// After a call: restart the kernel if it grew past the memory limit.
     pub async fn recycle_if_bloated(&self, guard: &mut SlotGuard<'_>) {
         let (Some(limit), Some(kernel)) = (self.limits.rss_limit_bytes, guard.kernel()) else { return };
-        let Some(rss) = kernel.pid().and_then(resident_bytes) else { return };
+        let Some(rss) = kernel.pid().and_then(|pid| guard.resident_bytes(pid)) else { return };
         if rss <= limit {
             return;
         }

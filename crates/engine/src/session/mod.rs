@@ -123,6 +123,8 @@ struct SlotState {
     notes: Vec<String>,
     /// A kernel was put in at least once: what a session's first call is told once is not repeated.
     had_kernel: bool,
+    /// The current kernel's `/proc/PID/statm`, kept open between calls ([`SlotGuard::resident_bytes`]).
+    statm: Option<(u32, std::fs::File)>,
 }
 
 /// A slot held by one call: the only way to change its kernel.
@@ -140,7 +142,25 @@ impl SlotGuard<'_> {
     /// Put in a new kernel (or none); returns the old one, still running.
     pub fn replace_kernel(&mut self, kernel: Option<Arc<Kernel>>) -> Option<Arc<Kernel>> {
         self.state.had_kernel |= kernel.is_some();
+        self.state.statm = None;
         std::mem::replace(&mut *self.slot.current.lock().unwrap(), kernel)
+    }
+
+    /// [`resident_bytes`] of the process `pid` (the slot's kernel), read after
+    /// every call: its `statm` stays open, so each read is one `pread`. An
+    /// open file names the process it was opened for, never a later one with
+    /// its pid: a read that fails opens it again.
+    pub fn resident_bytes(&mut self, pid: u32) -> Option<u64> {
+        if let Some((opened, file)) = &self.state.statm
+            && *opened == pid
+            && let Some(bytes) = statm_resident(file)
+        {
+            return Some(bytes);
+        }
+        let file = std::fs::File::open(format!("/proc/{pid}/statm")).ok()?;
+        let bytes = statm_resident(&file);
+        self.state.statm = bytes.map(|_| (pid, file));
+        bytes
     }
 
     /// True once this slot has had a kernel (a reset or a crash does not make it new again).
@@ -493,14 +513,26 @@ fn base_session(key: &str) -> &str {
 /// Read after every call (the memory limit's check), so from `statm`: one
 /// short line the kernel makes cheaply, where `status` formats fifty fields.
 pub fn resident_bytes(pid: u32) -> Option<u64> {
-    use std::io::Read;
+    statm_resident(&std::fs::File::open(format!("/proc/{pid}/statm")).ok()?)
+}
+
+/// The resident bytes an open `statm` says now (read from its start, whatever was read before).
+fn statm_resident(file: &std::fs::File) -> Option<u64> {
     #[cfg(unix)]
-    let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok()?? as u64;
+    let (page, line, read) = {
+        use std::os::unix::fs::FileExt;
+        let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok()?? as u64;
+        let mut line = [0u8; 256];
+        let read = file.read_at(&mut line, 0).ok()?;
+        (page, line, read)
+    };
     #[cfg(not(unix))]
-    let page = 4096u64;
-    let mut file = std::fs::File::open(format!("/proc/{pid}/statm")).ok()?;
-    let mut line = [0u8; 256];
-    let read = file.read(&mut line).ok()?;
+    let (page, line, read) = {
+        use std::io::Read;
+        let mut line = [0u8; 256];
+        let read = (&*file).read(&mut line).ok()?;
+        (4096u64, line, read)
+    };
     // size resident shared text lib data dt, in pages
     let pages: u64 = std::str::from_utf8(&line[..read]).ok()?.split_whitespace().nth(1)?.parse().ok()?;
     Some(pages * page)
