@@ -46,13 +46,36 @@ def after_cell():
         pass
 
 
+_statm = None  # /proc/self/statm, kept open: one pread per cell instead of open, read and close
+
+
 def _resident():
-    fd = os.open("/proc/self/statm", os.O_RDONLY)
+    global _statm
+    if _statm is None:
+        _statm = os.open("/proc/self/statm", os.O_RDONLY)
     try:
-        pages = int(os.read(fd, 256).split()[1])
-    finally:
-        os.close(fd)
+        pages = int(os.pread(_statm, 256, 0).split()[1])
+    except (OSError, ValueError, IndexError):
+        # A cell closed the fd, and another file may have its number now: left
+        # alone (never closed: it may be the cell's), and statm opened again.
+        _statm = os.open("/proc/self/statm", os.O_RDONLY)
+        pages = int(os.pread(_statm, 256, 0).split()[1])
     return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def _forget_statm():
+    """The file names the process that opened it: a fork's child opens its own."""
+    global _statm
+    if _statm is not None:
+        try:
+            os.close(_statm)
+        except OSError:
+            pass
+        _statm = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_statm)
 
 
 class _Heap:
