@@ -32,8 +32,9 @@ pub(super) const SMALL_BYTES: usize = 64 << 10;
 /// waited for a slow disk before), so memory stays bounded.
 const MAX_QUEUED_BYTES: usize = 8 << 20;
 
-/// Failed writes remembered for their sessions' next results, at most.
-const MAX_FAILURES: usize = 64;
+/// Failed writes named in a session's next result, at most; past it the
+/// result says how many more there were.
+const NAMED_FAILURES: usize = 16;
 
 /// Sessions whose current pack is remembered, at most; past it one is
 /// forgotten for each new one (it starts a new pack: no record is lost).
@@ -71,8 +72,8 @@ struct State {
     /// Session folders this store has written a file into: later files there
     /// may wait for the end of their call.
     proven: HashSet<OsString>,
-    /// (session folder, what could not be saved), for that session's next result.
-    failures: Vec<(OsString, String)>,
+    /// What could not be saved, by session folder, for that session's next result.
+    failures: HashMap<OsString, Failures>,
     /// Each session folder's current pack ([`super::pack`]).
     packs: HashMap<OsString, Current>,
 }
@@ -109,7 +110,7 @@ impl Saver {
         // Checked after the wait: the thread may have ended meanwhile, and no one would write it.
         if state.closing || !state.thread_started {
             drop(state);
-            return self.write(&path, &bytes);
+            return self.write(&path, bytes);
         }
         state.queued_bytes += bytes.len();
         state.handed += 1;
@@ -140,16 +141,21 @@ impl Saver {
     pub(super) fn put_back_failures(&self, path: &Path, failures: Vec<String>) {
         let Some(folder) = folder_of(path) else { return };
         let mut state = self.state.lock().unwrap();
-        state.failures.extend(failures.into_iter().map(|failure| (folder.clone(), failure)));
+        state.failures.entry(folder).or_default().named.splice(0..0, failures);
     }
 
     /// What of `path`'s session could not be saved since its last result.
     pub(super) fn take_failures(&self, path: &Path) -> Vec<String> {
         let Some(folder) = folder_of(path) else { return Vec::new() };
-        let mut state = self.state.lock().unwrap();
-        let (theirs, others) = std::mem::take(&mut state.failures).into_iter().partition(|(f, _)| *f == folder);
-        state.failures = others;
-        theirs.into_iter().map(|(_, failure)| failure).collect()
+        let Some(Failures { mut named, more }) = self.state.lock().unwrap().failures.remove(&folder) else {
+            return Vec::new();
+        };
+        match more {
+            0 => {}
+            1 => named.push("The full output of 1 more earlier call could not be saved either.".to_string()),
+            more => named.push(format!("The full output of {more} more earlier calls could not be saved either.")),
+        }
+        named
     }
 
     /// Write what is queued and let the thread end; files of calls that end
@@ -167,78 +173,98 @@ impl Saver {
                 if state.closing {
                     return;
                 }
+                // Whoever hurried waits for nothing more: the next batch gathers again.
+                state.hurry = false;
                 state = self.work.wait(state).unwrap();
                 continue;
             }
             if !state.hurry && !state.closing {
                 state = self.work.wait_timeout_while(state, GATHER, |s| !s.hurry && !s.closing).unwrap().0;
             }
-            state.hurry = false;
             let batch: Vec<(PathBuf, Vec<u8>)> = state.queue.drain(..).collect();
+            let (count, bytes) = (batch.len() as u64, batch.iter().map(|(_, bytes)| bytes.len()).sum::<usize>());
             drop(state);
-            let mut records = Records::default();
-            for (path, bytes) in &batch {
-                self.add_record(&mut records, path, bytes);
+            // A panic here must not leave readers waiting for these files forever.
+            let paths: Vec<PathBuf> = batch.iter().map(|(path, _)| path.clone()).collect();
+            let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.write_batch(batch)));
+            if written.is_err() {
+                for path in &paths {
+                    self.failed(path, "the writer failed".to_string());
+                }
             }
-            self.write_records(&mut records);
             state = self.state.lock().unwrap();
-            state.done += batch.len() as u64;
-            state.queued_bytes -= batch.iter().map(|(_, bytes)| bytes.len()).sum::<usize>();
+            state.done += count;
+            state.queued_bytes -= bytes;
             self.progress.notify_all();
         }
     }
 
     /// Append `bytes` as the record of `path`'s artifact to its session's pack.
-    fn write(&self, path: &Path, bytes: &[u8]) {
-        let mut records = Records::default();
-        self.add_record(&mut records, path, bytes);
-        self.write_records(&mut records);
+    fn write(&self, path: &Path, bytes: Vec<u8>) {
+        self.write_batch(vec![(path.to_path_buf(), bytes)]);
     }
 
-    /// Add `bytes` as the record of `path`'s artifact to `records`, after
-    /// writing those first when they go to another pack.
-    fn add_record(&self, records: &mut Records, path: &Path, bytes: &[u8]) {
-        let (Some(folder), Some(name)) = (path.parent(), path.file_stem().and_then(|n| n.to_str())) else {
-            return self.failed(path, "it has no session folder".to_string());
-        };
-        let record = super::pack::record(name, bytes);
-        let key = folder.file_name().unwrap_or_default().to_os_string();
-        let pack = folder.join(self.pack_for(&key, name, record.len() as u64));
-        if records.pack.as_ref().is_some_and(|(_, current)| *current != pack) {
-            self.write_records(records);
-        }
-        records.pack = Some((key, pack));
-        records.bytes.extend_from_slice(&record);
-        records.paths.push(path.to_path_buf());
-    }
-
-    /// Append `records` to their pack, and empty them.
-    fn write_records(&self, records: &mut Records) {
-        use std::io::Write;
-        let Some((key, pack)) = records.pack.take() else { return };
-        let (bytes, paths) = (std::mem::take(&mut records.bytes), std::mem::take(&mut records.paths));
-        // One write: records of a closing host's calls and of this thread land one after the other.
-        // A panic here must not leave readers waiting for these files forever.
-        let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            super::open_private(&pack).and_then(|mut file| file.write_all(&bytes))
-        }));
-        let why = match written {
-            Ok(Ok(())) => {
-                #[cfg(test)]
-                {
-                    self.state.lock().unwrap().appends += 1;
+    /// Append each record of `batch` to its session's pack: one `write` per
+    /// pack, each session's records in the order they came.
+    fn write_batch(&self, batch: Vec<(PathBuf, Vec<u8>)>) {
+        let mut groups: Vec<Records> = Vec::new();
+        for (path, bytes) in batch {
+            let (Some(folder), Some(name)) = (path.parent(), path.file_stem().and_then(|n| n.to_str())) else {
+                self.failed(&path, "it has no session folder".to_string());
+                continue;
+            };
+            let record = super::pack::record(name, &bytes);
+            drop(bytes);
+            let key = folder.file_name().unwrap_or_default().to_os_string();
+            let pack = folder.join(self.pack_for(&key, name, record.len() as u64));
+            let group = match groups.iter().position(|group| group.pack == pack) {
+                Some(at) => &mut groups[at],
+                None => {
+                    groups.push(Records { key, pack, bytes: Vec::new(), ends: Vec::new() });
+                    groups.last_mut().expect("just pushed")
                 }
-                return;
-            }
-            Ok(Err(error)) => error.to_string(),
-            Err(_) => "the writer failed".to_string(),
+            };
+            group.bytes.extend_from_slice(&record);
+            group.ends.push((group.bytes.len(), path));
+        }
+        for group in groups {
+            self.append(group);
+        }
+    }
+
+    /// Append `records` to their pack. Records that did not land whole are named in their session's next result.
+    fn append(&self, records: Records) {
+        let Records { key, pack, bytes, ends } = records;
+        let mut landed = 0;
+        // One write when it can: records of a closing host's calls and of this thread land one after the other.
+        let failure = match super::open_private(&pack) {
+            Ok(mut file) => loop {
+                match std::io::Write::write(&mut file, &bytes[landed..]) {
+                    Ok(0) if landed < bytes.len() => break Some("nothing more could be written".to_string()),
+                    Ok(n) if landed + n < bytes.len() => landed += n,
+                    Ok(n) => {
+                        landed += n;
+                        break None;
+                    }
+                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(error) => break Some(error.to_string()),
+                }
+            },
+            Err(error) => Some(error.to_string()),
         };
-        // Part of them may be there: nothing more goes after it.
+        let Some(why) = failure else {
+            #[cfg(test)]
+            {
+                self.state.lock().unwrap().appends += 1;
+            }
+            return;
+        };
+        // Part of a record may be there: nothing more goes after it.
         let name = pack.file_name().unwrap_or_default();
         if let Some(current) = self.state.lock().unwrap().packs.get_mut(&key).filter(|c| *name == *c.name) {
             current.full = true;
         }
-        for path in paths {
+        for (_, path) in ends.into_iter().filter(|(end, _)| *end > landed) {
             self.failed(&path, why.clone());
         }
     }
@@ -266,18 +292,36 @@ impl Saver {
         let failure = format!("The full output of an earlier call (artifact://{id}) could not be saved: {why}.");
         tracing::warn!("{failure}");
         let mut state = self.state.lock().unwrap();
-        if state.failures.len() < MAX_FAILURES {
-            state.failures.push((folder_of(path).unwrap_or_default(), failure));
+        let folder = folder_of(path).unwrap_or_default();
+        if state.failures.len() >= MAX_PACKS && !state.failures.contains_key(&folder) {
+            return; // said in the log above: so many sessions with failures are not remembered one by one
+        }
+        let failures = state.failures.entry(folder).or_default();
+        if failures.named.len() < NAMED_FAILURES {
+            failures.named.push(failure);
+        } else {
+            failures.more += 1;
         }
     }
 }
 
-/// Records on their way to one pack (its session folder's name and its path), written together.
+/// A session's failed writes since its last result.
 #[derive(Debug, Default)]
+struct Failures {
+    named: Vec<String>,
+    /// Failed writes past [`NAMED_FAILURES`].
+    more: u64,
+}
+
+/// Records on their way to one pack, written together.
+#[derive(Debug)]
 struct Records {
-    pack: Option<(OsString, PathBuf)>,
+    /// Its session folder's name.
+    key: OsString,
+    pack: PathBuf,
     bytes: Vec<u8>,
-    paths: Vec<PathBuf>,
+    /// Where each record ends in `bytes`, and its artifact's path.
+    ends: Vec<(usize, PathBuf)>,
 }
 
 /// A session's current pack.
@@ -368,6 +412,32 @@ mod tests {
     }
 
     #[test]
+    fn sessions_taking_turns_get_one_append_each_per_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = proven_store(dir.path(), "a");
+        let mut first = store.create("b");
+        first.write("first\n");
+        first.finish();
+        let appends = || store.saver.state.lock().unwrap().appends;
+        let before = appends();
+        let ids: Vec<(usize, String)> = (0..100)
+            .map(|i| {
+                let mut writer = store.create(if i % 2 == 0 { "a" } else { "b" });
+                writer.write(&format!("call {i}\n"));
+                writer.finish();
+                (i, writer.id().to_string())
+            })
+            .collect();
+        store.settle();
+        // Taken one by one, records of two sessions in turn would each need an append of their own.
+        let appended = appends() - before;
+        assert!(appended < 100, "{appended} appends for 100 records of two sessions in turn");
+        for (i, id) in &ids {
+            assert_eq!(store.read(id, 0, 100).unwrap().0, format!("call {i}\n"));
+        }
+    }
+
+    #[test]
     fn small_outputs_share_packs_that_roll_over_and_prune_whole() {
         let dir = tempfile::tempdir().unwrap();
         let store = proven_store(dir.path(), "s");
@@ -442,6 +512,33 @@ mod tests {
         std::fs::remove_dir(&pack).unwrap();
         std::fs::rename(folder.join("kept"), &pack).unwrap();
         assert_eq!(store.read(&before, 0, 100).unwrap().0, "before\n");
+    }
+
+    #[test]
+    fn every_failed_write_is_told_even_past_the_named_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = proven_store(dir.path(), "s");
+        let folder = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+        std::fs::remove_dir_all(&folder).unwrap();
+        std::fs::write(&folder, "not a folder").unwrap();
+        // Every writer is made first (a writer takes what failed before it), then all fail together.
+        let mut writers: Vec<_> = (0..150).map(|_| store.create("s")).collect();
+        for (i, writer) in writers.iter_mut().enumerate() {
+            assert!(writer.take_earlier_failures().is_empty());
+            writer.write(&format!("lost {i}\n"));
+            writer.finish();
+        }
+        store.settle();
+        let told = store.create("s").take_earlier_failures();
+        assert_eq!(told.len(), super::NAMED_FAILURES + 1, "{told:#?}");
+        let more = format!("The full output of {} more earlier calls could not be saved either.", 150 - told.len() + 1);
+        assert_eq!(told.last(), Some(&more));
+        assert!(
+            told[..told.len() - 1]
+                .iter()
+                .all(|line| line.contains("artifact://") && line.contains("could not be saved"))
+        );
+        assert!(store.create("s").take_earlier_failures().is_empty(), "told once");
     }
 
     #[test]
