@@ -149,13 +149,17 @@ impl SlotGuard<'_> {
     /// [`resident_bytes`] of the process `pid` (the slot's kernel), read after
     /// every call: its `statm` stays open, so each read is one `pread`. An
     /// open file names the process it was opened for, never a later one with
-    /// its pid: a read that fails opens it again.
+    /// its pid: once a read of it fails, that process is gone, and its pid is
+    /// not looked up again.
     pub fn resident_bytes(&mut self, pid: u32) -> Option<u64> {
         if let Some((opened, file)) = &self.state.statm
             && *opened == pid
-            && let Some(bytes) = statm_resident(file)
         {
-            return Some(bytes);
+            let bytes = statm_resident(file);
+            if bytes.is_none() {
+                self.state.statm = None;
+            }
+            return bytes;
         }
         let file = std::fs::File::open(format!("/proc/{pid}/statm")).ok()?;
         let bytes = statm_resident(&file);
