@@ -46,32 +46,44 @@ def after_cell():
         pass
 
 
-_statm = None  # /proc/self/statm, kept open: one pread per cell instead of open, read and close
+_statm = None  # (fd, st_dev, st_ino) of /proc/self/statm, kept open: one pread per cell
 
 
 def _resident():
     global _statm
     if _statm is None:
-        _statm = os.open("/proc/self/statm", os.O_RDONLY)
+        _statm = _open_statm()
     try:
-        pages = int(os.pread(_statm, 256, 0).split()[1])
+        pages = int(os.pread(_statm[0], 256, 0).split()[1])
     except (OSError, ValueError, IndexError):
-        # A cell closed the fd, and another file may have its number now: left
-        # alone (never closed: it may be the cell's), and statm opened again.
-        _statm = os.open("/proc/self/statm", os.O_RDONLY)
-        pages = int(os.pread(_statm, 256, 0).split()[1])
+        # A cell closed the fd, and another file may have its number now: that
+        # one is left alone (never closed: it may be the cell's).
+        _forget_statm()
+        _statm = _open_statm()
+        pages = int(os.pread(_statm[0], 256, 0).split()[1])
     return pages * os.sysconf("SC_PAGE_SIZE")
 
 
+def _open_statm():
+    fd = os.open("/proc/self/statm", os.O_RDONLY)
+    info = os.fstat(fd)
+    return fd, info.st_dev, info.st_ino
+
+
 def _forget_statm():
-    """The file names the process that opened it: a fork's child opens its own."""
+    """Close the kept statm if its fd still holds it, and forget it. After a
+    fork the child does this: the file names the process that opened it."""
     global _statm
-    if _statm is not None:
-        try:
-            os.close(_statm)
-        except OSError:
-            pass
-        _statm = None
+    if _statm is None:
+        return
+    fd, dev, ino = _statm
+    _statm = None
+    try:
+        info = os.fstat(fd)
+        if (info.st_dev, info.st_ino) == (dev, ino):
+            os.close(fd)
+    except OSError:
+        pass
 
 
 if hasattr(os, "register_at_fork"):

@@ -44,7 +44,7 @@ async fn a_fork_starts_with_the_state_and_then_diverges() {
     assert_eq!(value(&copy, "import os; os.getpid() == os.getpgrp() == os.getsid(0)").await, "True");
     assert_eq!(value(&copy, "os.getpid()").await, copy.pid().to_string());
     // The statm the runner keeps open between cells (for its memory trim) is the copy's own.
-    let statm = "import os, sys\nos.readlink('/proc/self/fd/%d' % sys.modules['cellbox_kernel.memory']._statm)";
+    let statm = "import os, sys\nos.readlink('/proc/self/fd/%d' % sys.modules['cellbox_kernel.memory']._statm[0])";
     assert_eq!(value(&copy, statm).await, format!("'/proc/{}/statm'", copy.pid()));
     assert_eq!(value(&source, statm).await, format!("'/proc/{}/statm'", source.pid()));
     // Output streams reach the right kernel.
