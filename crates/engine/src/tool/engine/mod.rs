@@ -16,7 +16,7 @@ pub use branch::{BranchError, ForkOptions, ForkReport, RestoreReport, SnapshotRe
 pub use calls::EngineLoad;
 pub use checkpoints::UndoReport;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -67,8 +67,16 @@ pub struct EvalEngine {
     network: Arc<crate::tool::config::NetworkCounts>,
     /// What its sessions do, for watchers ([`EvalEngine::live`]).
     live: LiveFeed,
-    /// The last interpreter discovery's input ([`EvalEngine::discovery_input`]).
-    discovery: std::sync::Mutex<Option<Arc<DiscoveryInput>>>,
+    /// Interpreter discovery's input ([`EvalEngine::discovery_input`]).
+    discovery: DiscoveryInputs,
+}
+
+/// Interpreter discovery's input, its variables read once: the one without a
+/// working folder, and the last one made.
+#[derive(Default)]
+struct DiscoveryInputs {
+    template: std::sync::OnceLock<DiscoveryInput>,
+    last: std::sync::Mutex<Option<Arc<DiscoveryInput>>>,
 }
 
 impl EvalEngine {
@@ -534,26 +542,26 @@ impl EvalEngine {
 
     /// What discovery looks at for a kernel in `cwd`: its probes run under the kernels' sandbox.
     ///
-    /// The variables are read from this process once, by the engine's first
-    /// call (settings are resolved once; reading them and building the policy
-    /// cost more than a warm call's whole exchange with its kernel); the files
-    /// are looked at again by every call, so a `.venv` made since is used.
+    /// The variables are read from this process once, the first time the
+    /// engine looks for Python (settings are resolved once; reading them and
+    /// building the policy cost more than a warm call's whole exchange with
+    /// its kernel, and a session's interpreter does not change under it when
+    /// a program using the engine in-process changes its own environment);
+    /// the files are looked at again by every call, so a `.venv` made since is used.
     fn discovery_input(&self, cwd: &Path) -> Arc<DiscoveryInput> {
-        let mut last = self.discovery.lock().unwrap();
-        if let Some(input) = last.as_ref().filter(|input| input.cwd == cwd) {
+        if let Some(input) = self.discovery.last.lock().unwrap().as_ref().filter(|input| input.cwd == cwd) {
             return input.clone();
         }
-        let input = match last.as_deref() {
-            Some(earlier) => DiscoveryInput { cwd: cwd.to_path_buf(), ..earlier.clone() },
-            None => {
-                let mut input = DiscoveryInput::from_env(cwd, self.config.python.clone());
-                input.sandbox = self.kernel_policy();
-                // Version managers' files found from the working folder up are read with the kernels' rights.
-                input.confinement = self.host_files().ok().map(|files| files.confinement().clone());
-                input
-            }
-        };
-        last.insert(Arc::new(input)).clone()
+        let template = self.discovery.template.get_or_init(|| {
+            let mut input = DiscoveryInput::from_env(PathBuf::new(), self.config.python.clone());
+            input.sandbox = self.kernel_policy();
+            // Version managers' files found from the working folder up are read with the kernels' rights.
+            input.confinement = self.host_files().ok().map(|files| files.confinement().clone());
+            input
+        });
+        let input = Arc::new(DiscoveryInput { cwd: cwd.to_path_buf(), ..template.clone() });
+        *self.discovery.last.lock().unwrap() = Some(input.clone());
+        input
     }
 
     /// Found again before every call (a `.venv` made since is used), on this
