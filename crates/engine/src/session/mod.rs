@@ -123,8 +123,9 @@ struct SlotState {
     notes: Vec<String>,
     /// A kernel was put in at least once: what a session's first call is told once is not repeated.
     had_kernel: bool,
-    /// The current kernel's `/proc/PID/statm`, kept open between calls ([`SlotGuard::resident_bytes`]).
-    statm: Option<(u32, std::fs::File)>,
+    /// The current kernel's `/proc/PID/statm`, kept open between calls
+    /// ([`SlotGuard::resident_bytes`]); `None` beside the pid once it could not be read.
+    statm: Option<(u32, Option<std::fs::File>)>,
 }
 
 /// A slot held by one call: the only way to change its kernel.
@@ -152,18 +153,18 @@ impl SlotGuard<'_> {
     /// its pid: once a read of it fails, that process is gone, and its pid is
     /// not looked up again.
     pub fn resident_bytes(&mut self, pid: u32) -> Option<u64> {
-        if let Some((opened, file)) = &self.state.statm
+        if let Some((opened, file)) = &mut self.state.statm
             && *opened == pid
         {
-            let bytes = statm_resident(file);
+            let bytes = file.as_ref().and_then(statm_resident);
             if bytes.is_none() {
-                self.state.statm = None;
+                *file = None;
             }
             return bytes;
         }
-        let file = std::fs::File::open(format!("/proc/{pid}/statm")).ok()?;
-        let bytes = statm_resident(&file);
-        self.state.statm = bytes.map(|_| (pid, file));
+        let file = std::fs::File::open(format!("/proc/{pid}/statm")).ok();
+        let bytes = file.as_ref().and_then(statm_resident);
+        self.state.statm = Some((pid, file.filter(|_| bytes.is_some())));
         bytes
     }
 

@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 mod pack;
 mod saver;
 
-use saver::{SMALL_BYTES, Saver};
+use saver::{Failures, SMALL_BYTES, Saver};
 
 /// URI scheme of artifact links.
 pub const SCHEME: &str = "artifact://";
@@ -124,7 +124,7 @@ impl ArtifactStore {
         let id = format!("{session_hash}-{millis}-{seq}");
         let path = self.root.join(&session_hash).join(format!("{millis}-{seq}.log"));
         let deferred = may_defer && self.saver.may_defer(&path);
-        let earlier_failures = if may_defer { self.saver.take_failures(&path) } else { Vec::new() };
+        let earlier_failures = if may_defer { self.saver.take_failures(&path) } else { Failures::default() };
         ArtifactWriter {
             path,
             id,
@@ -295,7 +295,7 @@ pub struct ArtifactWriter {
     /// during it, as the session's first is).
     deferred: bool,
     /// Small outputs of this session's earlier calls that could not be saved.
-    earlier_failures: Vec<String>,
+    earlier_failures: Failures,
     sink: Sink,
     opened: bool,
     written: u64,
@@ -336,7 +336,7 @@ impl ArtifactWriter {
     /// ended, for this call's result (a writer dropped without taking them
     /// leaves them for the next).
     pub fn take_earlier_failures(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.earlier_failures)
+        std::mem::take(&mut self.earlier_failures).told()
     }
 
     pub fn write(&mut self, text: &str) {
