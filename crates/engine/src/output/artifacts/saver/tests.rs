@@ -23,6 +23,14 @@ fn unwritable_store(dir: &std::path::Path, session: &str) -> ArtifactStore {
     store
 }
 
+/// One call's output, `text`, in `session`: its artifact's id.
+fn call(store: &ArtifactStore, session: &str, text: &str) -> String {
+    let mut writer = store.create(session);
+    writer.write(text);
+    writer.finish();
+    writer.id().to_string()
+}
+
 #[test]
 fn small_output_saved_after_its_call_is_read_listed_and_kept_when_the_store_goes() {
     let dir = tempfile::tempdir().unwrap();
@@ -38,12 +46,7 @@ fn small_output_saved_after_its_call_is_read_listed_and_kept_when_the_store_goes
     let (text, size) = store.read(&ids[49], 0, 100).unwrap();
     assert_eq!((text.as_str(), size), ("call 49\n", 8));
     assert_eq!(store.list("s").len(), 51);
-    let last = {
-        let mut writer = store.create("s");
-        writer.write("the last\n");
-        writer.finish();
-        writer.id().to_string()
-    };
+    let last = call(&store, "s", "the last\n");
     drop(store);
     let again = ArtifactStore::new(dir.path(), DEFAULT_MAX_ARTIFACT_BYTES);
     assert_eq!(again.read(&last, 0, 100).unwrap().0, "the last\n");
@@ -55,14 +58,7 @@ fn records_of_calls_that_end_close_together_are_appended_together() {
     let store = proven_store(dir.path(), "s");
     let appends = || store.saver.state.lock().unwrap().appends;
     let before = appends();
-    let ids: Vec<String> = (0..200)
-        .map(|i| {
-            let mut writer = store.create("s");
-            writer.write(&format!("call {i}\n"));
-            writer.finish();
-            writer.id().to_string()
-        })
-        .collect();
+    let ids: Vec<String> = (0..200).map(|i| call(&store, "s", &format!("call {i}\n"))).collect();
     store.settle();
     let appended = appends() - before;
     // Each append but the first waits a few milliseconds for more: 200 calls in a row take fewer.
@@ -81,14 +77,8 @@ fn sessions_taking_turns_get_one_append_each_per_batch() {
     first.finish();
     let appends = || store.saver.state.lock().unwrap().appends;
     let before = appends();
-    let ids: Vec<(usize, String)> = (0..100)
-        .map(|i| {
-            let mut writer = store.create(if i % 2 == 0 { "a" } else { "b" });
-            writer.write(&format!("call {i}\n"));
-            writer.finish();
-            (i, writer.id().to_string())
-        })
-        .collect();
+    let ids: Vec<(usize, String)> =
+        (0..100).map(|i| (i, call(&store, if i % 2 == 0 { "a" } else { "b" }, &format!("call {i}\n")))).collect();
     store.settle();
     // Taken one by one, records of two sessions in turn would each need an append of their own.
     let appended = appends() - before;
@@ -104,10 +94,7 @@ fn small_outputs_share_packs_that_roll_over_and_prune_whole() {
     let store = proven_store(dir.path(), "s");
     let mut ids = Vec::new();
     for i in 0..300 {
-        let mut writer = store.create("s");
-        writer.write(&format!("call {i:03} {}\n", "y".repeat(90)));
-        writer.finish();
-        ids.push(writer.id().to_string());
+        ids.push(call(&store, "s", &format!("call {i:03} {}\n", "y".repeat(90))));
     }
     store.settle();
     let folder = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
@@ -147,11 +134,9 @@ fn after_a_failed_write_the_next_record_starts_a_new_pack() {
     let dir = tempfile::tempdir().unwrap();
     let store = proven_store(dir.path(), "s");
     let save = |text: &str| {
-        let mut writer = store.create("s");
-        writer.write(text);
-        writer.finish();
+        let id = call(&store, "s", text);
         store.settle();
-        writer.id().to_string()
+        id
     };
     let before = save("before\n");
     let folder = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
