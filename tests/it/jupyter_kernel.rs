@@ -373,3 +373,34 @@ async fn deno_from_npm_over_tcp_keeps_state_fails_and_is_sandboxed() {
         other => panic!("Deno dies of an interrupt: {other:?}"),
     }
 }
+
+/// A TCP kernel's ports close as it dies, and its process may take a while
+/// longer to end (JJava's launcher outlives the JVM it started): the cell is
+/// told how the process ended, not that a port refused and it was killed.
+#[tokio::test]
+async fn a_tcp_kernel_whose_ports_close_before_its_process_ends_is_named_by_its_exit() {
+    // A "java" that runs ipykernel over TCP and lingers a second after it ends.
+    let bin = tempfile::tempdir().unwrap();
+    let wrapper = bin.path().join("java");
+    let script = format!(
+        "#!/bin/sh\n'{}' -m ipykernel_launcher -f \"$1\"\ncode=$?\nsleep 1\nexit $code\n",
+        common::python().display()
+    );
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut spec = ipykernel();
+    spec.argv = vec![wrapper.to_string_lossy().into_owned(), "{connection_file}".into()];
+    spec.name = "lingering".into();
+    assert!(spec.speaks_only_tcp());
+    let workspace = tempfile::tempdir().unwrap();
+    let secret = common::planted_key();
+    let kernel = JupyterKernel::start(sandboxed(workspace.path(), secret.path()), spec).await.expect("it starts");
+    assert_eq!(run(&kernel, "print(6 * 7)").await.stdout(), "42\n");
+    let crashed = kernel.execute_with("import os; os._exit(9)", Default::default()).await.unwrap().collect().await;
+    match crashed {
+        Err(KernelError::Died { exit, .. }) => {
+            assert!(exit.contains("exit code 9") && !exit.contains("killed"), "{exit}")
+        }
+        other => panic!("a crash is a death: {other:?}"),
+    }
+}

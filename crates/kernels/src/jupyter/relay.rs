@@ -244,9 +244,13 @@ async fn serve(listener: UnixListener, target: Target, broken: Broken, on_broken
             Target::Tcp(target) => {
                 let target = target.clone();
                 tokio::spawn(async move {
-                    let ended = match super::tcp::open(&target).await {
+                    use super::tcp::{EXIT_GRACE, Unopened, ends_within, open};
+                    let ended = match open(&target).await {
                         Ok(kernel) => pipe(host, kernel, &broken).await,
-                        Err(reason) => {
+                        // The host's side is held meanwhile, so it does not spend the
+                        // kernel's connections asking again.
+                        Err(Unopened::Gone(_)) if ends_within(&target, EXIT_GRACE).await => Ok(()),
+                        Err(Unopened::Gone(reason) | Unopened::Broke(reason)) => {
                             broken.lock().unwrap().get_or_insert(reason);
                             Err(())
                         }

@@ -29,6 +29,9 @@ pub(super) const CONNECTIONS_PER_CHANNEL: usize = 4;
 /// How long a connection, and then the kernel's `accept`, may take.
 const CONNECT_WAIT: Duration = Duration::from_secs(10);
 const ACCEPT_WAIT: Duration = Duration::from_secs(30);
+/// How long a kernel whose port went away has to end by itself before it is
+/// stopped (JJava's launcher outlives the JVM it runs the kernel in).
+pub(super) const EXIT_GRACE: Duration = Duration::from_secs(10);
 /// TCP states in `/proc/net/tcp`.
 const ESTABLISHED: u8 = 0x01;
 const LISTEN: u8 = 0x0A;
@@ -81,12 +84,25 @@ pub(super) async fn wait_listening(
     }
 }
 
+/// Why no connection to a kernel's port was made.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Unopened {
+    /// A limit was broken (its connections spent, its port answered by
+    /// another process): the kernel is stopped for it at once.
+    Broke(String),
+    /// Its port is not there, or not answering: most often the kernel is on its
+    /// way out, and how its process ends is what the cell is told.
+    Gone(String),
+}
+
 /// A connection to `target`'s port, once the kernel's own process has
-/// accepted it; an error names what went wrong otherwise.
-pub(super) async fn open(target: &TcpTarget) -> Result<TcpStream, String> {
+/// accepted it; why not otherwise.
+pub(super) async fn open(target: &TcpTarget) -> Result<TcpStream, Unopened> {
     let port = target.port;
     let socket = target.sockets.lock().unwrap().pop().ok_or_else(|| {
-        format!("its port {port} ended its connection {CONNECTIONS_PER_CHANNEL} times; cellbox reconnects no more")
+        Unopened::Broke(format!(
+            "its port {port} ended its connection {CONNECTIONS_PER_CHANNEL} times; cellbox reconnects no more"
+        ))
     })?;
     let connect = async {
         socket.set_nonblocking(true)?;
@@ -94,36 +110,46 @@ pub(super) async fn open(target: &TcpTarget) -> Result<TcpStream, String> {
     };
     let stream = match tokio::time::timeout(CONNECT_WAIT, connect).await {
         Ok(Ok(stream)) => stream,
-        Ok(Err(error)) => return Err(format!("could not reach its port {port}: {error}")),
-        Err(_) => return Err(format!("its port {port} did not answer within {}s", CONNECT_WAIT.as_secs())),
+        Ok(Err(error)) => return Err(Unopened::Gone(format!("could not reach its port {port}: {error}"))),
+        Err(_) => {
+            return Err(Unopened::Gone(format!("its port {port} did not answer within {}s", CONNECT_WAIT.as_secs())));
+        }
     };
-    let ours = stream.local_addr().map_err(|e| e.to_string())?.port();
+    let ours = stream.local_addr().map_err(|e| Unopened::Gone(e.to_string()))?.port();
     let pid = target.pid;
     let deadline = tokio::time::Instant::now() + ACCEPT_WAIT;
     let mut delay = Duration::from_millis(1);
     loop {
         let holder = tokio::task::spawn_blocking(move || accepted_by_kernel(pid, port, ours))
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| Unopened::Broke(e.to_string()))?;
         // Reaped, its pid may be another process's: nothing it held counts.
         if target.exit.borrow().is_some() {
-            return Err("it exited".into());
+            return Err(Unopened::Gone("it exited".into()));
         }
         match holder {
             Accepted::ByKernel => return Ok(stream),
             Accepted::BySomethingElse => {
-                return Err(format!(
+                return Err(Unopened::Broke(format!(
                     "its port {port} was answered by a process that is not the kernel's; the connection was closed \
                      unused"
-                ));
+                )));
             }
             Accepted::NotYet if tokio::time::Instant::now() < deadline => {
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_millis(50));
             }
-            Accepted::NotYet => return Err(format!("its port {port} did not accept a connection")),
+            Accepted::NotYet => return Err(Unopened::Gone(format!("its port {port} did not accept a connection"))),
         }
     }
+}
+
+/// Whether the kernel's process ends within `grace` (a kernel whose port
+/// went away is given that long to end by itself, so that its own exit is
+/// what the cell is told).
+pub(super) async fn ends_within(target: &TcpTarget, grace: Duration) -> bool {
+    let mut exit = target.exit.clone();
+    tokio::time::timeout(grace, exit.wait_for(Option::is_some)).await.is_ok_and(|ended| ended.is_ok())
 }
 
 #[derive(Debug, PartialEq, Eq)]
