@@ -418,6 +418,13 @@ async fn an_admin_sees_and_acts_on_every_principal_and_full_outputs_stay_their_p
     .await
     .expect("the oldest of nine streams was not ended");
     assert!(matches!(ended.last().map(|m| &m.kind), Some(LiveKind::Ended { .. })), "{ended:?}");
+    // A HEAD is answered with the headers alone, and ends none of the eight.
+    for _ in 0..2 {
+        let url = format!("{}/ui/api/events", server.base());
+        let probe = reqwest::Client::new().head(url).header("cookie", alice.clone()).send().await.unwrap();
+        assert_eq!(probe.status().as_u16(), 200);
+        assert_eq!(probe.headers()["content-type"], "text/event-stream");
+    }
     // The eight newer ones go on.
     let (status, _) = ui(&server, "POST", "/ui/api/interrupt", Some(action.clone()), Some(&boss)).await;
     assert_eq!(status, 200);

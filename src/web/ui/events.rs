@@ -5,7 +5,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::extract::{Query, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, Method, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use cellbox_protocol::ui::{self as wire, CellCode, LiveMessage, SessionQuery};
@@ -27,10 +27,16 @@ const RECHECK: std::time::Duration = std::time::Duration::from_secs(10);
 /// Every event of the principal's sessions (an admin's: of `principal`'s) from now on.
 pub(super) async fn events(
     State(ui): State<Arc<Ui>>,
+    method: Method,
     headers: HeaderMap,
     Query(query): Query<SessionQuery>,
 ) -> Response {
     let target = or_refuse!(target(&ui, &headers, query.principal.as_deref()).await);
+    // A HEAD (a proxy's or a link checker's probe) gets the headers alone: it would
+    // otherwise take a stream's place, and end the sign-in's oldest page at the limit.
+    if method == Method::HEAD {
+        return no_store(([(header::CONTENT_TYPE, "text/event-stream")], ()).into_response());
+    }
     let id = cookie_of(&headers).map(str::to_string);
     // `target` found the sign-in the cookie names (with auth off, every page is the one account).
     let key = if ui.host.open_account().is_some() { String::new() } else { id.clone().unwrap_or_default() };
