@@ -524,9 +524,15 @@ impl Drop for ArtifactWriter {
 const READ_SLACK: usize = 64 << 10;
 
 /// The session's folder is made only when the file cannot be opened without
-/// it: after its first call it is there, and every call opens a file.
+/// it: after its first call it is there, and every call opens a file. Only a
+/// regular file is written: a symlink at its name is not followed, and a FIFO
+/// or a device there is refused rather than waited on.
 pub(super) fn open_private(path: &Path) -> std::io::Result<File> {
-    let open = || crate::paths::private_file_options().create(true).append(true).open(path);
+    let open = || {
+        let mut options = crate::paths::private_file_options();
+        options.create(true).append(true);
+        pack::open_regular(path, options)
+    };
     match open() {
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             let parent = path.parent().expect("artifact files live in a folder");

@@ -177,17 +177,22 @@ fn scan(pack: &Path, scanned: &mut Scanned) -> std::io::Result<()> {
 
 /// Open a pack to read it: never through a link, never waiting on a FIFO.
 pub(super) fn open_for_reading(pack: &Path) -> std::io::Result<File> {
-    #[allow(unused_mut, reason = "only Unix adds flags")]
     let mut options = File::options();
     options.read(true);
+    open_regular(pack, options)
+}
+
+/// Open `path` with `options` only if it is a regular file: a symlink at its
+/// name is not followed, and a FIFO or a device there is refused, not waited on.
+pub(super) fn open_regular(path: &Path, mut options: std::fs::OpenOptions) -> std::io::Result<File> {
     #[cfg(unix)]
     {
         use nix::fcntl::OFlag;
         std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, (OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK).bits());
     }
-    let file = options.open(pack)?;
+    let file = options.open(path)?;
     if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other(format!("{} is not a regular file", pack.display())));
+        return Err(std::io::Error::other(format!("{} is not a regular file", path.display())));
     }
     Ok(file)
 }

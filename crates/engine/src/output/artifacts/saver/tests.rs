@@ -254,3 +254,49 @@ fn a_file_that_could_not_be_saved_after_its_call_is_named_in_the_sessions_next_r
     assert!(failure.contains(&format!("artifact://{}", lost.id())) && failure.contains("could not be saved"));
     assert!(store.create("s").take_earlier_failures().is_empty(), "told once");
 }
+
+/// A FIFO at a pack's name would hold the saver's thread (and every reader
+/// waiting on it) for ever; a symlink there would take records elsewhere.
+/// Either is refused: the call's failure is told, and the next record starts a
+/// new pack.
+#[cfg(unix)]
+#[test]
+fn a_fifo_or_a_symlink_at_a_packs_name_is_never_written_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("target");
+    std::fs::write(&target, "untouched").unwrap();
+    let store = proven_store(dir.path(), "s");
+    let save = |text: &str| {
+        let id = call(&store, "s", text);
+        store.settle();
+        id
+    };
+    let folder = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+    let pack_of = || {
+        std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|e| e == "pack"))
+            .unwrap()
+    };
+    for what in ["fifo", "symlink"] {
+        save(&format!("before the {what}\n"));
+        let pack = pack_of();
+        std::fs::rename(&pack, folder.join(format!("kept-{what}"))).unwrap();
+        match what {
+            "fifo" => nix::unistd::mkfifo(&pack, nix::sys::stat::Mode::S_IRWXU).unwrap(),
+            _ => std::os::unix::fs::symlink(&target, &pack).unwrap(),
+        }
+        let lost = save(&format!("through the {what}\n"));
+        assert!(store.read(&lost, 0, 100).is_err(), "{what}");
+        let mut next = store.create("s");
+        let [failure] = &next.take_earlier_failures()[..] else { panic!("one failure for the {what}") };
+        assert!(failure.contains(&lost), "{failure}");
+        next.finish();
+        let after = save(&format!("after the {what}\n"));
+        assert_eq!(store.read(&after, 0, 100).unwrap().0, format!("after the {what}\n"), "a new pack");
+        std::fs::remove_file(&pack).unwrap();
+    }
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched");
+}
