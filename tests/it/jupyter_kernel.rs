@@ -379,11 +379,12 @@ async fn deno_from_npm_over_tcp_keeps_state_fails_and_is_sandboxed() {
 /// told how the process ended, not that a port refused and it was killed.
 #[tokio::test]
 async fn a_tcp_kernel_whose_ports_close_before_its_process_ends_is_named_by_its_exit() {
-    // A "java" that runs ipykernel over TCP and lingers a second after it ends.
+    // A "java" that runs ipykernel over TCP and lingers after it ends (3 s: the host's
+    // reconnection comes long before).
     let bin = tempfile::tempdir().unwrap();
     let wrapper = bin.path().join("java");
     let script = format!(
-        "#!/bin/sh\n'{}' -m ipykernel_launcher -f \"$1\"\ncode=$?\nsleep 1\nexit $code\n",
+        "#!/bin/sh\n'{}' -m ipykernel_launcher -f \"$1\"\ncode=$?\nsleep 3\nexit $code\n",
         common::python().display()
     );
     std::fs::write(&wrapper, script).unwrap();

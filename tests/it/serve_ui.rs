@@ -418,7 +418,9 @@ async fn an_admin_sees_and_acts_on_every_principal_and_full_outputs_stay_their_p
     .await
     .expect("the oldest of nine streams was not ended");
     assert!(matches!(ended.last().map(|m| &m.kind), Some(LiveKind::Ended { .. })), "{ended:?}");
-    // A HEAD is answered with the headers alone, and ends none of the eight.
+    // A HEAD is answered with the headers alone, and ends none of the eight; not signed in, it is refused.
+    let url = format!("{}/ui/api/events", server.base());
+    assert_eq!(reqwest::Client::new().head(&url).send().await.unwrap().status().as_u16(), 401);
     for _ in 0..2 {
         let url = format!("{}/ui/api/events", server.base());
         let probe = reqwest::Client::new().head(url).header("cookie", alice.clone()).send().await.unwrap();

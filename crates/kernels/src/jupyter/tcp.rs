@@ -99,6 +99,10 @@ pub(super) enum Unopened {
 /// accepted it; why not otherwise.
 pub(super) async fn open(target: &TcpTarget) -> Result<TcpStream, Unopened> {
     let port = target.port;
+    // A kernel that has ended is not asked again: each try would spend one of its sockets.
+    if target.exit.borrow().is_some() {
+        return Err(Unopened::Gone("it exited".into()));
+    }
     let socket = target.sockets.lock().unwrap().pop().ok_or_else(|| {
         Unopened::Broke(format!(
             "its port {port} ended its connection {CONNECTIONS_PER_CHANNEL} times; cellbox reconnects no more"

@@ -151,7 +151,8 @@ impl ArtifactStore {
         let folder = self.root.join(session);
         let path = folder.join(format!("{name}.log"));
         self.settle();
-        if path.is_file() {
+        // Not through a link (the read below would refuse it anyway).
+        if std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_file()) {
             return Ok(Location::File(path));
         }
         match self.index.find(&folder, name) {
@@ -214,7 +215,7 @@ impl ArtifactStore {
         let io = |e: std::io::Error| ArtifactError::Io { id: id.to_string(), message: e.to_string() };
         let (mut file, start, size) = match self.locate(id)? {
             Location::File(path) => {
-                let file = File::open(&path).map_err(io)?;
+                let file = pack::open_for_reading(&path).map_err(io)?;
                 let size = file.metadata().map_err(io)?.len();
                 (file, 0, size)
             }

@@ -184,12 +184,14 @@ pub(super) fn open_for_reading(pack: &Path) -> std::io::Result<File> {
 
 /// Open `path` with `options` only if it is a regular file: a symlink at its
 /// name is not followed, and a FIFO or a device there is refused, not waited on.
-pub(super) fn open_regular(path: &Path, mut options: std::fs::OpenOptions) -> std::io::Result<File> {
+pub(super) fn open_regular(path: &Path, options: std::fs::OpenOptions) -> std::io::Result<File> {
     #[cfg(unix)]
-    {
+    let options = {
         use nix::fcntl::OFlag;
+        let mut options = options;
         std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, (OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK).bits());
-    }
+        options
+    };
     let file = options.open(path)?;
     if !file.metadata()?.is_file() {
         return Err(std::io::Error::other(format!("{} is not a regular file", path.display())));
