@@ -170,7 +170,12 @@ fn accepted_by_kernel(pid: u32, port: u16, ours: u16) -> Accepted {
         .find(|entry| entry.state == ESTABLISHED && entry.local_port == port && entry.remote_port == ours);
     // Before `accept`, the far end belongs to no file (inode 0).
     let Some(inode) = far_end.map(|entry| entry.inode).filter(|inode| *inode != 0) else { return Accepted::NotYet };
-    if held_by_group_of(pid, inode) { Accepted::ByKernel } else { Accepted::BySomethingElse }
+    if held_by_group_of(pid, inode) {
+        return Accepted::ByKernel;
+    }
+    // A kernel that accepted and then ended (its port closing as it dies) holds
+    // nothing any more, and neither does anyone else: its end is gone from the table.
+    if tcp_table(pid).iter().any(|entry| entry.inode == inode) { Accepted::BySomethingElse } else { Accepted::NotYet }
 }
 
 /// Whether `pid`, or a process whose group or session is `pid`'s, holds socket `inode`.
