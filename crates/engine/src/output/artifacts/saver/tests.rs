@@ -31,6 +31,17 @@ fn call(store: &ArtifactStore, session: &str, text: &str) -> String {
     writer.id().to_string()
 }
 
+/// The one session folder under `dir`, and the `.pack` in it.
+fn folder_and_pack(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let folder = std::fs::read_dir(dir).unwrap().next().unwrap().unwrap().path();
+    let pack = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "pack"))
+        .unwrap();
+    (folder, pack)
+}
+
 #[test]
 fn small_output_saved_after_its_call_is_read_listed_and_kept_when_the_store_goes() {
     let dir = tempfile::tempdir().unwrap();
@@ -139,12 +150,7 @@ fn after_a_failed_write_the_next_record_starts_a_new_pack() {
         id
     };
     let before = save("before\n");
-    let folder = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
-    let pack = std::fs::read_dir(&folder)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "pack"))
-        .unwrap();
+    let (folder, pack) = folder_and_pack(dir.path());
     // The pack can no longer be written: a folder now stands in its place.
     std::fs::rename(&pack, folder.join("kept")).unwrap();
     std::fs::create_dir(&pack).unwrap();
@@ -286,17 +292,9 @@ fn plant_a_fifo_then_a_symlink_at_a_packs_name() {
         store.settle();
         id
     };
-    let folder = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
-    let pack_of = || {
-        std::fs::read_dir(&folder)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .find(|p| p.extension().is_some_and(|e| e == "pack"))
-            .unwrap()
-    };
     for what in ["fifo", "symlink"] {
         save(&format!("before the {what}\n"));
-        let pack = pack_of();
+        let (folder, pack) = folder_and_pack(dir.path());
         std::fs::rename(&pack, folder.join(format!("kept-{what}"))).unwrap();
         match what {
             "fifo" => nix::unistd::mkfifo(&pack, nix::sys::stat::Mode::S_IRWXU).unwrap(),
@@ -313,6 +311,7 @@ fn plant_a_fifo_then_a_symlink_at_a_packs_name() {
         std::fs::remove_file(&pack).unwrap();
     }
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched");
+    let (folder, _) = folder_and_pack(dir.path());
     // Nor is a link at an artifact file's name read through: the record is read from its pack.
     let id = save("the real record\n");
     let (_, name) = id.trim_start_matches("artifact://").split_once('-').unwrap();
