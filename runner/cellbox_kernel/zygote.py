@@ -9,7 +9,8 @@ ever in the child), says `ready`, and then serves fork requests:
     host -> zygote   {"type": "fork", "id": N, "cwd": ..., "env": {...}, "argv": [...]}
                      with five fds attached (SCM_RIGHTS): the request pipe,
                      stdout, stderr, the frames pipe, the diagnostics pipe
-                     (and a sixth, the kernel's control socket, on Linux)
+                     (and a sixth, the kernel's control socket, on Linux, and
+                     a seventh, its started page, after that)
     zygote -> host   {"type": "forked", "id": N, "pid": P}  (or "fork_failed")
                      {"type": "exit", "pid": P, "code": C, "signal": S}
 
@@ -32,10 +33,10 @@ import threading
 from . import wire
 from .forking import exit_message, receive
 
-# One request: the JSON text (an environment can be large) and five fds, or
-# six with the kernel's control socket (see `fork.py`).
+# One request: the JSON text (an environment can be large) and five fds, six
+# with the kernel's control socket (see `fork.py`), seven with its started page.
 _MAX_MESSAGE = 1 << 20
-_FD_COUNTS = (5, 6)
+_FD_COUNTS = (5, 6, 7)
 
 
 def _arg(argv, name):
@@ -101,7 +102,7 @@ def _send(sock, message):
 
 
 def _place_fds(fds):
-    """Put the received fds at 0..4 (or 0..5) (copied high first, so that no dup2
+    """Put the received fds at 0, 1, 2, ... in order (copied high first, so that no dup2
     overwrites one not yet moved), and close the received copies."""
     import fcntl
 
@@ -204,7 +205,7 @@ def _fork(sock, data, fds, base_path, closing):
     if len(fds) not in _FD_COUNTS:
         for fd in fds:
             os.close(fd)
-        _send(sock, wire.fork_failed(ident, "expected 5 or 6 fds, got %d" % len(fds)))
+        _send(sock, wire.fork_failed(ident, "expected 5 to 7 fds, got %d" % len(fds)))
         return
     try:
         pid = os.fork()

@@ -212,6 +212,31 @@ async fn output_displays_interrupts_and_death_work_on_forked_kernels() {
 }
 
 #[tokio::test]
+async fn a_forked_kernel_says_which_cell_began_through_its_started_page() {
+    let _serial = SERIAL.lock().await;
+    let probes = Probes::new();
+    let kernel = Kernel::start(probes.options(probes.path(), &["zyg_probe"])).await.unwrap();
+    assert!(kernel.forked_from().is_some());
+    // It holds the page as a spawned kernel does, so no call wakes the host with a `started` frame.
+    let pages = std::fs::read_dir(format!("/proc/{}/fd", kernel.pid()))
+        .unwrap()
+        .filter_map(|entry| std::fs::read_link(entry.unwrap().path()).ok())
+        .filter(|target| target.to_string_lossy().contains("cellbox-started"))
+        .count();
+    assert_eq!(pages, 1, "the forked kernel's started page");
+    assert_eq!(value(&kernel, "6*7").await, "42");
+    // A cell that kills its kernel before writing anything had begun: the page says so.
+    let mut execution = kernel.execute("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)").await.unwrap();
+    let mut events = Vec::new();
+    while let Some(event) = tokio::time::timeout(PATIENCE, execution.next()).await.unwrap() {
+        events.push(event);
+    }
+    assert!(matches!(events.first(), Some(Ok(ExecEvent::Started))), "{events:?}");
+    assert!(matches!(events.last(), Some(Err(KernelError::Died { .. }))), "{events:?}");
+    kernel.shutdown().await;
+}
+
+#[tokio::test]
 async fn the_shutdown_ladder_and_kill_reach_forked_kernels() {
     let _serial = SERIAL.lock().await;
     let probes = Probes::new();

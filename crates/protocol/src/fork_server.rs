@@ -20,9 +20,11 @@ use serde::{Deserialize, Serialize};
 pub enum Request {
     /// Fork a kernel. Five fds come with it: the request pipe, stdout,
     /// stderr, the frames pipe and the diagnostics pipe, and on Linux a sixth,
-    /// the new kernel's control socket. To a kernel's control socket it is sent
-    /// just before the `fork` request line with the same id, and carries no
-    /// `cwd`, `env` or `argv` (the copy keeps the kernel's).
+    /// the new kernel's control socket, and to the fork server a seventh, its
+    /// started page (each goes to the runner's fd of its place, 0 to 6). To a
+    /// kernel's control socket it is sent just before the `fork` request line
+    /// with the same id, and carries no `cwd`, `env` or `argv` (the copy keeps
+    /// the kernel's).
     Fork(Fork),
     /// A kernel's control socket only: one open file comes with it, for the
     /// `snapshot` or `restore` request line whose `file` is this `id` (sent

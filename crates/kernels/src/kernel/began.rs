@@ -8,8 +8,9 @@
 //! id into a small memory file the host made (`--started-fd`), which the host
 //! reads only when the kernel has died: the last request begun.
 //!
-//! Kernels forked from the fork server or from another kernel keep saying
-//! `started` (they get no page), as does the Node runner.
+//! A kernel forked from the fork server gets its page with its other fds. One
+//! forked from another kernel keeps saying `started` (it gets no page), as
+//! does the Node runner.
 
 use std::fs::File;
 
@@ -30,6 +31,11 @@ impl StartedPage {
             return None;
         }
         create_file().map(StartedPage)
+    }
+
+    /// The memory file itself, for a kernel forked from the fork server.
+    pub(super) fn file(&self) -> &File {
+        &self.0
     }
 
     #[cfg(unix)]

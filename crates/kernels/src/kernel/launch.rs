@@ -56,10 +56,15 @@ pub(super) async fn launch(options: &KernelOptions, runner: &Path, ends: ChildEn
         Ok(None) => (None, None),
         Err(error) => return Err(spawn_error(error)),
     };
-    // A kernel from the fork server gets no started page: it says `started`.
+    let started_page = super::began::StartedPage::create(options.runtime);
+    // A kernel from the fork server gets the page after its control socket
+    // (fd 6 after fd 5), so only with one; without, it says `started`.
+    let page_forked = started_page.is_some() && child_control.is_some();
     let mut argv = vec![runner.to_string_lossy().into_owned()];
-    argv.extend(host_args(&ends, child_control.is_some(), false));
-    if let Some(forked) = zygote::fork(options, runner, &argv, &ends, &request_read, child_control.as_ref()).await {
+    argv.extend(host_args(&ends, child_control.is_some(), page_forked));
+    let page_file = started_page.as_ref().filter(|_| page_forked).map(super::began::StartedPage::file);
+    let forked = zygote::fork(options, runner, &argv, &ends, &request_read, child_control.as_ref(), page_file).await;
+    if let Some(forked) = forked {
         return Ok(Launched {
             pid: forked.pid,
             exit: forked.exit,
@@ -67,12 +72,11 @@ pub(super) async fn launch(options: &KernelOptions, runner: &Path, ends: ChildEn
             guard: forked.guard,
             zygote: Some(forked.zygote),
             control,
-            started_page: None,
+            started_page: if page_forked { started_page } else { None },
         });
     }
     // The fork server got copies of the ends (or none was used); the host
     // drops its own below, so end of file still means the kernel is gone.
-    let started_page = super::began::StartedPage::create(options.runtime);
     let spawn_args = host_args(&ends, child_control.is_some(), started_page.is_some());
     let places = ChildPlaces { control: child_control, started_page: started_page.as_ref() };
     let (pid, exit, guard) = spawn(options, runner, &spawn_args, ends, request_read, places)?;

@@ -5,8 +5,8 @@
 //! `fork()`.
 //!
 //! The host creates each kernel's pipes exactly as for a spawn and hands the
-//! child's ends to the zygote over a Unix socket ([`wire`]); the child puts
-//! them at fd 0–4, applies the kernel's environment, cwd, `sys.path` and
+//! child's ends (with the control socket and the started page on Linux) to
+//! the zygote over a Unix socket ([`wire`]); the child puts them at fd 0–6, applies the kernel's environment, cwd, `sys.path` and
 //! `sys.argv`, takes fresh random state and runs the runner's normal main.
 //! The zygote is the kernels' parent: it reaps them and reports each exit, so
 //! the kernel's exit watcher, its "kernel died" message and the process-group
@@ -227,6 +227,7 @@ pub async fn fork(
     ends: &ChildEnds,
     stdin: &std::io::PipeReader,
     control: Option<&OwnedFd>,
+    started_page: Option<&std::fs::File>,
 ) -> Option<ForkedKernel> {
     if options.preload.is_empty() {
         return None;
@@ -256,7 +257,11 @@ pub async fn fork(
     let zygote = acquire(&key, options, runner).await?;
     let mut env = options.env.clone();
     env.extend(zygote.child_env.iter().cloned());
-    let (pid, exit) = match zygote.fork(options, argv, env, ends, stdin, control).await {
+    // After the five pipes: the control socket (fd 5), then the started page
+    // (fd 6), which comes only with a control socket.
+    let extra: Vec<_> =
+        control.map(AsRawFd::as_raw_fd).into_iter().chain(started_page.map(AsRawFd::as_raw_fd)).collect();
+    let (pid, exit) = match zygote.fork(options, argv, env, ends, stdin, &extra).await {
         Ok(forked) => forked,
         Err(message) => {
             tracing::warn!("the fork server could not fork a kernel ({message}); spawning it instead");
@@ -464,7 +469,7 @@ impl Zygote {
         env: BTreeMap<String, String>,
         ends: &ChildEnds,
         stdin: &std::io::PipeReader,
-        control: Option<&OwnedFd>,
+        extra: &[std::os::fd::RawFd],
     ) -> Result<wire::Forked, ZygoteError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let request = crate::protocol::fork_server::Request::Fork(crate::protocol::fork_server::Fork {
@@ -482,7 +487,7 @@ impl Zygote {
             ends.frames.as_raw_fd(),
             ends.diagnostics.as_raw_fd(),
         ];
-        fds.extend(control.map(AsRawFd::as_raw_fd));
+        fds.extend_from_slice(extra);
         let sent = {
             let socket = self.socket.lock().unwrap();
             wire::send(socket.as_raw_fd(), &body, &fds)

@@ -40,6 +40,7 @@ pub async fn fork(
     _ends: &ChildEnds,
     _stdin: &std::io::PipeReader,
     _control: Option<&crate::kernel::control::ControlEnd>,
+    _started_page: Option<&std::fs::File>,
 ) -> Option<ForkedKernel> {
     if !options.preload.is_empty() {
         crate::notice::warn_once(&format!("not preloading {}: {}", options.preload.join(","), platform_note()));
