@@ -4,7 +4,6 @@ reimplemented without IPython.
 An object is offered to every formatter it supports; one formatter failing
 does not lose the others, and `text/plain` is always present.
 """
-import base64
 import sys
 
 from . import pretty
@@ -89,6 +88,8 @@ def _real_method(obj, name):
 
 def _encode(mime, value):
     if isinstance(value, (bytes, bytearray)) and (mime in _BINARY_MIMES or mime.startswith("image/")):
+        import base64  # here, not at start-up: most kernels show no image
+
         return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, (bytes, bytearray)):
         return bytes(value).decode("utf-8", "replace")

@@ -24,7 +24,6 @@ own, before their code runs, answering as ipykernel's shell does; nothing
 else sees it. The hook is set when this module is imported, so pandas
 preloaded by the fork server (imported before any kernel exists) gets it.
 """
-import datetime
 import math
 import sys
 
@@ -65,7 +64,9 @@ def _value(value):
         return value if math.isfinite(value) else None
     if _missing(value):  # NaT, pandas.NA, numpy's NaN
         return None
-    if isinstance(value, (datetime.date, datetime.time)):  # pandas' Timestamp is a datetime
+    # Not imported at start-up: no value is a date while nothing has imported `datetime`.
+    datetime = sys.modules.get("datetime")
+    if datetime is not None and isinstance(value, (datetime.date, datetime.time)):  # pandas' Timestamp is one
         return value.isoformat()
     item = getattr(value, "item", None)  # numpy scalars
     if item is not None:

@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from . import display, ipython_compat, memory, mpl, pil, protocol, wire
+from . import display, import_hooks, ipython_compat, memory, mpl, pil, protocol, wire
 from .bridge import BRIDGE
 from .capture import OutputCapture, flush_python_streams
 from .channel import Channel
@@ -71,16 +71,12 @@ def _flush_before_children():
     """Keep order with writes that bypass sys.stdout: a child process or
     os.write(1, ...) goes straight to the fd, so what Python buffered must be
     out first. (C code writing to fd 1 itself can still overtake it, as in
-    any Python process whose stdout is a pipe.)"""
-    import subprocess
+    any Python process whose stdout is a pipe.)
 
-    original = subprocess.Popen._execute_child
-
-    def execute_child(self, *args, **kwargs):
-        _flush_python_output()
-        return original(self, *args, **kwargs)
-
-    subprocess.Popen._execute_child = execute_child
+    `subprocess` is patched when something first imports it: most kernels
+    never start a child, and the module with what it imports is about 0.6 MB
+    of every kernel's memory."""
+    import_hooks.on_import("subprocess", _flush_before_popen)
     system = os.system
 
     def flushed_system(command):
@@ -100,6 +96,16 @@ def _flush_before_children():
     os.write = ordered_write
     if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork()
         os.register_at_fork(before=_flush_python_output)
+
+
+def _flush_before_popen(subprocess):
+    original = subprocess.Popen._execute_child
+
+    def execute_child(self, *args, **kwargs):
+        _flush_python_output()
+        return original(self, *args, **kwargs)
+
+    subprocess.Popen._execute_child = execute_child
 
 
 def _saved_env(request):

@@ -6,9 +6,7 @@ the plotted values beside the image (charts.py).
 with prints); after each cell, every figure still open is emitted and closed.
 Nothing is imported here until the user imports matplotlib themselves.
 """
-import base64
 import io
-import struct
 import sys
 import warnings
 
@@ -25,6 +23,9 @@ settings = {"formats": ["png"], "savefig": {"bbox_inches": "tight"}}
 def figure_bundle(figure):
     """(data, metadata) of a figure in the chosen format(s); retina is a PNG
     at twice the dpi whose metadata gives the size to show it at, as IPython's."""
+    import base64  # with matplotlib, not at start-up
+    import struct
+
     data, metadata = {}, {}
     for name in settings["formats"]:
         mime = _MIMES[name]

@@ -99,6 +99,20 @@ async fn fatal_python_errors_are_reported_and_the_kernel_survives() {
 }
 
 #[tokio::test]
+async fn a_print_comes_before_a_child_started_on_the_first_import_of_subprocess() {
+    let kernel = start().await;
+    // The runner imports `subprocess` only when a cell does; its flush before
+    // each child is put in place then. The print stays in Python's buffer
+    // (no newline, no flush) unless that flush runs.
+    let fresh = run(&kernel, "import sys\n'subprocess' in sys.modules").await;
+    assert_eq!(fresh.results(), ["False"], "a kernel starts without subprocess");
+    let code = "import subprocess, sys\nprint('parent', end='')\nsubprocess.run([sys.executable, '-c', 'print(\"child\")'])";
+    let output = run(&kernel, code).await;
+    assert!(output.is_ok(), "{:?}", output.errors());
+    assert_eq!(output.stdout(), "parentchild\n");
+}
+
+#[tokio::test]
 async fn captures_every_writer_on_both_streams() {
     let kernel = start().await;
     let code = r#"

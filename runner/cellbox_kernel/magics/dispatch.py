@@ -10,7 +10,6 @@ gathers their tables. The groups most cells use are imported with the
 kernel; the others only when one of their magics is first used (or listed).
 """
 import importlib
-import subprocess
 import sys
 
 from .. import shell as shell_module
@@ -140,6 +139,8 @@ class Magics:
         """`!cmd`: run in a shell, output streaming into the cell; sets `_exit_code`."""
         frame = sys._getframe(1)
         command = expand(command, frame)
+        import subprocess  # here, not at start-up: most kernels start no child
+
         code = subprocess.call(command, shell=True, stdin=subprocess.DEVNULL)
         self._kernel.namespace["_exit_code"] = code
         return None
@@ -148,6 +149,8 @@ class Magics:
         """`var = !cmd` / `!!cmd`: the output lines (stderr merged) as an SList."""
         frame = sys._getframe(1)
         command = expand(command, frame)
+        import subprocess  # here, not at start-up: most kernels start no child
+
         process = subprocess.run(
             command, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         )

@@ -8,7 +8,6 @@ the next import loads the new code.
 """
 import os
 import shlex
-import subprocess
 import sys
 
 from .. import display
@@ -96,6 +95,8 @@ def pip(shell, args, frame):
     distribution it installed or upgraded, so the next import loads the new code."""
     before = _distributions()
     command = pip_command(shlex.split(args))
+    import subprocess  # here, not at start-up: most kernels start no child
+
     code = subprocess.call(command, stdin=subprocess.DEVNULL)
     after = _distributions()
     changed = sorted(name for name, version in after.items() if before.get(name) != version)
@@ -178,6 +179,8 @@ def run_and_evict(command, op, args):
     """Run a package manager (output streaming), then evict the modules of
     every distribution it installed, upgraded or removed; raise on failure."""
     before = _distributions()
+    import subprocess  # here, not at start-up: most kernels start no child
+
     try:
         code = subprocess.call(command, stdin=subprocess.DEVNULL)
     except OSError as error:

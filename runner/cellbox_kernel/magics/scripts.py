@@ -10,7 +10,6 @@ does, and their output streams into the cell.
 """
 import os
 import shlex
-import subprocess
 
 from .. import display
 from .framework import UsageError
@@ -105,6 +104,8 @@ def _interpreter_magic(name):
 def _run(command, body, frame, options):
     """Run the program with the cell on stdin. Its output goes straight to the
     cell's fds (captured like any child's), except a stream kept in a variable."""
+    import subprocess  # here, not at start-up: most kernels start no child
+
     if not body.endswith("\n"):
         body += "\n"
     try:
@@ -145,6 +146,8 @@ def sh(shell, args, body, frame):
 def _shell_script(shell, command, body):
     """The older implementation: the cell is `-c`'s argument, stdin is empty,
     and the exit code lands in `_exit_code` (no error is raised)."""
+    import subprocess  # here, not at start-up: most kernels start no child
+
     code = subprocess.call(command + ["-c", body], stdin=subprocess.DEVNULL)
     shell._kernel.namespace["_exit_code"] = code
     display.emit_status("shell", shell=command[0], exit_code=code)

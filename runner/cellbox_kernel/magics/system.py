@@ -8,7 +8,6 @@ calls them directly.
 """
 import os
 import shlex
-import subprocess
 
 from .. import display
 from ..slist import SList
@@ -114,6 +113,8 @@ def set_env(shell, args, frame):
 def sx(shell, args, frame):
     """`%sx cmd` / `%system cmd`: the command's output lines (stderr merged)
     as an SList, the same as `!!cmd`."""
+    import subprocess  # here, not at start-up: most kernels start no child
+
     process = subprocess.run(
         args, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
@@ -171,6 +172,8 @@ def _define(shell, name, command):
     shell.aliases[name] = alias
 
     def run_alias(args, frame):
+        import subprocess  # here, not at start-up: most kernels start no child
+
         code = subprocess.call(alias.expand(args), shell=True, stdin=subprocess.DEVNULL)
         frame.f_globals["_exit_code"] = code
         return None
