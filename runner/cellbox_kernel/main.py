@@ -75,8 +75,15 @@ def _flush_before_children():
 
     `subprocess` is patched when something first imports it: most kernels
     never start a child, and the module with what it imports is about 0.6 MB
-    of every kernel's memory."""
-    import_hooks.on_import("subprocess", _flush_before_popen)
+    of every kernel's memory. Where the standard library's loader cannot be
+    hooked (no `exec_module`: a zipped library on Python 3.8 and 3.9) it is
+    patched now."""
+    if hasattr(getattr(os.__spec__, "loader", None), "exec_module"):
+        import_hooks.on_import("subprocess", _flush_before_popen)
+    else:
+        import subprocess
+
+        _flush_before_popen(subprocess)
     system = os.system
 
     def flushed_system(command):

@@ -106,11 +106,14 @@ async fn a_print_comes_before_a_child_started_on_the_first_import_of_subprocess(
     // (no newline, no flush) unless that flush runs.
     let fresh = run(&kernel, "import sys\n'subprocess' in sys.modules").await;
     assert_eq!(fresh.results(), ["False"], "a kernel starts without subprocess");
-    let code =
-        "import subprocess, sys\nprint('parent', end='')\nsubprocess.run([sys.executable, '-c', 'print(\"child\")'])";
+    let code = "import subprocess, sys\nprint('parent', end='')\nsubprocess.run(['echo', 'child'])";
     let output = run(&kernel, code).await;
     assert!(output.is_ok(), "{:?}", output.errors());
     assert_eq!(output.stdout(), "parentchild\n");
+    // The order above could also come from the output thread's flush (every 20 ms): the patch
+    // itself must be in place.
+    let patched = run(&kernel, "subprocess.Popen._execute_child.__module__").await;
+    assert_eq!(patched.results(), ["'cellbox_kernel.main'"]);
 }
 
 #[tokio::test]

@@ -77,6 +77,13 @@ pub(super) async fn launch(options: &KernelOptions, runner: &Path, ends: ChildEn
     }
     // The fork server got copies of the ends (or none was used); the host
     // drops its own below, so end of file still means the kernel is gone.
+    // A fork that failed half-way may have left a child with the page: the
+    // spawned kernel gets a page of its own.
+    let started_page = if page_forked && !options.preload.is_empty() {
+        super::began::StartedPage::create(options.runtime)
+    } else {
+        started_page
+    };
     let spawn_args = host_args(&ends, child_control.is_some(), started_page.is_some());
     let places = ChildPlaces { control: child_control, started_page: started_page.as_ref() };
     let (pid, exit, guard) = spawn(options, runner, &spawn_args, ends, request_read, places)?;

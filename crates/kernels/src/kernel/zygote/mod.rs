@@ -6,7 +6,8 @@
 //!
 //! The host creates each kernel's pipes exactly as for a spawn and hands the
 //! child's ends (with the control socket and the started page on Linux) to
-//! the zygote over a Unix socket ([`wire`]); the child puts them at fd 0–6, applies the kernel's environment, cwd, `sys.path` and
+//! the zygote over a Unix socket ([`wire`]); the child puts them at fd 0–4
+//! (0–6 with those two), applies the kernel's environment, cwd, `sys.path` and
 //! `sys.argv`, takes fresh random state and runs the runner's normal main.
 //! The zygote is the kernels' parent: it reaps them and reports each exit, so
 //! the kernel's exit watcher, its "kernel died" message and the process-group
@@ -229,6 +230,10 @@ pub async fn fork(
     control: Option<&OwnedFd>,
     started_page: Option<&std::fs::File>,
 ) -> Option<ForkedKernel> {
+    debug_assert!(
+        started_page.is_none() || control.is_some(),
+        "the started page goes at fd 6, after the control socket"
+    );
     if options.preload.is_empty() {
         return None;
     }
@@ -272,7 +277,9 @@ pub async fn fork(
     let mut guard = SandboxGuard::default();
     if let Some(prepared) = prepared {
         if let Err(error) = prepared.move_process(pid) {
+            // Its own group once it has called setsid(); the pid itself before that.
             let _ = super::process::signal_group(pid, super::process::Signal::SIGKILL);
+            let _ = super::process::signal_pid(pid, super::process::Signal::SIGKILL);
             tracing::warn!("could not move a forked kernel into its cgroup ({error}); spawning it instead");
             return None;
         }
