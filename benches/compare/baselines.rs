@@ -5,6 +5,11 @@
 //! (`EvalEngine::eval` on a kept session). The warm rows of the kernel, the
 //! MCP servers and the SDK each compare with both, so a front end's cost is
 //! read against the floor directly and against what the engine under it takes.
+//!
+//! The kernel alone (`Kernel::execute`) is measured here too, in the same
+//! turns: a VM's idle vCPUs cost a good part of the floor to wake, so a kernel
+//! measured between Jupyter's calls (whose threads keep a vCPU awake) read
+//! below the floor it was compared with.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -21,11 +26,13 @@ use super::{Plan, Series, Setup};
 pub(super) struct WarmBaselines {
     pub floor: Series,
     pub library: Series,
+    /// Not a baseline: the kernel alone's warm `1+1`, taken in the same turns.
+    pub kernel: Series,
 }
 
 impl WarmBaselines {
-    /// Both, measured call by call in turn (so a slow moment of the machine
-    /// touches both alike), after a warm-up, `plan.warm_iterations` each.
+    /// All three, measured call by call in turn (so a slow moment of the
+    /// machine touches all alike), after a warm-up, `plan.warm_iterations` each.
     pub(super) async fn measure(plan: &Plan, setup: &Setup) -> WarmBaselines {
         let mut floor_process = EchoFloor::start(setup).await;
         let artifacts = tempfile::tempdir().unwrap();
@@ -36,6 +43,12 @@ impl WarmBaselines {
         let engine = EvalEngine::new(config);
         let context = CallContext::new("bench-baseline");
         let one = EvalParams::code("1+1");
+        let (kernel, _) = super::first_result(setup).await;
+        let kernel_call = async || {
+            let started = Instant::now();
+            kernel.execute("1+1").await.unwrap().collect().await.unwrap();
+            started.elapsed().as_secs_f64() * 1000.0
+        };
         let library_call = async || {
             let started = Instant::now();
             let result = engine.eval(&one, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
@@ -45,15 +58,19 @@ impl WarmBaselines {
         for _ in 0..50 {
             library_call().await;
             floor_process.call_ms().await;
+            kernel_call().await;
         }
         let mut floor = Series::new("NDJSON echo floor");
         let mut library = Series::new("cellbox library");
+        let mut kernel_alone = Series::new("cellbox");
         for _ in 0..plan.warm_iterations {
             library.values.push(library_call().await);
             floor.values.push(floor_process.call_ms().await);
+            kernel_alone.values.push(kernel_call().await);
         }
+        kernel.shutdown().await;
         engine.dispose_all().await;
-        WarmBaselines { floor, library }
+        WarmBaselines { floor, library, kernel: kernel_alone }
     }
 }
 

@@ -1,5 +1,6 @@
 //! The warm round trip of `1+1` (`--only warm`): the kernel alone and the
-//! library, each against the run's echo floor, and the kernel against Jupyter.
+//! library, each against the run's echo floor (both taken in the baselines'
+//! turns), and the kernel against Jupyter, taken in turns with Jupyter's calls.
 
 use std::time::Instant;
 
@@ -34,7 +35,7 @@ pub(super) async fn warm_round_trip(
         jupyter_series.values.extend(ms_list(&jupyter.call(json!({"op": "roundtrip", "n": jupyter_batch})).await));
     }
     kernel.shutdown().await;
-    report.add("warm round trip of 1+1", "ms", false, &cellbox, Some(&baselines.floor), "the kernel alone");
+    report.add("warm round trip of 1+1", "ms", false, &baselines.kernel, Some(&baselines.floor), "the kernel alone");
     report.add(
         "warm round trip of 1+1, library",
         "ms",
