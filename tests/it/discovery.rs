@@ -113,6 +113,38 @@ fn explicit_setting_expands_home_and_never_falls_back() {
 }
 
 #[test]
+fn an_environment_with_only_python3_is_used_and_every_missing_candidate_is_named_on_failure() {
+    let root = tempfile::tempdir().unwrap();
+    let cwd = root.path().join("project");
+    // Some tools make `bin/python3` and no `bin/python`.
+    std::fs::create_dir_all(cwd.join("venv/bin")).unwrap();
+    std::os::unix::fs::symlink(common::python(), cwd.join("venv/bin/python3")).unwrap();
+    let mut input = bare_input(&cwd);
+    input.home = Some(root.path().join("home"));
+    let found = resolve(&input);
+    assert_eq!(found.source, PythonSource::ProjectVenv);
+    assert_eq!(found.interpreter, cwd.join("venv/bin/python3"));
+
+    // A `python` that is not executable, a `.venv` and a home without environments, an empty PATH:
+    // each is named, with why it was passed over, in order.
+    std::fs::remove_file(cwd.join("venv/bin/python3")).unwrap();
+    std::fs::write(cwd.join("venv/bin/python"), "not a program").unwrap();
+    let text = discovery::resolve(&input, false).unwrap_err().to_string();
+    let expected = [
+        format!("project .venv: {} (does not exist)", cwd.join(".venv/bin/python").display()),
+        format!("project venv: {} (not an executable file)", cwd.join("venv/bin/python").display()),
+        format!("python-env: {} (does not exist)", root.path().join("home/.cellbox/python-env/bin/python").display()),
+        "PATH: python (not found on PATH)".to_string(),
+        "PATH: python3 (not found on PATH)".to_string(),
+    ];
+    let mut rest = text.as_str();
+    for line in &expected {
+        let at = rest.find(line.as_str()).unwrap_or_else(|| panic!("{line:?} missing or out of order in:\n{text}"));
+        rest = &rest[at + line.len()..];
+    }
+}
+
+#[test]
 fn failures_say_what_was_tried_and_why() {
     let root = tempfile::tempdir().unwrap();
     let cwd = root.path();

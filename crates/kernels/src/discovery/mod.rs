@@ -109,17 +109,15 @@ fn resolve_by(
     probe: &mut dyn FnMut(&std::path::Path) -> Option<Result<probe::ProbeInfo, ProbeError>>,
 ) -> Option<Result<ResolvedPython, DiscoveryError>> {
     let mut attempts = Vec::new();
+    // Attempts that were not executable files: why is said only if nothing
+    // works (`missing_problem`), so a call whose interpreter is found does not
+    // look at the missing ones twice.
+    let mut missing = Vec::new();
     for candidate in sources::candidates(input) {
         let Candidate { source, interpreter, activation } = candidate;
         if !is_executable(&interpreter) {
-            let problem = if interpreter.components().count() == 1 {
-                "not found on PATH".to_string()
-            } else if interpreter.exists() {
-                "not an executable file".to_string()
-            } else {
-                "does not exist".to_string()
-            };
-            attempts.push(Attempt { source, interpreter, problem });
+            missing.push(attempts.len());
+            attempts.push(Attempt { source, interpreter, problem: String::new() });
             continue;
         }
         let (via, unfollowed) = match shims::follow_cached(&interpreter, input) {
@@ -154,5 +152,19 @@ fn resolve_by(
             Err(problem) => attempts.push(Attempt { source, interpreter, problem: problem.to_string() }),
         }
     }
+    for index in missing {
+        attempts[index].problem = missing_problem(&attempts[index].interpreter);
+    }
     Some(Err(DiscoveryError { attempts }))
+}
+
+/// Why a candidate that is not an executable file was passed over.
+fn missing_problem(interpreter: &std::path::Path) -> String {
+    if interpreter.components().count() == 1 {
+        "not found on PATH".to_string()
+    } else if interpreter.exists() {
+        "not an executable file".to_string()
+    } else {
+        "does not exist".to_string()
+    }
 }

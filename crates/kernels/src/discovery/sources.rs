@@ -57,10 +57,17 @@ pub struct Candidate {
 }
 
 /// The interpreter inside an environment root (`bin/python`, else `bin/python3`).
+///
+/// A root that is not there (the usual `.venv`, `venv` and managed
+/// environment) costs one look, not two: discovery runs before every call.
 pub fn env_interpreter(root: &Path) -> PathBuf {
     let bin = root.join("bin");
+    let python = bin.join("python");
+    if !root.exists() || python.exists() {
+        return python;
+    }
     let python3 = bin.join("python3");
-    if !bin.join("python").exists() && python3.exists() { python3 } else { bin.join("python") }
+    if python3.exists() { python3 } else { python }
 }
 
 fn venv_candidate(source: PythonSource, root: PathBuf) -> Candidate {
@@ -120,28 +127,27 @@ pub fn managed_source(input: &DiscoveryInput) -> Option<Candidate> {
 }
 
 /// `python` then `python3` from `PATH`; a name not found is still proposed
-/// (as a bare name) so the report says it was looked for.
-pub fn path_sources(input: &DiscoveryInput) -> Vec<Candidate> {
-    ["python", "python3"]
-        .into_iter()
-        .map(|name| Candidate {
-            source: PythonSource::Path,
-            interpreter: search_path(input.path.as_ref(), name).unwrap_or_else(|| PathBuf::from(name)),
-            activation: EnvActivation::None,
-        })
-        .collect()
+/// (as a bare name) so the report says it was looked for. Each is looked up
+/// only when reached.
+pub fn path_sources(input: &DiscoveryInput) -> impl Iterator<Item = Candidate> + '_ {
+    ["python", "python3"].into_iter().map(|name| Candidate {
+        source: PythonSource::Path,
+        interpreter: search_path(input.path.as_ref(), name).unwrap_or_else(|| PathBuf::from(name)),
+        activation: EnvActivation::None,
+    })
 }
 
 /// Every candidate in resolution order. With an explicit setting, only it.
-pub fn candidates(input: &DiscoveryInput) -> Vec<Candidate> {
+///
+/// Each is made when reached: resolution stops at the first that works, and
+/// making one looks at files (it runs before every call).
+pub fn candidates(input: &DiscoveryInput) -> Box<dyn Iterator<Item = Candidate> + '_> {
     if let Some(explicit) = explicit_source(input) {
-        return vec![explicit];
+        return Box::new(std::iter::once(explicit));
     }
     let sources: [fn(&DiscoveryInput) -> Option<Candidate>; 5] =
         [virtual_env_source, conda_source, project_dot_venv_source, project_venv_source, managed_source];
-    let mut list: Vec<Candidate> = sources.iter().filter_map(|source| source(input)).collect();
-    list.extend(path_sources(input));
-    list
+    Box::new(sources.into_iter().filter_map(move |source| source(input)).chain(path_sources(input)))
 }
 
 /// The first executable file called `name` in `path`.
