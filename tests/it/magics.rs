@@ -274,3 +274,21 @@ async fn prelude_helpers_emit_status_events() {
     let docs = run(&kernel, "all(f.__doc__ for f in (display, env, read, write, log, phase, emit_status))").await;
     assert_eq!(docs.results(), ["True"], "every helper has a docstring the model can read");
 }
+
+#[tokio::test]
+async fn out_lets_its_oldest_values_go_at_its_size_and_says_so() {
+    let kernel = start().await;
+    run(&kernel, "%config InteractiveShell.cache_size = 3").await;
+    for n in 2..5 {
+        let output = run(&kernel, &format!("{n} * 10")).await;
+        assert_eq!(output.stderr(), "", "cell {n}: Out is not full yet");
+    }
+    let full = run(&kernel, "50").await;
+    assert_eq!(full.results(), ["50"]);
+    assert_eq!(
+        full.stderr(),
+        "[cellbox: Out held 3 values (InteractiveShell.cache_size); the oldest 2, Out[2] to Out[3], were let go]\n"
+    );
+    let kept = run(&kernel, "sorted(Out), '_2' in dir(), _4").await;
+    assert_eq!(kept.results(), ["([4, 5], False, 40)"]);
+}

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import textwrap
 import unittest
+import warnings
 
 from cellbox_kernel import display, mpl
 from cellbox_kernel.execute import Executor
@@ -66,6 +67,7 @@ class Kernel:
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             self.executor.run(code, False, True)
+        self.stderr = err.getvalue()
         results = [data.get("text/plain") for kind, data, _ in self.displays if kind == "result"]
         return out.getvalue(), results, (self.errors[0] if self.errors else None)
 
@@ -124,6 +126,56 @@ class HistoryTests(unittest.TestCase):
         kernel.run("3")
         self.assertEqual(kernel.value("_"), "'mine'", "a `_` the user assigned is left alone, as in IPython")
         self.assertEqual(kernel.value("Out[7]"), "3")
+
+    def test_out_lets_its_oldest_values_go_at_its_size_as_ipython(self):
+        kernel = Kernel()
+        kernel.run("%config InteractiveShell.cache_size = 5")
+        cells = ["%d * 10" % n for n in range(1, 8)]  # cells 2 to 8
+        for cell in cells[:5]:
+            kernel.run(cell)
+        self.assertEqual(kernel.stderr, "")
+        kernel.run(cells[5])
+        self.assertEqual(
+            kernel.stderr,
+            "[cellbox: Out held 5 values (InteractiveShell.cache_size); the oldest 2, Out[2] to Out[3], were let go]\n",
+        )
+        kernel.run(cells[6])
+        kept = sorted(kernel.magics.shell.history.outputs)
+        self.assertEqual(kept, [4, 5, 6, 7, 8])
+        namespace = kernel.executor.namespace
+        self.assertEqual(("_2" in namespace, "_3" in namespace, namespace["_4"], namespace["_"]), (False, False, 30, 70))
+        if HAVE_IPYTHON:
+            from IPython.core.interactiveshell import InteractiveShell
+            from traitlets.config import Config
+
+            config = Config()
+            config.HistoryManager.hist_file = ":memory:"
+            config.InteractiveShell.cache_size = 5
+            InteractiveShell.clear_instance()
+            ipython = InteractiveShell.instance(config=config)
+            self.addCleanup(InteractiveShell.clear_instance)
+            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                warnings.simplefilter("ignore")
+                for cell in ["pass"] + cells:
+                    ipython.run_cell(cell, store_history=True)
+            self.assertEqual(sorted(ipython.user_ns["Out"]), kept, "the same values kept as IPython's")
+
+    def test_out_size_lowered_small_or_wrong(self):
+        kernel = Kernel()
+        outputs = kernel.magics.shell.history.outputs
+        for n in range(6):
+            kernel.run(str(n))  # Out[1] to Out[6]
+        kernel.run("%config InteractiveShell.cache_size = 3")  # cell 7
+        kernel.run("7")  # cell 8
+        self.assertIn("the oldest 4, Out[1] to Out[4], were let go", kernel.stderr, "down to the new size at once")
+        self.assertEqual(sorted(outputs), [5, 6, 8])
+        kernel.run("%config InteractiveShell.cache_size = 0")
+        kernel.run("'not kept'")
+        self.assertEqual(sorted(outputs), [5, 6, 8], "under 3, nothing more is kept")
+        self.assertEqual(kernel.executor.namespace["_"], 7, "and `_` stays")
+        _, _, error = kernel.run("%config InteractiveShell.cache_size = '10'")
+        self.assertEqual(error[0], "UsageError")
+        self.assertIn("whole number", error[1])
 
     def test_history_magic(self):
         kernel = Kernel()

@@ -40,7 +40,7 @@ _SETTINGS = {
         "autocall": (0, "accepted; cellbox has no autocall"),
         "colors": ("nocolor", "accepted; cellbox prints plain text"),
         "xmode": ("Plain", "the traceback style, as %xmode"),
-        "cache_size": (1000, "accepted; Out keeps every output"),
+        "cache_size": (1000, "how many values Out keeps; at the limit the oldest fifth is let go (under 3: none kept)"),
         "pdb": (False, "print the post-mortem after errors, as %pdb"),
         "automagic": (False, "accepted; magics need their % prefix in cellbox"),
     },
@@ -159,6 +159,10 @@ def _apply(shell, owner, name, value):
         shell.run_line_magic("xmode", str(value))
     elif owner in ("InteractiveShell", "ZMQInteractiveShell") and name == "pdb":
         shell.debug.automatic_pdb = bool(value)
+    elif owner == "InteractiveShell" and name == "cache_size":
+        if type(value) is not int:
+            raise UsageError("InteractiveShell.cache_size is a whole number, not %r" % (value,))
+        shell.history.cache_size = value
     shell.settings.values[(owner, name)] = value
 
 

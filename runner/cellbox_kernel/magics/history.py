@@ -4,14 +4,23 @@ Only cells that store history count (the ones with an execution count), and
 `In[N]` is the cell numbered N (`In[0]` is ''). The magics that read it back:
 `%history`/`%hist`, `%recall`/`%rep`, `%rerun`, `%save`, and the directory
 history `_dh`/`%dhist`. History lives for the kernel's life (no database).
+
+`Out` holds at most `cache_size` values (`%config InteractiveShell.cache_size`,
+1000 as in IPython): a value shown once would otherwise stay alive as long as
+the kernel. At the limit the oldest fifth is let go, with a note on stderr; a
+size under 3 keeps none (and `_` stays as it is), as IPython does.
 """
 import os
 import re
+import sys
 
 from .. import display
 from .framework import UsageError
 
 _UNDERS = ("_", "__", "___")
+#: IPython's default size of the output cache, and the smallest it accepts.
+CACHE_SIZE = 1000
+_SMALLEST_CACHE = 3
 
 
 class History:
@@ -23,6 +32,7 @@ class History:
         self.directories = [os.getcwd()]
         self.unders = {"_": "", "__": "", "___": ""}
         self.recent = ["", "", ""]  # _i, _ii, _iii
+        self.cache_size = CACHE_SIZE
         self.install(namespace)
 
     def install(self, namespace):
@@ -49,8 +59,10 @@ class History:
     def store_output(self, number, value):
         """A displayed value: `Out[number]`, `_number`, and `_`/`__`/`___` move
         back, unless the user assigned one of those names themselves."""
-        if value is self.outputs:
+        if value is self.outputs or self.cache_size < _SMALLEST_CACHE:
             return
+        if len(self.outputs) >= self.cache_size:
+            self._let_go_oldest()
         namespace, unders = self.namespace, self.unders
         own = False
         for name in _UNDERS:
@@ -62,6 +74,23 @@ class History:
             namespace.update(unders)
         namespace["_%d" % number] = value
         self.outputs[number] = value
+
+    def _let_go_oldest(self):
+        """`Out` is full: drop its oldest fifth (at least two), and each `_N`
+        that still names the value it held."""
+        outputs, namespace = self.outputs, self.namespace
+        held = len(outputs)
+        # A fifth as IPython, or more when the size was lowered below what Out holds.
+        oldest = sorted(outputs)[: max(held // 5, 2, held - self.cache_size + 1)]
+        for number in oldest:
+            value = outputs.pop(number)
+            name = "_%d" % number
+            if namespace.get(name) is value:
+                del namespace[name]
+        sys.stderr.write(
+            "[cellbox: Out held %d values (InteractiveShell.cache_size); the oldest %d, Out[%d] to Out[%d], "
+            "were let go]\n" % (held, len(oldest), oldest[0], oldest[-1])
+        )
 
     def note_directory(self):
         try:
