@@ -129,7 +129,7 @@ class Executor:
             return CellOutcome("error"), error, False
         if value is not None:
             if self.hooks is not None:
-                self.hooks.cell_value(value, store_history)
+                self._call_hook(self.hooks.cell_value, value, store_history)
             elif store_history:
                 self.namespace["_"] = value
             self._publish_result(value)

@@ -287,7 +287,7 @@ async fn out_lets_its_oldest_values_go_at_its_size_and_says_so() {
     assert_eq!(full.results(), ["50"]);
     assert_eq!(
         full.stderr(),
-        "[cellbox: Out held 3 values (InteractiveShell.cache_size); the oldest 2, Out[2] to Out[3], were let go]\n"
+        "[cellbox: Out held 3 values (InteractiveShell.cache_size is 3); the oldest 2, Out[2] to Out[3], were let go]\n"
     );
     let kept = run(&kernel, "sorted(Out), '_2' in dir(), _4").await;
     assert_eq!(kept.results(), ["([4, 5], False, 40)"]);

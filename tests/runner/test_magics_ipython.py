@@ -137,7 +137,7 @@ class HistoryTests(unittest.TestCase):
         kernel.run(cells[5])
         self.assertEqual(
             kernel.stderr,
-            "[cellbox: Out held 5 values (InteractiveShell.cache_size); the oldest 2, Out[2] to Out[3], were let go]\n",
+            "[cellbox: Out held 5 values (InteractiveShell.cache_size is 5); the oldest 2, Out[2] to Out[3], were let go]\n",
         )
         kernel.run(cells[6])
         kept = sorted(kernel.magics.shell.history.outputs)
@@ -166,16 +166,32 @@ class HistoryTests(unittest.TestCase):
         for n in range(6):
             kernel.run(str(n))  # Out[1] to Out[6]
         kernel.run("%config InteractiveShell.cache_size = 3")  # cell 7
+        self.assertIn("the oldest 3, Out[1] to Out[3], were let go", kernel.stderr, "down to the new size at once")
+        self.assertEqual(sorted(outputs), [4, 5, 6])
         kernel.run("7")  # cell 8
-        self.assertIn("the oldest 4, Out[1] to Out[4], were let go", kernel.stderr, "down to the new size at once")
-        self.assertEqual(sorted(outputs), [5, 6, 8])
+        self.assertEqual(sorted(outputs), [6, 8])
         kernel.run("%config InteractiveShell.cache_size = 0")
+        self.assertIn("the oldest 2, Out[6] to Out[8], were let go", kernel.stderr)
         kernel.run("'not kept'")
-        self.assertEqual(sorted(outputs), [5, 6, 8], "under 3, nothing more is kept")
+        self.assertEqual(outputs, {}, "under 3, nothing is kept")
         self.assertEqual(kernel.executor.namespace["_"], 7, "and `_` stays")
-        _, _, error = kernel.run("%config InteractiveShell.cache_size = '10'")
-        self.assertEqual(error[0], "UsageError")
-        self.assertIn("whole number", error[1])
+        for wrong in ("'10'", "2.5"):
+            _, _, error = kernel.run("%config InteractiveShell.cache_size = " + wrong)
+            self.assertEqual(error[0], "UsageError")
+            self.assertIn("whole number", error[1])
+
+    def test_a_cell_that_broke_out_or_stderr_still_gets_its_value_kept(self):
+        kernel = Kernel()
+        kernel.run("%config InteractiveShell.cache_size = 3")
+        kernel.run("1")
+        kernel.run("2")
+        kernel.run("Out['mine'] = 'kept'")
+        out, results, error = kernel.run("import sys\nsys.stderr = None\n4")  # Out is full: a cull
+        self.assertEqual((results, error), (["4"], None))
+        kernel.run("sys.stderr = sys.__stderr__")
+        outputs = kernel.magics.shell.history.outputs
+        self.assertEqual(sorted(outputs, key=str), [5, "mine"], "the user's key is left, the history's go")
+        self.assertEqual(kernel.executor.namespace["_5"], 4)
 
     def test_history_magic(self):
         kernel = Kernel()

@@ -8,6 +8,7 @@ common `%config` settings are accepted and listed, so a notebook's setup cell
 runs; the ones cellbox has no use for are kept but change nothing.
 """
 import ast
+import operator
 import sys
 
 from .. import mpl, pretty
@@ -40,7 +41,7 @@ _SETTINGS = {
         "autocall": (0, "accepted; cellbox has no autocall"),
         "colors": ("nocolor", "accepted; cellbox prints plain text"),
         "xmode": ("Plain", "the traceback style, as %xmode"),
-        "cache_size": (1000, "how many values Out keeps; at the limit the oldest fifth is let go (under 3: none kept)"),
+        "cache_size": (1000, "how many values Out keeps; at the limit the oldest fifth is let go (under 3: none)"),
         "pdb": (False, "print the post-mortem after errors, as %pdb"),
         "automagic": (False, "accepted; magics need their % prefix in cellbox"),
     },
@@ -160,9 +161,11 @@ def _apply(shell, owner, name, value):
     elif owner in ("InteractiveShell", "ZMQInteractiveShell") and name == "pdb":
         shell.debug.automatic_pdb = bool(value)
     elif owner == "InteractiveShell" and name == "cache_size":
-        if type(value) is not int:
-            raise UsageError("InteractiveShell.cache_size is a whole number, not %r" % (value,))
-        shell.history.cache_size = value
+        try:
+            value = operator.index(value)
+        except TypeError:
+            raise UsageError("InteractiveShell.cache_size is a whole number, not %r" % (value,)) from None
+        shell.history.set_cache_size(value)
     shell.settings.values[(owner, name)] = value
 
 

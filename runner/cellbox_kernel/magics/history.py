@@ -8,7 +8,8 @@ history `_dh`/`%dhist`. History lives for the kernel's life (no database).
 `Out` holds at most `cache_size` values (`%config InteractiveShell.cache_size`,
 1000 as in IPython): a value shown once would otherwise stay alive as long as
 the kernel. At the limit the oldest fifth is let go, with a note on stderr; a
-size under 3 keeps none (and `_` stays as it is), as IPython does.
+size under 3 keeps none (and `_` stays as it is), as in IPython. Unlike
+IPython, a size set while the kernel runs applies at once.
 """
 import os
 import re
@@ -61,8 +62,10 @@ class History:
         back, unless the user assigned one of those names themselves."""
         if value is self.outputs or self.cache_size < _SMALLEST_CACHE:
             return
-        if len(self.outputs) >= self.cache_size:
-            self._let_go_oldest()
+        held = len(self.outputs)
+        if held >= self.cache_size:
+            # A fifth, as IPython; more when the size was lowered below what Out holds.
+            self.let_go(max(held // 5, 2, held - self.cache_size + 1))
         namespace, unders = self.namespace, self.unders
         own = False
         for name in _UNDERS:
@@ -75,22 +78,36 @@ class History:
         namespace["_%d" % number] = value
         self.outputs[number] = value
 
-    def _let_go_oldest(self):
-        """`Out` is full: drop its oldest fifth (at least two), and each `_N`
-        that still names the value it held."""
+    def set_cache_size(self, size):
+        """`%config InteractiveShell.cache_size`: what `Out` holds beyond the new
+        size is let go at once (all of it under 3, where nothing more is kept)."""
+        self.cache_size = size
+        keep = size if size >= _SMALLEST_CACHE else 0
+        if len(self.outputs) > keep:
+            self.let_go(len(self.outputs) - keep)
+
+    def let_go(self, count):
+        """Drop the `count` oldest values of `Out` and each `_N` that still
+        names its value, and say so on stderr. Runs inside a cell's display:
+        nothing user code did to `Out` or to `sys.stderr` may make it raise."""
         outputs, namespace = self.outputs, self.namespace
         held = len(outputs)
-        # A fifth as IPython, or more when the size was lowered below what Out holds.
-        oldest = sorted(outputs)[: max(held // 5, 2, held - self.cache_size + 1)]
+        # The history's own entries only: a key the user put into Out is theirs.
+        oldest = sorted(key for key in outputs if type(key) is int)[:count]
+        if not oldest:
+            return
         for number in oldest:
             value = outputs.pop(number)
             name = "_%d" % number
             if namespace.get(name) is value:
                 del namespace[name]
-        sys.stderr.write(
-            "[cellbox: Out held %d values (InteractiveShell.cache_size); the oldest %d, Out[%d] to Out[%d], "
-            "were let go]\n" % (held, len(oldest), oldest[0], oldest[-1])
-        )
+        try:
+            sys.stderr.write(
+                "[cellbox: Out held %d values (InteractiveShell.cache_size is %d); the oldest %d, Out[%d] to "
+                "Out[%d], were let go]\n" % (held, self.cache_size, len(oldest), oldest[0], oldest[-1])
+            )
+        except Exception:  # a stream the cell closed or replaced: the values are let go all the same
+            pass
 
     def note_directory(self):
         try:
