@@ -292,3 +292,15 @@ async fn out_lets_its_oldest_values_go_at_its_size_and_says_so() {
     let kept = run(&kernel, "sorted(Out), '_2' in dir(), _4").await;
     assert_eq!(kept.results(), ["([4, 5], False, 40)"]);
 }
+
+#[tokio::test]
+async fn a_full_out_with_a_key_of_the_users_and_no_stderr_keeps_its_kernel() {
+    let kernel = start().await;
+    run(&kernel, "%config InteractiveShell.cache_size = 3\nOut['mine'] = 1").await;
+    run(&kernel, "1").await;
+    run(&kernel, "2").await;
+    let culled = run(&kernel, "import sys\nsys.stderr = None\n3").await;
+    assert_eq!((culled.results(), error_of(&culled)), (vec!["3".to_string()], String::new()));
+    let kept = run(&kernel, "sorted(Out, key=str)").await;
+    assert_eq!(kept.results(), ["[4, 'mine']"], "the kernel lives on; the user's key stays, the oldest values go");
+}
