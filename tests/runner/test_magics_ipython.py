@@ -193,6 +193,21 @@ class HistoryTests(unittest.TestCase):
         self.assertEqual(sorted(outputs, key=str), [5, "mine"], "the user's key is left, the history's go")
         self.assertEqual(kernel.executor.namespace["_5"], 4)
 
+    def test_reset_out_counts_what_it_flushes_as_ipython(self):
+        cells = ["1", "2", "x = 3"]
+        kernel = Kernel()
+        for cell in cells:
+            kernel.run(cell)
+        ours = kernel.stdout("%reset -f out")
+        self.assertEqual(ours, "Flushing output cache (2 entries)\n")
+        if HAVE_IPYTHON:
+            ipython = _ipython()
+            self.addCleanup(ipython.clear_instance)
+            with contextlib.redirect_stdout(io.StringIO()):
+                for cell in cells:
+                    ipython.run_cell(cell, store_history=True)
+            self.assertEqual(_ipython_out(ipython, magic="reset", args="-f out"), ours)
+
     def test_history_magic(self):
         kernel = Kernel()
         for cell in HISTORY_CELLS:

@@ -89,12 +89,12 @@ def reset(shell, args, frame):
                 shell.user_ns[name] = ""
             print("Flushing input history")
         elif target == "out":
+            print("Flushing output cache (%d entries)" % len(history.outputs))
             for number in list(history.outputs):
                 shell.user_ns.pop("_%d" % number, None)
             history.outputs.clear()
             history.unders = {"_": "", "__": "", "___": ""}
             shell.user_ns.update(history.unders)
-            print("Flushing output cache (%d entries)" % len(history.outputs))
         elif target == "dhist":
             history.directories[:] = history.directories[-1:]
             print("Flushing directory history")
