@@ -64,8 +64,8 @@ class History:
             return
         held = len(self.outputs)
         if held >= self.cache_size:
-            # A fifth, as IPython; more when the size was lowered below what Out holds.
-            self.let_go(max(held // 5, 2, held - self.cache_size + 1))
+            # A fifth, as IPython (a lowered size was applied when it was set).
+            self.let_go(max(held // 5, 2))
         namespace, unders = self.namespace, self.unders
         own = False
         for name in _UNDERS:
