@@ -132,7 +132,8 @@ impl HttpMcp {
         }
         let answer = self.request("tools/call", json!({"name": "eval", "arguments": arguments})).await;
         let elapsed = started.elapsed().as_secs_f64() * 1000.0;
-        assert_eq!(answer["result"]["content"][0]["text"], "2\n", "{answer}");
+        // Past 1000 calls, a note that `Out` let its oldest values go comes before the value now and then.
+        assert!(answer["result"]["content"][0]["text"].as_str().is_some_and(|text| text.ends_with("2\n")), "{answer}");
         elapsed
     }
 }
