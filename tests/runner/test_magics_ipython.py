@@ -208,6 +208,29 @@ class HistoryTests(unittest.TestCase):
                     ipython.run_cell(cell, store_history=True)
             self.assertEqual(_ipython_out(ipython, magic="reset", args="-f out"), ours)
 
+    def test_reset_out_and_xdel_with_a_key_of_the_users_in_out(self):
+        cells = ["x = [1]", "x", "Out['mine'] = x"]
+        kernel = Kernel()
+        for cell in cells:
+            kernel.run(cell)
+        out, _, error = kernel.run("%xdel x")
+        self.assertEqual((out, error), ("", None))
+        self.assertEqual(kernel.magics.shell.history.outputs, {}, "every key that held x, as IPython's %xdel")
+        self.assertNotIn("_2", kernel.executor.namespace)
+        kernel.run("Out['mine'] = 1")
+        kernel.run("2")
+        ours = kernel.stdout("%reset -f out")
+        self.assertEqual(ours, "Flushing output cache (2 entries)\n")
+        self.assertEqual(kernel.magics.shell.history.outputs, {})
+        self.assertNotIn("_6", kernel.executor.namespace)
+        if HAVE_IPYTHON:
+            ipython = _ipython()
+            self.addCleanup(ipython.clear_instance)
+            with contextlib.redirect_stdout(io.StringIO()):
+                for cell in cells + ["%xdel x", "Out['mine'] = 1", "2"]:
+                    ipython.run_cell(cell, store_history=True)
+            self.assertEqual(_ipython_out(ipython, magic="reset", args="-f out"), ours)
+
     def test_history_magic(self):
         kernel = Kernel()
         for cell in HISTORY_CELLS:

@@ -91,7 +91,8 @@ def reset(shell, args, frame):
         elif target == "out":
             print("Flushing output cache (%d entries)" % len(history.outputs))
             for number in list(history.outputs):
-                shell.user_ns.pop("_%d" % number, None)
+                if type(number) is int:  # a key the user put into Out names no `_N`
+                    shell.user_ns.pop("_%d" % number, None)
             history.outputs.clear()
             history.unders = {"_": "", "__": "", "___": ""}
             shell.user_ns.update(history.unders)
@@ -139,7 +140,8 @@ def xdel(shell, args, frame):
     for number, held in list(history.outputs.items()):
         if held is value:
             del history.outputs[number]
-            shell.user_ns.pop("_%d" % number, None)
+            if type(number) is int:
+                shell.user_ns.pop("_%d" % number, None)
     for under in ("_", "__", "___"):
         if shell.user_ns.get(under) is value:
             shell.user_ns[under] = ""
