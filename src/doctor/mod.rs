@@ -285,14 +285,15 @@ fn examine_python(input: &DoctorInput) -> PythonReport {
                     .map(|a| a.problem.clone());
                 // With a winner, candidates before it failed; their problem is
                 // recomputed from the file since `resolve` only returns attempts on failure.
+                let runs = discovery::is_executable(&candidate.interpreter);
                 let problem = problem.unwrap_or_else(|| {
-                    if discovery::is_executable(&candidate.interpreter) {
+                    if runs {
                         "did not run as Python 3.8+".into()
                     } else {
-                        "does not exist".into()
+                        discovery::missing_problem(&candidate.interpreter)
                     }
                 });
-                let state = if discovery::is_executable(&candidate.interpreter) { "unusable" } else { "missing" };
+                let state = if runs { "unusable" } else { "missing" };
                 (state, problem)
             }
         };

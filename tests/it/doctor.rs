@@ -182,6 +182,30 @@ fn an_explicit_interpreter_that_does_not_exist_is_the_only_candidate() {
 }
 
 #[test]
+fn a_candidate_passed_over_before_the_winner_says_why() {
+    use std::os::unix::fs::PermissionsExt;
+    let machine = Machine::new();
+    machine.link("python3", common::python());
+    let venv_bin = machine.path("cwd/.venv/bin");
+    std::fs::create_dir_all(&venv_bin).unwrap();
+    std::fs::write(venv_bin.join("python"), "not a program").unwrap();
+    std::fs::set_permissions(venv_bin.join("python"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (report, code) = machine.json(&[]);
+    assert_eq!(code, 0, "{report:#}");
+    let detail = |source: &str| {
+        let candidates = report["python"]["candidates"].as_array().unwrap();
+        let found = candidates.iter().find(|c| c["source"] == source).unwrap_or_else(|| panic!("{report:#}"));
+        (found["state"].as_str().unwrap().to_string(), found["detail"].as_str().unwrap().to_string())
+    };
+    assert_eq!(detail("project .venv"), ("missing".into(), "not an executable file".into()));
+    assert_eq!(detail("project venv"), ("missing".into(), "does not exist".into()));
+    let on_path = report["python"]["candidates"].as_array().unwrap().iter().filter(|c| c["source"] == "PATH");
+    let states: Vec<_> = on_path.map(|c| (c["state"].as_str().unwrap(), c["detail"].as_str().unwrap())).collect();
+    assert_eq!(states[0], ("missing", "not found on PATH"), "`python` is not on this PATH: {report:#}");
+    assert_eq!(states[1].0, "chosen", "{report:#}");
+}
+
+#[test]
 fn the_gateway_token_and_url_credentials_never_show() {
     let machine = Machine::new();
     let env =

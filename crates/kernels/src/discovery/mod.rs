@@ -158,8 +158,8 @@ fn resolve_by(
     Some(Err(DiscoveryError { attempts }))
 }
 
-/// Why a candidate that is not an executable file was passed over.
-fn missing_problem(interpreter: &std::path::Path) -> String {
+/// Why a candidate that is not an executable file was passed over (`doctor` says it too).
+pub fn missing_problem(interpreter: &std::path::Path) -> String {
     if interpreter.components().count() == 1 {
         "not found on PATH".to_string()
     } else if interpreter.exists() {
