@@ -17,7 +17,6 @@ import sys
 import tempfile
 import textwrap
 import unittest
-import warnings
 
 from cellbox_kernel import display, mpl
 from cellbox_kernel.execute import Executor
@@ -126,110 +125,6 @@ class HistoryTests(unittest.TestCase):
         kernel.run("3")
         self.assertEqual(kernel.value("_"), "'mine'", "a `_` the user assigned is left alone, as in IPython")
         self.assertEqual(kernel.value("Out[7]"), "3")
-
-    def test_out_lets_its_oldest_values_go_at_its_size_as_ipython(self):
-        kernel = Kernel()
-        kernel.run("%config InteractiveShell.cache_size = 5")
-        cells = ["%d * 10" % n for n in range(1, 8)]  # cells 2 to 8
-        for cell in cells[:5]:
-            kernel.run(cell)
-        self.assertEqual(kernel.stderr, "")
-        kernel.run(cells[5])
-        self.assertEqual(
-            kernel.stderr,
-            "[cellbox: Out held 5 values (InteractiveShell.cache_size is 5); the oldest 2, Out[2] to Out[3], were let go]\n",
-        )
-        kernel.run(cells[6])
-        kept = sorted(kernel.magics.shell.history.outputs)
-        self.assertEqual(kept, [4, 5, 6, 7, 8])
-        namespace = kernel.executor.namespace
-        self.assertEqual(("_2" in namespace, "_3" in namespace, namespace["_4"], namespace["_"]), (False, False, 30, 70))
-        if HAVE_IPYTHON:
-            from IPython.core.interactiveshell import InteractiveShell
-            from traitlets.config import Config
-
-            config = Config()
-            config.HistoryManager.hist_file = ":memory:"
-            config.InteractiveShell.cache_size = 5
-            InteractiveShell.clear_instance()
-            ipython = InteractiveShell.instance(config=config)
-            self.addCleanup(InteractiveShell.clear_instance)
-            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-                warnings.simplefilter("ignore")
-                for cell in ["pass"] + cells:
-                    ipython.run_cell(cell, store_history=True)
-            self.assertEqual(sorted(ipython.user_ns["Out"]), kept, "the same values kept as IPython's")
-
-    def test_out_size_lowered_small_or_wrong(self):
-        kernel = Kernel()
-        outputs = kernel.magics.shell.history.outputs
-        for n in range(6):
-            kernel.run(str(n))  # Out[1] to Out[6]
-        kernel.run("%config InteractiveShell.cache_size = 3")  # cell 7
-        self.assertIn("the oldest 3, Out[1] to Out[3], were let go", kernel.stderr, "down to the new size at once")
-        self.assertEqual(sorted(outputs), [4, 5, 6])
-        kernel.run("7")  # cell 8
-        self.assertEqual(sorted(outputs), [6, 8])
-        kernel.run("%config InteractiveShell.cache_size = 0")
-        self.assertIn("the oldest 2, Out[6] to Out[8], were let go", kernel.stderr)
-        kernel.run("'not kept'")
-        self.assertEqual(outputs, {}, "under 3, nothing is kept")
-        self.assertEqual(kernel.executor.namespace["_"], 7, "and `_` stays")
-        for wrong in ("'10'", "2.5"):
-            _, _, error = kernel.run("%config InteractiveShell.cache_size = " + wrong)
-            self.assertEqual(error[0], "UsageError")
-            self.assertIn("whole number", error[1])
-
-    def test_a_cell_that_broke_out_or_stderr_still_gets_its_value_kept(self):
-        kernel = Kernel()
-        kernel.run("%config InteractiveShell.cache_size = 3")
-        kernel.run("1")
-        kernel.run("2")
-        kernel.run("Out['mine'] = 'kept'")
-        out, results, error = kernel.run("import sys\nsys.stderr = None\n4")  # Out is full: a cull
-        self.assertEqual((results, error), (["4"], None))
-        kernel.run("sys.stderr = sys.__stderr__")
-        outputs = kernel.magics.shell.history.outputs
-        self.assertEqual(sorted(outputs, key=str), [5, "mine"], "the user's key is left, the history's go")
-        self.assertEqual(kernel.executor.namespace["_5"], 4)
-
-    def test_reset_out_counts_what_it_flushes_as_ipython(self):
-        cells = ["1", "2", "x = 3"]
-        kernel = Kernel()
-        for cell in cells:
-            kernel.run(cell)
-        ours = kernel.stdout("%reset -f out")
-        self.assertEqual(ours, "Flushing output cache (2 entries)\n")
-        if HAVE_IPYTHON:
-            ipython = _ipython()
-            self.addCleanup(ipython.clear_instance)
-            with contextlib.redirect_stdout(io.StringIO()):
-                for cell in cells:
-                    ipython.run_cell(cell, store_history=True)
-            self.assertEqual(_ipython_out(ipython, magic="reset", args="-f out"), ours)
-
-    def test_reset_out_and_xdel_with_a_key_of_the_users_in_out(self):
-        cells = ["x = [1]", "x", "Out['mine'] = x"]
-        kernel = Kernel()
-        for cell in cells:
-            kernel.run(cell)
-        out, _, error = kernel.run("%xdel x")
-        self.assertEqual((out, error), ("", None))
-        self.assertEqual(kernel.magics.shell.history.outputs, {}, "every key that held x, as IPython's %xdel")
-        self.assertNotIn("_2", kernel.executor.namespace)
-        kernel.run("Out['mine'] = 1")
-        kernel.run("2")
-        ours = kernel.stdout("%reset -f out")
-        self.assertEqual(ours, "Flushing output cache (2 entries)\n")
-        self.assertEqual(kernel.magics.shell.history.outputs, {})
-        self.assertNotIn("_6", kernel.executor.namespace)
-        if HAVE_IPYTHON:
-            ipython = _ipython()
-            self.addCleanup(ipython.clear_instance)
-            with contextlib.redirect_stdout(io.StringIO()):
-                for cell in cells + ["%xdel x", "Out['mine'] = 1", "2"]:
-                    ipython.run_cell(cell, store_history=True)
-            self.assertEqual(_ipython_out(ipython, magic="reset", args="-f out"), ours)
 
     def test_history_magic(self):
         kernel = Kernel()

@@ -90,9 +90,9 @@ def reset(shell, args, frame):
             print("Flushing input history")
         elif target == "out":
             print("Flushing output cache (%d entries)" % len(history.outputs))
-            for number in list(history.outputs):
-                if type(number) is int:  # a key the user put into Out names no `_N`
-                    shell.user_ns.pop("_%d" % number, None)
+            # As IPython's flush: every `_N` a cell so far could have made, whatever Out still holds.
+            for number in range(1, shell._kernel.execution_count + 1):
+                shell.user_ns.pop("_%d" % number, None)
             history.outputs.clear()
             history.unders = {"_": "", "__": "", "___": ""}
             shell.user_ns.update(history.unders)
@@ -140,8 +140,9 @@ def xdel(shell, args, frame):
     for number, held in list(history.outputs.items()):
         if held is value:
             del history.outputs[number]
-            if type(number) is int:
-                shell.user_ns.pop("_%d" % number, None)
+            # Only a `_N` that still names the value; a key the user put into Out names none.
+            if type(number) is int and shell.user_ns.get("_%d" % number) is value:
+                del shell.user_ns["_%d" % number]
     for under in ("_", "__", "___"):
         if shell.user_ns.get(under) is value:
             shell.user_ns[under] = ""
