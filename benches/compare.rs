@@ -397,6 +397,7 @@ async fn main() {
         .facts
         .insert("found_through".into(), json!(format!("{} ({})", resolved.source, resolved.interpreter.display())));
     report.facts.insert("cores".into(), json!(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)));
+    report.facts.insert("cpu_idle".into(), json!(cpu_idle()));
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/jupyter_helper.py");
     let mut jupyter = Jupyter::spawn(&jupyter_python, &script).await;
     let jupyter_kernel = jupyter.call(json!({"op": "start"})).await;
@@ -411,6 +412,9 @@ async fn main() {
         report.facts["found_through"].as_str().unwrap_or("")
     );
     println!("jupyter kernel: {}", jupyter_kernel["python"].as_str().unwrap_or("?"));
+    if let Some(idle) = report.facts["cpu_idle"].as_str() {
+        println!("idle CPUs: {idle}");
+    }
     println!();
     println!(
         "{:<42} {:>9} {:>9} {:<6} | {:<28} {:>9} {:>9} | {:>8}",
@@ -500,4 +504,26 @@ async fn main() {
         writeln!(file, "{}", markdown(&report)).unwrap();
         println!("\nwrote {}/{stem}.json and {stem}.md", out.display());
     }
+}
+
+/// How this machine's idle CPUs wait (Linux's cpuidle driver and governor), and under `haltpoll` how
+/// long at most a vCPU polls before it halts. Without polling, each wake-up of an idle vCPU goes
+/// through the hypervisor: the echo floor, which does little else, is slowed most, so warm ratios from
+/// two machines compare only with this beside them (docs/benchmarks.md, "Why waking costs so much here").
+fn cpu_idle() -> Option<String> {
+    let read = |path: &str| std::fs::read_to_string(path).ok().map(|text| text.trim().to_string());
+    let driver = read("/sys/devices/system/cpu/cpuidle/current_driver")?;
+    let governor = read("/sys/devices/system/cpu/cpuidle/current_governor").unwrap_or_default();
+    let polling = read("/sys/module/haltpoll/parameters/guest_halt_poll_ns");
+    Some(match polling {
+        Some(ns) if governor == "haltpoll" => format!("{driver}, polling at most {ns} ns before halting"),
+        _ => format!("{driver} ({governor})"),
+    })
+}
+
+/// Whether a warm `1+1` call's text is its answer: `2`, after the note the runner prints on the
+/// calls where `Out` is full and lets its oldest values go (every 200th past the first 1000 on one
+/// session). Any other note means something else happened to the call, and fails the run.
+fn answered_two(text: &str) -> bool {
+    text.strip_suffix("2\n").is_some_and(|notes| notes.lines().all(|line| line.starts_with("[cellbox: Out held ")))
 }

@@ -52,8 +52,7 @@ impl WarmBaselines {
         let library_call = async || {
             let started = Instant::now();
             let result = engine.eval(&one, &context, &CancellationToken::new(), &ignore_events).await.unwrap();
-            // Every 800th `1+1` after the first 1000 also says that `Out` let its oldest values go.
-            assert!(result.text.ends_with("2\n"), "{}", result.text);
+            assert!(super::answered_two(&result.text), "{}", result.text);
             started.elapsed().as_secs_f64() * 1000.0
         };
         for _ in 0..50 {
