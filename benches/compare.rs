@@ -508,12 +508,14 @@ async fn main() {
 
 /// How this machine's idle CPUs wait (Linux's cpuidle driver and governor), and under `haltpoll` how
 /// long at most a vCPU polls before it halts. Without polling, each wake-up of an idle vCPU goes
-/// through the hypervisor: the echo floor, which does little else, is slowed most, so warm ratios from
+/// through the hypervisor, and the echo floor, which does little else, slows most: warm ratios from
 /// two machines compare only with this beside them (docs/benchmarks.md, "Why waking costs so much here").
 fn cpu_idle() -> Option<String> {
     let read = |path: &str| std::fs::read_to_string(path).ok().map(|text| text.trim().to_string());
     let driver = read("/sys/devices/system/cpu/cpuidle/current_driver")?;
-    let governor = read("/sys/devices/system/cpu/cpuidle/current_governor").unwrap_or_default();
+    let governor = read("/sys/devices/system/cpu/cpuidle/current_governor")
+        .or_else(|| read("/sys/devices/system/cpu/cpuidle/current_governor_ro"))
+        .unwrap_or_default();
     let polling = read("/sys/module/haltpoll/parameters/guest_halt_poll_ns");
     Some(match polling {
         Some(ns) if governor == "haltpoll" => format!("{driver}, polling at most {ns} ns before halting"),

@@ -3,10 +3,13 @@ what `%reset out` and `%xdel` do to it and to the `_N` names, with IPython as
 the oracle where it is installed."""
 import contextlib
 import io
+import os
+import sys
 import unittest
 import warnings
 
-from test_magics_ipython import HAVE_IPYTHON, Kernel, _ipython, _ipython_out
+sys.path.insert(0, os.path.dirname(__file__))  # the shared helpers, when run by path
+from test_magics_ipython import HAVE_IPYTHON, Kernel, _ipython, _ipython_out  # noqa: E402
 
 
 class OutTests(unittest.TestCase):
@@ -93,25 +96,30 @@ class OutTests(unittest.TestCase):
 
     def test_xdel_with_keys_of_the_users_in_out_as_ipython(self):
         # Out[3] is replaced by x, while _3 still names the cell's own value; True is a key of its own.
-        cells = ["x = [1]", "x", "'cell 3'", "Out['mine'] = x", "Out[3] = x", "Out[True] = x"]
+        # _7 names x though Out[7] was deleted.
+        cells = ["x = [1]", "x", "'cell 3'", "Out['mine'] = x", "Out[3] = x", "Out[True] = x", "x", "del Out[7]"]
         kernel = Kernel()
         for cell in cells:
             kernel.run(cell)
         namespace = kernel.executor.namespace
         self.assertIs(namespace["_2"], namespace["x"])
+        self.assertIs(namespace["_7"], namespace["x"])
         self.assertEqual(namespace["_3"], "cell 3")
         out, _, error = kernel.run("%xdel x")
         self.assertEqual((out, error), ("", None))
         self.assertEqual(kernel.magics.shell.history.outputs, {}, "every key that held x")
-        self.assertNotIn("_2", namespace)
+        self.assertFalse({"_2", "_7"} & set(namespace))
         self.assertEqual(namespace["_3"], "cell 3", "a `_N` that never held x stays")
         if HAVE_IPYTHON:
             ipython = _ipython()
             self.addCleanup(ipython.clear_instance)
-            for cell in cells + ["%xdel x"]:
+            for cell in cells:
                 _ipython_out(ipython, cell)
+            self.assertIs(ipython.user_ns["_7"], ipython.user_ns["x"])
+            _ipython_out(ipython, "%xdel x")
             self.assertEqual(ipython.user_ns["Out"], {})
-            self.assertEqual((ipython.user_ns["_3"], "_2" in ipython.user_ns), ("cell 3", False))
+            self.assertEqual(ipython.user_ns["_3"], "cell 3")
+            self.assertFalse({"_2", "_7"} & set(ipython.user_ns))
 
     def test_reset_out_with_a_key_of_the_users_in_out_as_ipython(self):
         cells = ["1", "2", "del Out[2]", "Out['mine'] = 3"]
@@ -129,6 +137,7 @@ class OutTests(unittest.TestCase):
             self.addCleanup(ipython.clear_instance)
             for cell in cells:
                 _ipython_out(ipython, cell)
+            self.assertEqual((ipython.user_ns["_1"], ipython.user_ns["_2"]), (1, 2))
             self.assertEqual(_ipython_out(ipython, magic="reset", args="-f out"), ours)
             self.assertFalse({"_1", "_2"} & set(ipython.user_ns))
 

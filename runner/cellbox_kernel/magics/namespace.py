@@ -10,6 +10,9 @@ import re
 from .. import display
 from .framework import UsageError
 
+# The names the output history gives each value it keeps: `_1`, `_2`, ...
+_UNDER_N = re.compile(r"_[0-9]+\Z")
+
 
 def user_names(shell, type_filter=()):
     """The names the user defined (not `_`-prefixed, not the prelude's or the
@@ -137,12 +140,12 @@ def xdel(shell, args, frame):
         return None
     value = shell.user_ns.pop(name)
     history = shell.history
-    for number, held in list(history.outputs.items()):
+    for key, held in list(history.outputs.items()):
         if held is value:
-            del history.outputs[number]
-            # Only a `_N` that still names the value; a key the user put into Out names none.
-            if type(number) is int and shell.user_ns.get("_%d" % number) is value:
-                del shell.user_ns["_%d" % number]
+            del history.outputs[key]
+    # Every `_N` that still names the value, whether or not Out holds it now (as IPython's del_var).
+    for under_n in [n for n, held in shell.user_ns.items() if held is value and _UNDER_N.match(n)]:
+        del shell.user_ns[under_n]
     for under in ("_", "__", "___"):
         if shell.user_ns.get(under) is value:
             shell.user_ns[under] = ""
