@@ -176,7 +176,7 @@ class Kernel:
         self.executor = Executor(gate, self._emit_error, capture)
         display.set_sink(self._publish)
         BRIDGE.connect(writer.send, lambda: self._request_id, _flush_python_output)
-        builtins.__cellbox_magic__ = Magics(self.executor)
+        self.magics = builtins.__cellbox_magic__ = Magics(self.executor)
         ipython_compat.install()
         mpl.install()
         pil.install()
@@ -307,18 +307,19 @@ def _ready_frame(lost_threads=None):
     return wire.ready(os.getpid(), "%d.%d.%d" % sys.version_info[:3], sys.executable, lost_threads)
 
 
-def _snapshot_answer(request, namespace, channel):
+def _snapshot_answer(request, namespace, shell, channel):
     """Save or restore for `request`; the `snapshot` frame with the report, or
     with the reason in words (a bad file, a path that cannot be written)."""
     from . import handoff, snapshot
+    from . import shell_settings
 
     try:
         if request.file is not None:
-            report = _snapshot_handed(request, namespace, handoff.receive(channel, request.file))
+            report = _snapshot_handed(request, namespace, shell, handoff.receive(channel, request.file))
         elif request.restore:
-            report = snapshot.load(request.path, namespace)
+            report = snapshot.load(request.path, namespace, shell)
         else:
-            report = snapshot.save(namespace, request.path, request.version)
+            report = snapshot.save(namespace, request.path, request.version, shell_settings.lines(shell))
     except (snapshot.SnapshotError, handoff.HandoffError) as error:
         return wire.snapshot(request.id, error=str(error))
     except OSError as error:
@@ -327,14 +328,15 @@ def _snapshot_answer(request, namespace, channel):
     return wire.snapshot(request.id, report=protocol.jsonable(report))
 
 
-def _snapshot_handed(request, namespace, fd):
-    """Save into or restore from the file the host handed over (`handoff.py`)."""
+def _snapshot_handed(request, namespace, shell, fd):
+    """Save into or restore from the file the host handed over (`handoff.py`), with the shell's settings."""
     from . import snapshot
+    from . import shell_settings
 
     with os.fdopen(fd, "rb" if request.restore else "wb") as handle:
         if request.restore:
-            return snapshot.load_from(handle, namespace, request.path)
-        return snapshot.save_to(namespace, handle, request.version)
+            return snapshot.load_from(handle, namespace, request.path, shell)
+        return snapshot.save_to(namespace, handle, request.version, shell_settings.lines(shell))
 
 
 def _serve(channel):
@@ -399,7 +401,7 @@ def _serve(channel):
         if isinstance(request, protocol.ExitRequest):
             break
         if isinstance(request, protocol.SnapshotRequest):
-            writer.send(_snapshot_answer(request, kernel.executor.namespace, channel))
+            writer.send(_snapshot_answer(request, kernel.executor.namespace, kernel.magics.shell, channel))
             continue
         if isinstance(request, protocol.ForkRequest):
             if forker is None:

@@ -105,32 +105,33 @@ class SnapshotError(Exception):
     """The file is not a snapshot this kernel can load; the message says why and what to do."""
 
 
-def save(namespace, path, cellbox_version):
+def save(namespace, path, cellbox_version, settings=None):
     """Write the user's names in `namespace` to `path`, atomically (a crash
-    leaves the old file or the new one, never half of one).
+    leaves the old file or the new one, never half of one), with `settings`
+    (the shell's, as `shell_settings.lines` gives them) in its header.
 
     Returns {"saved": [names], "skipped": [{"name", "reason"}], "bytes": file
     size, "path": absolute path}. Every user name is saved or listed as skipped.
     """
-    report, chunks = _prepare(namespace, cellbox_version)
+    report, chunks = _prepare(namespace, cellbox_version, settings)
     path = os.path.abspath(os.fspath(path))
     _write_atomically(path, chunks)
     report["path"] = path
     return report
 
 
-def save_to(namespace, handle, cellbox_version):
+def save_to(namespace, handle, cellbox_version, settings=None):
     """Write the user's names in `namespace` into `handle` (a binary file open
     for writing, the host's: see `handoff.py`), from where it stands; the
     file's owner makes it durable. Returns `save`'s report without "path"."""
-    report, chunks = _prepare(namespace, cellbox_version)
+    report, chunks = _prepare(namespace, cellbox_version, settings)
     for chunk in chunks:
         handle.write(chunk)
     handle.flush()
     return report
 
 
-def _prepare(namespace, cellbox_version):
+def _prepare(namespace, cellbox_version, settings=None):
     """The report and the file's chunks (not joined: the payload may be large)."""
     entries, skipped = _pickle_names(namespace)
     payload = pickle.dumps(entries, _PROTOCOL)
@@ -144,25 +145,29 @@ def _prepare(namespace, cellbox_version):
         "payload_bytes": len(payload),
         "payload_crc32": zlib.crc32(payload),
     }
+    if settings:
+        header["settings"] = settings
     chunks = [MAGIC, json.dumps(header).encode("ascii") + b"\n", payload]
     size = sum(len(chunk) for chunk in chunks)
     return {"saved": [name for name, _pickles in entries], "skipped": skipped, "bytes": size}, chunks
 
 
-def load(path, namespace):
-    """Restore the names saved in `path` into `namespace` (a dict).
+def load(path, namespace, shell=None):
+    """Restore the names saved in `path` into `namespace` (a dict), then the
+    shell's settings saved with them into `shell` (when given).
 
-    Returns {"restored": [names], "failed": [{"name", "reason"}], "header": {...}}:
-    a name that cannot be restored (say its module is no longer installed)
-    is reported, and the others are still restored. Raises SnapshotError for
-    a file that is not a loadable snapshot, before changing `namespace`
-    (which otherwise also gets `__builtins__` if it has none).
+    Returns {"restored": [names], "failed": [{"name", "reason"}], "settings":
+    [magic lines replayed], "header": {...}}: a name or setting that cannot be
+    restored (say its module is no longer installed) is reported in "failed",
+    and the others are still restored. Raises SnapshotError for a file that is
+    not a loadable snapshot, before changing `namespace` (which otherwise also
+    gets `__builtins__` if it has none).
     """
     with open(path, "rb") as handle:
-        return load_from(handle, namespace, path)
+        return load_from(handle, namespace, path, shell)
 
 
-def load_from(handle, namespace, path):
+def load_from(handle, namespace, path, shell=None):
     """`load` from `handle` (a binary file open for reading, from its start);
     `path` only names it in messages."""
     header, payload = _read(handle, path)
@@ -182,7 +187,13 @@ def load_from(handle, namespace, path):
             continue
         namespace[name] = value
         restored.append(name)
-    return {"restored": restored, "failed": failed, "header": header}
+    settings = []
+    if shell is not None and header.get("settings"):
+        from . import shell_settings
+
+        settings, unset = shell_settings.replay(shell, header["settings"])
+        failed.extend(unset)
+    return {"restored": restored, "failed": failed, "settings": settings, "header": header}
 
 
 def read_header(path):

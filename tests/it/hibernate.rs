@@ -364,3 +364,22 @@ async fn cellbox_serve_with_a_state_folder_keeps_sessions_across_a_restart() {
     let _ = next.kill();
     let _ = next.wait();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_woken_session_keeps_the_settings_its_magics_made() {
+    let f = fixture(|c| c.pool.max_kernels = 1);
+    let setup = "%precision 2\n%xmode Minimal\n%config InteractiveShell.cache_size = 40\nv = 1/3";
+    eval_in(&f.engine, "a", EvalParams::code(setup)).await;
+    eval_in(&f.engine, "b", EvalParams::code("1")).await;
+    assert!(f.engine.is_hibernated("a"));
+    let a = eval_in(&f.engine, "a", EvalParams::code("v")).await;
+    assert!(a.text.starts_with("0.33\n"), "{}", a.text);
+    assert!(
+        a.text.contains("with its settings (%config InteractiveShell.cache_size = 40, %precision 2, %xmode Minimal)"),
+        "{}",
+        a.text
+    );
+    let a = eval_in(&f.engine, "a", EvalParams::code("1/0")).await;
+    assert!(a.text.contains("ZeroDivisionError: division by zero") && !a.text.contains("Traceback"), "{}", a.text);
+    f.engine.dispose_all().await;
+}

@@ -69,6 +69,7 @@ pub const RUNNER_FILES: &[(&str, &str)] = &[
     runner_file!("cellbox_kernel/requests.py"),
     runner_file!("cellbox_kernel/schema_check.py"),
     runner_file!("cellbox_kernel/shell.py"),
+    runner_file!("cellbox_kernel/shell_settings.py"),
     runner_file!("cellbox_kernel/snapshot.py"),
     runner_file!("cellbox_kernel/slist.py"),
     runner_file!("cellbox_kernel/transform.py"),

@@ -382,6 +382,10 @@ impl Hibernation {
                     crate::output::limiter::human_bytes(record.bytes),
                     started.elapsed().as_millis()
                 );
+                let settings = report_strings(&report["settings"]);
+                if !settings.is_empty() {
+                    note.push_str(&format!(", with its settings ({})", name_list(&settings)));
+                }
                 if lost.is_empty() {
                     note.push('.');
                 } else {
