@@ -311,7 +311,6 @@ def _snapshot_answer(request, namespace, shell, channel):
     """Save or restore for `request`; the `snapshot` frame with the report, or
     with the reason in words (a bad file, a path that cannot be written)."""
     from . import handoff, snapshot
-    from . import shell_settings
 
     try:
         if request.file is not None:
@@ -319,7 +318,7 @@ def _snapshot_answer(request, namespace, shell, channel):
         elif request.restore:
             report = snapshot.load(request.path, namespace, shell)
         else:
-            report = snapshot.save(namespace, request.path, request.version, shell_settings.lines(shell))
+            report = snapshot.save(namespace, request.path, request.version, shell)
     except (snapshot.SnapshotError, handoff.HandoffError) as error:
         return wire.snapshot(request.id, error=str(error))
     except OSError as error:
@@ -331,12 +330,11 @@ def _snapshot_answer(request, namespace, shell, channel):
 def _snapshot_handed(request, namespace, shell, fd):
     """Save into or restore from the file the host handed over (`handoff.py`), with the shell's settings."""
     from . import snapshot
-    from . import shell_settings
 
     with os.fdopen(fd, "rb" if request.restore else "wb") as handle:
         if request.restore:
             return snapshot.load_from(handle, namespace, request.path, shell)
-        return snapshot.save_to(namespace, handle, request.version, shell_settings.lines(shell))
+        return snapshot.save_to(namespace, handle, request.version, shell)
 
 
 def _serve(channel):

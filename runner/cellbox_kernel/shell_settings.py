@@ -2,45 +2,74 @@
 
 A snapshot keeps a session's variables; these lines let it keep how the session
 was set up as well: `%config`, `%precision`, `%pprint`, `%xmode`, `%pdb`,
-`%alias` (and `%unalias`), and the extensions loaded with `%load_ext` (with `%autoreload`'s mode
-and `%aimport`'s lists). A hibernated session then wakes as it was left.
+`%alias` (and `%unalias`), and the extensions loaded with `%load_ext` (with
+`%autoreload`'s mode and `%aimport`'s lists). A hibernated session then wakes
+as it was left.
 
-The lines are replayed by the magics themselves in the fresh kernel, so what a
-magic does beside storing its value (numpy's print precision, `Out`'s size, an
-extension's hooks) happens again as it did the first time. A line that fails
-(an extension no longer installed) is named with its reason; the others still apply.
+The lines are replayed by the magics themselves in the new kernel, so what a
+magic does beside keeping its value (numpy's print precision, `Out`'s size, an
+extension's hooks) happens again as it did the first time. Extensions come back
+before the variables (one may need to be in place before the imports it
+patches), the rest after them (a `%config` value may name a variable). Only
+these magics are replayed, whatever a file says; a line that fails, or one too
+long to keep, is named with its reason and the others still apply.
 """
 import contextlib
 import io
-import re
 import sys
 
 from . import pretty
 
+#: The magics a snapshot replays: those that only set how the shell behaves.
+EARLY = frozenset(("load_ext", "autoreload", "aimport"))
+LATE = frozenset(("config", "precision", "pprint", "xmode", "pdb", "alias", "unalias"))
 
-def lines(shell):
-    """[[magic, args]] that set up a fresh kernel's shell as `shell` is now
-    (only what differs from a fresh kernel's). Never raises: a part that
-    cannot be read (a value a cell made odd) is left out, and the snapshot
-    is still written."""
-    made = []
-    for part in (_config_lines, _display_lines, _debug_lines, _alias_lines, _extension_lines):
+#: The most a line may hold, and all of them together: a snapshot's header is
+#: read in a bounded buffer, and the settings must never make the file unloadable.
+LINE_LIMIT = 4 << 10
+TOTAL_LIMIT = 32 << 10
+
+_PARTS = ("%config", "%precision and %pprint", "%xmode and %pdb", "%alias", "%load_ext")
+
+
+def collect(shell):
+    """([[magic, args]], [{"name", "reason"}]): the lines that set up a new
+    kernel's shell as `shell` is now (only what differs from a new kernel's),
+    and what could not be kept. Never raises."""
+    made, skipped, total = [], [], 0
+    parts = (_config_lines, _display_lines, _debug_lines, _alias_lines, _extension_lines)
+    for title, part in zip(_PARTS, parts):
         try:
-            made.extend(part(shell))
-        except Exception:
-            pass
-    return made
+            lines = part(shell)
+        except Exception as error:
+            skipped.append({"name": title, "reason": "its settings could not be read (%s: %s)" % (type(error).__name__, error)})
+            continue
+        for magic, args in lines:
+            size = len(magic) + len(args) + 8
+            if size > LINE_LIMIT or total + size > TOTAL_LIMIT:
+                skipped.append({"name": _shown("%" + magic + " " + args), "reason": "too long to keep with a snapshot (%d bytes)" % size})
+                continue
+            total += size
+            made.append([magic, args])
+    return made, skipped
+
+
+def _shown(text, limit=80):
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _config_lines(shell):
     settings = shell._settings
     if settings is None:
         return []
+    from . import mpl
     from .magics.config import _SETTINGS
 
     made = []
     for owner, names in sorted(_SETTINGS.items()):
         for name, (default, _help) in sorted(names.items()):
+            if name in ("xmode", "pdb"):
+                continue  # %xmode and %pdb change these too: the debug state says what holds now
             value = settings.values[(owner, name)]
             try:
                 same = bool(value == default)
@@ -48,15 +77,18 @@ def _config_lines(shell):
                 same = False
             if not same:
                 made.append(["config", "%s.%s = %r" % (owner, name, value)])
-    return made
+    # Both figure settings choose the formats and the last one set wins: it goes last.
+    figures = [line for line in made if line[1].startswith("InlineBackend.figure_format")]
+    if len(figures) == 2 and mpl.settings["formats"] == [settings.values[("InlineBackend", "figure_format")]]:
+        figures.reverse()
+    return [line for line in made if line not in figures] + figures
 
 
 def _display_lines(shell):
     made = []
     settings = shell._settings
     if settings is not None and settings.float_format != "%r":
-        digits = re.fullmatch(r"%\.(\d+)f", settings.float_format)
-        made.append(["precision", digits.group(1) if digits else settings.float_format])
+        made.append(["precision", getattr(settings, "precision_text", None) or settings.float_format])
     if not pretty.enabled:
         made.append(["pprint", ""])
     return made
@@ -70,15 +102,6 @@ def _debug_lines(shell):
             made.append(["xmode", debug.mode])
         if debug.automatic_pdb:
             made.append(["pdb", "on"])
-    return made
-
-
-def _extension_lines(shell):
-    made = []
-    for name in shell.extensions:
-        made.append(["load_ext", name])
-        if name in ("autoreload", "IPython.extensions.autoreload"):
-            made.extend(_autoreload_lines())
     return made
 
 
@@ -99,6 +122,15 @@ def _alias_lines(shell):
     return made
 
 
+def _extension_lines(shell):
+    made = []
+    for name in shell.extensions:
+        made.append(["load_ext", name])
+        if name in ("autoreload", "IPython.extensions.autoreload"):
+            made.extend(_autoreload_lines())
+    return made
+
+
 def _autoreload_lines():
     from . import autoreload
 
@@ -114,29 +146,67 @@ def _autoreload_lines():
     return made
 
 
-def replay(shell, made):
-    """Run `made` (from `lines`) in `shell`, quietly. Returns (kept, failed):
-    the lines that ran as `%magic args` text, and {"name", "reason"} for each
-    that did not."""
+def replay(shell, made, magics):
+    """Run the lines of `made` (from `collect`) whose magic is in `magics`
+    (`EARLY` or `LATE`) in `shell`, quietly. Returns (kept, failed): the lines
+    that ran as `%magic args` text, and {"name", "reason"} for each that did not."""
     kept, failed = [], []
     for entry in made if isinstance(made, list) else []:
         if not (isinstance(entry, list) and len(entry) == 2 and all(isinstance(part, str) for part in entry)):
-            failed.append({"name": "a setting", "reason": "not a magic line: %r" % (entry,)})
+            if magics is LATE:  # said once, not in both rounds
+                failed.append({"name": "a setting", "reason": "not a magic line: %s" % _shown(repr(entry))})
             continue
         magic, args = entry
-        text = ("%" + magic + " " + args).rstrip()
-        if magic == "pprint" and not pretty.enabled:
-            kept.append(text)  # a toggle: already off here
+        if magic not in EARLY and magic not in LATE:
+            if magics is LATE:
+                failed.append({"name": _shown(("%" + magic + " " + args).rstrip()), "reason": "not a setting a snapshot keeps"})
             continue
-        # Called directly: the arguments are the text the magic ran with, not to be expanded again.
-        method = shell._magics.line_table().get(magic)
+        if magic not in magics:
+            continue
+        text = _shown(("%" + magic + " " + args).rstrip())
         try:
-            if method is None:
-                raise LookupError("no magic %%%s in this kernel" % magic)
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                method(args, sys._getframe())
-        except Exception as error:
-            failed.append({"name": text, "reason": "%s: %s" % (type(error).__name__, error)})
+                _run(shell, magic, args)
+        except BaseException as error:  # an extension's load may even call sys.exit()
+            failed.append({"name": text, "reason": _shown("%s: %s" % (type(error).__name__, error), 200)})
             continue
         kept.append(text)
     return kept, failed
+
+
+def _run(shell, magic, args):
+    if magic == "pprint":
+        if pretty.enabled:  # a toggle: only turned off, never back on
+            shell._magics.line_table()["pprint"]("", _user_frame(shell))
+        return
+    if magic == "aimport" and not args.startswith("-"):
+        _watch(args)  # %aimport would also put the module into the namespace, over a restored name
+        return
+    method = shell._magics.line_table().get(magic)
+    if method is None:
+        raise LookupError("no magic %%%s in this kernel" % magic)
+    # Called directly: the arguments are the text the magic ran with, not to be expanded again.
+    method(args, _user_frame(shell))
+
+
+def _user_frame(shell):
+    """A frame of the user's namespace, with no local names: where `%config`
+    evaluates a value that is not a literal, as it did in the cell."""
+    make = eval(compile("lambda: __import__('sys')._getframe()", "<cellbox settings>", "eval"), shell.user_ns)
+    return make()
+
+
+def _watch(name):
+    """`%aimport name`'s bookkeeping alone: reload `name` when it changes."""
+    from . import autoreload
+
+    reloader = autoreload._reloader
+    if reloader is None:
+        raise LookupError("autoreload is not loaded")
+    reloader.skipped.discard(name)
+    reloader.explicit.add(name)
+    module = sys.modules.get(name)
+    if module is not None:
+        path, mtime = autoreload.source_and_mtime(module)
+        if path is not None:
+            reloader.mtimes.setdefault(name, mtime)

@@ -22,12 +22,7 @@ value is first pickled without it, and again with it only when that pickle
 met what needs a reference: a definition saved by value, the namespace, or
 another name's value (a list of a million floats: 0.27 s → 0.03 s).
 
-File: the magic line, a JSON header line (format, Python version and
-implementation, cellbox version, creation time, names count, payload length
-and CRC-32), then the payload: a pickled list of (name, pickles of its value
-and of its exports). Marshalled code ties a snapshot to one Python minor
-version and implementation. Format 1, with a sha256 instead of the CRC (60
-ms per 10 MB without OpenSSL, against 4), is still read.
+The file's layout and the checks before a load are in snapshot_file.py.
 """
 import builtins
 import datetime
@@ -45,17 +40,12 @@ import types
 import zlib
 
 from . import prelude
+from .snapshot_file import FORMAT_VERSION, MAGIC, PYTHON, SnapshotError, read, read_header, write_atomically
 
 __all__ = ["SnapshotError", "save", "load", "read_header"]
 
-MAGIC = b"CELLBOX-SNAPSHOT\n"
-FORMAT_VERSION = 2
-_READS = (1, 2)  # the formats this cellbox loads
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
-_MAX_HEADER = 1 << 16
-_CHECKSUM = {1: "payload_sha256", 2: "payload_crc32"}  # the header key of each format's checksum
 _MEMO_LOOKS = 500_000  # memoized objects at most whose memo is copied (see _needs_references)
-_PYTHON = "%d.%d" % sys.version_info[:2]
 # Values whose copies are as good as the original: never referred to across names.
 _COPIED = frozenset((type(None), bool, int, float, complex, str, bytes))
 
@@ -101,43 +91,39 @@ _HINTS = {kind: hint for hint, kinds in _CANNOT_SAVE.items() for kind in kinds.s
 _UNPICKLABLE = re.compile(r"cannot pickle '([\w.]+)'")
 
 
-class SnapshotError(Exception):
-    """The file is not a snapshot this kernel can load; the message says why and what to do."""
-
-
-def save(namespace, path, cellbox_version, settings=None):
+def save(namespace, path, cellbox_version, shell=None):
     """Write the user's names in `namespace` to `path`, atomically (a crash
-    leaves the old file or the new one, never half of one), with `settings`
-    (the shell's, as `shell_settings.lines` gives them) in its header.
+    leaves the old file or the new one, never half of one), with `shell`'s
+    settings in its header (see shell_settings.py).
 
     Returns {"saved": [names], "skipped": [{"name", "reason"}], "bytes": file
     size, "path": absolute path}. Every user name is saved or listed as skipped.
     """
-    report, chunks = _prepare(namespace, cellbox_version, settings)
+    report, chunks = _prepare(namespace, cellbox_version, shell)
     path = os.path.abspath(os.fspath(path))
-    _write_atomically(path, chunks)
+    write_atomically(path, chunks)
     report["path"] = path
     return report
 
 
-def save_to(namespace, handle, cellbox_version, settings=None):
+def save_to(namespace, handle, cellbox_version, shell=None):
     """Write the user's names in `namespace` into `handle` (a binary file open
     for writing, the host's: see `handoff.py`), from where it stands; the
     file's owner makes it durable. Returns `save`'s report without "path"."""
-    report, chunks = _prepare(namespace, cellbox_version, settings)
+    report, chunks = _prepare(namespace, cellbox_version, shell)
     for chunk in chunks:
         handle.write(chunk)
     handle.flush()
     return report
 
 
-def _prepare(namespace, cellbox_version, settings=None):
+def _prepare(namespace, cellbox_version, shell=None):
     """The report and the file's chunks (not joined: the payload may be large)."""
     entries, skipped = _pickle_names(namespace)
     payload = pickle.dumps(entries, _PROTOCOL)
     header = {
         "format": FORMAT_VERSION,
-        "python": _PYTHON,
+        "python": PYTHON,
         "implementation": sys.implementation.name,
         "cellbox": cellbox_version,
         "created": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -145,8 +131,13 @@ def _prepare(namespace, cellbox_version, settings=None):
         "payload_bytes": len(payload),
         "payload_crc32": zlib.crc32(payload),
     }
-    if settings:
-        header["settings"] = settings
+    if shell is not None:
+        from . import shell_settings
+
+        settings, unsaved = shell_settings.collect(shell)
+        skipped.extend(unsaved)
+        if settings:
+            header["settings"] = settings
     chunks = [MAGIC, json.dumps(header).encode("ascii") + b"\n", payload]
     size = sum(len(chunk) for chunk in chunks)
     return {"saved": [name for name, _pickles in entries], "skipped": skipped, "bytes": size}, chunks
@@ -170,13 +161,15 @@ def load(path, namespace, shell=None):
 def load_from(handle, namespace, path, shell=None):
     """`load` from `handle` (a binary file open for reading, from its start);
     `path` only names it in messages."""
-    header, payload = _read(handle, path)
+    header, payload = read(handle, path)
     entries = pickle.loads(payload)
     del payload  # the entries hold a copy of it
     # Before Python 3.10 a function finds the builtins through its globals, even while unpickling.
     namespace.setdefault("__builtins__", builtins)
+    # Extensions first (one may patch what the values import), the other settings after the values.
+    settings, failed = _replay(shell, header, "EARLY")
     shared = {}  # name -> the objects its pickle exports, for later names to refer to
-    restored, failed = [], []
+    restored = []
     for name, data in entries:
         unpickler = _Unpickler(io.BytesIO(data), namespace, shared)
         try:
@@ -187,20 +180,18 @@ def load_from(handle, namespace, path, shell=None):
             continue
         namespace[name] = value
         restored.append(name)
-    settings = []
-    if shell is not None and header.get("settings"):
-        from . import shell_settings
-
-        settings, unset = shell_settings.replay(shell, header["settings"])
-        failed.extend(unset)
-    return {"restored": restored, "failed": failed, "settings": settings, "header": header}
+    late, unset = _replay(shell, header, "LATE")
+    failed.extend(unset)
+    return {"restored": restored, "failed": failed, "settings": settings + late, "header": header}
 
 
-def read_header(path):
-    """The header of the snapshot at `path`, without reading its payload; it
-    does not check whether this kernel's Python can load the snapshot."""
-    with open(path, "rb") as handle:
-        return _read_header(handle, path)
+def _replay(shell, header, which):
+    """Replay the header's settings whose magics are `which` (shell_settings.EARLY or LATE)."""
+    if shell is None or not header.get("settings"):
+        return [], []
+    from . import shell_settings
+
+    return shell_settings.replay(shell, header["settings"], getattr(shell_settings, which))
 
 
 # saving ------------------------------------------------------------------
@@ -538,84 +529,3 @@ def _load_reason(error):
     if isinstance(error, ImportError):
         reason += "; make the module importable in this kernel, then load the snapshot again"
     return reason
-
-
-# the file ----------------------------------------------------------------
-
-
-def _write_atomically(path, chunks):
-    """Write to a temporary file in the same folder, fsync, then rename over `path`."""
-    folder, base = os.path.split(path)
-    import tempfile
-
-    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix="." + base + ".", suffix=".tmp")
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            for chunk in chunks:
-                handle.write(chunk)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-
-
-def _read(handle, path):
-    """(header, payload) of the snapshot in `handle` if this kernel can load it, else SnapshotError."""
-    header = _read_header(handle, path)
-    _check_interpreter(header, path)
-    payload = handle.read()
-    expected = header["payload_bytes"]
-    if len(payload) < expected:
-        raise SnapshotError(
-            "snapshot %s is truncated: it has %d of its %d payload bytes (it was cut short while being written "
-            "or copied); use a complete copy" % (path, len(payload), expected)
-        )
-    if len(payload) > expected or _checksum(header["format"], payload) != header[_CHECKSUM[header["format"]]]:
-        raise SnapshotError("snapshot %s is corrupt: its checksum does not match; use an intact copy" % path)
-    return header, payload
-
-
-def _read_header(handle, path):
-    magic = handle.read(len(MAGIC))
-    if magic != MAGIC:
-        if magic and MAGIC.startswith(magic):
-            raise SnapshotError("snapshot %s is truncated: it ends inside its first line; use a complete copy" % path)
-        raise SnapshotError("%s is not a cellbox snapshot (it does not start with %r)" % (path, MAGIC.decode()))
-    line = handle.readline(_MAX_HEADER)
-    try:
-        header = json.loads(line) if line.endswith(b"\n") else None
-    except ValueError:
-        header = None
-    if not isinstance(header, dict):
-        raise SnapshotError("snapshot %s is truncated or damaged: its header is incomplete; use an intact copy" % path)
-    if header.get("format") not in _READS:
-        message = "snapshot %s has format %r; this cellbox reads formats %s: load it with the cellbox that wrote it (%s)"
-        readable = " and ".join(str(version) for version in _READS)
-        raise SnapshotError(message % (path, header.get("format"), readable, header.get("cellbox", "unknown")))
-    keys = ("python", "implementation", "payload_bytes", _CHECKSUM[header["format"]])
-    if not set(keys) <= header.keys() or not isinstance(header["payload_bytes"], int):
-        raise SnapshotError("snapshot %s is damaged: its header lacks %s" % (path, ", ".join(sorted(keys))))
-    return header
-
-
-def _checksum(version, payload):
-    if version == 1:
-        import hashlib  # only for an older cellbox's files: OpenSSL's start-up would slow every wake
-
-        return hashlib.sha256(payload).hexdigest()
-    return zlib.crc32(payload)
-
-
-def _check_interpreter(header, path):
-    """Marshalled code only loads in the Python minor version (and implementation) that wrote it."""
-    written = _interpreter(header["implementation"], header["python"])
-    running = _interpreter(sys.implementation.name, _PYTHON)
-    if written != running:
-        message = "snapshot %s was written by %s; restore it with %s (this kernel runs %s)"
-        raise SnapshotError(message % (path, written, written, running))
-
-
-def _interpreter(implementation, version):
-    return "Python %s" % version if implementation == "cpython" else "%s %s" % (implementation, version)

@@ -12,25 +12,26 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.join(os.path.dirname(os.path.dirname(HERE)), "runner")
+sys.path.insert(0, HERE)  # the shared helpers, when run by path
+from cellbox_kernel import pretty, shell_settings  # noqa: E402
+from test_magics_ipython import Kernel  # noqa: E402
 
 SAVE = """
 import json, sys
 from test_magics_ipython import Kernel
 from cellbox_kernel import snapshot
-from cellbox_kernel import shell_settings
-
 kernel = Kernel()
 for cell in sys.stdin.read().splitlines():
     kernel.stdout(cell)
 kernel.executor.namespace["x"] = 41
-report = snapshot.save(kernel.executor.namespace, sys.argv[1], "test", shell_settings.lines(kernel.magics.shell))
+report = snapshot.save(kernel.executor.namespace, sys.argv[1], "test", kernel.magics.shell)
 print(json.dumps({"report": report, "header": snapshot.read_header(sys.argv[1])}))
 """
 
 LOAD = """
 import json, sys
 from test_magics_ipython import Kernel
-from cellbox_kernel import autoreload, pretty, snapshot
+from cellbox_kernel import autoreload, mpl, pretty, snapshot
 
 kernel = Kernel()
 shell = kernel.magics.shell
@@ -40,6 +41,9 @@ state = {
     "precision": shell.settings.float_format,
     "figure_format": shell.settings.values[("InlineBackend", "figure_format")],
     "figure_formats": sorted(shell.settings.values[("InlineBackend", "figure_formats")]),
+    "formats": mpl.settings["formats"],
+    "rc": repr(shell.settings.values[("InlineBackend", "rc")]),
+    "precision_text": shell.settings.precision_text,
     "cache_size": shell.history.cache_size if hasattr(shell.history, "cache_size") else None,
     "pretty": pretty.enabled,
     "xmode": shell.debug.mode,
@@ -75,30 +79,31 @@ class SettingsTest(unittest.TestCase):
     def setUp(self):
         folder = tempfile.TemporaryDirectory()
         self.addCleanup(folder.cleanup)
+        self.folder = folder.name
         self.path = os.path.join(folder.name, "session.snapshot")
 
+    def round_trip(self, cells):
+        saved = _python(SAVE, cells, self.path)
+        return saved, _python(LOAD, "", self.path)
+
     def test_settings_come_back_with_the_variables(self):
-        saved = _python(
-            SAVE,
+        saved, loaded = self.round_trip(
             """\
             %precision 3
             %config InlineBackend.figure_format = 'retina'
-            %config InlineBackend.figure_formats = ['png', 'svg']
             %xmode Verbose
             %pdb on
             %alias hello echo hi %l
+            %unalias rmdir
             %load_ext autoreload
             %autoreload 2
             %aimport -json
-            %unalias rmdir
-            """,
-            self.path,
+            """
         )
         self.assertEqual(
             saved["header"]["settings"],
             [
                 ["config", "InlineBackend.figure_format = 'retina'"],
-                ["config", "InlineBackend.figure_formats = ['png', 'svg']"],
                 ["precision", "3"],
                 ["xmode", "Verbose"],
                 ["pdb", "on"],
@@ -109,15 +114,13 @@ class SettingsTest(unittest.TestCase):
                 ["aimport", "-json"],
             ],
         )
-        loaded = _python(LOAD, "", self.path)
         report, state = loaded["report"], loaded["state"]
-        self.assertEqual(report["failed"], [])
-        self.assertEqual(report["restored"], ["x"])
-        self.assertEqual(report["settings"][0], "%config InlineBackend.figure_format = 'retina'")
-        self.assertEqual(len(report["settings"]), 10)
-        self.assertEqual(state["precision"], "%.3f")
-        self.assertEqual(state["third"], "0.333")
-        self.assertEqual((state["figure_format"], state["figure_formats"]), ("retina", ["png", "svg"]))
+        self.assertEqual((report["failed"], report["restored"]), ([], ["x"]))
+        # Extensions come back before the variables, the rest after them.
+        self.assertEqual(report["settings"][:3], ["%load_ext autoreload", "%autoreload 2", "%aimport -json"])
+        self.assertEqual(len(report["settings"]), 9)
+        self.assertEqual((state["precision"], state["third"]), ("%.3f", "0.333"))
+        self.assertEqual((state["figure_format"], state["formats"]), ("retina", ["retina"]))
         self.assertEqual((state["xmode"], state["pdb"]), ("Verbose", True))
         self.assertEqual(state["aliases"]["hello"], "echo hi %l")
         self.assertNotIn("rmdir", state["aliases"])
@@ -126,56 +129,103 @@ class SettingsTest(unittest.TestCase):
         self.assertEqual((state["extensions"], state["autoreload"], state["skipped"]), (["autoreload"], 2, ["json"]))
         self.assertEqual((state["x"], state["pretty"]), ("42", True))
 
-    def test_pprint_off_and_the_size_of_out(self):
-        saved = _python(SAVE, "%pprint\n%config InteractiveShell.cache_size = 50\n", self.path)
+    def test_pprint_off_the_size_of_out_and_a_precision_format(self):
+        saved, loaded = self.round_trip("%pprint\n%config InteractiveShell.cache_size = 50\n%precision %.4f\n")
         self.assertEqual(
-            saved["header"]["settings"], [["config", "InteractiveShell.cache_size = 50"], ["pprint", ""]]
+            saved["header"]["settings"],
+            [["config", "InteractiveShell.cache_size = 50"], ["precision", "%.4f"], ["pprint", ""]],
         )
-        loaded = _python(LOAD, "", self.path)
         self.assertEqual(loaded["report"]["failed"], [])
-        self.assertEqual(loaded["report"]["settings"], ["%config InteractiveShell.cache_size = 50", "%pprint"])
-        self.assertFalse(loaded["state"]["pretty"])
+        self.assertEqual(loaded["state"]["pretty"], False)
+        self.assertEqual((loaded["state"]["precision"], loaded["state"]["precision_text"]), ("%.4f", "%.4f"))
+
+    def test_what_a_later_magic_undid_stays_undone(self):
+        saved, loaded = self.round_trip(
+            """\
+            %config InteractiveShell.xmode = 'Verbose'
+            %config InteractiveShell.pdb = True
+            %xmode Plain
+            %pdb off
+            %config InlineBackend.figure_formats = ['png', 'svg']
+            %config InlineBackend.figure_format = 'retina'
+            """
+        )
+        self.assertEqual(loaded["report"]["failed"], [])
+        self.assertEqual((loaded["state"]["xmode"], loaded["state"]["pdb"]), ("Plain", False))
+        self.assertEqual(loaded["state"]["formats"], ["retina"])
+        self.assertNotIn(["xmode", "Verbose"], saved["header"]["settings"])
+
+    def test_a_config_value_that_is_not_a_literal_is_evaluated_among_the_users_names(self):
+        saved, loaded = self.round_trip(
+            "from fractions import Fraction\n%config InlineBackend.rc = {'lines.linewidth': Fraction(3, 2)}\n"
+        )
+        self.assertIn(["config", "InlineBackend.rc = {'lines.linewidth': Fraction(3, 2)}"], saved["header"]["settings"])
+        self.assertEqual(loaded["report"]["failed"], [])
+        self.assertEqual(loaded["state"]["rc"], "{'lines.linewidth': Fraction(3, 2)}")
+
+    def test_a_setting_too_long_to_keep_is_named_and_the_snapshot_still_loads(self):
+        big = "{%s}" % ", ".join("'k%d': %d" % (n, n) for n in range(5000))
+        saved, loaded = self.round_trip("%%config InlineBackend.rc = %s\n%%precision 2\n" % big)
+        self.assertEqual(saved["header"]["settings"], [["precision", "2"]])
+        [skipped] = saved["report"]["skipped"]
+        self.assertTrue(skipped["name"].startswith("%config InlineBackend.rc = {'k0': 0"), skipped)
+        self.assertIn("too long to keep", skipped["reason"])
+        self.assertEqual((loaded["report"]["restored"], loaded["report"]["failed"]), (["x"], []))
+        self.assertEqual(loaded["state"]["third"], "0.33")
 
     def test_a_fresh_shell_writes_no_settings(self):
-        saved = _python(SAVE, "", self.path)
+        saved, loaded = self.round_trip("")
         self.assertNotIn("settings", saved["header"])
-        loaded = _python(LOAD, "", self.path)
         self.assertEqual((loaded["report"]["settings"], loaded["report"]["failed"]), ([], []))
         self.assertEqual(loaded["state"]["precision"], "%r")
 
+
+class ReplayTest(unittest.TestCase):
+    """What a file's settings may ask for, replayed in a kernel of this process."""
+
+    def setUp(self):
+        self.kernel = Kernel()
+        self.shell = self.kernel.magics.shell
+        self.addCleanup(setattr, pretty, "enabled", True)
+
+    def replay(self, made):
+        early = shell_settings.replay(self.shell, made, shell_settings.EARLY)
+        late = shell_settings.replay(self.shell, made, shell_settings.LATE)
+        return early[0] + late[0], early[1] + late[1]
+
     def test_a_setting_that_fails_is_named_and_the_rest_still_apply(self):
-        from cellbox_kernel import shell_settings
-
-        sys.path.insert(0, HERE)
-        from test_magics_ipython import Kernel
-
-        kernel = Kernel()
-        shell = kernel.magics.shell
-        kept, failed = shell_settings.replay(
-            shell,
+        folder = tempfile.TemporaryDirectory()
+        self.addCleanup(folder.cleanup)
+        with open(os.path.join(folder.name, "leaves_at_once.py"), "w") as handle:
+            handle.write("import sys\ndef load_ipython_extension(shell):\n    sys.exit(3)\n")
+        sys.path.insert(0, folder.name)
+        self.addCleanup(sys.path.remove, folder.name)
+        kept, failed = self.replay(
             [
                 ["load_ext", "no_such_extension_here"],
-                ["no_such_magic", "1"],
+                ["load_ext", "leaves_at_once"],
                 ["config", "Nobody.knows = 1"],
                 "not a line",
                 ["precision", "2"],
-            ],
+            ]
         )
         self.assertEqual(kept, ["%precision 2"])
-        self.assertEqual([entry["name"] for entry in failed][:3], [
-            "%load_ext no_such_extension_here", "%no_such_magic 1", "%config Nobody.knows = 1",
-        ])
+        names = [entry["name"] for entry in failed]
+        self.assertEqual(names, ["%load_ext no_such_extension_here", "%load_ext leaves_at_once", "%config Nobody.knows = 1", "a setting"])
         self.assertIn("ModuleNotFoundError", failed[0]["reason"])
-        self.assertEqual(failed[3]["name"], "a setting")
-        self.assertEqual(shell.settings.float_format, "%.2f")
-        self.assertEqual(kernel.value("1/3"), "0.33")
+        self.assertEqual(failed[1]["reason"], "SystemExit: 3")
+        self.assertEqual(self.kernel.value("1/3"), "0.33")
 
-    def test_a_value_that_cannot_be_compared_still_lets_the_snapshot_be_written(self):
-        from cellbox_kernel import shell_settings
+    def test_only_the_settings_magics_are_replayed(self):
+        self.kernel.executor.namespace["kept"] = 1
+        kept, failed = self.replay([["reset", "-f"], ["sx", "touch nothing-here"], ["pprint", ""], ["pprint", ""]])
+        self.assertEqual(kept, ["%pprint", "%pprint"])
+        self.assertEqual([entry["reason"] for entry in failed], ["not a setting a snapshot keeps"] * 2)
+        self.assertEqual(self.kernel.executor.namespace["kept"], 1)
+        self.assertFalse(pretty.enabled)  # a toggle replayed twice is still off
+        self.assertEqual(self.replay("not a list"), ([], []))
 
-        sys.path.insert(0, HERE)
-        from test_magics_ipython import Kernel
-
+    def test_a_value_that_cannot_be_read_is_named_and_the_snapshot_still_written(self):
         class Odd:
             def __eq__(self, other):
                 raise ValueError("no single truth value")
@@ -185,10 +235,12 @@ class SettingsTest(unittest.TestCase):
             def __repr__(self):
                 return "Odd()"
 
-        shell = Kernel().magics.shell
-        shell.settings.values[("InlineBackend", "rc")] = Odd()
-        shell.aliases = None  # a part that cannot be read is left out
-        self.assertEqual(shell_settings.lines(shell), [["config", "InlineBackend.rc = Odd()"]])
+        self.shell.settings.values[("InlineBackend", "rc")] = Odd()
+        self.shell.aliases = None  # a part that cannot be read is named
+        made, skipped = shell_settings.collect(self.shell)
+        self.assertEqual(made, [["config", "InlineBackend.rc = Odd()"]])
+        self.assertEqual([entry["name"] for entry in skipped], ["%alias"])
+        self.assertIn("could not be read", skipped[0]["reason"])
 
 
 if __name__ == "__main__":

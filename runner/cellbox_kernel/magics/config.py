@@ -56,6 +56,7 @@ class Settings:
     def __init__(self):
         self.values = {(owner, name): spec[0] for owner, names in _SETTINGS.items() for name, spec in names.items()}
         self.float_format = "%r"
+        self.precision_text = None  # what %precision was given, kept with a snapshot
         self.pretty = True
 
     def format_float(self, value):
@@ -192,6 +193,7 @@ def precision(shell, args, frame):
         if digits < 0:
             raise ValueError("Precision must be int or format string, not %s" % text)
         settings.float_format = "%%.%if" % digits
+    settings.precision_text = text or None
     numpy = sys.modules.get("numpy")
     if numpy is not None and digits is not None:
         try:

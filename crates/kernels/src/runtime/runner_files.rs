@@ -71,6 +71,7 @@ pub const RUNNER_FILES: &[(&str, &str)] = &[
     runner_file!("cellbox_kernel/shell.py"),
     runner_file!("cellbox_kernel/shell_settings.py"),
     runner_file!("cellbox_kernel/snapshot.py"),
+    runner_file!("cellbox_kernel/snapshot_file.py"),
     runner_file!("cellbox_kernel/slist.py"),
     runner_file!("cellbox_kernel/transform.py"),
     runner_file!("cellbox_kernel/usermain.py"),
