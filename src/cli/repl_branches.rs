@@ -87,6 +87,9 @@ impl Sessions {
                 .await
                 .map(|report| {
                     let mut text = format!("restored {}", report.restored.join(", "));
+                    if !report.settings.is_empty() {
+                        text.push_str(&format!("\n  settings replayed: {}", report.settings.join(", ")));
+                    }
                     for (name, reason) in &report.failed {
                         text.push_str(&format!("\n  not restored: {name}: {reason}"));
                     }

@@ -158,6 +158,9 @@ impl EvalServer {
                 report.created,
                 report.restored.join(", ")
             );
+            if !report.settings.is_empty() {
+                text.push_str(&format!(" Settings replayed: {}.", report.settings.join(", ")));
+            }
             if !report.failed.is_empty() {
                 text.push_str(&format!(" Not restored: {}.", listed(&report.failed)));
             }

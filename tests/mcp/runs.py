@@ -227,7 +227,7 @@ async def scenario_undo(session, init):
 
 async def scenario_snapshot(session, init):
     code = "def greet(name):\n    return 'hi ' + name\nnumbers = [1, 2]\nstream = (n for n in numbers)"
-    await session.call_tool("eval", {"cells": [{"code": code}], "session": "src"})
+    await session.call_tool("eval", {"cells": [{"code": code}, {"code": "%precision 2"}], "session": "src"})
     saved = await session.call_tool("eval_snapshot", {"session": "src", "path": "state.cellbox"})
     assert not saved.is_error, text_of(saved)
     details = saved.structured_content
@@ -236,8 +236,9 @@ async def scenario_snapshot(session, init):
     assert "Not saved: stream" in text_of(saved), text_of(saved)
     restored = await session.call_tool("eval_restore", {"session": "dst", "path": "state.cellbox"})
     assert not restored.is_error and set(restored.structured_content["names"]) == {"greet", "numbers"}, text_of(restored)
-    used = await session.call_tool("eval", {"cells": [{"code": "greet('x'), numbers"}], "session": "dst"})
-    assert text_of(used) == "('hi x', [1, 2])\n", text_of(used)
+    assert "Settings replayed: %precision 2." in text_of(restored), text_of(restored)
+    used = await session.call_tool("eval", {"cells": [{"code": "greet('x'), numbers, 1/3"}], "session": "dst"})
+    assert text_of(used) == "('hi x', [1, 2], 0.33)\n", text_of(used)
     with open(os.path.join(CWD, "state.cellbox"), "r+b") as handle:
         handle.truncate(os.path.getsize(handle.name) - 5)
     broken = await session.call_tool("eval_restore", {"session": "dst", "path": "state.cellbox"})

@@ -172,8 +172,11 @@ pub struct SnapshotReport {
 pub struct RestoreReport {
     pub path: PathBuf,
     pub restored: Vec<String>,
-    /// Names that could not be restored (a module no longer installed…), each with the reason.
+    /// Names that could not be restored (a module no longer installed…), each with the reason;
+    /// also the settings' magic lines that failed.
     pub failed: Vec<(String, String)>,
+    /// The settings magics had made, replayed as these magic lines (`%precision 3`, …).
+    pub settings: Vec<String>,
     /// The Python and cellbox versions that wrote the file, and when.
     pub python: String,
     pub cellbox: String,
@@ -232,6 +235,7 @@ impl EvalEngine {
             path,
             restored: report_strings(&report["restored"]),
             failed: report_reasons(&report["failed"]),
+            settings: report_strings(&report["settings"]),
             python: text("python"),
             cellbox: text("cellbox"),
             created: text("created"),
