@@ -324,6 +324,9 @@ def _snapshot_answer(request, namespace, shell, channel):
     except OSError as error:
         what = "restore from" if request.restore else "save to"
         return wire.snapshot(request.id, error="cannot %s %s: %s" % (what, request.path, error.strerror or error))
+    except Exception as error:  # a damaged file whose checksum still matched: the kernel goes on
+        what = "restore from" if request.restore else "save to"
+        return wire.snapshot(request.id, error="cannot %s %s: %s: %s" % (what, request.path, type(error).__name__, error))
     return wire.snapshot(request.id, report=protocol.jsonable(report))
 
 

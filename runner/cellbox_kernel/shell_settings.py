@@ -16,7 +16,9 @@ long to keep, is named with its reason and the others still apply.
 """
 import contextlib
 import io
+import json
 import sys
+import types
 
 from . import pretty
 
@@ -24,12 +26,13 @@ from . import pretty
 EARLY = frozenset(("load_ext", "autoreload", "aimport"))
 LATE = frozenset(("config", "precision", "pprint", "xmode", "pdb", "alias", "unalias"))
 
-#: The most a line may hold, and all of them together: a snapshot's header is
-#: read in a bounded buffer, and the settings must never make the file unloadable.
+#: The most a line may take in the header (as JSON, escapes included), and all
+#: of them together: a snapshot's header is read in a bounded buffer (64 KiB),
+#: and the settings must never make the file unloadable.
 LINE_LIMIT = 4 << 10
 TOTAL_LIMIT = 32 << 10
 
-_PARTS = ("%config", "%precision and %pprint", "%xmode and %pdb", "%alias", "%load_ext")
+_PARTS = ("%load_ext", "%config", "%precision and %pprint", "%xmode and %pdb", "%alias")
 
 
 def collect(shell):
@@ -37,7 +40,8 @@ def collect(shell):
     kernel's shell as `shell` is now (only what differs from a new kernel's),
     and what could not be kept. Never raises."""
     made, skipped, total = [], [], 0
-    parts = (_config_lines, _display_lines, _debug_lines, _alias_lines, _extension_lines)
+    # Extensions first: the lines that follow them (`%autoreload`) need them, and the budget keeps the first.
+    parts = (_extension_lines, _config_lines, _display_lines, _debug_lines, _alias_lines)
     for title, part in zip(_PARTS, parts):
         try:
             lines = part(shell)
@@ -45,12 +49,16 @@ def collect(shell):
             skipped.append({"name": title, "reason": "its settings could not be read (%s: %s)" % (type(error).__name__, error)})
             continue
         for magic, args in lines:
-            size = len(magic) + len(args) + 8
-            if size > LINE_LIMIT or total + size > TOTAL_LIMIT:
-                skipped.append({"name": _shown("%" + magic + " " + args), "reason": "too long to keep with a snapshot (%d bytes)" % size})
+            size = len(json.dumps([magic, args])) + 2  # as the header holds it, with its separator
+            if size > LINE_LIMIT:
+                reason = "too long to keep with a snapshot (%d bytes in its header, at most %d)" % (size, LINE_LIMIT)
+            elif total + size > TOTAL_LIMIT:
+                reason = "left out: a snapshot keeps at most %d KiB of settings" % (TOTAL_LIMIT >> 10)
+            else:
+                total += size
+                made.append([magic, args])
                 continue
-            total += size
-            made.append([magic, args])
+            skipped.append({"name": _shown("%" + magic + " " + args), "reason": reason})
     return made, skipped
 
 
@@ -68,8 +76,8 @@ def _config_lines(shell):
     made = []
     for owner, names in sorted(_SETTINGS.items()):
         for name, (default, _help) in sorted(names.items()):
-            if name in ("xmode", "pdb"):
-                continue  # %xmode and %pdb change these too: the debug state says what holds now
+            if name in ("xmode", "pdb", "figure_format", "figure_formats"):
+                continue  # other magics change what these chose: the debug state and the formats in use say it
             value = settings.values[(owner, name)]
             try:
                 same = bool(value == default)
@@ -77,11 +85,14 @@ def _config_lines(shell):
                 same = False
             if not same:
                 made.append(["config", "%s.%s = %r" % (owner, name, value)])
-    # Both figure settings choose the formats and the last one set wins: it goes last.
-    figures = [line for line in made if line[1].startswith("InlineBackend.figure_format")]
-    if len(figures) == 2 and mpl.settings["formats"] == [settings.values[("InlineBackend", "figure_format")]]:
-        figures.reverse()
-    return [line for line in made if line not in figures] + figures
+    # Both figure settings choose the formats, and the last one set wins: the formats in use say it.
+    formats = mpl.settings["formats"]
+    if formats != ["png"]:
+        if formats == [settings.values[("InlineBackend", "figure_format")]]:
+            made.append(["config", "InlineBackend.figure_format = %r" % formats[0]])
+        else:
+            made.append(["config", "InlineBackend.figure_formats = %r" % (formats,)])
+    return made
 
 
 def _display_lines(shell):
@@ -146,19 +157,20 @@ def _autoreload_lines():
     return made
 
 
-def replay(shell, made, magics):
+def replay(shell, made, magics, name_the_others=False):
     """Run the lines of `made` (from `collect`) whose magic is in `magics`
     (`EARLY` or `LATE`) in `shell`, quietly. Returns (kept, failed): the lines
-    that ran as `%magic args` text, and {"name", "reason"} for each that did not."""
+    that ran as `%magic args` text, and {"name", "reason"} for each that did
+    not, and for each line that is no setting when `name_the_others`."""
     kept, failed = [], []
     for entry in made if isinstance(made, list) else []:
         if not (isinstance(entry, list) and len(entry) == 2 and all(isinstance(part, str) for part in entry)):
-            if magics is LATE:  # said once, not in both rounds
+            if name_the_others:
                 failed.append({"name": "a setting", "reason": "not a magic line: %s" % _shown(repr(entry))})
             continue
         magic, args = entry
         if magic not in EARLY and magic not in LATE:
-            if magics is LATE:
+            if name_the_others:
                 failed.append({"name": _shown(("%" + magic + " " + args).rstrip()), "reason": "not a setting a snapshot keeps"})
             continue
         if magic not in magics:
@@ -190,16 +202,17 @@ def _run(shell, magic, args):
 
 
 def _user_frame(shell):
-    """A frame of the user's namespace, with no local names: where `%config`
-    evaluates a value that is not a literal, as it did in the cell."""
-    make = eval(compile("lambda: __import__('sys')._getframe()", "<cellbox settings>", "eval"), shell.user_ns)
-    return make()
+    """What the magics read of a cell's frame, for the user's namespace: where
+    `%config` evaluates a value that is not a literal, as it did in the cell."""
+    return types.SimpleNamespace(f_globals=shell.user_ns, f_locals=shell.user_ns)
 
 
 def _watch(name):
     """`%aimport name`'s bookkeeping alone: reload `name` when it changes."""
     from . import autoreload
 
+    if not all(part.isidentifier() for part in name.split(".")):
+        raise ValueError("%r is not a module name" % name)
     reloader = autoreload._reloader
     if reloader is None:
         raise LookupError("autoreload is not loaded")

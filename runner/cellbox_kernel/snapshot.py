@@ -191,7 +191,7 @@ def _replay(shell, header, which):
         return [], []
     from . import shell_settings
 
-    return shell_settings.replay(shell, header["settings"], getattr(shell_settings, which))
+    return shell_settings.replay(shell, header["settings"], getattr(shell_settings, which), which == "LATE")
 
 
 # saving ------------------------------------------------------------------

@@ -74,7 +74,7 @@ def _read_header(handle, path):
     line = handle.readline(_MAX_HEADER)
     try:
         header = json.loads(line) if line.endswith(b"\n") else None
-    except ValueError:
+    except (ValueError, RecursionError):
         header = None
     if not isinstance(header, dict):
         raise SnapshotError("snapshot %s is truncated or damaged: its header is incomplete; use an intact copy" % path)

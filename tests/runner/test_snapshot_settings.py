@@ -4,11 +4,14 @@ that make them again, and loading it replays them: a hibernated session wakes
 set up as it was left. Each side runs in a process of its own, as a kernel does."""
 import json
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
 import textwrap
+import types
 import unittest
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.join(os.path.dirname(os.path.dirname(HERE)), "runner")
@@ -56,14 +59,17 @@ state = {
     "x": kernel.value("x + 1"),
     "alias_magic": "hello" in kernel.magics.line_table(),
 }
-print(json.dumps({"report": report, "state": state}))
+checks = sys.argv[2] if len(sys.argv) > 2 else ""
+scope = dict(kernel.executor.namespace)
+scope["autoreload"] = autoreload
+print(json.dumps({"report": report, "state": state, "checks": repr(eval(checks, scope)) if checks else None}))
 """
 
 
-def _python(code, stdin, path):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join((RUNNER, HERE)))
+def _python(code, stdin, path, extra_path=None, checks=""):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join((RUNNER, HERE) + ((extra_path,) if extra_path else ())))
     done = subprocess.run(
-        [sys.executable, "-c", code, path],
+        [sys.executable, "-c", code, path] + ([checks] if checks else []),
         input=textwrap.dedent(stdin),
         env=env,
         capture_output=True,
@@ -103,15 +109,15 @@ class SettingsTest(unittest.TestCase):
         self.assertEqual(
             saved["header"]["settings"],
             [
+                ["load_ext", "autoreload"],
+                ["autoreload", "2"],
+                ["aimport", "-json"],
                 ["config", "InlineBackend.figure_format = 'retina'"],
                 ["precision", "3"],
                 ["xmode", "Verbose"],
                 ["pdb", "on"],
                 ["alias", "hello echo hi %l"],
                 ["unalias", "rmdir"],
-                ["load_ext", "autoreload"],
-                ["autoreload", "2"],
-                ["aimport", "-json"],
             ],
         )
         report, state = loaded["report"], loaded["state"]
@@ -179,6 +185,52 @@ class SettingsTest(unittest.TestCase):
         self.assertEqual((loaded["report"]["settings"], loaded["report"]["failed"]), ([], []))
         self.assertEqual(loaded["state"]["precision"], "%r")
 
+    def test_figure_formats_come_back_as_last_set_even_at_their_default(self):
+        for cells, formats in (
+            ("%config InlineBackend.figure_formats = ['svg']\n%config InlineBackend.figure_format = 'png'\n", ["png"]),
+            (
+                "%config InlineBackend.figure_format = 'svg'\n%config InlineBackend.figure_formats = ['svg', 'png']\n",
+                ["png", "svg"],
+            ),
+            ("%config InlineBackend.figure_formats = ['svg', 'png']\n%config InlineBackend.figure_format = 'svg'\n", ["svg"]),
+        ):
+            with self.subTest(cells=cells):
+                _saved, loaded = self.round_trip(cells)
+                self.assertEqual((loaded["report"]["failed"], loaded["state"]["formats"]), ([], formats))
+
+    def test_extensions_load_before_the_values_and_aimport_leaves_the_values_alone(self):
+        with open(os.path.join(self.folder, "sees_the_values.py"), "w") as handle:
+            handle.write("def load_ipython_extension(shell):\n    shell.user_ns['x_at_load'] = 'x' in shell.user_ns\n")
+        saved = _python(SAVE, "%load_ext sees_the_values\n%load_ext autoreload\n%aimport json\njson = 'mine'\n", self.path, self.folder)
+        self.assertIn(["aimport", "json"], saved["header"]["settings"])
+        loaded = _python(LOAD, "", self.path, self.folder, checks="x_at_load, json, sorted(autoreload._reloader.explicit)")
+        self.assertEqual(loaded["report"]["failed"], [])
+        self.assertEqual(loaded["checks"], "(False, 'mine', ['json'])")
+        self.assertEqual(loaded["state"]["cache_size"], 1000)
+
+    def test_characters_json_escapes_count_as_written_and_the_file_still_loads(self):
+        wide = "\U0001F600" * 3000  # 12 bytes each once escaped in the header
+        cells = "".join("%%alias wide%d echo %s\n" % (n, wide) for n in range(8)) + "%alias short echo ok\n"
+        cells += "%config InteractiveShell.cache_size = 50\n"
+        saved, loaded = self.round_trip(cells)
+        skipped = saved["report"]["skipped"]
+        self.assertEqual([entry["name"][:12] for entry in skipped], ["%%alias wide%d" % n for n in range(8)])
+        self.assertIn("too long to keep", skipped[0]["reason"])
+        self.assertLess(len(json.dumps(saved["header"])), 1 << 16)
+        self.assertEqual((loaded["report"]["restored"], loaded["report"]["failed"]), (["x"], []))
+        self.assertEqual((loaded["state"]["aliases"]["short"], loaded["state"]["cache_size"]), ("echo ok", 50))
+
+    def test_what_goes_over_the_total_is_named_first_settings_kept(self):
+        line = "y" * 3000
+        cells = "%load_ext autoreload\n%autoreload 2\n" + "".join("%%alias a%02d echo %s\n" % (n, line) for n in range(12))
+        saved, loaded = self.round_trip(cells)
+        kept = saved["header"]["settings"]
+        self.assertEqual(kept[:2], [["load_ext", "autoreload"], ["autoreload", "2"]])
+        left = saved["report"]["skipped"]
+        self.assertTrue(left and all("at most 32 KiB" in entry["reason"] for entry in left), left)
+        self.assertEqual(len(kept) - 2 + len(left), 12)
+        self.assertEqual((loaded["report"]["failed"], loaded["state"]["autoreload"]), ([], 2))
+
 
 class ReplayTest(unittest.TestCase):
     """What a file's settings may ask for, replayed in a kernel of this process."""
@@ -190,7 +242,7 @@ class ReplayTest(unittest.TestCase):
 
     def replay(self, made):
         early = shell_settings.replay(self.shell, made, shell_settings.EARLY)
-        late = shell_settings.replay(self.shell, made, shell_settings.LATE)
+        late = shell_settings.replay(self.shell, made, shell_settings.LATE, name_the_others=True)
         return early[0] + late[0], early[1] + late[1]
 
     def test_a_setting_that_fails_is_named_and_the_rest_still_apply(self):
@@ -241,6 +293,39 @@ class ReplayTest(unittest.TestCase):
         self.assertEqual(made, [["config", "InlineBackend.rc = Odd()"]])
         self.assertEqual([entry["name"] for entry in skipped], ["%alias"])
         self.assertIn("could not be read", skipped[0]["reason"])
+
+
+class DamagedFileTest(unittest.TestCase):
+    """A file that passes its checks yet cannot be loaded is the request's error, not the kernel's end."""
+
+    def answer(self, content):
+        from cellbox_kernel import main
+
+        folder = tempfile.TemporaryDirectory()
+        self.addCleanup(folder.cleanup)
+        path = os.path.join(folder.name, "bad.snapshot")
+        with open(path, "wb") as handle:
+            handle.write(content)
+        request = types.SimpleNamespace(id="s1", file=None, restore=True, path=path, version="test")
+        kernel = Kernel()
+        return main._snapshot_answer(request, kernel.executor.namespace, kernel.magics.shell, None)
+
+    def test_a_payload_of_the_wrong_shape_with_a_right_checksum(self):
+        from cellbox_kernel import snapshot_file
+
+        payload = pickle.dumps([("a",)])
+        header = {
+            "format": 2, "python": snapshot_file.PYTHON, "implementation": sys.implementation.name,
+            "payload_bytes": len(payload), "payload_crc32": zlib.crc32(payload),
+        }  # fmt: skip
+        frame = self.answer(snapshot_file.MAGIC + json.dumps(header).encode() + b"\n" + payload)
+        self.assertTrue(frame["error"].startswith("cannot restore from ") and "ValueError" in frame["error"], frame)
+
+    def test_a_header_nested_too_deeply(self):
+        from cellbox_kernel import snapshot_file
+
+        frame = self.answer(snapshot_file.MAGIC + b"[" * 50000 + b"\n")
+        self.assertIn("its header is incomplete", frame["error"])
 
 
 if __name__ == "__main__":
