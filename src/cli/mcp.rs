@@ -1,5 +1,6 @@
 //! `cellbox mcp`: serve the eval tool over MCP on stdin/stdout.
 
+use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -181,7 +182,8 @@ pub async fn mcp(args: McpArgs, env: &Environment) -> ExitCode {
     match cellbox::mcp::serve_stdio(engine, Some(sampling)).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("cellbox mcp: {error}");
+            // The client may have taken stderr with it: eprintln! would panic.
+            let _ = writeln!(std::io::stderr(), "cellbox mcp: {error}");
             ExitCode::from(1)
         }
     }

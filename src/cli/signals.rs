@@ -1,5 +1,6 @@
 //! How a command-line run answers Ctrl-C and SIGTERM.
 
+use std::io::Write as _;
 use std::sync::Arc;
 
 use cellbox_engine::tool::EvalEngine;
@@ -15,7 +16,9 @@ pub(super) async fn watch_signals(engine: Arc<EvalEngine>, cancel: CancellationT
             StopSignal::Interrupt => {
                 interrupts += 1;
                 if interrupts == 1 {
-                    eprintln!("\ncellbox: interrupting (press Ctrl-C again to stop the kernel)");
+                    // Not eprintln!: with stderr gone it would panic, and the next signal go unheard.
+                    let _ =
+                        writeln!(std::io::stderr(), "\ncellbox: interrupting (press Ctrl-C again to stop the kernel)");
                     cancel.cancel();
                     continue;
                 }

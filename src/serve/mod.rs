@@ -23,6 +23,7 @@ pub mod tls;
 pub mod tokens;
 mod web_view;
 
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -309,14 +310,16 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
         Auth::Off => "no auth (loopback only)".to_string(),
     };
     let scheme = if state.https { "https" } else { "http" };
-    eprintln!("cellbox serve: MCP on {scheme}://{address}/mcp, {auth_note}");
-    eprintln!("cellbox serve: the web view is on {scheme}://{address}/ui");
+    // Said with writeln!, here and below: eprintln! panics once stderr is a pipe nobody reads.
+    let _ = writeln!(std::io::stderr(), "cellbox serve: MCP on {scheme}://{address}/mcp, {auth_note}");
+    let _ = writeln!(std::io::stderr(), "cellbox serve: the web view is on {scheme}://{address}/ui");
     if config.print_e2b {
         let key = match &state.auth {
             Auth::Off => format!("{}{}  # auth is off: any key works", tokens::E2B_TOKEN_PREFIX, "0".repeat(40)),
             Auth::Bearer { .. } => "...  # a token of `cellbox serve token add NAME --e2b`".to_string(),
         };
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "cellbox serve: E2B's SDKs reach this server with\n  export E2B_API_URL={scheme}://{address}\n  export \
              E2B_SANDBOX_URL={scheme}://{address}\n  export E2B_API_KEY={key}"
         );
@@ -373,7 +376,12 @@ where
             }
             state.stopping.store(true, Ordering::SeqCst);
             state.stop_signal.cancel();
-            eprintln!("cellbox serve: stopping; calls in progress have {} s to finish", grace.as_secs());
+            // A panic here would end this task, and the server would never stop.
+            let _ = writeln!(
+                std::io::stderr(),
+                "cellbox serve: stopping; calls in progress have {} s to finish",
+                grace.as_secs()
+            );
             accepting.cancel();
         }
     });

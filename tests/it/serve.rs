@@ -402,3 +402,41 @@ async fn jwts_of_the_configured_issuer_and_audience_sign_in_and_others_do_not() 
     assert_eq!(metadata["authorization_servers"], json!([issuer]));
     assert_eq!(metadata["resource"], json!(server.url));
 }
+
+/// A server whose stderr nobody reads any more (its supervisor's log reader died) still stops
+/// on SIGTERM: what it says as it stops must not be what ends the task that stops it.
+#[cfg(unix)]
+#[test]
+fn sigterm_stops_a_server_whose_stderr_is_gone() {
+    use std::io::BufRead;
+
+    let root = tempfile::tempdir().unwrap();
+    let mut child =
+        common::binary::cellbox(["serve", "--no-auth", "--listen", "127.0.0.1:0", "--shutdown-grace", "1", "--root"])
+            .arg(root.path())
+            .env("CELLBOX_ARTIFACTS_DIR", root.path().join("artifacts"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("MCP on") {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "cellbox serve ended before it listened");
+    }
+    drop(stderr);
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    // A hang guard, not a measure: a server that ignores the signal is killed and the test fails.
+    let pid = child.id() as i32;
+    let (done, exited) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait().unwrap());
+    });
+    let Ok(status) = exited.recv_timeout(std::time::Duration::from_secs(120)) else {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        panic!("cellbox serve did not stop on SIGTERM with its stderr closed");
+    };
+    assert!(status.success(), "{status:?}");
+}

@@ -40,6 +40,7 @@ pub use link::{Event, Link, Pending};
 pub use stream::{StreamLimits, serve_stream};
 
 use std::collections::HashMap;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -130,7 +131,7 @@ pub async fn serve_stdio(engine: Arc<EvalEngine>, root: PathBuf, idle: Option<Du
     let ending = serve_lines(engine, root, idle, stdio::read_lines(), Outbox::channel(out)).await;
     let _ = tokio::task::spawn_blocking(move || writer.join()).await;
     if let Some(why) = ending.as_ref().ok().and_then(|ending| ending.why()) {
-        eprintln!("cellbox sdk-server: {why}");
+        let _ = writeln!(std::io::stderr(), "cellbox sdk-server: {why}"); // stderr may be gone by now
     }
     ending.map(drop)
 }

@@ -9,6 +9,7 @@
 //! and a client that leaves more than [`StreamLimits::max_unsent`] bytes of
 //! answers and output unread has its connection closed.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -171,7 +172,7 @@ where
     match ending {
         Some(ending) => {
             if let Some(why) = ending.as_ref().ok().and_then(|ending| ending.why()) {
-                eprintln!("cellbox serve: a remote SDK connection ended: {why}");
+                let _ = writeln!(std::io::stderr(), "cellbox serve: a remote SDK connection ended: {why}");
             }
             ending.map(drop)
         }
