@@ -346,23 +346,32 @@ async fn cellbox_serve_with_a_state_folder_keeps_sessions_across_a_restart() {
             .spawn()
             .unwrap();
         let (_lines, url) = follow_stderr(&mut child);
-        (child, url)
+        (KilledAtEnd(child), url)
     };
     let (mut first, url) = start();
     let headers = raw_session(&url, &token).await;
     let (status, _, body) = spawn_eval(&url, &headers, 2, "kept = 'across restarts'", Some("notes")).await.unwrap();
     assert_eq!(status, 200, "{body}");
     use cellbox_kernels::kernel::process::{Signal, signal_pid};
-    signal_pid(first.id(), Signal::SIGTERM).unwrap();
-    assert!(first.wait().unwrap().success());
+    signal_pid(first.0.id(), Signal::SIGTERM).unwrap();
+    assert!(first.0.wait().unwrap().success());
 
-    let (mut next, url) = start();
+    let (next, url) = start();
     let headers = raw_session(&url, &token).await;
     let (status, _, body) = spawn_eval(&url, &headers, 2, "kept", Some("notes")).await.unwrap();
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("'across restarts'") && body.contains("hibernated (the server stopped)"), "{body}");
-    let _ = next.kill();
-    let _ = next.wait();
+    drop(next);
+}
+
+/// A server that a failed assertion must not leave running: killed when the test ends.
+struct KilledAtEnd(std::process::Child);
+
+impl Drop for KilledAtEnd {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
