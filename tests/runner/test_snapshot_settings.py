@@ -5,17 +5,15 @@ set up as it was left. Each side runs in a process of its own, as a kernel does.
 import json
 import os
 import pickle
-import subprocess
 import sys
 import tempfile
-import textwrap
 import types
 import unittest
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RUNNER = os.path.join(os.path.dirname(os.path.dirname(HERE)), "runner")
 sys.path.insert(0, HERE)  # the shared helpers, when run by path
+import test_snapshot  # noqa: E402
 from cellbox_kernel import pretty, shell_settings  # noqa: E402
 from test_magics_ipython import Kernel  # noqa: E402
 
@@ -59,26 +57,16 @@ state = {
     "x": kernel.value("x + 1"),
     "alias_magic": "hello" in kernel.magics.line_table(),
 }
-checks = sys.argv[2] if len(sys.argv) > 2 else ""
+checks = sys.stdin.read().strip()
 scope = dict(kernel.executor.namespace)
 scope["autoreload"] = autoreload
 print(json.dumps({"report": report, "state": state, "checks": repr(eval(checks, scope)) if checks else None}))
 """
 
 
-def _python(code, stdin, path, extra_path=None, checks=""):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join((RUNNER, HERE) + ((extra_path,) if extra_path else ())))
-    done = subprocess.run(
-        [sys.executable, "-c", code, path] + ([checks] if checks else []),
-        input=textwrap.dedent(stdin),
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if done.returncode != 0:
-        raise AssertionError(done.stderr)
-    return json.loads(done.stdout.splitlines()[-1])
+def _python(code, stdin, path, extra_path=None):
+    """Run `code` in a process of its own on `path`, `stdin` its input; its JSON answer."""
+    return test_snapshot._python(code, stdin, path, (HERE,) + ((extra_path,) if extra_path else ()))
 
 
 class SettingsTest(unittest.TestCase):
@@ -203,7 +191,7 @@ class SettingsTest(unittest.TestCase):
             handle.write("def load_ipython_extension(shell):\n    shell.user_ns['x_at_load'] = 'x' in shell.user_ns\n")
         saved = _python(SAVE, "%load_ext sees_the_values\n%load_ext autoreload\n%aimport json\njson = 'mine'\n", self.path, self.folder)
         self.assertIn(["aimport", "json"], saved["header"]["settings"])
-        loaded = _python(LOAD, "", self.path, self.folder, checks="x_at_load, json, sorted(autoreload._reloader.explicit)")
+        loaded = _python(LOAD, "x_at_load, json, sorted(autoreload._reloader.explicit)", self.path, self.folder)
         self.assertEqual(loaded["report"]["failed"], [])
         self.assertEqual(loaded["checks"], "(False, 'mine', ['json'])")
         self.assertEqual(loaded["state"]["cache_size"], 1000)
