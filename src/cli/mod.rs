@@ -89,6 +89,9 @@ pub fn init_logging() {
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new("warn")))
+        // A failed write would be reported with eprintln!, which panics when stderr is a pipe
+        // nobody reads: a log line would then end whatever logged it (a shutdown, a hibernation).
+        .log_internal_errors(false)
         .try_init();
 }
 

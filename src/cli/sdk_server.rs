@@ -1,6 +1,7 @@
 //! `cellbox sdk-server`: the engine the Python SDK starts and talks to over
 //! stdin/stdout (see `cellbox_sdk`). Not meant to be typed by people.
 
+use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -29,7 +30,7 @@ pub async fn sdk_server(args: SdkServerArgs, env: &cellbox_settings::Environment
     match cellbox_sdk::serve_stdio(engine, root, idle).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("cellbox sdk-server: {error}");
+            let _ = writeln!(std::io::stderr(), "cellbox sdk-server: {error}"); // stderr may be gone by now
             ExitCode::from(1)
         }
     }

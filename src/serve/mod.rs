@@ -264,6 +264,9 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
         jwt.check_keys().await.map_err(ServeError::Keys)?;
     }
     let acceptor = config.tls.as_ref().map(|(cert, key)| tls::acceptor(cert, key)).transpose()?;
+    // Listened for before the address is printed: a supervisor may stop the server as soon as it
+    // reads it, and a SIGTERM before the handler is in place would kill it without a word.
+    let stop_signals = crate::stop_signals::StopSignals::listen().ok();
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|e| ServeError::Listen { address: config.listen, message: e.to_string() })?;
@@ -327,7 +330,7 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
     let result = match acceptor {
         Some(acceptor) => {
             let listener = tls::TlsListener::new(listener, acceptor)?;
-            run(listener, app, &state, stop, sessions_cancel, grace, connections).await
+            run(listener, app, &state, (stop, stop_signals), sessions_cancel, grace, connections).await
         }
         None => {
             // Answers are small writes (an event stream's priming event, then the
@@ -336,7 +339,7 @@ pub async fn serve(config: ServeConfig, stop: CancellationToken) -> Result<(), S
             let listener = axum::serve::ListenerExt::tap_io(listener, |stream: &mut tokio::net::TcpStream| {
                 let _ = stream.set_nodelay(true);
             });
-            run(listener, app, &state, stop, sessions_cancel, grace, connections).await
+            run(listener, app, &state, (stop, stop_signals), sessions_cancel, grace, connections).await
         }
     };
     state.e2b.kill_all().await;
@@ -358,7 +361,7 @@ async fn run<L>(
     listener: L,
     app: Router,
     state: &Arc<ServerState>,
-    stop: CancellationToken,
+    (stop, stop_signals): (CancellationToken, Option<crate::stop_signals::StopSignals>),
     sessions_cancel: CancellationToken,
     grace: Duration,
     connections: listen::ConnectionLimits,
@@ -370,9 +373,9 @@ where
     let signals = tokio::spawn({
         let (stop, accepting, state) = (stop.clone(), accepting.clone(), state.clone());
         async move {
-            match crate::stop_signals::StopSignals::listen() {
-                Ok(mut signals) => tokio::select! { _ = signals.next() => {}, _ = stop.cancelled() => {} },
-                Err(_) => stop.cancelled().await,
+            match stop_signals {
+                Some(mut signals) => tokio::select! { _ = signals.next() => {}, _ = stop.cancelled() => {} },
+                None => stop.cancelled().await,
             }
             state.stopping.store(true, Ordering::SeqCst);
             state.stop_signal.cancel();

@@ -333,7 +333,7 @@ async fn cellbox_serve_with_a_state_folder_keeps_sessions_across_a_restart() {
     let root = dir.path().join("root");
     std::fs::create_dir(&root).unwrap();
     let start = || {
-        let mut child = common::binary::cellbox(["serve", "--listen", "127.0.0.1:0", "--spares", "0", "--tokens"])
+        let child = common::binary::cellbox(["serve", "--listen", "127.0.0.1:0", "--spares", "0", "--tokens"])
             .arg(&tokens)
             .arg("--root")
             .arg(&root)
@@ -345,8 +345,9 @@ async fn cellbox_serve_with_a_state_folder_keeps_sessions_across_a_restart() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        let (_lines, url) = follow_stderr(&mut child);
-        (KilledAtEnd(child), url)
+        let mut child = KilledAtEnd(child);
+        let (_lines, url) = follow_stderr(&mut child.0);
+        (child, url)
     };
     let (mut first, url) = start();
     let headers = raw_session(&url, &token).await;

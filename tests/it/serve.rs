@@ -403,39 +403,59 @@ async fn jwts_of_the_configured_issuer_and_audience_sign_in_and_others_do_not() 
     assert_eq!(metadata["resource"], json!(server.url));
 }
 
-/// A server whose stderr nobody reads any more (its supervisor's log reader died) still stops
-/// on SIGTERM: what it says as it stops must not be what ends the task that stops it.
+/// A server whose stderr nobody reads any more (its supervisor's log reader died) still answers
+/// and stops on SIGTERM: what it says or logs must not end the task that said it.
 #[cfg(unix)]
 #[test]
 fn sigterm_stops_a_server_whose_stderr_is_gone() {
-    use std::io::BufRead;
+    use std::io::{BufRead, Write};
 
     let root = tempfile::tempdir().unwrap();
     let mut child =
         common::binary::cellbox(["serve", "--no-auth", "--listen", "127.0.0.1:0", "--shutdown-grace", "1", "--root"])
             .arg(root.path())
             .env("CELLBOX_ARTIFACTS_DIR", root.path().join("artifacts"))
+            .env("CELLBOX_LOG", "info") // a log line for every request, each written to the closed pipe
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("MCP on") {
-        line.clear();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "cellbox serve ended before it listened");
-    }
-    drop(stderr);
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
-    // A hang guard, not a measure: a server that ignores the signal is killed and the test fails.
     let pid = child.id() as i32;
+    let kill = || nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    // Read on a thread until the server says where it listens, then hand the pipe back to be closed.
+    let (read, listening) = std::sync::mpsc::channel();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        while !line.contains("MCP on") {
+            line.clear();
+            if stderr.read_line(&mut line).unwrap_or(0) == 0 {
+                return; // ended before it listened: the receiver hears nothing
+            }
+        }
+        let _ = read.send((stderr, line));
+    });
+    // Hang guards, not measures: a server that never listens, or ignores the signal, is killed.
+    let Ok((stderr, said)) = listening.recv_timeout(std::time::Duration::from_secs(120)) else {
+        let _ = kill();
+        panic!("cellbox serve did not say where it listens");
+    };
+    drop(stderr);
+    // It still answers, though each answer's log line cannot be written.
+    let address = said.split("http://").nth(1).and_then(|rest| rest.split('/').next()).unwrap().to_string();
+    let mut connection = std::net::TcpStream::connect(&address).unwrap();
+    write!(connection, "GET /healthz HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    let _ = std::io::Read::read_to_string(&mut connection, &mut answer);
+    assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with("ok\n"), "{answer:?}");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM).unwrap();
     let (done, exited) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = done.send(child.wait().unwrap());
     });
     let Ok(status) = exited.recv_timeout(std::time::Duration::from_secs(120)) else {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        let _ = kill();
         panic!("cellbox serve did not stop on SIGTERM with its stderr closed");
     };
     assert!(status.success(), "{status:?}");
