@@ -66,6 +66,14 @@ async def output_in_cells(page, needle):
     )
 
 
+async def cells_of(page):
+    """What the page's cells show, for a failed check's message: each one's count and status, code and output."""
+    return await page.evaluate(
+        "() => [...document.querySelectorAll('#cells > *')].map(c => [...c.querySelectorAll('header, .source, .outputs')]"
+        ".map(part => part.textContent.slice(0, 80)).join(' | '))"
+    )
+
+
 async def sign_in(page, token):
     await page.goto(BASE + "/ui")
     await page.wait_for_selector("#token", state="visible", timeout=WAIT_MS)
@@ -220,14 +228,14 @@ async def browser_checks(mcp, workspace):
             "() => [...document.querySelectorAll('#cells .source')].some(s => s.textContent.includes('begun_before_the_page'))",
             timeout=WAIT_MS,
         )
-        assert await late.locator("#cells .source", has_text="begun_before_the_page").count() == 1, "shown once"
+        assert await late.locator("#cells .source", has_text="begun_before_the_page").count() == 1, await cells_of(late)
         await late.wait_for_selector("#interrupt:not([disabled])", timeout=WAIT_MS)
         await late.click("#interrupt")
         text, result = await asyncio.wait_for(sleeping, WAIT_MS / 1000)
         assert "KeyboardInterrupt" in text, text
         await output_in_cells(page, "KeyboardInterrupt")
         await output_in_cells(late, "KeyboardInterrupt")
-        assert await late.locator("#cells .source", has_text="begun_before_the_page").count() == 1, "shown once"
+        assert await late.locator("#cells .source", has_text="begun_before_the_page").count() == 1, await cells_of(late)
         await late_context.close()
         text, _ = await run(mcp, "x")
         assert "41" in text, text
