@@ -12,7 +12,7 @@ const R = WIRE.routes;
 const E = WIRE.events;
 const state = {
   me: null, selected: null, owner: null, watched: null, sessions: [], calls: new Map(), events: null, timer: null,
-  listTimer: null, reading: 0, finished: new Set(),
+  listTimer: null, reading: 0, finished: new Set(), showing: null,
 };
 
 function api(path, options = {}) {
@@ -76,7 +76,7 @@ function showSignIn(message) {
   clearTimeout(state.retry);
   Object.assign(state, {
     me: null, selected: null, owner: null, watched: null, sessions: [], calls: new Map(), events: null, listTimer: null,
-    reading: state.reading + 1, finished: new Set(),
+    reading: state.reading + 1, finished: new Set(), showing: null,
   });
   $("cells").replaceChildren();
   $("sessions").replaceChildren();
@@ -184,13 +184,20 @@ async function select(name, keepNotice, owner) {
   const answer = await api(R.SESSION + "?session=" + encodeURIComponent(name) + whose(owner));
   if (reading !== state.reading) return;
   const cells = $("cells");
-  cells.replaceChildren();
+  // Another session's cells go at once; the same session's stay until its new reading is built.
+  const showing = owner + "\n" + name;
+  if (state.showing !== showing) cells.replaceChildren();
+  state.showing = showing;
   if (!answer.ok) {
+    cells.replaceChildren();
     $("notice").textContent = answer.status === 404 ? "This session is gone." : "The session could not be read.";
     return;
   }
   const view = await answer.json();
   if (reading !== state.reading) return;
+  // Built aside and put in at once: while a session is read again, the page keeps showing what
+  // it showed, never an empty session.
+  const built = document.createDocumentFragment();
   const notebook = view.notebook || {};
   const marks = view.cells || [];
   const shown = new Set();
@@ -210,7 +217,7 @@ async function select(name, keepNotice, owner) {
     if (last && last.mark.call !== mark.call && last.mark.artifact) offerArtifact(last.view, last.mark.artifact);
     if (mark.call !== undefined && mark.call !== null) shown.add(mark.call);
     last = { view: kept, mark };
-    cells.append(kept.root);
+    built.append(kept.root);
   }
   if (last && last.mark.artifact) offerArtifact(last.view, last.mark.artifact);
   // Calls running when the session was read, with their code (one begun before the page
@@ -249,8 +256,9 @@ async function select(name, keepNotice, owner) {
   state.rereads = ended ? (state.rereads || 0) + 1 : 0;
   if (ended && state.rereads <= 3) setTimeout(() => reading === state.reading && select(name, true, owner), 250);
   for (const [number, call] of state.calls) {
-    if (call.session === name && !shown.has(number)) for (const kept of call.views) cells.append(kept.root);
+    if (call.session === name && !shown.has(number)) for (const kept of call.views) built.append(kept.root);
   }
+  cells.replaceChildren(built);
   trimCells();
   window.scrollTo(0, document.body.scrollHeight);
 }
