@@ -12,7 +12,7 @@ const R = WIRE.routes;
 const E = WIRE.events;
 const state = {
   me: null, selected: null, owner: null, watched: null, sessions: [], calls: new Map(), events: null, timer: null,
-  listTimer: null, reading: 0, finished: new Set(), showing: null,
+  listTimer: null, reading: 0, finished: new Set(), showing: null, ended: new Map(),
 };
 
 function api(path, options = {}) {
@@ -76,7 +76,7 @@ function showSignIn(message) {
   clearTimeout(state.retry);
   Object.assign(state, {
     me: null, selected: null, owner: null, watched: null, sessions: [], calls: new Map(), events: null, listTimer: null,
-    reading: state.reading + 1, finished: new Set(), showing: null,
+    reading: state.reading + 1, finished: new Set(), showing: null, ended: new Map(),
   });
   $("cells").replaceChildren();
   $("sessions").replaceChildren();
@@ -258,6 +258,11 @@ async function select(name, keepNotice, owner) {
   for (const [number, call] of state.calls) {
     if (call.session === name && !shown.has(number)) for (const kept of call.views) built.append(kept.root);
   }
+  // Calls that ended while the session was read, not in what was read: kept until the next reading.
+  for (const [number, call] of state.ended) {
+    if (call.session === name && !shown.has(number)) for (const kept of call.views) built.append(kept.root);
+  }
+  state.ended.clear();
   cells.replaceChildren(built);
   trimCells();
   window.scrollTo(0, document.body.scrollHeight);
@@ -366,6 +371,7 @@ function connect(owner) {
   if (state.watched !== owner) {
     state.calls.clear();
     state.finished.clear();
+    state.ended.clear();
   }
   state.watched = owner;
   const events = new EventSource(R.EVENTS + "?session=" + whose(owner));
@@ -476,6 +482,9 @@ function apply(event) {
     // Kept for a session read under way, which may still name it running (a few hundred at most).
     state.finished.add(event.call);
     if (state.finished.size > 512) state.finished.delete(state.finished.values().next().value);
+    // Its views, for a reading of its session under way (which may not hold it yet): until one is built.
+    if (call) state.ended.set(event.call, call);
+    if (state.ended.size > 64) state.ended.delete(state.ended.keys().next().value);
     if (call) {
       for (const view of call.views) {
         if (view.started) finish(view, event.status || "cancelled");
@@ -515,6 +524,7 @@ function apply(event) {
 function resync() {
   state.calls.clear();
   state.finished.clear();
+  state.ended.clear();
   refreshSessions();
   return state.selected ? select(state.selected, true, state.owner) : Promise.resolve();
 }
