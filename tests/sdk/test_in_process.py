@@ -14,7 +14,7 @@ import unittest
 
 from fixture import DEADLINE, PYTHON, Workspace
 
-from cellbox import InvalidArgumentException, Sandbox, SandboxException, SandboxNotRunningException
+from cellbox import InvalidArgumentException, Sandbox, SandboxException, SandboxNotRunningException, TimeoutException
 from cellbox._in_process import InProcessTransport
 from cellbox._transport import LocalTransport
 
@@ -108,6 +108,98 @@ class InProcessTests(unittest.TestCase):
         # The next cell runs at once: the interrupted one was stopped, not left running.
         self.assertEqual(box.run_code("kept").text, "state")
         self.assertLess(time.monotonic() - started, DEADLINE, "Ctrl-C waited for the cell")
+
+    def test_quiet_runs_from_many_threads_each_get_their_own_answer(self):
+        # A quiet run_code is run by its caller's own thread: sixteen callers at
+        # once on one context and on two, each must get its own cell's value.
+        box = self.sandbox()
+        other = box.create_code_context()
+        answers, failures = {}, []
+
+        def run(thread):
+            try:
+                for turn in range(25):
+                    context = other if turn % 2 else None
+                    answers[(thread, turn)] = box.run_code("%d * 1000 + %d" % (thread, turn), context=context).text
+            except BaseException as error:  # reported below
+                failures.append(error)
+
+        threads = [threading.Thread(target=run, args=(thread,)) for thread in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(DEADLINE * 4)
+        self.assertEqual(failures, [])
+        self.assertEqual(answers, {(t, n): str(t * 1000 + n) for t in range(16) for n in range(25)})
+
+    def test_calls_run_by_their_callers_count_toward_the_limit_of_calls_in_progress(self):
+        # Quiet calls queue in one context behind a cell that waits for a file,
+        # each from a thread of its own, until the engine refuses one: exactly
+        # 256 (MAX_CALLS_IN_PROGRESS) are taken, and all of those end once the
+        # file appears.
+        box = self.sandbox()
+        release = os.path.join(self.workspace.work, "release")
+        started = os.path.join(self.workspace.work, "started")
+        waiting = "import os, time\nopen(%r, 'w').close()\nwhile not os.path.exists(%r):\n    time.sleep(0.01)\n-1"
+        outcomes, refusals, others = [], [], []
+        refused = threading.Event()
+
+        def run(code):
+            try:
+                outcomes.append(box.run_code(code).text)
+            except SandboxException as error:
+                refusals.append(str(error))
+                refused.set()
+            except BaseException as error:  # reported below
+                others.append(error)
+
+        threads = [threading.Thread(target=run, args=(waiting % (started, release),))]
+        threads[0].start()
+        deadline = time.monotonic() + DEADLINE
+        while not os.path.exists(started) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertTrue(os.path.exists(started), "the first cell never started")
+        try:
+            while not refused.is_set() and time.monotonic() < deadline and len(threads) < 400:
+                threads.append(threading.Thread(target=run, args=("%d" % len(threads),)))
+                threads[-1].start()
+                if len(threads) > 250:
+                    refused.wait(0.05)  # a call taken waits in the queue; a refused one returns at once
+        finally:
+            with open(release, "w"):
+                pass
+            for thread in threads:
+                thread.join(DEADLINE)
+        self.assertEqual(others, [])
+        self.assertTrue(refusals, "no call was refused among %d" % len(threads))
+        for refusal in refusals:
+            self.assertIn("calls in progress", refusal)
+            self.assertIn("limit is 256 calls", refusal)
+        self.assertEqual(len(outcomes), 256)
+        self.assertIn("-1", outcomes)
+
+    def test_a_quiet_run_waiting_when_its_sandbox_is_killed_raises_timeout(self):
+        box = self.sandbox()
+        started = os.path.join(self.workspace.work, "started")
+        outcome = {}
+
+        def run():
+            try:
+                box.run_code("import time\nopen(%r, 'w').close()\ntime.sleep(300)" % started)
+                outcome["error"] = "no error"
+            except BaseException as error:  # checked below
+                outcome["error"] = error
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        deadline = time.monotonic() + DEADLINE
+        while not os.path.exists(started) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertTrue(os.path.exists(started), "the cell never started")
+        self.assertTrue(box.kill())
+        thread.join(DEADLINE)
+        self.assertIsInstance(outcome.get("error"), TimeoutException)
+        self.assertIn("sandbox was killed while the request was in progress", str(outcome["error"]))
 
     def test_a_missing_extension_file_is_a_clear_error(self):
         # A fresh interpreter: the extension is loaded once per process.

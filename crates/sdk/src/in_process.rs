@@ -5,24 +5,33 @@
 //! A caller that waits for its own call ([`InProcess::call`]) gets that call's
 //! messages straight from the engine's task: no pipe, no thread in between,
 //! which is what brings a warm `run_code` close to the library's own call
-//! (docs/benchmarks.md). Every other message (those of calls whose outputs
-//! stream to callbacks) is read by one reader ([`InProcess::receive`]).
+//! (docs/benchmarks.md). A `run_code` goes further: its caller runs it on its
+//! own thread, so its request reaches the kernel without waking the engine's
+//! thread first. Every other message (those of calls whose outputs stream to
+//! callbacks) is read by one reader ([`InProcess::receive`]).
 //!
-//! The engine runs on a thread of its own, with its own async runtime. It is
+//! The engine runs on a thread of its own, with its own async runtime, which
+//! drives every kernel's pipes (a caller's `run_code` included). It is
 //! stopped by [`InProcess::close`] or when dropped; in a process forked from
 //! the one that started it (where that thread does not exist) it is never
 //! touched again.
 
 use std::collections::{BTreeMap, HashMap};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError, channel};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tokio::runtime::Handle;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::link::call_of;
-use super::{EngineArgs, Outbox};
+use super::wire::{Call, RawRequest};
+use super::{CallerRun, EngineArgs, Outbox, Server};
 use crate::tool::EvalEngine;
 
 /// How long closing waits for the engine to stop its kernels before it lets the runtime go.
@@ -54,6 +63,10 @@ struct Shared {
     done: Mutex<Receiver<()>>,
     /// Why the engine stopped by itself (its idle timeout), once it has.
     stopped: Arc<Mutex<Option<String>>>,
+    /// The engine's runtime, in which a caller runs its own `run_code`.
+    runtime: Handle,
+    /// The connection's server while it serves: the callers' `run_code` calls run with it.
+    server: Arc<Mutex<Option<Arc<Server>>>>,
 }
 
 /// Where each message of the engine goes: to the caller waiting for its call, else to the reader.
@@ -101,12 +114,44 @@ pub struct Waiter {
     routes: Arc<Routes>,
     /// When the call was sent: the caller stays awake until [`AWAKE_FOR`] after it.
     sent: Instant,
+    /// A `run_code` the caller runs itself, until it has answered.
+    own: Option<OwnRun>,
+}
+
+/// A `run_code` run on its caller's thread, in the engine's runtime.
+struct OwnRun {
+    run: CallerRun,
+    runtime: Handle,
+    /// Where its answer goes if its caller stops waiting: to the reader, as the engine's would.
+    out: Outbox,
+    /// Cancelled when the engine stops: the call's answer is then not given (see `serve_lines`).
+    stopping: CancellationToken,
+}
+
+/// Wakes the thread that runs its own call when that call can go on.
+struct Wakeup {
+    woken: AtomicBool,
+    thread: std::thread::Thread,
+}
+
+impl Wake for Wakeup {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::Release);
+        self.thread.unpark();
+    }
 }
 
 impl Waiter {
     /// Add the call's messages to `lines` (one line of JSON each) until its
     /// answer, for at most `limit` (once awake, see [`AWAKE_FOR`]).
-    pub fn collect(&self, lines: &mut Vec<String>, limit: Duration) -> Progress {
+    pub fn collect(&mut self, lines: &mut Vec<String>, limit: Duration) -> Progress {
+        if self.own.is_some() {
+            return self.run_own(lines, limit);
+        }
         loop {
             let next = if self.sent.elapsed() < AWAKE_FOR {
                 match self.messages.try_recv() {
@@ -133,11 +178,69 @@ impl Waiter {
             }
         }
     }
+
+    /// [`Waiter::collect`] for a call its caller runs: polled on this thread
+    /// (the engine's thread drives the kernel's pipes and wakes this one),
+    /// awake as long as a caller waiting for a message would be.
+    fn run_own(&mut self, lines: &mut Vec<String>, limit: Duration) -> Progress {
+        let until = Instant::now() + limit;
+        let own = self.own.as_mut().expect("a call run by its caller");
+        let _runtime = own.runtime.enter();
+        let wakeup = Arc::new(Wakeup { woken: AtomicBool::new(false), thread: std::thread::current() });
+        let waker = Waker::from(wakeup.clone());
+        let mut context = Context::from_waker(&waker);
+        loop {
+            let answer = match std::panic::catch_unwind(AssertUnwindSafe(|| own.run.as_mut().poll(&mut context))) {
+                Ok(answer) => answer,
+                Err(panic) => {
+                    self.own = None; // not to be polled again
+                    std::panic::resume_unwind(panic);
+                }
+            };
+            // Its outputs came through the engine's router while it ran, before its answer.
+            while let Ok(message) = self.messages.try_recv() {
+                lines.push(message.to_string());
+            }
+            if let Poll::Ready(answer) = answer {
+                let stopped = own.stopping.is_cancelled();
+                self.own = None;
+                // Stopping the engine ended its calls: their answers are not given (see `serve_lines`).
+                if stopped || self.routes.waiting.lock().unwrap().ended {
+                    return Progress::Ended;
+                }
+                lines.push(answer.to_string());
+                return Progress::Answered;
+            }
+            while !wakeup.woken.swap(false, Ordering::Acquire) {
+                if self.sent.elapsed() < AWAKE_FOR {
+                    std::thread::yield_now();
+                    continue;
+                }
+                let now = Instant::now();
+                if now >= until {
+                    if self.routes.waiting.lock().unwrap().ended {
+                        self.own = None;
+                        return Progress::Ended;
+                    }
+                    return Progress::Pending;
+                }
+                std::thread::park_timeout(until - now);
+            }
+        }
+    }
 }
 
 impl Drop for Waiter {
     fn drop(&mut self) {
         self.routes.waiting.lock().unwrap().calls.remove(&self.call);
+        // A caller that stopped waiting (Ctrl-C) leaves its call running, as
+        // the engine's own calls are left: the engine's thread finishes it,
+        // and its answer goes to the reader like theirs.
+        if let Some(OwnRun { run, runtime, out, .. }) = self.own.take() {
+            runtime.spawn(async move {
+                out.send(run.await);
+            });
+        }
     }
 }
 
@@ -169,6 +272,9 @@ impl InProcess {
         let stopped = Arc::new(Mutex::new(None));
         let why = stopped.clone();
         let (finished, done) = channel();
+        let runtime_handle = runtime.handle().clone();
+        let server = Arc::new(Mutex::new(None));
+        let serving = server.clone();
         std::thread::Builder::new()
             .name("cellbox-engine".into())
             .spawn(move || {
@@ -177,7 +283,9 @@ impl InProcess {
                     let engine = Arc::new(EvalEngine::new(config));
                     let warm = engine.clone();
                     tokio::spawn(async move { warm.prewarm().await });
-                    let ending = super::serve_lines(engine, root, idle, lines, out).await;
+                    let started = |server: &Arc<Server>| *serving.lock().unwrap() = Some(server.clone());
+                    let ending = super::serve_connection(engine, root, idle, lines.into(), out, started).await;
+                    serving.lock().unwrap().take();
                     *why.lock().unwrap() = match ending {
                         Ok(ending) => ending.why(),
                         Err(error) => Some(error.to_string()),
@@ -196,6 +304,8 @@ impl InProcess {
                 general: Mutex::new(general),
                 done: Mutex::new(done),
                 stopped,
+                runtime: runtime_handle,
+                server,
             }),
         })
     }
@@ -221,8 +331,30 @@ impl InProcess {
             }
             waiting.calls.insert(call, sender);
         }
-        let waiter = Waiter { call, messages, routes: self.shared().routes.clone(), sent: Instant::now() };
-        self.send(line).then_some(waiter)
+        let mut waiter =
+            Waiter { call, messages, routes: self.shared().routes.clone(), sent: Instant::now(), own: None };
+        match self.own_run(&line) {
+            None => self.send(line).then_some(waiter),
+            Some(Ok(own)) => {
+                waiter.own = Some(own);
+                Some(waiter)
+            }
+            Some(Err(refused)) => {
+                self.shared().routes.deliver(refused);
+                Some(waiter)
+            }
+        }
+    }
+
+    /// `line` as a `run_code` its caller runs (or the answer refusing it);
+    /// `None` for any other request, or once the engine no longer serves.
+    fn own_run(&self, line: &str) -> Option<Result<OwnRun, Value>> {
+        let server = self.shared().server.lock().unwrap().clone().filter(|server| !server.stopping.is_cancelled())?;
+        let RawRequest { id: Some(id), method, params } = serde_json::from_str(line).ok()? else { return None };
+        let Ok(Call::RunCode(params)) = Call::parse(&method, params) else { return None };
+        let run = server.run_for_caller(id, params, line.len());
+        let runtime = self.shared().runtime.clone();
+        Some(run.map(|run| OwnRun { run, runtime, out: server.out.clone(), stopping: server.stopping.clone() }))
     }
 
     /// The next message no caller waits for, as one line of JSON, waiting for

@@ -90,7 +90,8 @@ impl From<mpsc::Receiver<std::io::Result<String>>> for Lines {
     }
 }
 
-/// A call's share of [`MAX_BYTES_IN_PROGRESS`], given back when the call ends.
+/// A call's share of what a connection has in progress (its request's bytes,
+/// see [`MAX_BYTES_IN_PROGRESS`], or the call itself), given back when it ends.
 struct InProgress(Arc<AtomicUsize>, usize);
 
 impl InProgress {
@@ -118,6 +119,11 @@ struct Server {
     files: Arc<files::Files>,
     commands: commands::Commands,
     lifetime: Arc<lifetime::Lifetime>,
+    /// Bytes of the request lines whose calls are in progress.
+    in_progress: Arc<AtomicUsize>,
+    /// Calls in progress: spawned by the connection, or run by their callers on
+    /// their own threads ([`in_process`]).
+    calls: Arc<AtomicUsize>,
 }
 
 /// Serve the SDK on stdin/stdout until end of input, `shutdown`, or `idle`
@@ -147,7 +153,19 @@ pub async fn serve_lines(
     input: impl Into<Lines>,
     out: Outbox,
 ) -> std::io::Result<Ending> {
-    let mut input = input.into();
+    serve_connection(engine, root, idle, input.into(), out, |_| {}).await
+}
+
+/// [`serve_lines`], handing the connection's server to `started` first (the
+/// in-process engine's callers run their own `run_code` calls with it).
+async fn serve_connection(
+    engine: Arc<EvalEngine>,
+    root: PathBuf,
+    idle: Option<Duration>,
+    mut input: Lines,
+    out: Outbox,
+    started: impl FnOnce(&Arc<Server>),
+) -> std::io::Result<Ending> {
     let server = Arc::new(Server {
         files: Arc::new(files::Files::new(engine.host_files())),
         commands: commands::Commands::new(root.clone()),
@@ -157,11 +175,12 @@ pub async fn serve_lines(
         running: Mutex::default(),
         out,
         lifetime: lifetime::Lifetime::new(),
+        in_progress: Arc::default(),
+        calls: Arc::default(),
     });
     server.lifetime.set(idle);
-    let mut calls = tokio::task::JoinSet::new();
-    // Bytes of the request lines whose calls are in progress.
-    let in_progress = Arc::new(AtomicUsize::new(0));
+    started(&server);
+    let mut spawned = tokio::task::JoinSet::new();
     let mut ending = Ending::Closed;
     loop {
         let line = tokio::select! {
@@ -200,31 +219,20 @@ pub async fn serve_lines(
             }
             break;
         }
-        while calls.try_join_next().is_some() {}
-        let held = in_progress.load(Ordering::SeqCst);
-        let over = calls.len() >= MAX_CALLS_IN_PROGRESS || held + line.len() > MAX_BYTES_IN_PROGRESS;
-        if over && !matches!(call, Call::Cancel(_)) {
+        while spawned.try_join_next().is_some() {}
+        if let Some(failure) = server.over_limit(line.len())
+            && !matches!(call, Call::Cancel(_))
+        {
             if let Some(id) = &id {
-                let failure = Failure::new(
-                    ErrorCode::Failed,
-                    format!(
-                        "this sandbox has {} calls in progress ({} MiB of requests), its limit is \
-                         {MAX_CALLS_IN_PROGRESS} calls and {} MiB; wait for one to end (or cancel one) and send \
-                         this again",
-                        calls.len(),
-                        held >> 20,
-                        MAX_BYTES_IN_PROGRESS >> 20
-                    ),
-                );
                 let _ = server.out.send(wire::response(id, Err(failure)));
             }
             continue;
         }
-        let size = InProgress::take(&in_progress, line.len());
+        let size = (InProgress::take(&server.in_progress, line.len()), InProgress::take(&server.calls, 1));
         drop(line);
         let server = server.clone();
         let busy = server.lifetime.busy();
-        calls.spawn(async move {
+        spawned.spawn(async move {
             let _held = (busy, size);
             let outcome = server.handle(id.as_ref().unwrap_or(&Value::Null), call).await;
             if let Some(id) = &id {
@@ -238,7 +246,7 @@ pub async fn serve_lines(
     // and an answer saying the cell was cancelled must not overtake that.
     let _ = server.out.send(Value::Null);
     server.stopping.cancel();
-    calls.abort_all();
+    spawned.abort_all();
     server.engine.dispose_all().await;
     Ok(ending)
 }
@@ -288,7 +296,46 @@ impl Ending {
     }
 }
 
+/// A `run_code` whose caller runs it on its own thread; its output is the answer's message.
+pub(crate) type CallerRun = std::pin::Pin<Box<dyn Future<Output = Value> + Send>>;
+
 impl Server {
+    /// Why one more call, `bytes` long, is refused; `None` when it fits.
+    fn over_limit(&self, bytes: usize) -> Option<Failure> {
+        let calls = self.calls.load(Ordering::SeqCst);
+        let held = self.in_progress.load(Ordering::SeqCst);
+        if calls < MAX_CALLS_IN_PROGRESS && held + bytes <= MAX_BYTES_IN_PROGRESS {
+            return None;
+        }
+        Some(Failure::new(
+            ErrorCode::Failed,
+            format!(
+                "this sandbox has {calls} calls in progress ({} MiB of requests), its limit is \
+                 {MAX_CALLS_IN_PROGRESS} calls and {} MiB; wait for one to end (or cancel one) and send this again",
+                held >> 20,
+                MAX_BYTES_IN_PROGRESS >> 20
+            ),
+        ))
+    }
+
+    /// The `run_code` request `id` as a future its caller polls on its own
+    /// thread (see [`in_process`]), holding its share of the limits while it
+    /// runs; the refusal's message when over them. Its cell's outputs go to
+    /// `out` as they come.
+    fn run_for_caller(self: &Arc<Self>, id: Value, params: wire::RunCode, bytes: usize) -> Result<CallerRun, Value> {
+        if let Some(failure) = self.over_limit(bytes) {
+            return Err(wire::response(&id, Err(failure)));
+        }
+        let held = (InProgress::take(&self.in_progress, bytes), InProgress::take(&self.calls, 1));
+        let busy = self.lifetime.busy();
+        let server = self.clone();
+        Ok(Box::pin(async move {
+            let _held = (held, busy);
+            let outcome = server.run_code(&id, params).await;
+            wire::response(&id, outcome.map(|result| Answer::RunCode(result).to_value()))
+        }))
+    }
+
     /// Answer one call; `id` is its request's (`output` notifications name it).
     async fn handle(&self, id: &Value, call: Call) -> Result<Answer, Failure> {
         match call {
