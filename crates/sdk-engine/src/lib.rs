@@ -39,7 +39,8 @@ impl Engine {
     /// while waiting: a KeyboardInterrupt leaves the call running, for the
     /// caller to cancel.
     fn call(&self, py: Python<'_>, line: String, call: i64) -> PyResult<(Vec<String>, bool)> {
-        let Some(mut waiter) = self.inner.call(line, call) else { return Ok((Vec::new(), false)) };
+        // Detached: a `run_code` line is parsed here, and its code may be long.
+        let Some(mut waiter) = py.detach(|| self.inner.call(line, call)) else { return Ok((Vec::new(), false)) };
         let mut lines = Vec::new();
         loop {
             // The waiter goes to the GIL-free side and back (it is Send, not Sync).

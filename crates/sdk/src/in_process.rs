@@ -181,7 +181,10 @@ impl Waiter {
 
     /// [`Waiter::collect`] for a call its caller runs: polled on this thread
     /// (the engine's thread drives the kernel's pipes and wakes this one),
-    /// awake as long as a caller waiting for a message would be.
+    /// awake as long as a caller waiting for a message would be. Once the
+    /// engine stops, the call is dropped unpolled and its caller waits, as
+    /// others do, for the end of the engine's messages (which comes after
+    /// why it stopped is known).
     fn run_own(&mut self, lines: &mut Vec<String>, limit: Duration) -> Progress {
         let until = Instant::now() + limit;
         let own = self.own.as_mut().expect("a call run by its caller");
@@ -189,27 +192,24 @@ impl Waiter {
         let wakeup = Arc::new(Wakeup { woken: AtomicBool::new(false), thread: std::thread::current() });
         let waker = Waker::from(wakeup.clone());
         let mut context = Context::from_waker(&waker);
-        loop {
-            let answer = match std::panic::catch_unwind(AssertUnwindSafe(|| own.run.as_mut().poll(&mut context))) {
-                Ok(answer) => answer,
+        let answer = loop {
+            if own.stopping.is_cancelled() {
+                // Not polled again: its runtime may be gone (see `run_for_caller`).
+                break None;
+            }
+            let polled = match std::panic::catch_unwind(AssertUnwindSafe(|| own.run.as_mut().poll(&mut context))) {
+                Ok(polled) => polled,
                 Err(panic) => {
                     self.own = None; // not to be polled again
-                    std::panic::resume_unwind(panic);
+                    std::panic::resume_unwind(panic)
                 }
             };
             // Its outputs came through the engine's router while it ran, before its answer.
             while let Ok(message) = self.messages.try_recv() {
                 lines.push(message.to_string());
             }
-            if let Poll::Ready(answer) = answer {
-                let stopped = own.stopping.is_cancelled();
-                self.own = None;
-                // Stopping the engine ended its calls: their answers are not given (see `serve_lines`).
-                if stopped || self.routes.waiting.lock().unwrap().ended {
-                    return Progress::Ended;
-                }
-                lines.push(answer.to_string());
-                return Progress::Answered;
+            if let Poll::Ready(answer) = polled {
+                break answer.filter(|_| !own.stopping.is_cancelled());
             }
             while !wakeup.woken.swap(false, Ordering::Acquire) {
                 if self.sent.elapsed() < AWAKE_FOR {
@@ -218,14 +218,19 @@ impl Waiter {
                 }
                 let now = Instant::now();
                 if now >= until {
-                    if self.routes.waiting.lock().unwrap().ended {
-                        self.own = None;
-                        return Progress::Ended;
-                    }
                     return Progress::Pending;
                 }
                 std::thread::park_timeout(until - now);
             }
+        };
+        self.own = None;
+        match answer {
+            Some(answer) => {
+                lines.push(answer.to_string());
+                Progress::Answered
+            }
+            // Stopping ended it: no answer is given (see `serve_lines`).
+            None => self.collect(lines, until.saturating_duration_since(Instant::now())),
         }
     }
 }
@@ -238,7 +243,9 @@ impl Drop for Waiter {
         // and its answer goes to the reader like theirs.
         if let Some(OwnRun { run, runtime, out, .. }) = self.own.take() {
             runtime.spawn(async move {
-                out.send(run.await);
+                if let Some(answer) = run.await {
+                    out.send(answer);
+                }
             });
         }
     }

@@ -44,6 +44,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -220,25 +221,37 @@ async fn serve_connection(
             break;
         }
         while spawned.try_join_next().is_some() {}
-        if let Some(failure) = server.over_limit(line.len())
-            && !matches!(call, Call::Cancel(_))
-        {
-            if let Some(id) = &id {
-                let _ = server.out.send(wire::response(id, Err(failure)));
+        let size = match server.reserve(line.len()) {
+            Ok(size) => size,
+            // A cancel is never refused: it is how a client makes room.
+            Err(_) if matches!(call, Call::Cancel(_)) => {
+                (InProgress::take(&server.calls, 1), InProgress::take(&server.in_progress, line.len()))
             }
-            continue;
-        }
-        let size = (InProgress::take(&server.in_progress, line.len()), InProgress::take(&server.calls, 1));
+            Err(failure) => {
+                if let Some(id) = &id {
+                    let _ = server.out.send(wire::response(id, Err(failure)));
+                }
+                continue;
+            }
+        };
         drop(line);
         let server = server.clone();
         let busy = server.lifetime.busy();
-        spawned.spawn(async move {
+        let runs_code = matches!(call, Call::RunCode(_));
+        let mut task = Box::pin(async move {
             let _held = (busy, size);
             let outcome = server.handle(id.as_ref().unwrap_or(&Value::Null), call).await;
             if let Some(id) = &id {
                 let _ = server.out.send(wire::response(id, outcome.map(|answer| answer.to_value())));
             }
         });
+        // A cell's first steps (finding its kernel, writing its request) are taken
+        // here, at once: spawned, they waited for a worker to wake first. The rest
+        // of it, waiting for the kernel, goes on in a task of its own.
+        if runs_code && std::future::poll_fn(|cx| Poll::Ready(task.as_mut().poll(cx).is_ready())).await {
+            continue;
+        }
+        spawned.spawn(task);
     }
     // What was answered before the input ended is still written; the answers
     // of calls that stopping cuts short are not: the SDK that closed its end
@@ -296,23 +309,29 @@ impl Ending {
     }
 }
 
-/// A `run_code` whose caller runs it on its own thread; its output is the answer's message.
-pub(crate) type CallerRun = std::pin::Pin<Box<dyn Future<Output = Value> + Send>>;
+/// A `run_code` whose caller runs it on its own thread; its output is the
+/// answer's message, or `None` when the connection stopped first.
+pub(crate) type CallerRun = std::pin::Pin<Box<dyn Future<Output = Option<Value>> + Send>>;
 
 impl Server {
-    /// Why one more call, `bytes` long, is refused; `None` when it fits.
-    fn over_limit(&self, bytes: usize) -> Option<Failure> {
+    /// Take a share of the limits for one more call, `bytes` long, until the
+    /// returned shares are dropped; the refusal when over them. The shares are
+    /// taken before they are checked, so calls arriving at once on several
+    /// threads cannot all pass the last free place.
+    fn reserve(&self, bytes: usize) -> Result<(InProgress, InProgress), Failure> {
+        let held = (InProgress::take(&self.calls, 1), InProgress::take(&self.in_progress, bytes));
         let calls = self.calls.load(Ordering::SeqCst);
-        let held = self.in_progress.load(Ordering::SeqCst);
-        if calls < MAX_CALLS_IN_PROGRESS && held + bytes <= MAX_BYTES_IN_PROGRESS {
-            return None;
+        let total = self.in_progress.load(Ordering::SeqCst);
+        if calls <= MAX_CALLS_IN_PROGRESS && total <= MAX_BYTES_IN_PROGRESS {
+            return Ok(held);
         }
-        Some(Failure::new(
+        Err(Failure::new(
             ErrorCode::Failed,
             format!(
-                "this sandbox has {calls} calls in progress ({} MiB of requests), its limit is \
+                "this sandbox has {} calls in progress ({} MiB of requests), its limit is \
                  {MAX_CALLS_IN_PROGRESS} calls and {} MiB; wait for one to end (or cancel one) and send this again",
-                held >> 20,
+                calls - 1,
+                (total - bytes) >> 20,
                 MAX_BYTES_IN_PROGRESS >> 20
             ),
         ))
@@ -321,18 +340,22 @@ impl Server {
     /// The `run_code` request `id` as a future its caller polls on its own
     /// thread (see [`in_process`]), holding its share of the limits while it
     /// runs; the refusal's message when over them. Its cell's outputs go to
-    /// `out` as they come.
+    /// `out` as they come. Once the connection stops it ends without an
+    /// answer and is not polled on, as the connection's own calls are aborted
+    /// (a kernel it started after the others were disposed of would be left).
     fn run_for_caller(self: &Arc<Self>, id: Value, params: wire::RunCode, bytes: usize) -> Result<CallerRun, Value> {
-        if let Some(failure) = self.over_limit(bytes) {
-            return Err(wire::response(&id, Err(failure)));
-        }
-        let held = (InProgress::take(&self.in_progress, bytes), InProgress::take(&self.calls, 1));
+        let held = self.reserve(bytes).map_err(|failure| wire::response(&id, Err(failure)))?;
         let busy = self.lifetime.busy();
         let server = self.clone();
         Ok(Box::pin(async move {
             let _held = (held, busy);
-            let outcome = server.run_code(&id, params).await;
-            wire::response(&id, outcome.map(|result| Answer::RunCode(result).to_value()))
+            tokio::select! {
+                biased;
+                () = server.stopping.cancelled() => None,
+                outcome = server.run_code(&id, params) => {
+                    Some(wire::response(&id, outcome.map(|result| Answer::RunCode(result).to_value())))
+                }
+            }
         }))
     }
 
