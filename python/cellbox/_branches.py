@@ -25,14 +25,24 @@ class SnapshotInfo:
     path: str
     #: The names saved, or restored.
     names: List[str]
-    #: Names left out, each with the reason: {"name": ..., "reason": ...}.
+    #: Names left out, each with the reason: {"name": ..., "reason": ...}
+    #: (after `restore`, also the settings' magic lines that failed to replay).
     left_out: List[Dict[str, str]] = field(default_factory=list)
     #: The file's size (`snapshot` only).
     bytes: Optional[int] = None
+    #: The settings magics had made, replayed as these magic lines, e.g.
+    #: ["%precision 2"] (`restore` only).
+    settings: List[str] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, answer: Dict[str, Any]) -> "SnapshotInfo":
-        return cls(answer["path"], list(answer.get("names", [])), list(answer.get("left_out", [])), answer.get("bytes"))
+        return cls(
+            answer["path"],
+            list(answer.get("names", [])),
+            list(answer.get("left_out", [])),
+            answer.get("bytes"),
+            list(answer.get("settings", [])),
+        )
 
 
 def _params(context: Union[None, Context, str], **more: Any) -> Dict[str, Any]:

@@ -42,7 +42,7 @@ import zlib
 from . import prelude
 from .snapshot_file import FORMAT_VERSION, MAGIC, PYTHON, SnapshotError, read, read_header, write_atomically
 
-__all__ = ["SnapshotError", "save", "load", "read_header"]
+__all__ = ["SnapshotError", "save", "save_to", "load", "load_from", "read_header"]
 
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
 _MEMO_LOOKS = 500_000  # memoized objects at most whose memo is copied (see _needs_references)

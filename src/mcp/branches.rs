@@ -168,6 +168,7 @@ impl EvalServer {
                 path: Some(report.path.display().to_string()),
                 names: report.restored,
                 left_out: report.failed.into_iter().map(output::LeftOut::from).collect(),
+                settings: report.settings,
                 ..Default::default()
             };
             (text, details)

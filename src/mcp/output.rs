@@ -160,9 +160,13 @@ pub struct SnapshotOutput {
     /// The names saved, or restored.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub names: Vec<String>,
-    /// The names that could not be saved, or restored, with the reason.
+    /// The names that could not be saved, or restored, with the reason (and
+    /// the settings' magic lines that failed to replay).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub left_out: Vec<LeftOut>,
+    /// `eval_restore`: the settings magics had made, replayed as these magic lines (`%precision 2`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<String>,
 }
 
 /// A name a snapshot left out, and why.

@@ -82,6 +82,12 @@ fn sandbox_and_async_sandbox_run_cells_on_the_child_engine() {
     sdk_unit_tests_on("test_*sandbox.py", "process");
 }
 
+/// cellbox's own branching: fork_code_context, undo, snapshot and restore (with the settings replayed).
+#[test]
+fn contexts_fork_undo_snapshot_and_restore() {
+    sdk_unit_tests("test_branches.py");
+}
+
 #[test]
 fn the_in_process_engine_is_chosen_stops_and_refuses_what_it_cannot_do() {
     sdk_unit_tests("test_in_process.py");

@@ -237,6 +237,7 @@ async def scenario_snapshot(session, init):
     restored = await session.call_tool("eval_restore", {"session": "dst", "path": "state.cellbox"})
     assert not restored.is_error and set(restored.structured_content["names"]) == {"greet", "numbers"}, text_of(restored)
     assert "Settings replayed: %precision 2." in text_of(restored), text_of(restored)
+    assert restored.structured_content["settings"] == ["%precision 2"], restored.structured_content
     used = await session.call_tool("eval", {"cells": [{"code": "greet('x'), numbers, 1/3"}], "session": "dst"})
     assert text_of(used) == "('hi x', [1, 2], 0.33)\n", text_of(used)
     with open(os.path.join(CWD, "state.cellbox"), "r+b") as handle:

@@ -63,6 +63,7 @@ class BranchTests(unittest.TestCase):
     def test_a_snapshot_restores_in_another_sandbox(self):
         context = self.box.create_code_context(name="snap")
         value(self.box, "def double(x):\n    return 2 * x\nsaved = {'k': double(21)}\nlines = (x for x in 'ab')", context)
+        value(self.box, "%precision 3", context)
         info = self.box.snapshot("state.cellbox", context)
         self.assertIsInstance(info, SnapshotInfo)
         self.assertEqual(sorted(info.names), ["double", "saved"])
@@ -72,7 +73,9 @@ class BranchTests(unittest.TestCase):
         with Sandbox(python=PYTHON, cwd=self.work) as other:
             restored = other.restore("state.cellbox")
             self.assertEqual(sorted(restored.names), ["double", "saved"])
-            self.assertEqual(value(other, "double(4), saved"), "(8, {'k': 42})")
+            self.assertEqual(restored.settings, ["%precision 3"])
+            self.assertEqual(restored.left_out, [])
+            self.assertEqual(value(other, "double(4), saved, 1/3"), "(8, {'k': 42}, 0.333)")
             with self.assertRaises(SandboxException) as raised:
                 other.restore("missing.cellbox")
             self.assertIn("missing.cellbox", str(raised.exception))
@@ -91,6 +94,7 @@ class AsyncBranchTests(AsyncSandboxCase):
         self.assertEqual(info.names, ["n"])
         restored = await self.box.restore("a.cellbox")
         self.assertEqual(restored.names, ["n"])
+        self.assertEqual(restored.settings, [])
 
 
 if __name__ == "__main__":

@@ -75,6 +75,7 @@ impl Server {
             path: report.path.display().to_string(),
             names: report.restored,
             left_out: left_out(report.failed),
+            settings: report.settings,
         })
     }
 

@@ -74,7 +74,11 @@ pub struct SnapshotResult {
 pub struct RestoreResult {
     pub path: String,
     pub names: Vec<String>,
+    /// Names that could not be restored, and settings' magic lines that failed, each with the reason.
     pub left_out: Vec<LeftOut>,
+    /// The settings magics had made, replayed as these magic lines (`%precision 2`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<String>,
 }
 
 /// `files.read`'s result: base64 content, and whether the end was reached.
