@@ -265,14 +265,39 @@ async def browser_checks(mcp, workspace):
         seen["downloaded"] = download.suggested_filename
 
         # Undo from the page (after its confirmation): a call that took a checkpoint is undone.
-        await mcp.call_tool("eval", {"cells": [{"code": "x = 99"}], "session": SESSION, "checkpoint": True})
-        await page.wait_for_selector("#undo:not([disabled])", timeout=WAIT_MS)
-        await page.click("#undo")
-        await page.wait_for_function(
-            "() => document.getElementById('notice').textContent.startsWith('Undone')", timeout=WAIT_MS
+        # The page reads the session again after it, and keeps the place its reader scrolled to:
+        # the top stays the top, and the end stays the end.
+        await run(mcp, "for i in range(300):\n    print('tall line', i)")
+        await output_in_cells(page, "tall line 299")
+        await page.evaluate(
+            """() => { window.__rereads = 0; new MutationObserver((records) => {
+                 if (records.some((r) => r.removedNodes.length)) window.__rereads++;
+               }).observe(document.getElementById('cells'), {childList: true}); }"""
         )
-        text, _ = await run(mcp, "x")
-        assert "41" in text, text
+        for where, code in (("top", "x = 99"), ("end", "x = 98")):
+            await mcp.call_tool("eval", {"cells": [{"code": code}], "session": SESSION, "checkpoint": True})
+            await text_in_cells(page, code)
+            assert await page.evaluate("() => document.body.scrollHeight > 2 * window.innerHeight"), "a short page"
+            await page.evaluate(
+                "(top) => { window.scrollTo(0, top ? 0 : document.body.scrollHeight); window.__rereads = 0;"
+                " document.getElementById('notice').textContent = ''; }",
+                where == "top",
+            )
+            await page.wait_for_selector("#undo:not([disabled])", timeout=WAIT_MS)
+            await page.click("#undo")
+            await page.wait_for_function(
+                "() => document.getElementById('notice').textContent.startsWith('Undone') && window.__rereads > 0",
+                timeout=WAIT_MS,
+            )
+            place = await page.evaluate(
+                "() => [window.scrollY, window.scrollY + window.innerHeight, document.body.scrollHeight]"
+            )
+            if where == "top":
+                assert place[0] == 0, "read again, the page left the top: %r" % place
+            else:
+                assert place[1] >= place[2] - 2, "read again, the page left the end: %r" % place
+            text, _ = await run(mcp, "x")
+            assert "41" in text, text
 
         # Reset from the page (after its confirmation): the variables are gone.
         await page.click("#reset")

@@ -186,7 +186,8 @@ async function select(name, keepNotice, owner) {
   const cells = $("cells");
   // Another session's cells go at once; the same session's stay until its new reading is built.
   const showing = owner + "\n" + name;
-  if (state.showing !== showing) cells.replaceChildren();
+  const another = state.showing !== showing;
+  if (another) cells.replaceChildren();
   state.showing = showing;
   if (!answer.ok) {
     cells.replaceChildren();
@@ -263,9 +264,12 @@ async function select(name, keepNotice, owner) {
     if (call.session === name && !shown.has(number)) for (const kept of call.views) built.append(kept.root);
   }
   state.ended.clear();
+  // A session shown anew opens at its end; read again, it stays where its reader is, at the end if
+  // they were there.
+  const atEnd = window.scrollY + window.innerHeight >= document.body.scrollHeight - 24;
   cells.replaceChildren(built);
   trimCells();
-  window.scrollTo(0, document.body.scrollHeight);
+  if (another || atEnd) window.scrollTo(0, document.body.scrollHeight);
 }
 
 function selectedSession() {
