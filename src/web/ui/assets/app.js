@@ -12,7 +12,7 @@ const R = WIRE.routes;
 const E = WIRE.events;
 const state = {
   me: null, selected: null, owner: null, watched: null, sessions: [], calls: new Map(), events: null, timer: null,
-  listTimer: null, reading: 0, finished: new Set(), showing: null, ended: new Map(),
+  listTimer: null, reading: 0, finished: new Set(), showing: null, built: null, ended: new Map(),
 };
 
 function api(path, options = {}) {
@@ -76,7 +76,7 @@ function showSignIn(message) {
   clearTimeout(state.retry);
   Object.assign(state, {
     me: null, selected: null, owner: null, watched: null, sessions: [], calls: new Map(), events: null, listTimer: null,
-    reading: state.reading + 1, finished: new Set(), showing: null, ended: new Map(),
+    reading: state.reading + 1, finished: new Set(), showing: null, built: null, ended: new Map(),
   });
   $("cells").replaceChildren();
   $("sessions").replaceChildren();
@@ -186,16 +186,22 @@ async function select(name, keepNotice, owner) {
   const cells = $("cells");
   // Another session's cells go at once; the same session's stay until its new reading is built.
   const showing = owner + "\n" + name;
-  const another = state.showing !== showing;
-  if (another) cells.replaceChildren();
+  if (state.showing !== showing) {
+    cells.replaceChildren();
+    state.built = null;
+  }
   state.showing = showing;
   if (!answer.ok) {
     cells.replaceChildren();
+    state.built = null;
     $("notice").textContent = answer.status === 404 ? "This session is gone." : "The session could not be read.";
     return;
   }
   const view = await answer.json();
   if (reading !== state.reading) return;
+  // A session whose reading is on the page already keeps its reader's place (the end, if they
+  // follow it); one shown anew opens at its end.
+  const another = state.built !== showing;
   // Built aside and put in at once: while a session is read again, the page keeps showing what
   // it showed, never an empty session.
   const built = document.createDocumentFragment();
@@ -264,13 +270,31 @@ async function select(name, keepNotice, owner) {
     if (call.session === name && !shown.has(number)) for (const kept of call.views) built.append(kept.root);
   }
   state.ended.clear();
-  // A session shown anew opens at its end; read again, it stays where its reader is, at the end if
-  // they were there.
-  const atEnd = window.scrollY + window.innerHeight >= document.body.scrollHeight - 24;
   cells.replaceChildren(built);
+  state.built = showing;
   trimCells();
-  if (another || atEnd) window.scrollTo(0, document.body.scrollHeight);
+  if (another || following) window.scrollTo(0, document.body.scrollHeight);
 }
+
+// The reader follows the end of the page while their last scroll left them there, as in a terminal:
+// output arriving then keeps them at the end (once a frame), and so does a session read again. Once
+// they scroll up, nothing moves the page under them.
+let following = true;
+let followFrame = 0;
+window.addEventListener(
+  "scroll",
+  () => {
+    following = window.scrollY + window.innerHeight >= document.body.scrollHeight - 24;
+  },
+  { passive: true },
+);
+new MutationObserver(() => {
+  if (!following || followFrame) return;
+  followFrame = requestAnimationFrame(() => {
+    followFrame = 0;
+    if (following) window.scrollTo(0, document.body.scrollHeight);
+  });
+}).observe($("cells"), { childList: true, subtree: true, characterData: true });
 
 function selectedSession() {
   return state.sessions.find(isSelected);
