@@ -66,6 +66,50 @@ async def output_in_cells(page, needle):
     )
 
 
+#: Where the page is: its top, its bottom and its height, then the changes to #cells seen meanwhile.
+PLACE = (
+    "() => [window.scrollY, window.scrollY + window.innerHeight, document.body.scrollHeight,"
+    " window.__changes || []]"
+)
+
+
+async def frames(page):
+    """Wait two animation frames: what the page does once a frame is done."""
+    await page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+
+
+async def scroll_to(page, where):
+    """Scroll as a reader does, with the keyboard: to the top (Home), the end (End), or from the
+    end two pages up (PageUp) to the middle."""
+    await page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    await page.keyboard.press("Home" if where == "top" else "End")
+    if where == "top":
+        await page.wait_for_function("() => window.scrollY === 0", timeout=WAIT_MS)
+    else:
+        await page.wait_for_function(
+            "() => window.scrollY + window.innerHeight >= document.body.scrollHeight - 2", timeout=WAIT_MS
+        )
+    if where == "middle":
+        await settled(page)
+        await page.keyboard.press("PageUp")
+        await page.keyboard.press("PageUp")
+        await page.wait_for_function(
+            "() => window.scrollY + window.innerHeight < document.body.scrollHeight - 100", timeout=WAIT_MS
+        )
+    await settled(page)
+
+
+async def settled(page):
+    """Wait until the page's scroll position holds for two frames (a wheel's scroll may be animated)."""
+    await page.wait_for_function(
+        """() => new Promise((done) => { let last = -1;
+             const look = () => { if (window.scrollY === last) return done(true);
+               last = window.scrollY; requestAnimationFrame(() => requestAnimationFrame(look)); };
+             look(); })""",
+        timeout=WAIT_MS,
+    )
+
+
 async def cells_of(page):
     """What the page's cells show, for a failed check's message: each one's count and status, code and output."""
     return await page.evaluate(
@@ -265,8 +309,8 @@ async def browser_checks(mcp, workspace):
         seen["downloaded"] = download.suggested_filename
 
         # Undo from the page (after its confirmation): a call that took a checkpoint is undone.
-        # The page reads the session again after it, and keeps the place its reader scrolled to:
-        # the top stays the top, and the end stays the end.
+        # The page reads the session again after it: a reader who scrolled to the top stays there,
+        # one at the end stays at the end.
         await run(mcp, "for i in range(300):\n    print('tall line', i)")
         await output_in_cells(page, "tall line 299")
         await page.evaluate(
@@ -280,33 +324,57 @@ async def browser_checks(mcp, workspace):
             await mcp.call_tool("eval", {"cells": [{"code": code}], "session": SESSION, "checkpoint": True})
             await text_in_cells(page, code)
             assert await page.evaluate("() => document.body.scrollHeight > 2 * window.innerHeight"), "a short page"
-            # At the end, the tall cell is hidden first: the reading builds it anew, so the page
-            # grows, and only a page that follows its reader to the end is at the end after it.
-            await page.evaluate(
-                "(top) => { if (!top) [...document.querySelectorAll('#cells > *')]"
-                ".find((cell) => cell.innerText.includes('tall line 299')).style.display = 'none';"
-                " window.scrollTo(0, top ? 0 : document.body.scrollHeight); window.__rereads = 0; window.__changes = [];"
-                " document.getElementById('notice').textContent = ''; }",
-                where == "top",
-            )
-            # The page hears of the scroll by the next frame.
-            await page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+            if where == "end":
+                # The tall cell is hidden first: the reading builds it anew, so the page grows, and
+                # only a page that follows its reader to the end is at the end after it.
+                await page.evaluate(
+                    "() => [...document.querySelectorAll('#cells > *')]"
+                    ".find((cell) => cell.innerText.includes('tall line 299')).style.display = 'none'"
+                )
+            await scroll_to(page, where)
+            await page.evaluate("() => { window.__rereads = 0; window.__changes = [];"
+                                " document.getElementById('notice').textContent = ''; }")
             await page.wait_for_selector("#undo:not([disabled])", timeout=WAIT_MS)
             await page.click("#undo")
             await page.wait_for_function(
                 "() => document.getElementById('notice').textContent.startsWith('Undone') && window.__rereads > 0",
                 timeout=WAIT_MS,
             )
-            place = await page.evaluate(
-                "() => [window.scrollY, window.scrollY + window.innerHeight, document.body.scrollHeight,"
-                " window.__changes]"
-            )
+            await frames(page)
+            place = await page.evaluate(PLACE)
             if where == "top":
                 assert place[0] == 0, "read again, the page left the top: %r" % place
             else:
                 assert place[1] >= place[2] - 2, "read again, the page left the end: %r" % place
             text, _ = await run(mcp, "x")
             assert "41" in text, text
+
+        # A reader at the end follows output as it streams in (stderr between, a figure last, which
+        # grows the page as it loads); one who scrolled up stays where they are.
+        for where in ("end", "middle"):
+            figures = await page.locator("#cells img").count()
+            await scroll_to(page, where)
+            before = await page.evaluate("() => window.scrollY")
+            await run(
+                mcp,
+                "import sys\nimport matplotlib.pyplot as plt\nfor i in range(200):\n"
+                "    print('follow line', i, flush=True)\n"
+                "    if i % 20 == 0:\n        print('note', i, file=sys.stderr, flush=True)\n"
+                "plt.plot([1, 2, 3])\nplt.show()\nprint('" + where + " done')\n",
+            )
+            await output_in_cells(page, "%s done" % where)
+            await page.wait_for_function(
+                "(n) => { const all = document.querySelectorAll('#cells img');"
+                " return all.length > n && [...all].every((image) => image.complete); }",
+                arg=figures,
+                timeout=WAIT_MS,
+            )
+            await frames(page)
+            place = await page.evaluate(PLACE)
+            if where == "end":
+                assert place[1] >= place[2] - 2, "the page did not follow its end: %r" % place
+            else:
+                assert place[0] == before, "the page moved under its reader: %r, was at %d" % (place, before)
 
         # Reset from the page (after its confirmation): the variables are gone.
         await page.click("#reset")

@@ -273,28 +273,66 @@ async function select(name, keepNotice, owner) {
   cells.replaceChildren(built);
   state.built = showing;
   trimCells();
-  if (another || following) window.scrollTo(0, document.body.scrollHeight);
+  if (another) following = true;
+  if (following) followEnd();
 }
 
-// The reader follows the end of the page while their last scroll left them there, as in a terminal:
-// output arriving then keeps them at the end (once a frame), and so does a session read again. Once
-// they scroll up, nothing moves the page under them.
+// The reader follows the end of the page until they scroll up themselves (a wheel, a touch, a key, the
+// scrollbar), and again once they are back at the end: while following, the page and the stream being
+// written stay at their ends, once a frame, whatever grew them (output, a reading, an image loading).
+// The page's own changes (a shorter reading, trimmed cells) never turn following off.
 let following = true;
 let followFrame = 0;
+let lastY = 0;
+const grown = new Set();
+const stopFollowing = () => (following = false);
+const atPageEnd = () => window.scrollY + window.innerHeight >= document.body.scrollHeight - 24;
+window.addEventListener("wheel", (event) => (event.deltaY < 0 ? stopFollowing() : atPageEnd() && (following = true)), {
+  passive: true,
+});
+window.addEventListener("touchmove", stopFollowing, { passive: true });
+window.addEventListener("keydown", (event) => {
+  if (["ArrowUp", "PageUp", "Home"].includes(event.key)) stopFollowing();
+  if (event.key === "End") following = true;
+});
+window.addEventListener("mousedown", (event) => event.clientX >= document.documentElement.clientWidth && stopFollowing());
 window.addEventListener(
   "scroll",
   () => {
-    following = window.scrollY + window.innerHeight >= document.body.scrollHeight - 24;
+    // Only the reader's scroll down to the end follows again: not the first steps of their animated
+    // scroll up (Home, PageUp), still near the end, nor the page's own scroll, whose event may come
+    // after their key.
+    const down = window.scrollY > lastY;
+    lastY = window.scrollY;
+    if (down && atPageEnd()) following = true;
   },
   { passive: true },
 );
-new MutationObserver(() => {
-  if (!following || followFrame) return;
+
+function followEnd() {
+  if (followFrame) return;
   followFrame = requestAnimationFrame(() => {
     followFrame = 0;
-    if (following) window.scrollTo(0, document.body.scrollHeight);
+    const chosen = document.getSelection();
+    // Text the reader is selecting in a cell is not moved from under them.
+    if (!following || (chosen && !chosen.isCollapsed && $("cells").contains(chosen.anchorNode))) return grown.clear();
+    for (const pre of grown) pre.scrollTop = pre.scrollHeight;
+    grown.clear();
+    window.scrollTo(0, document.body.scrollHeight);
+    lastY = window.scrollY;
   });
+}
+
+new MutationObserver((records) => {
+  if (!following) return;
+  for (const record of records) {
+    const node = record.target.nodeType === Node.ELEMENT_NODE ? record.target : record.target.parentElement;
+    const pre = node && node.closest("pre");
+    if (pre) grown.add(pre);
+  }
+  followEnd();
 }).observe($("cells"), { childList: true, subtree: true, characterData: true });
+new ResizeObserver(() => following && followEnd()).observe($("cells"));
 
 function selectedSession() {
   return state.sessions.find(isSelected);
