@@ -189,6 +189,7 @@ const APP_JS: &str = include_str!("assets/app.js");
 const APP_CSS: &str = include_str!("assets/app.css");
 const WIRE_JS: &str = include_str!("assets/wire.js");
 const CELLS_JS: &str = include_str!("assets/cells.js");
+const FOLLOW_JS: &str = include_str!("assets/follow.js");
 
 /// The web view's sign-ins: each one's account, the token it was made with
 /// (asked about again at every request) and when it was made.
@@ -238,6 +239,7 @@ pub fn routes(ui: Arc<Ui>) -> Router {
         .route("/ui/app.css", get(|| async { asset("text/css; charset=utf-8", APP_CSS) }))
         .route("/ui/wire.js", get(|| async { asset("text/javascript; charset=utf-8", WIRE_JS) }))
         .route("/ui/cells.js", get(|| async { asset("text/javascript; charset=utf-8", CELLS_JS) }))
+        .route("/ui/follow.js", get(|| async { asset("text/javascript; charset=utf-8", FOLLOW_JS) }))
         .route("/ui/api/login", post(api::login))
         .route("/ui/api/logout", post(api::logout))
         .route("/ui/api/me", get(api::me))
@@ -414,7 +416,7 @@ mod tests {
     #[test]
     fn the_page_speaks_the_wire_through_wire_js() {
         use cellbox_protocol::ui::{LiveKind, ROUTES};
-        for script in [APP_JS, CELLS_JS] {
+        for script in [APP_JS, CELLS_JS, FOLLOW_JS] {
             assert!(
                 !script.contains("\"/ui/api/") && !script.contains(".type === \""),
                 "a literal route or event type"

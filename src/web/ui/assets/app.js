@@ -1,7 +1,7 @@
 // The cellbox web view: the principal's sessions, one session's cells as a
 // notebook, and what runs now, streamed from /ui/api/events.
 //
-// How a cell and its outputs are shown, safely, is cells.js's.
+// How a cell and its outputs are shown, safely, is cells.js's; following the page's end is follow.js's.
 //
 // Every route, header and event type comes from wire.js (generated from the
 // server's own declaration of this API, crates/protocol/src/ui.rs).
@@ -273,66 +273,8 @@ async function select(name, keepNotice, owner) {
   cells.replaceChildren(built);
   state.built = showing;
   trimCells();
-  if (another) following = true;
-  if (following) followEnd();
+  followEnd(another);
 }
-
-// The reader follows the end of the page until they scroll up themselves (a wheel, a touch, a key, the
-// scrollbar), and again once they are back at the end: while following, the page and the stream being
-// written stay at their ends, once a frame, whatever grew them (output, a reading, an image loading).
-// The page's own changes (a shorter reading, trimmed cells) never turn following off.
-let following = true;
-let followFrame = 0;
-let lastY = 0;
-const grown = new Set();
-const stopFollowing = () => (following = false);
-const atPageEnd = () => window.scrollY + window.innerHeight >= document.body.scrollHeight - 24;
-window.addEventListener("wheel", (event) => (event.deltaY < 0 ? stopFollowing() : atPageEnd() && (following = true)), {
-  passive: true,
-});
-window.addEventListener("touchmove", stopFollowing, { passive: true });
-window.addEventListener("keydown", (event) => {
-  if (["ArrowUp", "PageUp", "Home"].includes(event.key)) stopFollowing();
-  if (event.key === "End") following = true;
-});
-window.addEventListener("mousedown", (event) => event.clientX >= document.documentElement.clientWidth && stopFollowing());
-window.addEventListener(
-  "scroll",
-  () => {
-    // Only the reader's scroll down to the end follows again: not the first steps of their animated
-    // scroll up (Home, PageUp), still near the end, nor the page's own scroll, whose event may come
-    // after their key.
-    const down = window.scrollY > lastY;
-    lastY = window.scrollY;
-    if (down && atPageEnd()) following = true;
-  },
-  { passive: true },
-);
-
-function followEnd() {
-  if (followFrame) return;
-  followFrame = requestAnimationFrame(() => {
-    followFrame = 0;
-    const chosen = document.getSelection();
-    // Text the reader is selecting in a cell is not moved from under them.
-    if (!following || (chosen && !chosen.isCollapsed && $("cells").contains(chosen.anchorNode))) return grown.clear();
-    for (const pre of grown) pre.scrollTop = pre.scrollHeight;
-    grown.clear();
-    window.scrollTo(0, document.body.scrollHeight);
-    lastY = window.scrollY;
-  });
-}
-
-new MutationObserver((records) => {
-  if (!following) return;
-  for (const record of records) {
-    const node = record.target.nodeType === Node.ELEMENT_NODE ? record.target : record.target.parentElement;
-    const pre = node && node.closest("pre");
-    if (pre) grown.add(pre);
-  }
-  followEnd();
-}).observe($("cells"), { childList: true, subtree: true, characterData: true });
-new ResizeObserver(() => following && followEnd()).observe($("cells"));
 
 function selectedSession() {
   return state.sessions.find(isSelected);
