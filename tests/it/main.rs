@@ -63,6 +63,8 @@ mod runner_python;
 mod runs;
 mod sandbox;
 mod sdk;
+#[cfg(target_os = "linux")]
+mod sdk_stdio;
 mod security;
 mod serve;
 mod serve_runs;

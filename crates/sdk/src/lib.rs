@@ -68,6 +68,9 @@ pub const MAX_BYTES_IN_PROGRESS: usize = 128 << 20;
 pub enum Lines {
     Unbounded(mpsc::UnboundedReceiver<std::io::Result<String>>),
     Bounded(mpsc::Receiver<std::io::Result<String>>),
+    /// Read by the runtime itself from a non-blocking pipe ([`stdio`]).
+    #[cfg(target_os = "linux")]
+    Pipe(tokio::io::Lines<tokio::io::BufReader<tokio::net::unix::pipe::Receiver>>),
 }
 
 impl Lines {
@@ -75,6 +78,8 @@ impl Lines {
         match self {
             Lines::Unbounded(lines) => lines.recv().await,
             Lines::Bounded(lines) => lines.recv().await,
+            #[cfg(target_os = "linux")]
+            Lines::Pipe(lines) => lines.next_line().await.transpose(),
         }
     }
 }
@@ -134,9 +139,19 @@ pub async fn serve_stdio(engine: Arc<EvalEngine>, root: PathBuf, idle: Option<Du
     let (out, messages) = mpsc::unbounded_channel::<Value>();
     // One writer, so notifications of a call always come before its response.
     // It stops at the first `null` (see `serve_lines`).
-    let writer = stdio::write_messages(messages);
-    let ending = serve_lines(engine, root, idle, stdio::read_lines(), Outbox::channel(out)).await;
-    let _ = tokio::task::spawn_blocking(move || writer.join()).await;
+    let (lines, writer) = stdio::open(messages);
+    // Served by a task, not this thread: the worker that reads a request
+    // starts its call without waking another thread.
+    let serving = tokio::spawn(serve_lines(engine, root, idle, lines, Outbox::channel(out)));
+    let ending = match serving.await {
+        Ok(Err(error)) if error.kind() == std::io::ErrorKind::InvalidData => {
+            Err(std::io::Error::new(error.kind(), format!("stopped: a request line is not UTF-8 ({error})")))
+        }
+        Ok(ending) => ending,
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        Err(error) => Err(std::io::Error::other(error)),
+    };
+    writer.finish().await;
     if let Some(why) = ending.as_ref().ok().and_then(|ending| ending.why()) {
         let _ = writeln!(std::io::stderr(), "cellbox sdk-server: {why}"); // stderr may be gone by now
     }
