@@ -21,7 +21,18 @@ import threading
 import weakref
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
-from ._transport import _ANSWER, _OUTPUT, EngineGone, LocalTransport, Transport, _answer, _Engine, _OneAnswer, _request
+from ._transport import (
+    _ANSWER,
+    _OUTPUT,
+    EngineGone,
+    LocalTransport,
+    Transport,
+    _answer,
+    _Engine,
+    _OneAnswer,
+    _request,
+    _text,
+)
 from .exceptions import InvalidArgumentException
 
 __all__ = ["InProcessTransport", "open_local"]
@@ -168,7 +179,7 @@ class InProcessTransport(Transport):
         # the reader thread: the one wake-up a warm call costs.
         engine = self._engine
         call_id = self._new_call()
-        line = json.dumps(_request(call_id, method, params))
+        line = _text(_request(call_id, method, params))
         answered = False
         try:
             lines, answered = engine.native.call(line, call_id)

@@ -371,7 +371,7 @@ class Transport:
                 pass
 
     def _send(self, message: Dict[str, Any]) -> None:
-        line = json.dumps(message).encode("utf-8") + b"\n"
+        line = _text(message).encode("utf-8") + b"\n"
         with self._write_lock:
             stdin = self._engine.writer
             if stdin.closed:
@@ -467,6 +467,23 @@ def _request(call_id: int, method: str, params: Optional[Dict[str, Any]]) -> Dic
     if method not in _wire.METHODS:
         raise ValueError("not a method of the cellbox engine: %r" % (method,))
     return {"jsonrpc": "2.0", "id": call_id, "method": method, "params": params or {}}
+
+
+def _text(message: Dict[str, Any]) -> str:
+    """`message` as one line of JSON. A lone surrogate (say "\\ud800", from
+    bytes decoded with `surrogateescape`) is no Unicode text: `json` would
+    escape it and the engine refuse the whole line without knowing whose call
+    it was, so it is refused here."""
+    text = json.dumps(message, ensure_ascii=False)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise InvalidArgumentException(
+                "this call's text holds %r, a lone surrogate, which is not Unicode text and cannot be sent; "
+                "replace it (for example text.encode('utf-8', 'replace').decode('utf-8'))" % error.object[error.start]
+            ) from None
+    return text
 
 
 def _notice(method: str, params: Optional[Dict[str, Any]]) -> Dict[str, Any]:

@@ -1,11 +1,13 @@
-//! `cellbox sdk-server`'s stdin and stdout: pipes (as the SDK starts it) are
-//! read and written by the runtime itself, without touching the descriptors
-//! its children may share; anything else (a socket here) by a thread each; a
-//! line that is not UTF-8 ends the engine with its kernels and a reason.
+//! `cellbox sdk-server`'s stdin and stdout: anonymous pipes (as the SDK starts
+//! it) are read and written by the runtime itself, without touching the
+//! descriptors its children may share; anything else (a named pipe, a socket)
+//! by a thread each; a line that is not UTF-8 ends the engine with its kernels
+//! and a reason.
 
 use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::process::{Child, Command, Stdio};
 
 fn sdk_server(work: &std::path::Path) -> Command {
@@ -63,16 +65,56 @@ fn pipes_are_served_by_the_runtime_and_fd_0_and_1_stay_blocking() {
     let names = threads(child.id());
     assert!(!names.iter().any(|name| name.starts_with("sdk-std")), "threads for stdin/stdout: {names:?}");
     assert!(!non_blocking(child.id(), 0) && !non_blocking(child.id(), 1), "fd 0 or 1 was made non-blocking");
-    // Many answers at once, larger than the pipe holds, all arrive whole and in order.
-    let big = r#"{"jsonrpc":"2.0","id":ID,"method":"run_code","params":{"code":"'x' * 100000"}}"#;
+    // The engine's new descriptors for them are its own: no kernel inherits them.
+    let kernel = std::fs::read_to_string(work.path().join("pid")).unwrap();
+    let ends = [0, 1].map(|fd| std::fs::read_link(format!("/proc/{}/fd/{fd}", child.id())).unwrap());
+    for fd in std::fs::read_dir(format!("/proc/{kernel}/fd")).unwrap() {
+        let target = std::fs::read_link(fd.unwrap().path()).unwrap_or_default();
+        assert!(!ends.contains(&target), "the kernel holds the engine's {}", target.display());
+    }
+    // Many answers at once, larger than a pipe holds: each whole, after its own output.
+    let big = r#"{"jsonrpc":"2.0","id":ID,"method":"run_code","params":{"code":"print('x' * 100000)"}}"#;
     let batch: String = (2..40).map(|id| big.replace("ID", &id.to_string()) + "\n").collect();
     stdin.write_all(batch.as_bytes()).unwrap();
-    for id in 2..40 {
-        let next = answer(&mut lines);
-        assert_eq!(next["id"], id, "answers out of order");
-        assert_eq!(next["result"]["status"], "ok", "{next}");
+    let mut printed = std::collections::HashMap::<i64, usize>::new();
+    let mut answered = 0;
+    while answered < 38 {
+        let message: serde_json::Value = serde_json::from_str(&lines.next().expect("more output").unwrap()).unwrap();
+        if message["method"] == "output" {
+            let call = message["params"]["call"].as_i64().unwrap();
+            *printed.entry(call).or_default() += message.to_string().matches('x').count();
+            continue;
+        }
+        let id = message["id"].as_i64().unwrap();
+        assert_eq!(message["result"]["status"], "ok", "{message}");
+        assert!(printed.get(&id).copied().unwrap_or(0) >= 100_000, "call {id} was answered before its output");
+        answered += 1;
     }
     drop(stdin);
+    ends_well(child);
+}
+
+#[test]
+fn a_named_pipe_whose_writer_left_ends_the_engine() {
+    let work = tempfile::tempdir().unwrap();
+    let fifo = work.path().join("requests");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    // Opened without blocking for a writer, then made blocking again for the engine.
+    let reader = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
+    let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    writer.write_all(format!("{RUN_PID}\n").as_bytes()).unwrap();
+    drop(writer);
+    nix::fcntl::fcntl(&reader, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty())).unwrap();
+    let mut child = sdk_server(work.path()).stdin(Stdio::from(reader)).stdout(Stdio::piped()).spawn().unwrap();
+    // The end of input stops the engine (the call it cut short is not answered).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("the engine never saw the end of its named pipe");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     ends_well(child);
 }
 

@@ -140,6 +140,14 @@ class RunCodeTests(SharedSandbox):
         self.assertTrue(execution.artifact.startswith("artifact://"), execution.artifact)
         self.assertIsNone(self.box.run_code("1").artifact)
 
+    def test_text_with_a_lone_surrogate_is_refused_and_the_sandbox_goes_on(self):
+        # `json` would escape it and the engine refuse the line without knowing whose it was: the
+        # caller waited for ever. With callbacks the call takes the other way through the transport.
+        for callbacks in ({}, {"on_stdout": lambda line: None}):
+            with self.assertRaisesRegex(InvalidArgumentException, "surrogate"):
+                self.box.run_code("print('\ud800')", **callbacks)
+        self.assertEqual(self.box.run_code("'é' + '1'").text, "é1")
+
     def test_language_and_context_together_are_refused(self):
         context = self.box.create_code_context()
         with self.assertRaises(InvalidArgumentException):

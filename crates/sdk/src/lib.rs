@@ -143,6 +143,7 @@ pub async fn serve_stdio(engine: Arc<EvalEngine>, root: PathBuf, idle: Option<Du
     // Served by a task, not this thread: the worker that reads a request
     // starts its call without waking another thread.
     let serving = tokio::spawn(serve_lines(engine, root, idle, lines, Outbox::channel(out)));
+    // A panic is raised again at once: with no `null` sent, the writer may wait for ever.
     let ending = match serving.await {
         Ok(Err(error)) if error.kind() == std::io::ErrorKind::InvalidData => {
             Err(std::io::Error::new(error.kind(), format!("stopped: a request line is not UTF-8 ({error})")))
@@ -198,9 +199,17 @@ async fn serve_connection(
     started(&server);
     let mut spawned = tokio::task::JoinSet::new();
     let mut ending = Ending::Closed;
+    let mut unreadable = None;
     loop {
         let line = tokio::select! {
-            line = input.recv() => line.transpose()?,
+            line = input.recv() => match line.transpose() {
+                Ok(line) => line,
+                // Stopped as at the end of input, kernels and all; then said.
+                Err(error) => {
+                    unreadable = Some(error);
+                    break;
+                }
+            },
             limit = server.lifetime.expired() => {
                 ending = Ending::Idle(limit);
                 break;
@@ -276,7 +285,7 @@ async fn serve_connection(
     server.stopping.cancel();
     spawned.abort_all();
     server.engine.dispose_all().await;
-    Ok(ending)
+    unreadable.map_or(Ok(ending), Err)
 }
 
 /// Where a connection's messages go, in the order they are sent: a writer's

@@ -4,7 +4,7 @@
 //! and back, two thread switches each; a warm `run_code` reads one line and
 //! writes two, so those switches cost as much as the engine's own work.
 //!
-//! On Linux, when both are pipes (as the SDK starts its engine), each is
+//! On Linux, when both are anonymous pipes (as the SDK starts its engine), each is
 //! opened again through `/proc/self/fd` as a non-blocking pipe of the runtime's
 //! own: the worker that sees a request arrive reads it and starts the call, and
 //! the task that ends a call wakes the writer on the same worker, which writes
@@ -12,8 +12,8 @@
 //! its own keeps `O_NONBLOCK` away from fd 0 and 1, which the engine's children
 //! may inherit.
 //!
-//! Elsewhere (a terminal, a file, a socket, another system) a thread of its
-//! own blocks on each, one switch per message.
+//! Elsewhere (a terminal, a file, a named pipe, a socket, another system) a
+//! thread of its own blocks on each, one switch per message.
 
 use std::io::{BufRead, Write};
 
@@ -121,6 +121,14 @@ mod pipes {
 
     /// Both, when both are pipes that can be opened again; else `None`.
     pub(super) fn open() -> Option<Pipes> {
+        // Anonymous pipes only: a named one opened again without a writer at that moment
+        // would never report the end of input; and a terminal is never opened.
+        let anonymous = |fd: u8| {
+            let target = std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()?;
+            target.to_str()?.starts_with("pipe:[").then_some(())
+        };
+        anonymous(0)?;
+        anonymous(1)?;
         // Both or neither: the thread that would read stdin must not share it with a task.
         let input = pipe::OpenOptions::new().open_receiver("/proc/self/fd/0").ok()?;
         let output = pipe::OpenOptions::new().open_sender("/proc/self/fd/1").ok()?;
