@@ -11,6 +11,6 @@ pub mod outputs;
 pub mod parameters;
 
 pub use format::{Cell, CodeCell, MimeData, MultilineString, Notebook, NotebookError, Output, TextCell};
-pub use history::{CellLanguage, CellRecorder, Histories, History, HistoryLimits, RecordedCell};
+pub use history::{CellLanguage, CellRecorder, Histories, History, HistoryLimits, RecordedCell, RecordedOutputs};
 pub use outputs::OutputBuilder;
 pub use parameters::{INJECTED_TAG, PARAMETERS_TAG, ParamValue};
