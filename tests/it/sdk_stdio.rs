@@ -46,10 +46,16 @@ fn non_blocking(pid: u32, fd: u32) -> bool {
     u32::from_str_radix(flags.trim(), 8).unwrap() & libc::O_NONBLOCK as u32 != 0
 }
 
-fn ends_well(mut child: Child) {
+/// The engine's exit status and what it wrote to stderr.
+fn ended(mut child: Child) -> (std::process::ExitStatus, String) {
     let status = child.wait().unwrap();
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    (status, stderr)
+}
+
+fn ends_well(child: Child) {
+    let (status, stderr) = ended(child);
     assert!(status.success(), "{status}: {stderr}");
 }
 
@@ -154,9 +160,7 @@ fn a_line_that_is_not_utf8_stops_the_engine_and_its_kernels_with_a_reason() {
         "the kernel's pid {kernel} is not this machine's"
     );
     stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"\xff\"}\n").unwrap();
-    let status = child.wait().unwrap();
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    let (status, stderr) = ended(child);
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("UTF-8"), "{stderr}");
     // Stopped before the engine left, not by its own watch of its parent a second later.
