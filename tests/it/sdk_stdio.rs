@@ -59,15 +59,24 @@ fn ends_well(child: Child) {
     assert!(status.success(), "{status}: {stderr}");
 }
 
-#[test]
-fn pipes_are_served_by_the_runtime_and_fd_0_and_1_stay_blocking() {
-    let work = tempfile::tempdir().unwrap();
-    let mut child = sdk_server(work.path()).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+/// An engine on pipes in `work`, its kernel started by a first cell that
+/// wrote the kernel's pid to `pid` there; its input and its output's lines.
+fn started_on_pipes(
+    work: &std::path::Path,
+) -> (Child, std::process::ChildStdin, impl Iterator<Item = std::io::Result<String>>) {
+    let mut child = sdk_server(work).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     stdin.write_all(format!("{RUN_PID}\n").as_bytes()).unwrap();
     let first = answer(&mut lines);
     assert_eq!(first["result"]["status"], "ok", "{first}");
+    (child, stdin, lines)
+}
+
+#[test]
+fn pipes_are_served_by_the_runtime_and_fd_0_and_1_stay_blocking() {
+    let work = tempfile::tempdir().unwrap();
+    let (child, mut stdin, mut lines) = started_on_pipes(work.path());
     let names = threads(child.id());
     assert!(!names.iter().any(|name| name.starts_with("sdk-std")), "threads for stdin/stdout: {names:?}");
     assert!(!non_blocking(child.id(), 0) && !non_blocking(child.id(), 1), "fd 0 or 1 was made non-blocking");
@@ -147,12 +156,7 @@ fn a_socket_is_served_by_threads() {
 #[test]
 fn a_line_that_is_not_utf8_stops_the_engine_and_its_kernels_with_a_reason() {
     let work = tempfile::tempdir().unwrap();
-    let mut child = sdk_server(work.path()).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    stdin.write_all(format!("{RUN_PID}\n").as_bytes()).unwrap();
-    let first = answer(&mut lines);
-    assert_eq!(first["result"]["status"], "ok", "{first}");
+    let (child, mut stdin, _lines) = started_on_pipes(work.path());
     let kernel = std::fs::read_to_string(work.path().join("pid")).unwrap();
     let kernel: u32 = kernel.parse().unwrap_or_else(|_| panic!("not a pid: {kernel}"));
     assert!(
