@@ -24,6 +24,7 @@ use crate::Lines;
 
 /// The server's stdout, being written by a task or a thread.
 pub enum Writer {
+    #[cfg(target_os = "linux")]
     Task(tokio::task::JoinHandle<()>),
     Thread(std::thread::JoinHandle<()>),
 }
@@ -32,6 +33,7 @@ impl Writer {
     /// Wait until every message before the `null` one is written.
     pub async fn finish(self) {
         match self {
+            #[cfg(target_os = "linux")]
             Writer::Task(task) => {
                 let _ = task.await;
             }
