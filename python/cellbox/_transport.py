@@ -479,10 +479,15 @@ def _text(message: Dict[str, Any]) -> str:
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as error:
-            raise InvalidArgumentException(
-                "this call's text holds %r, a lone surrogate, which is not Unicode text and cannot be sent; "
-                "replace it (for example text.encode('utf-8', 'replace').decode('utf-8'))" % error.object[error.start]
-            ) from None
+            lone = error.object[error.start]
+            try:
+                # A high and a low surrogate in a row (a JavaScript-style "\\ud83d\\ude00") are one character.
+                return text.encode("utf-16", "surrogatepass").decode("utf-16")
+            except UnicodeDecodeError:
+                raise InvalidArgumentException(
+                    "this call's text holds %r, a lone surrogate, which is not Unicode text and cannot be sent; "
+                    "replace it (for example text.encode('utf-8', 'replace').decode('utf-8'))" % lone
+                ) from None
     return text
 
 

@@ -147,6 +147,8 @@ class RunCodeTests(SharedSandbox):
             with self.assertRaisesRegex(InvalidArgumentException, "surrogate"):
                 self.box.run_code("print('\ud800')", **callbacks)
         self.assertEqual(self.box.run_code("'é' + '1'").text, "é1")
+        # A high and a low surrogate in a row are one character, as the JSON escapes say.
+        self.assertEqual(self.box.run_code("print('\ud83d\ude00')").logs.stdout, ["\U0001f600\n"])
 
     def test_language_and_context_together_are_refused(self):
         context = self.box.create_code_context()

@@ -86,10 +86,20 @@ impl RecordedOutputs {
         if self.0.is_empty() {
             return Vec::new();
         }
-        serde_json::from_str(&self.0).unwrap_or_else(|error| {
+        // No depth limit: values were as deep when the kernel's frames were parsed, one level or
+        // two above this list.
+        let mut reader = serde_json::Deserializer::from_str(&self.0);
+        reader.disable_recursion_limit();
+        serde::Deserialize::deserialize(&mut reader).unwrap_or_else(|error| {
+            tracing::warn!("a recorded cell's outputs could not be read back: {error}");
             let text = format!("[cellbox: this cell's recorded outputs could not be read back: {error}]\n");
             vec![Output::Stream { name: "stderr".into(), text: MultilineString(text) }]
         })
+    }
+
+    /// Bytes of JSON held.
+    pub fn json_len(&self) -> usize {
+        self.0.len()
     }
 
     /// Their JSON text.
@@ -157,8 +167,10 @@ impl CellRecorder {
             code: self.code,
             language: self.language,
             execution_count,
+            // What is held is the JSON: escapes (`\u0000`, a colour code's `\u001b`), a string per
+            // line and each output's frame make it longer than the text, by far for many tiny outputs.
+            output_bytes: output_bytes.max(outputs.json_len()),
             outputs,
-            output_bytes,
             call: None,
             artifact: None,
         }
@@ -439,12 +451,16 @@ mod tests {
         let cut = cell("0123456789\n", &limits);
         let text = cut.outputs.json().to_string();
         assert!(text.contains("01234567") && text.contains("artifact://a-1-1"), "{text}");
+        // Each cell's output counts as the JSON held; two fit in a session, not three.
+        let held = cell("aaaa\n", &limits).output_bytes;
+        assert_eq!(held, cell("aaaa\n", &limits).outputs.json().len());
+        let limits = HistoryLimits { session_output_bytes: 2 * held + 2, ..limits };
         let mut history = History::default();
         history.push(cell("aaaa\n", &limits), &limits);
         history.push(cell("bbbb\n", &limits), &limits);
-        assert_eq!(history.bytes, 10);
+        assert_eq!(history.bytes, 2 * held);
         history.push(cell("cccc\n", &limits), &limits);
-        assert_eq!(history.bytes, 10);
+        assert_eq!(history.bytes, 2 * held);
         let first = history.cells()[0].outputs.json().to_string();
         assert!(first.contains("outputs dropped"), "{first}");
         let notebook = history.to_notebook();
@@ -477,6 +493,20 @@ mod tests {
                 traceback: vec!["t1".into(), "\u{1b}[31mt2".into()],
             },
         ];
+        let mut outputs = outputs;
+        // Floats to their last digit, values as deep as a kernel's frame may carry, control characters.
+        let mut deep = serde_json::json!(0.1 + 0.2);
+        for _ in 0..126 {
+            deep = serde_json::json!([deep]);
+        }
+        outputs.push(Output::DisplayData {
+            data: bundle(serde_json::json!({
+                "application/json": {"floats": [0.1 + 0.2, 1.0 / 3.0, 1.1362275116276523e-8, 2.2201838057111728e-13]},
+                "application/vnd.custom+json": deep,
+                "text/plain": "nul \u{0} bell \u{7}\r\n",
+            })),
+            metadata: serde_json::Map::new(),
+        });
         let recorded = RecordedOutputs::new(&outputs);
         assert_eq!(recorded.to_vec(), outputs);
         assert_eq!(RecordedOutputs::new(&[]).to_vec(), vec![]);
@@ -486,18 +516,20 @@ mod tests {
     fn all_sessions_together_are_bounded_least_recently_used_first() {
         // One session holding one cell with no output.
         let base = HISTORY_OVERHEAD + CELL_OVERHEAD + "print(...)".len();
-        let limits = HistoryLimits { cell_output_bytes: 100, session_output_bytes: 100, total_bytes: 3 * base + 40 };
+        let limits = HistoryLimits { cell_output_bytes: 100, session_output_bytes: 1000, total_bytes: usize::MAX };
+        let held = cell(&format!("{}\n", "a".repeat(19)), &limits).output_bytes;
+        let limits = HistoryLimits { total_bytes: 3 * base + 2 * held, ..limits };
         let total = |all: &Histories| all.sessions.values().map(History::held_bytes).sum::<usize>();
         let mut all = Histories::default();
         for (session, text) in [("a", "a".repeat(19)), ("b", "b".repeat(19))] {
             all.record(session, vec![cell(&format!("{text}\n"), &limits)], &limits);
         }
-        assert_eq!(all.get("a").unwrap().held_bytes(), base + 20);
+        assert_eq!(all.get("a").unwrap().held_bytes(), base + held);
         // A third session tips the whole over: the least recently used one ("a") loses its outputs first.
         all.record("c", vec![cell(&format!("{}\n", "c".repeat(9)), &limits)], &limits);
         let a = all.get("a").unwrap().cells()[0].outputs.json().to_string();
         assert!(a.contains("the histories of all sessions under"), "{a}");
-        assert_eq!(all.get("b").unwrap().bytes, 20);
+        assert_eq!(all.get("b").unwrap().bytes, held);
         assert!(total(&all) <= limits.total_bytes, "{}", total(&all));
         // Many cells in one session: the oldest go whole; positions still count them, and the
         // export says what is missing.

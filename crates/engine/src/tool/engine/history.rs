@@ -13,18 +13,23 @@ impl EvalEngine {
     /// [`crate::notebook::History::to_notebook`] for cells in other languages than Python). The history outlives [`EvalEngine::reset_session`] (as a Jupyter
     /// restart keeps the notebook; execution counts start again at 1).
     pub fn export_notebook(&self, session: &str) -> Result<Notebook, ExportError> {
-        let histories = self.histories.lock().unwrap();
-        match histories.get(session) {
-            Some(history) if !history.is_empty() => Ok(history.to_notebook()),
-            _ => Err(ExportError::NoHistory(session.to_string())),
+        match self.history_copy(session) {
+            Some(history) => Ok(history.to_notebook()),
+            None => Err(ExportError::NoHistory(session.to_string())),
         }
+    }
+
+    /// A copy of `session`'s history, if it has cells. Its outputs are read back
+    /// (parsed) from the copy, so that every call's end, which records its cells
+    /// under the same lock, does not wait for an export.
+    fn history_copy(&self, session: &str) -> Option<History> {
+        self.histories.lock().unwrap().get(session).filter(|history| !history.is_empty()).cloned()
     }
 
     /// `session`'s notebook and, for each of its code cells in order, the call
     /// that ran it and that call's full output, read together (`None`: no history).
     pub fn notebook_with_marks(&self, session: &str) -> Option<(Notebook, Vec<CellMark>)> {
-        let histories = self.histories.lock().unwrap();
-        let history = histories.get(session).filter(|history| !history.is_empty())?;
+        let history = self.history_copy(session)?;
         let marks = history.cells().iter().map(|cell| CellMark { call: cell.call, artifact: cell.artifact.clone() });
         Some((history.to_notebook(), marks.collect()))
     }
